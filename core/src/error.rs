@@ -1,0 +1,139 @@
+//! Typed errors: each names what was wrong and where.
+
+use core::fmt;
+
+/// Which input array an error refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Array {
+    /// The target particles.
+    Targets,
+    /// The source particles.
+    Sources,
+    /// The target velocities (jerk kernel).
+    TargetVelocities,
+    /// The source velocities (jerk kernel).
+    SourceVelocities,
+    /// The particle array of a batched call.
+    Particles,
+}
+
+impl fmt::Display for Array {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Array::Targets => "targets",
+            Array::Sources => "sources",
+            Array::TargetVelocities => "target velocities",
+            Array::SourceVelocities => "source velocities",
+            Array::Particles => "particles",
+        })
+    }
+}
+
+/// Everything an executor can refuse or fail with. Nothing in nbody panics on bad input.
+///
+/// ```
+/// use nbody_core::{Array, Error, Executor, Field, Params, Particle, Reference};
+/// let bodies = [Particle::new(0.0f32, 0.0, 0.0, 1.0), Particle::new(f32::NAN, 0.0, 0.0, 1.0)];
+/// let mut out = [Field::zero(); 2];
+/// let err = Reference.accelerations(&bodies, &bodies, &Params::softened(0.1), &mut out).unwrap_err();
+/// assert_eq!(err, Error::NonFinite { array: Array::Targets, index: 1 });
+/// assert_eq!(err.to_string(), "targets[1] has a NaN or infinite component");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// Two arrays that must have one length do not.
+    LengthMismatch {
+        /// The array whose length is wrong.
+        what: &'static str,
+        /// The length it must have.
+        expected: usize,
+        /// The length it has.
+        found: usize,
+    },
+    /// A coordinate, mass or velocity is NaN or infinite.
+    NonFinite {
+        /// The array.
+        array: Array,
+        /// The first offending index.
+        index: usize,
+    },
+    /// A mass is negative.
+    NegativeMass {
+        /// The array.
+        array: Array,
+        /// The first offending index.
+        index: usize,
+    },
+    /// A scalar parameter is out of its domain.
+    InvalidParameter {
+        /// The parameter.
+        name: &'static str,
+        /// What it must be.
+        requirement: &'static str,
+    },
+    /// [`crate::Overlap::Shared`] names indices outside the targets or sources.
+    OverlapOutOfRange {
+        /// The array the shared range overruns.
+        array: Array,
+        /// One past the last index the overlap names.
+        end: usize,
+        /// The array's length.
+        len: usize,
+    },
+    /// A target declared to be a source is not the same particle.
+    OverlapMismatch {
+        /// The target index.
+        target: usize,
+        /// The source index it was declared equal to.
+        source: usize,
+    },
+    /// A span of a batched interaction list is reversed or past the particle array.
+    InvalidSpan {
+        /// `"pair targets"`, `"pair sources"` or `"source span"`.
+        what: &'static str,
+        /// The index of the pair or source span.
+        index: usize,
+    },
+    /// No device could be used (no driver, no GPU, or the executor was not compiled in).
+    NoDevice,
+    /// The device has too little memory for the request; nothing was kept allocated.
+    OutOfMemory {
+        /// Bytes requested.
+        bytes: usize,
+    },
+    /// A device call failed.
+    Device {
+        /// What was being done.
+        during: &'static str,
+        /// The driver's error code.
+        code: u32,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Error::LengthMismatch { what, expected, found } => {
+                write!(f, "{what} has length {found}, expected {expected}")
+            }
+            Error::NonFinite { array, index } => write!(f, "{array}[{index}] has a NaN or infinite component"),
+            Error::NegativeMass { array, index } => write!(f, "{array}[{index}] has a negative mass"),
+            Error::InvalidParameter { name, requirement } => write!(f, "parameter {name} must be {requirement}"),
+            Error::OverlapOutOfRange { array, end, len } => {
+                write!(f, "overlap reaches index {end} of {array}, which has {len} particles")
+            }
+            Error::OverlapMismatch { target, source } => {
+                write!(f, "targets[{target}] was declared to be sources[{source}] but differs from it")
+            }
+            Error::InvalidSpan { what, index } => {
+                write!(f, "{what} {index} is reversed or reaches past the particle array")
+            }
+            Error::NoDevice => f.write_str("no usable device (no driver or no GPU found)"),
+            Error::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
+            Error::Device { during, code } => write!(f, "device error {code} during {during}"),
+        }
+    }
+}
+
+impl core::error::Error for Error {}

@@ -1,0 +1,210 @@
+//! The contract every executor meets.
+
+use crate::{validate, Array, Error, Field, Jerk, Overlap, Params, Particle, Real, Velocity};
+
+/// Positions and velocities of one set of bodies, for the jerk kernel.
+///
+/// ```
+/// use nbody_core::{Bodies, Particle, Velocity};
+/// let p = [Particle::new(0.0f64, 0.0, 0.0, 1.0)];
+/// let v = [Velocity::new(1.0, 0.0, 0.0)];
+/// let b = Bodies { pos: &p, vel: &v };
+/// assert_eq!(b.pos.len(), b.vel.len());
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Bodies<'a, T: Real> {
+    /// Positions and masses.
+    pub pos: &'a [Particle<T>],
+    /// Velocities, one per particle.
+    pub vel: &'a [Velocity<T>],
+}
+
+/// A half-open index range `start..end` into a particle array, `Pod` so that an
+/// interaction list can be copied to a device as it is.
+///
+/// ```
+/// use nbody_core::Span;
+/// let s = Span::new(3, 7);
+/// assert_eq!((s.len(), s.range()), (4, 3..7));
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Span {
+    /// First index.
+    pub start: u32,
+    /// One past the last index.
+    pub end: u32,
+}
+
+impl Span {
+    /// `start..end`.
+    pub const fn new(start: u32, end: u32) -> Self {
+        Self { start, end }
+    }
+
+    /// Number of indices (0 when reversed).
+    pub const fn len(&self) -> usize {
+        self.end.saturating_sub(self.start) as usize
+    }
+
+    /// True when it holds no index.
+    pub const fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// As a `usize` range.
+    pub const fn range(&self) -> core::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+
+    fn fits(&self, n: usize) -> bool {
+        self.start <= self.end && self.end as usize <= n
+    }
+}
+
+/// One leaf interaction: the targets `targets` receive the pull of every particle in the
+/// source spans `source_spans[sources.start..sources.end]` of an [`InteractionList`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Pair {
+    /// Target particles (indices into the particle array).
+    pub targets: Span,
+    /// Which source spans (indices into `InteractionList::source_spans`).
+    pub sources: Span,
+}
+
+/// Many (target group, source list) pairs over one particle array: the shape a tree
+/// code's walk emits for its leaves. Several pairs may name the same targets; their
+/// contributions add up.
+///
+/// ```
+/// use nbody_core::{InteractionList, Pair, Span};
+/// // targets 0..2 feel particles 0..4; targets 2..4 feel particles 0..1 and 3..4
+/// let spans = [Span::new(0, 4), Span::new(0, 1), Span::new(3, 4)];
+/// let pairs = [
+///     Pair { targets: Span::new(0, 2), sources: Span::new(0, 1) },
+///     Pair { targets: Span::new(2, 4), sources: Span::new(1, 3) },
+/// ];
+/// let list = InteractionList { pairs: &pairs, source_spans: &spans };
+/// assert!(list.validate(4).is_ok());
+/// assert_eq!(list.interactions(), 2 * 4 + 2 * 2);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct InteractionList<'a> {
+    /// The pairs.
+    pub pairs: &'a [Pair],
+    /// The source spans the pairs index.
+    pub source_spans: &'a [Span],
+}
+
+impl InteractionList<'_> {
+    /// Checks every span lies inside a particle array of length `n`.
+    pub fn validate(&self, n: usize) -> Result<(), Error> {
+        for (index, s) in self.source_spans.iter().enumerate() {
+            if !s.fits(n) {
+                return Err(Error::InvalidSpan { what: "source span", index });
+            }
+        }
+        for (index, p) in self.pairs.iter().enumerate() {
+            if !p.targets.fits(n) {
+                return Err(Error::InvalidSpan { what: "pair targets", index });
+            }
+            if !p.sources.fits(self.source_spans.len()) {
+                return Err(Error::InvalidSpan { what: "pair sources", index });
+            }
+        }
+        Ok(())
+    }
+
+    /// The source spans of one pair (the list must be valid).
+    pub fn sources_of(&self, pair: &Pair) -> &[Span] {
+        &self.source_spans[pair.sources.range()]
+    }
+
+    /// Total pair interactions the list asks for.
+    pub fn interactions(&self) -> usize {
+        self.pairs.iter().map(|p| p.targets.len() * self.sources_of(p).iter().map(Span::len).sum::<usize>()).sum()
+    }
+}
+
+/// A direct-summation executor: computes `Σ_j` of the softened kernel for each target
+/// and **adds** it into the output, so a tree code can call once per source list.
+///
+/// Every executor produces what [`crate::Reference`] produces, to the tolerance the
+/// conformance suite (the `nbody-conformance` crate) holds it to, and returns an
+/// [`Error`] for every bad input before touching the output.
+///
+/// Static dispatch: code generic over `E: Executor<T>` swaps executors at compile time.
+///
+/// ```
+/// use nbody_core::{Executor, Field, Params, Particle, Real, Reference};
+///
+/// fn total_ax<T: Real, E: Executor<T>>(exec: &mut E, bodies: &[Particle<T>]) -> T {
+///     let mut out = vec![Field::zero(); bodies.len()];
+///     let params = Params::softened(T::from_f64(0.01)).with_overlap_identical();
+///     exec.accelerations(bodies, bodies, &params, &mut out).unwrap();
+///     out.iter().fold(T::zero(), |sum, f| sum + f.ax)
+/// }
+/// let bodies = [Particle::new(-1.0f64, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+/// assert!(total_ax(&mut Reference, &bodies).abs() < 1e-15); // Newton's third law
+/// ```
+pub trait Executor<T: Real> {
+    /// A short name for reports, e.g. `"reference"`.
+    fn name(&self) -> &'static str;
+
+    /// Adds the acceleration (and, if `params.potential`, the potential) that `sources`
+    /// exert on each of `targets` into `out` (`out.len() == targets.len()`).
+    fn accelerations(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error>;
+
+    /// [`Executor::accelerations`] plus the jerk (for Hermite integrators), added into
+    /// `jerk`. The potential follows `params.potential`.
+    fn accelerations_jerk(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error>;
+
+    /// Runs every pair of `list` over `particles`, adding into `out` (one entry per
+    /// particle). `params.overlap` is ignored: each pair's overlap follows from its spans
+    /// ([`Overlap::between`]). The default runs the pairs one call at a time; executors
+    /// override it to run the whole list at once.
+    fn accelerations_batch(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        validate_batch(particles, list, params, out.len())?;
+        for pair in list.pairs {
+            let t = pair.targets.range();
+            for s in list.sources_of(pair) {
+                let p = params.with_overlap(Overlap::between(t.clone(), s.range()));
+                self.accelerations(&particles[t.clone()], &particles[s.range()], &p, &mut out[t.clone()])?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a batched call checks before it computes anything.
+pub fn validate_batch<T: Real>(
+    particles: &[Particle<T>],
+    list: &InteractionList<'_>,
+    params: &Params<T>,
+    out_len: usize,
+) -> Result<(), Error> {
+    validate::params(params)?;
+    validate::length("output", particles.len(), out_len)?;
+    validate::particles(particles, Array::Particles)?;
+    list.validate(particles.len())
+}

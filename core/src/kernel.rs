@@ -1,0 +1,110 @@
+//! The softened pair interaction: the physics every executor reproduces.
+//!
+//! For target `i` and source `j`, with `d = x_j − x_i` and `r² = |d|² + ε²`:
+//!
+//! ```text
+//! a_i   += G m_j d / r³
+//! phi_i −= G m_j / r
+//! jerk_i += G m_j (v / r³ − 3 (d·v) d / r⁵),   v = v_j − v_i
+//! ```
+//!
+//! G is applied once per target after the sum. With ε > 0 the sum runs over every pair
+//! and [`self_potential`] is subtracted for targets that are also sources; with ε = 0
+//! pairs at zero distance are masked (they contribute exactly nothing).
+//!
+//! ```
+//! use nbody_core::{kernel, Field, Particle};
+//! let mut acc = Field::zero();
+//! kernel::pair([0.0f64; 3], &Particle::new(2.0, 0.0, 0.0, 4.0), 0.0, true, &mut acc);
+//! assert_eq!(acc.acceleration(), [1.0, 0.0, 0.0]); // 4 / 2²
+//! assert_eq!(acc.phi, -2.0);
+//! ```
+
+use crate::{rsqrt, Field, Jerk, Particle, Real, Velocity};
+
+/// `1/r` for `r² = |d|² + ε²`; zero when `masked` and `r² = 0`.
+#[inline(always)]
+pub fn inverse_distance<T: Real>(r2: T, masked: bool) -> T {
+    if masked && r2 == T::zero() {
+        T::zero()
+    } else {
+        rsqrt::exact(r2)
+    }
+}
+
+/// Adds source `src`'s contribution (without G) to the running sums `acc` of a target
+/// at `xi`.
+#[inline(always)]
+pub fn pair<T: Real>(xi: [T; 3], src: &Particle<T>, eps2: T, masked: bool, acc: &mut Field<T>) {
+    let (dx, dy, dz) = (src.x - xi[0], src.y - xi[1], src.z - xi[2]);
+    let r2 = eps2 + dx * dx + dy * dy + dz * dz;
+    let rinv = inverse_distance(r2, masked);
+    let m_rinv = src.m * rinv;
+    let m_rinv3 = m_rinv * rinv * rinv;
+    acc.ax = acc.ax + dx * m_rinv3;
+    acc.ay = acc.ay + dy * m_rinv3;
+    acc.az = acc.az + dz * m_rinv3;
+    acc.phi = acc.phi - m_rinv;
+}
+
+/// [`pair`] plus the jerk, for a target at `xi` moving with `vi` and a source moving
+/// with `vj`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the physics has this many inputs
+pub fn pair_jerk<T: Real>(
+    xi: [T; 3],
+    vi: [T; 3],
+    src: &Particle<T>,
+    vj: &Velocity<T>,
+    eps2: T,
+    masked: bool,
+    acc: &mut Field<T>,
+    jerk: &mut Jerk<T>,
+) {
+    let (dx, dy, dz) = (src.x - xi[0], src.y - xi[1], src.z - xi[2]);
+    let (dvx, dvy, dvz) = (vj.vx - vi[0], vj.vy - vi[1], vj.vz - vi[2]);
+    let r2 = eps2 + dx * dx + dy * dy + dz * dz;
+    let rinv = inverse_distance(r2, masked);
+    let rinv2 = rinv * rinv;
+    let m_rinv = src.m * rinv;
+    let m_rinv3 = m_rinv * rinv2;
+    acc.ax = acc.ax + dx * m_rinv3;
+    acc.ay = acc.ay + dy * m_rinv3;
+    acc.az = acc.az + dz * m_rinv3;
+    acc.phi = acc.phi - m_rinv;
+    let alpha = T::from_f64(3.0) * (dx * dvx + dy * dvy + dz * dvz) * rinv2;
+    jerk.jx = jerk.jx + m_rinv3 * (dvx - alpha * dx);
+    jerk.jy = jerk.jy + m_rinv3 * (dvy - alpha * dy);
+    jerk.jz = jerk.jz + m_rinv3 * (dvz - alpha * dz);
+}
+
+/// The potential a particle of mass `m` adds to itself through the softened kernel
+/// (without G and sign): `m / ε`. Executors add `G · self_potential` to `phi` of every
+/// target that is also a source when ε² > 0.
+///
+/// ```
+/// assert_eq!(nbody_core::kernel::self_potential(2.0f64, 0.25), 4.0);
+/// ```
+#[inline(always)]
+pub fn self_potential<T: Real>(m: T, eps2: T) -> T {
+    m * rsqrt::exact(eps2)
+}
+
+/// Adds `G · sums` into `out`; the potential only when `potential` is set.
+#[inline(always)]
+pub fn finish<T: Real>(g: T, sums: &Field<T>, potential: bool, out: &mut Field<T>) {
+    out.ax = out.ax + g * sums.ax;
+    out.ay = out.ay + g * sums.ay;
+    out.az = out.az + g * sums.az;
+    if potential {
+        out.phi = out.phi + g * sums.phi;
+    }
+}
+
+/// Adds `G · sums` into `out`.
+#[inline(always)]
+pub fn finish_jerk<T: Real>(g: T, sums: &Jerk<T>, out: &mut Jerk<T>) {
+    out.jx = out.jx + g * sums.jx;
+    out.jy = out.jy + g * sums.jy;
+    out.jz = out.jz + g * sums.jz;
+}

@@ -1,0 +1,380 @@
+//! Particle layouts: AoS records padded to four lanes, and SoA views.
+//!
+//! Every AoS record is four `T` lanes, aligned to its own size (16 bytes for f32, 32 for
+//! f64) and `bytemuck::Pod`, so a `&[f32]` of length `4n`, a memory-mapped file or a GPU
+//! buffer can be viewed as records without a copy:
+//!
+//! ```
+//! use nbody_core::Particle;
+//! #[repr(C, align(16))]
+//! struct Raw([f32; 8]);
+//! let raw = Raw([0.0, 1.0, 2.0, 0.5, 3.0, 4.0, 5.0, 0.25]);
+//! let bodies: &[Particle<f32>] = bytemuck::cast_slice(&raw.0);
+//! assert_eq!(bodies[1].y, 4.0);
+//! assert_eq!(bodies[0].m, 0.5);
+//! ```
+
+use crate::{Error, Real};
+use core::fmt;
+
+/// Defines a four-lane record `[a, b, c, d]` of `T`, aligned to `4 * size_of::<T>()`.
+macro_rules! four_lane_record {
+    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $field:ident),+ ; $($(#[$pdoc:meta])* private $pad:ident)? }) => {
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Default, PartialEq)]
+        pub struct $name<T: Real> {
+            $($(#[$fdoc])* pub $field: T,)+
+            $($(#[$pdoc])* $pad: T,)?
+            _align: [T::Align4; 0],
+        }
+
+        // SAFETY: four `T` lanes of a Pod float and a zero-length array of a zero-sized
+        // alignment marker whose alignment equals the record size: no padding, every bit
+        // pattern valid. The assertions below check the size and alignment for both types.
+        unsafe impl<T: Real> bytemuck::Zeroable for $name<T> {}
+        // SAFETY: as above.
+        unsafe impl<T: Real> bytemuck::Pod for $name<T> {}
+
+        const _: () = {
+            assert!(core::mem::size_of::<$name<f32>>() == 16);
+            assert!(core::mem::align_of::<$name<f32>>() == 16);
+            assert!(core::mem::size_of::<$name<f64>>() == 32);
+            assert!(core::mem::align_of::<$name<f64>>() == 32);
+        };
+
+        impl<T: Real> fmt::Debug for $name<T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($name))$(.field(stringify!($field), &self.$field))+.finish()
+            }
+        }
+
+        impl<T: Real> $name<T> {
+            /// All lanes zero.
+            pub fn zero() -> Self {
+                Self::default()
+            }
+        }
+    };
+}
+
+four_lane_record! {
+    /// A particle `[x, y, z, m]`: position and mass.
+    ///
+    /// ```
+    /// use nbody_core::Particle;
+    /// let p = Particle::new(1.0f64, 2.0, 3.0, 0.5);
+    /// assert_eq!(p.position(), [1.0, 2.0, 3.0]);
+    /// assert_eq!(core::mem::size_of_val(&p), 32);
+    /// ```
+    Particle {
+        /// x coordinate.
+        x,
+        /// y coordinate.
+        y,
+        /// z coordinate.
+        z,
+        /// Mass (non-negative; zero for padding).
+        m;
+    }
+}
+
+four_lane_record! {
+    /// The kernel's output for one target `[ax, ay, az, phi]`; calls add into it.
+    ///
+    /// ```
+    /// use nbody_core::Field;
+    /// let f = Field::<f32>::zero();
+    /// assert_eq!(f.acceleration(), [0.0; 3]);
+    /// ```
+    Field {
+        /// x component of the acceleration.
+        ax,
+        /// y component of the acceleration.
+        ay,
+        /// z component of the acceleration.
+        az,
+        /// Gravitational potential (negative); untouched by acceleration-only calls.
+        phi;
+    }
+}
+
+four_lane_record! {
+    /// A velocity `[vx, vy, vz, _]`, padded like [`Particle`], for the jerk kernel.
+    ///
+    /// ```
+    /// use nbody_core::Velocity;
+    /// let v = Velocity::new(1.0f32, 0.0, -1.0);
+    /// assert_eq!(v.vz, -1.0);
+    /// ```
+    Velocity {
+        /// x component.
+        vx,
+        /// y component.
+        vy,
+        /// z component.
+        vz;
+        /// Padding lane (kept zero).
+        private pad
+    }
+}
+
+four_lane_record! {
+    /// The jerk (time derivative of the acceleration) `[jx, jy, jz, _]` of one target.
+    ///
+    /// ```
+    /// use nbody_core::Jerk;
+    /// assert_eq!(Jerk::<f64>::zero().jx, 0.0);
+    /// ```
+    Jerk {
+        /// x component.
+        jx,
+        /// y component.
+        jy,
+        /// z component.
+        jz;
+        /// Padding lane (kept zero).
+        private pad
+    }
+}
+
+impl<T: Real> Particle<T> {
+    /// A particle at `(x, y, z)` with mass `m`.
+    #[inline(always)]
+    pub fn new(x: T, y: T, z: T, m: T) -> Self {
+        Self { x, y, z, m, _align: [] }
+    }
+
+    /// `[x, y, z]`.
+    pub fn position(&self) -> [T; 3] {
+        [self.x, self.y, self.z]
+    }
+
+    /// Converts the lanes to another precision (rounding to nearest when narrowing).
+    pub fn cast<U: Real>(&self) -> Particle<U> {
+        let c = |v: T| U::from_f64(v.to_f64());
+        Particle::new(c(self.x), c(self.y), c(self.z), c(self.m))
+    }
+}
+
+impl<T: Real> Field<T> {
+    /// A field value from its four lanes.
+    #[inline(always)]
+    pub fn new(ax: T, ay: T, az: T, phi: T) -> Self {
+        Self { ax, ay, az, phi, _align: [] }
+    }
+
+    /// `[ax, ay, az]`.
+    pub fn acceleration(&self) -> [T; 3] {
+        [self.ax, self.ay, self.az]
+    }
+}
+
+impl<T: Real> Velocity<T> {
+    /// A velocity `(vx, vy, vz)`.
+    #[inline(always)]
+    pub fn new(vx: T, vy: T, vz: T) -> Self {
+        Self { vx, vy, vz, pad: T::zero(), _align: [] }
+    }
+
+    /// `[vx, vy, vz]`.
+    pub fn components(&self) -> [T; 3] {
+        [self.vx, self.vy, self.vz]
+    }
+
+    /// Converts the lanes to another precision.
+    pub fn cast<U: Real>(&self) -> Velocity<U> {
+        let c = |v: T| U::from_f64(v.to_f64());
+        Velocity::new(c(self.vx), c(self.vy), c(self.vz))
+    }
+}
+
+impl<T: Real> Jerk<T> {
+    /// A jerk `(jx, jy, jz)`.
+    #[inline(always)]
+    pub fn new(jx: T, jy: T, jz: T) -> Self {
+        Self { jx, jy, jz, pad: T::zero(), _align: [] }
+    }
+
+    /// `[jx, jy, jz]`.
+    pub fn components(&self) -> [T; 3] {
+        [self.jx, self.jy, self.jz]
+    }
+}
+
+/// Borrowed SoA particles: four slices of one length.
+///
+/// ```
+/// use nbody_core::SoaRef;
+/// let (x, y, z, m) = ([0.0f32, 1.0], [0.0; 2], [0.0; 2], [1.0; 2]);
+/// let soa = SoaRef::new(&x, &y, &z, &m).unwrap();
+/// assert_eq!(soa.len(), 2);
+/// assert!(SoaRef::new(&x, &y, &z, &m[..1]).is_err());
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct SoaRef<'a, T> {
+    /// x coordinates.
+    pub x: &'a [T],
+    /// y coordinates.
+    pub y: &'a [T],
+    /// z coordinates.
+    pub z: &'a [T],
+    /// Masses.
+    pub m: &'a [T],
+}
+
+/// Mutable SoA particles: four slices of one length.
+#[derive(Debug)]
+pub struct SoaMut<'a, T> {
+    /// x coordinates.
+    pub x: &'a mut [T],
+    /// y coordinates.
+    pub y: &'a mut [T],
+    /// z coordinates.
+    pub z: &'a mut [T],
+    /// Masses.
+    pub m: &'a mut [T],
+}
+
+fn check_lanes(lengths: [usize; 4]) -> Result<usize, Error> {
+    let n = lengths[0];
+    for (found, what) in lengths[1..].iter().zip(["y", "z", "m"]) {
+        if *found != n {
+            return Err(Error::LengthMismatch { what, expected: n, found: *found });
+        }
+    }
+    Ok(n)
+}
+
+impl<'a, T: Real> SoaRef<'a, T> {
+    /// Views four slices as particles; they must have one length.
+    pub fn new(x: &'a [T], y: &'a [T], z: &'a [T], m: &'a [T]) -> Result<Self, Error> {
+        check_lanes([x.len(), y.len(), z.len(), m.len()])?;
+        Ok(Self { x, y, z, m })
+    }
+
+    /// Number of particles.
+    pub fn len(&self) -> usize {
+        self.x.len()
+    }
+
+    /// True when there are no particles.
+    pub fn is_empty(&self) -> bool {
+        self.x.is_empty()
+    }
+
+    /// Particle `i` as an AoS record.
+    pub fn get(&self, i: usize) -> Particle<T> {
+        Particle::new(self.x[i], self.y[i], self.z[i], self.m[i])
+    }
+
+    /// Writes these particles into `dst` as AoS records; lengths must match.
+    ///
+    /// ```
+    /// use nbody_core::{Particle, SoaRef};
+    /// let (x, y, z, m) = ([1.0f64], [2.0], [3.0], [4.0]);
+    /// let mut aos = [Particle::zero()];
+    /// SoaRef::new(&x, &y, &z, &m).unwrap().to_aos(&mut aos).unwrap();
+    /// assert_eq!(aos[0], Particle::new(1.0, 2.0, 3.0, 4.0));
+    /// ```
+    pub fn to_aos(&self, dst: &mut [Particle<T>]) -> Result<(), Error> {
+        if dst.len() != self.len() {
+            return Err(Error::LengthMismatch { what: "AoS destination", expected: self.len(), found: dst.len() });
+        }
+        for (i, p) in dst.iter_mut().enumerate() {
+            *p = self.get(i);
+        }
+        Ok(())
+    }
+}
+
+impl<'a, T: Real> SoaMut<'a, T> {
+    /// Views four mutable slices as particles; they must have one length.
+    pub fn new(x: &'a mut [T], y: &'a mut [T], z: &'a mut [T], m: &'a mut [T]) -> Result<Self, Error> {
+        check_lanes([x.len(), y.len(), z.len(), m.len()])?;
+        Ok(Self { x, y, z, m })
+    }
+
+    /// Number of particles.
+    pub fn len(&self) -> usize {
+        self.x.len()
+    }
+
+    /// True when there are no particles.
+    pub fn is_empty(&self) -> bool {
+        self.x.is_empty()
+    }
+
+    /// Fills these slices from AoS records; lengths must match.
+    ///
+    /// ```
+    /// use nbody_core::{Particle, SoaMut};
+    /// let aos = [Particle::new(1.0f32, 2.0, 3.0, 4.0)];
+    /// let (mut x, mut y, mut z, mut m) = ([0.0f32], [0.0], [0.0], [0.0]);
+    /// SoaMut::new(&mut x, &mut y, &mut z, &mut m).unwrap().fill_from_aos(&aos).unwrap();
+    /// assert_eq!((x[0], m[0]), (1.0, 4.0));
+    /// ```
+    pub fn fill_from_aos(&mut self, src: &[Particle<T>]) -> Result<(), Error> {
+        if src.len() != self.len() {
+            return Err(Error::LengthMismatch { what: "AoS source", expected: self.len(), found: src.len() });
+        }
+        for (i, p) in src.iter().enumerate() {
+            self.x[i] = p.x;
+            self.y[i] = p.y;
+            self.z[i] = p.z;
+            self.m[i] = p.m;
+        }
+        Ok(())
+    }
+
+    /// Reborrows as a read-only view.
+    pub fn as_ref(&self) -> SoaRef<'_, T> {
+        SoaRef { x: self.x, y: self.y, z: self.z, m: self.m }
+    }
+}
+
+/// Owned SoA particles (needs the `alloc` feature).
+///
+/// ```
+/// use nbody_core::{Particle, Soa};
+/// let aos = vec![Particle::new(1.0f32, 2.0, 3.0, 4.0); 3];
+/// let soa = Soa::from_aos(&aos);
+/// assert_eq!(soa.view().x, &[1.0; 3]);
+/// assert_eq!(soa.to_aos(), aos);
+/// ```
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Soa<T> {
+    /// x coordinates.
+    x: alloc::vec::Vec<T>,
+    /// y coordinates.
+    y: alloc::vec::Vec<T>,
+    /// z coordinates.
+    z: alloc::vec::Vec<T>,
+    /// Masses.
+    m: alloc::vec::Vec<T>,
+}
+
+#[cfg(feature = "alloc")]
+impl<T: Real> Soa<T> {
+    /// Copies AoS records into new SoA vectors.
+    pub fn from_aos(src: &[Particle<T>]) -> Self {
+        Self {
+            x: src.iter().map(|p| p.x).collect(),
+            y: src.iter().map(|p| p.y).collect(),
+            z: src.iter().map(|p| p.z).collect(),
+            m: src.iter().map(|p| p.m).collect(),
+        }
+    }
+
+    /// Copies back into AoS records.
+    pub fn to_aos(&self) -> alloc::vec::Vec<Particle<T>> {
+        let view = self.view();
+        (0..view.len()).map(|i| view.get(i)).collect()
+    }
+
+    /// Borrows as a view (the four vectors always have one length).
+    pub fn view(&self) -> SoaRef<'_, T> {
+        SoaRef { x: &self.x, y: &self.y, z: &self.z, m: &self.m }
+    }
+}

@@ -1,0 +1,50 @@
+//! # nbody-core
+//!
+//! The `#![no_std]` heart of nbody: everything that defines *what* is computed, and
+//! nothing about *where* (threads, devices, files live in the executor crates).
+//!
+//! - [`Real`]: f32 and f64 through one trait.
+//! - [`layout`]: AoS [`Particle`] `[x, y, z, m]` padded to 16/32 bytes (`bytemuck::Pod`),
+//!   output [`Field`] `[ax, ay, az, phi]`, [`Velocity`], [`Jerk`], SoA views.
+//! - [`kernel`]: the softened pair interaction, with and without jerk.
+//! - [`Params`] and [`Overlap`]: G, softening, potential on/off, which targets are also
+//!   sources (self-interaction subtraction).
+//! - [`rsqrt`]: exact and Newton-refined bit-trick reciprocal square roots.
+//! - [`Executor`]: the contract every executor meets; [`Reference`] implements it in the
+//!   caller's precision and [`oracle`] recomputes everything in f64 for tests.
+//!
+//! ```
+//! use nbody_core::{Executor, Field, Params, Particle, Reference};
+//!
+//! let bodies = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+//! let mut out = [Field::zero(); 2];
+//! let params = Params::softened(0.0).with_overlap_identical();
+//! Reference.accelerations(&bodies, &bodies, &params, &mut out).unwrap();
+//! assert_eq!(out[0].ax, 1.0); // pulled towards +x with G m / r^2 = 1
+//! assert_eq!(out[0].phi, -1.0);
+//! ```
+#![no_std]
+#![warn(missing_docs)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+mod error;
+mod executor;
+pub mod kernel;
+pub mod layout;
+pub mod oracle;
+mod params;
+mod real;
+mod reference;
+pub mod rsqrt;
+pub mod validate;
+
+pub use error::{Array, Error};
+pub use executor::{validate_batch, Bodies, Executor, InteractionList, Pair, Span};
+pub use layout::{Field, Jerk, Particle, SoaMut, SoaRef, Velocity};
+#[cfg(feature = "alloc")]
+pub use layout::Soa;
+pub use params::{Overlap, Params};
+pub use real::Real;
+pub use reference::Reference;

@@ -1,0 +1,121 @@
+//! The f64 oracle: what every test compares against.
+//!
+//! It converts any input to f64 and sums the i ≠ j pairs directly (skipping a target's
+//! pair with itself instead of subtracting it, and masking zero distances when ε = 0),
+//! so it is an independent statement of the physics rather than a copy of the
+//! executors' trick. Alongside each value it returns an error scale: the sum of the
+//! magnitudes of the terms, widened by how far rounding the coordinates (of size
+//! `|x_i| + |x_j|`) can move each term. An executor computing in precision `u` with
+//! `n` sources is correct when `|value − oracle| ≤ K(n) · u · bound` for a small K(n).
+//!
+//! ```
+//! use nbody_core::{oracle, Params, Particle};
+//! let ps = [Particle::new(0.0f32, 0.0, 0.0, 1.0), Particle::new(2.0, 0.0, 0.0, 1.0)];
+//! let mut exact = [oracle::Exact::default(); 2];
+//! oracle::field(&ps, None, &ps, None, &Params::softened(0.0).with_overlap_identical(), &mut exact).unwrap();
+//! assert_eq!(exact[0].acc, [0.25, 0.0, 0.0]);
+//! assert_eq!(exact[1].phi, -0.5);
+//! ```
+
+use crate::{validate, Bodies, Error, Params, Particle, Real, Velocity};
+
+/// The f64 truth for one target, with error scales.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Exact {
+    /// Acceleration.
+    pub acc: [f64; 3],
+    /// Potential (i ≠ j pairs only).
+    pub phi: f64,
+    /// Jerk (zero unless velocities were given).
+    pub jerk: [f64; 3],
+    /// Error scale for each acceleration component.
+    pub acc_bound: f64,
+    /// Error scale for the potential.
+    pub phi_bound: f64,
+    /// Error scale for each jerk component.
+    pub jerk_bound: f64,
+}
+
+/// Computes [`Exact`] for every target into `out` (overwriting it). Velocities are
+/// optional; give both to get the jerk. Inputs are validated like an executor call.
+pub fn field<T: Real>(
+    targets: &[Particle<T>],
+    target_vel: Option<&[Velocity<T>]>,
+    sources: &[Particle<T>],
+    source_vel: Option<&[Velocity<T>]>,
+    params: &Params<T>,
+    out: &mut [Exact],
+) -> Result<(), Error> {
+    let vels = match (target_vel, source_vel) {
+        (Some(tv), Some(sv)) => {
+            let (t, s) = (Bodies { pos: targets, vel: tv }, Bodies { pos: sources, vel: sv });
+            validate::jerk_call(&t, &s, params, out.len(), out.len())?;
+            Some((tv, sv))
+        }
+        (None, None) => {
+            validate::call(targets, sources, params, out.len())?;
+            None
+        }
+        _ => return Err(Error::InvalidParameter { name: "velocities", requirement: "given for both targets and sources, or neither" }),
+    };
+    let g = params.g.to_f64();
+    let eps = params.eps.to_f64();
+    let eps2 = eps * eps;
+    let masked = params.masked();
+    let f = |p: &Particle<T>| [p.x.to_f64(), p.y.to_f64(), p.z.to_f64(), p.m.to_f64()];
+    let v3 = |v: &Velocity<T>| [v.vx.to_f64(), v.vy.to_f64(), v.vz.to_f64()];
+    let norm = |a: [f64; 3]| (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt();
+    for (i, o) in out.iter_mut().enumerate() {
+        let xi = f(&targets[i]);
+        let vi = vels.map_or([0.0; 3], |(tv, _)| v3(&tv[i]));
+        let self_index = params.overlap.source_of(i);
+        let mut e = Exact::default();
+        for (j, s) in sources.iter().enumerate() {
+            let xj = f(s);
+            let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
+            let dist2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+            let r2 = dist2 + eps2;
+            // The coordinates' own size: rounding them moves d by about u times this.
+            let coord = norm([xi[0], xi[1], xi[2]]) + norm([xj[0], xj[1], xj[2]]);
+            if Some(j) == self_index {
+                if !masked {
+                    // Executors add and then subtract m/ε: its rounding is part of the error.
+                    e.phi_bound += xj[3] / eps;
+                }
+                continue;
+            }
+            if r2 == 0.0 || (masked && (T::from_f64(r2) == T::zero() || dist2 == 0.0)) {
+                continue;
+            }
+            let r = r2.sqrt();
+            let (m, rinv) = (xj[3], 1.0 / r);
+            let m_r3 = m * rinv * rinv * rinv;
+            for k in 0..3 {
+                e.acc[k] += m_r3 * d[k];
+            }
+            e.phi -= m * rinv;
+            e.acc_bound += m_r3 * (dist2.sqrt() + 3.0 * coord);
+            e.phi_bound += m * rinv * (1.0 + coord * rinv);
+            if let Some((_, sv)) = vels {
+                let vj = v3(&sv[j]);
+                let dv = [vj[0] - vi[0], vj[1] - vi[1], vj[2] - vi[2]];
+                let alpha = 3.0 * (d[0] * dv[0] + d[1] * dv[1] + d[2] * dv[2]) * rinv * rinv;
+                for k in 0..3 {
+                    e.jerk[k] += m_r3 * (dv[k] - alpha * d[k]);
+                }
+                let speeds = norm(vi) + norm(vj) + norm(dv);
+                e.jerk_bound += 4.0 * m_r3 * speeds * (1.0 + 3.0 * coord * rinv);
+            }
+        }
+        for k in 0..3 {
+            e.acc[k] *= g;
+            e.jerk[k] *= g;
+        }
+        e.phi *= g;
+        e.acc_bound *= g;
+        e.phi_bound *= g;
+        e.jerk_bound *= g;
+        *o = e;
+    }
+    Ok(())
+}

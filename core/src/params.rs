@@ -1,0 +1,148 @@
+//! What a call computes: G, softening, potential on/off, and which targets are sources.
+
+use crate::Real;
+
+/// Which targets are also sources, for self-interaction subtraction.
+///
+/// With softening `eps > 0` the pair of a particle with itself adds nothing to the
+/// acceleration (`x_j − x_i = 0`) and `−G m / eps` to the potential. Kernels do not test
+/// `i ≠ j` in the inner loop; they sum every pair and subtract that term afterwards for
+/// the targets this value names. With `eps = 0` zero-distance pairs are masked, so there
+/// is nothing to subtract.
+///
+/// ```
+/// use nbody_core::Overlap;
+/// // targets[2..5] are sources[10..13]
+/// let o = Overlap::Shared { target_start: 2, source_start: 10, len: 3 };
+/// assert_eq!(o.source_of(3), Some(11));
+/// assert_eq!(o.source_of(5), None);
+/// assert_eq!(Overlap::Identical.source_of(7), Some(7));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Overlap {
+    /// No target is a source: every pair is counted (coincident particles included).
+    #[default]
+    Disjoint,
+    /// Targets and sources are the same array: target `i` is source `i`.
+    Identical,
+    /// `targets[target_start + k]` is `sources[source_start + k]` for `k < len`.
+    Shared {
+        /// First shared target index.
+        target_start: usize,
+        /// The source index of that target.
+        source_start: usize,
+        /// How many consecutive targets are shared.
+        len: usize,
+    },
+}
+
+impl Overlap {
+    /// The source index target `i` is, if any (unchecked against array lengths).
+    #[inline]
+    pub fn source_of(&self, i: usize) -> Option<usize> {
+        match *self {
+            Overlap::Disjoint => None,
+            Overlap::Identical => Some(i),
+            Overlap::Shared { target_start, source_start, len } => {
+                (i >= target_start && i - target_start < len).then(|| source_start + (i - target_start))
+            }
+        }
+    }
+
+    /// The shared targets as `(target_start, source_start, len)` for arrays of the given
+    /// lengths (`Identical` spans them all; validation has checked they are equal).
+    pub fn resolve(&self, n_targets: usize) -> (usize, usize, usize) {
+        match *self {
+            Overlap::Disjoint => (0, 0, 0),
+            Overlap::Identical => (0, 0, n_targets),
+            Overlap::Shared { target_start, source_start, len } => (target_start, source_start, len),
+        }
+    }
+
+    /// The overlap of a target span with a source span of one particle array, both given
+    /// as `start..end` indices into it.
+    ///
+    /// ```
+    /// use nbody_core::Overlap;
+    /// let o = Overlap::between(4..8, 6..20);
+    /// assert_eq!(o, Overlap::Shared { target_start: 2, source_start: 0, len: 2 });
+    /// assert_eq!(Overlap::between(0..4, 4..8), Overlap::Disjoint);
+    /// ```
+    pub fn between(targets: core::ops::Range<usize>, sources: core::ops::Range<usize>) -> Overlap {
+        let start = targets.start.max(sources.start);
+        let end = targets.end.min(sources.end);
+        if start >= end {
+            return Overlap::Disjoint;
+        }
+        Overlap::Shared { target_start: start - targets.start, source_start: start - sources.start, len: end - start }
+    }
+}
+
+/// Parameters of one call.
+///
+/// ```
+/// use nbody_core::{Overlap, Params};
+/// let p = Params::softened(0.01f32).with_g(4.3e-3).acceleration_only().with_overlap_identical();
+/// assert_eq!(p.eps, 0.01);
+/// assert!(!p.potential);
+/// assert_eq!(p.overlap, Overlap::Identical);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Params<T> {
+    /// Gravitational constant (finite, non-negative). Default 1.
+    pub g: T,
+    /// Plummer softening length ε (finite, non-negative). `0` masks zero-distance pairs.
+    pub eps: T,
+    /// Also accumulate the potential into `Field::phi`. Default true.
+    pub potential: bool,
+    /// Which targets are also sources. Default [`Overlap::Disjoint`].
+    pub overlap: Overlap,
+}
+
+impl<T: Real> Params<T> {
+    /// G = 1, softening `eps`, potential on, targets disjoint from sources.
+    pub fn softened(eps: T) -> Self {
+        Self { g: T::one(), eps, potential: true, overlap: Overlap::Disjoint }
+    }
+
+    /// Sets G.
+    pub fn with_g(mut self, g: T) -> Self {
+        self.g = g;
+        self
+    }
+
+    /// Accumulates only the acceleration; `phi` is left untouched.
+    pub fn acceleration_only(mut self) -> Self {
+        self.potential = false;
+        self
+    }
+
+    /// Sets the overlap.
+    pub fn with_overlap(mut self, overlap: Overlap) -> Self {
+        self.overlap = overlap;
+        self
+    }
+
+    /// Declares targets and sources to be the same array.
+    pub fn with_overlap_identical(self) -> Self {
+        self.with_overlap(Overlap::Identical)
+    }
+
+    /// ε² as the kernels use it. When it underflows to zero (ε below about 1e-19 in f32)
+    /// the masked path is used, so coincident pairs never produce infinities.
+    #[inline]
+    pub fn eps2(&self) -> T {
+        self.eps * self.eps
+    }
+
+    /// Whether the kernel must mask zero-distance pairs (ε² = 0).
+    #[inline]
+    pub fn masked(&self) -> bool {
+        self.eps2() == T::zero()
+    }
+
+    /// Converts to another precision.
+    pub fn cast<U: Real>(&self) -> Params<U> {
+        Params { g: U::from_f64(self.g.to_f64()), eps: U::from_f64(self.eps.to_f64()), potential: self.potential, overlap: self.overlap }
+    }
+}

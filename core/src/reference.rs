@@ -1,0 +1,79 @@
+//! The scalar reference executor: the kernel of [`crate::kernel`] in plain loops.
+
+use crate::kernel::{self, self_potential};
+use crate::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle, Real};
+
+/// The scalar reference executor: plain loops over [`kernel::pair`], computing in the
+/// caller's precision. Slow and obviously right; every faster executor is tested
+/// against it (and against [`crate::oracle`], its f64 twin).
+///
+/// ```
+/// use nbody_core::{Executor, Field, Params, Particle, Reference};
+/// let targets = [Particle::new(0.0f32, 0.0, 0.0, 0.0)];
+/// let sources = [Particle::new(0.0f32, 3.0, 4.0, 25.0)];
+/// let mut out = [Field::zero()];
+/// Reference.accelerations(&targets, &sources, &Params::softened(0.0), &mut out).unwrap();
+/// assert_eq!(out[0].acceleration(), [0.0, 0.6, 0.8]); // 25 / 5² along (0, 3, 4) / 5
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reference;
+
+impl<T: Real> Executor<T> for Reference {
+    fn name(&self) -> &'static str {
+        "reference"
+    }
+
+    fn accelerations(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        validate::call(targets, sources, params, out.len())?;
+        let (eps2, masked) = (params.eps2(), params.masked());
+        for (i, (t, o)) in targets.iter().zip(out.iter_mut()).enumerate() {
+            let mut sums = Field::zero();
+            for s in sources {
+                kernel::pair(t.position(), s, eps2, masked, &mut sums);
+            }
+            subtract_self(params, sources, i, &mut sums);
+            kernel::finish(params.g, &sums, params.potential, o);
+        }
+        Ok(())
+    }
+
+    fn accelerations_jerk(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
+        let (eps2, masked) = (params.eps2(), params.masked());
+        for i in 0..targets.pos.len() {
+            let (xi, vi) = (targets.pos[i].position(), targets.vel[i].components());
+            let (mut sums, mut jsums) = (Field::zero(), Jerk::zero());
+            for (s, v) in sources.pos.iter().zip(sources.vel) {
+                kernel::pair_jerk(xi, vi, s, v, eps2, masked, &mut sums, &mut jsums);
+            }
+            subtract_self(params, sources.pos, i, &mut sums);
+            kernel::finish(params.g, &sums, params.potential, &mut out[i]);
+            kernel::finish_jerk(params.g, &jsums, &mut jerk[i]);
+        }
+        Ok(())
+    }
+}
+
+/// Removes target `i`'s pair with itself from `sums.phi` when it is also a source and
+/// the softened path counted that pair.
+#[inline]
+pub(crate) fn subtract_self<T: Real>(params: &Params<T>, sources: &[Particle<T>], i: usize, sums: &mut Field<T>) {
+    if !params.masked() {
+        if let Some(k) = params.overlap.source_of(i) {
+            sums.phi = sums.phi + self_potential(sources[k].m, params.eps2());
+        }
+    }
+}
