@@ -96,5 +96,11 @@ pub fn jerk_call<T: Real>(
     call(targets.pos, sources.pos, p, out_len)?;
     length("jerk output", targets.pos.len(), jerk_len)?;
     velocities(targets.vel, targets.pos.len(), Array::TargetVelocities)?;
-    velocities(sources.vel, sources.pos.len(), Array::SourceVelocities)
+    velocities(sources.vel, sources.pos.len(), Array::SourceVelocities)?;
+    // A shared particle has one velocity; two would give its pair with itself a jerk.
+    let (t0, s0, len) = p.overlap.resolve(targets.pos.len());
+    match (0..len).find(|&k| targets.vel[t0 + k] != sources.vel[s0 + k]) {
+        Some(k) => Err(Error::OverlapMismatch { target: t0 + k, source: s0 + k }),
+        None => Ok(()),
+    }
 }

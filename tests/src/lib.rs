@@ -1,1 +1,148 @@
-//! placeholder
+//! # nbody-conformance
+//!
+//! The conformance and property suite, written once and run against every executor in
+//! every precision, the way cubecl's `testgen_all!` works: a new executor gets the whole
+//! suite from one line in its test file.
+//!
+//! ```no_run
+//! use nbody_conformance::{run, suite};
+//! use nbody_core::Reference;
+//! let mut trials = suite::<f32, _>("reference/f32", || Ok(Reference));
+//! trials.extend(suite::<f64, _>("reference/f64", || Ok(Reference)));
+//! run(trials);
+//! ```
+//!
+//! Each check compares against the f64 [`oracle`] with the tolerance [`tolerance`]
+//! derives from the oracle's per-target error scale, or checks a physical property
+//! (Newton's third law, invariances, linearity) that holds whatever the summation order.
+//! If the executor cannot be created because there is no device, every check is
+//! reported as *ignored*, never as passed.
+
+mod checks;
+mod gen;
+
+pub use gen::Case;
+pub use libtest_mimic::{Arguments, Failed, Trial};
+use nbody_core::oracle::{self, Exact};
+use nbody_core::{Error, Executor, Field, Params, Particle, Real};
+use std::sync::Arc;
+
+/// Roundings per interaction an executor may spend beyond plain summation: the
+/// difference, r², an rsqrt refined to within about 2 ulp, and three products.
+pub const SLACK_ULPS: f64 = 16.0;
+
+/// The relative tolerance (against the oracle's error scale) for `n_sources` sources in
+/// precision `T`: worst-case recursive summation costs `n` roundings, plus the slack.
+pub fn tolerance<T: Real>(n_sources: usize) -> f64 {
+    (n_sources as f64 + SLACK_ULPS) * T::epsilon().to_f64()
+}
+
+/// Builds the suite's trials for one executor and precision. `make` creates a fresh
+/// executor for each check; if it returns [`Error::NoDevice`] the checks are ignored.
+pub fn suite<T: Real, E: Executor<T> + 'static>(
+    prefix: &str,
+    make: impl Fn() -> Result<E, Error> + Send + Sync + 'static,
+) -> Vec<Trial> {
+    let make = Arc::new(make);
+    let no_device = matches!(make(), Err(Error::NoDevice));
+    checks::all::<T, E>()
+        .into_iter()
+        .map(|(name, check)| {
+            let make = Arc::clone(&make);
+            let trial = Trial::test(format!("{prefix}::{name}"), move || {
+                let mut exec = make().map_err(|e| Failed::from(format!("creating the executor: {e}")))?;
+                check(&mut exec).map_err(Failed::from)
+            });
+            trial.with_ignored_flag(no_device)
+        })
+        .collect()
+}
+
+/// Runs trials with the command line's arguments (filters, `--list`, `--ignored`) and
+/// exits with the harness's status.
+pub fn run(trials: Vec<Trial>) -> ! {
+    let args = Arguments::from_args();
+    libtest_mimic::run(&args, trials).exit()
+}
+
+/// Converts `[x, y, z, m]` rows into particles of precision `T`.
+pub fn particles<T: Real>(rows: &[[f64; 4]]) -> Vec<Particle<T>> {
+    rows.iter().map(|r| Particle::new(T::from_f64(r[0]), T::from_f64(r[1]), T::from_f64(r[2]), T::from_f64(r[3]))).collect()
+}
+
+/// The oracle for a call, or the validation error it reports.
+pub fn exact<T: Real>(targets: &[Particle<T>], sources: &[Particle<T>], params: &Params<T>) -> Result<Vec<Exact>, Error> {
+    let mut out = vec![Exact::default(); targets.len()];
+    oracle::field(targets, None, sources, None, params, &mut out)?;
+    Ok(out)
+}
+
+/// Checks `got − before` against the oracle: every acceleration component (and the
+/// potential when `potential`, else that `phi` is unchanged) within
+/// `tolerance(n_sources) · bound`, plus the rounding of adding into `before`.
+pub fn compare<T: Real>(
+    got: &[Field<T>],
+    before: &[Field<T>],
+    exact: &[Exact],
+    n_sources: usize,
+    potential: bool,
+) -> Result<(), String> {
+    let tol = tolerance::<T>(n_sources);
+    let u = T::epsilon().to_f64();
+    for (i, ((g, b), e)) in got.iter().zip(before).zip(exact).enumerate() {
+        let (g4, b4) = (lanes(g), lanes(b));
+        for k in 0..3 {
+            let computed = g4[k] - b4[k];
+            let allowed = tol * e.acc_bound + 2.0 * u * (g4[k].abs() + b4[k].abs());
+            if !((computed - e.acc[k]).abs() <= allowed) {
+                return Err(format!(
+                    "target {i}, acceleration[{k}]: got {computed:e}, oracle {:e}, |diff| {:e} > allowed {allowed:e}",
+                    e.acc[k],
+                    (computed - e.acc[k]).abs()
+                ));
+            }
+        }
+        if potential {
+            let computed = g4[3] - b4[3];
+            let allowed = tol * e.phi_bound + 2.0 * u * (g4[3].abs() + b4[3].abs());
+            if !((computed - e.phi).abs() <= allowed) {
+                return Err(format!("target {i}, potential: got {computed:e}, oracle {:e}, allowed {allowed:e}", e.phi));
+            }
+        } else if g.phi.to_bits_u64() != b.phi.to_bits_u64() {
+            return Err(format!("target {i}: potential changed by an acceleration-only call"));
+        }
+    }
+    Ok(())
+}
+
+/// The four lanes widened to f64.
+pub fn lanes<T: Real>(f: &Field<T>) -> [f64; 4] {
+    [f.ax.to_f64(), f.ay.to_f64(), f.az.to_f64(), f.phi.to_f64()]
+}
+
+/// Bit patterns, to check that an output was left untouched.
+trait Bits {
+    fn to_bits_u64(self) -> u64;
+}
+
+impl<T: Real> Bits for T {
+    fn to_bits_u64(self) -> u64 {
+        self.to_f64().to_bits()
+    }
+}
+
+/// Per-particle relative error of the acceleration, `|a − a_ref| / |a_ref|`, over all
+/// targets: (max, median). The accuracy figure the executor issues ask for.
+pub fn relative_acceleration_error<T: Real>(got: &[Field<T>], exact: &[Exact]) -> (f64, f64) {
+    let mut errs: Vec<f64> = got
+        .iter()
+        .zip(exact)
+        .map(|(g, e)| {
+            let d = [g.ax.to_f64() - e.acc[0], g.ay.to_f64() - e.acc[1], g.az.to_f64() - e.acc[2]];
+            let norm = |v: [f64; 3]| (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+            norm(d) / norm(e.acc)
+        })
+        .collect();
+    errs.sort_by(f64::total_cmp);
+    (errs.last().copied().unwrap_or(0.0), errs.get(errs.len() / 2).copied().unwrap_or(0.0))
+}
