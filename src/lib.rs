@@ -1,1 +1,36 @@
-//! placeholder
+//! # nbody
+//!
+//! Direct-summation gravity kernels: softened Newtonian acceleration, potential and jerk
+//! between target and source particles, built to be the leaf kernel of tree and FMM
+//! codes and to drive direct N-body simulations.
+//!
+//! This facade re-exports the crates: [`core`] (layouts, kernel, the [`Executor`]
+//! trait, the reference), [`integrators`] (initial conditions and integrators), the CPU
+//! executor [`cpu`], and with the `cuda` feature the CUDA executor `cuda`.
+//!
+//! ```
+//! use nbody::{Executor, Field, Params, Reference};
+//!
+//! let (bodies, _velocities) = nbody::integrators::ics::plummer::<f64>(256, 1);
+//! let mut field = vec![Field::zero(); bodies.len()];
+//! let params = Params::softened(0.01).with_overlap_identical();
+//! Reference.accelerations(&bodies, &bodies, &params, &mut field).unwrap();
+//! // Potential energy of a Plummer sphere in standard units is about -1/2.
+//! let w: f64 = 0.5 * bodies.iter().zip(&field).map(|(b, f)| b.m * f.phi).sum::<f64>();
+//! assert!((w + 0.5).abs() < 0.1);
+//! ```
+
+pub use nbody_core as core;
+pub use nbody_core::{
+    Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Reference, Span,
+    Velocity,
+};
+pub use nbody_cpu as cpu;
+#[cfg(feature = "cuda")]
+pub use nbody_cuda as cuda;
+pub use nbody_integrators as integrators;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -42,9 +42,9 @@ pub mod validate;
 
 pub use error::{Array, Error};
 pub use executor::{validate_batch, Bodies, Executor, InteractionList, Pair, Span};
-pub use layout::{Field, Jerk, Particle, SoaMut, SoaRef, Velocity};
 #[cfg(feature = "alloc")]
 pub use layout::Soa;
+pub use layout::{Field, Jerk, Particle, SoaMut, SoaRef, Velocity};
 pub use params::{Overlap, Params};
 pub use real::Real;
 pub use reference::Reference;

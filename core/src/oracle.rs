@@ -18,6 +18,7 @@
 //! ```
 
 use crate::{validate, Bodies, Error, Params, Particle, Real, Velocity};
+use num_traits::Float;
 
 /// The f64 truth for one target, with error scales.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -56,7 +57,12 @@ pub fn field<T: Real>(
             validate::call(targets, sources, params, out.len())?;
             None
         }
-        _ => return Err(Error::InvalidParameter { name: "velocities", requirement: "given for both targets and sources, or neither" }),
+        _ => {
+            return Err(Error::InvalidParameter {
+                name: "velocities",
+                requirement: "given for both targets and sources, or neither",
+            })
+        }
     };
     let g = params.g.to_f64();
     let eps = params.eps.to_f64();
@@ -64,7 +70,7 @@ pub fn field<T: Real>(
     let masked = params.masked();
     let f = |p: &Particle<T>| [p.x.to_f64(), p.y.to_f64(), p.z.to_f64(), p.m.to_f64()];
     let v3 = |v: &Velocity<T>| [v.vx.to_f64(), v.vy.to_f64(), v.vz.to_f64()];
-    let norm = |a: [f64; 3]| (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt();
+    let norm = |a: [f64; 3]| Float::sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
     for (i, o) in out.iter_mut().enumerate() {
         let xi = f(&targets[i]);
         let vi = vels.map_or([0.0; 3], |(tv, _)| v3(&tv[i]));
@@ -87,14 +93,14 @@ pub fn field<T: Real>(
             if r2 == 0.0 || (masked && (T::from_f64(r2) == T::zero() || dist2 == 0.0)) {
                 continue;
             }
-            let r = r2.sqrt();
+            let r = Float::sqrt(r2);
             let (m, rinv) = (xj[3], 1.0 / r);
             let m_r3 = m * rinv * rinv * rinv;
-            for k in 0..3 {
-                e.acc[k] += m_r3 * d[k];
+            for (a, dk) in e.acc.iter_mut().zip(d) {
+                *a += m_r3 * dk;
             }
             e.phi -= m * rinv;
-            e.acc_bound += m_r3 * (dist2.sqrt() + 3.0 * coord);
+            e.acc_bound += m_r3 * (Float::sqrt(dist2) + 3.0 * coord);
             e.phi_bound += m * rinv * (1.0 + coord * rinv);
             if let Some((_, sv)) = vels {
                 let vj = v3(&sv[j]);

@@ -143,6 +143,11 @@ impl<T: Real> Params<T> {
 
     /// Converts to another precision.
     pub fn cast<U: Real>(&self) -> Params<U> {
-        Params { g: U::from_f64(self.g.to_f64()), eps: U::from_f64(self.eps.to_f64()), potential: self.potential, overlap: self.overlap }
+        Params {
+            g: U::from_f64(self.g.to_f64()),
+            eps: U::from_f64(self.eps.to_f64()),
+            potential: self.potential,
+            overlap: self.overlap,
+        }
     }
 }

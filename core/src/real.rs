@@ -30,17 +30,7 @@ pub struct Align32;
 /// assert_eq!(half(3.0f32), 1.5);
 /// assert!((4.0f64.rsqrt_newton(4) - 0.5).abs() < 1e-15);
 /// ```
-pub trait Real:
-    Float
-    + bytemuck::Pod
-    + Default
-    + Debug
-    + Display
-    + Send
-    + Sync
-    + sealed::Sealed
-    + 'static
-{
+pub trait Real: Float + bytemuck::Pod + Default + Debug + Display + Send + Sync + sealed::Sealed + 'static {
     /// Zero-sized marker carrying the alignment of a four-lane record of `Self`
     /// (16 bytes for f32, 32 for f64): a float4 / double4 a GPU loads in one access.
     type Align4: Copy + Debug + Default + PartialEq + Send + Sync + 'static;

@@ -76,7 +76,12 @@ pub fn overlap<T: Real>(overlap: &Overlap, targets: &[Particle<T>], sources: &[P
 
 /// Everything a host-slice acceleration call checks, in a fixed order: parameters,
 /// output length, targets, sources, overlap.
-pub fn call<T: Real>(targets: &[Particle<T>], sources: &[Particle<T>], p: &Params<T>, out_len: usize) -> Result<(), Error> {
+pub fn call<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    p: &Params<T>,
+    out_len: usize,
+) -> Result<(), Error> {
     params(p)?;
     length("output", targets.len(), out_len)?;
     particles(targets, Array::Targets)?;

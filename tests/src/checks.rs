@@ -4,8 +4,7 @@ use crate::gen::{cases, coordinate, mass, row, softening, Case};
 use crate::{compare, exact, lanes, particles, tolerance};
 use nbody_core::oracle::{self, Exact};
 use nbody_core::{
-    Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Span,
-    Velocity,
+    Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Span, Velocity,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -40,13 +39,15 @@ pub fn all<T: Real, E: Executor<T>>() -> Vec<(&'static str, Check<E>)> {
 }
 
 /// Runs `f` on `CASES` values of `strategy`, from a fixed seed so failures reproduce.
-fn prop<S: Strategy, X>(exec: &mut X, strategy: S, f: impl Fn(&mut X, S::Value) -> Result<(), String>) -> Result<(), String> {
+fn prop<S: Strategy, X>(
+    exec: &mut X,
+    strategy: S,
+    f: impl Fn(&mut X, S::Value) -> Result<(), String>,
+) -> Result<(), String> {
     let config = Config { cases: CASES, failure_persistence: None, ..Config::default() };
     let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
     let exec = RefCell::new(exec);
-    runner
-        .run(&strategy, |v| f(&mut exec.borrow_mut(), v).map_err(TestCaseError::fail))
-        .map_err(|e| e.to_string())
+    runner.run(&strategy, |v| f(&mut exec.borrow_mut(), v).map_err(TestCaseError::fail)).map_err(|e| e.to_string())
 }
 
 fn call<T: Real, E: Executor<T>>(
@@ -65,7 +66,11 @@ fn zeros<T: Real>(n: usize) -> Vec<Field<T>> {
     vec![Field::zero(); n]
 }
 
-fn oracle_of<T: Real>(targets: &[Particle<T>], sources: &[Particle<T>], params: &Params<T>) -> Result<Vec<Exact>, String> {
+fn oracle_of<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    params: &Params<T>,
+) -> Result<Vec<Exact>, String> {
     exact(targets, sources, params).map_err(|e| format!("oracle refused a valid case: {e}"))
 }
 
@@ -84,7 +89,12 @@ fn close<T: Real>(
             let bound = if k == 3 { phi_bound } else { acc_bound };
             let diff = (la[k] - lb[k]).abs();
             if !(diff <= tol * bound) {
-                return Err(format!("{what}: target {i}, lane {k}: {:e} vs {:e}, |diff| {diff:e} > {:e}", la[k], lb[k], tol * bound));
+                return Err(format!(
+                    "{what}: target {i}, lane {k}: {:e} vs {:e}, |diff| {diff:e} > {:e}",
+                    la[k],
+                    lb[k],
+                    tol * bound
+                ));
             }
         }
     }
@@ -135,7 +145,11 @@ fn masked_coincident_pairs<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), Str
         let t = particles::<T>(&rows);
         let mut s = t.clone();
         s.extend_from_slice(&t);
-        let p = Params::softened(T::zero()).with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: t.len() });
+        let p = Params::softened(T::zero()).with_overlap(Overlap::Shared {
+            target_start: 0,
+            source_start: 0,
+            len: t.len(),
+        });
         let out = call(e, &t, &s, &p, &zeros(t.len()))?;
         if let Some(i) = out.iter().position(|f| !lanes(f).iter().all(|x| x.is_finite())) {
             return Err(format!("target {i} has a non-finite output {:?}", out[i]));
@@ -160,7 +174,10 @@ fn self_interaction_subtraction<T: Real, E: Executor<T>>(e: &mut E) -> Result<()
             let diff = (all[i].phi.to_f64() - alone[0].phi.to_f64()).abs();
             let allowed = 2.0 * tolerance::<T>(ps.len()) * ex[i].phi_bound;
             if !(diff <= allowed) {
-                return Err(format!("target {i}: phi {} with subtraction, {} as the i != j sum", all[i].phi, alone[0].phi));
+                return Err(format!(
+                    "target {i}: phi {} with subtraction, {} as the i != j sum",
+                    all[i].phi, alone[0].phi
+                ));
             }
         }
         Ok(())
@@ -291,7 +308,9 @@ fn massless_padding<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
         let (t0, s0, len) = p.overlap.resolve(t.len());
         let p = p.with_overlap(Overlap::Shared { target_start: t0, source_start: s0, len });
         let mut padded = s.clone();
-        padded.extend(pad.iter().map(|&(x, y, z)| Particle::new(T::from_f64(x), T::from_f64(y), T::from_f64(z), T::zero())));
+        padded.extend(
+            pad.iter().map(|&(x, y, z)| Particle::new(T::from_f64(x), T::from_f64(y), T::from_f64(z), T::zero())),
+        );
         // Also a massless copy of each target: coincident, so masked when eps = 0.
         padded.extend(t.iter().map(|q| Particle::new(q.x, q.y, q.z, T::zero())));
         let a = call(e, &t, &s, &p, &zeros(t.len()))?;
@@ -332,7 +351,8 @@ fn two_body_closed_form<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String
 }
 
 fn batch_matches_pairwise<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
-    let strategy = (vec(row(), 1..96), softening(), vec(any::<(u16, u16, u8)>(), 0..12), vec(any::<(u16, u16)>(), 1..16));
+    let strategy =
+        (vec(row(), 1..96), softening(), vec(any::<(u16, u16, u8)>(), 0..12), vec(any::<(u16, u16)>(), 1..16));
     prop(e, strategy, |e, (rows, eps, pair_seeds, span_seeds)| {
         let ps = particles::<T>(&rows);
         let n = ps.len();
@@ -380,7 +400,12 @@ fn batch_matches_pairwise<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), Stri
 
 /// Runs `f` on a poisoned output and checks it returns `want` and leaves the output as
 /// it was.
-fn refuses<T: Real>(what: &str, want: Error, n: usize, f: impl FnOnce(&mut [Field<T>]) -> Result<(), Error>) -> Result<(), String> {
+fn refuses<T: Real>(
+    what: &str,
+    want: Error,
+    n: usize,
+    f: impl FnOnce(&mut [Field<T>]) -> Result<(), Error>,
+) -> Result<(), String> {
     let poison = Field::new(T::from_f64(1.5), T::from_f64(-2.5), T::from_f64(3.5), T::from_f64(-4.5));
     let mut out = vec![poison; n];
     match f(&mut out) {
@@ -394,7 +419,8 @@ fn refuses<T: Real>(what: &str, want: Error, n: usize, f: impl FnOnce(&mut [Fiel
 }
 
 fn bad_input_is_an_error<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
-    let good = particles::<T>(&[[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.5]]);
+    let good =
+        particles::<T>(&[[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.5]]);
     let p = Params::softened(T::from_f64(0.1));
     let with = |i: usize, q: Particle<T>| {
         let mut v = good.clone();
@@ -407,7 +433,9 @@ fn bad_input_is_an_error<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), Strin
         e.accelerations(&good, &good, &p, o)
     })?;
     let bad = with(2, Particle::new(T::zero(), nan, T::zero(), T::one()));
-    refuses::<T>("NaN target", Error::NonFinite { array: Array::Targets, index: 2 }, n, |o| e.accelerations(&bad, &good, &p, o))?;
+    refuses::<T>("NaN target", Error::NonFinite { array: Array::Targets, index: 2 }, n, |o| {
+        e.accelerations(&bad, &good, &p, o)
+    })?;
     let bad = with(1, Particle::new(T::zero(), T::zero(), T::zero(), inf));
     refuses::<T>("infinite source mass", Error::NonFinite { array: Array::Sources, index: 1 }, n, |o| {
         e.accelerations(&good, &bad, &p, o)
@@ -422,13 +450,19 @@ fn bad_input_is_an_error<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), Strin
     let g_err = Error::InvalidParameter { name: "G", requirement: "finite and non-negative" };
     refuses::<T>("infinite G", g_err, n, |o| e.accelerations(&good, &good, &p.with_g(inf), o))?;
     let ident = p.with_overlap_identical();
-    refuses::<T>("identical overlap, lengths differ", Error::LengthMismatch { what: "sources (overlap Identical)", expected: n, found: n - 1 }, n, |o| {
-        e.accelerations(&good, &good[..n - 1], &ident, o)
-    })?;
+    refuses::<T>(
+        "identical overlap, lengths differ",
+        Error::LengthMismatch { what: "sources (overlap Identical)", expected: n, found: n - 1 },
+        n,
+        |o| e.accelerations(&good, &good[..n - 1], &ident, o),
+    )?;
     let shared = p.with_overlap(Overlap::Shared { target_start: 1, source_start: 2, len: 3 });
-    refuses::<T>("overlap past the sources", Error::OverlapOutOfRange { array: Array::Sources, end: 5, len: n }, n, |o| {
-        e.accelerations(&good, &good, &shared, o)
-    })?;
+    refuses::<T>(
+        "overlap past the sources",
+        Error::OverlapOutOfRange { array: Array::Sources, end: 5, len: n },
+        n,
+        |o| e.accelerations(&good, &good, &shared, o),
+    )?;
     let shifted = p.with_overlap(Overlap::Shared { target_start: 0, source_start: 1, len: 2 });
     refuses::<T>("overlap naming different particles", Error::OverlapMismatch { target: 0, source: 1 }, n, |o| {
         e.accelerations(&good, &good, &shifted, o)
@@ -440,9 +474,20 @@ fn bad_input_is_an_error<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), Strin
     refuses::<T>("NaN source velocity", Error::NonFinite { array: Array::SourceVelocities, index: 3 }, n, |o| {
         e.accelerations_jerk(Bodies { pos: &good, vel: &v }, Bodies { pos: &good, vel: &bad_v }, &p, o, &mut jerk)
     })?;
-    refuses::<T>("short target velocities", Error::LengthMismatch { what: "target velocities", expected: n, found: n - 1 }, n, |o| {
-        e.accelerations_jerk(Bodies { pos: &good, vel: &v[..n - 1] }, Bodies { pos: &good, vel: &v }, &p, o, &mut jerk)
-    })?;
+    refuses::<T>(
+        "short target velocities",
+        Error::LengthMismatch { what: "target velocities", expected: n, found: n - 1 },
+        n,
+        |o| {
+            e.accelerations_jerk(
+                Bodies { pos: &good, vel: &v[..n - 1] },
+                Bodies { pos: &good, vel: &v },
+                &p,
+                o,
+                &mut jerk,
+            )
+        },
+    )?;
     let mut moving = v.clone();
     moving[2] = Velocity::new(T::one(), T::zero(), T::zero());
     refuses::<T>("shared particle with two velocities", Error::OverlapMismatch { target: 2, source: 2 }, n, |o| {

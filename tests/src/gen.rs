@@ -80,7 +80,9 @@ pub fn cases(max_targets: usize, max_sources: usize) -> impl Strategy<Value = Ca
                     Overlap::Shared { target_start: t0, source_start: s0, len }
                 }
             };
-            let before = (0..targets.len()).map(|i| core::array::from_fn(|k| noise.get(4 * i + k).copied().unwrap_or(0.25))).collect();
+            let before = (0..targets.len())
+                .map(|i| core::array::from_fn(|k| noise.get(4 * i + k).copied().unwrap_or(0.25)))
+                .collect();
             let velocities = vel.into_iter().map(|(x, y, z)| [x, y, z]).collect();
             Case { targets, sources, eps, g, potential, overlap, before, velocities }
         })
@@ -116,6 +118,9 @@ impl Case {
 
     /// The output's prior contents in precision `T`.
     pub fn before<T: Real>(&self) -> Vec<Field<T>> {
-        self.before.iter().map(|r| Field::new(T::from_f64(r[0]), T::from_f64(r[1]), T::from_f64(r[2]), T::from_f64(r[3]))).collect()
+        self.before
+            .iter()
+            .map(|r| Field::new(T::from_f64(r[0]), T::from_f64(r[1]), T::from_f64(r[2]), T::from_f64(r[3])))
+            .collect()
     }
 }

@@ -18,6 +18,9 @@
 //! If the executor cannot be created because there is no device, every check is
 //! reported as *ignored*, never as passed.
 
+// Comparisons are written `!(diff <= allowed)` on purpose: a NaN must fail them.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 mod checks;
 mod gen;
 
@@ -67,11 +70,17 @@ pub fn run(trials: Vec<Trial>) -> ! {
 
 /// Converts `[x, y, z, m]` rows into particles of precision `T`.
 pub fn particles<T: Real>(rows: &[[f64; 4]]) -> Vec<Particle<T>> {
-    rows.iter().map(|r| Particle::new(T::from_f64(r[0]), T::from_f64(r[1]), T::from_f64(r[2]), T::from_f64(r[3]))).collect()
+    rows.iter()
+        .map(|r| Particle::new(T::from_f64(r[0]), T::from_f64(r[1]), T::from_f64(r[2]), T::from_f64(r[3])))
+        .collect()
 }
 
 /// The oracle for a call, or the validation error it reports.
-pub fn exact<T: Real>(targets: &[Particle<T>], sources: &[Particle<T>], params: &Params<T>) -> Result<Vec<Exact>, Error> {
+pub fn exact<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    params: &Params<T>,
+) -> Result<Vec<Exact>, Error> {
     let mut out = vec![Exact::default(); targets.len()];
     oracle::field(targets, None, sources, None, params, &mut out)?;
     Ok(out)
@@ -106,7 +115,10 @@ pub fn compare<T: Real>(
             let computed = g4[3] - b4[3];
             let allowed = tol * e.phi_bound + 2.0 * u * (g4[3].abs() + b4[3].abs());
             if !((computed - e.phi).abs() <= allowed) {
-                return Err(format!("target {i}, potential: got {computed:e}, oracle {:e}, allowed {allowed:e}", e.phi));
+                return Err(format!(
+                    "target {i}, potential: got {computed:e}, oracle {:e}, allowed {allowed:e}",
+                    e.phi
+                ));
             }
         } else if g.phi.to_bits_u64() != b.phi.to_bits_u64() {
             return Err(format!("target {i}: potential changed by an acceleration-only call"));
