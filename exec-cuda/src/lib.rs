@@ -1,1 +1,407 @@
-//! placeholder
+//! # nbody-cuda
+//!
+//! The CUDA executor: kernels in `kernels/gravity.cu`, compiled by build.rs with nvcc
+//! into a fatbin (sm_90 SASS plus compute_60 PTX) embedded in the crate, loaded and
+//! launched through `cust`.
+//!
+//! - Host-slice entry points ([`Executor`]): upload, launch, download; device buffers
+//!   are grow-only scratch reused across calls.
+//! - Device-resident particles ([`DeviceParticles`], [`DeviceFields`]): upload once,
+//!   compute every step, download only what is needed.
+//! - The tiled kernel for large N, several threads per target for small N (chosen from
+//!   the SM count, or timed once per size class with [`CudaExecutor::set_autotune`]),
+//!   a jerk kernel, and a batched kernel that runs a whole interaction list in one
+//!   launch.
+//!
+//! ```no_run
+//! use nbody_core::{Executor, Field, Params};
+//! use nbody_cuda::CudaExecutor;
+//!
+//! let mut gpu = CudaExecutor::new()?; // Error::NoDevice without a GPU
+//! let (bodies, _) = nbody_integrators::ics::plummer::<f32>(65_536, 1);
+//! let mut field = vec![Field::zero(); bodies.len()];
+//! gpu.accelerations(&bodies, &bodies, &Params::softened(0.01).with_overlap_identical(), &mut field)?;
+//! # Ok::<(), nbody_core::Error>(())
+//! ```
+
+mod batch;
+mod config;
+mod device;
+mod memory;
+pub mod timing;
+
+pub use config::{LaunchConfig, CANDIDATES, SOURCE_PAD};
+pub use device::DeviceInfo;
+pub use memory::{DeviceFields, DeviceParticles};
+
+use cust::context::Context;
+use cust::memory::DeviceCopy;
+use cust::module::Module;
+use cust::stream::{Stream, StreamFlags};
+use cust::{function::Function, launch};
+use device::cuda;
+use memory::{alloc, download, ptr, upload_padded, Scratch};
+use nbody_core::{
+    validate, Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Params, Particle, Real,
+};
+use std::collections::HashMap;
+
+const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gravity.fatbin"));
+
+/// The precisions the kernels are compiled for.
+pub trait DeviceReal: Real + DeviceCopy {
+    /// Kernel name suffix, `"f32"` or `"f64"`.
+    const TAG: &'static str;
+}
+
+impl DeviceReal for f32 {
+    const TAG: &'static str = "f32";
+}
+
+impl DeviceReal for f64 {
+    const TAG: &'static str = "f64";
+}
+
+/// Resident warps per SM the heuristic aims for: enough to hide shared-memory and
+/// MUFU latency with a 128-thread block (measured on the H100: see benches/results).
+const WARPS_PER_SM: u32 = 16;
+
+/// The CUDA executor. Holds its context, module, stream and scratch buffers; create one
+/// per device and reuse it.
+pub struct CudaExecutor {
+    // Fields drop in order: every buffer before the module, stream and context.
+    scratch: [Scratch; 6],
+    tuned: HashMap<(&'static str, bool, bool, u32, u32), LaunchConfig>,
+    autotune: bool,
+    forced: Option<LaunchConfig>,
+    stream: Stream,
+    module: Module,
+    info: DeviceInfo,
+    context: Context,
+}
+
+/// Scratch slots.
+const TARGETS: usize = 0;
+const SOURCES: usize = 1;
+const OUT: usize = 2;
+const EXTRA_A: usize = 3;
+const EXTRA_B: usize = 4;
+const EXTRA_C: usize = 5;
+
+impl CudaExecutor {
+    /// Opens GPU 0. Returns [`Error::NoDevice`] when there is no driver or no GPU.
+    pub fn new() -> Result<Self, Error> {
+        Self::on_device(0)
+    }
+
+    /// Opens GPU `ordinal`.
+    pub fn on_device(ordinal: u32) -> Result<Self, Error> {
+        let (context, info) = device::open(ordinal)?;
+        let module = Module::from_fatbin(FATBIN, &[]).map_err(cuda("loading the kernels"))?;
+        let stream = Stream::new(StreamFlags::DEFAULT, None).map_err(cuda("creating a stream"))?;
+        Ok(Self {
+            scratch: Default::default(),
+            tuned: HashMap::new(),
+            autotune: false,
+            forced: None,
+            stream,
+            module,
+            info,
+            context,
+        })
+    }
+
+    /// The device's properties.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Times every [`CANDIDATES`] variant once per precision and size class (powers of
+    /// two of N_i and N_j) on the first call of that class, and uses the fastest after.
+    pub fn set_autotune(&mut self, on: bool) {
+        self.autotune = on;
+    }
+
+    /// Forces one launch configuration (for benchmarks); `None` restores the choice.
+    pub fn force_config(&mut self, config: Option<LaunchConfig>) {
+        self.forced = config;
+    }
+
+    /// Uploads particles (validated: finite, non-negative masses) into a device-resident
+    /// set padded with massless particles.
+    pub fn upload<T: DeviceReal>(&mut self, particles: &[Particle<T>]) -> Result<DeviceParticles<T>, Error> {
+        validate::particles(particles, Array::Particles)?;
+        device::make_current(&self.context)?;
+        let padded = particles.len().next_multiple_of(SOURCE_PAD);
+        let mut buf = alloc(padded * size_of::<Particle<T>>())?;
+        upload_padded(&mut buf, bytemuck::cast_slice(particles), padded * size_of::<Particle<T>>())?;
+        Ok(DeviceParticles::new(buf, particles.len()))
+    }
+
+    /// Replaces the contents of a device set of the same length.
+    pub fn update<T: DeviceReal>(
+        &mut self,
+        set: &mut DeviceParticles<T>,
+        particles: &[Particle<T>],
+    ) -> Result<(), Error> {
+        validate::length("particles", set.len(), particles.len())?;
+        validate::particles(particles, Array::Particles)?;
+        device::make_current(&self.context)?;
+        let total = set.padded_len() * size_of::<Particle<T>>();
+        upload_padded(&mut set.buf, bytemuck::cast_slice(particles), total)
+    }
+
+    /// `n` zeroed outputs on the device.
+    pub fn zeroed_fields<T: DeviceReal>(&mut self, n: usize) -> Result<DeviceFields<T>, Error> {
+        device::make_current(&self.context)?;
+        let mut buf = alloc(DeviceFields::<T>::bytes(n))?;
+        upload_padded(&mut buf, &[], DeviceFields::<T>::bytes(n))?;
+        Ok(DeviceFields::new(buf, n))
+    }
+
+    /// Zeroes device outputs.
+    pub fn clear<T: DeviceReal>(&mut self, fields: &mut DeviceFields<T>) -> Result<(), Error> {
+        device::make_current(&self.context)?;
+        upload_padded(&mut fields.buf, &[], DeviceFields::<T>::bytes(fields.len))
+    }
+
+    /// Copies device outputs to the host.
+    pub fn download<T: DeviceReal>(&mut self, fields: &DeviceFields<T>, out: &mut [Field<T>]) -> Result<(), Error> {
+        validate::length("output", fields.len(), out.len())?;
+        device::make_current(&self.context)?;
+        self.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+        download(&fields.buf, bytemuck::cast_slice_mut(out))
+    }
+
+    /// Adds the field of device-resident `sources` on device-resident `targets` into
+    /// `out`, all on the GPU. `Overlap::Identical` requires `targets` and `sources` to be
+    /// the same set; `Overlap::Shared` ranges are checked against the lengths (the
+    /// particles themselves are not compared, since they are on the device).
+    pub fn accelerations_resident<T: DeviceReal>(
+        &mut self,
+        targets: &DeviceParticles<T>,
+        sources: &DeviceParticles<T>,
+        params: &Params<T>,
+        out: &mut DeviceFields<T>,
+    ) -> Result<(), Error> {
+        validate::params(params)?;
+        validate::length("output", targets.len(), out.len())?;
+        if params.overlap == Overlap::Identical && !std::ptr::eq(targets, sources) {
+            return Err(Error::InvalidParameter {
+                name: "overlap",
+                requirement: "Identical only for the same device set",
+            });
+        }
+        let (t0, s0, len) = params.overlap.resolve(targets.len());
+        if t0 + len > targets.len() || s0 + len > sources.len() {
+            let (array, end, n) = if t0 + len > targets.len() {
+                (Array::Targets, t0 + len, targets.len())
+            } else {
+                (Array::Sources, s0 + len, sources.len())
+            };
+            return Err(Error::OverlapOutOfRange { array, end, len: n });
+        }
+        device::make_current(&self.context)?;
+        let config = self.config_for::<T>(targets.len(), sources.len(), params)?;
+        self.launch_tiled(config, &targets.buf, targets.len(), &sources.buf, sources.padded_len(), &out.buf, params)
+    }
+
+    /// The kernel variant for this call: forced, tuned, or the heuristic's.
+    fn config_for<T: DeviceReal>(&mut self, n_t: usize, n_s: usize, params: &Params<T>) -> Result<LaunchConfig, Error> {
+        if let Some(c) = self.forced {
+            return Ok(c);
+        }
+        if !self.autotune {
+            return Ok(LaunchConfig::choose(n_t, self.info.sm_count, WARPS_PER_SM));
+        }
+        let key = (T::TAG, params.potential, params.masked(), n_t.max(1).ilog2(), n_s.max(1).ilog2());
+        if let Some(c) = self.tuned.get(&key) {
+            return Ok(*c);
+        }
+        let best = timing::tune::<T>(self, n_t, n_s, params)?;
+        self.tuned.insert(key, best);
+        Ok(best)
+    }
+
+    fn function(&self, name: &str) -> Result<Function<'_>, Error> {
+        self.module.get_function(name).map_err(cuda("finding a kernel"))
+    }
+
+    /// Launches the tiled kernel; `sources_padded` is a multiple of [`SOURCE_PAD`].
+    #[allow(clippy::too_many_arguments)]
+    fn launch_tiled<T: DeviceReal>(
+        &self,
+        config: LaunchConfig,
+        targets: &cust::memory::DeviceSlice<u8>,
+        n_targets: usize,
+        sources: &cust::memory::DeviceSlice<u8>,
+        sources_padded: usize,
+        out: &cust::memory::DeviceSlice<u8>,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        if n_targets == 0 {
+            return Ok(());
+        }
+        let masked = params.masked();
+        let f = self.function(&config.kernel_name(T::TAG, params.potential, masked))?;
+        let (t0, _, len) = params.overlap.resolve(n_targets);
+        let stream = &self.stream;
+        let (eps2, g) = (params.eps2(), params.g);
+        // SAFETY: the buffers hold n_targets targets, sources_padded sources and
+        // n_targets outputs of T lanes, as the kernel's signature expects.
+        unsafe {
+            launch!(f<<<config.blocks(n_targets), config.block, 0, stream>>>(
+                ptr(targets), n_targets as i32, ptr(sources), sources_padded as i32, ptr(out),
+                eps2, g, t0 as i32, len as i32
+            ))
+        }
+        .map_err(cuda("launching the tiled kernel"))
+    }
+
+    /// Uploads host slices into scratch (sources padded), returning the padded count.
+    fn stage<T: DeviceReal>(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        out: &[Field<T>],
+    ) -> Result<usize, Error> {
+        let padded = sources.len().next_multiple_of(SOURCE_PAD);
+        let psize = size_of::<Particle<T>>();
+        let t = self.scratch[TARGETS].reserve(targets.len() * psize)?;
+        upload_padded(t, bytemuck::cast_slice(targets), 0)?;
+        let s = self.scratch[SOURCES].reserve(padded * psize)?;
+        upload_padded(s, bytemuck::cast_slice(sources), padded * psize)?;
+        let o = self.scratch[OUT].reserve(std::mem::size_of_val(out))?;
+        upload_padded(o, bytemuck::cast_slice(out), 0)?;
+        Ok(padded)
+    }
+
+    /// Runs `f` with the context current; on failure drops the scratch buffers (a failed
+    /// call may have left the device short of memory) so the next call starts clean.
+    fn guarded<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R, Error>) -> Result<R, Error> {
+        device::make_current(&self.context)?;
+        let result = f(self);
+        if result.is_err() {
+            let _ = self.stream.synchronize();
+            self.scratch.iter_mut().for_each(Scratch::release);
+        }
+        result
+    }
+
+    fn sync_download<T: DeviceReal>(&mut self, slot: usize, out: &mut [T]) -> Result<(), Error> {
+        self.stream.synchronize().map_err(cuda("running the kernel"))?;
+        let buf = self.scratch[slot].reserve(0)?;
+        download(buf, bytemuck::cast_slice_mut(out))
+    }
+}
+
+impl<T: DeviceReal> Executor<T> for CudaExecutor {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn accelerations(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        validate::call(targets, sources, params, out.len())?;
+        if targets.is_empty() {
+            return Ok(());
+        }
+        self.guarded(|me| {
+            let padded = me.stage(targets, sources, out)?;
+            let config = me.config_for::<T>(targets.len(), sources.len(), params)?;
+            let s = &me.scratch;
+            let (t, src, o) = (
+                s[TARGETS].buf_ref().ok_or(Error::NoDevice)?,
+                s[SOURCES].buf_ref().ok_or(Error::NoDevice)?,
+                s[OUT].buf_ref().ok_or(Error::NoDevice)?,
+            );
+            me.launch_tiled(config, t, targets.len(), src, padded, o, params)?;
+            me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))
+        })
+    }
+
+    fn accelerations_jerk(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
+        if targets.pos.is_empty() {
+            return Ok(());
+        }
+        self.guarded(|me| {
+            let padded = me.stage(targets.pos, sources.pos, out)?;
+            let vsize = size_of::<nbody_core::Velocity<T>>();
+            let tv = me.scratch[EXTRA_A].reserve(targets.vel.len() * vsize)?;
+            upload_padded(tv, bytemuck::cast_slice(targets.vel), 0)?;
+            let sv = me.scratch[EXTRA_B].reserve(padded * vsize)?;
+            upload_padded(sv, bytemuck::cast_slice(sources.vel), padded * vsize)?;
+            let j = me.scratch[EXTRA_C].reserve(std::mem::size_of_val(jerk))?;
+            upload_padded(j, bytemuck::cast_slice(jerk), 0)?;
+            let name = format!("nbody_jerk_{}_p{}_m{}", T::TAG, params.potential as u8, params.masked() as u8);
+            let f = me.function(&name)?;
+            let (t0, _, len) = params.overlap.resolve(targets.pos.len());
+            let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
+            let (tx, txv, sx, sxv, o, j) = (b(TARGETS)?, b(EXTRA_A)?, b(SOURCES)?, b(EXTRA_B)?, b(OUT)?, b(EXTRA_C)?);
+            let n = targets.pos.len();
+            let stream = &me.stream;
+            let (eps2, g) = (params.eps2(), params.g);
+            // SAFETY: buffers sized above for n targets and `padded` sources.
+            unsafe {
+                launch!(f<<<n.div_ceil(128) as u32, 128, 0, stream>>>(
+                    tx, txv, n as i32, sx, sxv, padded as i32, o, j, eps2, g, t0 as i32, len as i32
+                ))
+            }
+            .map_err(cuda("launching the jerk kernel"))?;
+            me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))?;
+            me.sync_download(EXTRA_C, bytemuck::cast_slice_mut::<Jerk<T>, T>(jerk))
+        })
+    }
+
+    fn accelerations_batch(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        nbody_core::validate_batch(particles, list, params, out.len())?;
+        let (items, spans) = batch::expand(list);
+        if items.is_empty() {
+            return Ok(());
+        }
+        self.guarded(|me| {
+            let p = me.scratch[SOURCES].reserve(std::mem::size_of_val(particles))?;
+            upload_padded(p, bytemuck::cast_slice(particles), 0)?;
+            let o = me.scratch[OUT].reserve(std::mem::size_of_val(out))?;
+            upload_padded(o, bytemuck::cast_slice(out), 0)?;
+            let it = me.scratch[EXTRA_A].reserve(std::mem::size_of_val(items.as_slice()))?;
+            upload_padded(it, bytemuck::cast_slice(&items), 0)?;
+            let sp = me.scratch[EXTRA_B].reserve(std::mem::size_of_val(spans.as_slice()))?;
+            upload_padded(sp, bytemuck::cast_slice(&spans), 0)?;
+            let name = format!("nbody_batch_{}_p{}_m{}", T::TAG, params.potential as u8, params.masked() as u8);
+            let f = me.function(&name)?;
+            let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
+            let (ps, it, sp, o) = (b(SOURCES)?, b(EXTRA_A)?, b(EXTRA_B)?, b(OUT)?);
+            let stream = &me.stream;
+            let (eps2, g) = (params.eps2(), params.g);
+            // SAFETY: items index spans, spans index particles (validated), out has one
+            // entry per particle.
+            unsafe {
+                launch!(f<<<items.len() as u32, batch::BLOCK, 0, stream>>>(
+                    ps, it, sp, o, eps2, g
+                ))
+            }
+            .map_err(cuda("launching the batched kernel"))?;
+            me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))
+        })
+    }
+}

@@ -1,0 +1,283 @@
+// Direct-summation gravity kernels for nbody-cuda.
+//
+// Every kernel computes, for target i and the sources j it is given,
+//   a_i += G sum_j m_j d / r^3,   phi_i -= G sum_j m_j / r,   d = x_j - x_i, r^2 = |d|^2 + eps^2
+// and ADDS it into the output (calls accumulate). The physics rules are nbody-core's:
+// eps > 0 sums every pair and subtracts the self term m_i / eps afterwards; eps = 0 masks
+// zero-distance pairs. Techniques (see shared/papers): shared-memory source tiles with the
+// next tile's global load issued before the barrier and stored after it; eps^2 folded
+// into the first FMA; massless padding instead of bounds tests in the inner loop; NI
+// targets per thread to reuse each shared load; TP threads per target for small N, their
+// partial sums combined with warp shuffles (no __syncthreads).
+
+typedef unsigned int u32;
+
+template <typename T> struct V4;
+template <> struct V4<float> { typedef float4 type; };
+template <> struct V4<double> { typedef double4 type; };
+
+// 1/sqrt(x). f32: the hardware estimate (MUFU.RSQ, within 2 ulp). f64: the same
+// single-precision-accurate estimate (rsqrt.approx.f64, MUFU.RSQ64H, about 2^-22 relative
+// error) refined by one third-order Newton-Householder step, y (1 + e/2 + 3e^2/8) with
+// e = 1 - x y^2, which cubes the error: 2^-66, below f64 rounding.
+__device__ __forceinline__ float rsqrt_fast(float x) { return rsqrtf(x); }
+__device__ __forceinline__ double rsqrt_fast(double x) {
+    double y;
+    asm("rsqrt.approx.ftz.f64 %0, %1;" : "=d"(y) : "d"(x));
+    double e = fma(-x * y, y, 1.0);
+    return fma(y * e, fma(0.375, e, 0.5), y);
+}
+
+template <typename T> __device__ __forceinline__ typename V4<T>::type zero4() {
+    typename V4<T>::type z;
+    z.x = 0; z.y = 0; z.z = 0; z.w = 0;
+    return z;
+}
+
+// One interaction: 3 FADD + 3 FFMA (eps^2 in the first) + RSQ + 3 FMUL + 3 FFMA (+1 FADD).
+template <typename T, bool POT, bool MASKED>
+__device__ __forceinline__ void interact(T xi, T yi, T zi, const typename V4<T>::type &s, T eps2,
+                                         T &ax, T &ay, T &az, T &phi) {
+    T dx = s.x - xi, dy = s.y - yi, dz = s.z - zi;
+    T r2 = fma(dz, dz, fma(dy, dy, fma(dx, dx, eps2)));
+    T rinv = rsqrt_fast(r2);
+    if (MASKED) rinv = r2 > T(0) ? rinv : T(0);
+    T m_rinv = s.w * rinv;
+    T m_rinv3 = m_rinv * (rinv * rinv);
+    ax = fma(dx, m_rinv3, ax);
+    ay = fma(dy, m_rinv3, ay);
+    az = fma(dz, m_rinv3, az);
+    if (POT) phi -= m_rinv;
+}
+
+// Sums over TP consecutive lanes (TP a power of two <= 32), leaving the total in each.
+template <int TP, typename T> __device__ __forceinline__ T lane_sum(T v) {
+#pragma unroll
+    for (int off = TP / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+// Adds G * sums into out[i]; the potential only when POT; subtracts the self term for
+// targets in [self_t0, self_t0 + self_len) (they are sources too) when softened.
+template <typename T, bool POT, bool MASKED>
+__device__ __forceinline__ void finish(typename V4<T>::type *out, int i, T m_i, T eps2, T g, T ax, T ay, T az, T phi,
+                                       int self_t0, int self_len) {
+    typename V4<T>::type o = out[i];
+    o.x += g * ax;
+    o.y += g * ay;
+    o.z += g * az;
+    if (POT) {
+        // The kernel added m_i * rsqrt_fast(eps2) for the pair (i, i): remove exactly that.
+        if (!MASKED && i - self_t0 >= 0 && i - self_t0 < self_len) phi += m_i * rsqrt_fast(eps2);
+        o.w += g * phi;
+    }
+    out[i] = o;
+}
+
+// The tiled kernel. Block of B threads = B/TP target groups x TP slices; each group holds
+// NI targets. Sources are padded with massless particles to a multiple of B.
+template <typename T, int B, int TP, int NI, bool POT, bool MASKED>
+__device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ targets, int n_targets,
+                                      const typename V4<T>::type *__restrict__ sources, int n_sources_padded,
+                                      typename V4<T>::type *__restrict__ out, T eps2, T g, int self_t0, int self_len) {
+    typedef typename V4<T>::type v4;
+    __shared__ v4 tile[B];
+    const int slice = threadIdx.x % TP;
+    const int first = (blockIdx.x * (B / TP) + threadIdx.x / TP) * NI;
+    T xi[NI], yi[NI], zi[NI], mi[NI], ax[NI], ay[NI], az[NI], phi[NI];
+#pragma unroll
+    for (int k = 0; k < NI; ++k) {
+        v4 p = first + k < n_targets ? targets[first + k] : zero4<T>();
+        xi[k] = p.x; yi[k] = p.y; zi[k] = p.z; mi[k] = p.w;
+        ax[k] = 0; ay[k] = 0; az[k] = 0; phi[k] = 0;
+    }
+    v4 next = n_sources_padded > 0 ? sources[threadIdx.x] : zero4<T>();
+    for (int base = 0; base < n_sources_padded; base += B) {
+        tile[threadIdx.x] = next;
+        __syncthreads();
+        // Issue the next tile's load now; it lands while this tile is computed.
+        if (base + B < n_sources_padded) next = sources[base + B + threadIdx.x];
+#pragma unroll 8
+        for (int j = slice; j < B; j += TP) {
+            const v4 s = tile[j];
+#pragma unroll
+            for (int k = 0; k < NI; ++k) interact<T, POT, MASKED>(xi[k], yi[k], zi[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
+        }
+        __syncthreads();
+    }
+    if (TP > 1) {
+#pragma unroll
+        for (int k = 0; k < NI; ++k) {
+            ax[k] = lane_sum<TP>(ax[k]);
+            ay[k] = lane_sum<TP>(ay[k]);
+            az[k] = lane_sum<TP>(az[k]);
+            if (POT) phi[k] = lane_sum<TP>(phi[k]);
+        }
+    }
+    if (slice == 0) {
+#pragma unroll
+        for (int k = 0; k < NI; ++k)
+            if (first + k < n_targets)
+                finish<T, POT, MASKED>(out, first + k, mi[k], eps2, g, ax[k], ay[k], az[k], phi[k], self_t0, self_len);
+    }
+}
+
+// Acceleration, potential and jerk: one target per thread, positions and velocities
+// staged through shared memory. Velocity lanes are [vx, vy, vz, 0]; jerk output likewise.
+template <typename T, bool POT, bool MASKED>
+__device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restrict__ targets,
+                                           const typename V4<T>::type *__restrict__ target_vel, int n_targets,
+                                           const typename V4<T>::type *__restrict__ sources,
+                                           const typename V4<T>::type *__restrict__ source_vel, int n_sources_padded,
+                                           typename V4<T>::type *__restrict__ out,
+                                           typename V4<T>::type *__restrict__ jerk_out, T eps2, T g, int self_t0,
+                                           int self_len) {
+    typedef typename V4<T>::type v4;
+    const int B = 128;
+    __shared__ v4 tile_x[B], tile_v[B];
+    const int i = blockIdx.x * B + threadIdx.x;
+    const v4 p = i < n_targets ? targets[i] : zero4<T>();
+    const v4 v = i < n_targets ? target_vel[i] : zero4<T>();
+    T ax = 0, ay = 0, az = 0, phi = 0, jx = 0, jy = 0, jz = 0;
+    for (int base = 0; base < n_sources_padded; base += B) {
+        __syncthreads();
+        tile_x[threadIdx.x] = sources[base + threadIdx.x];
+        tile_v[threadIdx.x] = source_vel[base + threadIdx.x];
+        __syncthreads();
+#pragma unroll 4
+        for (int j = 0; j < B; ++j) {
+            const v4 s = tile_x[j], sv = tile_v[j];
+            T dx = s.x - p.x, dy = s.y - p.y, dz = s.z - p.z;
+            T dvx = sv.x - v.x, dvy = sv.y - v.y, dvz = sv.z - v.z;
+            T r2 = fma(dz, dz, fma(dy, dy, fma(dx, dx, eps2)));
+            T rinv = rsqrt_fast(r2);
+            if (MASKED) rinv = r2 > T(0) ? rinv : T(0);
+            T rinv2 = rinv * rinv;
+            T m_rinv = s.w * rinv;
+            T m_rinv3 = m_rinv * rinv2;
+            ax = fma(dx, m_rinv3, ax);
+            ay = fma(dy, m_rinv3, ay);
+            az = fma(dz, m_rinv3, az);
+            if (POT) phi -= m_rinv;
+            T alpha = T(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz)) * rinv2;
+            jx = fma(m_rinv3, fma(-alpha, dx, dvx), jx);
+            jy = fma(m_rinv3, fma(-alpha, dy, dvy), jy);
+            jz = fma(m_rinv3, fma(-alpha, dz, dvz), jz);
+        }
+    }
+    if (i < n_targets) {
+        finish<T, POT, MASKED>(out, i, p.w, eps2, g, ax, ay, az, phi, self_t0, self_len);
+        v4 j = jerk_out[i];
+        j.x += g * jx;
+        j.y += g * jy;
+        j.z += g * jz;
+        jerk_out[i] = j;
+    }
+}
+
+// One work item of a batched launch: up to BATCH_GROUP targets [t0, t1) of one pair and the
+// source spans [span_first, span_last) of the expanded span list (each span at most a chunk
+// long, so items are of similar cost). Several items may name the same targets: they add
+// their sums atomically.
+struct Item {
+    u32 t0, t1, span_first, span_last;
+};
+struct Span {
+    u32 start, end;
+};
+
+// Batched kernel: block of 128 threads = 32 targets x 4 slices. Sources of each span are
+// staged through shared memory; the tail of a span is padded with massless particles at
+// load time, so the inner loop has no bounds test.
+template <typename T, bool POT, bool MASKED>
+__device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__ particles,
+                                        const Item *__restrict__ items, const Span *__restrict__ spans,
+                                        typename V4<T>::type *__restrict__ out, T eps2, T g) {
+    typedef typename V4<T>::type v4;
+    const int B = 128, TP = 4;
+    __shared__ v4 tile[B];
+    const Item item = items[blockIdx.x];
+    const int slice = threadIdx.x % TP;
+    const int i = item.t0 + threadIdx.x / TP;
+    const bool active = i < (int)item.t1;
+    const v4 p = active ? particles[i] : zero4<T>();
+    T ax = 0, ay = 0, az = 0, phi = 0;
+    int self_count = 0;
+    for (u32 s = item.span_first; s < item.span_last; ++s) {
+        const Span span = spans[s];
+        self_count += (i >= (int)span.start && i < (int)span.end);
+        for (u32 base = span.start; base < span.end; base += B) {
+            __syncthreads();
+            tile[threadIdx.x] = base + threadIdx.x < span.end ? particles[base + threadIdx.x] : zero4<T>();
+            __syncthreads();
+#pragma unroll 8
+            for (int j = slice; j < B; j += TP) interact<T, POT, MASKED>(p.x, p.y, p.z, tile[j], eps2, ax, ay, az, phi);
+        }
+    }
+    ax = lane_sum<TP>(ax);
+    ay = lane_sum<TP>(ay);
+    az = lane_sum<TP>(az);
+    if (POT) {
+        phi = lane_sum<TP>(phi);
+        if (!MASKED) phi += T(self_count) * p.w * rsqrt_fast(eps2);
+    }
+    if (active && slice == 0) {
+        atomicAdd(&out[i].x, g * ax);
+        atomicAdd(&out[i].y, g * ay);
+        atomicAdd(&out[i].z, g * az);
+        if (POT) atomicAdd(&out[i].w, g * phi);
+    }
+}
+
+// Exported entry points: nbody_<kind>_<f32|f64>_..., names built by the host code.
+#define TILED(T, NAME, B, TP, NI, POT, MASKED)                                                                         \
+    extern "C" __global__ void __launch_bounds__(B) nbody_tiled_##NAME##_b##B##_tp##TP##_ni##NI##_p##POT##_m##MASKED( \
+        const V4<T>::type *targets, int n_targets, const V4<T>::type *sources, int n_sources_padded,                  \
+        V4<T>::type *out, T eps2, T g, int self_t0, int self_len) {                                                    \
+        tiled<T, B, TP, NI, POT, MASKED>(targets, n_targets, sources, n_sources_padded, out, eps2, g, self_t0,         \
+                                         self_len);                                                                    \
+    }
+
+#define TILED_PM(T, NAME, B, TP, NI)                                                                                   \
+    TILED(T, NAME, B, TP, NI, 0, 0)                                                                                    \
+    TILED(T, NAME, B, TP, NI, 0, 1)                                                                                    \
+    TILED(T, NAME, B, TP, NI, 1, 0)                                                                                    \
+    TILED(T, NAME, B, TP, NI, 1, 1)
+
+#define TILED_ALL(T, NAME)                                                                                             \
+    TILED_PM(T, NAME, 128, 1, 1)                                                                                       \
+    TILED_PM(T, NAME, 128, 1, 2)                                                                                       \
+    TILED_PM(T, NAME, 128, 1, 4)                                                                                       \
+    TILED_PM(T, NAME, 256, 1, 4)                                                                                       \
+    TILED_PM(T, NAME, 128, 2, 4)                                                                                       \
+    TILED_PM(T, NAME, 128, 4, 4)                                                                                       \
+    TILED_PM(T, NAME, 128, 8, 4)                                                                                       \
+    TILED_PM(T, NAME, 128, 8, 2)                                                                                       \
+    TILED_PM(T, NAME, 128, 16, 2)                                                                                      \
+    TILED_PM(T, NAME, 128, 16, 1)                                                                                      \
+    TILED_PM(T, NAME, 128, 32, 1)
+
+TILED_ALL(float, f32)
+TILED_ALL(double, f64)
+
+#define JERK(T, NAME, POT, MASKED)                                                                                     \
+    extern "C" __global__ void __launch_bounds__(128) nbody_jerk_##NAME##_p##POT##_m##MASKED(                          \
+        const V4<T>::type *targets, const V4<T>::type *target_vel, int n_targets, const V4<T>::type *sources,         \
+        const V4<T>::type *source_vel, int n_sources_padded, V4<T>::type *out, V4<T>::type *jerk, T eps2, T g,         \
+        int self_t0, int self_len) {                                                                                   \
+        tiled_jerk<T, POT, MASKED>(targets, target_vel, n_targets, sources, source_vel, n_sources_padded, out, jerk,   \
+                                   eps2, g, self_t0, self_len);                                                        \
+    }
+
+#define BATCH(T, NAME, POT, MASKED)                                                                                    \
+    extern "C" __global__ void __launch_bounds__(128) nbody_batch_##NAME##_p##POT##_m##MASKED(                         \
+        const V4<T>::type *particles, const Item *items, const Span *spans, V4<T>::type *out, T eps2, T g) {           \
+        batched<T, POT, MASKED>(particles, items, spans, out, eps2, g);                                                \
+    }
+
+#define PER_PRECISION(T, NAME)                                                                                         \
+    JERK(T, NAME, 0, 0) JERK(T, NAME, 0, 1) JERK(T, NAME, 1, 0) JERK(T, NAME, 1, 1)                                    \
+    BATCH(T, NAME, 0, 0) BATCH(T, NAME, 0, 1) BATCH(T, NAME, 1, 0) BATCH(T, NAME, 1, 1)
+
+PER_PRECISION(float, f32)
+PER_PRECISION(double, f64)

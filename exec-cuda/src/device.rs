@@ -1,0 +1,63 @@
+//! The CUDA context, the device's properties, and CUDA errors as nbody errors.
+
+use cust::context::{Context, CurrentContext};
+use cust::device::{Device, DeviceAttribute};
+use cust::error::CudaError;
+use cust::CudaFlags;
+use nbody_core::Error;
+
+/// What the executor knows of its device; launch parameters are derived from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Device name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (u32, u32),
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// Peak SM clock in kHz, as the driver reports it.
+    pub sm_clock_khz: u32,
+    /// Shared memory per block, bytes.
+    pub shared_memory_per_block: u32,
+    /// 32-bit registers per SM.
+    pub registers_per_sm: u32,
+    /// Global memory, bytes.
+    pub total_memory: usize,
+}
+
+/// Opens device `ordinal`: initialises the driver, retains the primary context and makes
+/// it current. Every failure to find a usable device is [`Error::NoDevice`].
+pub(crate) fn open(ordinal: u32) -> Result<(Context, DeviceInfo), Error> {
+    cust::init(CudaFlags::empty()).map_err(|_| Error::NoDevice)?;
+    let device = Device::get_device(ordinal).map_err(|_| Error::NoDevice)?;
+    let context = Context::new(device).map_err(|_| Error::NoDevice)?;
+    let attr =
+        |a: DeviceAttribute| device.get_attribute(a).map(|v| v as u32).map_err(cuda("reading device attributes"));
+    let info = DeviceInfo {
+        name: device.name().map_err(cuda("reading the device name"))?,
+        compute_capability: (
+            attr(DeviceAttribute::ComputeCapabilityMajor)?,
+            attr(DeviceAttribute::ComputeCapabilityMinor)?,
+        ),
+        sm_count: attr(DeviceAttribute::MultiprocessorCount)?,
+        sm_clock_khz: attr(DeviceAttribute::ClockRate)?,
+        shared_memory_per_block: attr(DeviceAttribute::MaxSharedMemoryPerBlock)?,
+        registers_per_sm: attr(DeviceAttribute::MaxRegistersPerMultiprocessor)?,
+        total_memory: device.total_memory().map_err(cuda("reading the device memory size"))?,
+    };
+    Ok((context, info))
+}
+
+/// Makes `context` current on the calling thread (an executor may move between threads).
+pub(crate) fn make_current(context: &Context) -> Result<(), Error> {
+    CurrentContext::set_current(context).map_err(cuda("making the context current"))
+}
+
+/// Maps a CUDA error met while `during` to an nbody error.
+pub(crate) fn cuda(during: &'static str) -> impl Fn(CudaError) -> Error {
+    move |e| match e {
+        CudaError::OutOfMemory => Error::OutOfMemory { bytes: 0 },
+        CudaError::NoDevice | CudaError::InvalidDevice => Error::NoDevice,
+        other => Error::Device { during, code: other as u32 },
+    }
+}

@@ -1,0 +1,126 @@
+//! Device buffers: grow-only scratch for host-slice calls, and device-resident sets.
+
+use crate::device::cuda;
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice};
+use nbody_core::{Error, Field, Particle, Real};
+use std::marker::PhantomData;
+
+/// Allocates `bytes` of device memory; out of memory is [`Error::OutOfMemory`] and
+/// nothing stays allocated.
+pub(crate) fn alloc(bytes: usize) -> Result<DeviceBuffer<u8>, Error> {
+    // SAFETY: u8 has no invalid bit patterns; every byte read is written first.
+    unsafe { DeviceBuffer::uninitialized(bytes.max(1)) }.map_err(|e| match cuda("allocating")(e) {
+        Error::OutOfMemory { .. } => Error::OutOfMemory { bytes },
+        other => other,
+    })
+}
+
+/// A grow-only device buffer, reused across calls so the hot path does not allocate.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    buf: Option<DeviceBuffer<u8>>,
+}
+
+impl Scratch {
+    /// A buffer of at least `bytes`; reallocates (dropping the old one first) only when
+    /// the current one is smaller.
+    pub(crate) fn reserve(&mut self, bytes: usize) -> Result<&mut DeviceBuffer<u8>, Error> {
+        if self.buf.as_ref().is_none_or(|b| b.len() < bytes) {
+            self.buf = None;
+            self.buf = Some(alloc(bytes)?);
+        }
+        Ok(self.buf.as_mut().expect("allocated above"))
+    }
+
+    /// The buffer, if one was reserved.
+    pub(crate) fn buf_ref(&self) -> Option<&DeviceBuffer<u8>> {
+        self.buf.as_ref()
+    }
+
+    /// Drops the buffer (after an error that may have left the device short of memory).
+    pub(crate) fn release(&mut self) {
+        self.buf = None;
+    }
+}
+
+/// Copies `data` to the front of `dst` and zeroes `dst[data.len()..total]`.
+pub(crate) fn upload_padded(dst: &mut DeviceBuffer<u8>, data: &[u8], total: usize) -> Result<(), Error> {
+    if !data.is_empty() {
+        dst.index(..data.len()).copy_from(data).map_err(cuda("copying to the device"))?;
+    }
+    if total > data.len() {
+        dst.index(data.len()..total).set_zero().map_err(cuda("zeroing the padding"))?;
+    }
+    Ok(())
+}
+
+/// Copies `dst.len()` bytes from the front of `src` to the host.
+pub(crate) fn download(src: &DeviceSlice<u8>, dst: &mut [u8]) -> Result<(), Error> {
+    if dst.is_empty() {
+        return Ok(());
+    }
+    src.index(..dst.len()).copy_to(dst).map_err(cuda("copying from the device"))
+}
+
+/// The device address of a buffer, typed for a kernel argument.
+pub(crate) fn ptr(buf: &DeviceSlice<u8>) -> DevicePointer<u8> {
+    buf.as_device_ptr()
+}
+
+/// Particles that live on the device, padded with massless particles to a multiple of
+/// [`crate::SOURCE_PAD`], validated when uploaded. Made by
+/// [`crate::CudaExecutor::upload`]; an integrator keeps them there across steps.
+pub struct DeviceParticles<T: Real> {
+    pub(crate) buf: DeviceBuffer<u8>,
+    pub(crate) len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Real + DeviceCopy> DeviceParticles<T> {
+    pub(crate) fn new(buf: DeviceBuffer<u8>, len: usize) -> Self {
+        Self { buf, len, _t: PhantomData }
+    }
+
+    /// Number of (unpadded) particles.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Length including the massless padding.
+    pub fn padded_len(&self) -> usize {
+        self.buf.len() / core::mem::size_of::<Particle<T>>()
+    }
+}
+
+/// Outputs `[ax, ay, az, phi]` that live on the device; kernels add into them.
+pub struct DeviceFields<T: Real> {
+    pub(crate) buf: DeviceBuffer<u8>,
+    pub(crate) len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Real + DeviceCopy> DeviceFields<T> {
+    pub(crate) fn new(buf: DeviceBuffer<u8>, len: usize) -> Self {
+        Self { buf, len, _t: PhantomData }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of `n` entries.
+    pub(crate) fn bytes(n: usize) -> usize {
+        n * core::mem::size_of::<Field<T>>()
+    }
+}

@@ -1,0 +1,129 @@
+//! The conformance suite and the CUDA-specific checks. Without a GPU every check that
+//! needs one is reported as ignored, and `no_device_is_a_clear_error` checks that
+//! creating the executor says so.
+
+use nbody_conformance::{exact, relative_acceleration_error, run, suite, Failed, Trial};
+use nbody_core::{Error, Executor, Field, Params, Particle};
+use nbody_cuda::{CudaExecutor, DeviceReal};
+
+fn main() {
+    let has_device = !matches!(CudaExecutor::new(), Err(Error::NoDevice));
+    let mut trials = suite::<f32, _>("cuda/f32", CudaExecutor::new);
+    trials.extend(suite::<f64, _>("cuda/f64", CudaExecutor::new));
+    let gpu = |name: &str, f: fn() -> Result<(), Failed>| {
+        Trial::test(format!("cuda::{name}"), f).with_ignored_flag(!has_device)
+    };
+    trials.extend([
+        Trial::test("cuda::no_device_is_a_clear_error", || match CudaExecutor::new() {
+            Err(Error::NoDevice) => Ok(()),
+            Err(e) => Err(format!("expected NoDevice or a device, got {e}").into()),
+            Ok(_) => Ok(()), // a device is present: nothing to check here
+        }),
+        gpu("plummer_65536_accuracy_f32", || plummer_accuracy::<f32>(1e-5)),
+        gpu("plummer_65536_accuracy_f64", || plummer_accuracy::<f64>(1e-13)),
+        gpu("every_launch_config_matches_the_oracle", every_config),
+        gpu("awkward_sizes", awkward_sizes),
+        gpu("out_of_memory_is_an_error_and_recoverable", out_of_memory),
+        gpu("device_resident_matches_host_path", device_resident),
+    ]);
+    run(trials);
+}
+
+fn gpu_err(e: Error) -> Failed {
+    format!("{e}").into()
+}
+
+/// Per-particle relative acceleration error on a 65,536-particle Plummer sphere, against
+/// the f64 oracle on 2,048 spread targets (the oracle on all would take minutes).
+fn plummer_accuracy<T: DeviceReal>(bound: f64) -> Result<(), Failed> {
+    let n = 65_536;
+    let (bodies, _) = nbody_integrators::ics::plummer::<T>(n, 3);
+    let params = Params::softened(T::from_f64(1.0 / 256.0)).with_overlap_identical();
+    let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
+    let mut out = vec![Field::zero(); n];
+    gpu.accelerations(&bodies, &bodies, &params, &mut out).map_err(gpu_err)?;
+    let picks: Vec<usize> = (0..n).step_by(32).collect();
+    let targets: Vec<Particle<T>> = picks.iter().map(|&i| bodies[i]).collect();
+    let got: Vec<Field<T>> = picks.iter().map(|&i| out[i]).collect();
+    // Each pick is sources[i]: declare exactly that overlap, one target at a time.
+    let mut truth = Vec::with_capacity(picks.len());
+    for (k, &i) in picks.iter().enumerate() {
+        let p = params.with_overlap(nbody_core::Overlap::Shared { target_start: 0, source_start: i, len: 1 });
+        truth.extend(exact(&targets[k..=k], &bodies, &p).map_err(gpu_err)?);
+    }
+    let (max, median) = relative_acceleration_error(&got, &truth);
+    println!("{}: max relative error {max:.3e}, median {median:.3e}", T::NAME);
+    if max < bound {
+        Ok(())
+    } else {
+        Err(format!("{}: max relative error {max:e} >= {bound:e}", T::NAME).into())
+    }
+}
+
+fn check_against_oracle<T: DeviceReal>(gpu: &mut CudaExecutor, nt: usize, ns: usize, what: &str) -> Result<(), Failed> {
+    let (all, _) = nbody_integrators::ics::plummer::<T>(nt.max(ns), 11);
+    let (targets, sources) = (&all[..nt], &all[..ns]);
+    for eps in [0.0, 0.01] {
+        for potential in [false, true] {
+            let mut params = Params::softened(T::from_f64(eps));
+            params.potential = potential;
+            params.overlap = nbody_core::Overlap::Shared { target_start: 0, source_start: 0, len: nt.min(ns) };
+            let before = vec![Field::new(T::one(), T::one(), T::one(), T::one()); nt];
+            let mut out = before.clone();
+            gpu.accelerations(targets, sources, &params, &mut out).map_err(gpu_err)?;
+            let truth = exact(targets, sources, &params).map_err(gpu_err)?;
+            nbody_conformance::compare(&out, &before, &truth, ns, potential)
+                .map_err(|m| format!("{what}, N_i {nt}, N_j {ns}, eps {eps}, potential {potential}: {m}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn every_config() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
+    for c in nbody_cuda::CANDIDATES {
+        gpu.force_config(Some(c));
+        check_against_oracle::<f32>(&mut gpu, 700, 1500, &format!("{c:?} f32"))?;
+        check_against_oracle::<f64>(&mut gpu, 700, 1500, &format!("{c:?} f64"))?;
+    }
+    Ok(())
+}
+
+fn awkward_sizes() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
+    for (nt, ns) in [(1, 1), (1, 2), (2, 1), (127, 129), (129, 255), (257, 1), (1, 1000), (3000, 17)] {
+        check_against_oracle::<f32>(&mut gpu, nt, ns, "awkward")?;
+        check_against_oracle::<f64>(&mut gpu, nt, ns, "awkward")?;
+    }
+    Ok(())
+}
+
+fn out_of_memory() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
+    let too_many = gpu.info().total_memory / 32 + 1024;
+    // A host slice this large would not fit here either: ask through the resident API.
+    let err = gpu.zeroed_fields::<f64>(too_many * 2).err();
+    match err {
+        Some(Error::OutOfMemory { bytes }) if bytes > 0 => {}
+        other => return Err(format!("expected OutOfMemory, got {other:?}").into()),
+    }
+    // The executor still works afterwards.
+    check_against_oracle::<f32>(&mut gpu, 300, 300, "after out of memory")
+}
+
+fn device_resident() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
+    let (bodies, _) = nbody_integrators::ics::plummer::<f32>(5000, 5);
+    let params = Params::softened(0.01f32).with_overlap_identical();
+    let mut host = vec![Field::zero(); bodies.len()];
+    gpu.accelerations(&bodies, &bodies, &params, &mut host).map_err(gpu_err)?;
+    let set = gpu.upload(&bodies).map_err(gpu_err)?;
+    let mut fields = gpu.zeroed_fields(bodies.len()).map_err(gpu_err)?;
+    gpu.accelerations_resident(&set, &set, &params, &mut fields).map_err(gpu_err)?;
+    let mut back = vec![Field::zero(); bodies.len()];
+    gpu.download(&fields, &mut back).map_err(gpu_err)?;
+    if back != host {
+        return Err("device-resident results differ from the host-slice path".into());
+    }
+    Ok(())
+}
