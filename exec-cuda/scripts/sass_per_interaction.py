@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Counts SASS instructions per interaction in the inner loop of each tiled kernel.
+
+Usage: sass_per_interaction.py FATBIN > exec-cuda/sass-counts.txt
+
+For each kernel, the inner loop is the backward branch whose body holds the most
+MUFU.RSQ* instructions (one reciprocal square root per interaction); instructions per
+interaction = instructions in that body (NOPs excluded) / MUFU.RSQ count. The benchmark
+divides the device's issue rate by this number for its issue-bound ceiling.
+"""
+import re
+import subprocess
+import sys
+
+fatbin = sys.argv[1]
+sass = subprocess.run(["cuobjdump", "-sass", fatbin], capture_output=True, text=True, check=True).stdout
+functions = re.split(r"\n\s*Function : ", sass)[1:]
+line_re = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?);")
+for body in functions:
+    name = body.split("\n", 1)[0].strip()
+    if not name.startswith("nbody_tiled_"):
+        continue
+    instrs = []
+    for m in line_re.finditer(body):
+        instrs.append((int(m.group(1), 16), m.group(2).strip()))
+    best = None
+    for addr, text in instrs:
+        b = re.search(r"BRA (?:`\(\.L_x_\d+\) )?0x([0-9a-f]+)", text)
+        if not b:
+            continue
+        target = int(b.group(1), 16)
+        if target >= addr:
+            continue
+        loop = [t for a, t in instrs if target <= a <= addr and not t.startswith("NOP")]
+        rsq = sum(1 for t in loop if "MUFU.RSQ" in t)
+        if rsq and (best is None or rsq > best[1]):
+            best = (len(loop), rsq)
+    if best:
+        print(f"{name} {best[0] / best[1]:.3f}")

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds everything a GPU run needs here (the device machine has no Rust) and stages it
+# in .stage/ (git-ignored): the CUDA conformance test binary, the CUDA benchmark, and
+# run.sh, which runs both. One device call then does:
+#   carry [".stage"], command "bash .stage/run.sh [bench args]"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NBODY_COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -dirty)"
+export NBODY_COMMIT
+rm -rf .stage && mkdir -p .stage
+cargo build --release --features cuda --bin nbody-cuda-bench
+cp target/release/nbody-cuda-bench .stage/
+cargo test --release -p nbody-cuda --no-run --message-format=json 2>/dev/null |
+  python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "conformance":
+        shutil.copy(m["executable"], ".stage/cuda-conformance")
+'
+strip .stage/* 2>/dev/null || true
+cp exec-cuda/scripts/sass_per_interaction.py .stage/
+cat > .stage/run.sh <<'RUN'
+#!/usr/bin/env bash
+# On the device machine: device facts, the conformance suite on the GPU, then the bench.
+set -uo pipefail
+cd "$(dirname "$0")"
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv | tee "$OUT/device.txt"
+echo "commit: $(cat commit)" | tee -a "$OUT/device.txt"
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  ./cuda-conformance --test-threads 4 2>&1 | tee "$OUT/conformance.log" | grep -vE "\.\.\. ok$"
+  echo "conformance exit: ${PIPESTATUS[0]}"
+fi
+./nbody-cuda-bench --json "$OUT/bench.json" "$@" 2>&1 | tee "$OUT/bench.log"
+nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv | tee -a "$OUT/device.txt"
+RUN
+echo "$NBODY_COMMIT" > .stage/commit
+chmod +x .stage/run.sh
+ls -la .stage

@@ -1,0 +1,140 @@
+//! CUDA benchmark: interactions per second against N, f32 and f64, for the kernel the
+//! executor chooses (and with `--all` every compiled variant), after checking results
+//! against the f64 oracle. Prints a table and writes JSON (`--json PATH`).
+//!
+//! Timing: device-resident Plummer spheres (N_i = N_j = N, targets = sources), CUDA
+//! events around back-to-back launches after a warm-up, median of repeats.
+
+use nbody::core::{oracle, Executor, Field, Params, Particle};
+use nbody::integrators as nbody_integrators;
+use nbody::core as nbody_core;
+use nbody::cuda::{timing, CudaExecutor, DeviceReal, LaunchConfig, CANDIDATES};
+use serde_json::{json, Value};
+
+/// Flops per interaction under the CUDA SDK / Arora et al. convention.
+const FLOPS_PER_INTERACTION: f64 = 20.0;
+/// SASS instructions per interaction of each kernel's inner loop, counted from the
+/// embedded fatbin by scripts/sass_per_interaction.py.
+const SASS_COUNTS: &str = include_str!("../../exec-cuda/sass-counts.txt");
+
+fn instructions_per_interaction(kernel: &str) -> Option<f64> {
+    SASS_COUNTS.lines().find_map(|l| l.strip_prefix(kernel)?.trim().parse().ok())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let all = args.iter().any(|a| a == "--all");
+    let quick = args.iter().any(|a| a == "--quick");
+    let json_path = args.iter().position(|a| a == "--json").and_then(|i| args.get(i + 1)).cloned();
+    let mut gpu = match CudaExecutor::new() {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    let info = gpu.info().clone();
+    println!(
+        "device: {} (sm_{}{}), {} SMs, peak SM clock {} MHz, {:.1} GiB",
+        info.name,
+        info.compute_capability.0,
+        info.compute_capability.1,
+        info.sm_count,
+        info.sm_clock_khz / 1000,
+        info.total_memory as f64 / (1u64 << 30) as f64
+    );
+    let mut rows = Vec::new();
+    let sizes32: &[usize] = if quick { &[1024, 16_384] } else { &[1024, 4096, 16_384, 65_536, 262_144, 1_048_576] };
+    let sizes64: &[usize] = if quick { &[16_384] } else { &[1024, 4096, 16_384, 65_536, 262_144] };
+    if let Err(e) = run::<f32>(&mut gpu, sizes32, all, &mut rows).and_then(|_| run::<f64>(&mut gpu, sizes64, all, &mut rows)) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+    let report = json!({
+        "device": info.name, "sm_count": info.sm_count, "sm_clock_mhz": info.sm_clock_khz / 1000,
+        "compute_capability": format!("{}.{}", info.compute_capability.0, info.compute_capability.1),
+        "commit": option_env!("NBODY_COMMIT").unwrap_or("unknown"),
+        "flops_per_interaction_convention": FLOPS_PER_INTERACTION,
+        "timing": "CUDA events around back-to-back launches after 2 warm-up launches; median of 7",
+        "results": rows,
+    });
+    if let Some(path) = json_path {
+        if let Err(e) = std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap_or_default()) {
+            eprintln!("error: writing {path}: {e}");
+            std::process::exit(1);
+        }
+        println!("wrote {path}");
+    }
+}
+
+/// Max relative acceleration error of the GPU against the f64 oracle on 256 targets of
+/// an N = 16,384 Plummer sphere: the check that must pass before anything is timed.
+fn check<T: DeviceReal>(gpu: &mut CudaExecutor) -> Result<f64, nbody_core::Error> {
+    let n = 16_384;
+    let (bodies, _) = nbody_integrators::ics::plummer::<T>(n, 9);
+    let params = Params::softened(T::from_f64(1.0 / 256.0));
+    let targets: Vec<Particle<T>> = bodies.iter().step_by(64).copied().collect();
+    let mut out = vec![Field::zero(); targets.len()];
+    gpu.accelerations(&targets, &bodies, &params, &mut out)?;
+    // Targets are copies, not declared sources: the oracle counts their self pair too.
+    let mut truth = vec![oracle::Exact::default(); targets.len()];
+    oracle::field(&targets, None, &bodies, None, &params, &mut truth)?;
+    Ok(out
+        .iter()
+        .zip(&truth)
+        .map(|(f, e)| {
+            let d: f64 = (0..3).map(|k| (f.acceleration()[k].to_f64() - e.acc[k]).powi(2)).sum::<f64>().sqrt();
+            d / e.acc.iter().map(|a| a * a).sum::<f64>().sqrt()
+        })
+        .fold(0.0, f64::max))
+}
+
+fn run<T: DeviceReal>(gpu: &mut CudaExecutor, sizes: &[usize], all: bool, rows: &mut Vec<Value>) -> Result<(), nbody_core::Error> {
+    let err = check::<T>(gpu)?;
+    let bound = if T::NAME == "f32" { 1e-5 } else { 1e-13 };
+    println!("\n{}: max relative acceleration error vs f64 oracle (N = 16384, 256 targets): {err:.2e} (bound {bound:e})", T::NAME);
+    if !(err < bound) {
+        return Err(nbody_core::Error::InvalidParameter { name: "accuracy check", requirement: "below its bound before timing" });
+    }
+    let info = gpu.info().clone();
+    let issue_rate = info.sm_count as f64 * 4.0 * 32.0 * info.sm_clock_khz as f64 * 1e3;
+    println!("{:>9} {:>5} {:>22} {:>11} {:>13} {:>9} {:>8} {:>9}", "N", "pot", "config (B,TP,NI)", "time", "interact/s", "GFLOP/s", "instr/i", "of issue");
+    for &n in sizes {
+        let (bodies, _) = nbody_integrators::ics::plummer::<T>(n, 1);
+        let set = gpu.upload(&bodies)?;
+        let mut out = gpu.zeroed_fields::<T>(n)?;
+        for potential in [false, true] {
+            let mut params = Params::softened(T::from_f64(1.0 / 256.0)).with_overlap_identical();
+            params.potential = potential;
+            let chosen = LaunchConfig::choose(n, info.sm_count, 16);
+            let configs: Vec<LaunchConfig> = if all && !potential { CANDIDATES.to_vec() } else { vec![chosen] };
+            for c in configs {
+                let interactions = (n * n) as f64;
+                let batch = ((0.02 * 2e12 / interactions).ceil() as usize).clamp(1, 200);
+                let secs = timing::time_tiled(gpu, c, &set, &set, &params, &mut out, 7, batch)?;
+                let rate = interactions / secs;
+                let kernel = format!("nbody_tiled_{}_b{}_tp{}_ni{}_p{}_m0", T::TAG, c.block, c.threads_per_target, c.targets_per_thread, potential as u8);
+                let ipi = instructions_per_interaction(&kernel);
+                let fraction = ipi.map(|i| rate / (issue_rate / i));
+                println!(
+                    "{n:>9} {:>5} {:>22} {:>9.3}ms {rate:>13.3e} {:>9.0} {:>8} {:>9}{}",
+                    potential,
+                    format!("({},{},{})", c.block, c.threads_per_target, c.targets_per_thread),
+                    secs * 1e3,
+                    rate * FLOPS_PER_INTERACTION * 1e-9,
+                    ipi.map_or("?".into(), |i| format!("{i:.2}")),
+                    fraction.map_or("?".into(), |f| format!("{:.1}%", 100.0 * f)),
+                    if c == chosen { "  <- chosen" } else { "" }
+                );
+                rows.push(json!({
+                    "precision": T::NAME, "n": n, "potential": potential,
+                    "config": {"block": c.block, "threads_per_target": c.threads_per_target, "targets_per_thread": c.targets_per_thread},
+                    "chosen": c == chosen, "seconds": secs, "interactions_per_second": rate,
+                    "gflops_20": rate * FLOPS_PER_INTERACTION * 1e-9,
+                    "sass_instructions_per_interaction": ipi, "fraction_of_issue_bound": fraction,
+                }));
+            }
+        }
+    }
+    Ok(())
+}
