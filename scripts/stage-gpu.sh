@@ -8,6 +8,11 @@ cd "$(dirname "$0")/.."
 NBODY_COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -dirty)"
 export NBODY_COMMIT
 rm -rf .stage && mkdir -p .stage
+# Count SASS instructions per interaction in the fatbin just built; the crate embeds the
+# counts (the launch heuristic and the bench's issue-bound ceiling use them).
+cargo build --release -p nbody-cuda
+fatbin=$(ls -t target/release/build/nbody-cuda-*/out/gravity.fatbin | head -n 1)
+python3 exec-cuda/scripts/sass_per_interaction.py "$fatbin" | sort > exec-cuda/sass-counts.txt
 cargo build --release --features cuda --bin nbody-cuda-bench
 cp target/release/nbody-cuda-bench .stage/
 cargo test --release -p nbody-cuda --no-run --message-format=json 2>/dev/null |

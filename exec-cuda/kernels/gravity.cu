@@ -97,9 +97,10 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         __syncthreads();
         // Issue the next tile's load now; it lands while this tile is computed.
         if (base + B < n_sources_padded) next = sources[base + B + threadIdx.x];
-#pragma unroll 8
-        for (int j = slice; j < B; j += TP) {
-            const v4 s = tile[j];
+        // B / TP iterations, known at compile time: fully unrolled when short.
+#pragma unroll(B / TP < 16 ? B / TP : 16)
+        for (int jj = 0; jj < B / TP; ++jj) {
+            const v4 s = tile[jj * TP + slice];
 #pragma unroll
             for (int k = 0; k < NI; ++k) interact<T, POT, MASKED>(xi[k], yi[k], zi[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
         }
@@ -244,18 +245,29 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
     TILED(T, NAME, B, TP, NI, 1, 0)                                                                                    \
     TILED(T, NAME, B, TP, NI, 1, 1)
 
+// Must list exactly config.rs's CANDIDATES.
 #define TILED_ALL(T, NAME)                                                                                             \
     TILED_PM(T, NAME, 128, 1, 1)                                                                                       \
     TILED_PM(T, NAME, 128, 1, 2)                                                                                       \
     TILED_PM(T, NAME, 128, 1, 4)                                                                                       \
-    TILED_PM(T, NAME, 256, 1, 4)                                                                                       \
+    TILED_PM(T, NAME, 128, 1, 8)                                                                                       \
     TILED_PM(T, NAME, 128, 2, 4)                                                                                       \
+    TILED_PM(T, NAME, 128, 2, 8)                                                                                       \
     TILED_PM(T, NAME, 128, 4, 4)                                                                                       \
-    TILED_PM(T, NAME, 128, 8, 4)                                                                                       \
+    TILED_PM(T, NAME, 128, 4, 8)                                                                                       \
     TILED_PM(T, NAME, 128, 8, 2)                                                                                       \
-    TILED_PM(T, NAME, 128, 16, 2)                                                                                      \
+    TILED_PM(T, NAME, 128, 8, 4)                                                                                       \
+    TILED_PM(T, NAME, 128, 8, 8)                                                                                       \
     TILED_PM(T, NAME, 128, 16, 1)                                                                                      \
-    TILED_PM(T, NAME, 128, 32, 1)
+    TILED_PM(T, NAME, 128, 16, 2)                                                                                      \
+    TILED_PM(T, NAME, 128, 16, 4)                                                                                      \
+    TILED_PM(T, NAME, 128, 32, 1)                                                                                      \
+    TILED_PM(T, NAME, 128, 32, 2)                                                                                      \
+    TILED_PM(T, NAME, 256, 1, 4)                                                                                       \
+    TILED_PM(T, NAME, 256, 2, 4)                                                                                       \
+    TILED_PM(T, NAME, 256, 4, 4)                                                                                       \
+    TILED_PM(T, NAME, 256, 8, 4)                                                                                       \
+    TILED_PM(T, NAME, 256, 16, 2)
 
 TILED_ALL(float, f32)
 TILED_ALL(double, f64)

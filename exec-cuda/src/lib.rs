@@ -30,7 +30,7 @@ mod device;
 mod memory;
 pub mod timing;
 
-pub use config::{LaunchConfig, CANDIDATES, SOURCE_PAD};
+pub use config::{choose, instructions_per_interaction, LaunchConfig, VariantCost, CANDIDATES, SOURCE_PAD};
 pub use device::DeviceInfo;
 pub use memory::{DeviceFields, DeviceParticles};
 
@@ -62,16 +62,13 @@ impl DeviceReal for f64 {
     const TAG: &'static str = "f64";
 }
 
-/// Resident warps per SM the heuristic aims for: enough to hide shared-memory and
-/// MUFU latency with a 128-thread block (measured on the H100: see benches/results).
-const WARPS_PER_SM: u32 = 16;
-
 /// The CUDA executor. Holds its context, module, stream and scratch buffers; create one
 /// per device and reuse it.
 pub struct CudaExecutor {
     // Fields drop in order: every buffer before the module, stream and context.
     scratch: [Scratch; 6],
     tuned: HashMap<(&'static str, bool, bool, u32, u32), LaunchConfig>,
+    costs: HashMap<&'static str, Vec<VariantCost>>,
     autotune: bool,
     forced: Option<LaunchConfig>,
     stream: Stream,
@@ -102,6 +99,7 @@ impl CudaExecutor {
         Ok(Self {
             scratch: Default::default(),
             tuned: HashMap::new(),
+            costs: HashMap::new(),
             autotune: false,
             forced: None,
             stream,
@@ -212,7 +210,7 @@ impl CudaExecutor {
             return Ok(c);
         }
         if !self.autotune {
-            return Ok(LaunchConfig::choose(n_t, self.info.sm_count, WARPS_PER_SM));
+            return self.chosen_config::<T>(n_t);
         }
         let key = (T::TAG, params.potential, params.masked(), n_t.max(1).ilog2(), n_s.max(1).ilog2());
         if let Some(c) = self.tuned.get(&key) {
@@ -221,6 +219,26 @@ impl CudaExecutor {
         let best = timing::tune::<T>(self, n_t, n_s, params)?;
         self.tuned.insert(key, best);
         Ok(best)
+    }
+
+    /// The variant the heuristic ([`choose`]) picks for `n_targets`, from this device's
+    /// SM count, each kernel's occupancy (registers and shared memory, as the driver
+    /// reports them) and its SASS instruction count.
+    pub fn chosen_config<T: DeviceReal>(&mut self, n_targets: usize) -> Result<LaunchConfig, Error> {
+        if !self.costs.contains_key(T::TAG) {
+            let mut costs = Vec::with_capacity(CANDIDATES.len());
+            for config in CANDIDATES {
+                let name = config.kernel_name(T::TAG, false, false);
+                let resident = self
+                    .function(&name)?
+                    .max_active_blocks_per_multiprocessor(cust::function::BlockSize::x(config.block), 0)
+                    .map_err(cuda("querying occupancy"))?;
+                let instructions = instructions_per_interaction(&name).unwrap_or(20.0);
+                costs.push(VariantCost { config, resident_per_sm: resident, instructions });
+            }
+            self.costs.insert(T::TAG, costs);
+        }
+        Ok(choose(n_targets, self.info.sm_count, &self.costs[T::TAG]))
     }
 
     fn function(&self, name: &str) -> Result<Function<'_>, Error> {

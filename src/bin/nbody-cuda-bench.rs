@@ -8,18 +8,11 @@
 use nbody::core::{oracle, Executor, Field, Params, Particle};
 use nbody::integrators as nbody_integrators;
 use nbody::core as nbody_core;
-use nbody::cuda::{timing, CudaExecutor, DeviceReal, LaunchConfig, CANDIDATES};
+use nbody::cuda::{instructions_per_interaction, timing, CudaExecutor, DeviceReal, LaunchConfig, CANDIDATES};
 use serde_json::{json, Value};
 
 /// Flops per interaction under the CUDA SDK / Arora et al. convention.
 const FLOPS_PER_INTERACTION: f64 = 20.0;
-/// SASS instructions per interaction of each kernel's inner loop, counted from the
-/// embedded fatbin by scripts/sass_per_interaction.py.
-const SASS_COUNTS: &str = include_str!("../../exec-cuda/sass-counts.txt");
-
-fn instructions_per_interaction(kernel: &str) -> Option<f64> {
-    SASS_COUNTS.lines().find_map(|l| l.strip_prefix(kernel)?.trim().parse().ok())
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -44,8 +37,17 @@ fn main() {
         info.total_memory as f64 / (1u64 << 30) as f64
     );
     let mut rows = Vec::new();
-    let sizes32: &[usize] = if quick { &[1024, 16_384] } else { &[1024, 4096, 16_384, 65_536, 262_144, 1_048_576] };
-    let sizes64: &[usize] = if quick { &[16_384] } else { &[1024, 4096, 16_384, 65_536, 262_144] };
+    // --sizes a,b,c replaces the default sizes (both precisions); --f32 skips f64.
+    let sizes: Option<Vec<usize>> = args
+        .iter()
+        .position(|a| a == "--sizes")
+        .and_then(|i| args.get(i + 1))
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect());
+    let f32_only = args.iter().any(|a| a == "--f32");
+    let default32: &[usize] = if quick { &[1024, 16_384] } else { &[1024, 4096, 16_384, 65_536, 262_144, 1_048_576] };
+    let default64: &[usize] = if quick { &[16_384] } else { &[1024, 4096, 16_384, 65_536, 262_144] };
+    let sizes32 = sizes.as_deref().unwrap_or(default32);
+    let sizes64 = if f32_only { &[][..] } else { sizes.as_deref().unwrap_or(default64) };
     if let Err(e) = run::<f32>(&mut gpu, sizes32, all, &mut rows).and_then(|_| run::<f64>(&mut gpu, sizes64, all, &mut rows)) {
         eprintln!("error: {e}");
         std::process::exit(1);
@@ -106,7 +108,7 @@ fn run<T: DeviceReal>(gpu: &mut CudaExecutor, sizes: &[usize], all: bool, rows: 
         for potential in [false, true] {
             let mut params = Params::softened(T::from_f64(1.0 / 256.0)).with_overlap_identical();
             params.potential = potential;
-            let chosen = LaunchConfig::choose(n, info.sm_count, 16);
+            let chosen = gpu.chosen_config::<T>(n)?;
             let configs: Vec<LaunchConfig> = if all && !potential { CANDIDATES.to_vec() } else { vec![chosen] };
             for c in configs {
                 let interactions = (n * n) as f64;
