@@ -81,7 +81,9 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
                                       const typename V4<T>::type *__restrict__ sources, int n_sources_padded,
                                       typename V4<T>::type *__restrict__ out, T eps2, T g, int self_t0, int self_len) {
     typedef typename V4<T>::type v4;
-    __shared__ v4 tile[B];
+    // Two tiles: while one is read, the next is stored into the other, so each tile costs
+    // one barrier, not two.
+    __shared__ v4 tile[2][B];
     const int slice = threadIdx.x % TP;
     const int first = (blockIdx.x * (B / TP) + threadIdx.x / TP) * NI;
     T xi[NI], yi[NI], zi[NI], mi[NI], ax[NI], ay[NI], az[NI], phi[NI];
@@ -91,19 +93,24 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         xi[k] = p.x; yi[k] = p.y; zi[k] = p.z; mi[k] = p.w;
         ax[k] = 0; ay[k] = 0; az[k] = 0; phi[k] = 0;
     }
-    v4 next = n_sources_padded > 0 ? sources[threadIdx.x] : zero4<T>();
-    for (int base = 0; base < n_sources_padded; base += B) {
-        tile[threadIdx.x] = next;
-        __syncthreads();
-        // Issue the next tile's load now; it lands while this tile is computed.
-        if (base + B < n_sources_padded) next = sources[base + B + threadIdx.x];
+    if (n_sources_padded > 0) tile[0][threadIdx.x] = sources[threadIdx.x];
+    __syncthreads();
+    int buf = 0;
+    for (int base = 0; base < n_sources_padded; base += B, buf ^= 1) {
+        // The next tile's global load is issued first and lands while this one is computed.
+        const bool more = base + B < n_sources_padded;
+        v4 next;
+        if (more) next = sources[base + B + threadIdx.x];
         // B / TP iterations, known at compile time: fully unrolled when short.
 #pragma unroll(B / TP < 16 ? B / TP : 16)
         for (int jj = 0; jj < B / TP; ++jj) {
-            const v4 s = tile[jj * TP + slice];
+            const v4 s = tile[buf][jj * TP + slice];
 #pragma unroll
             for (int k = 0; k < NI; ++k) interact<T, POT, MASKED>(xi[k], yi[k], zi[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
         }
+        // Nobody reads tile[buf ^ 1] in this iteration: everyone finished it before the
+        // barrier that ended the previous one.
+        if (more) tile[buf ^ 1][threadIdx.x] = next;
         __syncthreads();
     }
     if (TP > 1) {

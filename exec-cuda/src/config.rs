@@ -72,24 +72,24 @@ pub struct VariantCost {
     pub instructions: f64,
 }
 
-/// Warps per SM below which latency is no longer hidden (MUFU and shared-memory
-/// latency with 4 independent targets per thread; from the H100 sweep in
-/// benches/results).
-pub const WARPS_TO_HIDE_LATENCY: f64 = 16.0;
+/// Warps per SM that hide the latency of the inner loop (MUFU, shared memory) given its
+/// instruction-level parallelism: fitted to the H100 sweep in benches/results, where
+/// 8 resident warps per SM already ran at full rate at N = 4,096 to 65,536.
+pub const WARPS_TO_HIDE_LATENCY: f64 = 8.0;
 
 /// Chooses the variant with the best predicted rate for `n_targets` on `sm_count`
-/// SMs: issue rate / instructions per interaction, times the fraction of the last wave
-/// of blocks that is full (tail effect), times how much of the latency the resident
-/// warps hide. At small N this picks several threads per target; at large N it picks
-/// the variant whose block count divides evenly into waves.
+/// SMs. Blocks are dealt round-robin, so the busiest SM runs `k = ceil(blocks / SMs)`
+/// of them: the rate is proportional to `blocks / k` (how evenly the SMs are loaded:
+/// the tail effect) times how much latency the resident warps hide, divided by the
+/// kernel's instructions per interaction. At small N this picks several threads per
+/// target; at large N the fewest instructions that load the SMs evenly.
 pub fn choose(n_targets: usize, sm_count: u32, variants: &[VariantCost]) -> LaunchConfig {
     let score = |v: &VariantCost| {
         let blocks = v.config.blocks(n_targets.max(1)) as f64;
-        let resident = (v.resident_per_sm.max(1) * sm_count) as f64;
-        let waves = blocks / resident;
-        let filled = waves / waves.ceil();
-        let warps_per_sm = blocks.min(resident) / sm_count as f64 * (v.config.block / 32) as f64;
-        filled * (warps_per_sm / WARPS_TO_HIDE_LATENCY).min(1.0) / v.instructions
+        let k = (blocks / sm_count as f64).ceil();
+        let resident = (v.resident_per_sm.max(1) as f64).min(k);
+        let warps = resident * (v.config.block / 32) as f64;
+        blocks / k * (warps / WARPS_TO_HIDE_LATENCY).min(1.0) / v.instructions
     };
     variants.iter().max_by(|a, b| score(a).total_cmp(&score(b))).map_or(CANDIDATES[0], |v| v.config)
 }

@@ -68,7 +68,7 @@ pub struct CudaExecutor {
     // Fields drop in order: every buffer before the module, stream and context.
     scratch: [Scratch; 6],
     tuned: HashMap<(&'static str, bool, bool, u32, u32), LaunchConfig>,
-    costs: HashMap<&'static str, Vec<VariantCost>>,
+    costs: HashMap<(&'static str, bool), Vec<VariantCost>>,
     autotune: bool,
     forced: Option<LaunchConfig>,
     stream: Stream,
@@ -210,7 +210,7 @@ impl CudaExecutor {
             return Ok(c);
         }
         if !self.autotune {
-            return self.chosen_config::<T>(n_t);
+            return self.chosen_config::<T>(n_t, params.potential);
         }
         let key = (T::TAG, params.potential, params.masked(), n_t.max(1).ilog2(), n_s.max(1).ilog2());
         if let Some(c) = self.tuned.get(&key) {
@@ -224,11 +224,12 @@ impl CudaExecutor {
     /// The variant the heuristic ([`choose`]) picks for `n_targets`, from this device's
     /// SM count, each kernel's occupancy (registers and shared memory, as the driver
     /// reports them) and its SASS instruction count.
-    pub fn chosen_config<T: DeviceReal>(&mut self, n_targets: usize) -> Result<LaunchConfig, Error> {
-        if !self.costs.contains_key(T::TAG) {
+    pub fn chosen_config<T: DeviceReal>(&mut self, n_targets: usize, potential: bool) -> Result<LaunchConfig, Error> {
+        let key = (T::TAG, potential);
+        if !self.costs.contains_key(&key) {
             let mut costs = Vec::with_capacity(CANDIDATES.len());
             for config in CANDIDATES {
-                let name = config.kernel_name(T::TAG, false, false);
+                let name = config.kernel_name(T::TAG, potential, false);
                 let resident = self
                     .function(&name)?
                     .max_active_blocks_per_multiprocessor(cust::function::BlockSize::x(config.block), 0)
@@ -236,9 +237,9 @@ impl CudaExecutor {
                 let instructions = instructions_per_interaction(&name).unwrap_or(20.0);
                 costs.push(VariantCost { config, resident_per_sm: resident, instructions });
             }
-            self.costs.insert(T::TAG, costs);
+            self.costs.insert(key, costs);
         }
-        Ok(choose(n_targets, self.info.sm_count, &self.costs[T::TAG]))
+        Ok(choose(n_targets, self.info.sm_count, &self.costs[&key]))
     }
 
     fn function(&self, name: &str) -> Result<Function<'_>, Error> {

@@ -108,7 +108,7 @@ fn run<T: DeviceReal>(gpu: &mut CudaExecutor, sizes: &[usize], all: bool, rows: 
         for potential in [false, true] {
             let mut params = Params::softened(T::from_f64(1.0 / 256.0)).with_overlap_identical();
             params.potential = potential;
-            let chosen = gpu.chosen_config::<T>(n)?;
+            let chosen = gpu.chosen_config::<T>(n, potential)?;
             let configs: Vec<LaunchConfig> = if all && !potential { CANDIDATES.to_vec() } else { vec![chosen] };
             for c in configs {
                 let interactions = (n * n) as f64;
