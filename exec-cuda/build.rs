@@ -10,7 +10,7 @@ fn nvcc() -> Option<PathBuf> {
     }
     let mut candidates: Vec<PathBuf> = ["CUDA_PATH", "CUDA_HOME"]
         .iter()
-        .filter_map(|v| std::env::var_os(v))
+        .filter_map(std::env::var_os)
         .map(|root| Path::new(&root).join("bin/nvcc"))
         .collect();
     candidates.push(PathBuf::from("/usr/local/cuda/bin/nvcc"));

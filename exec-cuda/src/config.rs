@@ -61,37 +61,23 @@ pub fn instructions_per_interaction(kernel: &str) -> Option<f64> {
     SASS_COUNTS.lines().find_map(|l| l.strip_prefix(kernel)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
-/// What the heuristic knows of one variant on one device.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct VariantCost {
-    /// The variant.
-    pub config: LaunchConfig,
-    /// Blocks resident per SM (the occupancy API's answer for this kernel).
-    pub resident_per_sm: u32,
-    /// SASS instructions per interaction.
-    pub instructions: f64,
-}
+/// The heuristic's ladder, from the most reuse per shared-memory load (4 targets per
+/// thread, 4 threads per target) to the most parallelism (32 threads per target).
+/// Fitted to the H100 sweep in benches/results: 256-thread blocks won from N = 4,096
+/// up, and every rung that loads all SMs ran within 3% of the best variant.
+pub const LADDER: [LaunchConfig; 5] =
+    [cfg(256, 4, 4), cfg(256, 8, 4), cfg(256, 16, 2), cfg(128, 32, 2), cfg(128, 32, 1)];
 
-/// Warps per SM that hide the latency of the inner loop (MUFU, shared memory) given its
-/// instruction-level parallelism: fitted to the H100 sweep in benches/results, where
-/// 8 resident warps per SM already ran at full rate at N = 4,096 to 65,536.
-pub const WARPS_TO_HIDE_LATENCY: f64 = 8.0;
-
-/// Chooses the variant with the best predicted rate for `n_targets` on `sm_count`
-/// SMs. Blocks are dealt round-robin, so the busiest SM runs `k = ceil(blocks / SMs)`
-/// of them: the rate is proportional to `blocks / k` (how evenly the SMs are loaded:
-/// the tail effect) times how much latency the resident warps hide, divided by the
-/// kernel's instructions per interaction. At small N this picks several threads per
-/// target; at large N the fewest instructions that load the SMs evenly.
-pub fn choose(n_targets: usize, sm_count: u32, variants: &[VariantCost]) -> LaunchConfig {
-    let score = |v: &VariantCost| {
-        let blocks = v.config.blocks(n_targets.max(1)) as f64;
-        let k = (blocks / sm_count as f64).ceil();
-        let resident = (v.resident_per_sm.max(1) as f64).min(k);
-        let warps = resident * (v.config.block / 32) as f64;
-        blocks / k * (warps / WARPS_TO_HIDE_LATENCY).min(1.0) / v.instructions
-    };
-    variants.iter().max_by(|a, b| score(a).total_cmp(&score(b))).map_or(CANDIDATES[0], |v| v.config)
+/// Chooses the first rung of [`LADDER`] that gives every one of the device's
+/// `sm_count` multiprocessors two blocks (one block's barrier waits are hidden by the
+/// other's math): at large N the variant with the most reuse, at small N several
+/// threads per target so the GPU stays full.
+pub fn choose(n_targets: usize, sm_count: u32) -> LaunchConfig {
+    LADDER
+        .iter()
+        .find(|c| c.blocks(n_targets) as u64 >= 2 * sm_count as u64)
+        .copied()
+        .unwrap_or(LADDER[LADDER.len() - 1])
 }
 
 /// Sources are padded with massless particles to a multiple of this (the largest block),
@@ -122,24 +108,15 @@ impl LaunchConfig {
 mod tests {
     use super::*;
 
-    /// An H100-like device: 132 SMs, 2048 threads each, register-limited residency.
-    fn h100() -> Vec<VariantCost> {
-        CANDIDATES
-            .iter()
-            .map(|&config| {
-                let name = config.kernel_name("f32", false, false);
-                let instructions = instructions_per_interaction(&name).expect("every candidate is counted");
-                VariantCost { config, resident_per_sm: 2048 / config.block / 2, instructions }
-            })
-            .collect()
-    }
-
     #[test]
-    fn small_n_uses_many_threads_per_target_and_large_n_fills_whole_waves() {
-        let v = h100();
-        assert!(choose(1024, 132, &v).threads_per_target >= 16);
-        let big = choose(1 << 20, 132, &v);
-        assert!(big.targets_per_thread >= 4, "{big:?}");
+    fn ladder_follows_n() {
+        assert_eq!(choose(1 << 20, 132), cfg(256, 4, 4));
+        assert_eq!(choose(65_536, 132), cfg(256, 8, 4));
+        assert_eq!(choose(16_384, 132), cfg(256, 16, 2));
+        assert_eq!(choose(4096, 132), cfg(128, 32, 2));
+        assert_eq!(choose(1024, 132), cfg(128, 32, 1));
+        assert_eq!(choose(10, 132), cfg(128, 32, 1));
+        assert!(LADDER.iter().all(|c| CANDIDATES.contains(c)));
     }
 
     #[test]

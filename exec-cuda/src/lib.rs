@@ -30,7 +30,7 @@ mod device;
 mod memory;
 pub mod timing;
 
-pub use config::{choose, instructions_per_interaction, LaunchConfig, VariantCost, CANDIDATES, SOURCE_PAD};
+pub use config::{choose, instructions_per_interaction, LaunchConfig, CANDIDATES, LADDER, SOURCE_PAD};
 pub use device::DeviceInfo;
 pub use memory::{DeviceFields, DeviceParticles};
 
@@ -68,7 +68,6 @@ pub struct CudaExecutor {
     // Fields drop in order: every buffer before the module, stream and context.
     scratch: [Scratch; 6],
     tuned: HashMap<(&'static str, bool, bool, u32, u32), LaunchConfig>,
-    costs: HashMap<(&'static str, bool), Vec<VariantCost>>,
     autotune: bool,
     forced: Option<LaunchConfig>,
     stream: Stream,
@@ -99,7 +98,6 @@ impl CudaExecutor {
         Ok(Self {
             scratch: Default::default(),
             tuned: HashMap::new(),
-            costs: HashMap::new(),
             autotune: false,
             forced: None,
             stream,
@@ -210,7 +208,7 @@ impl CudaExecutor {
             return Ok(c);
         }
         if !self.autotune {
-            return self.chosen_config::<T>(n_t, params.potential);
+            return Ok(choose(n_t, self.info.sm_count));
         }
         let key = (T::TAG, params.potential, params.masked(), n_t.max(1).ilog2(), n_s.max(1).ilog2());
         if let Some(c) = self.tuned.get(&key) {
@@ -219,27 +217,6 @@ impl CudaExecutor {
         let best = timing::tune::<T>(self, n_t, n_s, params)?;
         self.tuned.insert(key, best);
         Ok(best)
-    }
-
-    /// The variant the heuristic ([`choose`]) picks for `n_targets`, from this device's
-    /// SM count, each kernel's occupancy (registers and shared memory, as the driver
-    /// reports them) and its SASS instruction count.
-    pub fn chosen_config<T: DeviceReal>(&mut self, n_targets: usize, potential: bool) -> Result<LaunchConfig, Error> {
-        let key = (T::TAG, potential);
-        if !self.costs.contains_key(&key) {
-            let mut costs = Vec::with_capacity(CANDIDATES.len());
-            for config in CANDIDATES {
-                let name = config.kernel_name(T::TAG, potential, false);
-                let resident = self
-                    .function(&name)?
-                    .max_active_blocks_per_multiprocessor(cust::function::BlockSize::x(config.block), 0)
-                    .map_err(cuda("querying occupancy"))?;
-                let instructions = instructions_per_interaction(&name).unwrap_or(20.0);
-                costs.push(VariantCost { config, resident_per_sm: resident, instructions });
-            }
-            self.costs.insert(key, costs);
-        }
-        Ok(choose(n_targets, self.info.sm_count, &self.costs[&key]))
     }
 
     fn function(&self, name: &str) -> Result<Function<'_>, Error> {
@@ -286,7 +263,7 @@ impl CudaExecutor {
     ) -> Result<usize, Error> {
         let padded = sources.len().next_multiple_of(SOURCE_PAD);
         let psize = size_of::<Particle<T>>();
-        let t = self.scratch[TARGETS].reserve(targets.len() * psize)?;
+        let t = self.scratch[TARGETS].reserve(std::mem::size_of_val(targets))?;
         upload_padded(t, bytemuck::cast_slice(targets), 0)?;
         let s = self.scratch[SOURCES].reserve(padded * psize)?;
         upload_padded(s, bytemuck::cast_slice(sources), padded * psize)?;
@@ -359,7 +336,7 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         self.guarded(|me| {
             let padded = me.stage(targets.pos, sources.pos, out)?;
             let vsize = size_of::<nbody_core::Velocity<T>>();
-            let tv = me.scratch[EXTRA_A].reserve(targets.vel.len() * vsize)?;
+            let tv = me.scratch[EXTRA_A].reserve(std::mem::size_of_val(targets.vel))?;
             upload_padded(tv, bytemuck::cast_slice(targets.vel), 0)?;
             let sv = me.scratch[EXTRA_B].reserve(padded * vsize)?;
             upload_padded(sv, bytemuck::cast_slice(sources.vel), padded * vsize)?;
