@@ -25,6 +25,7 @@ fn main() {
         gpu("awkward_sizes", awkward_sizes),
         gpu("out_of_memory_is_an_error_and_recoverable", out_of_memory),
         gpu("device_resident_matches_host_path", device_resident),
+        gpu("autotuned_choice_matches_the_oracle", autotuned),
     ]);
     run(trials);
 }
@@ -126,4 +127,11 @@ fn device_resident() -> Result<(), Failed> {
         return Err("device-resident results differ from the host-slice path".into());
     }
     Ok(())
+}
+
+fn autotuned() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
+    gpu.set_autotune(true);
+    check_against_oracle::<f32>(&mut gpu, 3000, 2500, "autotuned")?;
+    check_against_oracle::<f64>(&mut gpu, 3000, 2500, "autotuned")
 }
