@@ -1,0 +1,190 @@
+//! Instruction-set detection and the kernel entry points compiled for each.
+
+use crate::kernel::{accumulate, accumulate_jerk, Block, SourcesSoa, TILE};
+use crate::scratch::Part;
+use crate::simd::{Portable, Simd};
+use nbody_core::Real;
+
+/// The instruction set a kernel is compiled for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    /// AVX-512F (16 f32 / 8 f64 lanes).
+    Avx512,
+    /// AVX2 with FMA (8 f32 / 4 f64 lanes).
+    Avx2,
+    /// Plain Rust the compiler vectorizes for the build target.
+    Portable,
+}
+
+impl Isa {
+    /// The best instruction set this CPU has.
+    ///
+    /// ```
+    /// let isa = nbody_cpu::Isa::detect();
+    /// assert!(isa.is_available());
+    /// ```
+    pub fn detect() -> Isa {
+        [Isa::Avx512, Isa::Avx2].into_iter().find(|i| i.is_available()).unwrap_or(Isa::Portable)
+    }
+
+    /// Whether this CPU can run it.
+    pub fn is_available(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
+            Isa::Portable => true,
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+
+    /// Itself if available, else the best available.
+    pub fn available_or_best(self) -> Isa {
+        if self.is_available() {
+            self
+        } else {
+            Isa::detect()
+        }
+    }
+
+    /// Name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512",
+            Isa::Avx2 => "avx2",
+            Isa::Portable => "portable",
+        }
+    }
+}
+
+/// A kernel entry point: adds the sources' pull into one part's sums.
+pub type KernelFn<T> = unsafe fn(&mut Part<'_, T>, &SourcesSoa<'_, T>, T);
+
+/// Tiles outer, blocks inner: each L1-sized source tile serves every block of the part.
+#[inline(always)]
+unsafe fn drive<S: Simd, const U: usize, const POT: bool, const MASK: bool>(
+    part: &mut Part<'_, S::T>,
+    src: &SourcesSoa<'_, S::T>,
+    eps2: S::T,
+) {
+    let bs = U * S::LANES;
+    for t0 in (0..src.len()).step_by(TILE) {
+        let tile = src.slice(t0, (t0 + TILE).min(src.len()));
+        for b in (0..part.len()).step_by(bs) {
+            let r = b..b + bs;
+            let [ax, ay, az, phi] = &mut part.acc;
+            let mut blk = Block {
+                pos: [&part.pos[0][r.clone()], &part.pos[1][r.clone()], &part.pos[2][r.clone()]],
+                vel: [&[], &[], &[]],
+                acc: [&mut ax[r.clone()], &mut ay[r.clone()], &mut az[r.clone()], &mut phi[r]],
+                jerk: [&mut [], &mut [], &mut []],
+            };
+            accumulate::<S, U, POT, MASK>(&mut blk, &tile, eps2);
+        }
+    }
+}
+
+/// As [`drive`], for the jerk kernel (one vector of targets per block).
+#[inline(always)]
+unsafe fn drive_jerk<S: Simd, const POT: bool, const MASK: bool>(
+    part: &mut Part<'_, S::T>,
+    src: &SourcesSoa<'_, S::T>,
+    eps2: S::T,
+) {
+    let bs = S::LANES;
+    for t0 in (0..src.len()).step_by(TILE) {
+        let tile = src.slice(t0, (t0 + TILE).min(src.len()));
+        for b in (0..part.len()).step_by(bs) {
+            let r = b..b + bs;
+            let [ax, ay, az, phi] = &mut part.acc;
+            let [jx, jy, jz] = &mut part.jerk;
+            let mut blk = Block {
+                pos: [&part.pos[0][r.clone()], &part.pos[1][r.clone()], &part.pos[2][r.clone()]],
+                vel: [&part.vel[0][r.clone()], &part.vel[1][r.clone()], &part.vel[2][r.clone()]],
+                acc: [&mut ax[r.clone()], &mut ay[r.clone()], &mut az[r.clone()], &mut phi[r.clone()]],
+                jerk: [&mut jx[r.clone()], &mut jy[r.clone()], &mut jz[r]],
+            };
+            accumulate_jerk::<S, POT, MASK>(&mut blk, &tile, eps2);
+        }
+    }
+}
+
+/// Defines `$name::<POT, MASK>` entry points for backend `$s` with `$u` vectors per block,
+/// compiled with `$feat`, plus a selector over the two flags.
+macro_rules! entry_points {
+    ($t:ty, $select:ident, $select_jerk:ident, $( $isa:ident => $s:ty, $u:literal $(, #[$feat:meta])? );* $(;)?) => {
+        pub(crate) fn $select(isa: Isa, pot: bool, mask: bool) -> KernelFn<$t> {
+            $(
+                if isa == Isa::$isa {
+                    $(#[$feat])?
+                    unsafe fn k<const P: bool, const M: bool>(part: &mut Part<'_, $t>, src: &SourcesSoa<'_, $t>, eps2: $t) {
+                        drive::<$s, $u, P, M>(part, src, eps2)
+                    }
+                    return match (pot, mask) {
+                        (false, false) => k::<false, false>,
+                        (false, true) => k::<false, true>,
+                        (true, false) => k::<true, false>,
+                        (true, true) => k::<true, true>,
+                    };
+                }
+            )*
+            unreachable_isa(isa)
+        }
+
+        pub(crate) fn $select_jerk(isa: Isa, pot: bool, mask: bool) -> KernelFn<$t> {
+            $(
+                if isa == Isa::$isa {
+                    $(#[$feat])?
+                    unsafe fn k<const P: bool, const M: bool>(part: &mut Part<'_, $t>, src: &SourcesSoa<'_, $t>, eps2: $t) {
+                        drive_jerk::<$s, P, M>(part, src, eps2)
+                    }
+                    return match (pot, mask) {
+                        (false, false) => k::<false, false>,
+                        (false, true) => k::<false, true>,
+                        (true, false) => k::<true, false>,
+                        (true, true) => k::<true, true>,
+                    };
+                }
+            )*
+            unreachable_isa(isa)
+        }
+    };
+}
+
+/// Only reached for an instruction set of another architecture, which `Isa::detect`
+/// never returns there; the portable kernel is always a correct answer.
+fn unreachable_isa<T: Real>(_isa: Isa) -> KernelFn<T> {
+    unsafe fn k<T: Real>(part: &mut Part<'_, T>, src: &SourcesSoa<'_, T>, eps2: T) {
+        if eps2 == T::zero() {
+            drive::<Portable<T>, 1, true, true>(part, src, eps2)
+        } else {
+            drive::<Portable<T>, 1, true, false>(part, src, eps2)
+        }
+    }
+    k::<T>
+}
+
+#[cfg(target_arch = "x86_64")]
+use crate::simd::{Avx2F32, Avx2F64, Avx512F32, Avx512F64};
+
+#[cfg(target_arch = "x86_64")]
+entry_points!(f32, f32_kernel, f32_jerk_kernel,
+    Avx512 => Avx512F32, 2, #[target_feature(enable = "avx512f")];
+    Avx2 => Avx2F32, 2, #[target_feature(enable = "avx2,fma")];
+    Portable => Portable<f32>, 1;
+);
+
+#[cfg(target_arch = "x86_64")]
+entry_points!(f64, f64_kernel, f64_jerk_kernel,
+    Avx512 => Avx512F64, 2, #[target_feature(enable = "avx512f")];
+    Avx2 => Avx2F64, 2, #[target_feature(enable = "avx2,fma")];
+    Portable => Portable<f64>, 1;
+);
+
+#[cfg(not(target_arch = "x86_64"))]
+entry_points!(f32, f32_kernel, f32_jerk_kernel, Portable => Portable<f32>, 1;);
+
+#[cfg(not(target_arch = "x86_64"))]
+entry_points!(f64, f64_kernel, f64_jerk_kernel, Portable => Portable<f64>, 1;);

@@ -1,0 +1,152 @@
+//! The tiled kernels, generic over the vector backend.
+//!
+//! Lanes are targets: `U` vectors of targets (`U * LANES` targets, a *block*) stay in
+//! registers while every source of a tile is broadcast once and serves all of them
+//! (unroll-and-jam). Sources are SoA tiles sized for L1; partial sums live in a small
+//! SoA accumulator per block between tiles.
+
+use crate::simd::Simd;
+use nbody_core::Real;
+
+/// Sources per tile: four f32 lanes x 2048 = 32 KiB, which stays in a 48 KiB L1.
+pub(crate) const TILE: usize = 2048;
+
+/// SoA sources (positions, masses, and for the jerk kernel velocities).
+#[derive(Clone, Copy)]
+pub struct SourcesSoa<'a, T> {
+    pub x: &'a [T],
+    pub y: &'a [T],
+    pub z: &'a [T],
+    pub m: &'a [T],
+    pub vx: &'a [T],
+    pub vy: &'a [T],
+    pub vz: &'a [T],
+}
+
+impl<'a, T> SourcesSoa<'a, T> {
+    pub(crate) fn len(&self) -> usize {
+        self.x.len()
+    }
+
+    /// Sources `a..b` (velocities only if present).
+    pub(crate) fn slice(&self, a: usize, b: usize) -> Self {
+        let v = |s: &'a [T]| if s.is_empty() { s } else { &s[a..b] };
+        Self {
+            x: &self.x[a..b],
+            y: &self.y[a..b],
+            z: &self.z[a..b],
+            m: &self.m[a..b],
+            vx: v(self.vx),
+            vy: v(self.vy),
+            vz: v(self.vz),
+        }
+    }
+}
+
+/// A block's targets and running sums, SoA, `U * LANES` long: x, y, z, then
+/// ax, ay, az, phi (and vx, vy, vz, jx, jy, jz for the jerk kernel).
+pub(crate) struct Block<'a, T> {
+    pub pos: [&'a [T]; 3],
+    pub vel: [&'a [T]; 3],
+    pub acc: [&'a mut [T]; 4],
+    pub jerk: [&'a mut [T]; 3],
+}
+
+/// Adds the pull of every source in `src` on a block of `U * S::LANES` targets.
+/// `phi` accumulates `-Σ m / r` when `POT`; `MASK` zeroes pairs at zero distance.
+///
+/// # Safety
+/// The backend's instructions must be available (see `simd`); every slice of `blk`
+/// holds `U * S::LANES` values.
+#[inline(always)]
+pub(crate) unsafe fn accumulate<S: Simd, const U: usize, const POT: bool, const MASK: bool>(
+    blk: &mut Block<'_, S::T>,
+    src: &SourcesSoa<'_, S::T>,
+    eps2: S::T,
+) {
+    let l = S::LANES;
+    let load = |s: &[S::T], u: usize| S::load(s.as_ptr().add(u * l));
+    let xi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[0], u));
+    let yi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[1], u));
+    let zi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[2], u));
+    let mut ax: [S::V; U] = core::array::from_fn(|u| load(blk.acc[0], u));
+    let mut ay: [S::V; U] = core::array::from_fn(|u| load(blk.acc[1], u));
+    let mut az: [S::V; U] = core::array::from_fn(|u| load(blk.acc[2], u));
+    let mut phi: [S::V; U] = core::array::from_fn(|u| load(blk.acc[3], u));
+    let e2 = S::splat(eps2);
+    let n = src.len();
+    let (sx, sy, sz, sm) = (src.x.as_ptr(), src.y.as_ptr(), src.z.as_ptr(), src.m.as_ptr());
+    for j in 0..n {
+        let (xj, yj, zj, mj) = (S::splat(*sx.add(j)), S::splat(*sy.add(j)), S::splat(*sz.add(j)), S::splat(*sm.add(j)));
+        for u in 0..U {
+            let dx = S::sub(xj, xi[u]);
+            let dy = S::sub(yj, yi[u]);
+            let dz = S::sub(zj, zi[u]);
+            // eps² folded into the first FMA: r² = ((eps² + dx²) + dy²) + dz².
+            let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
+            let rinv = S::rsqrt::<MASK>(r2);
+            let m_rinv = S::mul(mj, rinv);
+            let m_rinv3 = S::mul(m_rinv, S::mul(rinv, rinv));
+            ax[u] = S::fma(dx, m_rinv3, ax[u]);
+            ay[u] = S::fma(dy, m_rinv3, ay[u]);
+            az[u] = S::fma(dz, m_rinv3, az[u]);
+            if POT {
+                phi[u] = S::sub(phi[u], m_rinv);
+            }
+        }
+    }
+    for u in 0..U {
+        S::store(blk.acc[0].as_mut_ptr().add(u * l), ax[u]);
+        S::store(blk.acc[1].as_mut_ptr().add(u * l), ay[u]);
+        S::store(blk.acc[2].as_mut_ptr().add(u * l), az[u]);
+        S::store(blk.acc[3].as_mut_ptr().add(u * l), phi[u]);
+    }
+}
+
+/// [`accumulate`] plus the jerk; one vector of targets (the jerk kernel is not the
+/// hot path of any benchmark, and its 30 live vectors leave no room for two).
+///
+/// # Safety
+/// As for [`accumulate`]; `src` has velocities.
+#[inline(always)]
+pub(crate) unsafe fn accumulate_jerk<S: Simd, const POT: bool, const MASK: bool>(
+    blk: &mut Block<'_, S::T>,
+    src: &SourcesSoa<'_, S::T>,
+    eps2: S::T,
+) {
+    let ld = |s: &[S::T]| S::load(s.as_ptr());
+    let (xi, yi, zi) = (ld(blk.pos[0]), ld(blk.pos[1]), ld(blk.pos[2]));
+    let (vxi, vyi, vzi) = (ld(blk.vel[0]), ld(blk.vel[1]), ld(blk.vel[2]));
+    let (mut ax, mut ay, mut az, mut phi) = (ld(blk.acc[0]), ld(blk.acc[1]), ld(blk.acc[2]), ld(blk.acc[3]));
+    let (mut jx, mut jy, mut jz) = (ld(blk.jerk[0]), ld(blk.jerk[1]), ld(blk.jerk[2]));
+    let (e2, three) = (S::splat(eps2), S::splat(S::T::from_f64(3.0)));
+    for j in 0..src.len() {
+        let g = |s: &[S::T]| S::splat(*s.get_unchecked(j));
+        let (dx, dy, dz) = (S::sub(g(src.x), xi), S::sub(g(src.y), yi), S::sub(g(src.z), zi));
+        let (dvx, dvy, dvz) = (S::sub(g(src.vx), vxi), S::sub(g(src.vy), vyi), S::sub(g(src.vz), vzi));
+        let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
+        let rinv = S::rsqrt::<MASK>(r2);
+        let rinv2 = S::mul(rinv, rinv);
+        let m_rinv = S::mul(g(src.m), rinv);
+        let m_rinv3 = S::mul(m_rinv, rinv2);
+        ax = S::fma(dx, m_rinv3, ax);
+        ay = S::fma(dy, m_rinv3, ay);
+        az = S::fma(dz, m_rinv3, az);
+        if POT {
+            phi = S::sub(phi, m_rinv);
+        }
+        let rv = S::fma(dz, dvz, S::fma(dy, dvy, S::mul(dx, dvx)));
+        let alpha = S::mul(S::mul(three, rv), rinv2);
+        jx = S::fma(m_rinv3, S::fnma(alpha, dx, dvx), jx);
+        jy = S::fma(m_rinv3, S::fnma(alpha, dy, dvy), jy);
+        jz = S::fma(m_rinv3, S::fnma(alpha, dz, dvz), jz);
+    }
+    let st = |s: &mut [S::T], v: S::V| S::store(s.as_mut_ptr(), v);
+    st(blk.acc[0], ax);
+    st(blk.acc[1], ay);
+    st(blk.acc[2], az);
+    st(blk.acc[3], phi);
+    st(blk.jerk[0], jx);
+    st(blk.jerk[1], jy);
+    st(blk.jerk[2], jz);
+}

@@ -1,0 +1,130 @@
+//! SoA staging buffers and the per-thread parts of a call.
+
+use crate::kernel::SourcesSoa;
+use nbody_core::{Bodies, Field, Jerk, Real};
+
+/// Targets are padded (with massless particles at the origin, whose sums are dropped)
+/// to a multiple of this, the largest block any backend uses.
+pub(crate) const BLOCK: usize = 32;
+
+/// Reusable SoA buffers of one precision. They only grow.
+#[derive(Default)]
+pub struct Scratch<T> {
+    /// Target x, y, z, vx, vy, vz.
+    tpos: [Vec<T>; 6],
+    /// Sums ax, ay, az, phi, jx, jy, jz.
+    acc: [Vec<T>; 7],
+    /// Source x, y, z, m, vx, vy, vz.
+    src: [Vec<T>; 7],
+    /// Padded target count and the number of parts it is split into.
+    padded: usize,
+    parts: usize,
+}
+
+/// The slices one thread works on: whole blocks of targets and their sums.
+pub struct Part<'a, T> {
+    pub pos: [&'a [T]; 3],
+    pub vel: [&'a [T]; 3],
+    pub acc: [&'a mut [T]; 4],
+    pub jerk: [&'a mut [T]; 3],
+}
+
+impl<T> Part<'_, T> {
+    pub(crate) fn len(&self) -> usize {
+        self.pos[0].len()
+    }
+}
+
+fn fill<T: Copy>(v: &mut Vec<T>, n: usize, value: T) {
+    v.clear();
+    v.resize(n, value);
+}
+
+impl<T: Real> Scratch<T> {
+    /// Copies targets and sources into SoA form and zeroes the sums.
+    pub(crate) fn stage(&mut self, targets: Bodies<'_, T>, sources: Bodies<'_, T>, jerk: bool, parts: usize) {
+        let z = T::zero();
+        let n = targets.pos.len();
+        self.padded = n.next_multiple_of(BLOCK);
+        self.parts = parts;
+        let lanes = if jerk { 6 } else { 3 };
+        for (k, v) in self.tpos.iter_mut().enumerate().take(lanes) {
+            fill(v, self.padded, z);
+            for (i, dst) in v.iter_mut().take(n).enumerate() {
+                *dst = match k {
+                    0 => targets.pos[i].x,
+                    1 => targets.pos[i].y,
+                    2 => targets.pos[i].z,
+                    3 => targets.vel[i].vx,
+                    4 => targets.vel[i].vy,
+                    _ => targets.vel[i].vz,
+                };
+            }
+        }
+        let sums = if jerk { 7 } else { 4 };
+        for v in self.acc.iter_mut().take(sums) {
+            fill(v, self.padded, z);
+        }
+        let src_lanes = if jerk { 7 } else { 4 };
+        for (k, v) in self.src.iter_mut().enumerate() {
+            v.clear();
+            if k >= src_lanes {
+                continue;
+            }
+            v.extend(sources.pos.iter().enumerate().map(|(j, p)| match k {
+                0 => p.x,
+                1 => p.y,
+                2 => p.z,
+                3 => p.m,
+                4 => sources.vel[j].vx,
+                5 => sources.vel[j].vy,
+                _ => sources.vel[j].vz,
+            }));
+        }
+    }
+
+    /// Splits the targets into `parts` runs of whole blocks, and returns them with the
+    /// sources. Unused lanes (velocities and jerk without the jerk kernel) are empty.
+    pub(crate) fn split(&mut self) -> (Vec<Part<'_, T>>, SourcesSoa<'_, T>) {
+        let per = (self.padded / BLOCK).div_ceil(self.parts.max(1)) * BLOCK;
+        let Self { tpos, acc, src, padded, .. } = self;
+        let mut pos: [&[T]; 6] = tpos.each_ref().map(|v| v.as_slice());
+        let mut sums: [&mut [T]; 7] = acc.each_mut().map(|v| v.as_mut_slice());
+        let mut parts = Vec::with_capacity(self.parts);
+        let mut left = *padded;
+        while left > 0 {
+            let k = per.min(left);
+            left -= k;
+            let p: [&[T]; 6] = core::array::from_fn(|i| {
+                let (a, b) = pos[i].split_at(k.min(pos[i].len()));
+                pos[i] = b;
+                a
+            });
+            let mut q = sums.each_mut().map(|s| {
+                let n = k.min(s.len());
+                let (a, b) = core::mem::take(s).split_at_mut(n);
+                *s = b;
+                a
+            });
+            let [ax, ay, az, phi, jx, jy, jz] = core::array::from_fn(|i| core::mem::take(&mut q[i]));
+            parts.push(Part {
+                pos: [p[0], p[1], p[2]],
+                vel: [p[3], p[4], p[5]],
+                acc: [ax, ay, az, phi],
+                jerk: [jx, jy, jz],
+            });
+        }
+        let s = &*src;
+        (parts, SourcesSoa { x: &s[0], y: &s[1], z: &s[2], m: &s[3], vx: &s[4], vy: &s[5], vz: &s[6] })
+    }
+
+    /// Sums of target `i` (without G) as a field value.
+    pub(crate) fn sums(&self, i: usize) -> Field<T> {
+        Field::new(self.acc[0][i], self.acc[1][i], self.acc[2][i], self.acc[3][i])
+    }
+
+    /// Jerk sums of target `i` (without G).
+    pub(crate) fn jerk_sums(&self, i: usize) -> Jerk<T> {
+        Jerk::new(self.acc[4][i], self.acc[5][i], self.acc[6][i])
+    }
+}

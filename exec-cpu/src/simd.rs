@@ -1,0 +1,323 @@
+//! Vector backends behind one trait, so each kernel is written once.
+//!
+//! Every method is `#[inline(always)]`: the kernels are inlined into entry points
+//! compiled with `#[target_feature(enable = ...)]`, and only there do the intrinsics
+//! become single instructions. Calling a backend outside such an entry point is
+//! undefined behaviour on a CPU without the feature, hence `unsafe`.
+
+use nbody_core::Real;
+
+/// A vector of `LANES` values of `T`, one lane per target.
+pub(crate) trait Simd: Copy {
+    type T: Real;
+    type V: Copy;
+    const LANES: usize;
+
+    unsafe fn splat(x: Self::T) -> Self::V;
+    unsafe fn load(p: *const Self::T) -> Self::V;
+    unsafe fn store(p: *mut Self::T, v: Self::V);
+    unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn sub(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn mul(a: Self::V, b: Self::V) -> Self::V;
+    /// `a * b + c`, fused where the hardware has it.
+    unsafe fn fma(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// `c - a * b`, fused where the hardware has it.
+    unsafe fn fnma(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// `1/sqrt(x)` to about one rounding of the type: the hardware estimate refined by
+    /// Newton steps (never a raw estimate). `MASK`: lanes with `x == 0` give 0.
+    unsafe fn rsqrt<const MASK: bool>(x: Self::V) -> Self::V;
+}
+
+/// Newton step for 1/sqrt: `y (3 - x y²) / 2`, written so that it costs 4 operations.
+#[inline(always)]
+unsafe fn newton<S: Simd>(x: S::V, y: S::V) -> S::V {
+    let t = S::mul(x, y);
+    let c = S::fnma(t, y, S::splat(S::T::from_f64(3.0)));
+    S::mul(S::mul(y, S::splat(S::T::from_f64(0.5))), c)
+}
+
+/// Third-order step for 1/sqrt: `y (1 + e/2 + 3e²/8)`, `e = 1 - x y²`: cubes the error.
+#[inline(always)]
+unsafe fn householder<S: Simd>(x: S::V, y: S::V) -> S::V {
+    let one = S::splat(S::T::from_f64(1.0));
+    let e = S::fnma(S::mul(x, y), y, one);
+    let p = S::fma(e, S::splat(S::T::from_f64(0.375)), S::splat(S::T::from_f64(0.5)));
+    S::fma(S::mul(y, e), p, y)
+}
+
+/// Plain Rust on arrays of 8 lanes: the compiler vectorizes it for whatever the build
+/// targets; the fallback on CPUs without AVX2 and on other architectures.
+#[derive(Clone, Copy)]
+pub(crate) struct Portable<T>(core::marker::PhantomData<T>);
+
+impl<T: Real> Simd for Portable<T> {
+    type T = T;
+    type V = [T; 8];
+    const LANES: usize = 8;
+
+    #[inline(always)]
+    unsafe fn splat(x: T) -> [T; 8] {
+        [x; 8]
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const T) -> [T; 8] {
+        core::ptr::read_unaligned(p as *const [T; 8])
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut T, v: [T; 8]) {
+        core::ptr::write_unaligned(p as *mut [T; 8], v)
+    }
+    #[inline(always)]
+    unsafe fn add(a: [T; 8], b: [T; 8]) -> [T; 8] {
+        core::array::from_fn(|i| a[i] + b[i])
+    }
+    #[inline(always)]
+    unsafe fn sub(a: [T; 8], b: [T; 8]) -> [T; 8] {
+        core::array::from_fn(|i| a[i] - b[i])
+    }
+    #[inline(always)]
+    unsafe fn mul(a: [T; 8], b: [T; 8]) -> [T; 8] {
+        core::array::from_fn(|i| a[i] * b[i])
+    }
+    #[inline(always)]
+    unsafe fn fma(a: [T; 8], b: [T; 8], c: [T; 8]) -> [T; 8] {
+        // Unfused: a libm fma call per lane would be far slower than the rounding it saves.
+        core::array::from_fn(|i| a[i] * b[i] + c[i])
+    }
+    #[inline(always)]
+    unsafe fn fnma(a: [T; 8], b: [T; 8], c: [T; 8]) -> [T; 8] {
+        core::array::from_fn(|i| c[i] - a[i] * b[i])
+    }
+    #[inline(always)]
+    unsafe fn rsqrt<const MASK: bool>(x: [T; 8]) -> [T; 8] {
+        core::array::from_fn(|i| if MASK && x[i] == T::zero() { T::zero() } else { T::one() / x[i].sqrt() })
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use x86::*;
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{householder, newton, Simd};
+    use core::arch::x86_64::*;
+
+    /// AVX-512F, 16 f32 lanes: vrsqrt14ps (relative error below 2^-14) and one Newton
+    /// step (error about 1.5 * 2^-28, below f32 rounding).
+    #[derive(Clone, Copy)]
+    pub(crate) struct Avx512F32;
+
+    impl Simd for Avx512F32 {
+        type T = f32;
+        type V = __m512;
+        const LANES: usize = 16;
+
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> __m512 {
+            _mm512_set1_ps(x)
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> __m512 {
+            _mm512_loadu_ps(p)
+        }
+        #[inline(always)]
+        unsafe fn store(p: *mut f32, v: __m512) {
+            _mm512_storeu_ps(p, v)
+        }
+        #[inline(always)]
+        unsafe fn add(a: __m512, b: __m512) -> __m512 {
+            _mm512_add_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn sub(a: __m512, b: __m512) -> __m512 {
+            _mm512_sub_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn mul(a: __m512, b: __m512) -> __m512 {
+            _mm512_mul_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn fma(a: __m512, b: __m512, c: __m512) -> __m512 {
+            _mm512_fmadd_ps(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn fnma(a: __m512, b: __m512, c: __m512) -> __m512 {
+            _mm512_fnmadd_ps(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn rsqrt<const MASK: bool>(x: __m512) -> __m512 {
+            let y = if MASK {
+                _mm512_maskz_rsqrt14_ps(_mm512_cmpneq_ps_mask(x, _mm512_setzero_ps()), x)
+            } else {
+                _mm512_rsqrt14_ps(x)
+            };
+            newton::<Self>(x, y)
+        }
+    }
+
+    /// AVX-512F, 8 f64 lanes: vrsqrt14pd and two Newton steps (2^-14 -> 2^-27 -> 2^-53).
+    #[derive(Clone, Copy)]
+    pub(crate) struct Avx512F64;
+
+    impl Simd for Avx512F64 {
+        type T = f64;
+        type V = __m512d;
+        const LANES: usize = 8;
+
+        #[inline(always)]
+        unsafe fn splat(x: f64) -> __m512d {
+            _mm512_set1_pd(x)
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f64) -> __m512d {
+            _mm512_loadu_pd(p)
+        }
+        #[inline(always)]
+        unsafe fn store(p: *mut f64, v: __m512d) {
+            _mm512_storeu_pd(p, v)
+        }
+        #[inline(always)]
+        unsafe fn add(a: __m512d, b: __m512d) -> __m512d {
+            _mm512_add_pd(a, b)
+        }
+        #[inline(always)]
+        unsafe fn sub(a: __m512d, b: __m512d) -> __m512d {
+            _mm512_sub_pd(a, b)
+        }
+        #[inline(always)]
+        unsafe fn mul(a: __m512d, b: __m512d) -> __m512d {
+            _mm512_mul_pd(a, b)
+        }
+        #[inline(always)]
+        unsafe fn fma(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
+            _mm512_fmadd_pd(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn fnma(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
+            _mm512_fnmadd_pd(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn rsqrt<const MASK: bool>(x: __m512d) -> __m512d {
+            let y = if MASK {
+                _mm512_maskz_rsqrt14_pd(_mm512_cmpneq_pd_mask(x, _mm512_setzero_pd()), x)
+            } else {
+                _mm512_rsqrt14_pd(x)
+            };
+            newton::<Self>(x, newton::<Self>(x, y))
+        }
+    }
+
+    /// AVX2 + FMA, 8 f32 lanes: vrsqrtps (about 2^-12) and one third-order step
+    /// (error about 2^-35: a plain Newton step would leave a 3e-7 bias).
+    #[derive(Clone, Copy)]
+    pub(crate) struct Avx2F32;
+
+    impl Simd for Avx2F32 {
+        type T = f32;
+        type V = __m256;
+        const LANES: usize = 8;
+
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> __m256 {
+            _mm256_set1_ps(x)
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> __m256 {
+            _mm256_loadu_ps(p)
+        }
+        #[inline(always)]
+        unsafe fn store(p: *mut f32, v: __m256) {
+            _mm256_storeu_ps(p, v)
+        }
+        #[inline(always)]
+        unsafe fn add(a: __m256, b: __m256) -> __m256 {
+            _mm256_add_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn sub(a: __m256, b: __m256) -> __m256 {
+            _mm256_sub_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn mul(a: __m256, b: __m256) -> __m256 {
+            _mm256_mul_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn fma(a: __m256, b: __m256, c: __m256) -> __m256 {
+            _mm256_fmadd_ps(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn fnma(a: __m256, b: __m256, c: __m256) -> __m256 {
+            _mm256_fnmadd_ps(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn rsqrt<const MASK: bool>(x: __m256) -> __m256 {
+            let y = householder::<Self>(x, _mm256_rsqrt_ps(x));
+            if MASK {
+                _mm256_and_ps(y, _mm256_cmp_ps::<_CMP_NEQ_OQ>(x, _mm256_setzero_ps()))
+            } else {
+                y
+            }
+        }
+    }
+
+    /// AVX2 + FMA, 4 f64 lanes: the f32 estimate (vrsqrtps on the rounded value), one
+    /// third-order step (2^-12 -> 2^-35) and one Newton step (-> below f64 rounding).
+    #[derive(Clone, Copy)]
+    pub(crate) struct Avx2F64;
+
+    impl Simd for Avx2F64 {
+        type T = f64;
+        type V = __m256d;
+        const LANES: usize = 4;
+
+        #[inline(always)]
+        unsafe fn splat(x: f64) -> __m256d {
+            _mm256_set1_pd(x)
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f64) -> __m256d {
+            _mm256_loadu_pd(p)
+        }
+        #[inline(always)]
+        unsafe fn store(p: *mut f64, v: __m256d) {
+            _mm256_storeu_pd(p, v)
+        }
+        #[inline(always)]
+        unsafe fn add(a: __m256d, b: __m256d) -> __m256d {
+            _mm256_add_pd(a, b)
+        }
+        #[inline(always)]
+        unsafe fn sub(a: __m256d, b: __m256d) -> __m256d {
+            _mm256_sub_pd(a, b)
+        }
+        #[inline(always)]
+        unsafe fn mul(a: __m256d, b: __m256d) -> __m256d {
+            _mm256_mul_pd(a, b)
+        }
+        #[inline(always)]
+        unsafe fn fma(a: __m256d, b: __m256d, c: __m256d) -> __m256d {
+            _mm256_fmadd_pd(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn fnma(a: __m256d, b: __m256d, c: __m256d) -> __m256d {
+            _mm256_fnmadd_pd(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn rsqrt<const MASK: bool>(x: __m256d) -> __m256d {
+            // Values outside the f32 range (r² > 3e38 or < 1e-38) would round to inf or 0:
+            // those lanes take the exact 1/sqrt instead.
+            let xf = _mm256_cvtpd_ps(x);
+            let y0 = _mm256_cvtps_pd(_mm_rsqrt_ps(xf));
+            let y = newton::<Self>(x, householder::<Self>(x, y0));
+            let lo = _mm256_cmp_pd::<_CMP_LT_OQ>(x, _mm256_set1_pd(1e-36));
+            let hi = _mm256_cmp_pd::<_CMP_GT_OQ>(x, _mm256_set1_pd(1e36));
+            let exact = _mm256_div_pd(_mm256_set1_pd(1.0), _mm256_sqrt_pd(x));
+            let y = _mm256_blendv_pd(y, exact, _mm256_or_pd(lo, hi));
+            if MASK {
+                _mm256_and_pd(y, _mm256_cmp_pd::<_CMP_NEQ_OQ>(x, _mm256_setzero_pd()))
+            } else {
+                y
+            }
+        }
+    }
+}
