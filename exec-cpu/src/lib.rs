@@ -19,10 +19,12 @@
 
 mod dispatch;
 mod kernel;
+mod mixed;
 mod scratch;
 mod simd;
 
 pub use dispatch::Isa;
+pub use mixed::MixedExecutor;
 
 use nbody_core::kernel::self_potential;
 use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle, Real};

@@ -16,7 +16,6 @@ pub(crate) trait Simd: Copy {
     unsafe fn splat(x: Self::T) -> Self::V;
     unsafe fn load(p: *const Self::T) -> Self::V;
     unsafe fn store(p: *mut Self::T, v: Self::V);
-    unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn sub(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn mul(a: Self::V, b: Self::V) -> Self::V;
     /// `a * b + c`, fused where the hardware has it.
@@ -66,10 +65,6 @@ impl<T: Real> Simd for Portable<T> {
     #[inline(always)]
     unsafe fn store(p: *mut T, v: [T; 8]) {
         core::ptr::write_unaligned(p as *mut [T; 8], v)
-    }
-    #[inline(always)]
-    unsafe fn add(a: [T; 8], b: [T; 8]) -> [T; 8] {
-        core::array::from_fn(|i| a[i] + b[i])
     }
     #[inline(always)]
     unsafe fn sub(a: [T; 8], b: [T; 8]) -> [T; 8] {
@@ -125,10 +120,6 @@ mod x86 {
             _mm512_storeu_ps(p, v)
         }
         #[inline(always)]
-        unsafe fn add(a: __m512, b: __m512) -> __m512 {
-            _mm512_add_ps(a, b)
-        }
-        #[inline(always)]
         unsafe fn sub(a: __m512, b: __m512) -> __m512 {
             _mm512_sub_ps(a, b)
         }
@@ -175,10 +166,6 @@ mod x86 {
         #[inline(always)]
         unsafe fn store(p: *mut f64, v: __m512d) {
             _mm512_storeu_pd(p, v)
-        }
-        #[inline(always)]
-        unsafe fn add(a: __m512d, b: __m512d) -> __m512d {
-            _mm512_add_pd(a, b)
         }
         #[inline(always)]
         unsafe fn sub(a: __m512d, b: __m512d) -> __m512d {
@@ -230,10 +217,6 @@ mod x86 {
             _mm256_storeu_ps(p, v)
         }
         #[inline(always)]
-        unsafe fn add(a: __m256, b: __m256) -> __m256 {
-            _mm256_add_ps(a, b)
-        }
-        #[inline(always)]
         unsafe fn sub(a: __m256, b: __m256) -> __m256 {
             _mm256_sub_ps(a, b)
         }
@@ -281,10 +264,6 @@ mod x86 {
         #[inline(always)]
         unsafe fn store(p: *mut f64, v: __m256d) {
             _mm256_storeu_pd(p, v)
-        }
-        #[inline(always)]
-        unsafe fn add(a: __m256d, b: __m256d) -> __m256d {
-            _mm256_add_pd(a, b)
         }
         #[inline(always)]
         unsafe fn sub(a: __m256d, b: __m256d) -> __m256d {

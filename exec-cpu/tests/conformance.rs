@@ -2,9 +2,9 @@
 //! both precisions, sequential and two threads. Instruction sets the CPU lacks are
 //! reported as ignored.
 
-use nbody_conformance::{run, suite, Trial};
+use nbody_conformance::{run, suite, suite_with_roundoff, Trial};
 use nbody_core::Error;
-use nbody_cpu::{CpuExecutor, Isa, Parallelism};
+use nbody_cpu::{CpuExecutor, Isa, MixedExecutor, Parallelism};
 
 fn main() {
     let mut trials: Vec<Trial> = Vec::new();
@@ -14,6 +14,13 @@ fn main() {
                 move || if isa.is_available() { Ok(CpuExecutor::with_isa(par, isa)) } else { Err(Error::NoDevice) };
             trials.extend(suite::<f32, _>(&format!("cpu-{}-{tag}/f32", isa.name()), make));
             trials.extend(suite::<f64, _>(&format!("cpu-{}-{tag}/f64", isa.name()), make));
+            let mixed =
+                move || if isa.is_available() { Ok(MixedExecutor::with_isa(par, isa)) } else { Err(Error::NoDevice) };
+            trials.extend(suite_with_roundoff::<f64, _>(
+                &format!("cpu-{}-{tag}/mixed", isa.name()),
+                f32::EPSILON as f64,
+                mixed,
+            ));
         }
     }
     run(trials);

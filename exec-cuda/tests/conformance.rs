@@ -73,7 +73,7 @@ fn check_against_oracle<T: DeviceReal>(gpu: &mut CudaExecutor, nt: usize, ns: us
             let mut out = before.clone();
             gpu.accelerations(targets, sources, &params, &mut out).map_err(gpu_err)?;
             let truth = exact(targets, sources, &params).map_err(gpu_err)?;
-            nbody_conformance::compare(&out, &before, &truth, ns, potential)
+            nbody_conformance::compare(&out, &before, &truth, ns, potential, T::epsilon().to_f64())
                 .map_err(|m| format!("{what}, N_i {nt}, N_j {ns}, eps {eps}, potential {potential}: {m}"))?;
         }
     }

@@ -12,7 +12,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRu
 use std::cell::RefCell;
 
 /// One check of the suite.
-pub type Check<E> = fn(&mut E) -> Result<(), String>;
+pub type Check<E> = fn(&mut E, f64) -> Result<(), String>;
 
 /// Cases per property: enough to hit every overlap mode, both softening paths and
 /// sizes from empty to a few tiles, and fast on the reference in debug builds.
@@ -105,15 +105,15 @@ fn bounds(a: &[Exact], b: &[Exact]) -> Vec<(f64, f64)> {
     a.iter().zip(b).map(|(x, y)| (x.acc_bound + y.acc_bound, x.phi_bound + y.phi_bound)).collect()
 }
 
-fn matches_oracle<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     prop(e, cases(48, 96), |e, c: Case| {
         let (t, s, p, before) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>(), c.before::<T>());
         let out = call(e, &t, &s, &p, &before)?;
-        compare(&out, &before, &oracle_of(&t, &s, &p)?, s.len(), p.potential)
+        compare(&out, &before, &oracle_of(&t, &s, &p)?, s.len(), p.potential, u)
     })
 }
 
-fn jerk_matches_oracle<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn jerk_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     prop(e, cases(32, 64), |e, c: Case| {
         let (t, s, p, before) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>(), c.before::<T>());
         let (tv, sv) = c.velocities::<T>();
@@ -124,8 +124,8 @@ fn jerk_matches_oracle<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String>
             .map_err(|err| err.to_string())?;
         let mut ex = vec![Exact::default(); t.len()];
         oracle::field(&t, Some(tv), &s, Some(sv), &p, &mut ex).map_err(|err| err.to_string())?;
-        compare(&out, &before, &ex, s.len(), p.potential)?;
-        let tol = tolerance::<T>(s.len());
+        compare(&out, &before, &ex, s.len(), p.potential, u)?;
+        let tol = tolerance(u, s.len());
         for (i, (j, x)) in jerk.iter().zip(&ex).enumerate() {
             for (k, got) in j.components().into_iter().enumerate() {
                 let diff = (got.to_f64() - x.jerk[k]).abs();
@@ -138,7 +138,7 @@ fn jerk_matches_oracle<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String>
     })
 }
 
-fn masked_coincident_pairs<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn masked_coincident_pairs<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     // eps = 0 and every target duplicated among the sources, once as itself and once as
     // a separate copy: zero-distance pairs must add nothing, and nothing may be NaN.
     prop(e, vec(row(), 1..40), |e, rows| {
@@ -154,11 +154,11 @@ fn masked_coincident_pairs<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), Str
         if let Some(i) = out.iter().position(|f| !lanes(f).iter().all(|x| x.is_finite())) {
             return Err(format!("target {i} has a non-finite output {:?}", out[i]));
         }
-        compare(&out, &zeros(t.len()), &oracle_of(&t, &s, &p)?, s.len(), true)
+        compare(&out, &zeros(t.len()), &oracle_of(&t, &s, &p)?, s.len(), true, u)
     })
 }
 
-fn self_interaction_subtraction<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn self_interaction_subtraction<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     // phi with targets = sources equals the explicit i != j sum, computed by leaving
     // particle i out of the sources.
     let strategy = (vec(row(), 2..24), (1u32..=64).prop_map(|k| k as f64 / 256.0));
@@ -172,7 +172,7 @@ fn self_interaction_subtraction<T: Real, E: Executor<T>>(e: &mut E) -> Result<()
             others.remove(i);
             let alone = call(e, &ps[i..=i], &others, &p, &zeros(1))?;
             let diff = (all[i].phi.to_f64() - alone[0].phi.to_f64()).abs();
-            let allowed = 2.0 * tolerance::<T>(ps.len()) * ex[i].phi_bound;
+            let allowed = 2.0 * tolerance(u, ps.len()) * ex[i].phi_bound;
             if !(diff <= allowed) {
                 return Err(format!(
                     "target {i}: phi {} with subtraction, {} as the i != j sum",
@@ -184,7 +184,7 @@ fn self_interaction_subtraction<T: Real, E: Executor<T>>(e: &mut E) -> Result<()
     })
 }
 
-fn newton_third_law<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn newton_third_law<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     prop(e, (vec(row(), 0..80), softening()), |e, (rows, eps)| {
         let ps = particles::<T>(&rows);
         let p = Params::softened(T::from_f64(eps)).with_overlap_identical();
@@ -193,15 +193,15 @@ fn newton_third_law<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
         let scale: f64 = ps.iter().zip(&ex).map(|(q, x)| q.m.to_f64() * x.acc_bound).sum();
         for k in 0..3 {
             let total: f64 = ps.iter().zip(&out).map(|(q, f)| q.m.to_f64() * lanes(f)[k]).sum();
-            if !(total.abs() <= tolerance::<T>(ps.len()) * scale) {
-                return Err(format!("sum of m a[{k}] = {total:e}, allowed {:e}", tolerance::<T>(ps.len()) * scale));
+            if !(total.abs() <= tolerance(u, ps.len()) * scale) {
+                return Err(format!("sum of m a[{k}] = {total:e}, allowed {:e}", tolerance(u, ps.len()) * scale));
             }
         }
         Ok(())
     })
 }
 
-fn translation_invariance<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn translation_invariance<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     // Integer shifts keep 2^-16-grid coordinates exact in f32: the shifted system is
     // exactly a translate, so only the executor's rounding may differ.
     prop(e, (cases(32, 64), [-8i32..=8, -8i32..=8, -8i32..=8]), |e, (c, shift)| {
@@ -214,7 +214,7 @@ fn translation_invariance<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), Stri
         let a = call(e, &t, &s, &p, &zeros(t.len()))?;
         let b = call(e, &t2, &s2, &p, &zeros(t.len()))?;
         let bnd = bounds(&oracle_of(&t, &s, &p)?, &oracle_of(&t2, &s2, &p)?);
-        close("shifted", &a, &b, &bnd, tolerance::<T>(s.len()), p.potential)
+        close("shifted", &a, &b, &bnd, tolerance(u, s.len()), p.potential)
     })
 }
 
@@ -228,7 +228,7 @@ fn permutation(n: usize, mut seed: u64) -> Vec<usize> {
     idx
 }
 
-fn permutation_invariance<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn permutation_invariance<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     prop(e, (cases(32, 64), any::<u64>()), |e, (c, seed)| {
         let (t, s) = (c.targets::<T>(), c.sources::<T>());
         let p = c.params::<T>().with_overlap(Overlap::Disjoint);
@@ -245,11 +245,11 @@ fn permutation_invariance<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), Stri
             v
         };
         let ex = oracle_of(&t, &s, &p)?;
-        close("permuted", &a, &b_back, &bounds(&ex, &ex), tolerance::<T>(s.len()), p.potential)
+        close("permuted", &a, &b_back, &bounds(&ex, &ex), tolerance(u, s.len()), p.potential)
     })
 }
 
-fn linearity_in_source_masses<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn linearity_in_source_masses<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     // a(m) = a(m1) + a(m2) with m = m1 + m2 split exactly, and a(2m) = 2 a(m).
     prop(e, (cases(32, 64), vec(0u32..=1024, 160)), |e, (c, split)| {
         let (t, s) = (c.targets::<T>(), c.sources::<T>());
@@ -265,7 +265,7 @@ fn linearity_in_source_masses<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), 
         let mut sum = call(e, &t, &m1, &p, &zeros(t.len()))?;
         e.accelerations(&t, &m2, &p, &mut sum).map_err(|err| err.to_string())?;
         let ex = oracle_of(&t, &s, &p)?;
-        let tol = 2.0 * tolerance::<T>(s.len());
+        let tol = 2.0 * tolerance(u, s.len());
         close("split masses", &whole, &sum, &bounds(&ex, &ex), tol, p.potential)?;
         let twice: Vec<Field<T>> =
             whole.iter().map(|f| Field::new(f.ax + f.ax, f.ay + f.ay, f.az + f.az, f.phi + f.phi)).collect();
@@ -284,7 +284,7 @@ fn restrict(overlap: Overlap, n_targets: usize, a: usize, b: usize) -> Overlap {
     Overlap::Shared { target_start: t0 + (lo - s0), source_start: lo - a, len: hi - lo }
 }
 
-fn chunked_sources_accumulate<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn chunked_sources_accumulate<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     prop(e, (cases(32, 96), vec(any::<u16>(), 0..5)), |e, (c, cuts)| {
         let (t, s, p) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>());
         let mut edges: Vec<usize> = cuts.iter().map(|&k| k as usize % (s.len() + 1)).collect();
@@ -297,11 +297,11 @@ fn chunked_sources_accumulate<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), 
             e.accelerations(&t, &s[w[0]..w[1]], &q, &mut chunked).map_err(|err| err.to_string())?;
         }
         let ex = oracle_of(&t, &s, &p)?;
-        close("chunked", &one, &chunked, &bounds(&ex, &ex), 2.0 * tolerance::<T>(s.len()), p.potential)
+        close("chunked", &one, &chunked, &bounds(&ex, &ex), 2.0 * tolerance(u, s.len()), p.potential)
     })
 }
 
-fn massless_padding<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn massless_padding<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let pad = vec((coordinate(), coordinate(), coordinate()), 1..40);
     prop(e, (cases(32, 64), pad), |e, (c, pad)| {
         let (t, s, p) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>());
@@ -316,11 +316,11 @@ fn massless_padding<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
         let a = call(e, &t, &s, &p, &zeros(t.len()))?;
         let b = call(e, &t, &padded, &p, &zeros(t.len()))?;
         let ex = oracle_of(&t, &s, &p)?;
-        close("padded", &a, &b, &bounds(&ex, &ex), tolerance::<T>(padded.len()), p.potential)
+        close("padded", &a, &b, &bounds(&ex, &ex), tolerance(u, padded.len()), p.potential)
     })
 }
 
-fn two_body_closed_form<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn two_body_closed_form<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let strategy = ((coordinate(), coordinate(), coordinate()), mass(), mass(), softening());
     prop(e, strategy, |e, ((x, y, z), m1, m2, eps)| {
         if x == 0.0 && y == 0.0 && z == 0.0 {
@@ -337,7 +337,7 @@ fn two_body_closed_form<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String
             [g * m2 * x * inv_r3, g * m2 * y * inv_r3, g * m2 * z * inv_r3, -g * m2 * inv_r],
             [-g * m1 * x * inv_r3, -g * m1 * y * inv_r3, -g * m1 * z * inv_r3, -g * m1 * inv_r],
         ];
-        let u = T::epsilon().to_f64();
+        let u = u;
         for (i, (f, w)) in out.iter().zip(want).enumerate() {
             let scale = w.iter().map(|v| v.abs()).fold(0.0, f64::max);
             for (k, (got, want)) in lanes(f).into_iter().zip(w).enumerate() {
@@ -350,7 +350,7 @@ fn two_body_closed_form<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String
     })
 }
 
-fn batch_matches_pairwise<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn batch_matches_pairwise<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let strategy =
         (vec(row(), 1..96), softening(), vec(any::<(u16, u16, u8)>(), 0..12), vec(any::<(u16, u16)>(), 1..16));
     prop(e, strategy, |e, (rows, eps, pair_seeds, span_seeds)| {
@@ -394,7 +394,7 @@ fn batch_matches_pairwise<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), Stri
             }
         }
         let most = sources_seen.iter().copied().max().unwrap_or(0);
-        compare(&out, &zeros(n), &truth, most, true)
+        compare(&out, &zeros(n), &truth, most, true, u)
     })
 }
 
@@ -418,7 +418,7 @@ fn refuses<T: Real>(
     Ok(())
 }
 
-fn bad_input_is_an_error<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn bad_input_is_an_error<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<(), String> {
     let good =
         particles::<T>(&[[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.5]]);
     let p = Params::softened(T::from_f64(0.1));
@@ -509,7 +509,7 @@ fn bad_input_is_an_error<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), Strin
     })
 }
 
-fn empty_inputs<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn empty_inputs<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let ps = particles::<T>(&[[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 1.0]]);
     let p = Params::softened(T::from_f64(0.1));
     call(e, &[], &ps, &p, &[])?;
@@ -519,7 +519,7 @@ fn empty_inputs<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
         return Err(format!("no sources changed the output: {out:?}"));
     }
     let one = call(e, &ps[..1], &ps[..1], &p.with_overlap_identical(), &zeros(1))?;
-    if lanes(&one[0]).iter().any(|x| x.abs() > 8.0 * T::epsilon().to_f64() * 10.0) {
+    if lanes(&one[0]).iter().any(|x| x.abs() > 8.0 * u * 10.0) {
         return Err(format!("a lone particle feels {:?}", one[0]));
     }
     Ok(())

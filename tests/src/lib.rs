@@ -34,16 +34,28 @@ use std::sync::Arc;
 /// difference, r², an rsqrt refined to within about 2 ulp, and three products.
 pub const SLACK_ULPS: f64 = 16.0;
 
-/// The relative tolerance (against the oracle's error scale) for `n_sources` sources in
-/// precision `T`: worst-case recursive summation costs `n` roundings, plus the slack.
-pub fn tolerance<T: Real>(n_sources: usize) -> f64 {
-    (n_sources as f64 + SLACK_ULPS) * T::epsilon().to_f64()
+/// The relative tolerance (against the oracle's error scale) for `n_sources` sources
+/// computed with unit roundoff `u`: worst-case recursive summation costs `n` roundings,
+/// plus the slack.
+pub fn tolerance(u: f64, n_sources: usize) -> f64 {
+    (n_sources as f64 + SLACK_ULPS) * u
 }
 
 /// Builds the suite's trials for one executor and precision. `make` creates a fresh
 /// executor for each check; if it returns [`Error::NoDevice`] the checks are ignored.
 pub fn suite<T: Real, E: Executor<T> + 'static>(
     prefix: &str,
+    make: impl Fn() -> Result<E, Error> + Send + Sync + 'static,
+) -> Vec<Trial> {
+    suite_with_roundoff::<T, E>(prefix, T::epsilon().to_f64(), make)
+}
+
+/// [`suite`] for an executor whose arithmetic is less precise than its interface type:
+/// tolerances use the unit roundoff `u` (e.g. `f32::EPSILON` for a mixed-precision
+/// executor behind an f64 interface).
+pub fn suite_with_roundoff<T: Real, E: Executor<T> + 'static>(
+    prefix: &str,
+    u: f64,
     make: impl Fn() -> Result<E, Error> + Send + Sync + 'static,
 ) -> Vec<Trial> {
     let make = Arc::new(make);
@@ -54,7 +66,7 @@ pub fn suite<T: Real, E: Executor<T> + 'static>(
             let make = Arc::clone(&make);
             let trial = Trial::test(format!("{prefix}::{name}"), move || {
                 let mut exec = make().map_err(|e| Failed::from(format!("creating the executor: {e}")))?;
-                check(&mut exec).map_err(Failed::from)
+                check(&mut exec, u).map_err(Failed::from)
             });
             trial.with_ignored_flag(no_device)
         })
@@ -88,16 +100,16 @@ pub fn exact<T: Real>(
 
 /// Checks `got − before` against the oracle: every acceleration component (and the
 /// potential when `potential`, else that `phi` is unchanged) within
-/// `tolerance(n_sources) · bound`, plus the rounding of adding into `before`.
+/// `tolerance(u, n_sources) · bound`, plus the rounding of adding into `before`.
 pub fn compare<T: Real>(
     got: &[Field<T>],
     before: &[Field<T>],
     exact: &[Exact],
     n_sources: usize,
     potential: bool,
+    u: f64,
 ) -> Result<(), String> {
-    let tol = tolerance::<T>(n_sources);
-    let u = T::epsilon().to_f64();
+    let tol = tolerance(u, n_sources);
     for (i, ((g, b), e)) in got.iter().zip(before).zip(exact).enumerate() {
         let (g4, b4) = (lanes(g), lanes(b));
         for k in 0..3 {

@@ -1,0 +1,299 @@
+//! Mixed precision: positions and sums in f64, each interaction in f32 on coordinates
+//! relative to the centre of its target block.
+//!
+//! Plain f32 loses `|x| · 2^-24` of every coordinate, so its error grows with the
+//! distance of the system from the origin. Here each block of 32 targets converts the
+//! sources, tile by tile, to f32 offsets from the block's centre (f64 subtraction, then
+//! rounding): the rounding is relative to the offsets, not to the absolute positions, and
+//! a system shifted by 1e4 keeps the error it had at the origin. Partial sums of a tile
+//! are f32 and are added into f64 sums.
+
+use crate::dispatch::Isa;
+use crate::kernel::{accumulate, Block, SourcesSoa, TILE};
+use crate::scratch::BLOCK;
+use crate::simd::{Portable, Simd};
+use crate::Parallelism;
+use nbody_core::kernel::self_potential;
+use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle};
+
+/// The mixed-precision CPU executor (an `Executor<f64>`). The jerk kernel runs in full
+/// f64 (through [`crate::CpuExecutor`]): Hermite integrators need its accuracy.
+///
+/// ```
+/// use nbody_core::{Executor, Field, Params};
+/// use nbody_cpu::{MixedExecutor, Parallelism};
+/// let (bodies, _) = nbody_integrators::ics::plummer::<f64>(500, 2);
+/// let mut out = vec![Field::zero(); 500];
+/// MixedExecutor::new(Parallelism::Sequential)
+///     .accelerations(&bodies, &bodies, &Params::softened(0.01).with_overlap_identical(), &mut out)?;
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+pub struct MixedExecutor {
+    full: crate::CpuExecutor,
+    scratch: Scratch,
+}
+
+/// Per-call and per-thread buffers.
+#[derive(Default)]
+struct Scratch {
+    /// Targets x, y, z (f64, padded to blocks) and sums ax, ay, az, phi (f64).
+    tpos: [Vec<f64>; 3],
+    acc: [Vec<f64>; 4],
+    /// Sources x, y, z (f64) and masses (f32).
+    src: [Vec<f64>; 3],
+    mass: Vec<f32>,
+    /// Per thread: a relative source tile (x, y, z) and a block's relative targets and sums.
+    threads: Vec<ThreadBuf>,
+}
+
+#[derive(Default, Clone)]
+struct ThreadBuf {
+    tile: [Vec<f32>; 3],
+    targets: [Vec<f32>; 3],
+    sums: [Vec<f32>; 4],
+}
+
+/// One thread's share: whole blocks of targets and their f64 sums.
+pub struct MixedPart<'a> {
+    pos: [&'a [f64]; 3],
+    acc: [&'a mut [f64]; 4],
+    buf: &'a mut ThreadBuf,
+}
+
+/// Sources as the mixed kernel reads them.
+pub struct MixedSources<'a> {
+    pos: [&'a [f64]; 3],
+    mass: &'a [f32],
+}
+
+type MixedFn = unsafe fn(&mut MixedPart<'_>, &MixedSources<'_>, f32);
+
+impl MixedExecutor {
+    /// An executor on the best instruction set this CPU has.
+    pub fn new(parallelism: Parallelism) -> Self {
+        Self::with_isa(parallelism, Isa::detect())
+    }
+
+    /// An executor forced to one instruction set (the best available if this CPU lacks it).
+    pub fn with_isa(parallelism: Parallelism, isa: Isa) -> Self {
+        Self { full: crate::CpuExecutor::with_isa(parallelism, isa), scratch: Scratch::default() }
+    }
+
+    /// The instruction set in use.
+    pub fn isa(&self) -> Isa {
+        self.full.isa()
+    }
+}
+
+impl Executor<f64> for MixedExecutor {
+    fn name(&self) -> &'static str {
+        "cpu-mixed"
+    }
+
+    fn accelerations(
+        &mut self,
+        targets: &[Particle<f64>],
+        sources: &[Particle<f64>],
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+    ) -> Result<(), Error> {
+        validate::call(targets, sources, params, out.len())?;
+        if targets.is_empty() || sources.is_empty() {
+            return Ok(());
+        }
+        let eps32 = params.eps as f32;
+        let eps2 = eps32 * eps32;
+        // The f32 kernel decides masking; the self term follows the same decision.
+        let masked = eps2 == 0.0;
+        let kernel = select(self.full.isa(), params.potential, masked);
+        let parts = self.full.threads().min(targets.len().div_ceil(BLOCK)).max(1);
+        let s = &mut self.scratch;
+        stage(s, targets, sources, parts);
+        let Scratch { tpos, acc, src, mass, threads } = s;
+        let per = (tpos[0].len() / BLOCK).div_ceil(parts) * BLOCK;
+        let mut pos = tpos.each_ref().map(|v| v.chunks(per));
+        let mut sums = acc.each_mut().map(|v| v.chunks_mut(per));
+        let work: Vec<MixedPart<'_>> = threads
+            .iter_mut()
+            .take(parts)
+            .filter_map(|buf| {
+                let p = [pos[0].next()?, pos[1].next()?, pos[2].next()?];
+                let a = [sums[0].next()?, sums[1].next()?, sums[2].next()?, sums[3].next()?];
+                Some(MixedPart { pos: p, acc: a, buf })
+            })
+            .collect();
+        let srcs = MixedSources { pos: [&src[0], &src[1], &src[2]], mass };
+        let run = |mut part: MixedPart<'_>| {
+            // SAFETY: `kernel` suits this CPU and every part holds whole blocks.
+            unsafe { kernel(&mut part, &srcs, eps2) }
+        };
+        match self.full.pool.as_ref() {
+            Some(pool) if work.len() > 1 => pool.scope(|sc| {
+                for part in work {
+                    let run = &run;
+                    sc.spawn(move |_| run(part));
+                }
+            }),
+            _ => work.into_iter().for_each(run),
+        }
+        let (t0, s0, len) = params.overlap.resolve(targets.len());
+        let acc = &self.scratch.acc;
+        for (i, o) in out.iter_mut().enumerate() {
+            let mut f = Field::new(acc[0][i], acc[1][i], acc[2][i], acc[3][i]);
+            if !masked && i >= t0 && i < t0 + len {
+                // Remove the f32 kernel's self term as it computed it: m / eps in f32.
+                f.phi += self_potential(sources[s0 + i - t0].m as f32, eps2) as f64;
+            }
+            nbody_core::kernel::finish(params.g, &f, params.potential, o);
+        }
+        Ok(())
+    }
+
+    fn accelerations_jerk(
+        &mut self,
+        targets: Bodies<'_, f64>,
+        sources: Bodies<'_, f64>,
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+    ) -> Result<(), Error> {
+        self.full.accelerations_jerk(targets, sources, params, out, jerk)
+    }
+}
+
+fn stage(s: &mut Scratch, targets: &[Particle<f64>], sources: &[Particle<f64>], parts: usize) {
+    let padded = targets.len().next_multiple_of(BLOCK);
+    for (k, v) in s.tpos.iter_mut().enumerate() {
+        v.clear();
+        v.extend(targets.iter().map(|p| p.position()[k]));
+        // Padding targets sit on the last real one, so block centres are not dragged.
+        let last = v[v.len() - 1];
+        v.resize(padded, last);
+    }
+    for v in &mut s.acc {
+        v.clear();
+        v.resize(padded, 0.0);
+    }
+    for (k, v) in s.src.iter_mut().enumerate() {
+        v.clear();
+        v.extend(sources.iter().map(|p| p.position()[k]));
+    }
+    s.mass.clear();
+    s.mass.extend(sources.iter().map(|p| p.m as f32));
+    if s.threads.len() < parts {
+        s.threads.resize(parts, ThreadBuf::default());
+    }
+    for t in &mut s.threads[..parts] {
+        t.tile.iter_mut().for_each(|v| v.resize(TILE, 0.0));
+        t.targets.iter_mut().for_each(|v| v.resize(BLOCK, 0.0));
+        t.sums.iter_mut().for_each(|v| v.resize(BLOCK, 0.0));
+    }
+}
+
+/// Blocks outer (each has its own centre), source tiles inner.
+#[inline(always)]
+unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: bool>(
+    part: &mut MixedPart<'_>,
+    src: &MixedSources<'_>,
+    eps2: f32,
+) {
+    let bs = U * S::LANES;
+    debug_assert_eq!(BLOCK % bs, 0);
+    let n = src.mass.len();
+    let buf = &mut *part.buf;
+    for b in (0..part.pos[0].len()).step_by(BLOCK) {
+        let r = b..b + BLOCK;
+        // Centre of the block's bounding box, in f64.
+        let c: [f64; 3] = core::array::from_fn(|k| {
+            let xs = &part.pos[k][r.clone()];
+            let (lo, hi) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
+            0.5 * (lo + hi)
+        });
+        for k in 0..3 {
+            for (t, &x) in buf.targets[k].iter_mut().zip(&part.pos[k][r.clone()]) {
+                *t = (x - c[k]) as f32;
+            }
+        }
+        let mut total = [[0.0f64; BLOCK]; 4];
+        for t0 in (0..n).step_by(TILE) {
+            let t1 = (t0 + TILE).min(n);
+            for k in 0..3 {
+                for (t, &x) in buf.tile[k].iter_mut().zip(&src.pos[k][t0..t1]) {
+                    *t = (x - c[k]) as f32;
+                }
+            }
+            buf.sums.iter_mut().for_each(|v| v.fill(0.0));
+            let len = t1 - t0;
+            let tile = SourcesSoa {
+                x: &buf.tile[0][..len],
+                y: &buf.tile[1][..len],
+                z: &buf.tile[2][..len],
+                m: &src.mass[t0..t1],
+                vx: &[],
+                vy: &[],
+                vz: &[],
+            };
+            for v in (0..BLOCK).step_by(bs) {
+                let q = v..v + bs;
+                let [ax, ay, az, phi] = &mut buf.sums;
+                let mut blk = Block {
+                    pos: [&buf.targets[0][q.clone()], &buf.targets[1][q.clone()], &buf.targets[2][q.clone()]],
+                    vel: [&[], &[], &[]],
+                    acc: [&mut ax[q.clone()], &mut ay[q.clone()], &mut az[q.clone()], &mut phi[q]],
+                    jerk: [&mut [], &mut [], &mut []],
+                };
+                accumulate::<S, U, POT, MASK>(&mut blk, &tile, eps2);
+            }
+            for (tot, sum) in total.iter_mut().zip(&buf.sums) {
+                for (t, &s) in tot.iter_mut().zip(sum) {
+                    *t += s as f64;
+                }
+            }
+        }
+        for (dst, tot) in part.acc.iter_mut().zip(&total) {
+            dst[r.clone()].copy_from_slice(tot);
+        }
+    }
+}
+
+macro_rules! mixed_entry {
+    ($($isa:ident => $s:ty, $u:literal $(, #[$feat:meta])?);* $(;)?) => {
+        fn select(isa: Isa, pot: bool, mask: bool) -> MixedFn {
+            $(
+                if isa == Isa::$isa {
+                    $(#[$feat])?
+                    unsafe fn k<const P: bool, const M: bool>(part: &mut MixedPart<'_>, src: &MixedSources<'_>, eps2: f32) {
+                        drive::<$s, $u, P, M>(part, src, eps2)
+                    }
+                    return match (pot, mask) {
+                        (false, false) => k::<false, false>,
+                        (false, true) => k::<false, true>,
+                        (true, false) => k::<true, false>,
+                        (true, true) => k::<true, true>,
+                    };
+                }
+            )*
+            unsafe fn portable(part: &mut MixedPart<'_>, src: &MixedSources<'_>, eps2: f32) {
+                if eps2 == 0.0 {
+                    drive::<Portable<f32>, 1, true, true>(part, src, eps2)
+                } else {
+                    drive::<Portable<f32>, 1, true, false>(part, src, eps2)
+                }
+            }
+            portable
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+use crate::simd::{Avx2F32, Avx512F32};
+
+#[cfg(target_arch = "x86_64")]
+mixed_entry!(
+    Avx512 => Avx512F32, 2, #[target_feature(enable = "avx512f")];
+    Avx2 => Avx2F32, 2, #[target_feature(enable = "avx2,fma")];
+    Portable => Portable<f32>, 1;
+);
+
+#[cfg(not(target_arch = "x86_64"))]
+mixed_entry!(Portable => Portable<f32>, 1;);

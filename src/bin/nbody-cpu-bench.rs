@@ -1,0 +1,98 @@
+//! CPU benchmark: interactions per second against N for every kernel variant (instruction
+//! set x precision x threads, and mixed precision), beside a plain scalar loop compiled
+//! in the same binary. Acceleration only, N_i = N_j = N, Plummer sphere; median of
+//! repeated runs after a warm-up. `--sizes a,b` picks sizes, `--json PATH` writes JSON.
+
+use nbody::core::{Executor, Field, Params, Particle, Real};
+use nbody::cpu::{CpuExecutor, Isa, MixedExecutor, Parallelism};
+use serde_json::json;
+use std::time::Instant;
+
+/// Median seconds of `f` over enough runs to fill about `budget` seconds (at least 3),
+/// after one warm-up run.
+fn median_time(budget: f64, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut times = Vec::new();
+    let start = Instant::now();
+    while times.len() < 3 || (start.elapsed().as_secs_f64() < budget && times.len() < 51) {
+        let t = Instant::now();
+        f();
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// The naive baseline: the loop anyone would write first, in the same binary.
+#[inline(never)]
+fn scalar_loop<T: Real>(ps: &[Particle<T>], eps2: T, out: &mut [Field<T>]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        let (mut ax, mut ay, mut az) = (T::zero(), T::zero(), T::zero());
+        for p in ps {
+            let (dx, dy, dz) = (p.x - ps[i].x, p.y - ps[i].y, p.z - ps[i].z);
+            let r2 = dx * dx + dy * dy + dz * dz + eps2;
+            let rinv = T::one() / r2.sqrt();
+            let s = p.m * rinv * rinv * rinv;
+            ax = ax + dx * s;
+            ay = ay + dy * s;
+            az = az + dz * s;
+        }
+        *o = Field::new(ax, ay, az, T::zero());
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let sizes: Vec<usize> = arg("--sizes")
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1024, 4096, 16_384]);
+    let budget: f64 = arg("--seconds").and_then(|s| s.parse().ok()).unwrap_or(1.0);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "CPU: {} logical cores, best ISA {}; acceleration only; median of runs after a warm-up",
+        cores,
+        Isa::detect().name()
+    );
+    println!("{:>8} {:>10} {:>6} {:>8} {:>14} {:>9}", "N", "variant", "prec", "threads", "interact/s", "GFLOP/s20");
+    let mut rows = Vec::new();
+    let mut report = |n: usize, variant: &str, prec: &str, threads: usize, secs: f64| {
+        let rate = (n * n) as f64 / secs;
+        println!("{n:>8} {variant:>10} {prec:>6} {threads:>8} {rate:>14.3e} {:>9.1}", rate * 20.0 * 1e-9);
+        rows.push(json!({"n": n, "variant": variant, "precision": prec, "threads": threads,
+            "seconds": secs, "interactions_per_second": rate, "gflops_20": rate * 20e-9}));
+    };
+    for &n in &sizes {
+        let (p32, _) = nbody::integrators::ics::plummer::<f32>(n, 1);
+        let (p64, _) = nbody::integrators::ics::plummer::<f64>(n, 1);
+        let mut o32 = vec![Field::zero(); n];
+        let mut o64 = vec![Field::zero(); n];
+        let par32 = Params::softened(1.0f32 / 256.0).acceleration_only();
+        let par64 = Params::softened(1.0f64 / 256.0).acceleration_only();
+        for threads in [1, 2].into_iter().filter(|&t| t <= cores.max(2)) {
+            let par = if threads == 1 { Parallelism::Sequential } else { Parallelism::Threads(threads) };
+            for isa in [Isa::Avx512, Isa::Avx2, Isa::Portable].into_iter().filter(|i| i.is_available()) {
+                let mut cpu = CpuExecutor::with_isa(par, isa);
+                let t = median_time(budget, || cpu.accelerations(&p32, &p32, &par32, &mut o32).unwrap());
+                report(n, isa.name(), "f32", threads, t);
+                let t = median_time(budget, || cpu.accelerations(&p64, &p64, &par64, &mut o64).unwrap());
+                report(n, isa.name(), "f64", threads, t);
+            }
+            let mut mixed = MixedExecutor::new(par);
+            let t = median_time(budget, || mixed.accelerations(&p64, &p64, &par64, &mut o64).unwrap());
+            report(n, "mixed", "f64/f32", threads, t);
+        }
+        let t = median_time(budget, || scalar_loop(&p32, 1.0 / 65_536.0, &mut o32));
+        report(n, "scalar", "f32", 1, t);
+        let t = median_time(budget, || scalar_loop(&p64, 1.0 / 65_536.0, &mut o64));
+        report(n, "scalar", "f64", 1, t);
+    }
+    if let Some(path) = arg("--json") {
+        let doc = json!({"commit": option_env!("NBODY_COMMIT").unwrap_or("unknown"), "cores": cores,
+            "isa": Isa::detect().name(), "timing": "median wall time of repeated calls after one warm-up", "results": rows});
+        if let Err(e) = std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap_or_default()) {
+            eprintln!("error: writing {path}: {e}");
+            std::process::exit(1);
+        }
+    }
+}
