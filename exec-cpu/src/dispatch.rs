@@ -82,6 +82,17 @@ unsafe fn drive<S: Simd, const U: usize, const POT: bool, const MASK: bool>(
                 jerk: [&mut [], &mut [], &mut []],
             };
             accumulate::<S, U, POT, MASK>(&mut blk, &tile, eps2);
+            add_into(&part.acc, &mut part.total, b, bs);
+        }
+    }
+}
+
+/// Adds one tile's block sums (working precision) into the f64 totals.
+#[inline(always)]
+fn add_into<T: Real, const N: usize>(sums: &[&mut [T]; N], totals: &mut [&mut [f64]], b: usize, bs: usize) {
+    for (s, t) in sums.iter().zip(totals.iter_mut()) {
+        for (t, s) in t[b..b + bs].iter_mut().zip(&s[b..b + bs]) {
+            *t += Real::to_f64(*s);
         }
     }
 }
@@ -107,6 +118,8 @@ unsafe fn drive_jerk<S: Simd, const POT: bool, const MASK: bool>(
                 jerk: [&mut jx[r.clone()], &mut jy[r.clone()], &mut jz[r]],
             };
             accumulate_jerk::<S, POT, MASK>(&mut blk, &tile, eps2);
+            add_into(&part.acc, &mut part.total[..4], b, bs);
+            add_into(&part.jerk, &mut part.total[4..], b, bs);
         }
     }
 }
@@ -171,7 +184,7 @@ use crate::simd::{Avx2F32, Avx2F64, Avx512F32, Avx512F64};
 
 #[cfg(target_arch = "x86_64")]
 entry_points!(f32, f32_kernel, f32_jerk_kernel,
-    Avx512 => Avx512F32, 2, #[target_feature(enable = "avx512f")];
+    Avx512 => Avx512F32, 4, #[target_feature(enable = "avx512f")];
     Avx2 => Avx2F32, 2, #[target_feature(enable = "avx2,fma")];
     Portable => Portable<f32>, 1;
 );

@@ -5,12 +5,12 @@
 //! distance of the system from the origin. Here each block of 32 targets converts the
 //! sources, tile by tile, to f32 offsets from the block's centre (f64 subtraction, then
 //! rounding): the rounding is relative to the offsets, not to the absolute positions, and
-//! a system shifted by 1e4 keeps the error it had at the origin. Partial sums of a tile
-//! are f32 and are added into f64 sums.
+//! a system shifted by 1e4 keeps the error it had at the origin. Blocks are formed from
+//! the targets in Morton order, so each is compact and its offsets are small. Partial
+//! sums of a tile are f32 and are added into f64 sums.
 
 use crate::dispatch::Isa;
 use crate::kernel::{accumulate, Block, SourcesSoa, TILE};
-use crate::scratch::BLOCK;
 use crate::simd::{Portable, Simd};
 use crate::Parallelism;
 use nbody_core::kernel::self_potential;
@@ -42,6 +42,8 @@ struct Scratch {
     /// Sources x, y, z (f64) and masses (f32).
     src: [Vec<f64>; 3],
     mass: Vec<f32>,
+    /// Targets in Morton order: slot k of the padded arrays holds target `order[k]`.
+    order: Vec<u32>,
     /// Per thread: a relative source tile (x, y, z) and a block's relative targets and sums.
     threads: Vec<ThreadBuf>,
 }
@@ -65,6 +67,11 @@ pub struct MixedSources<'a> {
     pos: [&'a [f64]; 3],
     mass: &'a [f32],
 }
+
+/// Targets per block, each block with its own centre. Small, so the offsets that are
+/// rounded to f32 stay small: 16 targets in Morton order span a few interparticle
+/// spacings, and the rounding of a near neighbour's offset stays far below its distance.
+const BLOCK: usize = 16;
 
 type MixedFn = unsafe fn(&mut MixedPart<'_>, &MixedSources<'_>, f32);
 
@@ -109,7 +116,7 @@ impl Executor<f64> for MixedExecutor {
         let parts = self.full.threads().min(targets.len().div_ceil(BLOCK)).max(1);
         let s = &mut self.scratch;
         stage(s, targets, sources, parts);
-        let Scratch { tpos, acc, src, mass, threads } = s;
+        let Scratch { tpos, acc, src, mass, threads, .. } = s;
         let per = (tpos[0].len() / BLOCK).div_ceil(parts) * BLOCK;
         let mut pos = tpos.each_ref().map(|v| v.chunks(per));
         let mut sums = acc.each_mut().map(|v| v.chunks_mut(per));
@@ -137,14 +144,15 @@ impl Executor<f64> for MixedExecutor {
             _ => work.into_iter().for_each(run),
         }
         let (t0, s0, len) = params.overlap.resolve(targets.len());
-        let acc = &self.scratch.acc;
-        for (i, o) in out.iter_mut().enumerate() {
-            let mut f = Field::new(acc[0][i], acc[1][i], acc[2][i], acc[3][i]);
+        let (acc, order) = (&self.scratch.acc, &self.scratch.order);
+        for (k, &i) in order.iter().enumerate() {
+            let i = i as usize;
+            let mut f = Field::new(acc[0][k], acc[1][k], acc[2][k], acc[3][k]);
             if !masked && i >= t0 && i < t0 + len {
                 // Remove the f32 kernel's self term as it computed it: m / eps in f32.
                 f.phi += self_potential(sources[s0 + i - t0].m as f32, eps2) as f64;
             }
-            nbody_core::kernel::finish(params.g, &f, params.potential, o);
+            nbody_core::kernel::finish(params.g, &f, params.potential, &mut out[i]);
         }
         Ok(())
     }
@@ -161,11 +169,45 @@ impl Executor<f64> for MixedExecutor {
     }
 }
 
+/// Interleaves the low 21 bits of x, y, z into a 63-bit Morton code.
+fn morton(c: [u64; 3]) -> u64 {
+    let spread = |mut v: u64| {
+        v &= 0x1f_ffff;
+        v = (v | v << 32) & 0x1f_0000_0000_ffff;
+        v = (v | v << 16) & 0x1f_0000_ff00_00ff;
+        v = (v | v << 8) & 0x100f_00f0_0f00_f00f;
+        v = (v | v << 4) & 0x10c3_0c30_c30c_30c3;
+        (v | v << 2) & 0x1249_2492_4924_9249
+    };
+    spread(c[0]) | spread(c[1]) << 1 | spread(c[2]) << 2
+}
+
+/// Sorts target indices along a Morton curve over their bounding box.
+fn morton_order(targets: &[Particle<f64>], order: &mut Vec<u32>) {
+    let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+    for p in targets {
+        for (k, x) in p.position().into_iter().enumerate() {
+            lo[k] = lo[k].min(x);
+            hi[k] = hi[k].max(x);
+        }
+    }
+    let cell = |p: &Particle<f64>| {
+        morton(core::array::from_fn(|k| {
+            let span = (hi[k] - lo[k]).max(f64::MIN_POSITIVE);
+            ((p.position()[k] - lo[k]) / span * 2_097_151.0) as u64
+        }))
+    };
+    order.clear();
+    order.extend(0..targets.len() as u32);
+    order.sort_by_cached_key(|&i| cell(&targets[i as usize]));
+}
+
 fn stage(s: &mut Scratch, targets: &[Particle<f64>], sources: &[Particle<f64>], parts: usize) {
     let padded = targets.len().next_multiple_of(BLOCK);
+    morton_order(targets, &mut s.order);
     for (k, v) in s.tpos.iter_mut().enumerate() {
         v.clear();
-        v.extend(targets.iter().map(|p| p.position()[k]));
+        v.extend(s.order.iter().map(|&i| targets[i as usize].position()[k]));
         // Padding targets sit on the last real one, so block centres are not dragged.
         let last = v[v.len() - 1];
         v.resize(padded, last);
@@ -190,6 +232,14 @@ fn stage(s: &mut Scratch, targets: &[Particle<f64>], sources: &[Particle<f64>], 
     }
 }
 
+/// `dst[i] = (xs[i] - centre)` rounded to f32: the subtraction exact-ish in f64 first.
+#[inline(always)]
+fn offsets(dst: &mut [f32], xs: &[f64], centre: f64) {
+    for (d, &x) in dst.iter_mut().zip(xs) {
+        *d = (x - centre) as f32;
+    }
+}
+
 /// Blocks outer (each has its own centre), source tiles inner.
 #[inline(always)]
 unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: bool>(
@@ -209,18 +259,14 @@ unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
             let (lo, hi) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
             0.5 * (lo + hi)
         });
-        for k in 0..3 {
-            for (t, &x) in buf.targets[k].iter_mut().zip(&part.pos[k][r.clone()]) {
-                *t = (x - c[k]) as f32;
-            }
+        for ((dst, pos), ck) in buf.targets.iter_mut().zip(&part.pos).zip(c) {
+            offsets(dst, &pos[r.clone()], ck);
         }
         let mut total = [[0.0f64; BLOCK]; 4];
         for t0 in (0..n).step_by(TILE) {
             let t1 = (t0 + TILE).min(n);
-            for k in 0..3 {
-                for (t, &x) in buf.tile[k].iter_mut().zip(&src.pos[k][t0..t1]) {
-                    *t = (x - c[k]) as f32;
-                }
+            for ((dst, pos), ck) in buf.tile.iter_mut().zip(&src.pos).zip(c) {
+                offsets(dst, &pos[t0..t1], ck);
             }
             buf.sums.iter_mut().for_each(|v| v.fill(0.0));
             let len = t1 - t0;
@@ -290,9 +336,9 @@ use crate::simd::{Avx2F32, Avx512F32};
 
 #[cfg(target_arch = "x86_64")]
 mixed_entry!(
-    Avx512 => Avx512F32, 2, #[target_feature(enable = "avx512f")];
+    Avx512 => Avx512F32, 1, #[target_feature(enable = "avx512f")];
     Avx2 => Avx2F32, 2, #[target_feature(enable = "avx2,fma")];
-    Portable => Portable<f32>, 1;
+    Portable => Portable<f32>, 2;
 );
 
 #[cfg(not(target_arch = "x86_64"))]

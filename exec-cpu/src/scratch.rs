@@ -5,15 +5,17 @@ use nbody_core::{Bodies, Field, Jerk, Real};
 
 /// Targets are padded (with massless particles at the origin, whose sums are dropped)
 /// to a multiple of this, the largest block any backend uses.
-pub(crate) const BLOCK: usize = 32;
+pub(crate) const BLOCK: usize = 64;
 
 /// Reusable SoA buffers of one precision. They only grow.
 #[derive(Default)]
 pub struct Scratch<T> {
     /// Target x, y, z, vx, vy, vz.
     tpos: [Vec<T>; 6],
-    /// Sums ax, ay, az, phi, jx, jy, jz.
+    /// One tile's sums ax, ay, az, phi, jx, jy, jz (working precision).
     acc: [Vec<T>; 7],
+    /// Totals over all tiles, same lanes, in f64.
+    total: [Vec<f64>; 7],
     /// Source x, y, z, m, vx, vy, vz.
     src: [Vec<T>; 7],
     /// Padded target count and the number of parts it is split into.
@@ -27,12 +29,21 @@ pub struct Part<'a, T> {
     pub vel: [&'a [T]; 3],
     pub acc: [&'a mut [T]; 4],
     pub jerk: [&'a mut [T]; 3],
+    pub total: [&'a mut [f64]; 7],
 }
 
 impl<T> Part<'_, T> {
     pub(crate) fn len(&self) -> usize {
         self.pos[0].len()
     }
+}
+
+/// Splits the first `k` elements (or all, if fewer) off the front of `s`.
+fn take_front<'a, U>(s: &mut &'a mut [U], k: usize) -> &'a mut [U] {
+    let n = k.min(s.len());
+    let (a, b) = core::mem::take(s).split_at_mut(n);
+    *s = b;
+    a
 }
 
 fn fill<T: Copy>(v: &mut Vec<T>, n: usize, value: T) {
@@ -65,6 +76,9 @@ impl<T: Real> Scratch<T> {
         for v in self.acc.iter_mut().take(sums) {
             fill(v, self.padded, z);
         }
+        for v in self.total.iter_mut().take(sums) {
+            fill(v, self.padded, 0.0);
+        }
         let src_lanes = if jerk { 7 } else { 4 };
         for (k, v) in self.src.iter_mut().enumerate() {
             v.clear();
@@ -87,9 +101,10 @@ impl<T: Real> Scratch<T> {
     /// sources. Unused lanes (velocities and jerk without the jerk kernel) are empty.
     pub(crate) fn split(&mut self) -> (Vec<Part<'_, T>>, SourcesSoa<'_, T>) {
         let per = (self.padded / BLOCK).div_ceil(self.parts.max(1)) * BLOCK;
-        let Self { tpos, acc, src, padded, .. } = self;
+        let Self { tpos, acc, total, src, padded, .. } = self;
         let mut pos: [&[T]; 6] = tpos.each_ref().map(|v| v.as_slice());
         let mut sums: [&mut [T]; 7] = acc.each_mut().map(|v| v.as_mut_slice());
+        let mut totals: [&mut [f64]; 7] = total.each_mut().map(|v| v.as_mut_slice());
         let mut parts = Vec::with_capacity(self.parts);
         let mut left = *padded;
         while left > 0 {
@@ -100,18 +115,13 @@ impl<T: Real> Scratch<T> {
                 pos[i] = b;
                 a
             });
-            let mut q = sums.each_mut().map(|s| {
-                let n = k.min(s.len());
-                let (a, b) = core::mem::take(s).split_at_mut(n);
-                *s = b;
-                a
-            });
-            let [ax, ay, az, phi, jx, jy, jz] = core::array::from_fn(|i| core::mem::take(&mut q[i]));
+            let [ax, ay, az, phi, jx, jy, jz] = sums.each_mut().map(|s| take_front(s, k));
             parts.push(Part {
                 pos: [p[0], p[1], p[2]],
                 vel: [p[3], p[4], p[5]],
                 acc: [ax, ay, az, phi],
                 jerk: [jx, jy, jz],
+                total: totals.each_mut().map(|s| take_front(s, k)),
             });
         }
         let s = &*src;
@@ -120,11 +130,13 @@ impl<T: Real> Scratch<T> {
 
     /// Sums of target `i` (without G) as a field value.
     pub(crate) fn sums(&self, i: usize) -> Field<T> {
-        Field::new(self.acc[0][i], self.acc[1][i], self.acc[2][i], self.acc[3][i])
+        let t = |k: usize| T::from_f64(self.total[k][i]);
+        Field::new(t(0), t(1), t(2), t(3))
     }
 
     /// Jerk sums of target `i` (without G).
     pub(crate) fn jerk_sums(&self, i: usize) -> Jerk<T> {
-        Jerk::new(self.acc[4][i], self.acc[5][i], self.acc[6][i])
+        let t = |k: usize| T::from_f64(self.total[k][i]);
+        Jerk::new(t(4), t(5), t(6))
     }
 }

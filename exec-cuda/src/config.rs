@@ -132,6 +132,6 @@ mod tests {
 
     #[test]
     fn padding_covers_every_block() {
-        assert!(CANDIDATES.iter().all(|c| SOURCE_PAD % c.block as usize == 0));
+        assert!(CANDIDATES.iter().all(|c| SOURCE_PAD.is_multiple_of(c.block as usize)));
     }
 }

@@ -337,7 +337,6 @@ fn two_body_closed_form<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<()
             [g * m2 * x * inv_r3, g * m2 * y * inv_r3, g * m2 * z * inv_r3, -g * m2 * inv_r],
             [-g * m1 * x * inv_r3, -g * m1 * y * inv_r3, -g * m1 * z * inv_r3, -g * m1 * inv_r],
         ];
-        let u = u;
         for (i, (f, w)) in out.iter().zip(want).enumerate() {
             let scale = w.iter().map(|v| v.abs()).fold(0.0, f64::max);
             for (k, (got, want)) in lanes(f).into_iter().zip(w).enumerate() {
