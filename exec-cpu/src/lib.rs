@@ -80,6 +80,21 @@ impl CpuExecutor {
     }
 }
 
+/// Runs `f` on every part, each on a thread of the pool (or inline without one).
+/// Measured against running the first part on the calling thread (rayon's
+/// `in_place_scope`), this was faster at N = 1,024 on the 2-core machine.
+fn run_parts<P: Send>(pool: Option<&rayon::ThreadPool>, parts: Vec<P>, f: impl Fn(P) + Sync) {
+    match pool {
+        Some(pool) if parts.len() > 1 => pool.scope(|s| {
+            for part in parts {
+                let f = &f;
+                s.spawn(move |_| f(part));
+            }
+        }),
+        _ => parts.into_iter().for_each(f),
+    }
+}
+
 /// The precisions the CPU kernels exist for.
 pub trait CpuReal: Real {
     #[doc(hidden)]
@@ -143,15 +158,7 @@ impl CpuExecutor {
             // part holds whole blocks (`stage` padded the targets).
             unsafe { kernel(&mut part, &src, eps2) }
         };
-        match pool.as_ref() {
-            Some(pool) if work.len() > 1 => pool.scope(|s| {
-                for part in work {
-                    let run = &run;
-                    s.spawn(move |_| run(part));
-                }
-            }),
-            _ => work.into_iter().for_each(run),
-        }
+        run_parts(pool.as_ref(), work, run);
         let (t0, s0, len) = params.overlap.resolve(targets.pos.len());
         for (i, o) in out.iter_mut().enumerate() {
             let mut sums = scratch.sums(i);

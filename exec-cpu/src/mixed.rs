@@ -134,15 +134,7 @@ impl Executor<f64> for MixedExecutor {
             // SAFETY: `kernel` suits this CPU and every part holds whole blocks.
             unsafe { kernel(&mut part, &srcs, eps2) }
         };
-        match self.full.pool.as_ref() {
-            Some(pool) if work.len() > 1 => pool.scope(|sc| {
-                for part in work {
-                    let run = &run;
-                    sc.spawn(move |_| run(part));
-                }
-            }),
-            _ => work.into_iter().for_each(run),
-        }
+        crate::run_parts(self.full.pool.as_ref(), work, run);
         let (t0, s0, len) = params.overlap.resolve(targets.len());
         let (acc, order) = (&self.scratch.acc, &self.scratch.order);
         for (k, &i) in order.iter().enumerate() {
@@ -197,9 +189,10 @@ fn morton_order(targets: &[Particle<f64>], order: &mut Vec<u32>) {
             ((p.position()[k] - lo[k]) / span * 2_097_151.0) as u64
         }))
     };
+    let mut keyed: Vec<(u64, u32)> = targets.iter().enumerate().map(|(i, p)| (cell(p), i as u32)).collect();
+    keyed.sort_unstable();
     order.clear();
-    order.extend(0..targets.len() as u32);
-    order.sort_by_cached_key(|&i| cell(&targets[i as usize]));
+    order.extend(keyed.iter().map(|&(_, i)| i));
 }
 
 fn stage(s: &mut Scratch, targets: &[Particle<f64>], sources: &[Particle<f64>], parts: usize) {
