@@ -1,16 +1,20 @@
 //! The `nbody` command. Until the full CLI lands, running it with no arguments computes
-//! the forces in a Plummer sphere and prints what it found and how fast.
+//! the forces in a Plummer sphere with the fastest CPU executor and prints what it found
+//! and how fast.
 
-use nbody::{Executor, Field, Params, Reference};
+use nbody::cpu::{CpuExecutor, Parallelism};
+use nbody::{Executor, Field, Params};
 use std::time::Instant;
 
 fn main() {
-    let n = 4096;
+    let n = 16_384;
     let (bodies, velocities) = nbody::integrators::ics::plummer::<f64>(n, 2026);
     let params = Params::softened(1.0 / 64.0).with_overlap_identical();
     let mut field = vec![Field::zero(); n];
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let mut cpu = CpuExecutor::new(Parallelism::Threads(threads));
     let start = Instant::now();
-    if let Err(e) = Reference.accelerations(&bodies, &bodies, &params, &mut field) {
+    if let Err(e) = cpu.accelerations(&bodies, &bodies, &params, &mut field) {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
@@ -23,7 +27,7 @@ fn main() {
         .sum();
     let force: [f64; 3] =
         core::array::from_fn(|k| bodies.iter().zip(&field).map(|(b, f)| b.m * f.acceleration()[k]).sum());
-    println!("Plummer sphere, N = {n}, eps = 1/64, f64, reference executor");
+    println!("Plummer sphere, N = {n}, eps = 1/64, f64, CPU executor ({}, {} threads)", cpu.isa().name(), cpu.threads());
     println!(
         "  interactions        {:.3e} in {:.3} s = {:.3e} interactions/s",
         (n * n) as f64,
