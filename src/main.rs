@@ -27,7 +27,11 @@ fn main() {
         .sum();
     let force: [f64; 3] =
         core::array::from_fn(|k| bodies.iter().zip(&field).map(|(b, f)| b.m * f.acceleration()[k]).sum());
-    println!("Plummer sphere, N = {n}, eps = 1/64, f64, CPU executor ({}, {} threads)", cpu.isa().name(), cpu.threads());
+    println!(
+        "Plummer sphere, N = {n}, eps = 1/64, f64, CPU executor ({}, {} threads)",
+        cpu.isa().name(),
+        cpu.threads()
+    );
     println!(
         "  interactions        {:.3e} in {:.3} s = {:.3e} interactions/s",
         (n * n) as f64,

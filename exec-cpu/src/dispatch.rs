@@ -124,6 +124,19 @@ unsafe fn drive_jerk<S: Simd, const POT: bool, const MASK: bool>(
     }
 }
 
+/// The monomorphization of `$k::<POT, MASK>` for run-time flags.
+macro_rules! by_flags {
+    ($k:ident, $pot:expr, $mask:expr) => {
+        match ($pot, $mask) {
+            (false, false) => $k::<false, false>,
+            (false, true) => $k::<false, true>,
+            (true, false) => $k::<true, false>,
+            (true, true) => $k::<true, true>,
+        }
+    };
+}
+pub(crate) use by_flags;
+
 /// Defines `$name::<POT, MASK>` entry points for backend `$s` with `$u` vectors per block,
 /// compiled with `$feat`, plus a selector over the two flags.
 macro_rules! entry_points {
@@ -135,12 +148,7 @@ macro_rules! entry_points {
                     unsafe fn k<const P: bool, const M: bool>(part: &mut Part<'_, $t>, src: &SourcesSoa<'_, $t>, eps2: $t) {
                         drive::<$s, $u, P, M>(part, src, eps2)
                     }
-                    return match (pot, mask) {
-                        (false, false) => k::<false, false>,
-                        (false, true) => k::<false, true>,
-                        (true, false) => k::<true, false>,
-                        (true, true) => k::<true, true>,
-                    };
+                    return by_flags!(k, pot, mask);
                 }
             )*
             unreachable_isa(isa)
@@ -153,12 +161,7 @@ macro_rules! entry_points {
                     unsafe fn k<const P: bool, const M: bool>(part: &mut Part<'_, $t>, src: &SourcesSoa<'_, $t>, eps2: $t) {
                         drive_jerk::<$s, P, M>(part, src, eps2)
                     }
-                    return match (pot, mask) {
-                        (false, false) => k::<false, false>,
-                        (false, true) => k::<false, true>,
-                        (true, false) => k::<true, false>,
-                        (true, true) => k::<true, true>,
-                    };
+                    return by_flags!(k, pot, mask);
                 }
             )*
             unreachable_isa(isa)

@@ -304,12 +304,7 @@ macro_rules! mixed_entry {
                     unsafe fn k<const P: bool, const M: bool>(part: &mut MixedPart<'_>, src: &MixedSources<'_>, eps2: f32) {
                         drive::<$s, $u, P, M>(part, src, eps2)
                     }
-                    return match (pot, mask) {
-                        (false, false) => k::<false, false>,
-                        (false, true) => k::<false, true>,
-                        (true, false) => k::<true, false>,
-                        (true, true) => k::<true, true>,
-                    };
+                    return crate::dispatch::by_flags!(k, pot, mask);
                 }
             )*
             unsafe fn portable(part: &mut MixedPart<'_>, src: &MixedSources<'_>, eps2: f32) {
