@@ -44,6 +44,75 @@ pub fn plummer<T: Real>(n: usize, seed: u64) -> (Vec<Particle<T>>, Vec<Velocity<
     (pos, vel)
 }
 
+/// A uniform sphere of radius 1 and total mass 1 at rest (a cold collapse), seeded.
+///
+/// ```
+/// let (pos, vel) = nbody_integrators::ics::cold_sphere::<f64>(100, 3);
+/// assert!(pos.iter().all(|p| p.x * p.x + p.y * p.y + p.z * p.z <= 1.0));
+/// assert!(vel.iter().all(|v| v.vx == 0.0));
+/// ```
+pub fn cold_sphere<T: Real>(n: usize, seed: u64) -> (Vec<Particle<T>>, Vec<Velocity<T>>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let pos = (0..n)
+        .map(|_| {
+            let r: f64 = rng.gen::<f64>().cbrt();
+            let p = isotropic(&mut rng, r);
+            Particle::new(c(p[0]), c(p[1]), c(p[2]), c(1.0 / n as f64))
+        })
+        .collect();
+    (pos, vec![Velocity::new(T::zero(), T::zero(), T::zero()); n])
+}
+
+/// Two bodies of masses `m1`, `m2` (G = 1) on a Kepler orbit of semi-major axis 1 and
+/// eccentricity `e`, starting at apocentre, in the centre-of-mass frame. The period is
+/// `2π / sqrt(m1 + m2)`.
+///
+/// ```
+/// let (pos, _) = nbody_integrators::ics::kepler::<f64>(0.5, 0.5, 0.5);
+/// assert!(((pos[1].x - pos[0].x) - 1.5).abs() < 1e-15); // apocentre a (1 + e)
+/// ```
+pub fn kepler<T: Real>(e: f64, m1: f64, m2: f64) -> (Vec<Particle<T>>, Vec<Velocity<T>>) {
+    let m = m1 + m2;
+    let r = 1.0 + e;
+    let v = (m * (1.0 - e) / (1.0 + e)).sqrt();
+    let (f1, f2) = (m2 / m, m1 / m);
+    (
+        vec![
+            Particle::new(c(-f1 * r), T::zero(), T::zero(), c(m1)),
+            Particle::new(c(f2 * r), T::zero(), T::zero(), c(m2)),
+        ],
+        vec![Velocity::new(T::zero(), c(-f1 * v), T::zero()), Velocity::new(T::zero(), c(f2 * v), T::zero())],
+    )
+}
+
+/// Period of the figure-eight orbit of [`figure_eight`].
+pub const FIGURE_EIGHT_PERIOD: f64 = 6.325_913_985;
+
+/// The figure-eight three-body choreography (Chenciner & Montgomery 2000; initial
+/// conditions of Simó), unit masses, G = 1.
+///
+/// ```
+/// let (pos, vel) = nbody_integrators::ics::figure_eight::<f64>();
+/// assert_eq!(pos.len(), 3);
+/// assert!(vel.iter().map(|v| v.vx).sum::<f64>().abs() < 1e-15);
+/// ```
+pub fn figure_eight<T: Real>() -> (Vec<Particle<T>>, Vec<Velocity<T>>) {
+    let (x, y) = (0.970_004_36, -0.243_087_53);
+    let (vx, vy) = (-0.932_407_37, -0.864_731_46);
+    (
+        vec![
+            Particle::new(c(x), c(y), T::zero(), T::one()),
+            Particle::new(c(-x), c(-y), T::zero(), T::one()),
+            Particle::new(T::zero(), T::zero(), T::zero(), T::one()),
+        ],
+        vec![
+            Velocity::new(c(-vx / 2.0), c(-vy / 2.0), T::zero()),
+            Velocity::new(c(-vx / 2.0), c(-vy / 2.0), T::zero()),
+            Velocity::new(c(vx), c(vy), T::zero()),
+        ],
+    )
+}
+
 fn c<T: Real>(x: f64) -> T {
     T::from_f64(x)
 }

@@ -1,7 +1,14 @@
 //! # nbody-integrators
 //!
-//! Initial conditions (reproducible from a seed) for driving any executor. Integrators
-//! and diagnostics build on these.
+//! Integrators generic over the executor and the precision (force computation stays in
+//! the executor, so any integrator runs on any executor), initial conditions
+//! reproducible from a seed, and conservation diagnostics.
+//!
+//! - [`Leapfrog`]: kick-drift-kick, fixed step, time-reversible.
+//! - [`Hermite`]: 4th-order predictor-corrector with a shared adaptive step.
+//! - [`DormandPrince`]: adaptive embedded Runge-Kutta 5(4).
+//! - [`ics`]: Plummer sphere, cold sphere, Kepler orbit, figure-eight.
+//! - [`diagnostics`]: energies, momenta, centre of mass, virial ratio.
 //!
 //! ```
 //! use nbody_integrators::ics;
@@ -11,4 +18,13 @@
 //! ```
 #![warn(missing_docs)]
 
+mod hermite;
 pub mod ics;
+mod leapfrog;
+mod rk;
+mod state;
+
+pub use hermite::Hermite;
+pub use leapfrog::Leapfrog;
+pub use rk::DormandPrince;
+pub use state::{diagnostics, Diagnostics, State};

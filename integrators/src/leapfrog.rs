@@ -1,0 +1,100 @@
+//! Kick-drift-kick leapfrog with a fixed step: symplectic and time-reversible.
+
+use crate::{diagnostics, Diagnostics, State};
+use nbody_core::{Error, Executor, Field, Params, Real};
+
+/// Leapfrog (KDK). Keeps the last accelerations, so each step costs one force call.
+///
+/// ```
+/// use nbody_core::Reference;
+/// use nbody_integrators::{ics, Leapfrog, State};
+/// let (p, v) = ics::kepler::<f64>(0.0, 0.5, 0.5);
+/// let mut s = State::new(p, v);
+/// let mut lf = Leapfrog::new(0.01, 0.0)?;
+/// for _ in 0..100 {
+///     lf.step(&mut s, &mut Reference)?;
+/// }
+/// assert!((s.time - 1.0).abs() < 1e-12);
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+pub struct Leapfrog<T: Real> {
+    dt: f64,
+    params: Params<T>,
+    field: Vec<Field<T>>,
+    fresh: bool,
+}
+
+impl<T: Real> Leapfrog<T> {
+    /// A leapfrog with step `dt` (negative integrates backwards) and softening `eps`.
+    pub fn new(dt: f64, eps: T) -> Result<Self, Error> {
+        if !(dt.is_finite() && dt != 0.0) {
+            return Err(Error::InvalidParameter { name: "dt", requirement: "finite and non-zero" });
+        }
+        let params = Params::softened(eps).with_overlap_identical();
+        nbody_core::validate::params(&params)?;
+        Ok(Self { dt, params, field: Vec::new(), fresh: false })
+    }
+
+    /// The step.
+    pub fn dt(&self) -> f64 {
+        self.dt
+    }
+
+    /// Reverses the direction of integration (the leapfrog retraces its steps).
+    pub fn reverse(&mut self) {
+        self.dt = -self.dt;
+    }
+
+    /// Accelerations and potentials at the current positions (after a step).
+    pub fn field(&self) -> &[Field<T>] {
+        &self.field
+    }
+
+    fn force<E: Executor<T>>(&mut self, s: &State<T>, e: &mut E) -> Result<(), Error> {
+        self.field.clear();
+        self.field.resize(s.len(), Field::zero());
+        e.accelerations(&s.pos, &s.pos, &self.params, &mut self.field)?;
+        self.fresh = true;
+        Ok(())
+    }
+
+    /// Advances `s` by one step.
+    pub fn step<E: Executor<T>>(&mut self, s: &mut State<T>, e: &mut E) -> Result<(), Error> {
+        if !self.fresh || self.field.len() != s.len() {
+            self.force(s, e)?;
+        }
+        let half = T::from_f64(0.5 * self.dt);
+        kick(s, &self.field, half);
+        drift(s, T::from_f64(self.dt));
+        self.force(s, e)?;
+        kick(s, &self.field, half);
+        s.time += self.dt;
+        Ok(())
+    }
+
+    /// Diagnostics at the current state (computes the force if no step has yet).
+    pub fn diagnostics<E: Executor<T>>(&mut self, s: &State<T>, e: &mut E) -> Result<Diagnostics, Error> {
+        if !self.fresh || self.field.len() != s.len() {
+            self.force(s, e)?;
+        }
+        Ok(diagnostics(s, &self.field))
+    }
+}
+
+/// `v += a h`.
+pub(crate) fn kick<T: Real>(s: &mut State<T>, field: &[Field<T>], h: T) {
+    for (v, f) in s.vel.iter_mut().zip(field) {
+        v.vx = v.vx + f.ax * h;
+        v.vy = v.vy + f.ay * h;
+        v.vz = v.vz + f.az * h;
+    }
+}
+
+/// `x += v h`.
+pub(crate) fn drift<T: Real>(s: &mut State<T>, h: T) {
+    for (p, v) in s.pos.iter_mut().zip(&s.vel) {
+        p.x = p.x + v.vx * h;
+        p.y = p.y + v.vy * h;
+        p.z = p.z + v.vz * h;
+    }
+}

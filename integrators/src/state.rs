@@ -1,0 +1,92 @@
+//! The evolving system and its conservation diagnostics.
+
+use nbody_core::{Field, Particle, Real, Velocity};
+
+/// Positions with masses, velocities and the current time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct State<T: Real> {
+    /// Positions and masses.
+    pub pos: Vec<Particle<T>>,
+    /// Velocities.
+    pub vel: Vec<Velocity<T>>,
+    /// Simulated time.
+    pub time: f64,
+}
+
+impl<T: Real> State<T> {
+    /// A state at time 0.
+    ///
+    /// ```
+    /// let (p, v) = nbody_integrators::ics::kepler::<f64>(0.0, 0.5, 0.5);
+    /// let s = nbody_integrators::State::new(p, v);
+    /// assert_eq!(s.len(), 2);
+    /// ```
+    pub fn new(pos: Vec<Particle<T>>, vel: Vec<Velocity<T>>) -> Self {
+        Self { pos, vel, time: 0.0 }
+    }
+
+    /// Number of particles.
+    pub fn len(&self) -> usize {
+        self.pos.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.pos.is_empty()
+    }
+}
+
+/// Conserved quantities and their friends, in f64 whatever the precision.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Diagnostics {
+    /// Σ ½ m v².
+    pub kinetic: f64,
+    /// ½ Σ m φ, from the kernel's potential (softened, G included).
+    pub potential: f64,
+    /// kinetic + potential.
+    pub total: f64,
+    /// Σ m v.
+    pub momentum: [f64; 3],
+    /// Σ m x × v.
+    pub angular_momentum: [f64; 3],
+    /// Σ m x / Σ m.
+    pub centre_of_mass: [f64; 3],
+    /// 2 T / |W|.
+    pub virial_ratio: f64,
+}
+
+/// Diagnostics of `state`, with `field` the kernel's output at the same positions
+/// (targets = sources, potential on).
+///
+/// ```
+/// use nbody_core::{Executor, Field, Params, Reference};
+/// let (p, v) = nbody_integrators::ics::kepler::<f64>(0.0, 0.5, 0.5);
+/// let s = nbody_integrators::State::new(p, v);
+/// let mut f = vec![Field::zero(); 2];
+/// Reference.accelerations(&s.pos, &s.pos, &Params::softened(0.0).with_overlap_identical(), &mut f).unwrap();
+/// let d = nbody_integrators::diagnostics(&s, &f);
+/// assert!((d.total + 0.125).abs() < 1e-12); // E = -G m1 m2 / (2a)
+/// ```
+pub fn diagnostics<T: Real>(state: &State<T>, field: &[Field<T>]) -> Diagnostics {
+    let mut d = Diagnostics::default();
+    let mut mass = 0.0;
+    for ((p, v), f) in state.pos.iter().zip(&state.vel).zip(field) {
+        let m = p.m.to_f64();
+        let x = p.position().map(Real::to_f64);
+        let u = v.components().map(Real::to_f64);
+        d.kinetic += 0.5 * m * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        d.potential += 0.5 * m * f.phi.to_f64();
+        for k in 0..3 {
+            d.momentum[k] += m * u[k];
+            d.centre_of_mass[k] += m * x[k];
+        }
+        d.angular_momentum[0] += m * (x[1] * u[2] - x[2] * u[1]);
+        d.angular_momentum[1] += m * (x[2] * u[0] - x[0] * u[2]);
+        d.angular_momentum[2] += m * (x[0] * u[1] - x[1] * u[0]);
+        mass += m;
+    }
+    d.centre_of_mass = d.centre_of_mass.map(|c| c / mass.max(f64::MIN_POSITIVE));
+    d.total = d.kinetic + d.potential;
+    d.virial_ratio = 2.0 * d.kinetic / d.potential.abs().max(f64::MIN_POSITIVE);
+    d
+}
