@@ -90,11 +90,11 @@ impl<T: Real> DormandPrince<T> {
         while s.time < t_end {
             let h = self.dt.min(t_end - s.time);
             let mut k = vec![k0.clone()];
-            for stage in 1..7 {
+            for (stage, a) in A.iter().enumerate().skip(1) {
                 let ys: Vec<[f64; 6]> = (0..y.len())
                     .map(|i| {
                         core::array::from_fn(|c| {
-                            y[i][c] + h * (0..stage).map(|l| A[stage][l] * k[l][i][c]).sum::<f64>()
+                            y[i][c] + h * (0..stage).map(|l| a[l] * k[l][i][c]).sum::<f64>()
                         })
                     })
                     .collect();
