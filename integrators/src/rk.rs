@@ -92,11 +92,7 @@ impl<T: Real> DormandPrince<T> {
             let mut k = vec![k0.clone()];
             for (stage, a) in A.iter().enumerate().skip(1) {
                 let ys: Vec<[f64; 6]> = (0..y.len())
-                    .map(|i| {
-                        core::array::from_fn(|c| {
-                            y[i][c] + h * (0..stage).map(|l| a[l] * k[l][i][c]).sum::<f64>()
-                        })
-                    })
+                    .map(|i| core::array::from_fn(|c| y[i][c] + h * (0..stage).map(|l| a[l] * k[l][i][c]).sum::<f64>()))
                     .collect();
                 k.push(self.derivative(&ys, &masses, e)?);
             }
