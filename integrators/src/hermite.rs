@@ -23,6 +23,7 @@ pub struct Hermite<T: Real> {
     jerk: Vec<Jerk<T>>,
     dt: f64,
     fresh: bool,
+    timing: crate::StepTiming,
 }
 
 /// Factor of the first step: `dt0 = ETA_START · min |a| / |a'|`.
@@ -40,7 +41,7 @@ impl<T: Real> Hermite<T> {
         }
         let params = Params::softened(eps).with_overlap_identical();
         nbody_core::validate::params(&params)?;
-        Ok(Self { eta, params, field: Vec::new(), jerk: Vec::new(), dt: 0.0, fresh: false })
+        Ok(Self { eta, params, field: Vec::new(), jerk: Vec::new(), dt: 0.0, fresh: false, timing: Default::default() })
     }
 
     /// The step the next call will take.
@@ -54,7 +55,15 @@ impl<T: Real> Hermite<T> {
         self.jerk.clear();
         self.jerk.resize(pos.len(), Jerk::zero());
         let b = Bodies { pos, vel };
-        e.accelerations_jerk(b, b, &self.params, &mut self.field, &mut self.jerk)
+        let start = std::time::Instant::now();
+        let r = e.accelerations_jerk(b, b, &self.params, &mut self.field, &mut self.jerk);
+        self.timing.force += start.elapsed();
+        r
+    }
+
+    /// Time spent so far in steps, and in their force calls.
+    pub fn timing(&self) -> crate::StepTiming {
+        self.timing
     }
 
     fn start<E: Executor<T>>(&mut self, s: &State<T>, e: &mut E) -> Result<(), Error> {
@@ -75,6 +84,7 @@ impl<T: Real> Hermite<T> {
 
     /// One step of at most `max_dt`; returns the step taken.
     pub fn step<E: Executor<T>>(&mut self, s: &mut State<T>, e: &mut E, max_dt: f64) -> Result<f64, Error> {
+        let start = std::time::Instant::now();
         if !self.fresh || self.field.len() != s.len() {
             self.start(s, e)?;
         }
@@ -120,6 +130,7 @@ impl<T: Real> Hermite<T> {
         // in Makino & Aarseth 1992): no second force call per step.
         self.dt = if next.is_finite() { next.min(2.0 * dt) } else { 2.0 * dt };
         s.time += dt;
+        self.timing.total += start.elapsed();
         Ok(dt)
     }
 

@@ -22,6 +22,7 @@ pub struct Leapfrog<T: Real> {
     params: Params<T>,
     field: Vec<Field<T>>,
     fresh: bool,
+    timing: crate::StepTiming,
 }
 
 impl<T: Real> Leapfrog<T> {
@@ -32,7 +33,7 @@ impl<T: Real> Leapfrog<T> {
         }
         let params = Params::softened(eps).with_overlap_identical();
         nbody_core::validate::params(&params)?;
-        Ok(Self { dt, params, field: Vec::new(), fresh: false })
+        Ok(Self { dt, params, field: Vec::new(), fresh: false, timing: Default::default() })
     }
 
     /// The step.
@@ -51,15 +52,23 @@ impl<T: Real> Leapfrog<T> {
     }
 
     fn force<E: Executor<T>>(&mut self, s: &State<T>, e: &mut E) -> Result<(), Error> {
+        let start = std::time::Instant::now();
         self.field.clear();
         self.field.resize(s.len(), Field::zero());
         e.accelerations(&s.pos, &s.pos, &self.params, &mut self.field)?;
         self.fresh = true;
+        self.timing.force += start.elapsed();
         Ok(())
+    }
+
+    /// Time spent so far in steps, and in their force calls.
+    pub fn timing(&self) -> crate::StepTiming {
+        self.timing
     }
 
     /// Advances `s` by one step.
     pub fn step<E: Executor<T>>(&mut self, s: &mut State<T>, e: &mut E) -> Result<(), Error> {
+        let start = std::time::Instant::now();
         if !self.fresh || self.field.len() != s.len() {
             self.force(s, e)?;
         }
@@ -69,6 +78,7 @@ impl<T: Real> Leapfrog<T> {
         self.force(s, e)?;
         kick(s, &self.field, half);
         s.time += self.dt;
+        self.timing.total += start.elapsed();
         Ok(())
     }
 

@@ -27,4 +27,4 @@ mod state;
 pub use hermite::Hermite;
 pub use leapfrog::Leapfrog;
 pub use rk::DormandPrince;
-pub use state::{diagnostics, Diagnostics, State};
+pub use state::{diagnostics, Diagnostics, State, StepTiming};

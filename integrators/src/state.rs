@@ -90,3 +90,25 @@ pub fn diagnostics<T: Real>(state: &State<T>, field: &[Field<T>]) -> Diagnostics
     d.virial_ratio = 2.0 * d.kinetic / d.potential.abs().max(f64::MIN_POSITIVE);
     d
 }
+
+/// Wall time spent in an integrator's steps, and the part of it in force calls; the rest
+/// (kicks, drifts, predictors, correctors, time-step selection) is the integrator's cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepTiming {
+    /// All of the steps.
+    pub total: std::time::Duration,
+    /// The executor calls within them.
+    pub force: std::time::Duration,
+}
+
+impl StepTiming {
+    /// The fraction of step time outside the force calls.
+    pub fn overhead_fraction(&self) -> f64 {
+        let total = self.total.as_secs_f64();
+        if total > 0.0 {
+            (total - self.force.as_secs_f64()).max(0.0) / total
+        } else {
+            0.0
+        }
+    }
+}
