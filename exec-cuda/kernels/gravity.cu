@@ -300,3 +300,30 @@ TILED_ALL(double, f64)
 
 PER_PRECISION(float, f32)
 PER_PRECISION(double, f64)
+
+// Integrator steps on device-resident particles: velocities are [vx, vy, vz, 0], outputs
+// [ax, ay, az, phi]; positions keep their mass lane. One thread per particle.
+#define KICK_DRIFT(T, NAME)                                                                                            \
+    extern "C" __global__ void nbody_kick_##NAME(V4<T>::type *vel, const V4<T>::type *acc, int n, T h) {               \
+        int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
+        if (i < n) {                                                                                                   \
+            V4<T>::type v = vel[i], a = acc[i];                                                                        \
+            v.x += a.x * h;                                                                                            \
+            v.y += a.y * h;                                                                                            \
+            v.z += a.z * h;                                                                                            \
+            vel[i] = v;                                                                                                \
+        }                                                                                                              \
+    }                                                                                                                  \
+    extern "C" __global__ void nbody_drift_##NAME(V4<T>::type *pos, const V4<T>::type *vel, int n, T h) {              \
+        int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
+        if (i < n) {                                                                                                   \
+            V4<T>::type p = pos[i], v = vel[i];                                                                        \
+            p.x += v.x * h;                                                                                            \
+            p.y += v.y * h;                                                                                            \
+            p.z += v.z * h;                                                                                            \
+            pos[i] = p;                                                                                                \
+        }                                                                                                              \
+    }
+
+KICK_DRIFT(float, f32)
+KICK_DRIFT(double, f64)

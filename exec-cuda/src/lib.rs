@@ -28,11 +28,13 @@ mod batch;
 mod config;
 mod device;
 mod memory;
+mod resident;
 pub mod timing;
 
 pub use config::{choose, instructions_per_interaction, LaunchConfig, CANDIDATES, LADDER, SOURCE_PAD};
 pub use device::DeviceInfo;
 pub use memory::{DeviceFields, DeviceParticles};
+pub use resident::DeviceState;
 
 use cust::context::Context;
 use cust::memory::DeviceCopy;

@@ -45,6 +45,26 @@ pub fn time_tiled<T: DeviceReal>(
     result
 }
 
+/// Median seconds of `f` over `reps` runs, each between two events on the executor's
+/// stream (after the caller's warm-up).
+pub fn time_with_events(
+    exec: &mut CudaExecutor,
+    reps: usize,
+    mut f: impl FnMut(&mut CudaExecutor) -> Result<(), Error>,
+) -> Result<f64, Error> {
+    let (start, stop) = (event()?, event()?);
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps.max(1) {
+        start.record(&exec.stream).map_err(cuda("recording an event"))?;
+        f(exec)?;
+        stop.record(&exec.stream).map_err(cuda("recording an event"))?;
+        stop.synchronize().map_err(cuda("running the kernels"))?;
+        times.push(stop.elapsed_time_f32(&start).map_err(cuda("reading an event"))? as f64 * 1e-3);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
 fn event() -> Result<Event, Error> {
     Event::new(EventFlags::DEFAULT).map_err(cuda("creating an event"))
 }

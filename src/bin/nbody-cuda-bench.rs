@@ -62,6 +62,23 @@ fn main() {
         "timing": "CUDA events around back-to-back launches after 2 warm-up launches; median of 7",
         "results": rows,
     });
+    // --leapfrog N: the share of a device-resident leapfrog step spent outside the force.
+    let leapfrog_n =
+        args.iter().position(|a| a == "--leapfrog").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok());
+    if let Some(n) = leapfrog_n {
+        match leapfrog_cost(&mut gpu, n) {
+            Ok((step, force)) => println!(
+                "\ndevice leapfrog f32, N = {n}: {:.3} ms/step, force {:.3} ms, rest {:.3}% of the step",
+                step * 1e3,
+                force * 1e3,
+                100.0 * (step - force) / step
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
     if let Some(path) = json_path {
         if let Err(e) = std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap_or_default()) {
             eprintln!("error: writing {path}: {e}");
@@ -162,4 +179,18 @@ fn run<T: DeviceReal>(
         }
     }
     Ok(())
+}
+
+/// Seconds per device leapfrog step and per force call alone (events, median of 3).
+fn leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(f64, f64), nbody_core::Error> {
+    let (p, v) = nbody_integrators::ics::plummer::<f32>(n, 1);
+    let mut state = gpu.upload_state(&p, &v)?;
+    let params = Params::softened(1.0f32 / 256.0);
+    gpu.leapfrog_step(&mut state, &params, 1.0 / 256.0)?; // warm-up
+    let step = timing::time_with_events(gpu, 3, |g| g.leapfrog_step(&mut state, &params, 1.0 / 256.0))?;
+    let set = gpu.upload(&p)?;
+    let mut out = gpu.zeroed_fields::<f32>(n)?;
+    let identical = params.with_overlap_identical();
+    let force = timing::time_with_events(gpu, 3, |g| g.accelerations_resident(&set, &set, &identical, &mut out))?;
+    Ok((step, force))
 }

@@ -8,7 +8,11 @@ use nbody::integrators::{ics, Hermite, Leapfrog, State};
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str, default: usize| {
-        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
     };
     let (n, steps) = (arg("--n", 65_536), arg("--steps", 3));
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
