@@ -6,6 +6,8 @@
 //!
 //! - [`Leapfrog`]: kick-drift-kick, fixed step, time-reversible.
 //! - [`Hermite`]: 4th-order predictor-corrector with a shared adaptive step.
+//! - [`BlockHermite`]: the same with individual power-of-two steps; only active
+//!   particles are targets.
 //! - [`DormandPrince`]: adaptive embedded Runge-Kutta 5(4).
 //! - [`ics`]: Plummer sphere, cold sphere, Kepler orbit, figure-eight.
 //! - [`diagnostics`]: energies, momenta, centre of mass, virial ratio.
@@ -18,12 +20,14 @@
 //! ```
 #![warn(missing_docs)]
 
+mod block;
 mod hermite;
 pub mod ics;
 mod leapfrog;
 mod rk;
 mod state;
 
+pub use block::BlockHermite;
 pub use hermite::Hermite;
 pub use leapfrog::Leapfrog;
 pub use rk::DormandPrince;

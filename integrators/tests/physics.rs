@@ -168,3 +168,51 @@ fn plummer_1024_leapfrog_energy_and_momentum() {
     plummer_energy_and_momentum::<f32, _>(&mut Reference, None).expect("reference f32");
     plummer_energy_and_momentum::<f32, _>(&mut cpu(), None).expect("cpu f32");
 }
+
+/// Block steps on a Plummer sphere: energy is conserved as with shared steps, and most
+/// block steps move only part of the system (N_i < N_j).
+fn plummer_block_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
+    let (p, v) = ics::plummer::<f64>(512, 9);
+    let mut s = State::new(p, v);
+    let dt_max = 1.0 / 64.0;
+    let mut h = nbody_integrators::BlockHermite::new(0.01, dt_max, 1.0 / 64.0).map_err(|x| x.to_string())?;
+    let e0 = h.diagnostics(&s, e).map_err(|x| x.to_string())?.total;
+    let steps = h.advance_to(&mut s, e, 16.0 * dt_max).map_err(|x| x.to_string())?;
+    let de = ((h.diagnostics(&s, e).map_err(|x| x.to_string())?.total - e0) / e0).abs();
+    let active = h.mean_active_fraction();
+    println!(
+        "block Hermite, Plummer N = 512: {steps} block steps, mean active fraction {active:.3}, |dE/E| = {de:.2e}"
+    );
+    if de >= 1e-6 {
+        return Err(format!("block Hermite |dE/E| = {de:e}"));
+    }
+    if active >= 0.9 {
+        return Err(format!("block steps moved {active:.2} of the particles on average: no individual steps"));
+    }
+    Ok(())
+}
+
+/// Block steps on the Kepler orbit (both bodies share every step) match the shared-step
+/// integrator's accuracy.
+fn kepler_block_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
+    let (p, v) = ics::kepler::<f64>(0.5, 0.5, 0.5);
+    let mut s = State::new(p, v);
+    let dt_max = 2.0 * PI / 16.0;
+    let mut h = nbody_integrators::BlockHermite::new(0.0025, dt_max, 0.0).map_err(|x| x.to_string())?;
+    let e0 = h.diagnostics(&s, e).map_err(|x| x.to_string())?.total;
+    h.advance_to(&mut s, e, 160.0 * dt_max).map_err(|x| x.to_string())?;
+    let de = ((h.diagnostics(&s, e).map_err(|x| x.to_string())?.total - e0) / e0).abs();
+    if de < 5e-6 {
+        Ok(())
+    } else {
+        Err(format!("block Hermite Kepler |dE/E| = {de:e} after 10 periods"))
+    }
+}
+
+#[test]
+fn block_time_steps_plummer_and_kepler() {
+    plummer_block_hermite(&mut Reference).expect("reference");
+    plummer_block_hermite(&mut cpu()).expect("cpu");
+    kepler_block_hermite(&mut Reference).expect("reference");
+    kepler_block_hermite(&mut cpu()).expect("cpu");
+}

@@ -1,0 +1,233 @@
+//! Hermite 4 with individual block (power-of-two) time steps: each block step moves only
+//! the particles whose step ends then (the *active* ones), which become the kernel's
+//! targets against all particles predicted to that time: the N_i << N_j case.
+
+use crate::{diagnostics, Diagnostics, State, StepTiming};
+use nbody_core::{Bodies, Error, Executor, Field, Jerk, Overlap, Params, Particle, Real, Velocity};
+
+/// Hermite 4 with block time steps `dt_max / 2^k`, chosen per particle by the Aarseth
+/// criterion and kept commensurate (a step doubles only where the block time allows).
+///
+/// ```
+/// use nbody_core::Reference;
+/// use nbody_integrators::{ics, BlockHermite, State};
+/// let (p, v) = ics::plummer::<f64>(64, 1);
+/// let mut s = State::new(p, v);
+/// let mut h = BlockHermite::new(0.01, 1.0 / 16.0, 1.0 / 64.0)?;
+/// h.advance_to(&mut s, &mut Reference, 0.25)?;
+/// assert_eq!(s.time, 0.25);
+/// assert!(h.mean_active_fraction() <= 1.0);
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+pub struct BlockHermite<T: Real> {
+    eta: f64,
+    dt_max: f64,
+    params: Params<T>,
+    /// Per particle: its time, step, and acceleration and jerk at its time (f64).
+    t: Vec<f64>,
+    dt: Vec<f64>,
+    acc: Vec<[f64; 3]>,
+    jerk: Vec<[f64; 3]>,
+    /// Scratch: predicted particles with the active ones first, and the kernel's output.
+    order: Vec<usize>,
+    pred_pos: Vec<Particle<T>>,
+    pred_vel: Vec<Velocity<T>>,
+    field: Vec<Field<T>>,
+    jerk_out: Vec<Jerk<T>>,
+    steps: usize,
+    targets: usize,
+    timing: StepTiming,
+}
+
+fn norm(v: [f64; 3]) -> f64 {
+    (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt()
+}
+
+/// Factor of the first step: `dt0 = ETA_START · |a| / |a'|`.
+const ETA_START: f64 = 0.01;
+/// Smallest step, as a fraction of `dt_max` (2^-40): a floor against close encounters.
+const MIN_FRACTION: f64 = 1.0 / 1_099_511_627_776.0;
+
+impl<T: Real> BlockHermite<T> {
+    /// An integrator with accuracy `eta`, largest step `dt_max` and softening `eps`.
+    pub fn new(eta: f64, dt_max: f64, eps: T) -> Result<Self, Error> {
+        if !(eta.is_finite() && eta > 0.0) {
+            return Err(Error::InvalidParameter { name: "eta", requirement: "finite and positive" });
+        }
+        if !(dt_max.is_finite() && dt_max > 0.0) {
+            return Err(Error::InvalidParameter { name: "dt_max", requirement: "finite and positive" });
+        }
+        let params = Params::softened(eps).acceleration_only();
+        nbody_core::validate::params(&params)?;
+        Ok(Self {
+            eta,
+            dt_max,
+            params,
+            t: Vec::new(),
+            dt: Vec::new(),
+            acc: Vec::new(),
+            jerk: Vec::new(),
+            order: Vec::new(),
+            pred_pos: Vec::new(),
+            pred_vel: Vec::new(),
+            field: Vec::new(),
+            jerk_out: Vec::new(),
+            steps: 0,
+            targets: 0,
+            timing: StepTiming::default(),
+        })
+    }
+
+    /// Mean fraction of the particles that were targets per block step so far.
+    pub fn mean_active_fraction(&self) -> f64 {
+        if self.steps == 0 || self.t.is_empty() {
+            return 0.0;
+        }
+        self.targets as f64 / (self.steps * self.t.len()) as f64
+    }
+
+    /// Time spent so far in block steps, and in their force calls.
+    pub fn timing(&self) -> StepTiming {
+        self.timing
+    }
+
+    /// `dt_max / 2^k`, the largest such value not above `dt`.
+    fn quantize(&self, dt: f64) -> f64 {
+        let mut q = self.dt_max;
+        while q > dt && q > self.dt_max * MIN_FRACTION {
+            q *= 0.5;
+        }
+        q
+    }
+
+    /// Force on targets `order[..n_active]` from all particles, predicted in `pred_*`.
+    fn force<E: Executor<T>>(&mut self, n_active: usize, e: &mut E) -> Result<(), Error> {
+        let start = std::time::Instant::now();
+        self.field.clear();
+        self.field.resize(n_active, Field::zero());
+        self.jerk_out.clear();
+        self.jerk_out.resize(n_active, Jerk::zero());
+        let targets = Bodies { pos: &self.pred_pos[..n_active], vel: &self.pred_vel[..n_active] };
+        let sources = Bodies { pos: &self.pred_pos, vel: &self.pred_vel };
+        let p = self.params.with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: n_active });
+        let r = e.accelerations_jerk(targets, sources, &p, &mut self.field, &mut self.jerk_out);
+        self.timing.force += start.elapsed();
+        r
+    }
+
+    /// Puts the particles in `order` (active first) into the prediction buffers,
+    /// predicted to time `t`.
+    fn predict(&mut self, s: &State<T>, t: f64) {
+        self.pred_pos.clear();
+        self.pred_vel.clear();
+        for &i in &self.order {
+            let d = t - self.t[i];
+            let (x, v, a, j) = (
+                s.pos[i].position().map(Real::to_f64),
+                s.vel[i].components().map(Real::to_f64),
+                self.acc[i],
+                self.jerk[i],
+            );
+            let px: [f64; 3] = core::array::from_fn(|k| x[k] + d * (v[k] + d * (0.5 * a[k] + d * j[k] / 6.0)));
+            let pv: [f64; 3] = core::array::from_fn(|k| v[k] + d * (a[k] + 0.5 * d * j[k]));
+            let c = T::from_f64;
+            self.pred_pos.push(Particle::new(c(px[0]), c(px[1]), c(px[2]), s.pos[i].m));
+            self.pred_vel.push(Velocity::new(c(pv[0]), c(pv[1]), c(pv[2])));
+        }
+    }
+
+    fn start<E: Executor<T>>(&mut self, s: &State<T>, e: &mut E) -> Result<(), Error> {
+        let n = s.len();
+        self.t = vec![s.time; n];
+        self.acc = vec![[0.0; 3]; n];
+        self.jerk = vec![[0.0; 3]; n];
+        self.order = (0..n).collect();
+        self.predict(s, s.time);
+        self.force(n, e)?;
+        self.dt = (0..n)
+            .map(|i| {
+                let (a, j) =
+                    (self.field[i].acceleration().map(Real::to_f64), self.jerk_out[i].components().map(Real::to_f64));
+                self.acc[i] = a;
+                self.jerk[i] = j;
+                let d = ETA_START * norm(a) / norm(j);
+                self.quantize(if d.is_finite() && d > 0.0 { d } else { self.dt_max })
+            })
+            .collect();
+        Ok(())
+    }
+
+    /// One block step; returns the number of active particles.
+    pub fn step<E: Executor<T>>(&mut self, s: &mut State<T>, e: &mut E) -> Result<usize, Error> {
+        let clock = std::time::Instant::now();
+        if self.t.len() != s.len() {
+            self.start(s, e)?;
+        }
+        let n = s.len();
+        let t_next = (0..n).map(|i| self.t[i] + self.dt[i]).fold(f64::INFINITY, f64::min);
+        let (active, rest): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| self.t[i] + self.dt[i] == t_next);
+        let n_active = active.len();
+        self.order.clear();
+        self.order.extend(active.iter().chain(&rest));
+        self.predict(s, t_next);
+        self.force(n_active, e)?;
+        for (k, &i) in active.iter().enumerate() {
+            let dt = t_next - self.t[i];
+            let (x, v) = (s.pos[i].position().map(Real::to_f64), s.vel[i].components().map(Real::to_f64));
+            let (a0, j0) = (self.acc[i], self.jerk[i]);
+            let (a1, j1) =
+                (self.field[k].acceleration().map(Real::to_f64), self.jerk_out[k].components().map(Real::to_f64));
+            let v1: [f64; 3] =
+                core::array::from_fn(|c| v[c] + 0.5 * dt * (a0[c] + a1[c]) + dt * dt * (j0[c] - j1[c]) / 12.0);
+            let x1: [f64; 3] =
+                core::array::from_fn(|c| x[c] + 0.5 * dt * (v[c] + v1[c]) + dt * dt * (a0[c] - a1[c]) / 12.0);
+            let c = T::from_f64;
+            s.pos[i] = Particle::new(c(x1[0]), c(x1[1]), c(x1[2]), s.pos[i].m);
+            s.vel[i] = Velocity::new(c(v1[0]), c(v1[1]), c(v1[2]));
+            let a3: [f64; 3] =
+                core::array::from_fn(|c| (12.0 * (a0[c] - a1[c]) + 6.0 * dt * (j0[c] + j1[c])) / dt.powi(3));
+            let a2: [f64; 3] = core::array::from_fn(|c| {
+                (-6.0 * (a0[c] - a1[c]) - dt * (4.0 * j0[c] + 2.0 * j1[c])) / (dt * dt) + a3[c] * dt
+            });
+            let (na, nj, n2, n3) = (norm(a1), norm(j1), norm(a2), norm(a3));
+            let want = (self.eta * (na * n2 + nj * nj) / (nj * n3 + n2 * n2)).sqrt();
+            let want = if want.is_finite() && want > 0.0 { want } else { 2.0 * dt };
+            // Halve freely; double only where the new block time is a multiple of 2 dt.
+            let mut new_dt = self.quantize(want.min(2.0 * dt));
+            if new_dt > dt && (t_next / new_dt).fract() != 0.0 {
+                new_dt = dt;
+            }
+            self.dt[i] = new_dt;
+            self.t[i] = t_next;
+            self.acc[i] = a1;
+            self.jerk[i] = j1;
+        }
+        s.time = t_next;
+        self.steps += 1;
+        self.targets += n_active;
+        self.timing.total += clock.elapsed();
+        Ok(n_active)
+    }
+
+    /// Block steps until `t_end`, which must be a multiple of `dt_max` so that every
+    /// particle is synchronized there. Returns the number of block steps.
+    pub fn advance_to<E: Executor<T>>(&mut self, s: &mut State<T>, e: &mut E, t_end: f64) -> Result<usize, Error> {
+        if (t_end / self.dt_max).fract() != 0.0 {
+            return Err(Error::InvalidParameter { name: "t_end", requirement: "a multiple of dt_max" });
+        }
+        let mut steps = 0;
+        while s.time < t_end {
+            self.step(s, e)?;
+            steps += 1;
+        }
+        Ok(steps)
+    }
+
+    /// Diagnostics (valid where all particles are synchronized, e.g. after `advance_to`).
+    pub fn diagnostics<E: Executor<T>>(&mut self, s: &State<T>, e: &mut E) -> Result<Diagnostics, Error> {
+        let mut field = vec![Field::zero(); s.len()];
+        let p = Params { potential: true, ..self.params }.with_overlap_identical();
+        e.accelerations(&s.pos, &s.pos, &p, &mut field)?;
+        Ok(diagnostics(s, &field))
+    }
+}
