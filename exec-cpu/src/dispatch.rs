@@ -187,7 +187,7 @@ use crate::simd::{Avx2F32, Avx2F64, Avx512F32, Avx512F64};
 
 #[cfg(target_arch = "x86_64")]
 entry_points!(f32, f32_kernel, f32_jerk_kernel,
-    Avx512 => Avx512F32, 4, #[target_feature(enable = "avx512f")];
+    Avx512 => Avx512F32, 2, #[target_feature(enable = "avx512f")];
     Avx2 => Avx2F32, 2, #[target_feature(enable = "avx2,fma")];
     Portable => Portable<f32>, 1;
 );

@@ -48,6 +48,8 @@ pub struct CpuExecutor {
     threads: usize,
     s32: Scratch<f32>,
     s64: Scratch<f64>,
+    /// Sequential executors, one per thread, for batched calls (made on first use).
+    workers: Vec<CpuExecutor>,
 }
 
 impl CpuExecutor {
@@ -66,7 +68,14 @@ impl CpuExecutor {
         // A pool that cannot start (no threads allowed) leaves the executor sequential.
         let pool = (threads > 1).then(|| rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok()).flatten();
         let threads = if pool.is_some() { threads } else { 1 };
-        Self { isa: isa.available_or_best(), pool, threads, s32: Scratch::default(), s64: Scratch::default() }
+        Self {
+            isa: isa.available_or_best(),
+            pool,
+            threads,
+            s32: Scratch::default(),
+            s64: Scratch::default(),
+            workers: Vec::new(),
+        }
     }
 
     /// The instruction set in use.
@@ -150,6 +159,7 @@ impl CpuExecutor {
         let parts = self.threads.min(targets.pos.len().div_ceil(scratch::BLOCK)).max(1);
         let eps2 = params.eps2();
         let Self { pool, s32, s64, .. } = self;
+        let pool = if parts > 1 { pool.as_ref() } else { None };
         let scratch = T::scratch(s32, s64);
         scratch.stage(targets, sources, with_jerk, parts);
         let (work, src) = scratch.split();
@@ -158,7 +168,7 @@ impl CpuExecutor {
             // part holds whole blocks (`stage` padded the targets).
             unsafe { kernel(&mut part, &src, eps2) }
         };
-        run_parts(pool.as_ref(), work, run);
+        run_parts(pool, work, run);
         let (t0, s0, len) = params.overlap.resolve(targets.pos.len());
         for (i, o) in out.iter_mut().enumerate() {
             let mut sums = scratch.sums(i);
@@ -173,6 +183,43 @@ impl CpuExecutor {
             }
         }
     }
+}
+
+/// A batched call's share for one thread: a contiguous run of particle indices (whose
+/// outputs the thread owns) and the pieces of pairs whose targets fall in it.
+struct BatchChunk<'a, T: Real> {
+    start: usize,
+    out: &'a mut [Field<T>],
+    pieces: Vec<(core::ops::Range<usize>, &'a [nbody_core::Span])>,
+}
+
+/// Cuts `0..n` into `parts` runs of about equal work, where particle i costs the number
+/// of sources its pairs give it.
+fn balanced_cuts(n: usize, list: &nbody_core::InteractionList<'_>, parts: usize) -> Vec<usize> {
+    let mut diff = vec![0i64; n + 1];
+    for p in list.pairs {
+        let w = list.sources_of(p).iter().map(|s| s.len() as i64).sum::<i64>();
+        diff[p.targets.start as usize] += w;
+        diff[p.targets.end as usize] -= w;
+    }
+    let mut work = Vec::with_capacity(n);
+    let mut level = 0i64;
+    for d in &diff[..n] {
+        level += d;
+        work.push(level.max(0) as u64);
+    }
+    let total: u64 = work.iter().sum();
+    let mut cuts = vec![0];
+    let mut acc = 0u64;
+    for (i, w) in work.iter().enumerate() {
+        acc += w;
+        if cuts.len() < parts && acc * parts as u64 >= total * cuts.len() as u64 {
+            cuts.push(i + 1);
+        }
+    }
+    cuts.push(n);
+    cuts.dedup();
+    cuts
 }
 
 impl<T: CpuReal> Executor<T> for CpuExecutor {
@@ -209,6 +256,53 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
             return Ok(());
         }
         self.run(targets, sources, params, out, Some(jerk));
+        Ok(())
+    }
+
+    /// Spreads the pairs over the threads: the particle range is cut into runs of equal
+    /// work, each thread owns the outputs of its run (no atomics), and pairs straddling
+    /// a cut are split there.
+    fn accelerations_batch(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &nbody_core::InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        nbody_core::validate_batch(particles, list, params, out.len())?;
+        let cuts = balanced_cuts(particles.len(), list, self.threads);
+        while self.workers.len() < cuts.len().saturating_sub(1) {
+            self.workers.push(CpuExecutor::with_isa(Parallelism::Sequential, self.isa));
+        }
+        let mut chunks: Vec<BatchChunk<'_, T>> = Vec::with_capacity(cuts.len());
+        let mut rest = &mut *out;
+        for w in cuts.windows(2) {
+            let (head, tail) = core::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
+            rest = tail;
+            chunks.push(BatchChunk { start: w[0], out: head, pieces: Vec::new() });
+        }
+        for p in list.pairs {
+            let t = p.targets.range();
+            for c in chunks.iter_mut() {
+                let (a, b) = (t.start.max(c.start), t.end.min(c.start + c.out.len()));
+                if a < b {
+                    c.pieces.push((a..b, list.sources_of(p)));
+                }
+            }
+        }
+        let work: Vec<_> = chunks.into_iter().zip(self.workers.iter_mut()).collect();
+        let none: &[nbody_core::Velocity<T>] = &[];
+        run_parts(self.pool.as_ref(), work, |(chunk, worker)| {
+            for (t, spans) in &chunk.pieces {
+                for s in spans.iter().filter(|s| !s.is_empty()) {
+                    let q = params.with_overlap(nbody_core::Overlap::between(t.clone(), s.range()));
+                    let targets = Bodies { pos: &particles[t.clone()], vel: none };
+                    let sources = Bodies { pos: &particles[s.range()], vel: none };
+                    let out = &mut chunk.out[t.start - chunk.start..t.end - chunk.start];
+                    worker.run(targets, sources, &q, out, None);
+                }
+            }
+        });
         Ok(())
     }
 }

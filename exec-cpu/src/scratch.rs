@@ -5,7 +5,7 @@ use nbody_core::{Bodies, Field, Jerk, Real};
 
 /// Targets are padded (with massless particles at the origin, whose sums are dropped)
 /// to a multiple of this, the largest block any backend uses.
-pub(crate) const BLOCK: usize = 64;
+pub(crate) const BLOCK: usize = 32;
 
 /// Reusable SoA buffers of one precision. They only grow.
 #[derive(Default)]
