@@ -1,0 +1,269 @@
+//! An example Barnes-Hut tree code that hands all of its leaf work to an executor
+//! through the batched entry point: the way a tree or FMM code embeds nbody.
+//!
+//! 1. Particles are sorted along a Morton curve and an octree is built over the sorted
+//!    array: every cell is a contiguous range of it.
+//! 2. Every cell's monopole (centre of mass, mass) is appended to the array as a
+//!    pseudo-particle, so far cells are spans of one "particle".
+//! 3. Each leaf (a group of at most `leaf_size` targets) walks the tree: a cell whose
+//!    centre of mass is farther from the group's bounding box than `side / theta` is
+//!    taken as its monopole; otherwise it is opened, down to leaves, whose particles are
+//!    taken directly. The leaf's own particles are in its list: the executor subtracts
+//!    their self terms from the span overlap.
+//! 4. One `accelerations_batch` call computes every leaf's interactions.
+//!
+//! ```
+//! use nbody::core::{Field, Params};
+//! use nbody::cpu::{CpuExecutor, Parallelism};
+//! use nbody::tree::BarnesHut;
+//!
+//! let (bodies, _) = nbody::integrators::ics::plummer::<f32>(2000, 1);
+//! let mut field = vec![Field::zero(); bodies.len()];
+//! let bh = BarnesHut { theta: 0.5, leaf_size: 32 };
+//! let stats = bh.forces(&bodies, &Params::softened(0.01), &mut CpuExecutor::new(Parallelism::Sequential), &mut field)?;
+//! assert!(stats.interactions < 2000 * 2000);
+//! # Ok::<(), nbody::Error>(())
+//! ```
+
+use nbody_core::{Error, Executor, Field, InteractionList, Pair, Params, Particle, Real, Span};
+use rayon::prelude::*;
+use std::time::{Duration, Instant};
+
+/// Tree-code settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BarnesHut {
+    /// Opening angle: a cell of side `s` at distance `d` from a group is accepted whole
+    /// when `s / d < theta`.
+    pub theta: f64,
+    /// Most particles in a leaf (the target group size).
+    pub leaf_size: usize,
+}
+
+/// What one force calculation did and where its time went.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TreeStats {
+    /// Pair interactions the executor computed (particles and monopoles).
+    pub interactions: usize,
+    /// Leaf groups (pairs of the interaction list).
+    pub groups: usize,
+    /// Sorting and building the tree.
+    pub build: Duration,
+    /// Walking it into the interaction list.
+    pub walk: Duration,
+    /// The executor's batched call.
+    pub kernel: Duration,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Cell {
+    start: u32,
+    end: u32,
+    /// Children, as a range of the cell array (empty for a leaf).
+    first_child: u32,
+    children: u32,
+    com: [f64; 3],
+    mass: f64,
+    side: f64,
+}
+
+/// Interleaves the low 21 bits of three coordinates.
+fn morton(c: [u64; 3]) -> u64 {
+    let spread = |mut v: u64| {
+        v &= 0x1f_ffff;
+        v = (v | v << 32) & 0x1f_0000_0000_ffff;
+        v = (v | v << 16) & 0x1f_0000_ff00_00ff;
+        v = (v | v << 8) & 0x100f_00f0_0f00_f00f;
+        v = (v | v << 4) & 0x10c3_0c30_c30c_30c3;
+        (v | v << 2) & 0x1249_2492_4924_9249
+    };
+    spread(c[0]) | spread(c[1]) << 1 | spread(c[2]) << 2
+}
+
+struct Tree<T: Real> {
+    /// Particles in Morton order, then one monopole per cell.
+    all: Vec<Particle<T>>,
+    /// `order[k]` is the original index of sorted particle k.
+    order: Vec<u32>,
+    cells: Vec<Cell>,
+    keys: Vec<u64>,
+}
+
+impl<T: Real> Tree<T> {
+    fn build(ps: &[Particle<T>], leaf_size: usize) -> Tree<T> {
+        let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+        for p in ps {
+            for (k, x) in p.position().into_iter().enumerate() {
+                lo[k] = lo[k].min(x.to_f64());
+                hi[k] = hi[k].max(x.to_f64());
+            }
+        }
+        let side = (0..3).map(|k| hi[k] - lo[k]).fold(0.0, f64::max).max(f64::MIN_POSITIVE) * (1.0 + 1e-12);
+        let scale = 2_097_151.0 / side;
+        let mut keyed: Vec<(u64, u32)> = ps
+            .par_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let c = core::array::from_fn(|k| ((p.position()[k].to_f64() - lo[k]) * scale) as u64);
+                (morton(c), i as u32)
+            })
+            .collect();
+        keyed.par_sort_unstable();
+        let order: Vec<u32> = keyed.iter().map(|&(_, i)| i).collect();
+        let keys: Vec<u64> = keyed.iter().map(|&(k, _)| k).collect();
+        let all: Vec<Particle<T>> = order.iter().map(|&i| ps[i as usize]).collect();
+        let mut tree = Tree { all, order, cells: Vec::new(), keys };
+        tree.cells.push(Cell {
+            start: 0,
+            end: ps.len() as u32,
+            first_child: 0,
+            children: 0,
+            com: [0.0; 3],
+            mass: 0.0,
+            side,
+        });
+        tree.split(0, 0, leaf_size);
+        for c in 0..tree.cells.len() {
+            let cell = tree.cells[c];
+            let m = cell.mass.max(0.0);
+            tree.all.push(Particle::new(
+                T::from_f64(cell.com[0]),
+                T::from_f64(cell.com[1]),
+                T::from_f64(cell.com[2]),
+                T::from_f64(m),
+            ));
+        }
+        tree
+    }
+
+    /// Splits cell `c` (at depth `level`) into its non-empty octants, recursively, and
+    /// fills in its centre of mass.
+    fn split(&mut self, c: usize, level: u32, leaf_size: usize) {
+        let cell = self.cells[c];
+        if (cell.end - cell.start) as usize > leaf_size && level < 21 {
+            let shift = 3 * (20 - level);
+            let first = self.cells.len() as u32;
+            let mut a = cell.start as usize;
+            while a < cell.end as usize {
+                let octant = (self.keys[a] >> shift) & 7;
+                let b = a + self.keys[a..cell.end as usize].partition_point(|k| (k >> shift) & 7 == octant);
+                self.cells.push(Cell {
+                    start: a as u32,
+                    end: b as u32,
+                    first_child: 0,
+                    children: 0,
+                    com: [0.0; 3],
+                    mass: 0.0,
+                    side: cell.side / 2.0,
+                });
+                a = b;
+            }
+            let n = self.cells.len() as u32 - first;
+            self.cells[c].first_child = first;
+            self.cells[c].children = n;
+            for child in first..first + n {
+                self.split(child as usize, level + 1, leaf_size);
+            }
+        }
+        let (mut m, mut s) = (0.0, [0.0; 3]);
+        for p in &self.all[cell.start as usize..cell.end as usize] {
+            let w = p.m.to_f64();
+            m += w;
+            for (k, x) in p.position().into_iter().enumerate() {
+                s[k] += w * x.to_f64();
+            }
+        }
+        self.cells[c].mass = m;
+        self.cells[c].com = if m > 0.0 { s.map(|x| x / m) } else { self.bbox_centre(cell.start, cell.end) };
+    }
+
+    fn bbox(&self, start: u32, end: u32) -> ([f64; 3], [f64; 3]) {
+        let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+        for p in &self.all[start as usize..end as usize] {
+            for (k, x) in p.position().into_iter().enumerate() {
+                lo[k] = lo[k].min(x.to_f64());
+                hi[k] = hi[k].max(x.to_f64());
+            }
+        }
+        (lo, hi)
+    }
+
+    fn bbox_centre(&self, start: u32, end: u32) -> [f64; 3] {
+        let (lo, hi) = self.bbox(start, end);
+        core::array::from_fn(|k| 0.5 * (lo[k] + hi[k]))
+    }
+
+    /// The source spans of leaf `leaf`: particle ranges of nearby leaves and monopoles
+    /// (index `n + cell`) of accepted cells, adjacent ranges merged.
+    fn walk(&self, leaf: &Cell, theta: f64, n: usize) -> Vec<Span> {
+        let (lo, hi) = self.bbox(leaf.start, leaf.end);
+        let mut spans: Vec<Span> = Vec::new();
+        let mut push = |s: Span| match spans.last_mut() {
+            Some(last) if last.end == s.start => last.end = s.end,
+            _ => spans.push(s),
+        };
+        let mut stack = vec![0u32];
+        while let Some(c) = stack.pop() {
+            let cell = &self.cells[c as usize];
+            // Distance from the centre of mass to the group's bounding box.
+            let d2: f64 = (0..3).map(|k| (lo[k] - cell.com[k]).max(cell.com[k] - hi[k]).max(0.0).powi(2)).sum();
+            if cell.side * cell.side < theta * theta * d2 {
+                push(Span::new((n + c as usize) as u32, (n + c as usize + 1) as u32));
+            } else if cell.children == 0 {
+                push(Span::new(cell.start, cell.end));
+            } else {
+                // Reversed, so the children come off the stack in order and spans merge.
+                stack.extend((cell.first_child..cell.first_child + cell.children).rev());
+            }
+        }
+        spans
+    }
+}
+
+impl BarnesHut {
+    /// Adds the tree-code field of `particles` on themselves into `out` (same order as
+    /// `particles`); `params.overlap` is ignored (every particle is a target and a source).
+    pub fn forces<T: Real, E: Executor<T>>(
+        &self,
+        particles: &[Particle<T>],
+        params: &Params<T>,
+        exec: &mut E,
+        out: &mut [Field<T>],
+    ) -> Result<TreeStats, Error> {
+        nbody_core::validate::params(params)?;
+        nbody_core::validate::length("output", particles.len(), out.len())?;
+        nbody_core::validate::particles(particles, nbody_core::Array::Particles)?;
+        if !(self.theta.is_finite() && self.theta > 0.0) {
+            return Err(Error::InvalidParameter { name: "theta", requirement: "finite and positive" });
+        }
+        if particles.is_empty() {
+            return Ok(TreeStats::default());
+        }
+        let clock = Instant::now();
+        let tree = Tree::build(particles, self.leaf_size.max(1));
+        let build = clock.elapsed();
+        let clock = Instant::now();
+        let n = particles.len();
+        let leaves: Vec<&Cell> = tree.cells.iter().filter(|c| c.children == 0).collect();
+        let lists: Vec<Vec<Span>> = leaves.par_iter().map(|leaf| tree.walk(leaf, self.theta, n)).collect();
+        let mut spans = Vec::with_capacity(lists.iter().map(Vec::len).sum());
+        let mut pairs = Vec::with_capacity(leaves.len());
+        for (leaf, list) in leaves.iter().zip(&lists) {
+            let first = spans.len() as u32;
+            spans.extend_from_slice(list);
+            pairs
+                .push(Pair { targets: Span::new(leaf.start, leaf.end), sources: Span::new(first, spans.len() as u32) });
+        }
+        let list = InteractionList { pairs: &pairs, source_spans: &spans };
+        let walk = clock.elapsed();
+        let clock = Instant::now();
+        let mut sorted_out = vec![Field::zero(); tree.all.len()];
+        exec.accelerations_batch(&tree.all, &list, params, &mut sorted_out)?;
+        let kernel = clock.elapsed();
+        for (k, &i) in tree.order.iter().enumerate() {
+            let (o, f) = (&mut out[i as usize], sorted_out[k]);
+            let phi = if params.potential { o.phi + f.phi } else { o.phi };
+            *o = Field::new(o.ax + f.ax, o.ay + f.ay, o.az + f.az, phi);
+        }
+        Ok(TreeStats { interactions: list.interactions(), groups: pairs.len(), build, walk, kernel })
+    }
+}
