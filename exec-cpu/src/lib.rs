@@ -293,13 +293,31 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         let work: Vec<_> = chunks.into_iter().zip(self.workers.iter_mut()).collect();
         let none: &[nbody_core::Velocity<T>] = &[];
         run_parts(self.pool.as_ref(), work, |(chunk, worker)| {
+            // Each piece runs once over its whole source list, gathered into one array:
+            // per-span calls would pay the staging of a call for every 32 sources.
+            let mut gathered: Vec<Particle<T>> = Vec::new();
             for (t, spans) in &chunk.pieces {
-                for s in spans.iter().filter(|s| !s.is_empty()) {
-                    let q = params.with_overlap(nbody_core::Overlap::between(t.clone(), s.range()));
-                    let targets = Bodies { pos: &particles[t.clone()], vel: none };
-                    let sources = Bodies { pos: &particles[s.range()], vel: none };
-                    let out = &mut chunk.out[t.start - chunk.start..t.end - chunk.start];
-                    worker.run(targets, sources, &q, out, None);
+                gathered.clear();
+                for s in spans.iter() {
+                    gathered.extend_from_slice(&particles[s.range()]);
+                }
+                if gathered.is_empty() {
+                    continue;
+                }
+                let q = params.with_overlap(nbody_core::Overlap::Disjoint);
+                let targets = Bodies { pos: &particles[t.clone()], vel: none };
+                let sources = Bodies { pos: &gathered, vel: none };
+                let out = &mut chunk.out[t.start - chunk.start..t.end - chunk.start];
+                worker.run(targets, sources, &q, out, None);
+                // Targets that are in their own source spans: remove the self terms the
+                // softened kernel counted (once per span holding them).
+                if params.potential && !params.masked() {
+                    for s in spans.iter() {
+                        for i in t.start.max(s.start as usize)..t.end.min(s.end as usize) {
+                            let o = &mut out[i - t.start];
+                            o.phi = o.phi + params.g * self_potential(particles[i].m, params.eps2());
+                        }
+                    }
                 }
             }
         });
