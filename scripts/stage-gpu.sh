@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds everything a GPU run needs here (the device machine has no Rust) and stages it
-# in .stage/ (git-ignored): the CUDA conformance test binary, the CUDA benchmark, and
-# run.sh, which runs both. One device call then does:
+# in .stage/ (git-ignored): the CUDA conformance test binary, the CUDA benchmark, the
+# leaf-kernel/tree benchmark, and run.sh, which runs the first two. One device call:
 #   carry [".stage"], command "bash .stage/run.sh [bench args]"
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,8 +13,8 @@ rm -rf .stage && mkdir -p .stage
 cargo build --release -p nbody-cuda
 fatbin=$(ls -t target/release/build/nbody-cuda-*/out/gravity.fatbin | head -n 1)
 python3 exec-cuda/scripts/sass_per_interaction.py "$fatbin" | sort > exec-cuda/sass-counts.txt
-cargo build --release --features cuda --bin nbody-cuda-bench
-cp target/release/nbody-cuda-bench .stage/
+cargo build --release --features cuda --bin nbody-cuda-bench --bin nbody-tree-bench
+cp target/release/nbody-cuda-bench target/release/nbody-tree-bench .stage/
 cargo test --release -p nbody-cuda --no-run --message-format=json 2>/dev/null |
   python3 -c '
 import json, sys, shutil

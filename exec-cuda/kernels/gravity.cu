@@ -183,9 +183,10 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
     }
 }
 
-// One work item of a batched launch: up to BATCH_GROUP targets [t0, t1) of one pair and the
-// source spans [span_first, span_last) of the expanded span list (each span at most a chunk
-// long, so items are of similar cost). Several items may name the same targets: they add
+// One work item of a batched launch: up to 32 targets [t0, t1) of one pair and the source
+// spans [span_first, span_last) of the expanded span list, which together hold at most a
+// chunk of sources (so items cost about the same). `offset[s]` is where span s starts in
+// the item's concatenated source list. Several items may name the same targets: they add
 // their sums atomically.
 struct Item {
     u32 t0, t1, span_first, span_last;
@@ -194,13 +195,14 @@ struct Span {
     u32 start, end;
 };
 
-// Batched kernel: block of 128 threads = 32 targets x 4 slices. Sources of each span are
-// staged through shared memory; the tail of a span is padded with massless particles at
-// load time, so the inner loop has no bounds test.
+// Batched kernel: block of 128 threads = 32 targets x 4 slices. The item's spans are read
+// as one concatenated list, so a tile of 128 is filled across span boundaries (tree lists
+// are made of short spans); only the item's last tile is padded with massless particles.
 template <typename T, bool POT, bool MASKED>
 __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__ particles,
                                         const Item *__restrict__ items, const Span *__restrict__ spans,
-                                        typename V4<T>::type *__restrict__ out, T eps2, T g) {
+                                        const u32 *__restrict__ offset, typename V4<T>::type *__restrict__ out,
+                                        T eps2, T g) {
     typedef typename V4<T>::type v4;
     const int B = 128, TP = 4;
     __shared__ v4 tile[B];
@@ -214,13 +216,26 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
     for (u32 s = item.span_first; s < item.span_last; ++s) {
         const Span span = spans[s];
         self_count += (i >= (int)span.start && i < (int)span.end);
-        for (u32 base = span.start; base < span.end; base += B) {
-            __syncthreads();
-            tile[threadIdx.x] = base + threadIdx.x < span.end ? particles[base + threadIdx.x] : zero4<T>();
-            __syncthreads();
-#pragma unroll 8
-            for (int j = slice; j < B; j += TP) interact<T, POT, MASKED>(p.x, p.y, p.z, tile[j], eps2, ax, ay, az, phi);
+    }
+    const u32 last = item.span_last - 1;
+    const u32 total = offset[last] + (spans[last].end - spans[last].start);
+    for (u32 base = 0; base < total; base += B) {
+        const u32 flat = base + threadIdx.x;
+        v4 q = zero4<T>();
+        if (flat < total) {
+            // The span holding position `flat`: the last whose offset is <= flat.
+            u32 lo = item.span_first, hi = last;
+            while (lo < hi) {
+                const u32 mid = (lo + hi + 1) / 2;
+                if (offset[mid] <= flat) lo = mid; else hi = mid - 1;
+            }
+            q = particles[spans[lo].start + (flat - offset[lo])];
         }
+        __syncthreads();
+        tile[threadIdx.x] = q;
+        __syncthreads();
+#pragma unroll 8
+        for (int j = slice; j < B; j += TP) interact<T, POT, MASKED>(p.x, p.y, p.z, tile[j], eps2, ax, ay, az, phi);
     }
     ax = lane_sum<TP>(ax);
     ay = lane_sum<TP>(ay);
@@ -290,8 +305,9 @@ TILED_ALL(double, f64)
 
 #define BATCH(T, NAME, POT, MASKED)                                                                                    \
     extern "C" __global__ void __launch_bounds__(128) nbody_batch_##NAME##_p##POT##_m##MASKED(                         \
-        const V4<T>::type *particles, const Item *items, const Span *spans, V4<T>::type *out, T eps2, T g) {           \
-        batched<T, POT, MASKED>(particles, items, spans, out, eps2, g);                                                \
+        const V4<T>::type *particles, const Item *items, const Span *spans, const u32 *offset, V4<T>::type *out,       \
+        T eps2, T g) {                                                                                                 \
+        batched<T, POT, MASKED>(particles, items, spans, offset, out, eps2, g);                                        \
     }
 
 #define PER_PRECISION(T, NAME)                                                                                         \

@@ -20,10 +20,11 @@ pub(crate) struct Item {
     span_last: u32,
 }
 
-/// Items and the span list they index (the list's spans cut into pieces of at most
-/// `CHUNK`, grouped so that no item holds more than `CHUNK` sources).
-pub(crate) fn expand(list: &InteractionList<'_>) -> (Vec<Item>, Vec<Span>) {
-    let (mut items, mut spans) = (Vec::new(), Vec::new());
+/// Items, the span list they index (the list's spans cut into pieces of at most
+/// `CHUNK`, grouped so that no item holds more than `CHUNK` sources), and for each span
+/// where it starts in its item's concatenated source list.
+pub(crate) fn expand(list: &InteractionList<'_>) -> (Vec<Item>, Vec<Span>, Vec<u32>) {
+    let (mut items, mut spans, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
     let mut groups = Vec::new();
     for pair in list.pairs {
         groups.clear();
@@ -33,6 +34,7 @@ pub(crate) fn expand(list: &InteractionList<'_>) -> (Vec<Item>, Vec<Span>) {
             while a < s.end {
                 let take = (s.end - a).min(CHUNK - total);
                 spans.push(Span::new(a, a + take));
+                offsets.push(total);
                 (a, total) = (a + take, total + take);
                 if total == CHUNK {
                     groups.push((first, spans.len() as u32));
@@ -48,7 +50,7 @@ pub(crate) fn expand(list: &InteractionList<'_>) -> (Vec<Item>, Vec<Span>) {
             items.extend(groups.iter().map(|&(span_first, span_last)| Item { t0, t1, span_first, span_last }));
         }
     }
-    (items, spans)
+    (items, spans, offsets)
 }
 
 #[cfg(test)]
@@ -64,7 +66,14 @@ mod tests {
             Pair { targets: Span::new(100, 101), sources: Span::new(1, 2) },
         ];
         let list = InteractionList { pairs: &pairs, source_spans: &spans };
-        let (items, cut) = expand(&list);
+        let (items, cut, offsets) = expand(&list);
+        for i in &items {
+            let mut at = 0;
+            for s in i.span_first..i.span_last {
+                assert_eq!(offsets[s as usize], at);
+                at += cut[s as usize].len() as u32;
+            }
+        }
         let count: usize = items
             .iter()
             .map(|i| {

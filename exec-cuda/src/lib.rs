@@ -372,7 +372,7 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
         nbody_core::validate_batch(particles, list, params, out.len())?;
-        let (items, spans) = batch::expand(list);
+        let (items, spans, offsets) = batch::expand(list);
         if items.is_empty() {
             return Ok(());
         }
@@ -385,17 +385,19 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
             upload_padded(it, bytemuck::cast_slice(&items), 0)?;
             let sp = me.scratch[EXTRA_B].reserve(std::mem::size_of_val(spans.as_slice()))?;
             upload_padded(sp, bytemuck::cast_slice(&spans), 0)?;
+            let off = me.scratch[EXTRA_C].reserve(std::mem::size_of_val(offsets.as_slice()))?;
+            upload_padded(off, bytemuck::cast_slice(&offsets), 0)?;
             let name = format!("nbody_batch_{}_p{}_m{}", T::TAG, params.potential as u8, params.masked() as u8);
             let f = me.function(&name)?;
             let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
-            let (ps, it, sp, o) = (b(SOURCES)?, b(EXTRA_A)?, b(EXTRA_B)?, b(OUT)?);
+            let (ps, it, sp, off, o) = (b(SOURCES)?, b(EXTRA_A)?, b(EXTRA_B)?, b(EXTRA_C)?, b(OUT)?);
             let stream = &me.stream;
             let (eps2, g) = (params.eps2(), params.g);
             // SAFETY: items index spans, spans index particles (validated), out has one
             // entry per particle.
             unsafe {
                 launch!(f<<<items.len() as u32, batch::BLOCK, 0, stream>>>(
-                    ps, it, sp, o, eps2, g
+                    ps, it, sp, off, o, eps2, g
                 ))
             }
             .map_err(cuda("launching the batched kernel"))?;
