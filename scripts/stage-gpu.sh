@@ -24,7 +24,7 @@ for line in sys.stdin:
         shutil.copy(m["executable"], ".stage/cuda-conformance")
 '
 strip .stage/* 2>/dev/null || true
-cp exec-cuda/scripts/sass_per_interaction.py .stage/
+cp exec-cuda/scripts/sass_per_interaction.py scripts/sanitize-gpu.sh .stage/
 cat > .stage/run.sh <<'RUN'
 #!/usr/bin/env bash
 # On the device machine: device facts, the conformance suite on the GPU, then the bench.

@@ -48,6 +48,10 @@ pub fn params<T: Real>(params: &Params<T>) -> Result<(), Error> {
     if !(params.eps.is_finite() && params.eps >= T::zero()) {
         return Err(Error::InvalidParameter { name: "eps", requirement: "finite and non-negative" });
     }
+    // eps² is what the kernels add to r²: beyond about 1e19 (f32) it overflows.
+    if !params.eps2().is_finite() {
+        return Err(Error::InvalidParameter { name: "eps", requirement: "small enough that eps² is finite" });
+    }
     if !(params.g.is_finite() && params.g >= T::zero()) {
         return Err(Error::InvalidParameter { name: "G", requirement: "finite and non-negative" });
     }

@@ -446,6 +446,11 @@ fn bad_input_is_an_error<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<
     let eps_err = Error::InvalidParameter { name: "eps", requirement: "finite and non-negative" };
     refuses::<T>("negative eps", eps_err, n, |o| e.accelerations(&good, &good, &Params::softened(-T::one()), o))?;
     refuses::<T>("NaN eps", eps_err, n, |o| e.accelerations(&good, &good, &Params::softened(nan), o))?;
+    let huge = T::from_f64(if T::NAME == "f32" { 1e20 } else { 1e200 });
+    let square_err = Error::InvalidParameter { name: "eps", requirement: "small enough that eps² is finite" };
+    refuses::<T>("eps whose square overflows", square_err, n, |o| {
+        e.accelerations(&good, &good, &Params::softened(huge), o)
+    })?;
     let g_err = Error::InvalidParameter { name: "G", requirement: "finite and non-negative" };
     refuses::<T>("infinite G", g_err, n, |o| e.accelerations(&good, &good, &p.with_g(inf), o))?;
     let ident = p.with_overlap_identical();

@@ -22,6 +22,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 mod checks;
+pub mod fuzz;
 mod gen;
 
 pub use gen::Case;
