@@ -108,6 +108,7 @@ impl Executor<f64> for MixedExecutor {
         if targets.is_empty() || sources.is_empty() {
             return Ok(());
         }
+        check_extent(targets, sources)?;
         let eps32 = params.eps as f32;
         let eps2 = eps32 * eps32;
         // The f32 kernel decides masking; the self term follows the same decision.
@@ -193,6 +194,27 @@ fn morton_order(targets: &[Particle<f64>], order: &mut Vec<u32>) {
     keyed.sort_unstable();
     order.clear();
     order.extend(keyed.iter().map(|&(_, i)| i));
+}
+
+/// Offsets are rounded to f32 and squared: the system must span less than about 1e18
+/// (squares up to 1e36, below f32's 3.4e38) or results would overflow.
+pub const MAX_EXTENT: f64 = 1e18;
+
+fn check_extent(targets: &[Particle<f64>], sources: &[Particle<f64>]) -> Result<(), Error> {
+    let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+    for p in targets.iter().chain(sources) {
+        for (k, x) in p.position().into_iter().enumerate() {
+            lo[k] = lo[k].min(x);
+            hi[k] = hi[k].max(x);
+        }
+    }
+    if (0..3).any(|k| hi[k] - lo[k] > MAX_EXTENT) {
+        return Err(Error::InvalidParameter {
+            name: "coordinates",
+            requirement: "within 1e18 of each other for the mixed-precision executor",
+        });
+    }
+    Ok(())
 }
 
 fn stage(s: &mut Scratch, targets: &[Particle<f64>], sources: &[Particle<f64>], parts: usize) {

@@ -35,6 +35,7 @@ pub fn all<T: Real, E: Executor<T>>() -> Vec<(&'static str, Check<E>)> {
         ("batch_matches_pairwise", batch_matches_pairwise::<T, E>),
         ("bad_input_is_an_error", bad_input_is_an_error::<T, E>),
         ("empty_inputs", empty_inputs::<T, E>),
+        ("numeric_edges_stay_finite", numeric_edges_stay_finite::<T, E>),
     ]
 }
 
@@ -525,6 +526,46 @@ fn empty_inputs<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String
     let one = call(e, &ps[..1], &ps[..1], &p.with_overlap_identical(), &zeros(1))?;
     if lanes(&one[0]).iter().any(|x| x.abs() > 8.0 * u * 10.0) {
         return Err(format!("a lone particle feels {:?}", one[0]));
+    }
+    Ok(())
+}
+
+/// The edges of the input policy's finite range, and beyond it where the kernel still
+/// must not produce NaN: huge coordinates, subnormal separations (masked when they square
+/// to zero), eps so small that eps² underflows (masked), coincident particles.
+fn numeric_edges_stay_finite<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<(), String> {
+    let f32_like = T::NAME == "f32";
+    let tiny = if f32_like { 1e-40 } else { 1e-310 }; // subnormal in T
+    let big = if f32_like { 1e18 } else { 1e150 }; // r² stays finite
+    let cases: Vec<(&str, Vec<[f64; 4]>, f64)> = vec![
+        (
+            "coordinates at the finite range, eps 1e-3",
+            vec![[1e6, -1e6, 1e6, 1e6], [-1e6, 1e6, -1e6, 1e6], [1e6, 1e6, 1e6, 1.0]],
+            1e-3,
+        ),
+        ("huge coordinates, eps 0", vec![[big, 0.0, 0.0, 1.0], [-big, 0.0, 0.0, 1.0], [0.0, big, 0.0, 1.0]], 0.0),
+        ("subnormal separation, eps 0", vec![[0.0, 0.0, 0.0, 1.0], [tiny, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 1.0]], 0.0),
+        (
+            "eps whose square underflows, coincident pair",
+            vec![[0.5, 0.5, 0.5, 1.0], [0.5, 0.5, 0.5, 1.0], [-0.5, 0.0, 0.0, 1.0]],
+            tiny,
+        ),
+        ("separation 1e-3 and eps 0", vec![[0.0, 0.0, 0.0, 1.0], [1e-3, 0.0, 0.0, 1.0]], 0.0),
+    ];
+    for (what, rows, eps) in cases {
+        let ps = particles::<T>(&rows);
+        for overlap in [Overlap::Disjoint, Overlap::Identical] {
+            let p = Params::softened(T::from_f64(eps)).with_overlap(overlap);
+            let mut out = zeros::<T>(ps.len());
+            // A clear refusal is acceptable (e.g. beyond a mixed-precision executor's
+            // f32 range); NaN or infinity in an accepted result is not.
+            if e.accelerations(&ps, &ps, &p, &mut out).is_err() {
+                continue;
+            }
+            if let Some(i) = out.iter().position(|f| !lanes(f).iter().all(|x| x.is_finite())) {
+                return Err(format!("{what} ({overlap:?}): target {i} has non-finite output {:?}", out[i]));
+            }
+        }
     }
     Ok(())
 }
