@@ -22,10 +22,12 @@
 
 use crate::{rsqrt, Field, Jerk, Particle, Real, Velocity};
 
-/// `1/r` for `r² = |d|² + ε²`; zero when `masked` and `r² = 0`.
+/// `1/r` for `r² = |d|² + ε²`; zero when `masked` and `r²` is below the smallest normal
+/// number (zero, or a separation so small that 1/r³ would overflow anyway: treated as
+/// coincident, the same in every executor).
 #[inline(always)]
 pub fn inverse_distance<T: Real>(r2: T, masked: bool) -> T {
-    if masked && r2 == T::zero() {
+    if masked && r2 < T::min_positive_value() {
         T::zero()
     } else {
         rsqrt::exact(r2)
@@ -39,6 +41,7 @@ pub fn pair<T: Real>(xi: [T; 3], src: &Particle<T>, eps2: T, masked: bool, acc: 
     let (dx, dy, dz) = (src.x - xi[0], src.y - xi[1], src.z - xi[2]);
     let r2 = eps2 + dx * dx + dy * dy + dz * dz;
     let rinv = inverse_distance(r2, masked);
+    // (m/r · 1/r) · 1/r, not m/r · 1/r²: stays 0 for a massless source where 1/r² overflows.
     let m_rinv = src.m * rinv;
     let m_rinv3 = m_rinv * rinv * rinv;
     acc.ax = acc.ax + dx * m_rinv3;
@@ -65,14 +68,14 @@ pub fn pair_jerk<T: Real>(
     let (dvx, dvy, dvz) = (vj.vx - vi[0], vj.vy - vi[1], vj.vz - vi[2]);
     let r2 = eps2 + dx * dx + dy * dy + dz * dz;
     let rinv = inverse_distance(r2, masked);
-    let rinv2 = rinv * rinv;
+    // Products in this order stay 0 for a massless source even where 1/r² overflows.
     let m_rinv = src.m * rinv;
-    let m_rinv3 = m_rinv * rinv2;
+    let m_rinv3 = m_rinv * rinv * rinv;
     acc.ax = acc.ax + dx * m_rinv3;
     acc.ay = acc.ay + dy * m_rinv3;
     acc.az = acc.az + dz * m_rinv3;
     acc.phi = acc.phi - m_rinv;
-    let alpha = T::from_f64(3.0) * (dx * dvx + dy * dvy + dz * dvz) * rinv2;
+    let alpha = T::from_f64(3.0) * (dx * dvx + dy * dvy + dz * dvz) * rinv * rinv;
     jerk.jx = jerk.jx + m_rinv3 * (dvx - alpha * dx);
     jerk.jy = jerk.jy + m_rinv3 * (dvy - alpha * dy);
     jerk.jz = jerk.jz + m_rinv3 * (dvz - alpha * dz);

@@ -90,7 +90,8 @@ pub fn field<T: Real>(
                 }
                 continue;
             }
-            if r2 == 0.0 || (masked && (T::from_f64(r2) == T::zero() || dist2 == 0.0)) {
+            // Executors mask pairs whose r² (in T) is below the smallest normal number.
+            if r2 == 0.0 || (masked && T::from_f64(r2) < T::min_positive_value()) {
                 continue;
             }
             let r = Float::sqrt(r2);

@@ -128,17 +128,19 @@ impl<T: Real> Params<T> {
         self.with_overlap(Overlap::Identical)
     }
 
-    /// ε² as the kernels use it. When it underflows to zero (ε below about 1e-19 in f32)
-    /// the masked path is used, so coincident pairs never produce infinities.
+    /// ε² as the kernels use it. When it is below the smallest normal number the masked
+    /// path is used ([`Params::masked`]), so coincident pairs never produce infinities.
     #[inline]
     pub fn eps2(&self) -> T {
         self.eps * self.eps
     }
 
-    /// Whether the kernel must mask zero-distance pairs (ε² = 0).
+    /// Whether the kernel must mask zero-distance pairs: ε² = 0, or below the smallest
+    /// normal number (ε under about 1e-19 in f32, 1e-154 in f64), where it would soften
+    /// nothing and flushes to zero on some hardware.
     #[inline]
     pub fn masked(&self) -> bool {
-        self.eps2() == T::zero()
+        self.eps2() < T::min_positive_value()
     }
 
     /// Converts to another precision.

@@ -131,9 +131,9 @@ pub(crate) unsafe fn accumulate_jerk<S: Simd, const POT: bool, const MASK: bool>
         let (dvx, dvy, dvz) = (S::sub(g(src.vx), vxi), S::sub(g(src.vy), vyi), S::sub(g(src.vz), vzi));
         let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
         let rinv = S::rsqrt::<MASK>(r2);
-        let rinv2 = S::mul(rinv, rinv);
+        // Multiplied in this order so a massless source stays 0 where 1/r² overflows.
         let m_rinv = S::mul(g(src.m), rinv);
-        let m_rinv3 = S::mul(m_rinv, rinv2);
+        let m_rinv3 = S::mul(S::mul(m_rinv, rinv), rinv);
         ax = S::fma(dx, m_rinv3, ax);
         ay = S::fma(dy, m_rinv3, ay);
         az = S::fma(dz, m_rinv3, az);
@@ -141,7 +141,7 @@ pub(crate) unsafe fn accumulate_jerk<S: Simd, const POT: bool, const MASK: bool>
             phi = S::sub(phi, m_rinv);
         }
         let rv = S::fma(dz, dvz, S::fma(dy, dvy, S::mul(dx, dvx)));
-        let alpha = S::mul(S::mul(three, rv), rinv2);
+        let alpha = S::mul(S::mul(S::mul(three, rv), rinv), rinv);
         jx = S::fma(m_rinv3, S::fnma(alpha, dx, dvx), jx);
         jy = S::fma(m_rinv3, S::fnma(alpha, dy, dvy), jy);
         jz = S::fma(m_rinv3, S::fnma(alpha, dz, dvz), jz);

@@ -23,7 +23,8 @@ pub(crate) trait Simd: Copy {
     /// `c - a * b`, fused where the hardware has it.
     unsafe fn fnma(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
     /// `1/sqrt(x)` to about one rounding of the type: the hardware estimate refined by
-    /// Newton steps (never a raw estimate). `MASK`: lanes with `x == 0` give 0.
+    /// Newton steps (never a raw estimate). `MASK`: lanes with `x` below the smallest
+    /// normal number give 0 (see `nbody_core::kernel::inverse_distance`).
     unsafe fn rsqrt<const MASK: bool>(x: Self::V) -> Self::V;
 
     /// Source masses are multiplied by this once per source before [`Simd::weights`].
@@ -38,7 +39,8 @@ pub(crate) trait Simd: Copy {
     unsafe fn weights<const MASK: bool>(r2: Self::V, ms: Self::V) -> (Self::V, Self::V) {
         let rinv = Self::rsqrt::<MASK>(r2);
         let m_rinv = Self::mul(ms, rinv);
-        (m_rinv, Self::mul(m_rinv, Self::mul(rinv, rinv)))
+        // (m/r · 1/r) · 1/r: stays 0 for a massless source where 1/r² would overflow.
+        (m_rinv, Self::mul(Self::mul(m_rinv, rinv), rinv))
     }
 }
 
@@ -50,7 +52,7 @@ unsafe fn folded_weights<S: Simd>(x: S::V, y: S::V, m8: S::V) -> (S::V, S::V) {
     let t = S::mul(x, y);
     let w = S::mul(y, S::fnma(t, y, S::splat(S::T::from_f64(3.0))));
     let p = S::mul(m8, w);
-    (p, S::mul(p, S::mul(w, w)))
+    (p, S::mul(S::mul(p, w), w))
 }
 
 /// Newton step for 1/sqrt: `y (3 - x y²) / 2`, written so that it costs 4 operations.
@@ -111,7 +113,9 @@ impl<T: Real> Simd for Portable<T> {
     }
     #[inline(always)]
     unsafe fn rsqrt<const MASK: bool>(x: [T; 8]) -> [T; 8] {
-        core::array::from_fn(|i| if MASK && x[i] == T::zero() { T::zero() } else { T::one() / x[i].sqrt() })
+        core::array::from_fn(
+            |i| if MASK && x[i] < T::min_positive_value() { T::zero() } else { T::one() / x[i].sqrt() },
+        )
     }
 }
 
@@ -164,7 +168,7 @@ mod x86 {
         #[inline(always)]
         unsafe fn rsqrt<const MASK: bool>(x: __m512) -> __m512 {
             let y = if MASK {
-                _mm512_maskz_rsqrt14_ps(_mm512_cmpneq_ps_mask(x, _mm512_setzero_ps()), x)
+                _mm512_maskz_rsqrt14_ps(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, _mm512_set1_ps(f32::MIN_POSITIVE)), x)
             } else {
                 _mm512_rsqrt14_ps(x)
             };
@@ -177,7 +181,7 @@ mod x86 {
         #[inline(always)]
         unsafe fn weights<const MASK: bool>(r2: __m512, m8: __m512) -> (__m512, __m512) {
             let y = if MASK {
-                _mm512_maskz_rsqrt14_ps(_mm512_cmpneq_ps_mask(r2, _mm512_setzero_ps()), r2)
+                _mm512_maskz_rsqrt14_ps(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(r2, _mm512_set1_ps(f32::MIN_POSITIVE)), r2)
             } else {
                 _mm512_rsqrt14_ps(r2)
             };
@@ -225,7 +229,7 @@ mod x86 {
         #[inline(always)]
         unsafe fn rsqrt<const MASK: bool>(x: __m512d) -> __m512d {
             let y = if MASK {
-                _mm512_maskz_rsqrt14_pd(_mm512_cmpneq_pd_mask(x, _mm512_setzero_pd()), x)
+                _mm512_maskz_rsqrt14_pd(_mm512_cmp_pd_mask::<_CMP_GE_OQ>(x, _mm512_set1_pd(f64::MIN_POSITIVE)), x)
             } else {
                 _mm512_rsqrt14_pd(x)
             };
@@ -238,7 +242,7 @@ mod x86 {
         #[inline(always)]
         unsafe fn weights<const MASK: bool>(r2: __m512d, m8: __m512d) -> (__m512d, __m512d) {
             let y = if MASK {
-                _mm512_maskz_rsqrt14_pd(_mm512_cmpneq_pd_mask(r2, _mm512_setzero_pd()), r2)
+                _mm512_maskz_rsqrt14_pd(_mm512_cmp_pd_mask::<_CMP_GE_OQ>(r2, _mm512_set1_pd(f64::MIN_POSITIVE)), r2)
             } else {
                 _mm512_rsqrt14_pd(r2)
             };
@@ -288,7 +292,7 @@ mod x86 {
         unsafe fn rsqrt<const MASK: bool>(x: __m256) -> __m256 {
             let y = householder::<Self>(x, _mm256_rsqrt_ps(x));
             if MASK {
-                _mm256_and_ps(y, _mm256_cmp_ps::<_CMP_NEQ_OQ>(x, _mm256_setzero_ps()))
+                _mm256_and_ps(y, _mm256_cmp_ps::<_CMP_GE_OQ>(x, _mm256_set1_ps(f32::MIN_POSITIVE)))
             } else {
                 y
             }
@@ -349,7 +353,7 @@ mod x86 {
                 _mm256_blendv_pd(y, _mm256_div_pd(_mm256_set1_pd(1.0), _mm256_sqrt_pd(x)), outside)
             };
             if MASK {
-                _mm256_and_pd(y, _mm256_cmp_pd::<_CMP_NEQ_OQ>(x, _mm256_setzero_pd()))
+                _mm256_and_pd(y, _mm256_cmp_pd::<_CMP_GE_OQ>(x, _mm256_set1_pd(f64::MIN_POSITIVE)))
             } else {
                 y
             }

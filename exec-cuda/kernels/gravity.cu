@@ -28,6 +28,12 @@ __device__ __forceinline__ double rsqrt_fast(double x) {
     return fma(y * e, fma(0.375, e, 0.5), y);
 }
 
+// Pairs with r^2 below the smallest normal number are masked (eps = 0): the same rule as
+// nbody-core's inverse_distance.
+template <typename T> __device__ __forceinline__ T min_normal();
+template <> __device__ __forceinline__ float min_normal<float>() { return 1.17549435e-38f; }
+template <> __device__ __forceinline__ double min_normal<double>() { return 2.2250738585072014e-308; }
+
 template <typename T> __device__ __forceinline__ typename V4<T>::type zero4() {
     typename V4<T>::type z;
     z.x = 0; z.y = 0; z.z = 0; z.w = 0;
@@ -41,9 +47,10 @@ __device__ __forceinline__ void interact(T xi, T yi, T zi, const typename V4<T>:
     T dx = s.x - xi, dy = s.y - yi, dz = s.z - zi;
     T r2 = fma(dz, dz, fma(dy, dy, fma(dx, dx, eps2)));
     T rinv = rsqrt_fast(r2);
-    if (MASKED) rinv = r2 > T(0) ? rinv : T(0);
+    if (MASKED) rinv = r2 >= min_normal<T>() ? rinv : T(0);
     T m_rinv = s.w * rinv;
-    T m_rinv3 = m_rinv * (rinv * rinv);
+    // (m/r * 1/r) * 1/r: stays 0 for a massless source where 1/r^2 overflows.
+    T m_rinv3 = (m_rinv * rinv) * rinv;
     ax = fma(dx, m_rinv3, ax);
     ay = fma(dy, m_rinv3, ay);
     az = fma(dz, m_rinv3, az);
@@ -159,15 +166,14 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
             T dvx = sv.x - v.x, dvy = sv.y - v.y, dvz = sv.z - v.z;
             T r2 = fma(dz, dz, fma(dy, dy, fma(dx, dx, eps2)));
             T rinv = rsqrt_fast(r2);
-            if (MASKED) rinv = r2 > T(0) ? rinv : T(0);
-            T rinv2 = rinv * rinv;
+            if (MASKED) rinv = r2 >= min_normal<T>() ? rinv : T(0);
             T m_rinv = s.w * rinv;
-            T m_rinv3 = m_rinv * rinv2;
+            T m_rinv3 = (m_rinv * rinv) * rinv;
             ax = fma(dx, m_rinv3, ax);
             ay = fma(dy, m_rinv3, ay);
             az = fma(dz, m_rinv3, az);
             if (POT) phi -= m_rinv;
-            T alpha = T(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz)) * rinv2;
+            T alpha = ((T(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz))) * rinv) * rinv;
             jx = fma(m_rinv3, fma(-alpha, dx, dvx), jx);
             jy = fma(m_rinv3, fma(-alpha, dy, dvy), jy);
             jz = fma(m_rinv3, fma(-alpha, dz, dvz), jz);
