@@ -24,7 +24,7 @@ mod scratch;
 mod simd;
 
 pub use dispatch::Isa;
-pub use mixed::MixedExecutor;
+pub use mixed::{MixedExecutor, MAX_EXTENT};
 
 use nbody_core::kernel::self_potential;
 use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle, Real};

@@ -19,6 +19,10 @@ use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particl
 /// The mixed-precision CPU executor (an `Executor<f64>`). The jerk kernel runs in full
 /// f64 (through [`crate::CpuExecutor`]): Hermite integrators need its accuracy.
 ///
+/// Its range is f32's on the offsets: systems wider than [`MAX_EXTENT`] are refused, and
+/// separations whose f32 square is below the smallest normal f32 (about 1e-19) count as
+/// coincident.
+///
 /// ```
 /// use nbody_core::{Executor, Field, Params};
 /// use nbody_cpu::{MixedExecutor, Parallelism};
