@@ -25,6 +25,7 @@
 //! # Ok::<(), nbody::Error>(())
 //! ```
 
+use nbody_core::layout::morton;
 use nbody_core::{Error, Executor, Field, InteractionList, Pair, Params, Particle, Real, Span};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
@@ -64,19 +65,6 @@ struct Cell {
     com: [f64; 3],
     mass: f64,
     side: f64,
-}
-
-/// Interleaves the low 21 bits of three coordinates.
-fn morton(c: [u64; 3]) -> u64 {
-    let spread = |mut v: u64| {
-        v &= 0x1f_ffff;
-        v = (v | v << 32) & 0x1f_0000_0000_ffff;
-        v = (v | v << 16) & 0x1f_0000_ff00_00ff;
-        v = (v | v << 8) & 0x100f_00f0_0f00_f00f;
-        v = (v | v << 4) & 0x10c3_0c30_c30c_30c3;
-        (v | v << 2) & 0x1249_2492_4924_9249
-    };
-    spread(c[0]) | spread(c[1]) << 1 | spread(c[2]) << 2
 }
 
 struct Tree<T: Real> {

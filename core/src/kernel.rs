@@ -35,9 +35,9 @@ pub fn inverse_distance<T: Real>(r2: T, masked: bool) -> T {
 }
 
 /// Adds source `src`'s contribution (without G) to the running sums `acc` of a target
-/// at `xi`.
+/// at `xi`; returns `(d, 1/r, m/r³)` for callers that add more terms (the jerk).
 #[inline(always)]
-pub fn pair<T: Real>(xi: [T; 3], src: &Particle<T>, eps2: T, masked: bool, acc: &mut Field<T>) {
+pub fn pair<T: Real>(xi: [T; 3], src: &Particle<T>, eps2: T, masked: bool, acc: &mut Field<T>) -> ([T; 3], T, T) {
     let (dx, dy, dz) = (src.x - xi[0], src.y - xi[1], src.z - xi[2]);
     let r2 = eps2 + dx * dx + dy * dy + dz * dz;
     let rinv = inverse_distance(r2, masked);
@@ -48,6 +48,7 @@ pub fn pair<T: Real>(xi: [T; 3], src: &Particle<T>, eps2: T, masked: bool, acc: 
     acc.ay = acc.ay + dy * m_rinv3;
     acc.az = acc.az + dz * m_rinv3;
     acc.phi = acc.phi - m_rinv;
+    ([dx, dy, dz], rinv, m_rinv3)
 }
 
 /// [`pair`] plus the jerk, for a target at `xi` moving with `vi` and a source moving
@@ -64,17 +65,8 @@ pub fn pair_jerk<T: Real>(
     acc: &mut Field<T>,
     jerk: &mut Jerk<T>,
 ) {
-    let (dx, dy, dz) = (src.x - xi[0], src.y - xi[1], src.z - xi[2]);
+    let ([dx, dy, dz], rinv, m_rinv3) = pair(xi, src, eps2, masked, acc);
     let (dvx, dvy, dvz) = (vj.vx - vi[0], vj.vy - vi[1], vj.vz - vi[2]);
-    let r2 = eps2 + dx * dx + dy * dy + dz * dz;
-    let rinv = inverse_distance(r2, masked);
-    // Products in this order stay 0 for a massless source even where 1/r² overflows.
-    let m_rinv = src.m * rinv;
-    let m_rinv3 = m_rinv * rinv * rinv;
-    acc.ax = acc.ax + dx * m_rinv3;
-    acc.ay = acc.ay + dy * m_rinv3;
-    acc.az = acc.az + dz * m_rinv3;
-    acc.phi = acc.phi - m_rinv;
     let alpha = T::from_f64(3.0) * (dx * dvx + dy * dvy + dz * dvz) * rinv * rinv;
     jerk.jx = jerk.jx + m_rinv3 * (dvx - alpha * dx);
     jerk.jy = jerk.jy + m_rinv3 * (dvy - alpha * dy);

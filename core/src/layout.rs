@@ -378,3 +378,26 @@ impl<T: Real> Soa<T> {
         SoaRef { x: &self.x, y: &self.y, z: &self.z, m: &self.m }
     }
 }
+
+/// Interleaves the low 21 bits of three integer coordinates into a 63-bit Morton code:
+/// sorting by it orders points along a Z-curve, so runs of the order are compact in
+/// space (used for target blocks and tree codes).
+///
+/// ```
+/// use nbody_core::layout::morton;
+/// assert_eq!(morton([1, 0, 0]), 1);
+/// assert_eq!(morton([0, 1, 0]), 2);
+/// assert_eq!(morton([1, 1, 1]), 7);
+/// assert_eq!(morton([2, 0, 0]), 8);
+/// ```
+pub fn morton(c: [u64; 3]) -> u64 {
+    let spread = |mut v: u64| {
+        v &= 0x1f_ffff;
+        v = (v | v << 32) & 0x1f_0000_0000_ffff;
+        v = (v | v << 16) & 0x1f_0000_ff00_00ff;
+        v = (v | v << 8) & 0x100f_00f0_0f00_f00f;
+        v = (v | v << 4) & 0x10c3_0c30_c30c_30c3;
+        (v | v << 2) & 0x1249_2492_4924_9249
+    };
+    spread(c[0]) | spread(c[1]) << 1 | spread(c[2]) << 2
+}

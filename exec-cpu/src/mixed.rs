@@ -14,6 +14,7 @@ use crate::kernel::{accumulate, Block, SourcesSoa, TILE};
 use crate::simd::{Portable, Simd};
 use crate::Parallelism;
 use nbody_core::kernel::self_potential;
+use nbody_core::layout::morton;
 use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle};
 
 /// The mixed-precision CPU executor (an `Executor<f64>`). The jerk kernel runs in full
@@ -164,19 +165,6 @@ impl Executor<f64> for MixedExecutor {
     ) -> Result<(), Error> {
         self.full.accelerations_jerk(targets, sources, params, out, jerk)
     }
-}
-
-/// Interleaves the low 21 bits of x, y, z into a 63-bit Morton code.
-fn morton(c: [u64; 3]) -> u64 {
-    let spread = |mut v: u64| {
-        v &= 0x1f_ffff;
-        v = (v | v << 32) & 0x1f_0000_0000_ffff;
-        v = (v | v << 16) & 0x1f_0000_ff00_00ff;
-        v = (v | v << 8) & 0x100f_00f0_0f00_f00f;
-        v = (v | v << 4) & 0x10c3_0c30_c30c_30c3;
-        (v | v << 2) & 0x1249_2492_4924_9249
-    };
-    spread(c[0]) | spread(c[1]) << 1 | spread(c[2]) << 2
 }
 
 /// Sorts target indices along a Morton curve over their bounding box.
