@@ -76,12 +76,11 @@ pub(crate) unsafe fn accumulate<S: Simd, const U: usize, const POT: bool, const 
     let zero = S::splat(S::T::from_f64(0.0));
     let (mut ax, mut ay, mut az, mut phi) = ([zero; U], [zero; U], [zero; U], [zero; U]);
     let e2 = S::splat(eps2);
-    let mass_scale = S::splat(S::T::from_f64(S::MASS_SCALE));
     let n = src.len();
     let (sx, sy, sz, sm) = (src.x.as_ptr(), src.y.as_ptr(), src.z.as_ptr(), src.m.as_ptr());
     for j in 0..n {
         let (xj, yj, zj) = (S::splat(*sx.add(j)), S::splat(*sy.add(j)), S::splat(*sz.add(j)));
-        let mj = S::mul(S::splat(*sm.add(j)), mass_scale);
+        let mj = S::splat(*sm.add(j));
         for u in 0..U {
             let dx = S::sub(xj, xi[u]);
             let dy = S::sub(yj, yi[u]);
@@ -97,13 +96,13 @@ pub(crate) unsafe fn accumulate<S: Simd, const U: usize, const POT: bool, const 
             }
         }
     }
-    // The potential sums are kept in units of 1 / PHI_SCALE (see `Simd::weights`).
-    let rescale = S::splat(S::T::from_f64(S::PHI_SCALE));
+    // The sums are kept in units of 1 / ACC_SCALE and 1 / PHI_SCALE (`Simd::weights`).
+    let (acc_scale, phi_scale) = (S::splat(S::T::from_f64(S::ACC_SCALE)), S::splat(S::T::from_f64(S::PHI_SCALE)));
     for u in 0..U {
-        S::store(blk.acc[0].as_mut_ptr().add(u * l), ax[u]);
-        S::store(blk.acc[1].as_mut_ptr().add(u * l), ay[u]);
-        S::store(blk.acc[2].as_mut_ptr().add(u * l), az[u]);
-        S::store(blk.acc[3].as_mut_ptr().add(u * l), S::mul(phi[u], rescale));
+        S::store(blk.acc[0].as_mut_ptr().add(u * l), S::mul(ax[u], acc_scale));
+        S::store(blk.acc[1].as_mut_ptr().add(u * l), S::mul(ay[u], acc_scale));
+        S::store(blk.acc[2].as_mut_ptr().add(u * l), S::mul(az[u], acc_scale));
+        S::store(blk.acc[3].as_mut_ptr().add(u * l), S::mul(phi[u], phi_scale));
     }
 }
 

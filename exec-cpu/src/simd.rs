@@ -27,14 +27,16 @@ pub(crate) trait Simd: Copy {
     /// normal number give 0 (see `nbody_core::kernel::inverse_distance`).
     unsafe fn rsqrt<const MASK: bool>(x: Self::V) -> Self::V;
 
-    /// Source masses are multiplied by this once per source before [`Simd::weights`].
-    const MASS_SCALE: f64 = 1.0;
+    /// [`Simd::weights`]' acceleration term times this is `m / r³`.
+    const ACC_SCALE: f64 = 1.0;
     /// [`Simd::weights`]' potential term times this is `m / r`.
     const PHI_SCALE: f64 = 1.0;
 
-    /// For `r2 = r² (+ eps²)` and the scaled mass `ms = m * MASS_SCALE`, returns
-    /// `(m / r / PHI_SCALE, m / r³)`: the potential and acceleration weights of a pair.
-    /// Backends override it to fold constants of their last Newton step into the masses.
+    /// For `r2 = r² (+ eps²)` and the mass `ms`, returns `(m / r / PHI_SCALE,
+    /// m / r³ / ACC_SCALE)`: the potential and acceleration weights of a pair, up to
+    /// constant factors that the kernel applies once to its sums (exact powers of two, so
+    /// nothing is lost even for subnormal masses). Backends override it to drop the
+    /// constants of their last Newton step.
     #[inline(always)]
     unsafe fn weights<const MASK: bool>(r2: Self::V, ms: Self::V) -> (Self::V, Self::V) {
         let rinv = Self::rsqrt::<MASK>(r2);
@@ -45,13 +47,13 @@ pub(crate) trait Simd: Copy {
 }
 
 /// The last Newton step folded into the weights: with `w = y (3 - x y²) = 2 y'` (the
-/// refined `1/r` doubled) and masses pre-scaled by 1/8, `m/8 · w = m y' / 4` and
-/// `m/8 · w³ = m y'³`: 6 operations for both weights instead of 7.
+/// refined `1/r` doubled), `m w = 2 m y'` and `m w³ = 8 m y'³` (so PHI_SCALE = 1/2,
+/// ACC_SCALE = 1/8): 6 operations for both weights instead of 7.
 #[inline(always)]
-unsafe fn folded_weights<S: Simd>(x: S::V, y: S::V, m8: S::V) -> (S::V, S::V) {
+unsafe fn folded_weights<S: Simd>(x: S::V, y: S::V, m: S::V) -> (S::V, S::V) {
     let t = S::mul(x, y);
     let w = S::mul(y, S::fnma(t, y, S::splat(S::T::from_f64(3.0))));
-    let p = S::mul(m8, w);
+    let p = S::mul(m, w);
     (p, S::mul(S::mul(p, w), w))
 }
 
@@ -175,17 +177,17 @@ mod x86 {
             newton::<Self>(x, y)
         }
 
-        const MASS_SCALE: f64 = 0.125;
-        const PHI_SCALE: f64 = 4.0;
+        const ACC_SCALE: f64 = 0.125;
+        const PHI_SCALE: f64 = 0.5;
 
         #[inline(always)]
-        unsafe fn weights<const MASK: bool>(r2: __m512, m8: __m512) -> (__m512, __m512) {
+        unsafe fn weights<const MASK: bool>(r2: __m512, m: __m512) -> (__m512, __m512) {
             let y = if MASK {
                 _mm512_maskz_rsqrt14_ps(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(r2, _mm512_set1_ps(f32::MIN_POSITIVE)), r2)
             } else {
                 _mm512_rsqrt14_ps(r2)
             };
-            folded_weights::<Self>(r2, y, m8)
+            folded_weights::<Self>(r2, y, m)
         }
     }
 
@@ -236,17 +238,17 @@ mod x86 {
             newton::<Self>(x, newton::<Self>(x, y))
         }
 
-        const MASS_SCALE: f64 = 0.125;
-        const PHI_SCALE: f64 = 4.0;
+        const ACC_SCALE: f64 = 0.125;
+        const PHI_SCALE: f64 = 0.5;
 
         #[inline(always)]
-        unsafe fn weights<const MASK: bool>(r2: __m512d, m8: __m512d) -> (__m512d, __m512d) {
+        unsafe fn weights<const MASK: bool>(r2: __m512d, m: __m512d) -> (__m512d, __m512d) {
             let y = if MASK {
                 _mm512_maskz_rsqrt14_pd(_mm512_cmp_pd_mask::<_CMP_GE_OQ>(r2, _mm512_set1_pd(f64::MIN_POSITIVE)), r2)
             } else {
                 _mm512_rsqrt14_pd(r2)
             };
-            folded_weights::<Self>(r2, newton::<Self>(r2, y), m8)
+            folded_weights::<Self>(r2, newton::<Self>(r2, y), m)
         }
     }
 
