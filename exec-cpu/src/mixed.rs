@@ -260,11 +260,18 @@ unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
     let buf = &mut *part.buf;
     for b in (0..part.pos[0].len()).step_by(BLOCK) {
         let r = b..b + BLOCK;
-        // Centre of the block's bounding box, in f64.
+        // Centre of the block's bounding box (f64), per axis; but the origin where the box
+        // is wider than its distance from it (a sparse block): offsets are then never
+        // larger than the coordinates, and the error never worse than plain f32's.
         let c: [f64; 3] = core::array::from_fn(|k| {
             let xs = &part.pos[k][r.clone()];
             let (lo, hi) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
-            0.5 * (lo + hi)
+            let mid = 0.5 * (lo + hi);
+            if hi - lo >= mid.abs() {
+                0.0
+            } else {
+                mid
+            }
         });
         for ((dst, pos), ck) in buf.targets.iter_mut().zip(&part.pos).zip(c) {
             offsets(dst, &pos[r.clone()], ck);
