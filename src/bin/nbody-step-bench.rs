@@ -3,7 +3,7 @@
 //! Hermite on a Plummer sphere. `--n N` (default 65,536), `--steps S` (default 3).
 
 use nbody::cpu::{CpuExecutor, Parallelism};
-use nbody::integrators::{ics, Hermite, Leapfrog, State};
+use nbody::integrators::{ics, Hermite, Leapfrog, State, StepTiming};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -18,32 +18,32 @@ fn main() {
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
     let mut cpu = CpuExecutor::new(Parallelism::Threads(threads));
     let (p, v) = ics::plummer::<f64>(n, 1);
+    let label = format!("f64, N = {n}, {threads} threads");
     let mut s = State::new(p.clone(), v.clone());
     let mut lf = Leapfrog::new(1.0 / 256.0, 1.0 / 64.0).expect("valid settings");
-    lf.step(&mut s, &mut cpu).expect("step"); // warm-up: first force call and pool start
-    let before = lf.timing();
-    for _ in 0..steps {
+    measure("leapfrog", &label, steps, || {
         lf.step(&mut s, &mut cpu).expect("step");
-    }
-    let t = lf.timing();
-    let (total, force) = ((t.total - before.total).as_secs_f64(), (t.force - before.force).as_secs_f64());
-    println!(
-        "leapfrog f64, N = {n}, {threads} threads: {:.4} s/step, force {:.4} s, rest {:.3}% of the step",
-        total / steps as f64,
-        force / steps as f64,
-        100.0 * (total - force) / total
-    );
+        lf.timing()
+    });
     let mut s = State::new(p, v);
     let mut h = Hermite::new(0.01, 1.0 / 64.0).expect("valid settings");
-    h.step(&mut s, &mut cpu, f64::INFINITY).expect("step");
-    let before = h.timing();
-    for _ in 0..steps {
+    measure("hermite (shared steps)", &label, steps, || {
         h.step(&mut s, &mut cpu, f64::INFINITY).expect("step");
+        h.timing()
+    });
+}
+
+/// One warm-up step (first force call, pool start), then `steps` timed steps; `step`
+/// returns the integrator's running timing. Prints the integrator's share of a step.
+fn measure(name: &str, label: &str, steps: usize, mut step: impl FnMut() -> StepTiming) {
+    let before = step();
+    let mut t = before;
+    for _ in 0..steps {
+        t = step();
     }
-    let t = h.timing();
     let (total, force) = ((t.total - before.total).as_secs_f64(), (t.force - before.force).as_secs_f64());
     println!(
-        "hermite (shared steps) f64, N = {n}, {threads} threads: {:.4} s/step, force {:.4} s, rest {:.3}% of the step",
+        "{name} {label}: {:.4} s/step, force {:.4} s, rest {:.3}% of the step",
         total / steps as f64,
         force / steps as f64,
         100.0 * (total - force) / total
