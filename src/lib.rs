@@ -29,6 +29,9 @@ pub use nbody_cpu as cpu;
 #[cfg(feature = "cuda")]
 pub use nbody_cuda as cuda;
 pub use nbody_integrators as integrators;
+pub mod bench;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod tree;
 
 /// The README's examples, compiled and run as doctests.

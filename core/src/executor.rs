@@ -1,5 +1,6 @@
 //! The contract every executor meets.
 
+use crate::projection::Projection;
 use crate::{validate, Array, Error, Field, Jerk, Overlap, Params, Particle, Real, Velocity};
 
 /// Positions and velocities of one set of bodies, for the jerk kernel.
@@ -193,6 +194,13 @@ pub trait Executor<T: Real> {
             }
         }
         Ok(())
+    }
+
+    /// Adds the mass of `particles` into the density map `grid` of `projection` (see
+    /// [`Projection::deposit`], the default). Executors override it to run in parallel
+    /// or where the particles live.
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        projection.deposit(particles, grid)
     }
 }
 

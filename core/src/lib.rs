@@ -35,6 +35,7 @@ pub mod kernel;
 pub mod layout;
 pub mod oracle;
 mod params;
+pub mod projection;
 mod real;
 mod reference;
 pub mod rsqrt;

@@ -323,4 +323,34 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         });
         Ok(())
     }
+
+    /// Each thread deposits a contiguous run of particles into its own grid; the grids
+    /// are then added in a fixed order, so the map does not depend on scheduling.
+    fn project(
+        &mut self,
+        particles: &[Particle<T>],
+        projection: &nbody_core::projection::Projection,
+        grid: &mut [f64],
+    ) -> Result<(), Error> {
+        projection.validate(grid.len())?;
+        // Below this a thread's private grid costs more to clear and add than it saves.
+        const PER_THREAD: usize = 1 << 15;
+        let parts = self.threads.min(particles.len() / PER_THREAD).max(1);
+        if parts == 1 {
+            return projection.deposit(particles, grid);
+        }
+        let chunk = particles.len().div_ceil(parts);
+        let mut partial = vec![vec![0.0; grid.len()]; parts];
+        let work: Vec<_> = particles.chunks(chunk).zip(partial.iter_mut()).collect();
+        run_parts(self.pool.as_ref(), work, |(ps, g)| {
+            // Validated above; deposit cannot fail.
+            let _ = projection.deposit(ps, g);
+        });
+        for g in &partial {
+            for (a, b) in grid.iter_mut().zip(g) {
+                *a += b;
+            }
+        }
+        Ok(())
+    }
 }

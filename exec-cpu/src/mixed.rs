@@ -165,6 +165,16 @@ impl Executor<f64> for MixedExecutor {
     ) -> Result<(), Error> {
         self.full.accelerations_jerk(targets, sources, params, out, jerk)
     }
+
+    /// Deposits with the threads of the f64 executor it carries.
+    fn project(
+        &mut self,
+        particles: &[nbody_core::Particle<f64>],
+        projection: &nbody_core::projection::Projection,
+        grid: &mut [f64],
+    ) -> Result<(), Error> {
+        self.full.project(particles, projection, grid)
+    }
 }
 
 /// Sorts target indices along a Morton curve over their bounding box.

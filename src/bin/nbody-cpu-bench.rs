@@ -3,43 +3,10 @@
 //! in the same binary. Acceleration only, N_i = N_j = N, Plummer sphere; median of
 //! repeated runs after a warm-up. `--sizes a,b` picks sizes, `--json PATH` writes JSON.
 
-use nbody::core::{Executor, Field, Params, Particle, Real};
+use nbody::bench::{median_time, scalar_loop};
+use nbody::core::{Executor, Field, Params};
 use nbody::cpu::{CpuExecutor, Isa, MixedExecutor, Parallelism};
 use serde_json::json;
-use std::time::Instant;
-
-/// Median seconds of `f` over enough runs to fill about `budget` seconds (at least 3),
-/// after one warm-up run.
-fn median_time(budget: f64, mut f: impl FnMut()) -> f64 {
-    f();
-    let mut times = Vec::new();
-    let start = Instant::now();
-    while times.len() < 3 || (start.elapsed().as_secs_f64() < budget && times.len() < 51) {
-        let t = Instant::now();
-        f();
-        times.push(t.elapsed().as_secs_f64());
-    }
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
-}
-
-/// The naive baseline: the loop anyone would write first, in the same binary.
-#[inline(never)]
-fn scalar_loop<T: Real>(ps: &[Particle<T>], eps2: T, out: &mut [Field<T>]) {
-    for (i, o) in out.iter_mut().enumerate() {
-        let (mut ax, mut ay, mut az) = (T::zero(), T::zero(), T::zero());
-        for p in ps {
-            let (dx, dy, dz) = (p.x - ps[i].x, p.y - ps[i].y, p.z - ps[i].z);
-            let r2 = dx * dx + dy * dy + dz * dz + eps2;
-            let rinv = T::one() / r2.sqrt();
-            let s = p.m * rinv * rinv * rinv;
-            ax = ax + dx * s;
-            ay = ay + dy * s;
-            az = az + dz * s;
-        }
-        *o = Field::new(ax, ay, az, T::zero());
-    }
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -36,6 +36,7 @@ pub fn all<T: Real, E: Executor<T>>() -> Vec<(&'static str, Check<E>)> {
         ("bad_input_is_an_error", bad_input_is_an_error::<T, E>),
         ("empty_inputs", empty_inputs::<T, E>),
         ("numeric_edges_stay_finite", numeric_edges_stay_finite::<T, E>),
+        ("density_map_matches_deposit", density_map_matches_deposit::<T, E>),
     ]
 }
 
@@ -568,4 +569,36 @@ fn numeric_edges_stay_finite<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Res
         }
     }
     Ok(())
+}
+
+/// The executor's density map equals the plain deposit (to summation order), for
+/// systems below and above any parallel threshold, and a bad window is an error.
+fn density_map_matches_deposit<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<(), String> {
+    use nbody_core::projection::{Plane, Projection};
+    // A fixed scramble of the index: uniform enough, and the same on every run.
+    let u = |k: u64| (k.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11) as f64 / (1u64 << 53) as f64;
+    for (n, plane) in [(0usize, Plane::XY), (1000, Plane::XZ), (70_000, Plane::YZ)] {
+        let ps: Vec<Particle<T>> = (0..n as u64)
+            .map(|i| {
+                let c = |k: u64| T::from_f64(3.0 * u(4 * i + k) - 1.5);
+                Particle::new(c(0), c(1), c(2), T::from_f64(2.0 * u(4 * i + 3)))
+            })
+            .collect();
+        let proj = Projection { plane, centre: [0.1, -0.2], half_width: 1.0, pixels: 37 };
+        let mut want = vec![0.5; 37 * 37];
+        proj.deposit(&ps, &mut want).map_err(|err| err.to_string())?;
+        let mut got = vec![0.5; 37 * 37];
+        e.project(&ps, &proj, &mut got).map_err(|err| format!("{} failed: {err}", e.name()))?;
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            if (g - w).abs() > 1e-12 * w.abs().max(1.0) {
+                return Err(format!("n = {n}: cell {k}: {g} vs deposit {w}"));
+            }
+        }
+    }
+    let bad = Projection { plane: Plane::XY, centre: [0.0, 0.0], half_width: f64::NAN, pixels: 4 };
+    let mut grid = vec![0.0; 16];
+    match e.project(&particles::<T>(&[[0.0, 0.0, 0.0, 1.0]]), &bad, &mut grid) {
+        Err(Error::InvalidParameter { .. }) if grid.iter().all(|&g| g == 0.0) => Ok(()),
+        other => Err(format!("a NaN window gave {other:?}")),
+    }
 }

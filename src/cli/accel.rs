@@ -1,0 +1,102 @@
+//! `nbody accel`: the kernel on particle files, for users of other languages.
+
+use super::files::{particles, read_table, write_table};
+use super::run::{host_executor, CliReal};
+use super::{ExecutorKind, Precision};
+use anyhow::{bail, Result};
+use clap::Args;
+use nbody_core::{Field, Params, Particle, Real};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `nbody accel`.
+#[derive(Args, Debug, Clone)]
+pub struct AccelArgs {
+    /// Sources: .npy or .csv, N x 4 [x y z m] (N x 7 files are accepted; velocities are ignored).
+    #[arg(long, value_name = "FILE")]
+    pub sources: PathBuf,
+    /// Targets, same formats (only positions are used) [default: the sources themselves,
+    /// each target skipping its own pair].
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+    /// Output, .npy or .csv: one row [ax ay az phi] per target.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Softening length.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub eps: f64,
+    /// Gravitational constant.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub g: f64,
+    /// Executor.
+    #[arg(long, value_enum, default_value_t = ExecutorKind::Cpu)]
+    pub executor: ExecutorKind,
+    /// Precision of the computation (files are read and written in f64).
+    #[arg(long, value_enum, default_value_t = Precision::F64)]
+    pub precision: Precision,
+    /// CPU threads [default: all cores].
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// Runs `nbody accel`.
+pub fn accel(a: &AccelArgs) -> Result<ExitCode> {
+    if !(a.eps.is_finite() && a.eps >= 0.0) {
+        bail!("--eps must be zero or positive and finite (got {})", a.eps);
+    }
+    if !(a.g.is_finite() && a.g > 0.0) {
+        bail!("--g must be positive and finite (got {})", a.g);
+    }
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |t| t.get()));
+    if threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    super::files::Format::of(&a.out)?;
+    let (sources, _) = particles(&read_table(&a.sources)?, &a.sources.display().to_string())?;
+    let targets = match &a.targets {
+        Some(path) => Some(particles(&read_table(path)?, &path.display().to_string())?.0),
+        None => None,
+    };
+    let start = std::time::Instant::now();
+    let field = match a.precision {
+        Precision::F32 => compute::<f32>(a, &sources, targets.as_deref(), threads)?,
+        Precision::F64 => compute::<f64>(a, &sources, targets.as_deref(), threads)?,
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    write_table(&a.out, &["ax", "ay", "az", "phi"], &field)?;
+    let n_t = targets.as_ref().map_or(sources.len(), Vec::len);
+    println!(
+        "{} targets x {} sources on {} ({}) in {:.3} s -> {}",
+        n_t,
+        sources.len(),
+        a.executor.name(),
+        a.precision.name(),
+        seconds,
+        a.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn compute<T: CliReal>(
+    a: &AccelArgs,
+    sources: &[Particle<f64>],
+    targets: Option<&[Particle<f64>]>,
+    threads: usize,
+) -> Result<Vec<f64>> {
+    let c = |ps: &[Particle<f64>]| -> Vec<Particle<T>> {
+        ps.iter()
+            .map(|p| Particle::new(T::from_f64(p.x), T::from_f64(p.y), T::from_f64(p.z), T::from_f64(p.m)))
+            .collect()
+    };
+    let src = c(sources);
+    let tgt = targets.map(c);
+    let params = Params::softened(T::from_f64(a.eps)).with_g(T::from_f64(a.g));
+    let (tgt, params) = match &tgt {
+        Some(t) => (t.as_slice(), params),
+        None => (src.as_slice(), params.with_overlap_identical()),
+    };
+    let mut out = vec![Field::zero(); tgt.len()];
+    let mut exec = host_executor::<T>(a.executor, threads)?;
+    exec.accelerations(tgt, &src, &params, &mut out)?;
+    Ok(out.iter().flat_map(|f| [f.ax, f.ay, f.az, f.phi].map(Real::to_f64)).collect())
+}

@@ -1,0 +1,167 @@
+//! `nbody bench`: interactions per second against N for each executor and precision
+//! compiled in, beside the plain scalar loop, as a table, JSON and a PNG plot.
+
+use super::files::write_atomic;
+use super::plot::{bench_png, Series};
+use super::run::parallelism;
+use crate::bench::{median_time, scalar_loop};
+use anyhow::{bail, Result};
+use clap::Args;
+use nbody_core::{Executor, Field, Params, Particle, Real};
+use nbody_cpu::{CpuExecutor, Isa, MixedExecutor};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `nbody bench`.
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Sizes N (targets = sources), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [256usize, 1024, 4096, 16384])]
+    pub sizes: Vec<usize>,
+    /// Seconds of timed calls per point (the median is reported).
+    #[arg(long, default_value_t = 0.5)]
+    pub seconds: f64,
+    /// Skip the scalar loop above this N (it is slow).
+    #[arg(long, default_value_t = 16384)]
+    pub scalar_max: usize,
+    /// Flops per interaction for the GFLOP/s column: 20 (CUDA SDK, Arora et al.),
+    /// 26 (Miki et al.) or 38 (GRAPE-era count).
+    #[arg(long, default_value_t = 20, value_parser = flop_convention)]
+    pub flops: u32,
+    /// CPU threads [default: all cores].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Output folder for bench.json and bench.png.
+    #[arg(long, value_name = "DIR", default_value = "nbody-out")]
+    pub out: PathBuf,
+}
+
+fn flop_convention(s: &str) -> Result<u32, String> {
+    match s {
+        "20" | "26" | "38" => Ok(s.parse().unwrap_or(20)),
+        _ => Err(format!("{s:?} is not a named convention: use 20, 26 or 38")),
+    }
+}
+
+struct Row {
+    n: usize,
+    executor: &'static str,
+    precision: &'static str,
+    seconds: f64,
+}
+
+/// Times one executor on a Plummer sphere of `n` (acceleration only, eps = 1/256).
+fn time_executor<T: Real>(e: &mut dyn Executor<T>, n: usize, budget: f64) -> Result<f64> {
+    let (p, _) = nbody_integrators::ics::plummer::<T>(n, 1);
+    let params = Params::softened(T::from_f64(1.0 / 256.0)).acceleration_only();
+    let mut out = vec![Field::zero(); n];
+    e.accelerations(&p, &p, &params, &mut out)?;
+    let mut failed = None;
+    let t = median_time(budget, || {
+        if let Err(err) = e.accelerations(&p, &p, &params, &mut out) {
+            failed = Some(err);
+        }
+    });
+    match failed {
+        Some(err) => Err(err.into()),
+        None => Ok(t),
+    }
+}
+
+fn time_scalar<T: Real>(n: usize, budget: f64) -> f64 {
+    let (p, _): (Vec<Particle<T>>, _) = nbody_integrators::ics::plummer::<T>(n, 1);
+    let mut out = vec![Field::zero(); n];
+    median_time(budget, || scalar_loop(&p, T::from_f64(1.0 / 65_536.0), &mut out))
+}
+
+/// Runs `nbody bench`.
+pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
+    if a.sizes.is_empty() || a.sizes.contains(&0) {
+        bail!("--sizes must list sizes of at least 1");
+    }
+    if !(a.seconds.is_finite() && a.seconds >= 0.0) {
+        bail!("--seconds must be zero or positive (got {})", a.seconds);
+    }
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |t| t.get()));
+    if threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    std::fs::create_dir_all(&a.out)?;
+    let mut cpu = CpuExecutor::new(parallelism(threads));
+    let mut mixed = MixedExecutor::new(parallelism(threads));
+    #[cfg(feature = "cuda")]
+    let mut cuda = nbody_cuda::CudaExecutor::new().ok();
+    let flops = a.flops as f64;
+    println!(
+        "nbody bench: Plummer sphere, targets = sources = N, acceleration only; median of calls after a warm-up; {threads} CPU threads ({}); GFLOP/s at {} flops per interaction",
+        Isa::detect().name(),
+        a.flops
+    );
+    #[cfg(feature = "cuda")]
+    match &cuda {
+        Some(c) => {
+            println!("CUDA device: {} ({} SMs, {} MHz)", c.info().name, c.info().sm_count, c.info().sm_clock_khz / 1000)
+        }
+        None => println!("CUDA: compiled in, no device found"),
+    }
+    println!("{:>9} {:>10} {:>5} {:>14} {:>10}", "N", "executor", "prec", "interact/s", "GFLOP/s");
+    let mut rows = Vec::new();
+    let mut report = |row: Row| {
+        let rate = (row.n as f64).powi(2) / row.seconds;
+        println!(
+            "{:>9} {:>10} {:>5} {:>14.3e} {:>10.1}",
+            row.n,
+            row.executor,
+            row.precision,
+            rate,
+            rate * flops * 1e-9
+        );
+        rows.push(row);
+    };
+    for &n in &a.sizes {
+        report(Row { n, executor: "cpu", precision: "f32", seconds: time_executor::<f32>(&mut cpu, n, a.seconds)? });
+        report(Row { n, executor: "cpu", precision: "f64", seconds: time_executor::<f64>(&mut cpu, n, a.seconds)? });
+        report(Row {
+            n,
+            executor: "mixed",
+            precision: "f64",
+            seconds: time_executor::<f64>(&mut mixed, n, a.seconds)?,
+        });
+        #[cfg(feature = "cuda")]
+        if let Some(c) = cuda.as_mut() {
+            report(Row { n, executor: "cuda", precision: "f32", seconds: time_executor::<f32>(c, n, a.seconds)? });
+            report(Row { n, executor: "cuda", precision: "f64", seconds: time_executor::<f64>(c, n, a.seconds)? });
+        }
+        if n <= a.scalar_max {
+            report(Row { n, executor: "scalar", precision: "f32", seconds: time_scalar::<f32>(n, a.seconds) });
+            report(Row { n, executor: "scalar", precision: "f64", seconds: time_scalar::<f64>(n, a.seconds) });
+        }
+    }
+    let results: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let rate = (r.n as f64).powi(2) / r.seconds;
+            json!({"n": r.n, "executor": r.executor, "precision": r.precision, "seconds": r.seconds,
+                "interactions_per_second": rate, "gflops": rate * flops * 1e-9})
+        })
+        .collect();
+    let doc = json!({"version": env!("CARGO_PKG_VERSION"), "threads": threads, "isa": Isa::detect().name(),
+        "flops_per_interaction": a.flops, "timing": "median wall time of repeated calls after one warm-up",
+        "results": results});
+    let json_path = a.out.join("bench.json");
+    write_atomic(&json_path, |w| w.write_all(serde_json::to_string_pretty(&doc).unwrap_or_default().as_bytes()))?;
+    let mut series: Vec<Series> = Vec::new();
+    for r in &rows {
+        let label = format!("{} {}", r.executor, r.precision);
+        let point = (r.n as f64, (r.n as f64).powi(2) / r.seconds);
+        match series.iter_mut().find(|s| s.label == label) {
+            Some(s) => s.points.push(point),
+            None => series.push(Series { label, points: vec![point] }),
+        }
+    }
+    let png_path = a.out.join("bench.png");
+    bench_png(&png_path, "Interactions per second against N", &series)?;
+    println!("wrote {} and {}", json_path.display(), png_path.display());
+    Ok(ExitCode::SUCCESS)
+}

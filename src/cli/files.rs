@@ -1,0 +1,234 @@
+//! Particle files in and out: .npy (f32 or f64, C order, N x 4 or N x 7) and .csv (one
+//! particle a line, an optional header line, `#` comments). Every number is checked:
+//! errors name the file, the row and the column. Outputs are written to a temporary
+//! file in the destination folder and renamed, so no reader ever sees half a file.
+
+use anyhow::{anyhow, bail, Context, Result};
+use nbody_core::{Particle, Velocity};
+use std::io::{BufWriter, Read, Write};
+use std::path::Path;
+
+/// A table of numbers read from a particle file: `rows` rows of `columns` values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    /// Values per row.
+    pub columns: usize,
+    /// Row-major values.
+    pub values: Vec<f64>,
+    /// For text files, the line each row came from (errors cite lines, not rows).
+    pub lines: Vec<u64>,
+}
+
+impl Table {
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.values.len().checked_div(self.columns).unwrap_or(0)
+    }
+}
+
+/// File formats, from the extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// NumPy .npy.
+    Npy,
+    /// Comma-separated values.
+    Csv,
+}
+
+impl Format {
+    /// The format of `path`, from its extension.
+    pub fn of(path: &Path) -> Result<Format> {
+        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("npy") => Ok(Format::Npy),
+            Some("csv") => Ok(Format::Csv),
+            _ => bail!("{}: unknown file type (expected .npy or .csv)", path.display()),
+        }
+    }
+}
+
+/// Column names of the particle tables, in order.
+pub const COLUMNS: [&str; 7] = ["x", "y", "z", "m", "vx", "vy", "vz"];
+
+/// Reads a table from `bytes` in `format`; `name` is used in error messages.
+///
+/// ```
+/// use nbody::cli::files::{parse_table, Format};
+/// let t = parse_table(b"x,y,z,m\n0,0,0,1\n1,2,3,0.5\n", Format::Csv, "p.csv").unwrap();
+/// assert_eq!((t.rows(), t.columns), (2, 4));
+/// let e = parse_table(b"0,0,0,1\n1,2,oops,0.5\n", Format::Csv, "p.csv").unwrap_err();
+/// assert_eq!(e.to_string(), "p.csv: line 2, column 3 (z): \"oops\" is not a number");
+/// ```
+pub fn parse_table(bytes: &[u8], format: Format, name: &str) -> Result<Table> {
+    match format {
+        Format::Npy => parse_npy(bytes, name),
+        Format::Csv => parse_csv(bytes, name),
+    }
+}
+
+fn parse_csv(bytes: &[u8], name: &str) -> Result<Table> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .comment(Some(b'#'))
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(bytes);
+    let mut columns = 0;
+    let mut values = Vec::new();
+    let mut lines = Vec::new();
+    for (k, record) in reader.records().enumerate() {
+        let record = record.map_err(|e| anyhow!("{name}: {e}"))?;
+        let line = record.position().map_or(k as u64 + 1, |p| p.line());
+        if record.iter().all(|f| f.is_empty()) {
+            continue;
+        }
+        if columns == 0 {
+            if record.iter().zip(COLUMNS).all(|(f, c)| f.eq_ignore_ascii_case(c)) && matches!(record.len(), 4 | 7) {
+                columns = record.len();
+                continue; // a header naming the columns
+            }
+            columns = record.len();
+            if !matches!(columns, 4 | 7) {
+                bail!("{name}: line {line}: {columns} columns; expected 4 (x,y,z,m) or 7 (x,y,z,m,vx,vy,vz)");
+            }
+        }
+        if record.len() != columns {
+            bail!("{name}: line {line}: {} columns where earlier lines have {columns}", record.len());
+        }
+        lines.push(line);
+        for (c, field) in record.iter().enumerate() {
+            let x: f64 = field.parse().map_err(|_| {
+                anyhow!("{name}: line {line}, column {} ({}): {field:?} is not a number", c + 1, COLUMNS[c])
+            })?;
+            values.push(x);
+        }
+    }
+    Ok(Table { columns: columns.max(4), values, lines })
+}
+
+fn parse_npy(bytes: &[u8], name: &str) -> Result<Table> {
+    let npy = npyz::NpyFile::new(bytes).map_err(|e| anyhow!("{name}: not a valid .npy file: {e}"))?;
+    let shape = npy.shape().to_vec();
+    let columns = match shape.as_slice() {
+        [_, c @ (4 | 7)] => *c as usize,
+        _ => bail!("{name}: array of shape {shape:?}; expected (N, 4) [x y z m] or (N, 7) [x y z m vx vy vz]"),
+    };
+    if npy.order() != npyz::Order::C {
+        bail!("{name}: Fortran-ordered array; save it with numpy.ascontiguousarray");
+    }
+    let rows = shape[0] as usize;
+    // Never trust the header's size: the data must be there before we allocate for it.
+    let need = rows
+        .checked_mul(columns)
+        .filter(|&v| v <= bytes.len())
+        .ok_or_else(|| anyhow!("{name}: truncated: the header declares {rows} rows"))?;
+    let dtype = npy.dtype();
+    let values: Vec<f64> = match npy.try_data::<f64>() {
+        Ok(data) => data.into_iter().collect::<std::io::Result<_>>(),
+        Err(npy) => match npy.try_data::<f32>() {
+            Ok(data) => data.into_iter().map(|x| x.map(f64::from)).collect::<std::io::Result<_>>(),
+            Err(_) => bail!("{name}: element type {} not supported; use float64 or float32", dtype.descr()),
+        },
+    }
+    .map_err(|e| anyhow!("{name}: truncated or unreadable data: {e}"))?;
+    if values.len() != need {
+        bail!("{name}: {} values for shape {shape:?}", values.len());
+    }
+    Ok(Table { columns, values, lines: Vec::new() })
+}
+
+/// Reads the table in `path` (format from the extension).
+pub fn read_table(path: &Path) -> Result<Table> {
+    let format = Format::of(path)?;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .with_context(|| format!("{}", path.display()))?;
+    parse_table(&bytes, format, &path.display().to_string())
+}
+
+/// Checks a particle table (finite values, masses not negative, at least one row) and
+/// returns particles and, for 7 columns, velocities.
+///
+/// ```
+/// use nbody::cli::files::{particles, Table};
+/// let t = Table { columns: 4, values: vec![0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0], lines: vec![] };
+/// let e = particles(&t, "p.npy").unwrap_err();
+/// assert_eq!(e.to_string(), "p.npy: row 2, column 4 (m): negative mass -1");
+/// ```
+#[allow(clippy::type_complexity)]
+pub fn particles(t: &Table, name: &str) -> Result<(Vec<Particle<f64>>, Option<Vec<Velocity<f64>>>)> {
+    if t.rows() == 0 {
+        bail!("{name}: no particles");
+    }
+    let place = |i: usize| match t.lines.get(i) {
+        Some(line) => format!("line {line}"),
+        None => format!("row {}", i + 1),
+    };
+    for (i, row) in t.values.chunks(t.columns).enumerate() {
+        for (c, &x) in row.iter().enumerate() {
+            if !x.is_finite() {
+                bail!(
+                    "{name}: {}, column {} ({}): {x} is not allowed (values must be finite)",
+                    place(i),
+                    c + 1,
+                    COLUMNS[c]
+                );
+            }
+        }
+        if row[3] < 0.0 {
+            bail!("{name}: {}, column 4 (m): negative mass {}", place(i), row[3]);
+        }
+    }
+    let p = t.values.chunks(t.columns).map(|r| Particle::new(r[0], r[1], r[2], r[3])).collect();
+    let v = (t.columns == 7).then(|| t.values.chunks(7).map(|r| Velocity::new(r[4], r[5], r[6])).collect());
+    Ok((p, v))
+}
+
+/// Writes `path` through a temporary file in the same folder, renamed when complete.
+pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let context = || format!("writing {}", path.display());
+    let mut tmp = tempfile::Builder::new().prefix(".nbody-").suffix(".part").tempfile_in(dir).with_context(context)?;
+    {
+        let mut w = BufWriter::new(tmp.as_file_mut());
+        write(&mut w).with_context(context)?;
+        w.flush().with_context(context)?;
+    }
+    // tempfile creates 0600; outputs are ordinary files, readable as the umask allows.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644)).with_context(context)?;
+    }
+    tmp.as_file().sync_all().with_context(context)?;
+    tmp.persist(path).map_err(|e| e.error).with_context(context)?;
+    Ok(())
+}
+
+/// Writes rows of `names.len()` values as .npy (f64, shape (rows, columns)) or .csv
+/// (header line, shortest round-trip decimals), by the extension of `path`.
+pub fn write_table(path: &Path, names: &[&str], values: &[f64]) -> Result<()> {
+    let columns = names.len();
+    let format = Format::of(path)?;
+    write_atomic(path, |w| match format {
+        Format::Npy => {
+            use npyz::WriterBuilder;
+            let rows = (values.len() / columns) as u64;
+            let mut npy =
+                npyz::WriteOptions::new().default_dtype().shape(&[rows, columns as u64]).writer(w).begin_nd()?;
+            npy.extend(values.iter().copied())?;
+            npy.finish()
+        }
+        Format::Csv => {
+            writeln!(w, "{}", names.join(","))?;
+            for row in values.chunks(columns) {
+                let cells: Vec<String> = row.iter().map(|x| x.to_string()).collect();
+                writeln!(w, "{}", cells.join(","))?;
+            }
+            Ok(())
+        }
+    })
+}

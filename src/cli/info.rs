@@ -1,0 +1,78 @@
+//! `nbody info`: version, executors, CPU features, CUDA devices.
+
+use anyhow::Result;
+use nbody_cpu::Isa;
+use std::process::ExitCode;
+
+/// What `info` prints, as text.
+///
+/// ```
+/// assert!(nbody::cli::info::report().contains("cpu"));
+/// ```
+pub fn report() -> String {
+    let mut o = format!("nbody {}\n", env!("CARGO_PKG_VERSION"));
+    let cores = std::thread::available_parallelism().map_or(1, |t| t.get());
+    o += "executors compiled in:\n";
+    o += &format!("  cpu        SIMD kernels, f32 and f64; {} on this CPU, {cores} threads\n", Isa::detect().name());
+    o += "  mixed      f32 interactions on block offsets, f64 results\n";
+    o += "  reference  scalar loops (the contract every executor is tested against)\n";
+    if cfg!(feature = "cuda") {
+        o += "  cuda       CUDA kernels through cust, f32 and f64\n";
+    } else {
+        o += "  (cuda not compiled in: build with --features cuda)\n";
+    }
+    o += &format!("CPU SIMD features detected: {}\n", cpu_features().join(" "));
+    o += &cuda_devices();
+    o
+}
+
+fn cpu_features() -> Vec<&'static str> {
+    #[allow(unused_mut)]
+    let mut found = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! probe {
+            ($($f:tt),*) => { $( if std::arch::is_x86_feature_detected!($f) { found.push($f); } )* };
+        }
+        probe!("sse4.2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512vl");
+    }
+    if found.is_empty() {
+        found.push("none that the kernels use (portable fallback)");
+    }
+    found
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_devices() -> String {
+    let mut o = String::new();
+    for ordinal in 0..64 {
+        match nbody_cuda::CudaExecutor::on_device(ordinal) {
+            Ok(e) => {
+                let d = e.info();
+                o += &format!(
+                    "CUDA device {ordinal}: {}, compute capability {}.{}, {} SMs, SM clock {} MHz, {:.1} GiB\n",
+                    d.name,
+                    d.compute_capability.0,
+                    d.compute_capability.1,
+                    d.sm_count,
+                    d.sm_clock_khz / 1000,
+                    d.total_memory as f64 / (1u64 << 30) as f64
+                );
+            }
+            Err(e) if ordinal == 0 => return format!("CUDA devices: none usable ({e})\n"),
+            Err(_) => break,
+        }
+    }
+    o
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_devices() -> String {
+    "CUDA devices: not looked for (cuda not compiled in)\n".into()
+}
+
+/// Prints the report.
+pub fn info() -> Result<ExitCode> {
+    print!("{}", report());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,427 @@
+//! `nbody run` (and `nbody` with no arguments): evolve a system, with a progress bar,
+//! snapshots, an energy CSV, density maps and a summary. Ctrl-C stops after the current
+//! step and still writes everything.
+
+use super::files::{particles, read_table, write_atomic, write_table, COLUMNS};
+use super::plot::{density_png, energy_png, Panel};
+use super::settings::{InitialConditions, IntegratorKind, RunArgs, RunSettings};
+use super::sim::{Host, Integrator, Row, Simulation};
+use super::{ExecutorKind, Precision};
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use nbody_core::projection::{Plane, Projection};
+use nbody_core::{Executor, Particle, Real, Reference, Velocity};
+use nbody_cpu::{CpuExecutor, CpuReal, MixedExecutor, Parallelism};
+use nbody_integrators::{ics, BlockHermite, Diagnostics, DormandPrince, Hermite, Leapfrog, State};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The precisions the command runs in: those of every executor compiled in.
+#[cfg(feature = "cuda")]
+pub trait CliReal: CpuReal + nbody_cuda::DeviceReal {
+    /// The mixed-precision executor, where it exists for this precision.
+    fn mixed(par: Parallelism) -> Result<Box<dyn Executor<Self>>>;
+}
+/// The precisions the command runs in: those of every executor compiled in.
+#[cfg(not(feature = "cuda"))]
+pub trait CliReal: CpuReal {
+    /// The mixed-precision executor, where it exists for this precision.
+    fn mixed(par: Parallelism) -> Result<Box<dyn Executor<Self>>>;
+}
+
+impl CliReal for f32 {
+    fn mixed(_: Parallelism) -> Result<Box<dyn Executor<f32>>> {
+        bail!("--executor mixed computes f64 results: use --precision f64")
+    }
+}
+
+impl CliReal for f64 {
+    fn mixed(par: Parallelism) -> Result<Box<dyn Executor<f64>>> {
+        Ok(Box::new(MixedExecutor::new(par)))
+    }
+}
+
+/// Threads as the executors take them.
+pub fn parallelism(threads: usize) -> Parallelism {
+    if threads <= 1 {
+        Parallelism::Sequential
+    } else {
+        Parallelism::Threads(threads)
+    }
+}
+
+/// True when the CUDA executor is compiled in and finds a device.
+pub fn cuda_available() -> bool {
+    #[cfg(feature = "cuda")]
+    {
+        nbody_cuda::CudaExecutor::new().is_ok()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        false
+    }
+}
+
+/// The CUDA executor, or why there is none.
+#[cfg(feature = "cuda")]
+pub fn cuda_executor() -> Result<nbody_cuda::CudaExecutor> {
+    nbody_cuda::CudaExecutor::new().map_err(|e| anyhow::anyhow!("--executor cuda: {e}"))
+}
+
+/// A host executor of the kind asked for (`cuda` runs through the host-slice entry
+/// points; the leapfrog uses the device-resident path instead).
+pub fn host_executor<T: CliReal>(kind: ExecutorKind, threads: usize) -> Result<Box<dyn Executor<T>>> {
+    Ok(match kind {
+        ExecutorKind::Cpu => Box::new(CpuExecutor::new(parallelism(threads))),
+        ExecutorKind::Mixed => T::mixed(parallelism(threads))?,
+        ExecutorKind::Reference => Box::new(Reference),
+        #[cfg(feature = "cuda")]
+        ExecutorKind::Cuda => Box::new(cuda_executor()?),
+        #[cfg(not(feature = "cuda"))]
+        ExecutorKind::Cuda => bail!("--executor cuda: this nbody was built without CUDA (build with --features cuda)"),
+    })
+}
+
+/// Runs `nbody run` with `args`.
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let probe = args.executor.is_none() && args.config.is_none();
+    let mut s = args.resolve(probe && cuda_available())?;
+    if s.executor == ExecutorKind::Cuda && !probe {
+        // Fail before anything is printed or written.
+        #[cfg(feature = "cuda")]
+        drop(cuda_executor()?);
+        #[cfg(not(feature = "cuda"))]
+        bail!("--executor cuda: this nbody was built without CUDA (build with --features cuda)");
+    }
+    let (pos, vel) = initial_conditions(&s)?;
+    s.n = pos.len();
+    println!("nbody {} run", env!("CARGO_PKG_VERSION"));
+    for line in s.to_toml().lines() {
+        println!("  {line}");
+    }
+    std::fs::create_dir_all(&s.out).with_context(|| format!("creating the output folder {}", s.out.display()))?;
+    write_atomic(&s.out.join("settings.toml"), |w| w.write_all(s.to_toml().as_bytes()))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        // Fails only if a handler is already set (a second run in one process): keep it.
+        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+    }
+    let interrupted = match s.precision {
+        Precision::F32 => evolve::<f32>(&s, convert(&pos, &vel), &stop)?,
+        Precision::F64 => evolve::<f64>(&s, convert(&pos, &vel), &stop)?,
+    };
+    Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
+}
+
+fn convert<T: Real>(pos: &[Particle<f64>], vel: &[Velocity<f64>]) -> State<T> {
+    let c = T::from_f64;
+    State::new(
+        pos.iter().map(|p| Particle::new(c(p.x), c(p.y), c(p.z), c(p.m))).collect(),
+        vel.iter().map(|v| Velocity::new(c(v.vx), c(v.vy), c(v.vz))).collect(),
+    )
+}
+
+/// Positions with masses, and velocities, in f64.
+pub type System = (Vec<Particle<f64>>, Vec<Velocity<f64>>);
+
+/// The starting system in f64.
+pub fn initial_conditions(s: &RunSettings) -> Result<System> {
+    Ok(match s.ic {
+        InitialConditions::Plummer => ics::plummer(s.n, s.seed),
+        InitialConditions::ColdSphere => ics::cold_sphere(s.n, s.seed),
+        InitialConditions::Kepler => ics::kepler(s.eccentricity, 0.5, 0.5),
+        InitialConditions::Figure8 => ics::figure_eight(),
+        InitialConditions::File => {
+            let path = s.input.as_deref().unwrap_or(Path::new(""));
+            let table = read_table(path)?;
+            let (p, v) = particles(&table, &path.display().to_string())?;
+            let n = p.len();
+            (p, v.unwrap_or_else(|| vec![Velocity::new(0.0, 0.0, 0.0); n]))
+        }
+    })
+}
+
+/// The largest power of two not above `x` (block steps must be dyadic).
+fn power_of_two_below(x: f64) -> f64 {
+    2f64.powi(x.log2().floor() as i32)
+}
+
+fn integrator<T: Real>(s: &RunSettings, block_dt: f64) -> Result<Integrator<T>> {
+    let eps = T::from_f64(s.eps);
+    Ok(match s.integrator {
+        IntegratorKind::Leapfrog => Integrator::Leapfrog(Leapfrog::new(s.dt, eps)?),
+        IntegratorKind::Hermite => Integrator::Hermite(Hermite::new(s.eta, eps)?),
+        IntegratorKind::BlockHermite => Integrator::Block(BlockHermite::new(s.eta, block_dt, eps)?),
+        IntegratorKind::Rk => Integrator::Rk(DormandPrince::new(s.tolerance, s.tolerance, eps)?),
+    })
+}
+
+fn evolve<T: CliReal>(s: &RunSettings, state: State<T>, stop: &AtomicBool) -> Result<bool> {
+    // Block steps land on multiples of their largest step: every output time is one.
+    let block_dt = power_of_two_below(s.dt.min(s.energy_every).min(s.snapshot_every).min(s.t_end));
+    let grid = if s.integrator == IntegratorKind::BlockHermite { block_dt } else { 0.0 };
+    #[cfg(feature = "cuda")]
+    if s.executor == ExecutorKind::Cuda && s.integrator == IntegratorKind::Leapfrog {
+        let sim = super::sim::DeviceLeapfrog::new(cuda_executor()?, &state, s.dt, T::from_f64(s.eps))?;
+        return drive(s, Box::new(sim), "cuda (device-resident leapfrog)", grid, stop);
+    }
+    let mut exec = host_executor::<T>(s.executor, s.threads)?;
+    let label = match s.executor {
+        ExecutorKind::Cpu | ExecutorKind::Mixed => format!("{} ({} threads)", s.executor.name(), s.threads),
+        other => other.name().to_owned(),
+    };
+    let sim = Host::new(state, integrator(s, block_dt)?, exec.as_mut());
+    drive(s, Box::new(sim), &label, grid, stop)
+}
+
+/// Output times: multiples of `every` (rounded up to multiples of `grid` when set),
+/// the last one `t_end`.
+fn schedule(k: u64, every: f64, grid: f64, t_end: f64) -> f64 {
+    let t = k as f64 * every;
+    let t = if grid > 0.0 { (t / grid).ceil() * grid } else { t };
+    t.min(t_end)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+}
+
+struct Energy {
+    rows: Vec<f64>,
+    e0: f64,
+    p0: [f64; 3],
+    l0: [f64; 3],
+    /// Σ m |v| at the start: the scale momentum errors are relative to.
+    p_scale: f64,
+    l_scale: f64,
+}
+
+const ENERGY_COLUMNS: [&str; 13] = [
+    "time",
+    "steps",
+    "kinetic",
+    "potential",
+    "total",
+    "rel_energy_error",
+    "px",
+    "py",
+    "pz",
+    "lx",
+    "ly",
+    "lz",
+    "virial_ratio",
+];
+
+impl Energy {
+    fn record(&mut self, t: f64, steps: u64, d: &Diagnostics) {
+        let rel = (d.total - self.e0) / self.e0.abs();
+        self.rows.extend([t, steps as f64, d.kinetic, d.potential, d.total, rel]);
+        self.rows.extend(d.momentum);
+        self.rows.extend(d.angular_momentum);
+        self.rows.push(d.virial_ratio);
+    }
+
+    fn errors(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.rows.chunks(ENERGY_COLUMNS.len()).map(|r| (r[0], r[5]))
+    }
+}
+
+fn drive(
+    s: &RunSettings,
+    mut sim: Box<dyn Simulation + '_>,
+    label: &str,
+    grid: f64,
+    stop: &AtomicBool,
+) -> Result<bool> {
+    let wall = Instant::now();
+    let d0 = sim.diagnostics()?;
+    let first = sim.snapshot()?;
+    let p_scale: f64 = first.iter().map(|r| r[3] * (r[4] * r[4] + r[5] * r[5] + r[6] * r[6]).sqrt()).sum();
+    let l_scale: f64 = first
+        .iter()
+        .map(|r| {
+            r[3] * (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]).sqrt() * (r[4] * r[4] + r[5] * r[5] + r[6] * r[6]).sqrt()
+        })
+        .sum();
+    let mut energy = Energy {
+        rows: Vec::new(),
+        e0: d0.total,
+        p0: d0.momentum,
+        l0: d0.angular_momentum,
+        p_scale: p_scale.max(f64::MIN_POSITIVE),
+        l_scale: l_scale.max(f64::MIN_POSITIVE),
+    };
+    energy.record(0.0, 0, &d0);
+    let mut snapshots = 0u64;
+    write_snapshot(s, snapshots, &first)?;
+    let windows = windows(&first);
+    write_density(s, &mut *sim, &windows, "start")?;
+    let bar = progress_bar(s.quiet);
+    let (mut k_energy, mut k_snap) = (1u64, 1u64);
+    let mut interrupted = false;
+    let mut last = d0;
+    'run: loop {
+        let next_energy = schedule(k_energy, s.energy_every, grid, s.t_end);
+        let next_snap = schedule(k_snap, s.snapshot_every, grid, s.t_end);
+        let until = next_energy.min(next_snap);
+        while !sim.step(until)? {
+            show(&bar, s, &*sim, &wall);
+            if stop.load(Ordering::SeqCst) {
+                interrupted = true;
+                break 'run;
+            }
+        }
+        show(&bar, s, &*sim, &wall);
+        if close(until, next_energy) {
+            last = sim.diagnostics()?;
+            energy.record(sim.time(), sim.steps(), &last);
+            k_energy += 1;
+        }
+        if close(until, next_snap) {
+            snapshots += 1;
+            write_snapshot(s, snapshots, &sim.snapshot()?)?;
+            k_snap += 1;
+        }
+        if close(until, s.t_end) {
+            break;
+        }
+        if stop.load(Ordering::SeqCst) {
+            interrupted = true;
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    if interrupted {
+        // Stopped between outputs: record where it stopped.
+        last = sim.diagnostics()?;
+        energy.record(sim.time(), sim.steps(), &last);
+        snapshots += 1;
+        write_snapshot(s, snapshots, &sim.snapshot()?)?;
+    }
+    write_density(s, &mut *sim, &windows, "end")?;
+    write_table(&s.out.join("energy.csv"), &ENERGY_COLUMNS, &energy.rows)?;
+    let errors: Vec<(f64, f64)> = energy.errors().collect();
+    let title = format!("Energy error: N = {}, {:?}, {}", s.n, s.integrator, s.precision.name());
+    energy_png(&s.out.join("energy-error.png"), &title, &errors)?;
+    let seconds = wall.elapsed().as_secs_f64();
+    let summary = summary(s, &*sim, label, &energy, &last, seconds, snapshots + 1, interrupted);
+    print!("{summary}");
+    write_atomic(&s.out.join("summary.txt"), |w| w.write_all(summary.as_bytes()))?;
+    Ok(interrupted)
+}
+
+fn progress_bar(quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(1000);
+    let style =
+        ProgressStyle::with_template("[{elapsed_precise}] {wide_bar:.cyan/blue} {percent:>3}%  {msg}  ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style.progress_chars("=> "));
+    bar
+}
+
+fn show(bar: &ProgressBar, s: &RunSettings, sim: &dyn Simulation, wall: &Instant) {
+    if bar.is_hidden() {
+        return;
+    }
+    let rate = sim.interactions() / wall.elapsed().as_secs_f64().max(1e-9);
+    bar.set_position((1000.0 * sim.time() / s.t_end).clamp(0.0, 1000.0) as u64);
+    bar.set_message(format!("t = {:.4}/{}  steps {}  {:.3e} interactions/s", sim.time(), s.t_end, sim.steps(), rate));
+}
+
+fn write_snapshot(s: &RunSettings, k: u64, rows: &[Row]) -> Result<()> {
+    let flat: Vec<f64> = rows.iter().flatten().copied().collect();
+    write_table(&s.out.join(format!("snapshot-{k:05}.npy")), &COLUMNS, &flat)
+}
+
+/// The two density windows (x-y and x-z), centred on the centre of mass, half-width a
+/// little over the 95th percentile of the particles' distance from it (per axis): the
+/// same windows at start and end, so the pictures compare.
+fn windows(rows: &[Row]) -> [(Plane, [f64; 3], f64); 2] {
+    let mass: f64 = rows.iter().map(|r| r[3]).sum();
+    let com: [f64; 3] = if mass > 0.0 {
+        core::array::from_fn(|k| rows.iter().map(|r| r[3] * r[k]).sum::<f64>() / mass)
+    } else {
+        core::array::from_fn(|k| rows.iter().map(|r| r[k]).sum::<f64>() / rows.len() as f64)
+    };
+    let mut d: Vec<f64> = rows.iter().map(|r| (0..3).map(|k| (r[k] - com[k]).abs()).fold(0.0, f64::max)).collect();
+    let q = (d.len() * 95 / 100).min(d.len() - 1);
+    let (_, q95, _) = d.select_nth_unstable_by(q, f64::total_cmp);
+    let half = if *q95 > 0.0 { 1.15 * *q95 } else { 1.0 };
+    [(Plane::XY, com, half), (Plane::XZ, com, half)]
+}
+
+fn write_density(
+    s: &RunSettings,
+    sim: &mut dyn Simulation,
+    windows: &[(Plane, [f64; 3], f64); 2],
+    when: &str,
+) -> Result<()> {
+    let mut grids = Vec::new();
+    for &(plane, com, half) in windows {
+        let (h, v) = plane.axes();
+        let proj = Projection { plane, centre: [com[h], com[v]], half_width: half, pixels: s.pixels };
+        let mut grid = vec![0.0; s.pixels * s.pixels];
+        sim.project(&proj, &mut grid)?;
+        grids.push((plane, grid));
+    }
+    let panels: Vec<Panel<'_>> = grids
+        .iter()
+        .map(|(plane, g)| Panel {
+            grid: g,
+            caption: format!("{}-{} (side {:.3})", &plane.name()[..1], &plane.name()[1..], 2.0 * windows[0].2),
+        })
+        .collect();
+    let title = format!("Projected mass, log scale, t = {:.4} (N = {})", sim.time(), s.n);
+    density_png(&s.out.join(format!("density-{when}.png")), &title, s.pixels, &panels)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn summary(
+    s: &RunSettings,
+    sim: &dyn Simulation,
+    label: &str,
+    energy: &Energy,
+    last: &Diagnostics,
+    seconds: f64,
+    snapshots: u64,
+    interrupted: bool,
+) -> String {
+    let max_err = energy.errors().map(|e| e.1.abs()).fold(0.0, f64::max);
+    let final_err = (last.total - energy.e0) / energy.e0.abs();
+    let dp = (0..3).map(|k| (last.momentum[k] - energy.p0[k]).powi(2)).sum::<f64>().sqrt();
+    let dl = (0..3).map(|k| (last.angular_momentum[k] - energy.l0[k]).powi(2)).sum::<f64>().sqrt();
+    let mut o = String::new();
+    let _ = writeln!(o, "{}", if interrupted { "Stopped by Ctrl-C after the current step." } else { "Done." });
+    let _ = writeln!(o, "  particles             {}", s.n);
+    let _ = writeln!(o, "  executor              {label}, {}", s.precision.name());
+    let _ = writeln!(o, "  simulated time        {:.6} of {}", sim.time(), s.t_end);
+    let _ = writeln!(o, "  steps                 {}", sim.steps());
+    let _ = writeln!(o, "  wall time             {seconds:.3} s");
+    let _ = writeln!(
+        o,
+        "  interactions          {:.4e} ({:.4e} per second)",
+        sim.interactions(),
+        sim.interactions() / seconds
+    );
+    let _ = writeln!(
+        o,
+        "  energy error          {final_err:.3e} at the end, {max_err:.3e} at most (|E(t) - E(0)| / |E(0)|)"
+    );
+    let _ = writeln!(o, "  momentum change       {dp:.3e} ({:.3e} of sum m|v|)", dp / energy.p_scale);
+    let _ = writeln!(o, "  angular momentum      {dl:.3e} ({:.3e} of sum m|x||v|)", dl / energy.l_scale);
+    let _ = writeln!(o, "  virial ratio 2T/|W|   {:.4}", last.virial_ratio);
+    let _ = writeln!(
+        o,
+        "  written to {}: settings.toml, {snapshots} snapshot(s), energy.csv, energy-error.png, density-start.png, density-end.png, summary.txt",
+        s.out.display()
+    );
+    o
+}

@@ -1,0 +1,300 @@
+//! Settings of `nbody run`: the same names on the command line and in a TOML file
+//! (`--config FILE`); the command line wins, then the file, then the defaults. Every
+//! value is checked before anything runs, and errors name the setting.
+
+use super::{ExecutorKind, Precision};
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Which system to start from.
+#[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum InitialConditions {
+    /// Plummer sphere in standard N-body units (G = M = 1, E = -1/4).
+    Plummer,
+    /// Uniform sphere at rest (radius 1, total mass 1): it collapses.
+    ColdSphere,
+    /// Two bodies of mass 1/2 on a Kepler orbit (`eccentricity`, semi-major axis 1).
+    Kepler,
+    /// The figure-eight three-body orbit (Chenciner & Montgomery).
+    Figure8,
+    /// Particles from `input` (.npy or .csv, N x 4 [x y z m] or N x 7 [... vx vy vz]).
+    File,
+}
+
+/// Which integrator advances the system.
+#[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum IntegratorKind {
+    /// Kick-drift-kick leapfrog, fixed step `dt`.
+    Leapfrog,
+    /// Hermite 4th order, shared adaptive steps (accuracy `eta`).
+    Hermite,
+    /// Hermite 4th order, block (power-of-two) individual steps (`eta`, largest step `dt`).
+    BlockHermite,
+    /// Dormand-Prince 5(4), adaptive (relative tolerance `tolerance`).
+    Rk,
+}
+
+/// Arguments of `nbody run`; each may also come from the `--config` TOML file under the
+/// same name (`t-end = 2.0`).
+#[derive(Args, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RunArgs {
+    /// TOML file with any of these settings (the command line overrides it).
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Initial conditions [default: plummer, or file when --input is given].
+    #[arg(long, value_enum)]
+    pub ic: Option<InitialConditions>,
+    /// Particle file for --ic file (.npy or .csv).
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Number of particles for plummer and cold-sphere [default: 8192].
+    #[arg(short, long)]
+    pub n: Option<usize>,
+    /// Orbital eccentricity for kepler, in [0, 1) [default: 0.5].
+    #[arg(long, allow_negative_numbers = true)]
+    pub eccentricity: Option<f64>,
+    /// Seed of the random initial conditions [default: 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Integrator [default: leapfrog].
+    #[arg(long, value_enum)]
+    pub integrator: Option<IntegratorKind>,
+    /// Step of the leapfrog; largest step of block-hermite [default: 1/256].
+    #[arg(long, allow_negative_numbers = true)]
+    pub dt: Option<f64>,
+    /// Accuracy parameter of the Hermite integrators (Aarseth's criterion) [default: 0.01].
+    #[arg(long, allow_negative_numbers = true)]
+    pub eta: Option<f64>,
+    /// Relative tolerance of the Runge-Kutta integrator [default: 1e-8].
+    #[arg(long, allow_negative_numbers = true)]
+    pub tolerance: Option<f64>,
+    /// Simulated time to reach, in N-body units [default: 1].
+    #[arg(long, allow_negative_numbers = true)]
+    pub t_end: Option<f64>,
+    /// Softening length [default: 1/64 for plummer and cold-sphere and files, 0 otherwise].
+    #[arg(long, allow_negative_numbers = true)]
+    pub eps: Option<f64>,
+    /// Executor [default: cuda when compiled in with a device, else cpu].
+    #[arg(long, value_enum)]
+    pub executor: Option<ExecutorKind>,
+    /// Precision [default: f64].
+    #[arg(long, value_enum)]
+    pub precision: Option<Precision>,
+    /// CPU threads [default: all cores].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Output folder [default: nbody-out].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Simulated time between snapshots [default: t-end, i.e. start and end only].
+    #[arg(long, allow_negative_numbers = true)]
+    pub snapshot_every: Option<f64>,
+    /// Simulated time between energy samples [default: t-end / 128, at least one step].
+    #[arg(long, allow_negative_numbers = true)]
+    pub energy_every: Option<f64>,
+    /// Pixels per side of the density maps [default: 400].
+    #[arg(long)]
+    pub pixels: Option<usize>,
+    /// No progress bar.
+    #[arg(long)]
+    #[serde(skip)]
+    pub quiet: bool,
+}
+
+/// Every setting of a run, resolved and checked.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub struct RunSettings {
+    /// Initial conditions.
+    pub ic: InitialConditions,
+    /// Particle file (for `ic = file`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<PathBuf>,
+    /// Particles (generated ICs; for files, the file's count).
+    pub n: usize,
+    /// Kepler eccentricity.
+    pub eccentricity: f64,
+    /// Seed.
+    pub seed: u64,
+    /// Integrator.
+    pub integrator: IntegratorKind,
+    /// Leapfrog step / largest block step.
+    pub dt: f64,
+    /// Hermite accuracy.
+    pub eta: f64,
+    /// Runge-Kutta tolerance.
+    pub tolerance: f64,
+    /// End time.
+    pub t_end: f64,
+    /// Softening.
+    pub eps: f64,
+    /// Executor.
+    pub executor: ExecutorKind,
+    /// Precision.
+    pub precision: Precision,
+    /// CPU threads.
+    pub threads: usize,
+    /// Output folder.
+    pub out: PathBuf,
+    /// Time between snapshots.
+    pub snapshot_every: f64,
+    /// Time between energy samples.
+    pub energy_every: f64,
+    /// Density map size.
+    pub pixels: usize,
+    /// No progress bar.
+    #[serde(skip)]
+    pub quiet: bool,
+}
+
+impl RunArgs {
+    /// Reads a settings file (TOML, the long option names as keys).
+    ///
+    /// ```
+    /// let a = nbody::cli::settings::RunArgs::from_toml("n = 100\nt-end = 0.5\nintegrator = \"hermite\"").unwrap();
+    /// assert_eq!(a.n, Some(100));
+    /// assert!(nbody::cli::settings::RunArgs::from_toml("steps = 3").is_err()); // unknown key
+    /// ```
+    pub fn from_toml(text: &str) -> Result<Self> {
+        Ok(toml::from_str(text)?)
+    }
+
+    /// Fills what `self` leaves unset from `file`.
+    fn or(self, file: RunArgs) -> RunArgs {
+        RunArgs {
+            config: self.config,
+            ic: self.ic.or(file.ic),
+            input: self.input.or(file.input),
+            n: self.n.or(file.n),
+            eccentricity: self.eccentricity.or(file.eccentricity),
+            seed: self.seed.or(file.seed),
+            integrator: self.integrator.or(file.integrator),
+            dt: self.dt.or(file.dt),
+            eta: self.eta.or(file.eta),
+            tolerance: self.tolerance.or(file.tolerance),
+            t_end: self.t_end.or(file.t_end),
+            eps: self.eps.or(file.eps),
+            executor: self.executor.or(file.executor),
+            precision: self.precision.or(file.precision),
+            threads: self.threads.or(file.threads),
+            out: self.out.or(file.out),
+            snapshot_every: self.snapshot_every.or(file.snapshot_every),
+            energy_every: self.energy_every.or(file.energy_every),
+            pixels: self.pixels.or(file.pixels),
+            quiet: self.quiet,
+        }
+    }
+
+    /// Merges the `--config` file (if any), applies the defaults and checks every value.
+    /// `cuda_available` picks the default executor.
+    pub fn resolve(self, cuda_available: bool) -> Result<RunSettings> {
+        let args = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+                let file = RunArgs::from_toml(&text).with_context(|| format!("{}", path.display()))?;
+                self.or(file)
+            }
+            None => self,
+        };
+        let ic =
+            args.ic.unwrap_or(if args.input.is_some() { InitialConditions::File } else { InitialConditions::Plummer });
+        if ic == InitialConditions::File && args.input.is_none() {
+            bail!("--ic file needs --input FILE");
+        }
+        if ic != InitialConditions::File && args.input.is_some() {
+            bail!(
+                "--input is only used with --ic file (got --ic {})",
+                ic.to_possible_value().map_or("?".into(), |v| v.get_name().to_owned())
+            );
+        }
+        let n = match ic {
+            InitialConditions::Plummer | InitialConditions::ColdSphere => args.n.unwrap_or(8192),
+            InitialConditions::Kepler => 2,
+            InitialConditions::Figure8 => 3,
+            InitialConditions::File => 0,
+        };
+        if matches!(ic, InitialConditions::Plummer | InitialConditions::ColdSphere) && n == 0 {
+            bail!("--n must be at least 1 (got 0)");
+        }
+        let t_end = args.t_end.unwrap_or(1.0);
+        positive("--t-end", t_end)?;
+        let dt = args.dt.unwrap_or(1.0 / 256.0);
+        positive("--dt", dt)?;
+        let eta = args.eta.unwrap_or(0.01);
+        positive("--eta", eta)?;
+        let tolerance = args.tolerance.unwrap_or(1e-8);
+        positive("--tolerance", tolerance)?;
+        let default_eps =
+            if matches!(ic, InitialConditions::Kepler | InitialConditions::Figure8) { 0.0 } else { 1.0 / 64.0 };
+        let eps = args.eps.unwrap_or(default_eps);
+        if !(eps.is_finite() && eps >= 0.0) {
+            bail!("--eps must be zero or positive and finite (got {eps})");
+        }
+        let eccentricity = args.eccentricity.unwrap_or(0.5);
+        if !(0.0..1.0).contains(&eccentricity) {
+            bail!("--eccentricity must be in [0, 1) (got {eccentricity})");
+        }
+        let executor = args.executor.unwrap_or(if cuda_available { ExecutorKind::Cuda } else { ExecutorKind::Cpu });
+        let precision = args.precision.unwrap_or(Precision::F64);
+        if executor == ExecutorKind::Mixed && precision == Precision::F32 {
+            bail!("--executor mixed computes f64 results: use --precision f64");
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |t| t.get());
+        let threads = args.threads.unwrap_or(cores);
+        if threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        let snapshot_every = args.snapshot_every.unwrap_or(t_end);
+        positive("--snapshot-every", snapshot_every)?;
+        let energy_every = args.energy_every.unwrap_or(t_end / 128.0);
+        positive("--energy-every", energy_every)?;
+        if t_end / snapshot_every > 1e5 || t_end / energy_every > 1e7 {
+            bail!("--snapshot-every / --energy-every would write too many outputs (more than 1e5 snapshots or 1e7 samples)");
+        }
+        let pixels = args.pixels.unwrap_or(400);
+        if !(16..=4096).contains(&pixels) {
+            bail!("--pixels must be in 16..=4096 (got {pixels})");
+        }
+        Ok(RunSettings {
+            ic,
+            input: args.input,
+            n,
+            eccentricity,
+            seed: args.seed.unwrap_or(1),
+            integrator: args.integrator.unwrap_or(IntegratorKind::Leapfrog),
+            dt,
+            eta,
+            tolerance,
+            t_end,
+            eps,
+            executor,
+            precision,
+            threads,
+            out: args.out.unwrap_or_else(|| PathBuf::from("nbody-out")),
+            snapshot_every,
+            energy_every,
+            pixels,
+            quiet: args.quiet,
+        })
+    }
+}
+
+impl RunSettings {
+    /// The settings as TOML, readable back with `--config`.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+}
+
+fn positive(name: &str, x: f64) -> Result<()> {
+    if !(x.is_finite() && x > 0.0) {
+        bail!("{name} must be positive and finite (got {x})");
+    }
+    Ok(())
+}

@@ -1,0 +1,269 @@
+//! What `nbody run` drives: a system with an integrator and an executor behind one
+//! object-safe interface, so the run loop is written once for every combination.
+
+use nbody_core::projection::Projection;
+use nbody_core::{Bodies, Error, Executor, Field, InteractionList, Jerk, Params, Particle, Real};
+use nbody_integrators::{BlockHermite, Diagnostics, DormandPrince, Hermite, Leapfrog, State};
+
+/// One row of a snapshot: x, y, z, m, vx, vy, vz.
+pub type Row = [f64; 7];
+
+/// A running simulation.
+pub trait Simulation {
+    /// Simulated time.
+    fn time(&self) -> f64;
+    /// Advances towards `until` by one step (one adaptive Runge-Kutta stretch); true
+    /// once `until` is reached.
+    fn step(&mut self, until: f64) -> Result<bool, Error>;
+    /// Steps taken.
+    fn steps(&self) -> u64;
+    /// Pair interactions computed so far (every force call, diagnostics included).
+    fn interactions(&self) -> f64;
+    /// Conserved quantities now.
+    fn diagnostics(&mut self) -> Result<Diagnostics, Error>;
+    /// Positions, masses and velocities now, in f64.
+    fn snapshot(&mut self) -> Result<Vec<Row>, Error>;
+    /// Density map of the particles now, computed by the executor.
+    fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error>;
+}
+
+/// An executor that counts the interactions it is asked for, so rates are exact for
+/// every integrator (block steps, Runge-Kutta stages, diagnostics).
+pub struct Counting<'e, T: Real> {
+    inner: &'e mut dyn Executor<T>,
+    interactions: f64,
+}
+
+impl<T: Real> Executor<T> for Counting<'_, T> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn accelerations(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.interactions += targets.len() as f64 * sources.len() as f64;
+        self.inner.accelerations(targets, sources, params, out)
+    }
+
+    fn accelerations_jerk(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        self.interactions += targets.pos.len() as f64 * sources.pos.len() as f64;
+        self.inner.accelerations_jerk(targets, sources, params, out, jerk)
+    }
+
+    fn accelerations_batch(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.interactions += list.interactions() as f64;
+        self.inner.accelerations_batch(particles, list, params, out)
+    }
+
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        self.inner.project(particles, projection, grid)
+    }
+}
+
+/// The integrators, as one type.
+pub enum Integrator<T: Real> {
+    /// Fixed-step leapfrog.
+    Leapfrog(Leapfrog<T>),
+    /// Shared-step Hermite.
+    Hermite(Hermite<T>),
+    /// Block-step Hermite.
+    Block(BlockHermite<T>),
+    /// Dormand-Prince.
+    Rk(DormandPrince<T>),
+}
+
+/// A system on the host, any integrator, any executor.
+pub struct Host<'e, T: Real> {
+    state: State<T>,
+    integrator: Integrator<T>,
+    exec: Counting<'e, T>,
+    steps: u64,
+}
+
+impl<'e, T: Real> Host<'e, T> {
+    /// A simulation of `state` advanced by `integrator` with forces from `exec`.
+    pub fn new(state: State<T>, integrator: Integrator<T>, exec: &'e mut dyn Executor<T>) -> Self {
+        Self { state, integrator, exec: Counting { inner: exec, interactions: 0.0 }, steps: 0 }
+    }
+}
+
+impl<T: Real> Simulation for Host<'_, T> {
+    fn time(&self) -> f64 {
+        self.state.time
+    }
+
+    fn step(&mut self, until: f64) -> Result<bool, Error> {
+        let (s, e) = (&mut self.state, &mut self.exec);
+        match &mut self.integrator {
+            Integrator::Leapfrog(lf) => {
+                // A fixed step lands within half a step of `until`.
+                let half = 0.5 * lf.dt().abs();
+                if s.time < until - half {
+                    lf.step(s, e)?;
+                    self.steps += 1;
+                }
+                Ok(s.time >= until - half)
+            }
+            Integrator::Hermite(h) => {
+                if s.time < until {
+                    h.step(s, e, until - s.time)?;
+                    self.steps += 1;
+                }
+                Ok(s.time >= until)
+            }
+            Integrator::Block(b) => {
+                if s.time < until {
+                    b.step(s, e)?;
+                    self.steps += 1;
+                }
+                Ok(s.time >= until)
+            }
+            Integrator::Rk(rk) => {
+                self.steps += rk.advance_to(s, e, until)? as u64;
+                Ok(true)
+            }
+        }
+    }
+
+    fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    fn interactions(&self) -> f64 {
+        self.exec.interactions
+    }
+
+    fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
+        let (s, e) = (&self.state, &mut self.exec);
+        match &mut self.integrator {
+            Integrator::Leapfrog(lf) => lf.diagnostics(s, e),
+            Integrator::Hermite(h) => h.diagnostics(s, e),
+            Integrator::Block(b) => b.diagnostics(s, e),
+            Integrator::Rk(rk) => rk.diagnostics(s, e),
+        }
+    }
+
+    fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
+        Ok(rows(&self.state.pos, &self.state.vel))
+    }
+
+    fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        self.exec.project(&self.state.pos, projection, grid)
+    }
+}
+
+/// Snapshot rows of positions and velocities.
+pub fn rows<T: Real>(pos: &[Particle<T>], vel: &[nbody_core::Velocity<T>]) -> Vec<Row> {
+    pos.iter()
+        .zip(vel)
+        .map(|(p, v)| {
+            let (x, u) = (p.position().map(Real::to_f64), v.components().map(Real::to_f64));
+            [x[0], x[1], x[2], p.m.to_f64(), u[0], u[1], u[2]]
+        })
+        .collect()
+}
+
+#[cfg(feature = "cuda")]
+pub use device::DeviceLeapfrog;
+
+#[cfg(feature = "cuda")]
+mod device {
+    use super::{rows, Row, Simulation};
+    use nbody_core::projection::Projection;
+    use nbody_core::{Error, Executor, Field, Params, Particle, Velocity};
+    use nbody_cuda::{CudaExecutor, DeviceReal, DeviceState};
+    use nbody_integrators::{diagnostics, State};
+
+    /// A leapfrog whose particles stay on the GPU; only diagnostics, snapshots and
+    /// pictures copy them back.
+    pub struct DeviceLeapfrog<T: DeviceReal> {
+        exec: CudaExecutor,
+        state: DeviceState<T>,
+        params: Params<T>,
+        dt: f64,
+        steps: u64,
+        interactions: f64,
+        pos: Vec<Particle<T>>,
+        vel: Vec<Velocity<T>>,
+    }
+
+    impl<T: DeviceReal> DeviceLeapfrog<T> {
+        /// Uploads the system.
+        pub fn new(mut exec: CudaExecutor, s: &State<T>, dt: f64, eps: T) -> Result<Self, Error> {
+            let params = Params::softened(eps).with_overlap_identical();
+            nbody_core::validate::params(&params)?;
+            let state = exec.upload_state(&s.pos, &s.vel)?;
+            let (pos, vel) = (s.pos.clone(), s.vel.clone());
+            Ok(Self { exec, state, params, dt, steps: 0, interactions: 0.0, pos, vel })
+        }
+
+        fn download(&mut self) -> Result<(), Error> {
+            self.exec.download_state(&self.state, &mut self.pos, &mut self.vel)
+        }
+    }
+
+    impl<T: DeviceReal> Simulation for DeviceLeapfrog<T> {
+        fn time(&self) -> f64 {
+            self.state.time
+        }
+
+        fn step(&mut self, until: f64) -> Result<bool, Error> {
+            let half = 0.5 * self.dt;
+            if self.state.time < until - half {
+                self.exec.leapfrog_step(&mut self.state, &self.params, self.dt)?;
+                self.steps += 1;
+                self.interactions += (self.pos.len() as f64).powi(2);
+            }
+            Ok(self.state.time >= until - half)
+        }
+
+        fn steps(&self) -> u64 {
+            self.steps
+        }
+
+        fn interactions(&self) -> f64 {
+            self.interactions
+        }
+
+        fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
+            self.download()?;
+            let mut field = vec![Field::zero(); self.pos.len()];
+            self.exec.download_field(&mut self.state, &self.params, &mut field)?;
+            let s =
+                State { pos: std::mem::take(&mut self.pos), vel: std::mem::take(&mut self.vel), time: self.state.time };
+            let d = diagnostics(&s, &field);
+            (self.pos, self.vel) = (s.pos, s.vel);
+            Ok(d)
+        }
+
+        fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
+            self.download()?;
+            Ok(rows(&self.pos, &self.vel))
+        }
+
+        fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+            self.download()?;
+            self.exec.project(&self.pos, projection, grid)
+        }
+    }
+
+    use nbody_integrators::Diagnostics;
+}

@@ -1,0 +1,253 @@
+//! The `nbody` binary, driven as a user drives it: every promised file, `accel` against
+//! the reference, each kind of bad input with its one-line error and exit code, `info`,
+//! settings files and Ctrl-C.
+
+use nbody::cli::files::{read_table, write_table};
+use nbody::cli::plot::{density_image_size, PLOT_SIZE};
+use nbody::{Executor, Field, Params, Particle, Reference};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn nbody(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nbody")).args(args).current_dir(dir).output().expect("the binary starts")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A CSV the command wrote (header line, then numbers), as rows.
+fn csv_rows(path: &Path) -> Vec<Vec<f64>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    r.records().map(|rec| rec.unwrap().iter().map(|f| f.parse().unwrap()).collect()).collect()
+}
+
+/// Decodes a PNG: (width, height, distinct colours).
+fn png_facts(path: &Path) -> (u32, u32, usize) {
+    let decoder = png::Decoder::new(std::fs::File::open(path).expect("png exists"));
+    let mut reader = decoder.read_info().expect("png header");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("png data");
+    let px = info.color_type.samples();
+    let mut colours: Vec<&[u8]> = buf[..info.buffer_size()].chunks(px).collect();
+    colours.sort_unstable();
+    colours.dedup();
+    (info.width, info.height, colours.len())
+}
+
+#[test]
+fn default_run_writes_every_promised_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = nbody(&["--n", "256", "--t-end", "0.125", "--pixels", "64", "--quiet"], dir.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for setting in ["ic = \"plummer\"", "n = 256", "integrator = \"leapfrog\"", "executor = \"cpu\"", "t-end = 0.125"] {
+        assert!(stdout.contains(setting), "setting {setting} not echoed:\n{stdout}");
+    }
+    for summary in ["energy error", "momentum change", "wall time", "interactions"] {
+        assert!(stdout.contains(summary), "summary lacks {summary}:\n{stdout}");
+    }
+    let out = dir.path().join("nbody-out");
+    for f in ["settings.toml", "summary.txt", "energy.csv", "snapshot-00000.npy", "snapshot-00001.npy"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let snap = read_table(&out.join("snapshot-00001.npy")).unwrap();
+    assert_eq!((snap.rows(), snap.columns), (256, 7));
+    assert!(snap.values.iter().all(|x| x.is_finite()));
+    let energy = csv_rows(&out.join("energy.csv"));
+    // t-end / 128 between samples, plus the start.
+    assert_eq!(energy.len(), 129);
+    let max_err = energy.iter().map(|r| r[5].abs()).fold(0.0, f64::max);
+    assert!(max_err < 1e-3, "energy error {max_err}");
+    for (f, size) in [
+        ("density-start.png", density_image_size(2, 64)),
+        ("density-end.png", density_image_size(2, 64)),
+        ("energy-error.png", PLOT_SIZE),
+    ] {
+        let (w, h, colours) = png_facts(&out.join(f));
+        assert_eq!((w, h), size, "{f}");
+        assert!(colours > 4, "{f} is blank ({colours} colours)");
+    }
+    let leftovers: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+#[test]
+fn every_integrator_and_precision_runs_from_a_settings_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for (integrator, precision) in [("hermite", "f64"), ("block-hermite", "f32"), ("rk", "f64"), ("leapfrog", "f32")] {
+        let toml = format!(
+            "ic = \"figure8\"\nintegrator = \"{integrator}\"\nprecision = \"{precision}\"\nt-end = 0.25\ndt = 0.001\npixels = 32\nout = \"out-{integrator}\"\nexecutor = \"cpu\"\n"
+        );
+        std::fs::write(dir.path().join("run.toml"), toml).unwrap();
+        let o = nbody(&["run", "--config", "run.toml", "--quiet"], dir.path());
+        assert!(o.status.success(), "{integrator}: {}", stderr(&o));
+        let energy = csv_rows(&dir.path().join(format!("out-{integrator}/energy.csv")));
+        let last = energy.last().unwrap();
+        assert!((last[0] - 0.25).abs() < 1e-3, "{integrator} ended at t = {}", last[0]);
+        let bound = if precision == "f32" { 1e-4 } else { 1e-6 };
+        assert!(last[5].abs() < bound, "{integrator}: energy error {}", last[5]);
+    }
+}
+
+#[test]
+fn accel_matches_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, _) = nbody::integrators::ics::plummer::<f64>(300, 7);
+    let (tgt, _) = nbody::integrators::ics::plummer::<f64>(40, 8);
+    let flat = |ps: &[Particle<f64>]| -> Vec<f64> { ps.iter().flat_map(|p| [p.x, p.y, p.z, p.m]).collect() };
+    write_table(&dir.path().join("src.csv"), &["x", "y", "z", "m"], &flat(&src)).unwrap();
+    write_table(&dir.path().join("tgt.npy"), &["x", "y", "z", "m"], &flat(&tgt)).unwrap();
+    type Case<'a> = (&'a [&'a str], &'a [Particle<f64>], Params<f64>);
+    let cases: [Case<'_>; 2] = [
+        (&["--out", "self.npy"], &src, Params::softened(0.01).with_overlap_identical()),
+        (&["--targets", "tgt.npy", "--out", "tgt-out.csv"], &tgt, Params::softened(0.01)),
+    ];
+    for (extra, targets, params) in cases {
+        let mut args = vec!["accel", "--sources", "src.csv", "--eps", "0.01"];
+        args.extend_from_slice(extra);
+        let o = nbody(&args, dir.path());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let path = dir.path().join(extra[extra.len() - 1]);
+        let got: Vec<f64> = if path.extension().unwrap() == "csv" {
+            csv_rows(&path).concat()
+        } else {
+            let t = read_table(&path).unwrap();
+            assert_eq!(t.columns, 4);
+            t.values
+        };
+        assert_eq!(got.len(), 4 * targets.len());
+        let mut want = vec![Field::zero(); targets.len()];
+        Reference.accelerations(targets, &src, &params, &mut want).unwrap();
+        for (g, w) in got.chunks(4).zip(&want) {
+            for (a, b) in g.iter().zip([w.ax, w.ay, w.az, w.phi]) {
+                assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
+            }
+        }
+    }
+}
+
+/// Each bad input: its exit code, and one stderr line containing `needle`.
+#[test]
+fn bad_input_gives_one_clear_line_and_an_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("nan.csv"), "x,y,z,m\n0,0,0,1\n1,0,0,nan\n").unwrap();
+    std::fs::write(d.join("cols.csv"), "0,0,0,1\n1,0,0\n").unwrap();
+    std::fs::write(d.join("five.csv"), "0,0,0,1,2\n").unwrap();
+    std::fs::write(d.join("text.csv"), "0,0,0,1\n1,zero,0,1\n").unwrap();
+    std::fs::write(d.join("neg.csv"), "0,0,0,1\n1,0,0,-2\n").unwrap();
+    std::fs::write(d.join("empty.csv"), "# nothing\n").unwrap();
+    std::fs::write(d.join("junk.npy"), "not numpy at all").unwrap();
+    std::fs::write(d.join("bad.toml"), "n = 100\nsteps = 3\n").unwrap();
+    std::fs::write(d.join("ok.csv"), "0,0,0,1\n1,0,0,1\n").unwrap();
+    let cases: &[(&[&str], u8, &str)] = &[
+        (&["accel", "--sources", "missing.csv", "--out", "o.npy"], 1, "missing.csv"),
+        (&["accel", "--sources", "nan.csv", "--out", "o.npy"], 1, "nan.csv: line 3, column 4 (m)"),
+        (&["accel", "--sources", "cols.csv", "--out", "o.npy"], 1, "cols.csv: line 2: 3 columns"),
+        (&["accel", "--sources", "five.csv", "--out", "o.npy"], 1, "five.csv: line 1: 5 columns"),
+        (
+            &["accel", "--sources", "text.csv", "--out", "o.npy"],
+            1,
+            "text.csv: line 2, column 2 (y): \"zero\" is not a number",
+        ),
+        (&["accel", "--sources", "neg.csv", "--out", "o.npy"], 1, "neg.csv: line 2, column 4 (m): negative mass"),
+        (&["accel", "--sources", "empty.csv", "--out", "o.npy"], 1, "empty.csv: no particles"),
+        (&["accel", "--sources", "junk.npy", "--out", "o.npy"], 1, "junk.npy: not a valid .npy file"),
+        (&["accel", "--sources", "ok.csv", "--out", "o.txt"], 1, "o.txt: unknown file type"),
+        (&["accel", "--sources", "ok.csv", "--out", "o.npy", "--eps", "-1"], 1, "--eps must be"),
+        (&["run", "--dt", "-0.1"], 1, "--dt must be positive"),
+        (&["--n", "0"], 1, "--n must be at least 1"),
+        (&["run", "--t-end", "nan"], 1, "--t-end must be positive"),
+        (&["run", "--ic", "file", "--input", "nan.csv"], 1, "nan.csv: line 3"),
+        (&["run", "--config", "bad.toml"], 1, "unknown field `steps`"),
+        (&["run", "--frobnicate"], 2, "--frobnicate"),
+        (&["run", "--n", "lots"], 2, "'lots'"),
+        (&["run", "--integrator", "euler"], 2, "euler"),
+        (&["bench", "--flops", "17"], 2, "not a named convention"),
+    ];
+    for &(args, code, needle) in cases {
+        let o = nbody(args, d);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(code as i32), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err}");
+        assert!(err.contains(needle), "{args:?}: {err:?} does not name {needle:?}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!d.join("o.npy").exists(), "{args:?} wrote an output");
+    }
+}
+
+#[test]
+fn cuda_without_a_device_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = nbody(&["run", "--executor", "cuda", "--n", "64", "--t-end", "0.01"], dir.path());
+    if cfg!(feature = "cuda") && o.status.success() {
+        return; // a machine with a GPU: nothing to refuse
+    }
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: --executor cuda: "), "{err}");
+    assert!(o.stdout.is_empty(), "printed before refusing");
+}
+
+#[test]
+fn info_lists_the_cpu_executor() {
+    let o = nbody(&["info"], Path::new("."));
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("cpu ") && text.contains("CPU SIMD features detected"), "{text}");
+}
+
+#[test]
+fn bench_writes_table_json_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = nbody(&["bench", "--sizes", "32,64", "--seconds", "0", "--out", "b"], dir.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("scalar") && text.contains("mixed"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("b/bench.json")).unwrap()).unwrap();
+    let rows = json["results"].as_array().unwrap();
+    assert!(rows.iter().all(|r| r["interactions_per_second"].as_f64().unwrap() > 0.0));
+    assert!(rows.len() >= 10);
+    let (w, h, colours) = png_facts(&dir.path().join("b/bench.png"));
+    assert_eq!((w, h), PLOT_SIZE);
+    assert!(colours > 4);
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_after_the_current_step_and_still_writes_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_nbody"))
+        .args(["--n", "512", "--t-end", "100000", "--pixels", "32", "--quiet"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = dir.path().join("nbody-out");
+    let start = Instant::now();
+    while !out.join("density-start.png").exists() {
+        assert!(start.elapsed() < Duration::from_secs(120), "the run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("Stopped by Ctrl-C"), "{stdout}");
+    for f in ["summary.txt", "energy.csv", "energy-error.png", "density-end.png", "snapshot-00001.npy"] {
+        assert!(out.join(f).is_file(), "{f} missing after Ctrl-C");
+    }
+    let snap = read_table(&out.join("snapshot-00001.npy")).unwrap();
+    assert_eq!(snap.rows(), 512);
+}
