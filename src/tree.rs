@@ -47,6 +47,8 @@ pub struct TreeStats {
     pub interactions: usize,
     /// Leaf groups (pairs of the interaction list).
     pub groups: usize,
+    /// Source spans in the list (particle ranges and runs of monopoles).
+    pub spans: usize,
     /// Sorting and building the tree.
     pub build: Duration,
     /// Walking it into the interaction list.
@@ -233,14 +235,23 @@ impl BarnesHut {
         let n = particles.len();
         let leaves: Vec<&Cell> = tree.cells.iter().filter(|c| c.children == 0).collect();
         let lists: Vec<Vec<Span>> = leaves.par_iter().map(|leaf| tree.walk(leaf, self.theta, n)).collect();
-        let mut spans = Vec::with_capacity(lists.iter().map(Vec::len).sum());
+        // Concatenated in parallel: a million-particle list holds tens of millions of spans.
         let mut pairs = Vec::with_capacity(leaves.len());
+        let mut total = 0u32;
         for (leaf, list) in leaves.iter().zip(&lists) {
-            let first = spans.len() as u32;
-            spans.extend_from_slice(list);
-            pairs
-                .push(Pair { targets: Span::new(leaf.start, leaf.end), sources: Span::new(first, spans.len() as u32) });
+            let first = total;
+            total += list.len() as u32;
+            pairs.push(Pair { targets: Span::new(leaf.start, leaf.end), sources: Span::new(first, total) });
         }
+        let mut spans = vec![Span::new(0, 0); total as usize];
+        let mut pieces = Vec::with_capacity(lists.len());
+        let mut rest = spans.as_mut_slice();
+        for list in &lists {
+            let (head, tail) = core::mem::take(&mut rest).split_at_mut(list.len());
+            pieces.push(head);
+            rest = tail;
+        }
+        pieces.into_par_iter().zip(lists.par_iter()).for_each(|(dst, src)| dst.copy_from_slice(src));
         let list = InteractionList { pairs: &pairs, source_spans: &spans };
         let walk = clock.elapsed();
         let clock = Instant::now();
@@ -252,6 +263,13 @@ impl BarnesHut {
             let phi = if params.potential { o.phi + f.phi } else { o.phi };
             *o = Field::new(o.ax + f.ax, o.ay + f.ay, o.az + f.az, phi);
         }
-        Ok(TreeStats { interactions: list.interactions(), groups: pairs.len(), build, walk, kernel })
+        Ok(TreeStats {
+            interactions: list.interactions(),
+            groups: pairs.len(),
+            spans: spans.len(),
+            build,
+            walk,
+            kernel,
+        })
     }
 }

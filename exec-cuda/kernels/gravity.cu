@@ -193,7 +193,9 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
 // spans [span_first, span_last) of the expanded span list, which together hold at most a
 // chunk of sources (so items cost about the same). `offset[s]` is where span s starts in
 // the item's concatenated source list. Several items may name the same targets: they add
-// their sums atomically.
+// their sums atomically. The self terms of the softened potential are removed after, by
+// nbody_self_potential, from counts made on the host (a per-thread count over the item's
+// spans cost as much as the interactions for tree lists of one-particle monopole spans).
 struct Item {
     u32 t0, t1, span_first, span_last;
 };
@@ -218,11 +220,6 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
     const bool active = i < (int)item.t1;
     const v4 p = active ? particles[i] : zero4<T>();
     T ax = 0, ay = 0, az = 0, phi = 0;
-    int self_count = 0;
-    for (u32 s = item.span_first; s < item.span_last; ++s) {
-        const Span span = spans[s];
-        self_count += (i >= (int)span.start && i < (int)span.end);
-    }
     const u32 last = item.span_last - 1;
     const u32 total = offset[last] + (spans[last].end - spans[last].start);
     for (u32 base = 0; base < total; base += B) {
@@ -248,7 +245,6 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
     az = lane_sum<TP>(az);
     if (POT) {
         phi = lane_sum<TP>(phi);
-        if (!MASKED) phi += T(self_count) * p.w * rsqrt_fast(eps2);
     }
     if (active && slice == 0) {
         atomicAdd(&out[i].x, g * ax);
@@ -322,6 +318,17 @@ TILED_ALL(double, f64)
 
 PER_PRECISION(float, f32)
 PER_PRECISION(double, f64)
+
+// Removes the self terms a batched launch counted: G m_i / eps for each of target i's
+// source spans that holds it. One thread per particle.
+#define SELF_POTENTIAL(T, NAME)                                                                                        \
+    extern "C" __global__ void nbody_self_potential_##NAME(const V4<T>::type *particles, const u32 *self_count,       \
+                                                           int n, V4<T>::type *out, T eps2, T g) {                     \
+        int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
+        if (i < n && self_count[i] != 0) out[i].w += g * T(self_count[i]) * particles[i].w * rsqrt_fast(eps2);         \
+    }
+SELF_POTENTIAL(float, f32)
+SELF_POTENTIAL(double, f64)
 
 // Integrator steps on device-resident particles: velocities are [vx, vy, vz, 0], outputs
 // [ax, ay, az, phi]; positions keep their mass lane. One thread per particle.

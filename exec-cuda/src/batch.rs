@@ -1,5 +1,6 @@
 //! Turns an interaction list into equal-sized work items for one batched launch.
 
+use cust::memory::{DeviceBuffer, DevicePointer};
 use nbody_core::{InteractionList, Span};
 
 /// Threads per block of the batched kernel: 32 targets x 4 threads each.
@@ -20,37 +21,134 @@ pub(crate) struct Item {
     span_last: u32,
 }
 
-/// Items, the span list they index (the list's spans cut into pieces of at most
-/// `CHUNK`, grouped so that no item holds more than `CHUNK` sources), and for each span
-/// where it starts in its item's concatenated source list.
-pub(crate) fn expand(list: &InteractionList<'_>) -> (Vec<Item>, Vec<Span>, Vec<u32>) {
-    let (mut items, mut spans, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
-    let mut groups = Vec::new();
-    for pair in list.pairs {
-        groups.clear();
-        let (mut first, mut total) = (spans.len() as u32, 0u32);
+/// Device addresses of one batched launch's arrays.
+pub(crate) struct Buffers {
+    pub particles: DevicePointer<u8>,
+    pub items: DevicePointer<u8>,
+    pub spans: DevicePointer<u8>,
+    pub offsets: DevicePointer<u8>,
+    pub self_counts: DevicePointer<u8>,
+    pub out: DevicePointer<u8>,
+}
+
+/// An interaction list expanded and uploaded ([`crate::CudaExecutor::upload_list`]).
+pub struct DeviceList {
+    pub(crate) items: DeviceBuffer<u8>,
+    pub(crate) spans: DeviceBuffer<u8>,
+    pub(crate) offsets: DeviceBuffer<u8>,
+    pub(crate) self_counts: DeviceBuffer<u8>,
+    pub(crate) n_items: usize,
+    pub(crate) particles: usize,
+    pub(crate) interactions: usize,
+}
+
+impl DeviceList {
+    /// Pair interactions one launch over it computes.
+    pub fn interactions(&self) -> usize {
+        self.interactions
+    }
+}
+
+/// A list expanded for the kernel: items, the span list they index (the list's spans
+/// cut into pieces of at most `CHUNK`, grouped so that no item holds more than `CHUNK`
+/// sources), for each span where it starts in its item's concatenated source list, and
+/// for each particle how many of its pairs' source spans hold it (the self terms the
+/// softened potential must remove).
+pub(crate) struct Expanded {
+    pub items: Vec<Item>,
+    pub spans: Vec<Span>,
+    pub offsets: Vec<u32>,
+    pub self_counts: Vec<u32>,
+}
+
+/// Per pair: how many cut spans and source groups it expands into.
+fn shape(list: &InteractionList<'_>, pair: &nbody_core::Pair) -> (usize, usize) {
+    let (mut spans, mut groups, mut total) = (0usize, 0usize, 0u32);
+    for s in list.sources_of(pair) {
+        let mut a = s.start;
+        while a < s.end {
+            let take = (s.end - a).min(CHUNK - total);
+            spans += 1;
+            (a, total) = (a + take, total + take);
+            if total == CHUNK {
+                groups += 1;
+                total = 0;
+            }
+        }
+    }
+    (spans, groups + (total > 0) as usize)
+}
+
+/// Expands `list` over `n` particles. Pairs are expanded in parallel (two passes: sizes,
+/// then each pair fills its own slices), so a million-leaf tree list costs milliseconds.
+pub(crate) fn expand(list: &InteractionList<'_>, n: usize) -> Expanded {
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let shapes: Vec<(usize, usize)> = list.pairs.par_iter().map(|p| shape(list, p)).collect();
+    let chunks = |p: &nbody_core::Pair| p.targets.len().div_ceil(GROUP as usize);
+    let mut span_at = Vec::with_capacity(shapes.len());
+    let (mut n_spans, mut n_items) = (0usize, 0usize);
+    for (p, &(spans, groups)) in list.pairs.iter().zip(&shapes) {
+        span_at.push(n_spans);
+        n_spans += spans;
+        n_items += groups * chunks(p);
+    }
+    let zero_item = Item { t0: 0, t1: 0, span_first: 0, span_last: 0 };
+    let (mut items, mut spans, mut offsets) =
+        (vec![zero_item; n_items], vec![Span::new(0, 0); n_spans], vec![0u32; n_spans]);
+    let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+    // Each pair's slices of the three arrays, cut in order.
+    let mut parts = Vec::with_capacity(list.pairs.len());
+    {
+        let (mut it, mut sp, mut off) = (items.as_mut_slice(), spans.as_mut_slice(), offsets.as_mut_slice());
+        for (k, p) in list.pairs.iter().enumerate() {
+            let (ns, ng) = shapes[k];
+            let (a, rest) = std::mem::take(&mut it).split_at_mut(ng * chunks(p));
+            it = rest;
+            let (b, rest) = std::mem::take(&mut sp).split_at_mut(ns);
+            sp = rest;
+            let (c, rest) = std::mem::take(&mut off).split_at_mut(ns);
+            off = rest;
+            parts.push((k, a, b, c));
+        }
+    }
+    parts.into_par_iter().for_each(|(k, items, spans, offsets)| {
+        let pair = &list.pairs[k];
+        let base = span_at[k] as u32;
+        let mut groups: Vec<(u32, u32)> = Vec::with_capacity(shapes[k].1);
+        let (mut j, mut first, mut total) = (0usize, base, 0u32);
+        let t = pair.targets.range();
         for s in list.sources_of(pair) {
+            let (a, b) = (t.start.max(s.start as usize), t.end.min(s.end as usize));
+            for c in counts.get(a..b).unwrap_or(&[]) {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
             let mut a = s.start;
             while a < s.end {
                 let take = (s.end - a).min(CHUNK - total);
-                spans.push(Span::new(a, a + take));
-                offsets.push(total);
+                spans[j] = Span::new(a, a + take);
+                offsets[j] = total;
+                j += 1;
                 (a, total) = (a + take, total + take);
                 if total == CHUNK {
-                    groups.push((first, spans.len() as u32));
-                    (first, total) = (spans.len() as u32, 0);
+                    groups.push((first, base + j as u32));
+                    (first, total) = (base + j as u32, 0);
                 }
             }
         }
         if total > 0 {
-            groups.push((first, spans.len() as u32));
+            groups.push((first, base + j as u32));
         }
+        let mut m = 0;
         for t0 in (pair.targets.start..pair.targets.end).step_by(GROUP as usize) {
             let t1 = (t0 + GROUP).min(pair.targets.end);
-            items.extend(groups.iter().map(|&(span_first, span_last)| Item { t0, t1, span_first, span_last }));
+            for &(span_first, span_last) in &groups {
+                items[m] = Item { t0, t1, span_first, span_last };
+                m += 1;
+            }
         }
-    }
-    (items, spans, offsets)
+    });
+    Expanded { items, spans, offsets, self_counts: counts.into_iter().map(AtomicU32::into_inner).collect() }
 }
 
 #[cfg(test)]
@@ -66,7 +164,9 @@ mod tests {
             Pair { targets: Span::new(100, 101), sources: Span::new(1, 2) },
         ];
         let list = InteractionList { pairs: &pairs, source_spans: &spans };
-        let (items, cut, offsets) = expand(&list);
+        let Expanded { items, spans: cut, offsets, self_counts } = expand(&list, 7200);
+        // Targets 0..70 lie in their source span 0..5000 once; nothing else holds a target.
+        assert!(self_counts[..70].iter().all(|&c| c == 1) && self_counts[70..].iter().all(|&c| c == 0));
         for i in &items {
             let mut at = 0;
             for s in i.span_first..i.span_last {

@@ -31,13 +31,14 @@ mod memory;
 mod resident;
 pub mod timing;
 
+pub use batch::DeviceList;
 pub use config::{choose, instructions_per_interaction, LaunchConfig, CANDIDATES, LADDER, SOURCE_PAD};
 pub use device::DeviceInfo;
 pub use memory::{DeviceFields, DeviceParticles};
 pub use resident::DeviceState;
 
 use cust::context::Context;
-use cust::memory::DeviceCopy;
+use cust::memory::{DeviceBuffer, DeviceCopy};
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use cust::{function::Function, launch};
@@ -68,10 +69,13 @@ impl DeviceReal for f64 {
 /// per device and reuse it.
 pub struct CudaExecutor {
     // Fields drop in order: every buffer before the module, stream and context.
-    scratch: [Scratch; 6],
+    scratch: [Scratch; 7],
     tuned: HashMap<(&'static str, bool, bool, u32, u32), LaunchConfig>,
     autotune: bool,
     forced: Option<LaunchConfig>,
+    /// Test hook: the next tiled launch asks for an impossible block size, so the
+    /// driver refuses it (see [`CudaExecutor::fail_next_launch`]).
+    sabotage: std::cell::Cell<bool>,
     stream: Stream,
     module: Module,
     info: DeviceInfo,
@@ -85,6 +89,7 @@ const OUT: usize = 2;
 const EXTRA_A: usize = 3;
 const EXTRA_B: usize = 4;
 const EXTRA_C: usize = 5;
+const SELF_COUNTS: usize = 6;
 
 impl CudaExecutor {
     /// Opens GPU 0. Returns [`Error::NoDevice`] when there is no driver or no GPU.
@@ -102,6 +107,7 @@ impl CudaExecutor {
             tuned: HashMap::new(),
             autotune: false,
             forced: None,
+            sabotage: std::cell::Cell::new(false),
             stream,
             module,
             info,
@@ -118,6 +124,14 @@ impl CudaExecutor {
     /// two of N_i and N_j) on the first call of that class, and uses the fastest after.
     pub fn set_autotune(&mut self, on: bool) {
         self.autotune = on;
+    }
+
+    /// Makes the next tiled-kernel launch fail in the driver (a block of 4,096 threads,
+    /// over every GPU's limit), for tests that a failed launch loses nothing: the call
+    /// returns an error, outputs keep their contents and the executor stays usable.
+    #[doc(hidden)]
+    pub fn fail_next_launch(&mut self) {
+        self.sabotage.set(true);
     }
 
     /// Forces one launch configuration (for benchmarks); `None` restores the choice.
@@ -245,15 +259,108 @@ impl CudaExecutor {
         let (t0, _, len) = params.overlap.resolve(n_targets);
         let stream = &self.stream;
         let (eps2, g) = (params.eps2(), params.g);
+        let block = if self.sabotage.replace(false) { 4096 } else { config.block };
         // SAFETY: the buffers hold n_targets targets, sources_padded sources and
         // n_targets outputs of T lanes, as the kernel's signature expects.
         unsafe {
-            launch!(f<<<config.blocks(n_targets), config.block, 0, stream>>>(
+            launch!(f<<<config.blocks(n_targets), block, 0, stream>>>(
                 ptr(targets), n_targets as i32, ptr(sources), sources_padded as i32, ptr(out),
                 eps2, g, t0 as i32, len as i32
             ))
         }
         .map_err(cuda("launching the tiled kernel"))
+    }
+
+    /// The batched kernel over `n_items` items, then the self-potential fix-up over the
+    /// `n` particles (softened potential only).
+    fn launch_batch<T: DeviceReal>(
+        &self,
+        b: &batch::Buffers,
+        n_items: usize,
+        n: usize,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        let name = format!("nbody_batch_{}_p{}_m{}", T::TAG, params.potential as u8, params.masked() as u8);
+        let f = self.function(&name)?;
+        let stream = &self.stream;
+        let (eps2, g) = (params.eps2(), params.g);
+        let (ps, it, sp, off, o) = (b.particles, b.items, b.spans, b.offsets, b.out);
+        // SAFETY: items index spans, spans index particles (validated), out has one
+        // entry per particle.
+        unsafe { launch!(f<<<n_items as u32, batch::BLOCK, 0, stream>>>(ps, it, sp, off, o, eps2, g)) }
+            .map_err(cuda("launching the batched kernel"))?;
+        if params.potential && !params.masked() && n > 0 {
+            let f = self.function(&format!("nbody_self_potential_{}", T::TAG))?;
+            let counts = b.self_counts;
+            // SAFETY: particles, self counts and out all hold n entries.
+            unsafe { launch!(f<<<n.div_ceil(256) as u32, 256, 0, stream>>>(ps, counts, n as i32, o, eps2, g)) }
+                .map_err(cuda("launching the self-potential fix-up"))?;
+        }
+        Ok(())
+    }
+
+    /// Expands and uploads an interaction list over `n` particles, for
+    /// [`CudaExecutor::accelerations_batch_resident`]: a tree code whose list serves
+    /// several calls (or whose particles stay on the device) pays for it once.
+    ///
+    /// ```no_run
+    /// use nbody_core::{InteractionList, Pair, Params, Particle, Span};
+    /// let mut gpu = nbody_cuda::CudaExecutor::new()?;
+    /// let ps = vec![Particle::new(0.0f32, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+    /// let spans = [Span::new(0, 2)];
+    /// let pairs = [Pair { targets: Span::new(0, 2), sources: Span::new(0, 1) }];
+    /// let list = gpu.upload_list(&InteractionList { pairs: &pairs, source_spans: &spans }, ps.len())?;
+    /// let set = gpu.upload(&ps)?;
+    /// let mut out = gpu.zeroed_fields::<f32>(ps.len())?;
+    /// gpu.accelerations_batch_resident(&set, &list, &Params::softened(0.01), &mut out)?;
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn upload_list(&mut self, list: &InteractionList<'_>, n: usize) -> Result<batch::DeviceList, Error> {
+        list.validate(n)?;
+        device::make_current(&self.context)?;
+        let ex = batch::expand(list, n);
+        let up = |data: &[u8]| -> Result<DeviceBuffer<u8>, Error> {
+            let mut buf = alloc(data.len())?;
+            upload_padded(&mut buf, data, 0)?;
+            Ok(buf)
+        };
+        Ok(batch::DeviceList {
+            items: up(bytemuck::cast_slice(&ex.items))?,
+            spans: up(bytemuck::cast_slice(&ex.spans))?,
+            offsets: up(bytemuck::cast_slice(&ex.offsets))?,
+            self_counts: up(bytemuck::cast_slice(&ex.self_counts))?,
+            n_items: ex.items.len(),
+            particles: n,
+            interactions: list.interactions(),
+        })
+    }
+
+    /// [`Executor::accelerations_batch`] on the device: particles, list and output all
+    /// resident; returns once the launches are queued (a download or
+    /// [`timing::time_with_events`] waits for them).
+    pub fn accelerations_batch_resident<T: DeviceReal>(
+        &mut self,
+        particles: &DeviceParticles<T>,
+        list: &batch::DeviceList,
+        params: &Params<T>,
+        out: &mut DeviceFields<T>,
+    ) -> Result<(), Error> {
+        validate::params(params)?;
+        validate::length("interaction list particles", particles.len(), list.particles)?;
+        validate::length("output", particles.len(), out.len())?;
+        if list.n_items == 0 {
+            return Ok(());
+        }
+        device::make_current(&self.context)?;
+        let bufs = batch::Buffers {
+            particles: ptr(&particles.buf),
+            items: ptr(&list.items),
+            spans: ptr(&list.spans),
+            offsets: ptr(&list.offsets),
+            self_counts: ptr(&list.self_counts),
+            out: ptr(&out.buf),
+        };
+        self.launch_batch(&bufs, list.n_items, particles.len(), params)
     }
 
     /// Uploads host slices into scratch (sources padded), returning the padded count.
@@ -372,35 +479,31 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
         nbody_core::validate_batch(particles, list, params, out.len())?;
-        let (items, spans, offsets) = batch::expand(list);
-        if items.is_empty() {
+        let ex = batch::expand(list, particles.len());
+        if ex.items.is_empty() {
             return Ok(());
         }
         self.guarded(|me| {
-            let p = me.scratch[SOURCES].reserve(std::mem::size_of_val(particles))?;
-            upload_padded(p, bytemuck::cast_slice(particles), 0)?;
-            let o = me.scratch[OUT].reserve(std::mem::size_of_val(out))?;
-            upload_padded(o, bytemuck::cast_slice(out), 0)?;
-            let it = me.scratch[EXTRA_A].reserve(std::mem::size_of_val(items.as_slice()))?;
-            upload_padded(it, bytemuck::cast_slice(&items), 0)?;
-            let sp = me.scratch[EXTRA_B].reserve(std::mem::size_of_val(spans.as_slice()))?;
-            upload_padded(sp, bytemuck::cast_slice(&spans), 0)?;
-            let off = me.scratch[EXTRA_C].reserve(std::mem::size_of_val(offsets.as_slice()))?;
-            upload_padded(off, bytemuck::cast_slice(&offsets), 0)?;
-            let name = format!("nbody_batch_{}_p{}_m{}", T::TAG, params.potential as u8, params.masked() as u8);
-            let f = me.function(&name)?;
+            let up = |me: &mut Self, slot: usize, data: &[u8]| -> Result<(), Error> {
+                let buf = me.scratch[slot].reserve(data.len())?;
+                upload_padded(buf, data, 0)
+            };
+            up(me, SOURCES, bytemuck::cast_slice(particles))?;
+            up(me, OUT, bytemuck::cast_slice(out))?;
+            up(me, EXTRA_A, bytemuck::cast_slice(&ex.items))?;
+            up(me, EXTRA_B, bytemuck::cast_slice(&ex.spans))?;
+            up(me, EXTRA_C, bytemuck::cast_slice(&ex.offsets))?;
+            up(me, SELF_COUNTS, bytemuck::cast_slice(&ex.self_counts))?;
             let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
-            let (ps, it, sp, off, o) = (b(SOURCES)?, b(EXTRA_A)?, b(EXTRA_B)?, b(EXTRA_C)?, b(OUT)?);
-            let stream = &me.stream;
-            let (eps2, g) = (params.eps2(), params.g);
-            // SAFETY: items index spans, spans index particles (validated), out has one
-            // entry per particle.
-            unsafe {
-                launch!(f<<<items.len() as u32, batch::BLOCK, 0, stream>>>(
-                    ps, it, sp, off, o, eps2, g
-                ))
-            }
-            .map_err(cuda("launching the batched kernel"))?;
+            let bufs = batch::Buffers {
+                particles: b(SOURCES)?,
+                items: b(EXTRA_A)?,
+                spans: b(EXTRA_B)?,
+                offsets: b(EXTRA_C)?,
+                self_counts: b(SELF_COUNTS)?,
+                out: b(OUT)?,
+            };
+            me.launch_batch(&bufs, ex.items.len(), particles.len(), params)?;
             me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))
         })
     }

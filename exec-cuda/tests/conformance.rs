@@ -24,6 +24,7 @@ fn main() {
         gpu("every_launch_config_matches_the_oracle", every_config),
         gpu("awkward_sizes", awkward_sizes),
         gpu("out_of_memory_is_an_error_and_recoverable", out_of_memory),
+        gpu("failed_launch_loses_nothing", failed_launch),
         gpu("device_resident_matches_host_path", device_resident),
         gpu("autotuned_choice_matches_the_oracle", autotuned),
         gpu("device_leapfrog_matches_the_host_leapfrog", device_leapfrog),
@@ -111,6 +112,41 @@ fn out_of_memory() -> Result<(), Failed> {
     }
     // The executor still works afterwards.
     check_against_oracle::<f32>(&mut gpu, 300, 300, "after out of memory")
+}
+
+/// A launch the driver refuses: the call is an error, the output (host slice or
+/// device-resident) keeps what it held, and the next call is right.
+fn failed_launch() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
+    let (bodies, _) = nbody_integrators::ics::plummer::<f32>(3000, 9);
+    let copy = bodies.clone();
+    let params = Params::softened(0.01f32).with_overlap_identical();
+    let before = vec![Field::new(1.0f32, 2.0, 3.0, 4.0); bodies.len()];
+    let mut out = before.clone();
+    gpu.fail_next_launch();
+    match gpu.accelerations(&bodies, &bodies, &params, &mut out) {
+        Err(Error::Device { .. }) => {}
+        other => return Err(format!("expected a device error, got {other:?}").into()),
+    }
+    if out != before || bodies != copy {
+        return Err("a failed launch changed the caller's data".into());
+    }
+    let set = gpu.upload(&bodies).map_err(gpu_err)?;
+    let mut fields = gpu.zeroed_fields(bodies.len()).map_err(gpu_err)?;
+    gpu.accelerations_resident(&set, &set, &params, &mut fields).map_err(gpu_err)?;
+    let mut first = vec![Field::zero(); bodies.len()];
+    gpu.download(&fields, &mut first).map_err(gpu_err)?;
+    gpu.fail_next_launch();
+    if gpu.accelerations_resident(&set, &set, &params, &mut fields).is_ok() {
+        return Err("the sabotaged resident launch succeeded".into());
+    }
+    let mut after = vec![Field::zero(); bodies.len()];
+    gpu.download(&fields, &mut after).map_err(gpu_err)?;
+    if after != first {
+        return Err("a failed resident launch changed the device fields".into());
+    }
+    check_against_oracle::<f32>(&mut gpu, 300, 300, "after a failed launch")?;
+    check_against_oracle::<f64>(&mut gpu, 257, 1000, "after a failed launch")
 }
 
 fn device_resident() -> Result<(), Failed> {

@@ -23,7 +23,21 @@ pub struct Hermite<T: Real> {
     jerk: Vec<Jerk<T>>,
     dt: f64,
     fresh: bool,
+    iterations: usize,
+    symmetrize: usize,
+    criterion: Criterion,
     timing: crate::StepTiming,
+}
+
+/// How `eta` sets the step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Criterion {
+    /// Aarseth's: `dt = sqrt(eta (|a||a''| + |a'|²) / (|a'||a'''| + |a''|²))` (the
+    /// default; eta ~ 0.01-0.02 in collisional codes).
+    Aarseth,
+    /// `dt = eta |a| / |a'|`: eta is the step as a fraction of the acceleration's
+    /// time scale (the first-step rule of Makino & Aarseth 1992, used throughout).
+    AccelerationOverJerk,
 }
 
 /// Factor of the first step: `dt0 = ETA_START · min |a| / |a'|`.
@@ -41,7 +55,42 @@ impl<T: Real> Hermite<T> {
         }
         let params = Params::softened(eps).with_overlap_identical();
         nbody_core::validate::params(&params)?;
-        Ok(Self { eta, params, field: Vec::new(), jerk: Vec::new(), dt: 0.0, fresh: false, timing: Default::default() })
+        Ok(Self {
+            eta,
+            params,
+            field: Vec::new(),
+            jerk: Vec::new(),
+            dt: 0.0,
+            fresh: false,
+            iterations: 1,
+            symmetrize: 0,
+            criterion: Criterion::Aarseth,
+            timing: Default::default(),
+        })
+    }
+
+    /// Evaluates and corrects `n` times per step (P(EC)^n, Kokubo, Yoshinaga & Makino
+    /// 1998): each extra pass costs a force call and brings the scheme closer to time
+    /// symmetry, so the energy error stops drifting. `n = 1` (the default) is Makino &
+    /// Aarseth's scheme.
+    pub fn with_corrector_iterations(mut self, n: usize) -> Self {
+        self.iterations = n.max(1);
+        self
+    }
+
+    /// Uses `criterion` to turn `eta` into steps.
+    pub fn with_criterion(mut self, criterion: Criterion) -> Self {
+        self.criterion = criterion;
+        self
+    }
+
+    /// Chooses each step time-symmetrically, `dt = (tau(t) + tau(t + dt)) / 2`, redoing
+    /// a step up to `n` times to solve for it (Hut, Makino & McMillan 1995). With
+    /// [`Hermite::with_corrector_iterations`] of 2 or more the scheme is close to time
+    /// reversible and the energy error of periodic orbits stops growing.
+    pub fn with_symmetric_steps(mut self, n: usize) -> Self {
+        self.symmetrize = n;
+        self
     }
 
     /// The step the next call will take.
@@ -88,43 +137,20 @@ impl<T: Real> Hermite<T> {
         if !self.fresh || self.field.len() != s.len() {
             self.start(s, e)?;
         }
-        let dt = self.dt.min(max_dt);
         let (a0, j0) = (self.field.clone(), self.jerk.clone());
-        let f = |x: T| x.to_f64();
-        // Predictor: Taylor series to the jerk.
-        let mut xp = s.pos.clone();
-        let mut vp = s.vel.clone();
-        for i in 0..s.len() {
-            let (x, v, a, j) = (s.pos[i].position(), s.vel[i].components(), a0[i].acceleration(), j0[i].components());
-            let px: [f64; 3] =
-                core::array::from_fn(|k| f(x[k]) + dt * (f(v[k]) + dt * (0.5 * f(a[k]) + dt * f(j[k]) / 6.0)));
-            let pv: [f64; 3] = core::array::from_fn(|k| f(v[k]) + dt * (f(a[k]) + 0.5 * dt * f(j[k])));
-            xp[i] = Particle::new(T::from_f64(px[0]), T::from_f64(px[1]), T::from_f64(px[2]), s.pos[i].m);
-            vp[i] = Velocity::new(T::from_f64(pv[0]), T::from_f64(pv[1]), T::from_f64(pv[2]));
-        }
-        self.force(&xp, &vp, e)?;
-        // Corrector, and the next step from the interpolated higher derivatives.
-        let mut next = f64::INFINITY;
-        for i in 0..s.len() {
-            let (x, v) = (s.pos[i].position().map(f), s.vel[i].components().map(f));
-            let (a0, j0) = (a0[i].acceleration().map(f), j0[i].components().map(f));
-            let (a1, j1) = (self.field[i].acceleration().map(f), self.jerk[i].components().map(f));
-            let v1: [f64; 3] =
-                core::array::from_fn(|k| v[k] + 0.5 * dt * (a0[k] + a1[k]) + dt * dt * (j0[k] - j1[k]) / 12.0);
-            let x1: [f64; 3] =
-                core::array::from_fn(|k| x[k] + 0.5 * dt * (v[k] + v1[k]) + dt * dt * (a0[k] - a1[k]) / 12.0);
-            s.pos[i] = Particle::new(T::from_f64(x1[0]), T::from_f64(x1[1]), T::from_f64(x1[2]), s.pos[i].m);
-            s.vel[i] = Velocity::new(T::from_f64(v1[0]), T::from_f64(v1[1]), T::from_f64(v1[2]));
-            let a3: [f64; 3] =
-                core::array::from_fn(|k| (12.0 * (a0[k] - a1[k]) + 6.0 * dt * (j0[k] + j1[k])) / dt.powi(3));
-            let a2: [f64; 3] = core::array::from_fn(|k| {
-                (-6.0 * (a0[k] - a1[k]) - dt * (4.0 * j0[k] + 2.0 * j1[k])) / (dt * dt) + a3[k] * dt
-            });
-            let (na, nj, n2, n3) = (norm(a1), norm(j1), norm(a2), norm(a3));
-            let di = (self.eta * (na * n2 + nj * nj) / (nj * n3 + n2 * n2)).sqrt();
-            if di.is_finite() && di > 0.0 {
-                next = next.min(di);
+        let (x0, v0) = (s.pos.clone(), s.vel.clone());
+        let tau0 = self.dt;
+        let mut dt = tau0.min(max_dt);
+        let mut next = self.attempt(&x0, &v0, &a0, &j0, s, e, dt)?;
+        // Time-symmetric steps: dt = (tau(t0) + tau(t0 + dt)) / 2, solved by redoing the
+        // step (Hut, Makino & McMillan 1995). The error then oscillates instead of drifting.
+        for _ in 0..self.symmetrize {
+            let want = (0.5 * (tau0 + next)).min(max_dt);
+            if !(want.is_finite() && want > 0.0) || (want - dt).abs() <= 1e-12 * dt {
+                break;
             }
+            dt = want;
+            next = self.attempt(&x0, &v0, &a0, &j0, s, e, dt)?;
         }
         // The next step starts from a and a' evaluated at the predicted state (P(EC)¹, as
         // in Makino & Aarseth 1992): no second force call per step.
@@ -132,6 +158,79 @@ impl<T: Real> Hermite<T> {
         s.time += dt;
         self.timing.total += start.elapsed();
         Ok(dt)
+    }
+
+    /// Predicts from the start of the step, then evaluates and corrects `iterations`
+    /// times, leaving the result in `s`; returns the criterion's step at the end.
+    #[allow(clippy::too_many_arguments)]
+    fn attempt<E: Executor<T>>(
+        &mut self,
+        x0: &[Particle<T>],
+        v0: &[Velocity<T>],
+        a0: &[Field<T>],
+        j0: &[Jerk<T>],
+        s: &mut State<T>,
+        e: &mut E,
+        dt: f64,
+    ) -> Result<f64, Error> {
+        let f = |x: T| x.to_f64();
+        // Predictor: Taylor series to the jerk.
+        for i in 0..s.len() {
+            let (x, v, a, j) = (x0[i].position(), v0[i].components(), a0[i].acceleration(), j0[i].components());
+            let px: [f64; 3] =
+                core::array::from_fn(|k| f(x[k]) + dt * (f(v[k]) + dt * (0.5 * f(a[k]) + dt * f(j[k]) / 6.0)));
+            let pv: [f64; 3] = core::array::from_fn(|k| f(v[k]) + dt * (f(a[k]) + 0.5 * dt * f(j[k])));
+            s.pos[i] = Particle::new(T::from_f64(px[0]), T::from_f64(px[1]), T::from_f64(px[2]), x0[i].m);
+            s.vel[i] = Velocity::new(T::from_f64(pv[0]), T::from_f64(pv[1]), T::from_f64(pv[2]));
+        }
+        let mut next = f64::INFINITY;
+        for _ in 0..self.iterations {
+            // Evaluate at the predicted (then at the corrected) state; correct from the start.
+            let (xc, vc) = (s.pos.clone(), s.vel.clone());
+            self.force(&xc, &vc, e)?;
+            next = self.correct(x0, v0, a0, j0, s, dt);
+        }
+        Ok(next)
+    }
+
+    /// The corrector from the start of the step (`x0`, `v0`, `a0`, `j0`) and the field
+    /// now in `self`; returns the next step from the interpolated higher derivatives.
+    fn correct(
+        &self,
+        x0: &[Particle<T>],
+        v0: &[Velocity<T>],
+        a0: &[Field<T>],
+        j0: &[Jerk<T>],
+        s: &mut State<T>,
+        dt: f64,
+    ) -> f64 {
+        let f = |x: T| x.to_f64();
+        let mut next = f64::INFINITY;
+        for i in 0..s.len() {
+            let (x, v) = (x0[i].position().map(f), v0[i].components().map(f));
+            let (a0, j0) = (a0[i].acceleration().map(f), j0[i].components().map(f));
+            let (a1, j1) = (self.field[i].acceleration().map(f), self.jerk[i].components().map(f));
+            let v1: [f64; 3] =
+                core::array::from_fn(|k| v[k] + 0.5 * dt * (a0[k] + a1[k]) + dt * dt * (j0[k] - j1[k]) / 12.0);
+            let x1: [f64; 3] =
+                core::array::from_fn(|k| x[k] + 0.5 * dt * (v[k] + v1[k]) + dt * dt * (a0[k] - a1[k]) / 12.0);
+            s.pos[i] = Particle::new(T::from_f64(x1[0]), T::from_f64(x1[1]), T::from_f64(x1[2]), x0[i].m);
+            s.vel[i] = Velocity::new(T::from_f64(v1[0]), T::from_f64(v1[1]), T::from_f64(v1[2]));
+            let a3: [f64; 3] =
+                core::array::from_fn(|k| (12.0 * (a0[k] - a1[k]) + 6.0 * dt * (j0[k] + j1[k])) / dt.powi(3));
+            let a2: [f64; 3] = core::array::from_fn(|k| {
+                (-6.0 * (a0[k] - a1[k]) - dt * (4.0 * j0[k] + 2.0 * j1[k])) / (dt * dt) + a3[k] * dt
+            });
+            let (na, nj, n2, n3) = (norm(a1), norm(j1), norm(a2), norm(a3));
+            let di = match self.criterion {
+                Criterion::Aarseth => (self.eta * (na * n2 + nj * nj) / (nj * n3 + n2 * n2)).sqrt(),
+                Criterion::AccelerationOverJerk => self.eta * na / nj,
+            };
+            if di.is_finite() && di > 0.0 {
+                next = next.min(di);
+            }
+        }
+        next
     }
 
     /// Steps until `s.time == t_end` (the last step is shortened to land on it).

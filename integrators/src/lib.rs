@@ -28,7 +28,7 @@ mod rk;
 mod state;
 
 pub use block::BlockHermite;
-pub use hermite::Hermite;
+pub use hermite::{Criterion, Hermite};
 pub use leapfrog::Leapfrog;
 pub use rk::DormandPrince;
 pub use state::{diagnostics, Diagnostics, State, StepTiming};

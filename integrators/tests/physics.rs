@@ -1,137 +1,12 @@
-//! Integrator tests with bounds the physics sets, run with every executor compiled in
-//! (the reference and the CPU executor; the CUDA executor's own tests cover the GPU).
+//! Integrator tests with bounds the physics sets (physics_checks.rs), run with the
+//! reference and the CPU executor; nbody-cuda's tests/physics.rs runs the same checks
+//! on the GPU.
 
-use nbody_core::{Executor, Real, Reference};
+mod physics_checks;
+
+use nbody_core::Reference;
 use nbody_cpu::{CpuExecutor, Parallelism};
-use nbody_integrators::{ics, DormandPrince, Hermite, Leapfrog, State};
-use std::f64::consts::PI;
-
-/// Max |x - y| over positions.
-fn max_position_difference(a: &State<f64>, b: &State<f64>) -> f64 {
-    a.pos
-        .iter()
-        .zip(&b.pos)
-        .flat_map(|(p, q)| (0..3).map(move |k| (p.position()[k] - q.position()[k]).abs()))
-        .fold(0.0, f64::max)
-}
-
-/// Leapfrog, e = 0.5, 1000 steps a period, 10 periods. The energy error of a symplectic
-/// integrator oscillates with the orbit (largest at pericentre: 1.05e-4 here) and returns
-/// at the same phase; it must not grow from period to period.
-fn kepler_leapfrog<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
-    let (p, v) = ics::kepler::<f64>(0.5, 0.5, 0.5);
-    let mut s = State::new(p, v);
-    let period = 2.0 * PI;
-    let mut lf = Leapfrog::new(period / 1000.0, 0.0).map_err(|x| x.to_string())?;
-    let e0 = lf.diagnostics(&s, e).map_err(|x| x.to_string())?.total;
-    let (mut within, mut at_end) = (Vec::new(), Vec::new());
-    for _ in 0..10 {
-        let mut worst: f64 = 0.0;
-        for _ in 0..1000 {
-            lf.step(&mut s, e).map_err(|x| x.to_string())?;
-            let d = lf.diagnostics(&s, e).map_err(|x| x.to_string())?;
-            worst = worst.max(((d.total - e0) / e0).abs());
-        }
-        within.push(worst);
-        at_end.push(((lf.diagnostics(&s, e).map_err(|x| x.to_string())?.total - e0) / e0).abs());
-    }
-    if at_end.iter().any(|&x| x >= 1e-5) {
-        return Err(format!("leapfrog Kepler |dE/E| at the end of each period: {at_end:?}"));
-    }
-    if within[9] > 1.01 * within[0] || within.iter().any(|&x| x >= 2e-4) {
-        return Err(format!("energy error within each period drifts or is too large: {within:?}"));
-    }
-    Ok(())
-}
-
-/// Hermite 4, e = 0.5, 10 periods: error at eta = 0.01 (Aarseth's criterion, eta inside
-/// the square root), and fourth order: a quarter of eta (half the step) cuts it 16x.
-fn kepler_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
-    let run = |eta: f64, e: &mut E| -> Result<f64, String> {
-        let (p, v) = ics::kepler::<f64>(0.5, 0.5, 0.5);
-        let mut s = State::new(p, v);
-        let mut h = Hermite::new(eta, 0.0).map_err(|x| x.to_string())?;
-        let e0 = h.diagnostics(&s, e).map_err(|x| x.to_string())?.total;
-        h.advance_to(&mut s, e, 20.0 * PI).map_err(|x| x.to_string())?;
-        Ok(((h.diagnostics(&s, e).map_err(|x| x.to_string())?.total - e0) / e0).abs())
-    };
-    let (coarse, fine) = (run(0.01, e)?, run(0.0025, e)?);
-    if coarse < 5e-5 && fine * 16.0 < coarse {
-        Ok(())
-    } else {
-        Err(format!("Hermite Kepler |dE/E|: {coarse:e} at eta 0.01, {fine:e} at eta 0.0025"))
-    }
-}
-
-fn figure_eight<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
-    let (p, v) = ics::figure_eight::<f64>();
-    let start = State::new(p.clone(), v.clone());
-    let mut s = start.clone();
-    Hermite::new(0.0025, 0.0)
-        .map_err(|x| x.to_string())?
-        .advance_to(&mut s, e, ics::FIGURE_EIGHT_PERIOD)
-        .map_err(|x| x.to_string())?;
-    let dh = max_position_difference(&s, &start);
-    let mut s = start.clone();
-    DormandPrince::new(1e-12, 1e-12, 0.0)
-        .map_err(|x| x.to_string())?
-        .advance_to(&mut s, e, ics::FIGURE_EIGHT_PERIOD)
-        .map_err(|x| x.to_string())?;
-    let drk = max_position_difference(&s, &start);
-    if dh < 1e-6 && drk < 1e-6 {
-        Ok(())
-    } else {
-        Err(format!("figure-eight after one period: Hermite off by {dh:e}, Runge-Kutta by {drk:e}"))
-    }
-}
-
-fn leapfrog_reversible<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
-    let (p, v) = ics::plummer::<f64>(64, 5);
-    let start = State::new(p, v);
-    let mut s = start.clone();
-    let mut lf = Leapfrog::new(1.0 / 256.0, 1.0 / 64.0).map_err(|x| x.to_string())?;
-    for _ in 0..256 {
-        lf.step(&mut s, e).map_err(|x| x.to_string())?;
-    }
-    lf.reverse();
-    for _ in 0..256 {
-        lf.step(&mut s, e).map_err(|x| x.to_string())?;
-    }
-    let d = max_position_difference(&s, &start);
-    if d < 1e-10 {
-        Ok(())
-    } else {
-        Err(format!("forward then backward is off by {d:e}"))
-    }
-}
-
-fn plummer_energy_and_momentum<T: Real, E: Executor<T>>(e: &mut E, momentum_bound: Option<f64>) -> Result<(), String> {
-    let (p, v) = ics::plummer::<T>(1024, 8);
-    let mut s = State::new(p, v);
-    let mut lf = Leapfrog::new(1.0 / 256.0, T::from_f64(1.0 / 64.0)).map_err(|x| x.to_string())?;
-    let d0 = lf.diagnostics(&s, e).map_err(|x| x.to_string())?;
-    let speed_scale: f64 = s
-        .pos
-        .iter()
-        .zip(&s.vel)
-        .map(|(p, v)| Real::to_f64(p.m) * v.components().iter().map(|c| Real::to_f64(*c).abs()).sum::<f64>())
-        .sum();
-    for _ in 0..256 {
-        lf.step(&mut s, e).map_err(|x| x.to_string())?;
-    }
-    let d1 = lf.diagnostics(&s, e).map_err(|x| x.to_string())?;
-    let de = ((d1.total - d0.total) / d0.total).abs();
-    if de >= 1e-4 {
-        return Err(format!("{}: Plummer |dE/E| = {de:e}", T::NAME));
-    }
-    if let Some(bound) = momentum_bound {
-        let dp = (0..3).map(|k| (d1.momentum[k] - d0.momentum[k]).abs()).fold(0.0, f64::max) / speed_scale;
-        if dp >= bound {
-            return Err(format!("{}: momentum changed by {dp:e} relative", T::NAME));
-        }
-    }
-    Ok(())
-}
+use physics_checks::*;
 
 fn cpu() -> CpuExecutor {
     CpuExecutor::new(Parallelism::Sequential)
@@ -147,6 +22,12 @@ fn kepler_e05_leapfrog_1000_steps_per_period_no_drift() {
 fn kepler_e05_hermite_eta_001() {
     kepler_hermite(&mut Reference).expect("reference");
     kepler_hermite(&mut cpu()).expect("cpu");
+}
+
+#[test]
+fn kepler_e05_hermite_aarseth_fourth_order_and_symmetric() {
+    kepler_hermite_aarseth(&mut Reference).expect("reference");
+    kepler_hermite_aarseth(&mut cpu()).expect("cpu");
 }
 
 #[test]
@@ -167,46 +48,6 @@ fn plummer_1024_leapfrog_energy_and_momentum() {
     plummer_energy_and_momentum::<f64, _>(&mut cpu(), Some(1e-12)).expect("cpu f64");
     plummer_energy_and_momentum::<f32, _>(&mut Reference, None).expect("reference f32");
     plummer_energy_and_momentum::<f32, _>(&mut cpu(), None).expect("cpu f32");
-}
-
-/// Block steps on a Plummer sphere: energy is conserved as with shared steps, and most
-/// block steps move only part of the system (N_i < N_j).
-fn plummer_block_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
-    let (p, v) = ics::plummer::<f64>(512, 9);
-    let mut s = State::new(p, v);
-    let dt_max = 1.0 / 64.0;
-    let mut h = nbody_integrators::BlockHermite::new(0.01, dt_max, 1.0 / 64.0).map_err(|x| x.to_string())?;
-    let e0 = h.diagnostics(&s, e).map_err(|x| x.to_string())?.total;
-    let steps = h.advance_to(&mut s, e, 16.0 * dt_max).map_err(|x| x.to_string())?;
-    let de = ((h.diagnostics(&s, e).map_err(|x| x.to_string())?.total - e0) / e0).abs();
-    let active = h.mean_active_fraction();
-    println!(
-        "block Hermite, Plummer N = 512: {steps} block steps, mean active fraction {active:.3}, |dE/E| = {de:.2e}"
-    );
-    if de >= 1e-6 {
-        return Err(format!("block Hermite |dE/E| = {de:e}"));
-    }
-    if active >= 0.9 {
-        return Err(format!("block steps moved {active:.2} of the particles on average: no individual steps"));
-    }
-    Ok(())
-}
-
-/// Block steps on the Kepler orbit (both bodies share every step) match the shared-step
-/// integrator's accuracy.
-fn kepler_block_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
-    let (p, v) = ics::kepler::<f64>(0.5, 0.5, 0.5);
-    let mut s = State::new(p, v);
-    let dt_max = 2.0 * PI / 16.0;
-    let mut h = nbody_integrators::BlockHermite::new(0.0025, dt_max, 0.0).map_err(|x| x.to_string())?;
-    let e0 = h.diagnostics(&s, e).map_err(|x| x.to_string())?.total;
-    h.advance_to(&mut s, e, 160.0 * dt_max).map_err(|x| x.to_string())?;
-    let de = ((h.diagnostics(&s, e).map_err(|x| x.to_string())?.total - e0) / e0).abs();
-    if de < 5e-6 {
-        Ok(())
-    } else {
-        Err(format!("block Hermite Kepler |dE/E| = {de:e} after 10 periods"))
-    }
 }
 
 #[test]

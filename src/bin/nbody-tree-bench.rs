@@ -71,7 +71,8 @@ fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
     let (tree_bodies, _): (Vec<Particle<f32>>, _) = nbody::integrators::ics::plummer::<f32>(tree_n, 2);
     let p = Params::softened(1.0f32 / 256.0);
     let mut field = vec![Field::zero(); tree_n];
-    let bh = BarnesHut { theta, leaf_size: 64 };
+    let leaf_size = std::env::args().skip_while(|a| a != "--leaf").nth(1).and_then(|v| v.parse().ok()).unwrap_or(64);
+    let bh = BarnesHut { theta, leaf_size };
     bh.forces(&tree_bodies, &p, exec, &mut field).unwrap(); // warm-up
     field.iter_mut().for_each(|f| *f = Field::zero());
     let t = Instant::now();
@@ -92,13 +93,14 @@ fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
         .collect();
     err.sort_by(f64::total_cmp);
     println!(
-        "tree, N = {tree_n}, theta = {theta}: {:.3} s (build {:.3}, walk {:.3}, kernel {:.3}), {} interactions, {} groups; direct {:.3} s: {:.1}x faster; median relative force error {:.2e}",
+        "tree, N = {tree_n}, theta = {theta}, leaf {leaf_size}: {:.3} s (build {:.3}, walk {:.3}, kernel {:.3}), {} interactions, {} groups, {} spans; direct {:.3} s: {:.1}x faster; median relative force error {:.2e}",
         tree_secs,
         stats.build.as_secs_f64(),
         stats.walk.as_secs_f64(),
         stats.kernel.as_secs_f64(),
         stats.interactions,
         stats.groups,
+        stats.spans,
         direct_secs,
         direct_secs / tree_secs,
         err[tree_n / 2]

@@ -105,7 +105,36 @@ fn parse_csv(bytes: &[u8], name: &str) -> Result<Table> {
     Ok(Table { columns: columns.max(4), values, lines })
 }
 
+/// Checks that the header's shape multiplies out without overflow before npyz (whose
+/// element count would overflow: found by fuzzing) sees it. A header this cannot read
+/// is left to npyz to reject.
+fn shape_fits(bytes: &[u8], name: &str) -> Result<()> {
+    let (start, len) = match bytes.get(6) {
+        Some(1) if bytes.len() >= 10 => (10, u16::from_le_bytes([bytes[8], bytes[9]]) as usize),
+        Some(2 | 3) if bytes.len() >= 12 => {
+            (12, u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize)
+        }
+        _ => return Ok(()),
+    };
+    let header = String::from_utf8_lossy(&bytes[start.min(bytes.len())..start.saturating_add(len).min(bytes.len())]);
+    let Some(at) = header.find("'shape'").or_else(|| header.find("\"shape\"")) else { return Ok(()) };
+    let rest = &header[at + 7..];
+    let Some(open) = rest.find(['(', '[']) else { return Ok(()) };
+    let Some(close) = rest[open..].find([')', ']']) else { return Ok(()) };
+    let mut total: u64 = 1;
+    for dim in rest[open + 1..open + close].split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let d: u64 =
+            dim.trim_end_matches('L').parse().map_err(|_| anyhow!("{name}: unreadable shape entry {dim:?}"))?;
+        // Zeros skipped: npyz's strides multiply the other dimensions regardless.
+        total = total.checked_mul(d.max(1)).ok_or_else(|| {
+            anyhow!("{name}: shape {} has more elements than can be counted", &rest[open..=open + close])
+        })?;
+    }
+    Ok(())
+}
+
 fn parse_npy(bytes: &[u8], name: &str) -> Result<Table> {
+    shape_fits(bytes, name)?;
     let npy = npyz::NpyFile::new(bytes).map_err(|e| anyhow!("{name}: not a valid .npy file: {e}"))?;
     let shape = npy.shape().to_vec();
     let columns = match shape.as_slice() {

@@ -11,6 +11,7 @@
 pub mod accel;
 pub mod bench;
 pub mod files;
+pub mod fuzz;
 pub mod info;
 pub mod plot;
 pub mod run;

@@ -36,13 +36,20 @@ fn draw_error<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) ->
     anyhow!("drawing a picture: {e}")
 }
 
-/// Size in pixels of a density picture with `panels` maps of `pixels` per side.
+/// Screen pixels per grid cell: small grids are drawn in blocks, so a panel is at
+/// least about 400 pixels wide.
+pub fn cell_size(pixels: usize) -> usize {
+    (400 / pixels.max(1)).max(1)
+}
+
+/// Size in pixels of a density picture with `panels` maps of `pixels` cells per side.
 ///
 /// ```
 /// assert_eq!(nbody::cli::plot::density_image_size(2, 400), (830, 440));
+/// assert_eq!(nbody::cli::plot::density_image_size(2, 128), (798, 424)); // 3x3 blocks
 /// ```
 pub fn density_image_size(panels: usize, pixels: usize) -> (u32, u32) {
-    let (p, d) = (panels as u32, pixels as u32);
+    let (p, d) = (panels as u32, (pixels * cell_size(pixels)) as u32);
     (p * d + (p + 1) * MARGIN, d + TITLE + MARGIN)
 }
 
@@ -66,8 +73,9 @@ pub fn density_png(path: &Path, title: &str, pixels: usize, panels: &[Panel<'_>]
         root.fill(&WHITE).map_err(draw_error)?;
         let style = ("sans-serif", 18).into_font().color(&BLACK);
         root.draw_text(title, &style, (MARGIN as i32, 6)).map_err(draw_error)?;
+        let cell = cell_size(pixels);
         for (k, panel) in panels.iter().enumerate() {
-            let x0 = MARGIN + k as u32 * (pixels as u32 + MARGIN);
+            let x0 = MARGIN + k as u32 * ((pixels * cell) as u32 + MARGIN);
             let top = panel.grid.iter().copied().fold(0.0, f64::max);
             let hi = top.log10();
             let lo = hi - 4.0;
@@ -78,9 +86,13 @@ pub fn density_png(path: &Path, title: &str, pixels: usize, panels: &[Panel<'_>]
                 } else {
                     BLACK
                 };
-                let (row, col) = (i / pixels, i % pixels);
-                root.draw_pixel(((x0 as usize + col) as i32, (TITLE as usize + row) as i32), &colour)
-                    .map_err(draw_error)?;
+                let (row, col) = (i / pixels * cell, i % pixels * cell);
+                for dy in 0..cell {
+                    for dx in 0..cell {
+                        let at = ((x0 as usize + col + dx) as i32, (TITLE as usize + row + dy) as i32);
+                        root.draw_pixel(at, &colour).map_err(draw_error)?;
+                    }
+                }
             }
             let caption = ("sans-serif", 15).into_font().color(&WHITE);
             root.draw_text(&panel.caption, &caption, (x0 as i32 + 6, TITLE as i32 + 6)).map_err(draw_error)?;

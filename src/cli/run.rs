@@ -99,6 +99,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let (pos, vel) = initial_conditions(&s)?;
     s.n = pos.len();
+    if s.pixels_auto {
+        s.pixels = super::settings::default_pixels(s.n);
+    }
     println!("nbody {} run", env!("CARGO_PKG_VERSION"));
     for line in s.to_toml().lines() {
         println!("  {line}");

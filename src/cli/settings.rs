@@ -98,7 +98,7 @@ pub struct RunArgs {
     /// Simulated time between energy samples [default: t-end / 128, at least one step].
     #[arg(long, allow_negative_numbers = true)]
     pub energy_every: Option<f64>,
-    /// Pixels per side of the density maps [default: 400].
+    /// Cells per side of the density maps [default: about 2 sqrt(N), 64 to 512].
     #[arg(long)]
     pub pixels: Option<usize>,
     /// No progress bar.
@@ -148,6 +148,9 @@ pub struct RunSettings {
     pub energy_every: f64,
     /// Density map size.
     pub pixels: usize,
+    /// True when `pixels` is the default (recomputed once a file gives N).
+    #[serde(skip)]
+    pub pixels_auto: bool,
     /// No progress bar.
     #[serde(skip)]
     pub quiet: bool,
@@ -257,7 +260,7 @@ impl RunArgs {
         if t_end / snapshot_every > 1e5 || t_end / energy_every > 1e7 {
             bail!("--snapshot-every / --energy-every would write too many outputs (more than 1e5 snapshots or 1e7 samples)");
         }
-        let pixels = args.pixels.unwrap_or(400);
+        let pixels = args.pixels.unwrap_or_else(|| default_pixels(n));
         if !(16..=4096).contains(&pixels) {
             bail!("--pixels must be in 16..=4096 (got {pixels})");
         }
@@ -280,6 +283,7 @@ impl RunArgs {
             snapshot_every,
             energy_every,
             pixels,
+            pixels_auto: args.pixels.is_none(),
             quiet: args.quiet,
         })
     }
@@ -290,6 +294,13 @@ impl RunSettings {
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_default()
     }
+}
+
+/// About two cells per particle along a side (a multiple of 8, 64 to 512): dense
+/// enough that the core of a Plummer sphere shows as density, not as single dots.
+pub fn default_pixels(n: usize) -> usize {
+    let d = (2.0 * (n.max(1) as f64).sqrt()) as usize / 8 * 8;
+    d.clamp(64, 512)
 }
 
 fn positive(name: &str, x: f64) -> Result<()> {
