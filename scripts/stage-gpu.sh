@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds everything a GPU run needs here (the device machine has no Rust) and stages it
-# in .stage/ (git-ignored): the CUDA conformance test binary, the CUDA benchmark, the
-# leaf-kernel/tree benchmark, and run.sh, which runs the first two. One device call:
+# in .stage/ (git-ignored): the CUDA test binaries (conformance, physics), the nbody
+# command built with CUDA, the CUDA benchmark, the leaf-kernel/tree benchmark, run.sh
+# (device facts, conformance, bench) and session.sh (everything an issue's GPU checks
+# need, in sections). One device call each:
 #   carry [".stage"], command "bash .stage/run.sh [bench args]"
+#   carry [".stage"], command "bash .stage/session.sh [tests] [cli] [tree] [leapfrog]"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NBODY_COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -dirty)"
@@ -13,15 +16,15 @@ rm -rf .stage && mkdir -p .stage
 cargo build --release -p nbody-cuda
 fatbin=$(ls -t target/release/build/nbody-cuda-*/out/gravity.fatbin | head -n 1)
 python3 exec-cuda/scripts/sass_per_interaction.py "$fatbin" | sort > exec-cuda/sass-counts.txt
-cargo build --release --features cuda --bin nbody-cuda-bench --bin nbody-tree-bench
-cp target/release/nbody-cuda-bench target/release/nbody-tree-bench .stage/
+cargo build --release --features cuda --bin nbody-cuda-bench --bin nbody-tree-bench --bin nbody
+cp target/release/nbody-cuda-bench target/release/nbody-tree-bench target/release/nbody .stage/
 cargo test --release -p nbody-cuda --no-run --message-format=json 2>/dev/null |
   python3 -c '
 import json, sys, shutil
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "conformance":
-        shutil.copy(m["executable"], ".stage/cuda-conformance")
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] in ("conformance", "physics"):
+        shutil.copy(m["executable"], ".stage/cuda-" + m["target"]["name"])
 '
 strip .stage/* 2>/dev/null || true
 cp exec-cuda/scripts/sass_per_interaction.py scripts/sanitize-gpu.sh .stage/
@@ -40,6 +43,7 @@ fi
 ./nbody-cuda-bench --json "$OUT/bench.json" "$@" 2>&1 | tee "$OUT/bench.log"
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv | tee -a "$OUT/device.txt"
 RUN
+cp scripts/gpu-session.sh .stage/session.sh
 echo "$NBODY_COMMIT" > .stage/commit
 chmod +x .stage/run.sh
 ls -la .stage

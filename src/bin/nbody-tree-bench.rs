@@ -3,7 +3,9 @@
 //! example tree code against direct summation. f32, eps = 1/256.
 //!
 //! `--executor cpu|cuda` (cuda needs the `cuda` feature), `--n N` particles for the
-//! batched runs (default 65,536), `--tree N` tree-code size (default 65,536), `--theta`.
+//! batched runs (default 65,536), `--tree N` tree-code size (default 65,536), `--theta`,
+//! `--leaf` (largest leaf, default 64); with cuda, `--resident N` first times the
+//! batched and dense kernels alone on N resident particles.
 
 use nbody::core::{Executor, Field, InteractionList, Pair, Params, Particle, Span};
 use nbody::tree::BarnesHut;
@@ -14,6 +16,70 @@ fn median(mut f: impl FnMut() -> f64, reps: usize) -> f64 {
     let mut t: Vec<f64> = (0..reps).map(|_| f()).collect();
     t.sort_by(f64::total_cmp);
     t[t.len() / 2]
+}
+
+struct Xorshift(u64);
+
+impl Xorshift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Every target group of `n` particles gets a list of spans of 32 particles at random
+/// places: the shape of a tree code's near-field lists.
+fn synthetic_list(n: usize, group: usize, list_len: usize, rng: &mut Xorshift) -> (Vec<Pair>, Vec<Span>) {
+    let (mut pairs, mut spans) = (Vec::new(), Vec::new());
+    for t0 in (0..n).step_by(group) {
+        let first = spans.len() as u32;
+        for _ in 0..list_len / 32 {
+            let s = (rng.next() % (n - 32) as u64) as u32;
+            spans.push(Span::new(s, s + 32));
+        }
+        pairs.push(Pair {
+            targets: Span::new(t0 as u32, (t0 + group).min(n) as u32),
+            sources: Span::new(first, spans.len() as u32),
+        });
+    }
+    (pairs, spans)
+}
+
+/// Kernel-only rates on the GPU (particles, lists and outputs resident; CUDA events):
+/// the batched kernel against the dense one on the same particles.
+#[cfg(feature = "cuda")]
+fn resident_rates(gpu: &mut nbody::cuda::CudaExecutor, n: usize) -> Result<(), nbody::Error> {
+    use nbody::cuda::timing::time_with_events;
+    let (bodies, _) = nbody::integrators::ics::plummer::<f32>(n, 1);
+    let params = Params::softened(1.0f32 / 256.0).acceleration_only();
+    let set = gpu.upload(&bodies)?;
+    let mut fields = gpu.zeroed_fields::<f32>(n)?;
+    gpu.accelerations_resident(&set, &set, &params, &mut fields)?;
+    let dense = time_with_events(gpu, 3, |g| g.accelerations_resident(&set, &set, &params, &mut fields))?;
+    let dense_rate = (n as f64).powi(2) / dense;
+    println!("resident (kernel only, CUDA events), N = {n}: dense {dense_rate:.3e} interactions/s");
+    println!("{:>6} {:>7} {:>14} {:>10} {:>12}", "group", "list", "interact/s", "of dense", "upload ms");
+    let mut rng = Xorshift(0x9e37_79b9_7f4a_7c15);
+    for group in [32usize, 64, 128] {
+        for list_len in [1000usize, 3000, 5000] {
+            let (pairs, spans) = synthetic_list(n, group, list_len, &mut rng);
+            let list = InteractionList { pairs: &pairs, source_spans: &spans };
+            let t = Instant::now();
+            let dl = gpu.upload_list(&list, n)?;
+            let upload = t.elapsed().as_secs_f64();
+            gpu.accelerations_batch_resident(&set, &dl, &params, &mut fields)?;
+            let secs = time_with_events(gpu, 3, |g| g.accelerations_batch_resident(&set, &dl, &params, &mut fields))?;
+            let rate = dl.interactions() as f64 / secs;
+            println!(
+                "{group:>6} {list_len:>7} {rate:>14.3e} {:>9.0}% {:>12.2}",
+                100.0 * rate / dense_rate,
+                1e3 * upload
+            );
+        }
+    }
+    Ok(())
 }
 
 fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
@@ -32,29 +98,10 @@ fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
     let dense_rate = (dense_n * dense_n) as f64 / dense;
     println!("dense, N = {dense_n}: {dense_rate:.3e} interactions/s");
     println!("{:>6} {:>7} {:>14} {:>10}", "group", "list", "interact/s", "of dense");
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = Xorshift(0x2545_f491_4f6c_dd1d);
     for group in [32usize, 64, 128] {
         for list_len in [1000usize, 3000, 5000] {
-            // Every target group of the array gets a list of spans of 32 particles at
-            // random places: the shape of a tree code's near-field lists.
-            let (mut pairs, mut spans) = (Vec::new(), Vec::new());
-            for t0 in (0..n).step_by(group) {
-                let first = spans.len() as u32;
-                for _ in 0..list_len / 32 {
-                    let s = (next() % (n - 32) as u64) as u32;
-                    spans.push(Span::new(s, s + 32));
-                }
-                pairs.push(Pair {
-                    targets: Span::new(t0 as u32, (t0 + group).min(n) as u32),
-                    sources: Span::new(first, spans.len() as u32),
-                });
-            }
+            let (pairs, spans) = synthetic_list(n, group, list_len, &mut rng);
             let list = InteractionList { pairs: &pairs, source_spans: &spans };
             let secs = median(
                 || {
@@ -123,6 +170,12 @@ fn main() {
         "cuda" => match nbody::cuda::CudaExecutor::new() {
             Ok(mut gpu) => {
                 println!("executor: cuda, {}", gpu.info().name);
+                if let Some(r) = arg("--resident").and_then(|v| v.parse().ok()) {
+                    if let Err(e) = resident_rates(&mut gpu, r) {
+                        eprintln!("error: {e}");
+                        std::process::exit(1);
+                    }
+                }
                 run(&mut gpu, n, tree_n, theta);
             }
             Err(e) => {

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# On the device machine (staged as .stage/session.sh by scripts/stage-gpu.sh): the GPU
+# checks and figures of the open issues, by section; no argument runs them all.
+#   tests     CUDA conformance suite and the integrator physics checks on the GPU
+#   cli       nbody info / run / accel / bench with the CUDA executor
+#   tree      kernel-only batched rates and the tree code at N = 2^20 against direct
+#   leapfrog  the device-resident leapfrog's non-force share of a step at N = 2^20
+set -uo pipefail
+cd "$(dirname "$0")"
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+sections=${*:-tests cli tree leapfrog}
+has() { [[ " $sections " == *" $1 "* ]]; }
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv | tee "$OUT/device.txt"
+echo "commit: $(cat commit)" | tee -a "$OUT/device.txt"
+if has tests; then
+  ./cuda-conformance --test-threads 4 > "$OUT/conformance.log" 2>&1; echo "conformance exit: $?"
+  grep -vE "\.\.\. ok$" "$OUT/conformance.log" | tail -5
+  ./cuda-physics --test-threads 4 > "$OUT/physics.log" 2>&1; echo "physics exit: $?"
+  grep -vE "\.\.\. ok$" "$OUT/physics.log" | tail -5
+fi
+if has cli; then
+  cd "$OUT"
+  "$OLDPWD/nbody" info 2>&1 | tee cli-info.log
+  "$OLDPWD/nbody" --quiet 2>&1 | tee cli-default-run.log | tail -12; echo "default run exit: ${PIPESTATUS[0]}"
+  "$OLDPWD/nbody" run --quiet --n 1048576 --t-end 0.015625 --dt 0.00390625 --precision f32 --out big 2>&1 | tail -12
+  "$OLDPWD/nbody" run --quiet --integrator hermite --ic figure8 --t-end 1 --out fig8 2>&1 | tail -6
+  "$OLDPWD/nbody" accel --sources nbody-out/snapshot-00001.npy --out accel.npy --eps 0.015625 --executor cuda 2>&1
+  "$OLDPWD/nbody" bench --sizes 1024,16384,65536 --seconds 0.3 --scalar-max 16384 --out bench 2>&1 | tee cli-bench.log
+  rm -rf big nbody-out/snapshot-*.npy fig8/snapshot-*.npy
+  cd - > /dev/null
+fi
+if has tree; then
+  ./nbody-tree-bench --executor cuda --resident 262144 --n 262144 --tree 1048576 --theta 0.5 --leaf 64 2>&1 | tee "$OUT/tree.log"
+  for leaf in 16 32 128; do
+    ./nbody-tree-bench --executor cuda --n 1024 --tree 1048576 --theta 0.5 --leaf $leaf 2>&1 | grep "^tree" | tee -a "$OUT/tree.log"
+  done
+fi
+if has leapfrog; then
+  ./nbody-cuda-bench --sizes 1048576 --f32 --leapfrog 1048576 2>&1 | tee "$OUT/leapfrog.log" | grep -i "leapfrog\|device"
+fi
+nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv | tee -a "$OUT/device.txt"
