@@ -5,7 +5,8 @@
 //!    array: every cell is a contiguous range of it.
 //! 2. Every cell's monopole (centre of mass, mass) is appended to the array as a
 //!    pseudo-particle, so far cells are spans of one "particle".
-//! 3. Each leaf (a group of at most `leaf_size` targets) walks the tree: a cell whose
+//! 3. Each target group (the largest cell of at most `group_size` particles, or a
+//!    leaf) walks the tree: a cell whose
 //!    centre of mass is farther from the group's bounding box than `side / theta` is
 //!    taken as its monopole; otherwise it is opened, down to leaves, whose particles are
 //!    taken directly. The leaf's own particles are in its list: the executor subtracts
@@ -19,7 +20,7 @@
 //!
 //! let (bodies, _) = nbody::integrators::ics::plummer::<f32>(2000, 1);
 //! let mut field = vec![Field::zero(); bodies.len()];
-//! let bh = BarnesHut { theta: 0.5, leaf_size: 32 };
+//! let bh = BarnesHut::for_cpu(0.5);
 //! let stats = bh.forces(&bodies, &Params::softened(0.01), &mut CpuExecutor::new(Parallelism::Sequential), &mut field)?;
 //! assert!(stats.interactions < 2000 * 2000);
 //! # Ok::<(), nbody::Error>(())
@@ -36,8 +37,28 @@ pub struct BarnesHut {
     /// Opening angle: a cell of side `s` at distance `d` from a group is accepted whole
     /// when `s / d < theta`.
     pub theta: f64,
-    /// Most particles in a leaf (the target group size).
+    /// Most particles in a leaf: the finest cells a walk opens down to.
     pub leaf_size: usize,
+    /// Most targets sharing one walk and one source list: the largest cells of at most
+    /// this many particles (or leaves) are the target groups. Larger groups mean fewer,
+    /// longer walks and more interactions: worth it where interactions are cheap (a
+    /// GPU: 256 to 1,024), not on a CPU (equal to `leaf_size`).
+    pub group_size: usize,
+}
+
+impl BarnesHut {
+    /// Settings for an executor whose interactions are cheap against a walk (a GPU):
+    /// leaves of 128, groups of 4,096. On the H100 at N = 2^20, theta = 0.5 this ran
+    /// 4x more interactions than groups of 64 but a tenth of the walks, and was the
+    /// fastest of the sizes tried (benches/results/h100-tree.log).
+    pub const fn for_gpu(theta: f64) -> Self {
+        Self { theta, leaf_size: 128, group_size: 4096 }
+    }
+
+    /// Settings for a CPU executor: leaves and groups of 64.
+    pub const fn for_cpu(theta: f64) -> Self {
+        Self { theta, leaf_size: 64, group_size: 64 }
+    }
 }
 
 /// What one force calculation did and where its time went.
@@ -98,9 +119,9 @@ impl<T: Real> Tree<T> {
             })
             .collect();
         keyed.par_sort_unstable();
-        let order: Vec<u32> = keyed.iter().map(|&(_, i)| i).collect();
-        let keys: Vec<u64> = keyed.iter().map(|&(k, _)| k).collect();
-        let all: Vec<Particle<T>> = order.iter().map(|&i| ps[i as usize]).collect();
+        let order: Vec<u32> = keyed.par_iter().map(|&(_, i)| i).collect();
+        let keys: Vec<u64> = keyed.par_iter().map(|&(k, _)| k).collect();
+        let all: Vec<Particle<T>> = order.par_iter().map(|&i| ps[i as usize]).collect();
         let mut tree = Tree { all, order, cells: Vec::new(), keys };
         tree.cells.push(Cell {
             start: 0,
@@ -154,12 +175,23 @@ impl<T: Real> Tree<T> {
                 self.split(child as usize, level + 1, leaf_size);
             }
         }
+        // Mass moments from the children (each particle is summed once, in its leaf).
         let (mut m, mut s) = (0.0, [0.0; 3]);
-        for p in &self.all[cell.start as usize..cell.end as usize] {
-            let w = p.m.to_f64();
-            m += w;
-            for (k, x) in p.position().into_iter().enumerate() {
-                s[k] += w * x.to_f64();
+        if self.cells[c].children == 0 {
+            for p in &self.all[cell.start as usize..cell.end as usize] {
+                let w = p.m.to_f64();
+                m += w;
+                for (k, x) in p.position().into_iter().enumerate() {
+                    s[k] += w * x.to_f64();
+                }
+            }
+        } else {
+            let first = self.cells[c].first_child as usize;
+            for child in &self.cells[first..first + self.cells[c].children as usize] {
+                m += child.mass;
+                for (sk, ck) in s.iter_mut().zip(child.com) {
+                    *sk += child.mass * ck;
+                }
             }
         }
         self.cells[c].mass = m;
@@ -233,8 +265,25 @@ impl BarnesHut {
         let build = clock.elapsed();
         let clock = Instant::now();
         let n = particles.len();
-        let leaves: Vec<&Cell> = tree.cells.iter().filter(|c| c.children == 0).collect();
+        let group_size = self.group_size.max(1);
+        let mut leaves: Vec<&Cell> = Vec::new();
+        let mut stack = vec![0usize];
+        while let Some(c) = stack.pop() {
+            let cell = &tree.cells[c];
+            if cell.children == 0 || ((cell.end - cell.start) as usize) <= group_size {
+                leaves.push(cell);
+            } else {
+                stack.extend((cell.first_child as usize..(cell.first_child + cell.children) as usize).rev());
+            }
+        }
         let lists: Vec<Vec<Span>> = leaves.par_iter().map(|leaf| tree.walk(leaf, self.theta, n)).collect();
+        if std::env::var_os("NBODY_TREE_TIMING").is_some() {
+            eprintln!(
+                "walk traversal {:.3} s on {} threads",
+                clock.elapsed().as_secs_f64(),
+                rayon::current_num_threads()
+            );
+        }
         // Concatenated in parallel: a million-particle list holds tens of millions of spans.
         let mut pairs = Vec::with_capacity(leaves.len());
         let mut total = 0u32;
@@ -258,11 +307,16 @@ impl BarnesHut {
         let mut sorted_out = vec![Field::zero(); tree.all.len()];
         exec.accelerations_batch(&tree.all, &list, params, &mut sorted_out)?;
         let kernel = clock.elapsed();
+        // Back to the caller's order, in parallel through the inverse permutation.
+        let mut rank = vec![0u32; n];
         for (k, &i) in tree.order.iter().enumerate() {
-            let (o, f) = (&mut out[i as usize], sorted_out[k]);
+            rank[i as usize] = k as u32;
+        }
+        out.par_iter_mut().zip(rank.par_iter()).for_each(|(o, &k)| {
+            let f = sorted_out[k as usize];
             let phi = if params.potential { o.phi + f.phi } else { o.phi };
             *o = Field::new(o.ax + f.ax, o.ay + f.ay, o.az + f.az, phi);
-        }
+        });
         Ok(TreeStats {
             interactions: list.interactions(),
             groups: pairs.len(),

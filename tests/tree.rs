@@ -30,7 +30,7 @@ fn tree_error_falls_with_theta_and_matches_across_executors() {
     cpu.accelerations(&bodies, &bodies, &params.with_overlap_identical(), &mut direct).unwrap();
     let mut medians = Vec::new();
     for theta in [0.8, 0.6, 0.4, 0.2] {
-        let bh = BarnesHut { theta, leaf_size: 32 };
+        let bh = BarnesHut { theta, leaf_size: 32, group_size: 32 };
         let mut tree = vec![Field::zero(); n];
         let stats = bh.forces(&bodies, &params, &mut cpu, &mut tree).unwrap();
         let e = relative_errors(&tree, &direct);
@@ -57,10 +57,39 @@ fn tree_error_falls_with_theta_and_matches_across_executors() {
     assert!(medians[2] < 1e-3, "median error at theta 0.4 is {}", medians[2]);
 
     // The same tree through the reference executor's batched path.
-    let bh = BarnesHut { theta: 0.6, leaf_size: 32 };
+    let bh = BarnesHut { theta: 0.6, leaf_size: 32, group_size: 128 };
     let (mut a, mut b) = (vec![Field::zero(); n], vec![Field::zero(); n]);
     bh.forces(&bodies, &params, &mut cpu, &mut a).unwrap();
     bh.forces(&bodies, &params, &mut Reference, &mut b).unwrap();
     let worst = relative_errors(&a, &b);
     assert!(worst[n - 1] < 1e-12, "CPU and reference tree results differ by {:e}", worst[n - 1]);
+}
+
+/// Target groups larger than leaves (the GPU setting): every group walks once and
+/// shares its list, the result is at least as accurate as with leaf-sized groups (a
+/// larger group opens more cells).
+#[test]
+fn large_target_groups_share_walks_without_losing_accuracy() {
+    let n = 8192;
+    let (bodies, _) = nbody::integrators::ics::plummer::<f64>(n, 13);
+    let params = Params::softened(1.0 / 128.0);
+    let mut cpu = CpuExecutor::new(Parallelism::Threads(2));
+    let mut direct = vec![Field::zero(); n];
+    cpu.accelerations(&bodies, &bodies, &params.with_overlap_identical(), &mut direct).unwrap();
+    let run = |bh: BarnesHut, cpu: &mut CpuExecutor| {
+        let mut tree = vec![Field::zero(); n];
+        let stats = bh.forces(&bodies, &params, cpu, &mut tree).unwrap();
+        (relative_errors(&tree, &direct)[n / 2], stats)
+    };
+    let (small, s) = run(BarnesHut { theta: 0.5, leaf_size: 32, group_size: 32 }, &mut cpu);
+    let (large, l) = run(BarnesHut { theta: 0.5, leaf_size: 32, group_size: 1024 }, &mut cpu);
+    println!(
+        "groups of 32: {} walks, median error {small:.2e}; groups of 1024: {} walks, {large:.2e}",
+        s.groups, l.groups
+    );
+    assert!(l.groups * 8 < s.groups, "{} groups of up to 1024 against {} of 32", l.groups, s.groups);
+    assert!(l.interactions > s.interactions && l.interactions < n * n);
+    assert!(large <= small * 1.05, "median error {large:e} with large groups, {small:e} with small");
+    let (gpu_like, _) = run(BarnesHut::for_gpu(0.5), &mut cpu);
+    assert!(gpu_like < 1e-3, "for_gpu median error {gpu_like:e}");
 }

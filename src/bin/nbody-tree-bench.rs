@@ -4,7 +4,7 @@
 //!
 //! `--executor cpu|cuda` (cuda needs the `cuda` feature), `--n N` particles for the
 //! batched runs (default 65,536), `--tree N` tree-code size (default 65,536), `--theta`,
-//! `--leaf` (largest leaf, default 64); with cuda, `--resident N` first times the
+//! `--leaf`, `--group` (default `BarnesHut::for_cpu` or `for_gpu`); with cuda, `--resident N` first times the
 //! batched and dense kernels alone on N resident particles.
 
 use nbody::core::{Executor, Field, InteractionList, Pair, Params, Particle, Span};
@@ -118,13 +118,29 @@ fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
     let (tree_bodies, _): (Vec<Particle<f32>>, _) = nbody::integrators::ics::plummer::<f32>(tree_n, 2);
     let p = Params::softened(1.0f32 / 256.0);
     let mut field = vec![Field::zero(); tree_n];
-    let leaf_size = std::env::args().skip_while(|a| a != "--leaf").nth(1).and_then(|v| v.parse().ok()).unwrap_or(64);
-    let bh = BarnesHut { theta, leaf_size };
+    let defaults = if exec.name() == "cuda" { BarnesHut::for_gpu(theta) } else { BarnesHut::for_cpu(theta) };
+    let flag = |name: &str| std::env::args().skip_while(|a| a != name).nth(1).and_then(|v| v.parse().ok());
+    let leaf_size = flag("--leaf").unwrap_or(defaults.leaf_size);
+    let group_size = flag("--group").unwrap_or(defaults.group_size);
+    let bh = BarnesHut { theta, leaf_size, group_size };
     bh.forces(&tree_bodies, &p, exec, &mut field).unwrap(); // warm-up
     field.iter_mut().for_each(|f| *f = Field::zero());
     let t = Instant::now();
     let stats = bh.forces(&tree_bodies, &p, exec, &mut field).unwrap();
     let tree_secs = t.elapsed().as_secs_f64();
+    if std::env::args().any(|a| a == "--no-direct") {
+        println!(
+            "tree, N = {tree_n}, theta = {theta}, leaf {leaf_size}, group {group_size}: {:.3} s (build {:.3}, walk {:.3}, kernel {:.3}), {} interactions, {} groups, {} spans",
+            tree_secs,
+            stats.build.as_secs_f64(),
+            stats.walk.as_secs_f64(),
+            stats.kernel.as_secs_f64(),
+            stats.interactions,
+            stats.groups,
+            stats.spans
+        );
+        return;
+    }
     let mut direct = vec![Field::zero(); tree_n];
     let t = Instant::now();
     exec.accelerations(&tree_bodies, &tree_bodies, &p.with_overlap_identical(), &mut direct).unwrap();
@@ -140,7 +156,7 @@ fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
         .collect();
     err.sort_by(f64::total_cmp);
     println!(
-        "tree, N = {tree_n}, theta = {theta}, leaf {leaf_size}: {:.3} s (build {:.3}, walk {:.3}, kernel {:.3}), {} interactions, {} groups, {} spans; direct {:.3} s: {:.1}x faster; median relative force error {:.2e}",
+        "tree, N = {tree_n}, theta = {theta}, leaf {leaf_size}, group {group_size}: {:.3} s (build {:.3}, walk {:.3}, kernel {:.3}), {} interactions, {} groups, {} spans; direct {:.3} s: {:.1}x faster; median relative force error {:.2e}",
         tree_secs,
         stats.build.as_secs_f64(),
         stats.walk.as_secs_f64(),
