@@ -90,9 +90,11 @@ impl Projection {
     }
 
     /// Adds each particle's mass into its cell of `grid` (row-major, `pixels²` long).
-    /// The plain loop every executor's version must agree with.
+    /// The plain loop every executor's version must agree with. Particles are checked
+    /// as for a force call (finite, masses not negative); on error `grid` is untouched.
     pub fn deposit<T: Real>(&self, particles: &[Particle<T>], grid: &mut [f64]) -> Result<(), Error> {
         self.validate(grid.len())?;
+        crate::validate::particles(particles, crate::Array::Particles)?;
         for p in particles {
             if let Some(c) = self.cell(p) {
                 grid[c] += p.m.to_f64();

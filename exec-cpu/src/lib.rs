@@ -333,6 +333,7 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         grid: &mut [f64],
     ) -> Result<(), Error> {
         projection.validate(grid.len())?;
+        validate::particles(particles, nbody_core::Array::Particles)?;
         // Below this a thread's private grid costs more to clear and add than it saves.
         const PER_THREAD: usize = 1 << 15;
         let parts = self.threads.min(particles.len() / PER_THREAD).max(1);

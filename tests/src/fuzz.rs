@@ -127,6 +127,35 @@ pub fn entry_points<T: Real, E: Executor<T>>(exec: &mut E, data: &[u8]) {
             "a refused jerk call changed its output"
         );
     }
+    density_map(exec, &c.targets, &mut u);
+}
+
+/// The density map on arbitrary particles and windows: an error leaves the grid as it
+/// was; success adds only finite, non-negative mass, no more than the particles hold.
+fn density_map<T: Real, E: Executor<T>>(exec: &mut E, particles: &[Particle<T>], u: &mut Unstructured<'_>) {
+    use nbody_core::projection::{Plane, Projection};
+    let (Ok(plane), Ok(cx), Ok(cy), Ok(half), Ok(pixels)) =
+        (u8::arbitrary(u), f64::arbitrary(u), f64::arbitrary(u), f64::arbitrary(u), u16::arbitrary(u))
+    else {
+        return;
+    };
+    let plane = [Plane::XY, Plane::XZ, Plane::YZ][plane as usize % 3];
+    let pixels = pixels as usize % 80;
+    let proj = Projection { plane, centre: [cx, cy], half_width: half, pixels };
+    let cells = if u8::arbitrary(u).unwrap_or(0) % 8 == 0 { pixels * pixels + 1 } else { pixels * pixels };
+    let mut grid = vec![0.5; cells];
+    match exec.project(particles, &proj, &mut grid) {
+        Err(_) => assert!(grid.iter().all(|&g| g == 0.5), "a refused density map changed the grid"),
+        Ok(()) => {
+            // Masses inside the finite range cannot overflow a cell.
+            if particles.iter().all(|p| p.m.to_f64() <= FINITE_RANGE) {
+                let mass: f64 = particles.iter().map(|p| p.m.to_f64()).sum();
+                let added: f64 = grid.iter().map(|g| g - 0.5).sum();
+                assert!(grid.iter().all(|g| g.is_finite() && *g >= 0.5), "bad cell in {grid:?}");
+                assert!(added <= mass * (1.0 + 1e-12) + 1e-9, "added {added} of {mass}");
+            }
+        }
+    }
 }
 
 /// Fuzz target (b): on valid input of moderate size, the executor agrees with the f64
