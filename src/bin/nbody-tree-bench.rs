@@ -128,17 +128,18 @@ fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
     let t = Instant::now();
     let stats = bh.forces(&tree_bodies, &p, exec, &mut field).unwrap();
     let tree_secs = t.elapsed().as_secs_f64();
+    let summary = format!(
+        "tree, N = {tree_n}, theta = {theta}, leaf {leaf_size}, group {group_size}: {:.3} s (build {:.3}, walk {:.3}, kernel {:.3}), {} interactions, {} groups, {} spans",
+        tree_secs,
+        stats.build.as_secs_f64(),
+        stats.walk.as_secs_f64(),
+        stats.kernel.as_secs_f64(),
+        stats.interactions,
+        stats.groups,
+        stats.spans
+    );
     if std::env::args().any(|a| a == "--no-direct") {
-        println!(
-            "tree, N = {tree_n}, theta = {theta}, leaf {leaf_size}, group {group_size}: {:.3} s (build {:.3}, walk {:.3}, kernel {:.3}), {} interactions, {} groups, {} spans",
-            tree_secs,
-            stats.build.as_secs_f64(),
-            stats.walk.as_secs_f64(),
-            stats.kernel.as_secs_f64(),
-            stats.interactions,
-            stats.groups,
-            stats.spans
-        );
+        println!("{summary}");
         return;
     }
     let mut direct = vec![Field::zero(); tree_n];
@@ -156,14 +157,7 @@ fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
         .collect();
     err.sort_by(f64::total_cmp);
     println!(
-        "tree, N = {tree_n}, theta = {theta}, leaf {leaf_size}, group {group_size}: {:.3} s (build {:.3}, walk {:.3}, kernel {:.3}), {} interactions, {} groups, {} spans; direct {:.3} s: {:.1}x faster; median relative force error {:.2e}",
-        tree_secs,
-        stats.build.as_secs_f64(),
-        stats.walk.as_secs_f64(),
-        stats.kernel.as_secs_f64(),
-        stats.interactions,
-        stats.groups,
-        stats.spans,
+        "{summary}; direct {:.3} s: {:.1}x faster; median relative force error {:.2e}",
         direct_secs,
         direct_secs / tree_secs,
         err[tree_n / 2]

@@ -105,10 +105,31 @@ pub fn density_png(path: &Path, title: &str, pixels: usize, panels: &[Panel<'_>]
 /// Size of the line plots.
 pub const PLOT_SIZE: (u32, u32) = (900, 540);
 
+type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
+
+/// Draws a `PLOT_SIZE` picture on white with `draw` and writes it to `path`.
+fn plot_png(path: &Path, draw: impl FnOnce(&Area<'_>) -> Result<()>) -> Result<()> {
+    font_ready()?;
+    let mut rgb = vec![0u8; (PLOT_SIZE.0 * PLOT_SIZE.1 * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, PLOT_SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_error)?;
+        draw(&root)?;
+        root.present().map_err(draw_error)?;
+    }
+    save_png(path, PLOT_SIZE, &rgb)
+}
+
+/// A chart with the title and the margins every line plot uses.
+fn chart_builder<'a, 'b>(root: &'a Area<'b>, title: &str) -> ChartBuilder<'a, 'b, BitMapBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, ("sans-serif", 20)).margin(15).x_label_area_size(45).y_label_area_size(80);
+    b
+}
+
 /// Writes |ΔE/E| against time on a logarithmic axis (exact zeros, such as the first
 /// sample, are left out; an all-zero record draws at the axis floor).
 pub fn energy_png(path: &Path, title: &str, samples: &[(f64, f64)]) -> Result<()> {
-    font_ready()?;
     let floor = 1e-17;
     let mut ys: Vec<(f64, f64)> =
         samples.iter().filter(|s| s.1 != 0.0).map(|&(t, e)| (t, e.abs().max(floor))).collect();
@@ -118,15 +139,8 @@ pub fn energy_png(path: &Path, title: &str, samples: &[(f64, f64)]) -> Result<()
     let t_max = ys.iter().map(|p| p.0).fold(0.0, f64::max).max(1e-12);
     let y_max = ys.iter().map(|p| p.1).fold(floor, f64::max) * 3.0;
     let y_min = ys.iter().map(|p| p.1).fold(f64::INFINITY, f64::min).min(y_max / 10.0).max(floor);
-    let mut rgb = vec![0u8; (PLOT_SIZE.0 * PLOT_SIZE.1 * 3) as usize];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, PLOT_SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(80)
+    plot_png(path, |root| {
+        let mut chart = chart_builder(root, title)
             .build_cartesian_2d(0.0..t_max, (y_min..y_max).log_scale())
             .map_err(draw_error)?;
         chart
@@ -137,9 +151,8 @@ pub fn energy_png(path: &Path, title: &str, samples: &[(f64, f64)]) -> Result<()
             .draw()
             .map_err(draw_error)?;
         chart.draw_series(LineSeries::new(ys, BLUE.stroke_width(2))).map_err(draw_error)?;
-        root.present().map_err(draw_error)?;
-    }
-    save_png(path, PLOT_SIZE, &rgb)
+        Ok(())
+    })
 }
 
 /// One line of the benchmark plot: a label and (N, interactions per second) points.
@@ -152,22 +165,14 @@ pub struct Series {
 
 /// Writes the benchmark's rates against N, log-log, one line per series.
 pub fn bench_png(path: &Path, title: &str, series: &[Series]) -> Result<()> {
-    font_ready()?;
     let all = || series.iter().flat_map(|s| s.points.iter().copied());
     let (n_min, n_max) = all().fold((f64::INFINITY, 0.0f64), |(a, b), p| (a.min(p.0), b.max(p.0)));
     let (r_min, r_max) = all().fold((f64::INFINITY, 0.0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
     if !(n_min.is_finite() && r_min.is_finite() && r_min > 0.0) {
         return Err(anyhow!("nothing to plot"));
     }
-    let mut rgb = vec![0u8; (PLOT_SIZE.0 * PLOT_SIZE.1 * 3) as usize];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, PLOT_SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(80)
+    plot_png(path, |root| {
+        let mut chart = chart_builder(root, title)
             .build_cartesian_2d((n_min / 1.5..n_max * 1.5).log_scale(), (r_min / 3.0..r_max * 3.0).log_scale())
             .map_err(draw_error)?;
         chart
@@ -194,7 +199,6 @@ pub fn bench_png(path: &Path, title: &str, series: &[Series]) -> Result<()> {
             .border_style(BLACK)
             .draw()
             .map_err(draw_error)?;
-        root.present().map_err(draw_error)?;
-    }
-    save_png(path, PLOT_SIZE, &rgb)
+        Ok(())
+    })
 }
