@@ -356,3 +356,21 @@ SELF_POTENTIAL(double, f64)
 
 KICK_DRIFT(float, f32)
 KICK_DRIFT(double, f64)
+
+// Density map: adds each particle's mass into its cell of a pixels x pixels grid of
+// doubles (row 0 at the top), the same cell arithmetic as nbody-core's
+// Projection::cell, in double. One thread per particle; cells shared by particles add
+// atomically. Masses are validated on the host; NaN coordinates fail the range test.
+#define PROJECT(T, NAME)                                                                                               \
+    extern "C" __global__ void nbody_project_##NAME(const V4<T>::type *particles, int n, double *grid, int pixels,     \
+                                                    int h_axis, int v_axis, double left, double top, double scale) {   \
+        int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
+        if (i >= n) return;                                                                                            \
+        V4<T>::type p = particles[i];                                                                                  \
+        double x[3] = {(double)p.x, (double)p.y, (double)p.z};                                                         \
+        double col = (x[h_axis] - left) * scale, row = (top - x[v_axis]) * scale;                                      \
+        if (col >= 0.0 && col < (double)pixels && row >= 0.0 && row < (double)pixels)                                 \
+            atomicAdd(&grid[(long long)row * pixels + (long long)col], (double)p.w);                                   \
+    }
+PROJECT(float, f32)
+PROJECT(double, f64)

@@ -44,6 +44,7 @@ use cust::stream::{Stream, StreamFlags};
 use cust::{function::Function, launch};
 use device::cuda;
 use memory::{alloc, download, ptr, upload_padded, Scratch};
+use nbody_core::projection::Projection;
 use nbody_core::{
     validate, Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Params, Particle, Real,
 };
@@ -363,6 +364,49 @@ impl CudaExecutor {
         self.launch_batch(&bufs, list.n_items, particles.len(), params)
     }
 
+    /// Density map of device-resident particles (for example a [`DeviceState`]'s
+    /// positions), added into `grid` on the host: only the grid crosses PCIe.
+    pub fn project_resident<T: DeviceReal>(
+        &mut self,
+        particles: &DeviceParticles<T>,
+        projection: &Projection,
+        grid: &mut [f64],
+    ) -> Result<(), Error> {
+        projection.validate(grid.len())?;
+        self.guarded(|me| me.launch_project::<T>(ptr(&particles.buf), particles.len(), projection, grid))
+    }
+
+    /// Uploads `grid`, adds the particles at `particles` into it on the device, and
+    /// copies it back.
+    fn launch_project<T: DeviceReal>(
+        &mut self,
+        particles: cust::memory::DevicePointer<u8>,
+        n: usize,
+        projection: &Projection,
+        grid: &mut [f64],
+    ) -> Result<(), Error> {
+        if n == 0 {
+            return Ok(());
+        }
+        let g = self.scratch[EXTRA_A].reserve(std::mem::size_of_val(grid))?;
+        upload_padded(g, bytemuck::cast_slice(grid), 0)?;
+        let gp = ptr(g);
+        let f = self.function(&format!("nbody_project_{}", T::TAG))?;
+        let (h, v) = projection.plane.axes();
+        let half = projection.half_width;
+        let (left, top) = (projection.centre[0] - half, projection.centre[1] + half);
+        let scale = projection.pixels as f64 / (2.0 * half);
+        let (pixels, stream) = (projection.pixels as i32, &self.stream);
+        // SAFETY: n particles of T lanes; the grid holds pixels² doubles.
+        unsafe {
+            launch!(f<<<n.div_ceil(256) as u32, 256, 0, stream>>>(
+                particles, n as i32, gp, pixels, h as i32, v as i32, left, top, scale
+            ))
+        }
+        .map_err(cuda("launching the density map"))?;
+        self.sync_download(EXTRA_A, grid)
+    }
+
     /// Uploads host slices into scratch (sources padded), returning the padded count.
     fn stage<T: DeviceReal>(
         &mut self,
@@ -505,6 +549,22 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
             };
             me.launch_batch(&bufs, ex.items.len(), particles.len(), params)?;
             me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))
+        })
+    }
+
+    /// Deposits on the device (atomic adds into a grid of doubles): the particles go up,
+    /// only the grid comes back.
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        projection.validate(grid.len())?;
+        validate::particles(particles, Array::Particles)?;
+        if particles.is_empty() {
+            return Ok(());
+        }
+        self.guarded(|me| {
+            let p = me.scratch[SOURCES].reserve(std::mem::size_of_val(particles))?;
+            upload_padded(p, bytemuck::cast_slice(particles), 0)?;
+            let pp = ptr(p);
+            me.launch_project::<T>(pp, particles.len(), projection, grid)
         })
     }
 }

@@ -28,6 +28,12 @@ impl<T: DeviceReal> DeviceState<T> {
     pub fn is_empty(&self) -> bool {
         self.pos.is_empty()
     }
+
+    /// The positions and masses, on the device (for
+    /// [`CudaExecutor::project_resident`] and other resident calls).
+    pub fn positions(&self) -> &DeviceParticles<T> {
+        &self.pos
+    }
 }
 
 impl CudaExecutor {

@@ -25,6 +25,7 @@ fn main() {
         gpu("awkward_sizes", awkward_sizes),
         gpu("out_of_memory_is_an_error_and_recoverable", out_of_memory),
         gpu("failed_launch_loses_nothing", failed_launch),
+        gpu("resident_density_map_matches_deposit", resident_density_map),
         gpu("device_resident_matches_host_path", device_resident),
         gpu("autotuned_choice_matches_the_oracle", autotuned),
         gpu("device_leapfrog_matches_the_host_leapfrog", device_leapfrog),
@@ -147,6 +148,25 @@ fn failed_launch() -> Result<(), Failed> {
     }
     check_against_oracle::<f32>(&mut gpu, 300, 300, "after a failed launch")?;
     check_against_oracle::<f64>(&mut gpu, 257, 1000, "after a failed launch")
+}
+
+/// A density map of a device-resident state equals the plain deposit of its particles.
+fn resident_density_map() -> Result<(), Failed> {
+    use nbody_core::projection::{Plane, Projection};
+    let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
+    let (p, v) = nbody_integrators::ics::plummer::<f32>(100_000, 4);
+    let state = gpu.upload_state(&p, &v).map_err(gpu_err)?;
+    for plane in [Plane::XY, Plane::XZ, Plane::YZ] {
+        let proj = Projection { plane, centre: [0.05, -0.1], half_width: 1.5, pixels: 200 };
+        let mut want = vec![0.25; 200 * 200];
+        proj.deposit(&p, &mut want).map_err(gpu_err)?;
+        let mut got = vec![0.25; 200 * 200];
+        gpu.project_resident(state.positions(), &proj, &mut got).map_err(gpu_err)?;
+        if let Some(k) = got.iter().zip(&want).position(|(g, w)| (g - w).abs() > 1e-12 * w.abs().max(1.0)) {
+            return Err(format!("{plane:?}: cell {k}: {} on the device, {} by deposit", got[k], want[k]).into());
+        }
+    }
+    Ok(())
 }
 
 fn device_resident() -> Result<(), Failed> {

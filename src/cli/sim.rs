@@ -188,7 +188,7 @@ pub use device::DeviceLeapfrog;
 mod device {
     use super::{rows, Row, Simulation};
     use nbody_core::projection::Projection;
-    use nbody_core::{Error, Executor, Field, Params, Particle, Velocity};
+    use nbody_core::{Error, Field, Params, Particle, Velocity};
     use nbody_cuda::{CudaExecutor, DeviceReal, DeviceState};
     use nbody_integrators::{diagnostics, State};
 
@@ -260,8 +260,8 @@ mod device {
         }
 
         fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
-            self.download()?;
-            self.exec.project(&self.pos, projection, grid)
+            // On the device: only the grid comes back.
+            self.exec.project_resident(self.state.positions(), projection, grid)
         }
     }
 
