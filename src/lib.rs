@@ -20,6 +20,8 @@
 //! assert!((w + 0.5).abs() < 0.1);
 //! ```
 
+#![warn(missing_docs)]
+
 pub use nbody_core as core;
 pub use nbody_core::{
     Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Reference, Span,

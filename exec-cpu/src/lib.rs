@@ -17,6 +17,8 @@
 //! # Ok::<(), nbody_core::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod dispatch;
 mod kernel;
 mod mixed;

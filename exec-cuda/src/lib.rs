@@ -24,6 +24,8 @@
 //! # Ok::<(), nbody_core::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod batch;
 mod config;
 mod device;
