@@ -26,6 +26,7 @@ fn main() {
         gpu("out_of_memory_is_an_error_and_recoverable", out_of_memory),
         gpu("failed_launch_loses_nothing", failed_launch),
         gpu("resident_density_map_matches_deposit", resident_density_map),
+        gpu("fuzz_corpora_replay_on_the_gpu", fuzz_corpora),
         gpu("device_resident_matches_host_path", device_resident),
         gpu("autotuned_choice_matches_the_oracle", autotuned),
         gpu("device_leapfrog_matches_the_host_leapfrog", device_leapfrog),
@@ -148,6 +149,44 @@ fn failed_launch() -> Result<(), Failed> {
     }
     check_against_oracle::<f32>(&mut gpu, 300, 300, "after a failed launch")?;
     check_against_oracle::<f64>(&mut gpu, 257, 1000, "after a failed launch")
+}
+
+/// The fuzz corpora (fuzz/corpus/, found from the working directory upwards, as on the
+/// device machine, or from this crate) through the CUDA executor: the same checks the
+/// fuzz targets run on the CPU executors (never a panic, refusals change nothing,
+/// finite output in the finite range, agreement with the f64 oracle).
+fn fuzz_corpora() -> Result<(), Failed> {
+    use nbody_conformance::fuzz::{against_oracle, entry_points};
+    let start = std::env::current_dir().map_err(|e| e.to_string())?;
+    let root = start
+        .ancestors()
+        .map(|d| d.join("fuzz/corpus"))
+        .chain([std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus")])
+        .find(|d| d.is_dir())
+        .ok_or("no fuzz/corpus found")?;
+    let read = |target: &str| -> Result<Vec<Vec<u8>>, Failed> {
+        let mut files: Vec<_> = std::fs::read_dir(root.join(target))
+            .map_err(|e| e.to_string())?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        files.sort();
+        files.iter().map(|f| std::fs::read(f).map_err(|e| Failed::from(e.to_string()))).collect()
+    };
+    let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
+    let (points, oracle) = (read("entry_points")?, read("cpu_vs_reference")?);
+    if points.is_empty() || oracle.is_empty() {
+        return Err("empty corpus".into());
+    }
+    for data in &points {
+        entry_points::<f32, _>(&mut gpu, data);
+        entry_points::<f64, _>(&mut gpu, data);
+    }
+    for data in &oracle {
+        against_oracle::<f32, _>(&mut gpu, data, f32::EPSILON as f64);
+        against_oracle::<f64, _>(&mut gpu, data, f64::EPSILON);
+    }
+    println!("{} entry_points and {} cpu_vs_reference inputs replayed on the GPU", points.len(), oracle.len());
+    Ok(())
 }
 
 /// A density map of a device-resident state equals the plain deposit of its particles.
