@@ -5,6 +5,8 @@
 #   cli       nbody info / run / accel / bench with the CUDA executor
 #   tree      kernel-only batched rates and the tree code at N = 2^20 against direct
 #   leapfrog  the device-resident leapfrog's non-force share of a step at N = 2^20
+#   fuzz      the cuda_entry_points fuzz target for FUZZ_SECONDS (default 540) from the
+#             committed corpora; crashes land in $OUT
 set -uo pipefail
 cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -37,5 +39,12 @@ if has tree; then
 fi
 if has leapfrog; then
   ./nbody-cuda-bench --sizes 1048576 --f32 --leapfrog 1048576 2>&1 | tee "$OUT/leapfrog.log" | grep -i "leapfrog\|device"
+fi
+if has fuzz; then
+  # New inputs go to the first (scratch) folder; the committed corpora are read only.
+  corpus=$(mktemp -d)
+  ./cuda_entry_points -max_total_time="${FUZZ_SECONDS:-540}" -timeout=10 -artifact_prefix="$OUT/" "$corpus" \
+    ../fuzz/corpus/entry_points ../fuzz/corpus/cpu_vs_reference > "$OUT/fuzz-cuda.log" 2>&1
+  echo "cuda fuzz exit: $?"; grep -E "^Done|panicked|ERROR" "$OUT/fuzz-cuda.log" | head -5
 fi
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv | tee -a "$OUT/device.txt"

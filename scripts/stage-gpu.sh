@@ -43,6 +43,10 @@ fi
 ./nbody-cuda-bench --json "$OUT/bench.json" "$@" 2>&1 | tee "$OUT/bench.log"
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv | tee -a "$OUT/device.txt"
 RUN
+# The GPU fuzz target, when it has been built (cargo +nightly fuzz build --features cuda
+# --sanitizer none cuda_entry_points, in fuzz/): run it with session.sh fuzz.
+fuzz_bin=fuzz/target/x86_64-unknown-linux-gnu/release/cuda_entry_points
+if [ -x "$fuzz_bin" ]; then cp "$fuzz_bin" .stage/ && strip .stage/cuda_entry_points; fi
 cp scripts/gpu-session.sh .stage/session.sh
 echo "$NBODY_COMMIT" > .stage/commit
 chmod +x .stage/run.sh
