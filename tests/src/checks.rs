@@ -532,8 +532,9 @@ fn empty_inputs<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String
 }
 
 /// The edges of the input policy's finite range, and beyond it where the kernel still
-/// must not produce NaN: huge coordinates, subnormal separations (masked when they square
-/// to zero), eps so small that eps² underflows (masked), coincident particles.
+/// must not produce NaN: huge coordinates (1e18 in f32), coordinates near 1e-18 (with
+/// eps in range), subnormal separations (masked when they square to zero), eps so small
+/// that eps² underflows (masked), eps tiny against separations, coincident particles.
 fn numeric_edges_stay_finite<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<(), String> {
     let f32_like = T::NAME == "f32";
     let tiny = if f32_like { 1e-40 } else { 1e-310 }; // subnormal in T
@@ -552,6 +553,16 @@ fn numeric_edges_stay_finite<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Res
             tiny,
         ),
         ("separation 1e-3 and eps 0", vec![[0.0, 0.0, 0.0, 1.0], [1e-3, 0.0, 0.0, 1.0]], 0.0),
+        (
+            "coordinates near 1e-18, eps 1e-3",
+            vec![[1e-18, 0.0, 0.0, 1.0], [-1e-18, 1e-18, 0.0, 1.0], [0.0, 0.0, 3e-18, 1.0]],
+            1e-3,
+        ),
+        (
+            "eps 1e-30, tiny against separations of 1",
+            vec![[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0]],
+            1e-30,
+        ),
     ];
     for (what, rows, eps) in cases {
         let ps = particles::<T>(&rows);
