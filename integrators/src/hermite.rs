@@ -186,8 +186,7 @@ impl<T: Real> Hermite<T> {
         let mut next = f64::INFINITY;
         for _ in 0..self.iterations {
             // Evaluate at the predicted (then at the corrected) state; correct from the start.
-            let (xc, vc) = (s.pos.clone(), s.vel.clone());
-            self.force(&xc, &vc, e)?;
+            self.force(&s.pos, &s.vel, e)?;
             next = self.correct(x0, v0, a0, j0, s, dt);
         }
         Ok(next)
