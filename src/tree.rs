@@ -277,13 +277,6 @@ impl BarnesHut {
             }
         }
         let lists: Vec<Vec<Span>> = leaves.par_iter().map(|leaf| tree.walk(leaf, self.theta, n)).collect();
-        if std::env::var_os("NBODY_TREE_TIMING").is_some() {
-            eprintln!(
-                "walk traversal {:.3} s on {} threads",
-                clock.elapsed().as_secs_f64(),
-                rayon::current_num_threads()
-            );
-        }
         // Concatenated in parallel: a million-particle list holds tens of millions of spans.
         let mut pairs = Vec::with_capacity(leaves.len());
         let mut total = 0u32;
