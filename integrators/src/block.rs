@@ -39,10 +39,6 @@ pub struct BlockHermite<T: Real> {
     timing: StepTiming,
 }
 
-fn norm(v: [f64; 3]) -> f64 {
-    (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt()
-}
-
 /// Factor of the first step: `dt0 = ETA_START · |a| / |a'|`.
 const ETA_START: f64 = 0.01;
 /// Smallest step, as a fraction of `dt_max` (2^-40): a floor against close encounters.
@@ -150,7 +146,7 @@ impl<T: Real> BlockHermite<T> {
                     (self.field[i].acceleration().map(Real::to_f64), self.jerk_out[i].components().map(Real::to_f64));
                 self.acc[i] = a;
                 self.jerk[i] = j;
-                let d = ETA_START * norm(a) / norm(j);
+                let d = ETA_START * crate::hermite::norm(a) / crate::hermite::norm(j);
                 self.quantize(if d.is_finite() && d > 0.0 { d } else { self.dt_max })
             })
             .collect();
@@ -177,20 +173,11 @@ impl<T: Real> BlockHermite<T> {
             let (a0, j0) = (self.acc[i], self.jerk[i]);
             let (a1, j1) =
                 (self.field[k].acceleration().map(Real::to_f64), self.jerk_out[k].components().map(Real::to_f64));
-            let v1: [f64; 3] =
-                core::array::from_fn(|c| v[c] + 0.5 * dt * (a0[c] + a1[c]) + dt * dt * (j0[c] - j1[c]) / 12.0);
-            let x1: [f64; 3] =
-                core::array::from_fn(|c| x[c] + 0.5 * dt * (v[c] + v1[c]) + dt * dt * (a0[c] - a1[c]) / 12.0);
+            let (x1, v1, a2, a3) = crate::hermite::corrector([x, v, a0, j0, a1, j1], dt);
             let c = T::from_f64;
             s.pos[i] = Particle::new(c(x1[0]), c(x1[1]), c(x1[2]), s.pos[i].m);
             s.vel[i] = Velocity::new(c(v1[0]), c(v1[1]), c(v1[2]));
-            let a3: [f64; 3] =
-                core::array::from_fn(|c| (12.0 * (a0[c] - a1[c]) + 6.0 * dt * (j0[c] + j1[c])) / dt.powi(3));
-            let a2: [f64; 3] = core::array::from_fn(|c| {
-                (-6.0 * (a0[c] - a1[c]) - dt * (4.0 * j0[c] + 2.0 * j1[c])) / (dt * dt) + a3[c] * dt
-            });
-            let (na, nj, n2, n3) = (norm(a1), norm(j1), norm(a2), norm(a3));
-            let want = (self.eta * (na * n2 + nj * nj) / (nj * n3 + n2 * n2)).sqrt();
+            let want = crate::hermite::aarseth_step(self.eta, a1, j1, a2, a3);
             let want = if want.is_finite() && want > 0.0 { want } else { 2.0 * dt };
             // Halve freely; double only where the new block time is a multiple of 2 dt.
             let mut new_dt = self.quantize(want.min(2.0 * dt));
