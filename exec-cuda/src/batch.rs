@@ -61,22 +61,31 @@ pub(crate) struct Expanded {
     pub self_counts: Vec<u32>,
 }
 
-/// Per pair: how many cut spans and source groups it expands into.
-fn shape(list: &InteractionList<'_>, pair: &nbody_core::Pair) -> (usize, usize) {
-    let (mut spans, mut groups, mut total) = (0usize, 0usize, 0u32);
-    for s in list.sources_of(pair) {
-        let mut a = s.start;
-        while a < s.end {
-            let take = (s.end - a).min(CHUNK - total);
-            spans += 1;
-            (a, total) = (a + take, total + take);
-            if total == CHUNK {
-                groups += 1;
-                total = 0;
-            }
+/// A pair's source spans cut into pieces so that no work item holds more than `CHUNK`
+/// sources: each piece with its offset in its item's concatenated list (offset 0 starts
+/// a new item). Empty spans give no piece.
+fn pieces(spans: &[Span]) -> impl Iterator<Item = (Span, u32)> + '_ {
+    let (mut k, mut a, mut total) = (0usize, spans.first().map_or(0, |s| s.start), 0u32);
+    std::iter::from_fn(move || loop {
+        let s = spans.get(k)?;
+        if a >= s.end {
+            k += 1;
+            a = spans.get(k).map_or(0, |s| s.start);
+            continue;
         }
-    }
-    (spans, groups + (total > 0) as usize)
+        if total == CHUNK {
+            total = 0;
+        }
+        let take = (s.end - a).min(CHUNK - total);
+        let piece = (Span::new(a, a + take), total);
+        (a, total) = (a + take, total + take);
+        return Some(piece);
+    })
+}
+
+/// Per pair: how many pieces and work items' worth of source groups it expands into.
+fn shape(sources: &[Span]) -> (usize, usize) {
+    pieces(sources).fold((0, 0), |(n, groups), (_, offset)| (n + 1, groups + (offset == 0) as usize))
 }
 
 /// Expands `list` over `n` particles. Pairs are expanded in parallel (two passes: sizes,
@@ -84,7 +93,7 @@ fn shape(list: &InteractionList<'_>, pair: &nbody_core::Pair) -> (usize, usize) 
 pub(crate) fn expand(list: &InteractionList<'_>, n: usize) -> Expanded {
     use rayon::prelude::*;
     use std::sync::atomic::{AtomicU32, Ordering};
-    let shapes: Vec<(usize, usize)> = list.pairs.par_iter().map(|p| shape(list, p)).collect();
+    let shapes: Vec<(usize, usize)> = list.pairs.par_iter().map(|p| shape(list.sources_of(p))).collect();
     let chunks = |p: &nbody_core::Pair| p.targets.len().div_ceil(GROUP as usize);
     let mut span_at = Vec::with_capacity(shapes.len());
     let (mut n_spans, mut n_items) = (0usize, 0usize);
@@ -116,28 +125,24 @@ pub(crate) fn expand(list: &InteractionList<'_>, n: usize) -> Expanded {
         let pair = &list.pairs[k];
         let base = span_at[k] as u32;
         let mut groups: Vec<(u32, u32)> = Vec::with_capacity(shapes[k].1);
-        let (mut j, mut first, mut total) = (0usize, base, 0u32);
         let t = pair.targets.range();
         for s in list.sources_of(pair) {
             let (a, b) = (t.start.max(s.start as usize), t.end.min(s.end as usize));
             for c in counts.get(a..b).unwrap_or(&[]) {
                 c.fetch_add(1, Ordering::Relaxed);
             }
-            let mut a = s.start;
-            while a < s.end {
-                let take = (s.end - a).min(CHUNK - total);
-                spans[j] = Span::new(a, a + take);
-                offsets[j] = total;
-                j += 1;
-                (a, total) = (a + take, total + take);
-                if total == CHUNK {
-                    groups.push((first, base + j as u32));
-                    (first, total) = (base + j as u32, 0);
-                }
-            }
         }
-        if total > 0 {
-            groups.push((first, base + j as u32));
+        let mut first = base;
+        for (j, (piece, offset)) in pieces(list.sources_of(pair)).enumerate() {
+            let at = base + j as u32;
+            if offset == 0 && at > first {
+                groups.push((first, at));
+                first = at;
+            }
+            (spans[j], offsets[j]) = (piece, offset);
+        }
+        if !spans.is_empty() {
+            groups.push((first, base + spans.len() as u32));
         }
         let mut m = 0;
         for t0 in (pair.targets.start..pair.targets.end).step_by(GROUP as usize) {
