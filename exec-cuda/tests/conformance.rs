@@ -152,31 +152,13 @@ fn failed_launch() -> Result<(), Failed> {
 }
 
 /// The fuzz corpora (fuzz/corpus/, found from the working directory upwards, as on the
-/// device machine, or from this crate) through the CUDA executor: the same checks the
+/// device machine, or from the repository) through the CUDA executor: the same checks the
 /// fuzz targets run on the CPU executors (never a panic, refusals change nothing,
 /// finite output in the finite range, agreement with the f64 oracle).
 fn fuzz_corpora() -> Result<(), Failed> {
-    use nbody_conformance::fuzz::{against_oracle, entry_points};
-    let start = std::env::current_dir().map_err(|e| e.to_string())?;
-    let root = start
-        .ancestors()
-        .map(|d| d.join("fuzz/corpus"))
-        .chain([std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus")])
-        .find(|d| d.is_dir())
-        .ok_or("no fuzz/corpus found")?;
-    let read = |target: &str| -> Result<Vec<Vec<u8>>, Failed> {
-        let mut files: Vec<_> = std::fs::read_dir(root.join(target))
-            .map_err(|e| e.to_string())?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        files.sort();
-        files.iter().map(|f| std::fs::read(f).map_err(|e| Failed::from(e.to_string()))).collect()
-    };
+    use nbody_conformance::fuzz::{against_oracle, corpus, entry_points};
     let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
-    let (points, oracle) = (read("entry_points")?, read("cpu_vs_reference")?);
-    if points.is_empty() || oracle.is_empty() {
-        return Err("empty corpus".into());
-    }
+    let (points, oracle) = (corpus("entry_points"), corpus("cpu_vs_reference"));
     for data in &points {
         entry_points::<f32, _>(&mut gpu, data);
         entry_points::<f64, _>(&mut gpu, data);

@@ -194,3 +194,25 @@ pub fn against_oracle<T: Real, E: Executor<T>>(exec: &mut E, data: &[u8], unit_r
         panic!("executor disagrees with the oracle: {m}\n{c:?}");
     }
 }
+
+/// The committed corpus of fuzz target `target`, sorted by file name: fuzz/corpus/ found
+/// from the working directory upwards (a copy of the repository elsewhere, as on the GPU
+/// machine) or beside this crate. Panics when it is missing or empty: a replay that
+/// reads nothing must not pass.
+pub fn corpus(target: &str) -> Vec<Vec<u8>> {
+    let here = std::env::current_dir().unwrap_or_default();
+    let dir = here
+        .ancestors()
+        .map(|d| d.join("fuzz/corpus").join(target))
+        .chain([std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target)])
+        .find(|d| d.is_dir())
+        .unwrap_or_else(|| panic!("no fuzz/corpus/{target} found"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no corpus in {}", dir.display());
+    files.iter().map(|p| std::fs::read(p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))).collect()
+}
