@@ -54,17 +54,13 @@ pub fn parallelism(threads: usize) -> Parallelism {
     }
 }
 
-/// True when the CUDA executor is compiled in and finds a device.
-pub fn cuda_available() -> bool {
-    #[cfg(feature = "cuda")]
-    {
-        nbody_cuda::CudaExecutor::new().is_ok()
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        false
-    }
-}
+/// The CUDA executor a run found at start-up and hands on, so a run creates one CUDA
+/// context (never one to probe and another to compute).
+#[cfg(feature = "cuda")]
+type Gpu = Option<nbody_cuda::CudaExecutor>;
+/// Without CUDA compiled in there is never one.
+#[cfg(not(feature = "cuda"))]
+type Gpu = Option<std::convert::Infallible>;
 
 /// The CUDA executor, or why there is none.
 #[cfg(feature = "cuda")]
@@ -88,12 +84,20 @@ pub fn host_executor<T: CliReal>(kind: ExecutorKind, threads: usize) -> Result<B
 
 /// Runs `nbody run` with `args`.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let probe = args.executor.is_none() && args.config.is_none();
-    let mut s = args.resolve(probe && cuda_available())?;
-    if s.executor == ExecutorKind::Cuda && !probe {
+    #[allow(unused_mut)]
+    let mut gpu: Gpu = None;
+    // Only an unset executor makes the default depend on whether a device is there.
+    #[cfg(feature = "cuda")]
+    if args.executor.is_none() && args.config.is_none() {
+        gpu = nbody_cuda::CudaExecutor::new().ok();
+    }
+    let mut s = args.resolve(gpu.is_some())?;
+    if s.executor == ExecutorKind::Cuda && gpu.is_none() {
         // Fail before anything is printed or written.
         #[cfg(feature = "cuda")]
-        drop(cuda_executor()?);
+        {
+            gpu = Some(cuda_executor()?);
+        }
         #[cfg(not(feature = "cuda"))]
         bail!("--executor cuda: this nbody was built without CUDA (build with --features cuda)");
     }
@@ -115,8 +119,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
     let interrupted = match s.precision {
-        Precision::F32 => evolve::<f32>(&s, convert(&pos, &vel), &stop)?,
-        Precision::F64 => evolve::<f64>(&s, convert(&pos, &vel), &stop)?,
+        Precision::F32 => evolve::<f32>(&s, convert(&pos, &vel), &stop, gpu)?,
+        Precision::F64 => evolve::<f64>(&s, convert(&pos, &vel), &stop, gpu)?,
     };
     Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
 }
@@ -164,16 +168,21 @@ fn integrator<T: Real>(s: &RunSettings, block_dt: f64) -> Result<Integrator<T>> 
     })
 }
 
-fn evolve<T: CliReal>(s: &RunSettings, state: State<T>, stop: &AtomicBool) -> Result<bool> {
+fn evolve<T: CliReal>(s: &RunSettings, state: State<T>, stop: &AtomicBool, gpu: Gpu) -> Result<bool> {
     // Block steps land on multiples of their largest step: every output time is one.
     let block_dt = power_of_two_below(s.dt.min(s.energy_every).min(s.snapshot_every).min(s.t_end));
     let grid = if s.integrator == IntegratorKind::BlockHermite { block_dt } else { 0.0 };
-    #[cfg(feature = "cuda")]
-    if s.executor == ExecutorKind::Cuda && s.integrator == IntegratorKind::Leapfrog {
-        let sim = super::sim::DeviceLeapfrog::new(cuda_executor()?, &state, s.dt, T::from_f64(s.eps))?;
-        return drive(s, Box::new(sim), "cuda (device-resident leapfrog)", grid, stop);
-    }
-    let mut exec = host_executor::<T>(s.executor, s.threads)?;
+    let mut exec: Box<dyn Executor<T>> = match gpu {
+        #[cfg(feature = "cuda")]
+        Some(gpu) if s.executor == ExecutorKind::Cuda => {
+            if s.integrator == IntegratorKind::Leapfrog {
+                let sim = super::sim::DeviceLeapfrog::new(gpu, &state, s.dt, T::from_f64(s.eps))?;
+                return drive(s, Box::new(sim), "cuda (device-resident leapfrog)", grid, stop);
+            }
+            Box::new(gpu)
+        }
+        _ => host_executor::<T>(s.executor, s.threads)?,
+    };
     let label = match s.executor {
         ExecutorKind::Cpu | ExecutorKind::Mixed => format!("{} ({} threads)", s.executor.name(), s.threads),
         other => other.name().to_owned(),
