@@ -95,11 +95,31 @@ impl Projection {
     pub fn deposit<T: Real>(&self, particles: &[Particle<T>], grid: &mut [f64]) -> Result<(), Error> {
         self.validate(grid.len())?;
         crate::validate::particles(particles, crate::Array::Particles)?;
+        self.deposit_validated(particles, grid);
+        Ok(())
+    }
+
+    /// [`Projection::deposit`] for callers that have already checked the window (with
+    /// `grid.len()`) and the particles, such as an executor splitting them over threads.
+    /// Unchecked input gives wrong cells or a panic, never undefined behaviour.
+    ///
+    /// ```
+    /// use nbody_core::projection::{Plane, Projection};
+    /// use nbody_core::Particle;
+    /// let proj = Projection { plane: Plane::XZ, centre: [0.0, 0.0], half_width: 1.0, pixels: 2 };
+    /// let ps = [Particle::new(-0.5f32, 9.0, -0.5, 3.0)];
+    /// let mut grid = [0.0; 4];
+    /// proj.validate(grid.len())?;
+    /// nbody_core::validate::particles(&ps, nbody_core::Array::Particles)?;
+    /// proj.deposit_validated(&ps, &mut grid);
+    /// assert_eq!(grid, [0.0, 0.0, 3.0, 0.0]); // bottom-left cell of the x-z plane
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn deposit_validated<T: Real>(&self, particles: &[Particle<T>], grid: &mut [f64]) {
         for p in particles {
             if let Some(c) = self.cell(p) {
                 grid[c] += p.m.to_f64();
             }
         }
-        Ok(())
     }
 }

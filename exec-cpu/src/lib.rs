@@ -340,15 +340,13 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         const PER_THREAD: usize = 1 << 15;
         let parts = self.threads.min(particles.len() / PER_THREAD).max(1);
         if parts == 1 {
-            return projection.deposit(particles, grid);
+            projection.deposit_validated(particles, grid);
+            return Ok(());
         }
         let chunk = particles.len().div_ceil(parts);
         let mut partial = vec![vec![0.0; grid.len()]; parts];
         let work: Vec<_> = particles.chunks(chunk).zip(partial.iter_mut()).collect();
-        run_parts(self.pool.as_ref(), work, |(ps, g)| {
-            // Validated above; deposit cannot fail.
-            let _ = projection.deposit(ps, g);
-        });
+        run_parts(self.pool.as_ref(), work, |(ps, g)| projection.deposit_validated(ps, g));
         for g in &partial {
             for (a, b) in grid.iter_mut().zip(g) {
                 *a += b;
