@@ -56,7 +56,7 @@ fn time_executor<T: Real>(e: &mut dyn Executor<T>, n: usize, budget: f64) -> Res
     let (p, _) = nbody_integrators::ics::plummer::<T>(n, 1);
     let params = Params::softened(T::from_f64(1.0 / 256.0)).acceleration_only();
     let mut out = vec![Field::zero(); n];
-    e.accelerations(&p, &p, &params, &mut out)?;
+    // median_time's own warm-up call reports a failure here too.
     let mut failed = None;
     let t = median_time(budget, || {
         if let Err(err) = e.accelerations(&p, &p, &params, &mut out) {
