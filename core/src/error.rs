@@ -109,6 +109,20 @@ pub enum Error {
         /// The driver's error code.
         code: u32,
     },
+    /// Another process of a distributed (collective) call refused its input or failed;
+    /// that process's own error says why. Every process returns an error, so none waits
+    /// for the others for ever.
+    Peer {
+        /// The lowest rank that failed.
+        rank: usize,
+    },
+    /// The executor does not offer this entry point.
+    Unsupported {
+        /// The entry point.
+        operation: &'static str,
+        /// Why, and what to call instead.
+        reason: &'static str,
+    },
 }
 
 impl fmt::Display for Error {
@@ -132,6 +146,8 @@ impl fmt::Display for Error {
             Error::NoDevice => f.write_str("no usable device (no driver or no GPU found)"),
             Error::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
             Error::Device { during, code } => write!(f, "device error {code} during {during}"),
+            Error::Peer { rank } => write!(f, "rank {rank} refused the distributed call or failed (its own error says why)"),
+            Error::Unsupported { operation, reason } => write!(f, "{operation} is not supported: {reason}"),
         }
     }
 }

@@ -202,6 +202,125 @@ pub trait Executor<T: Real> {
     fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
         projection.deposit(particles, grid)
     }
+
+    /// The smallest `x` over every process taking part in this executor's calls.
+    ///
+    /// An executor whose calls span several processes (each owning a slice of the
+    /// particles, as `nbody-mpi`'s does) combines per-process values here, so an
+    /// integrator written for one process (a shared time step, a diagnostic sum) stays
+    /// correct on many. A collective call: every process calls it in the same order. The
+    /// default, for executors of one process, returns `x`.
+    ///
+    /// ```
+    /// use nbody_core::{Executor, Reference};
+    /// assert_eq!(Executor::<f64>::combine_min(&mut Reference, 0.5), 0.5);
+    /// ```
+    fn combine_min(&mut self, x: f64) -> f64 {
+        x
+    }
+
+    /// Replaces each element of `values` by its sum over every process taking part in
+    /// this executor's calls (see [`Executor::combine_min`]). The default leaves them.
+    ///
+    /// ```
+    /// use nbody_core::{Executor, Reference};
+    /// let mut v = [1.0, 2.0];
+    /// Executor::<f32>::combine_sum(&mut Reference, &mut v);
+    /// assert_eq!(v, [1.0, 2.0]);
+    /// ```
+    fn combine_sum(&mut self, values: &mut [f64]) {
+        let _ = values;
+    }
+}
+
+/// Forwards every entry point, so `&mut E` is an executor wherever `E` is.
+impl<T: Real, E: Executor<T> + ?Sized> Executor<T> for &mut E {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn accelerations(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        (**self).accelerations(targets, sources, params, out)
+    }
+    fn accelerations_jerk(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        (**self).accelerations_jerk(targets, sources, params, out, jerk)
+    }
+    fn accelerations_batch(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        (**self).accelerations_batch(particles, list, params, out)
+    }
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        (**self).project(particles, projection, grid)
+    }
+    fn combine_min(&mut self, x: f64) -> f64 {
+        (**self).combine_min(x)
+    }
+    fn combine_sum(&mut self, values: &mut [f64]) {
+        (**self).combine_sum(values)
+    }
+}
+
+/// Forwards every entry point, so a boxed executor (`Box<dyn Executor<T>>`, chosen at
+/// run time) is an executor.
+#[cfg(feature = "alloc")]
+impl<T: Real, E: Executor<T> + ?Sized> Executor<T> for alloc::boxed::Box<E> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn accelerations(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        (**self).accelerations(targets, sources, params, out)
+    }
+    fn accelerations_jerk(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        (**self).accelerations_jerk(targets, sources, params, out, jerk)
+    }
+    fn accelerations_batch(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        (**self).accelerations_batch(particles, list, params, out)
+    }
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        (**self).project(particles, projection, grid)
+    }
+    fn combine_min(&mut self, x: f64) -> f64 {
+        (**self).combine_min(x)
+    }
+    fn combine_sum(&mut self, values: &mut [f64]) {
+        (**self).combine_sum(values)
+    }
 }
 
 /// What a batched call checks before it computes anything.

@@ -2,7 +2,7 @@
 //! the particles whose step ends then (the *active* ones), which become the kernel's
 //! targets against all particles predicted to that time: the N_i << N_j case.
 
-use crate::{diagnostics, Diagnostics, State, StepTiming};
+use crate::{diagnostics_combined, Diagnostics, State, StepTiming};
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Overlap, Params, Particle, Real, Velocity};
 
 /// Hermite 4 with block time steps `dt_max / 2^k`, chosen per particle by the Aarseth
@@ -37,6 +37,7 @@ pub struct BlockHermite<T: Real> {
     steps: usize,
     targets: usize,
     timing: StepTiming,
+    started: bool,
 }
 
 /// Factor of the first step: `dt0 = ETA_START · |a| / |a'|`.
@@ -71,6 +72,7 @@ impl<T: Real> BlockHermite<T> {
             steps: 0,
             targets: 0,
             timing: StepTiming::default(),
+            started: false,
         })
     }
 
@@ -140,6 +142,7 @@ impl<T: Real> BlockHermite<T> {
         self.order = (0..n).collect();
         self.predict(s, s.time);
         self.force(n, e)?;
+        self.started = true;
         self.dt = (0..n)
             .map(|i| {
                 let (a, j) =
@@ -156,11 +159,14 @@ impl<T: Real> BlockHermite<T> {
     /// One block step; returns the number of active particles.
     pub fn step<E: Executor<T>>(&mut self, s: &mut State<T>, e: &mut E) -> Result<usize, Error> {
         let clock = std::time::Instant::now();
-        if self.t.len() != s.len() {
+        if !self.started || self.t.len() != s.len() {
             self.start(s, e)?;
         }
         let n = s.len();
         let t_next = (0..n).map(|i| self.t[i] + self.dt[i]).fold(f64::INFINITY, f64::min);
+        // The block time is the earliest over every process of a distributed executor
+        // (a process holding no particles, or none due, still takes part in the call).
+        let t_next = e.combine_min(t_next);
         let (active, rest): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| self.t[i] + self.dt[i] == t_next);
         let n_active = active.len();
         self.order.clear();
@@ -215,6 +221,6 @@ impl<T: Real> BlockHermite<T> {
         let mut field = vec![Field::zero(); s.len()];
         let p = Params { potential: true, ..self.params }.with_overlap_identical();
         e.accelerations(&s.pos, &s.pos, &p, &mut field)?;
-        Ok(diagnostics(s, &field))
+        Ok(diagnostics_combined(s, &field, e))
     }
 }

@@ -1,7 +1,7 @@
 //! Fourth-order Hermite predictor-corrector (Makino & Aarseth 1992) with a shared
 //! adaptive step from the Aarseth criterion.
 
-use crate::{diagnostics, Diagnostics, State};
+use crate::{diagnostics_combined, Diagnostics, State};
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, Real, Velocity};
 
 /// Hermite 4 with shared time steps: `dt = min_i sqrt(eta (|a||a''| + |a'|²) / (|a'||a'''| + |a''|²))`.
@@ -144,6 +144,8 @@ impl<T: Real> Hermite<T> {
             .map(|(f, j)| ETA_START * norm(f.acceleration().map(Real::to_f64)) / norm(j.components().map(Real::to_f64)))
             .filter(|d| d.is_finite() && *d > 0.0)
             .fold(f64::INFINITY, f64::min);
+        // A shared step: the smallest over every process of a distributed executor.
+        self.dt = e.combine_min(self.dt);
         if !self.dt.is_finite() {
             self.dt = ETA_START;
         }
@@ -209,6 +211,7 @@ impl<T: Real> Hermite<T> {
             self.force(&s.pos, &s.vel, e)?;
             next = self.correct(x0, v0, a0, j0, s, dt);
         }
+        let next = e.combine_min(next);
         Ok(next)
     }
 
@@ -261,6 +264,6 @@ impl<T: Real> Hermite<T> {
     pub fn diagnostics<E: Executor<T>>(&mut self, s: &State<T>, e: &mut E) -> Result<Diagnostics, Error> {
         let mut field = vec![Field::zero(); s.len()];
         e.accelerations(&s.pos, &s.pos, &self.params, &mut field)?;
-        Ok(diagnostics(s, &field))
+        Ok(diagnostics_combined(s, &field, e))
     }
 }

@@ -1,6 +1,6 @@
 //! Kick-drift-kick leapfrog with a fixed step: symplectic and time-reversible.
 
-use crate::{diagnostics, Diagnostics, State};
+use crate::{diagnostics_combined, Diagnostics, State};
 use nbody_core::{Error, Executor, Field, Params, Real};
 
 /// Leapfrog (KDK). Keeps the last accelerations, so each step costs one force call.
@@ -87,7 +87,7 @@ impl<T: Real> Leapfrog<T> {
         if !self.fresh || self.field.len() != s.len() {
             self.force(s, e)?;
         }
-        Ok(diagnostics(s, &self.field))
+        Ok(diagnostics_combined(s, &self.field, e))
     }
 }
 

@@ -31,4 +31,4 @@ pub use block::BlockHermite;
 pub use hermite::{Criterion, Hermite};
 pub use leapfrog::Leapfrog;
 pub use rk::DormandPrince;
-pub use state::{diagnostics, Diagnostics, State, StepTiming};
+pub use state::{diagnostics, diagnostics_combined, Diagnostics, State, StepTiming};

@@ -1,6 +1,6 @@
 //! Adaptive embedded Runge-Kutta: Dormand-Prince 5(4) with local error control.
 
-use crate::{diagnostics, Diagnostics, State};
+use crate::{diagnostics_combined, Diagnostics, State};
 use nbody_core::{Error, Executor, Field, Params, Particle, Real, Velocity};
 
 /// Dormand & Prince (1980) coefficients.
@@ -133,6 +133,6 @@ impl<T: Real> DormandPrince<T> {
     pub fn diagnostics<E: Executor<T>>(&mut self, s: &State<T>, e: &mut E) -> Result<Diagnostics, Error> {
         let mut field = vec![Field::zero(); s.len()];
         e.accelerations(&s.pos, &s.pos, &Params { potential: true, ..self.params }, &mut field)?;
-        Ok(diagnostics(s, &field))
+        Ok(diagnostics_combined(s, &field, e))
     }
 }

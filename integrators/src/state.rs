@@ -1,6 +1,6 @@
 //! The evolving system and its conservation diagnostics.
 
-use nbody_core::{Field, Particle, Real, Velocity};
+use nbody_core::{Executor, Field, Particle, Real, Velocity};
 
 /// Positions with masses, velocities and the current time.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,27 +68,66 @@ pub struct Diagnostics {
 /// assert!((d.total + 0.125).abs() < 1e-12); // E = -G m1 m2 / (2a)
 /// ```
 pub fn diagnostics<T: Real>(state: &State<T>, field: &[Field<T>]) -> Diagnostics {
-    let mut d = Diagnostics::default();
-    let mut mass = 0.0;
+    finish(sums(state, field))
+}
+
+/// [`diagnostics`] over every process of a distributed executor: each process holds a
+/// slice of the particles, its sums are combined through [`Executor::combine_sum`]. With
+/// an executor of one process it is [`diagnostics`].
+///
+/// ```
+/// use nbody_core::{Executor, Field, Params, Reference};
+/// let (p, v) = nbody_integrators::ics::kepler::<f64>(0.0, 0.5, 0.5);
+/// let s = nbody_integrators::State::new(p, v);
+/// let mut f = vec![Field::zero(); 2];
+/// Reference.accelerations(&s.pos, &s.pos, &Params::softened(0.0).with_overlap_identical(), &mut f).unwrap();
+/// let d = nbody_integrators::diagnostics_combined(&s, &f, &mut Reference);
+/// assert_eq!(d, nbody_integrators::diagnostics(&s, &f));
+/// ```
+pub fn diagnostics_combined<T: Real, E: Executor<T> + ?Sized>(
+    state: &State<T>,
+    field: &[Field<T>],
+    exec: &mut E,
+) -> Diagnostics {
+    let mut s = sums(state, field);
+    exec.combine_sum(&mut s);
+    finish(s)
+}
+
+/// The sums behind [`Diagnostics`]: kinetic, potential, momentum (3), angular momentum
+/// (3), mass-weighted position (3), mass.
+fn sums<T: Real>(state: &State<T>, field: &[Field<T>]) -> [f64; 12] {
+    let mut s = [0.0; 12];
     for ((p, v), f) in state.pos.iter().zip(&state.vel).zip(field) {
         let m = p.m.to_f64();
         let x = p.position().map(Real::to_f64);
         let u = v.components().map(Real::to_f64);
-        d.kinetic += 0.5 * m * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-        d.potential += 0.5 * m * f.phi.to_f64();
+        s[0] += 0.5 * m * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        s[1] += 0.5 * m * f.phi.to_f64();
         for k in 0..3 {
-            d.momentum[k] += m * u[k];
-            d.centre_of_mass[k] += m * x[k];
+            s[2 + k] += m * u[k];
+            s[8 + k] += m * x[k];
         }
-        d.angular_momentum[0] += m * (x[1] * u[2] - x[2] * u[1]);
-        d.angular_momentum[1] += m * (x[2] * u[0] - x[0] * u[2]);
-        d.angular_momentum[2] += m * (x[0] * u[1] - x[1] * u[0]);
-        mass += m;
+        s[5] += m * (x[1] * u[2] - x[2] * u[1]);
+        s[6] += m * (x[2] * u[0] - x[0] * u[2]);
+        s[7] += m * (x[0] * u[1] - x[1] * u[0]);
+        s[11] += m;
     }
-    d.centre_of_mass = d.centre_of_mass.map(|c| c / mass.max(f64::MIN_POSITIVE));
-    d.total = d.kinetic + d.potential;
-    d.virial_ratio = 2.0 * d.kinetic / d.potential.abs().max(f64::MIN_POSITIVE);
-    d
+    s
+}
+
+fn finish(s: [f64; 12]) -> Diagnostics {
+    let mass = s[11];
+    let (kinetic, potential) = (s[0], s[1]);
+    Diagnostics {
+        kinetic,
+        potential,
+        total: kinetic + potential,
+        momentum: [s[2], s[3], s[4]],
+        angular_momentum: [s[5], s[6], s[7]],
+        centre_of_mass: [s[8], s[9], s[10]].map(|c| c / mass.max(f64::MIN_POSITIVE)),
+        virial_ratio: 2.0 * kinetic / potential.abs().max(f64::MIN_POSITIVE),
+    }
 }
 
 /// Wall time spent in an integrator's steps, and the part of it in force calls; the rest

@@ -76,6 +76,14 @@ impl<T: Real> Executor<T> for Counting<'_, T> {
     fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
         self.inner.project(particles, projection, grid)
     }
+
+    fn combine_min(&mut self, x: f64) -> f64 {
+        self.inner.combine_min(x)
+    }
+
+    fn combine_sum(&mut self, values: &mut [f64]) {
+        self.inner.combine_sum(values)
+    }
 }
 
 /// The integrators, as one type.

@@ -26,7 +26,7 @@ pub mod fuzz;
 mod gen;
 
 pub use gen::Case;
-pub use libtest_mimic::{Arguments, Failed, Trial};
+pub use libtest_mimic::{self, Arguments, Failed, Trial};
 use nbody_core::oracle::{self, Exact};
 use nbody_core::{Error, Executor, Field, Params, Particle, Real};
 use std::sync::Arc;

@@ -1,0 +1,354 @@
+//! # nbody-mpi
+//!
+//! Direct summation across processes through MPI (rsmpi on the system's MPI library),
+//! after Miki et al. 2013, section 4. [`Distributed`] wraps any per-rank executor (CPU,
+//! mixed, CUDA: each rank can drive its own GPU) and is itself an [`Executor`] whose
+//! calls are *collective*: each rank passes the slice of targets and sources it owns,
+//! and gets the pull of **every rank's** sources on its own targets.
+//!
+//! Two schemes ([`Scheme`]):
+//! - **ring**: source slices travel around the ranks; each step's send and receive are
+//!   posted before the local kernel call, so the transfer hides behind the compute;
+//! - **2-D**: `p = p_i × p_j` ranks; the `p_j` ranks of a row pool their targets, each
+//!   takes the sources of its column, and the row sums its partial forces (the MPI
+//!   library's all-reduce). Fewer, larger messages: better when slices are small.
+//!
+//! [`Scheme::Auto`] (the default) picks by the rule in [`Scheme::resolve`].
+//!
+//! Bad input on any rank is caught before anything is computed: the rank that holds it
+//! gets its own [`Error`] (naming the index in its slice), every other rank
+//! [`Error::Peer`] naming the lowest failing rank, and no rank waits for ever. A failure
+//! mid-call (a device error) is agreed the same way after the exchange completes, and
+//! outputs are left untouched on every rank.
+//!
+//! [`Replicated`] is the other way to use many ranks: every rank holds all particles
+//! (a small system, or a code that replicates its data) and the work is split; it is
+//! also what runs the conformance suite against [`Distributed`] with arrays that every
+//! rank knows.
+//!
+//! ```no_run
+//! use nbody_core::{Executor, Field, Params, Particle};
+//! use nbody_mpi::{Distributed, Scheme};
+//!
+//! let universe = nbody_mpi::mpi::initialize().expect("MPI initialised once");
+//! let world = universe.world();
+//! let mut exec = Distributed::new(nbody_core::Reference, &world, Scheme::Auto).unwrap();
+//! // This rank's slice of the system (here: one particle per rank on a line).
+//! let mine = [Particle::new(exec.rank() as f64, 0.0, 0.0, 1.0)];
+//! let mut out = [Field::zero(); 1];
+//! let params = Params::softened(0.01).with_overlap_identical();
+//! exec.accelerations(&mine, &mine, &params, &mut out).unwrap();
+//! ```
+#![warn(missing_docs)]
+
+mod grid;
+mod replicated;
+mod ring;
+mod wire;
+
+pub use mpi;
+pub use replicated::Replicated;
+
+use mpi::collective::SystemOperation;
+use mpi::topology::{Color, Communicator, SimpleCommunicator};
+use mpi::traits::*;
+use nbody_core::projection::Projection;
+use nbody_core::{validate, Bodies, Error, Executor, Field, InteractionList, Jerk, Params, Particle, Real};
+
+/// How a [`Distributed`] executor moves sources between ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    /// Chosen per call by [`Scheme::resolve`].
+    Auto,
+    /// Source slices pass around the ranks, transfer overlapping the kernel.
+    Ring,
+    /// `size / source_groups` rows of `source_groups` ranks: each row pools its targets,
+    /// its ranks split the sources and the row sums the partial forces.
+    /// `source_groups` must divide the number of ranks.
+    TwoD {
+        /// `p_j`: ranks per row, i.e. how many parts the sources are split into.
+        source_groups: usize,
+    },
+}
+
+/// Below this many sources per rank, [`Scheme::Auto`] takes the 2-D scheme (where the
+/// number of ranks allows one): a ring step of fewer sources than this computes for less
+/// time than a message's latency costs, so the ring's `p - 1` latencies show; the 2-D
+/// scheme pays `log p` latencies in its collectives instead. From the crossover measured
+/// by `nbody-mpi-bench` (README, "Across machines").
+pub const RING_MIN_SOURCES_PER_RANK: usize = 2048;
+
+impl Scheme {
+    /// The scheme a call with `n_sources` sources in all, over `ranks` ranks, uses:
+    /// `Ring` and `TwoD` as given; `Auto` is the ring when each rank holds at least
+    /// [`RING_MIN_SOURCES_PER_RANK`] sources or `ranks` has no factor `p_j` with
+    /// `1 < p_j <= sqrt(ranks)`, else 2-D with the largest such `p_j`.
+    ///
+    /// ```
+    /// use nbody_mpi::Scheme;
+    /// assert_eq!(Scheme::Auto.resolve(1 << 20, 8), Scheme::Ring);
+    /// assert_eq!(Scheme::Auto.resolve(4096, 8), Scheme::TwoD { source_groups: 2 });
+    /// assert_eq!(Scheme::Auto.resolve(4096, 7), Scheme::Ring); // 7 is prime
+    /// ```
+    pub fn resolve(self, n_sources: usize, ranks: usize) -> Scheme {
+        match self {
+            Scheme::Auto => match square_factor(ranks) {
+                Some(p_j) if n_sources < RING_MIN_SOURCES_PER_RANK * ranks => Scheme::TwoD { source_groups: p_j },
+                _ => Scheme::Ring,
+            },
+            other => other,
+        }
+    }
+}
+
+/// The largest `p_j` with `1 < p_j <= sqrt(p)` dividing `p`.
+fn square_factor(p: usize) -> Option<usize> {
+    (2..=p).take_while(|d| d * d <= p).filter(|d| p % d == 0).last()
+}
+
+/// An executor whose calls span the ranks of an MPI communicator: each rank passes the
+/// targets and sources it owns and receives the pull of all ranks' sources on its
+/// targets. Every entry point is collective (every rank calls it, in the same order).
+///
+/// `params.overlap` describes this rank's own targets and sources (for example
+/// `Overlap::Identical` when each rank passes its particles as both): the self terms
+/// are removed where a rank's targets meet its own sources.
+pub struct Distributed<E> {
+    inner: E,
+    comm: SimpleCommunicator,
+    scheme: Scheme,
+    /// Row and column communicators of the 2-D layout, made when the scheme can use one.
+    grid: Option<grid::Grid>,
+    interactions: f64,
+}
+
+impl<E> std::fmt::Debug for Distributed<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Distributed")
+            .field("rank", &self.rank())
+            .field("size", &self.size())
+            .field("scheme", &self.scheme)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E> Distributed<E> {
+    /// Wraps `inner` (this rank's executor) for the ranks of `comm` (duplicated, so the
+    /// executor's messages never mix with the caller's). Collective.
+    ///
+    /// A `TwoD` scheme whose `source_groups` does not divide the number of ranks is an
+    /// error (on every rank alike).
+    pub fn new<C: Communicator>(inner: E, comm: &C, scheme: Scheme) -> Result<Self, Error> {
+        let comm = comm.duplicate();
+        let size = comm.size() as usize;
+        let p_j = match scheme {
+            Scheme::TwoD { source_groups } => {
+                if source_groups == 0 || size % source_groups != 0 {
+                    return Err(Error::InvalidParameter {
+                        name: "source_groups",
+                        requirement: "a divisor of the number of ranks",
+                    });
+                }
+                Some(source_groups)
+            }
+            Scheme::Auto => square_factor(size),
+            Scheme::Ring => None,
+        };
+        let grid = p_j.filter(|&p_j| p_j > 1 || matches!(scheme, Scheme::TwoD { .. })).map(|p_j| grid::Grid::new(&comm, p_j));
+        Ok(Self { inner, comm, scheme, grid, interactions: 0.0 })
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.comm.rank() as usize
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> usize {
+        self.comm.size() as usize
+    }
+
+    /// The scheme asked for.
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+
+    /// The per-rank executor.
+    pub fn inner(&self) -> &E {
+        &self.inner
+    }
+
+    /// The per-rank executor, e.g. for a batched call on this rank's own list.
+    pub fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+
+    /// The communicator the calls run on (a duplicate of the one given).
+    pub fn comm(&self) -> &SimpleCommunicator {
+        &self.comm
+    }
+
+    /// Pair interactions this rank's executor has computed so far.
+    pub fn interactions(&self) -> f64 {
+        self.interactions
+    }
+
+    /// Agrees on a per-rank outcome: `Ok` on every rank only if it is `Ok` on every rank;
+    /// else each failing rank keeps its own error and the others get [`Error::Peer`]
+    /// naming the lowest failing rank. Also returns every rank's `(targets, sources)` counts, so
+    /// one collective serves both.
+    fn agree(&self, outcome: Result<(), Error>, n_targets: usize, n_sources: usize) -> Result<Vec<[u64; 2]>, Error> {
+        let mine = [u64::from(outcome.is_err()), n_targets as u64, n_sources as u64];
+        let mut all = vec![0u64; 3 * self.size()];
+        self.comm.all_gather_into(&mine[..], &mut all[..]);
+        outcome?;
+        match all.chunks(3).position(|r| r[0] != 0) {
+            None => Ok(all.chunks(3).map(|r| [r[1], r[2]]).collect()),
+            Some(rank) => Err(Error::Peer { rank }),
+        }
+    }
+
+    /// Agrees on an outcome only (see [`Distributed::agree`]).
+    fn agree_outcome(&self, outcome: Result<(), Error>) -> Result<(), Error> {
+        self.agree(outcome, 0, 0).map(|_| ())
+    }
+
+    fn resolved(&self, n_sources: usize) -> Scheme {
+        let s = self.scheme.resolve(n_sources, self.size());
+        match s {
+            Scheme::TwoD { .. } if self.grid.is_none() => Scheme::Ring,
+            s => s,
+        }
+    }
+}
+
+/// Adds `part` into `out`; the potential only when `potential` (an acceleration-only
+/// call leaves `phi` bit for bit as it was).
+fn add_fields<T: Real>(out: &mut [Field<T>], part: &[Field<T>], potential: bool) {
+    for (o, p) in out.iter_mut().zip(part) {
+        o.ax = o.ax + p.ax;
+        o.ay = o.ay + p.ay;
+        o.az = o.az + p.az;
+        if potential {
+            o.phi = o.phi + p.phi;
+        }
+    }
+}
+
+fn add_jerks<T: Real>(out: &mut [Jerk<T>], part: &[Jerk<T>]) {
+    for (o, p) in out.iter_mut().zip(part) {
+        o.jx = o.jx + p.jx;
+        o.jy = o.jy + p.jy;
+        o.jz = o.jz + p.jz;
+    }
+}
+
+impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
+    fn name(&self) -> &'static str {
+        "mpi"
+    }
+
+    fn accelerations(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        let counts = self.agree(validate::call(targets, sources, params, out.len()), targets.len(), sources.len())?;
+        let n_sources: usize = counts.iter().map(|c| c[1] as usize).sum();
+        let mut part = vec![Field::zero(); targets.len()];
+        let b = Bodies { pos: targets, vel: &[] };
+        let s = Bodies { pos: sources, vel: &[] };
+        let outcome = match self.resolved(n_sources) {
+            Scheme::TwoD { .. } => {
+                let grid = self.grid.as_ref().expect("resolved only with a grid");
+                grid.run(&mut self.inner, &counts, b, s, params, &mut part, None, &mut self.interactions)
+            }
+            _ => ring::run(&self.comm, &mut self.inner, &counts, b, s, params, &mut part, None, &mut self.interactions),
+        };
+        self.agree_outcome(outcome)?;
+        add_fields(out, &part, params.potential);
+        Ok(())
+    }
+
+    fn accelerations_jerk(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        let checked = validate::jerk_call(&targets, &sources, params, out.len(), jerk.len());
+        let counts = self.agree(checked, targets.pos.len(), sources.pos.len())?;
+        let n_sources: usize = counts.iter().map(|c| c[1] as usize).sum();
+        let mut part = vec![Field::zero(); targets.pos.len()];
+        let mut jpart = vec![Jerk::zero(); targets.pos.len()];
+        let outcome = match self.resolved(n_sources) {
+            Scheme::TwoD { .. } => {
+                let grid = self.grid.as_ref().expect("resolved only with a grid");
+                grid.run(&mut self.inner, &counts, targets, sources, params, &mut part, Some(&mut jpart), &mut self.interactions)
+            }
+            _ => ring::run(
+                &self.comm,
+                &mut self.inner,
+                &counts,
+                targets,
+                sources,
+                params,
+                &mut part,
+                Some(&mut jpart),
+                &mut self.interactions,
+            ),
+        };
+        self.agree_outcome(outcome)?;
+        add_fields(out, &part, params.potential);
+        add_jerks(jerk, &jpart);
+        Ok(())
+    }
+
+    /// Refused: an interaction list indexes one particle array, which no rank holds
+    /// whole. Each rank's own list runs on [`Distributed::inner_mut`]; [`Replicated`]
+    /// splits a list over ranks that all hold the particles.
+    fn accelerations_batch(
+        &mut self,
+        _particles: &[Particle<T>],
+        _list: &InteractionList<'_>,
+        _params: &Params<T>,
+        _out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        Err(Error::Unsupported {
+            operation: "accelerations_batch on a Distributed executor",
+            reason: "a list indexes one particle array, which no rank holds whole: run each rank's list on inner_mut(), or use Replicated",
+        })
+    }
+
+    /// Adds the mass of every rank's `particles` into `grid`, on every rank.
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        let mut mine = vec![0.0; grid.len()];
+        let outcome = self.inner.project(particles, projection, &mut mine);
+        self.agree_outcome(outcome)?;
+        let mut all = vec![0.0; grid.len()];
+        self.comm.all_reduce_into(&mine[..], &mut all[..], SystemOperation::sum());
+        grid.iter_mut().zip(&all).for_each(|(g, a)| *g += a);
+        Ok(())
+    }
+
+    fn combine_min(&mut self, x: f64) -> f64 {
+        let mut m = x;
+        self.comm.all_reduce_into(&x, &mut m, SystemOperation::min());
+        m
+    }
+
+    fn combine_sum(&mut self, values: &mut [f64]) {
+        let mine = values.to_vec();
+        self.comm.all_reduce_into(&mine[..], values, SystemOperation::sum());
+    }
+}
+
+/// A communicator of the ranks with the same `color`, ordered by `key`.
+fn split(comm: &SimpleCommunicator, color: usize, key: usize) -> SimpleCommunicator {
+    comm.split_by_color_with_key(Color::with_value(color as i32), key as i32)
+        .expect("every rank has a colour, so every rank gets a communicator")
+}

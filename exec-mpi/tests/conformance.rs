@@ -1,0 +1,193 @@
+//! The conformance suite against the distributed executor, under `mpirun` with 1, 2, 3
+//! and 4 ranks. Run by `cargo test`, this program starts itself through `mpirun` once
+//! per rank count; under `mpirun` (Open MPI sets `OMPI_COMM_WORLD_SIZE`) each rank runs
+//! the whole suite in lockstep, rank 0 alone printing.
+//!
+//! Every rank passes the same arrays to [`Replicated`], which cuts them into uneven
+//! slices (empty ones included whenever N is below the number of ranks) and calls
+//! [`Distributed`] with each scheme: the ring, and 2-D layouts with one row and with one
+//! column. So the suite's oracle comparisons, bad-input checks and properties all hold
+//! for the distributed executor over every rank count.
+
+use nbody_conformance::{compare, exact, suite, Arguments, Failed, Trial};
+use nbody_core::{Array, Bodies, Error, Executor, Field, Jerk, Params, Particle, Velocity};
+use nbody_cpu::{CpuExecutor, Parallelism};
+use nbody_mpi::mpi::topology::SimpleCommunicator;
+use nbody_mpi::mpi::traits::*;
+use nbody_mpi::{Distributed, Replicated, Scheme};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A run of the suite that takes longer than this is hung, not slow.
+const TIMEOUT: Duration = Duration::from_secs(900);
+
+fn main() {
+    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() {
+        under_mpirun();
+    } else {
+        launch();
+    }
+}
+
+/// `mpirun -n k` this program, for k = 1..4 (fewer with `NBODY_MPI_MAX_RANKS`).
+fn launch() {
+    let max: usize = std::env::var("NBODY_MPI_MAX_RANKS").ok().and_then(|v| v.parse().ok()).unwrap_or(4);
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    for ranks in 1..=max {
+        let start = Instant::now();
+        let mut child = mpirun(ranks).arg(&exe).args(&args).spawn().unwrap_or_else(|e| {
+            eprintln!("cannot start mpirun ({e}): install Open MPI (libopenmpi-dev openmpi-bin), as .ci/run does");
+            std::process::exit(1)
+        });
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("waiting for mpirun") {
+                break status;
+            }
+            if start.elapsed() > TIMEOUT {
+                let _ = child.kill();
+                eprintln!("{ranks} ranks: no result after {TIMEOUT:?}: killed (a hang)");
+                std::process::exit(1);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        println!("{ranks} rank(s): {status} in {:.1} s", start.elapsed().as_secs_f64());
+        if !status.success() {
+            std::process::exit(1);
+        }
+    }
+}
+
+/// `mpirun` for `ranks` processes on this machine, whatever its core count, as root too.
+pub fn mpirun(ranks: usize) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(["--oversubscribe", "-n", &ranks.to_string()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        // Loopback only: no network interfaces probed, no warnings about them.
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+    c
+}
+
+fn under_mpirun() {
+    let universe = nbody_mpi::mpi::initialize().expect("MPI initialises once");
+    let world = universe.world();
+    let (rank, size) = (world.rank(), world.size() as usize);
+    let schemes = [
+        ("ring", Scheme::Ring),
+        ("2d-one-row", Scheme::TwoD { source_groups: size }),
+        ("2d-one-column", Scheme::TwoD { source_groups: 1 }),
+    ];
+    let mut trials: Vec<Trial> = Vec::new();
+    for (tag, scheme) in schemes {
+        let make = move || {
+            let inner = CpuExecutor::new(Parallelism::Sequential);
+            Ok(Replicated::new(Distributed::new(inner, &SimpleCommunicator::world(), scheme)?))
+        };
+        trials.extend(suite::<f32, _>(&format!("mpi{size}-{tag}/f32"), make));
+        trials.extend(suite::<f64, _>(&format!("mpi{size}-{tag}/f64"), make));
+    }
+    for (tag, scheme) in schemes {
+        trials.extend(distributed_trials(size, tag, scheme));
+    }
+    let mut args = Arguments::from_args();
+    // Lockstep: every rank runs the same trials in the same order, one at a time.
+    args.test_threads = Some(1);
+    if rank != 0 {
+        args.quiet = true;
+    }
+    let conclusion = nbody_conformance::libtest_mimic::run(&args, trials);
+    drop(universe);
+    conclusion.exit();
+}
+
+/// A system every rank can build alone: `n` particles, deterministic.
+fn system(n: usize) -> (Vec<Particle<f64>>, Vec<Velocity<f64>>) {
+    nbody_integrators::ics::plummer::<f64>(n, 7)
+}
+
+/// Rank `r`'s slice of `n` particles over `size` ranks: uneven (rank `r` gets a share
+/// growing with `r`), empty when `n` is small.
+fn slice(n: usize, size: usize, r: usize) -> std::ops::Range<usize> {
+    let cut = |k: usize| n * (k * k) / (size * size);
+    cut(r)..cut(r + 1)
+}
+
+fn distributed(scheme: Scheme) -> Result<Distributed<CpuExecutor>, Failed> {
+    Distributed::new(CpuExecutor::new(Parallelism::Sequential), &SimpleCommunicator::world(), scheme)
+        .map_err(|e| Failed::from(e.to_string()))
+}
+
+/// The checks of the distributed executor's own (local-slice) interface.
+fn distributed_trials(size: usize, tag: &str, scheme: Scheme) -> Vec<Trial> {
+    let rank = SimpleCommunicator::world().rank() as usize;
+    vec![
+        // Each rank owns a slice, as a distributed run does; the result on each slice is
+        // the oracle's for the whole system, for sizes from empty ranks to many per rank.
+        Trial::test(format!("mpi{size}-{tag}/local_slices_match_oracle"), move || {
+            let mut exec = distributed(scheme)?;
+            for n in [0, 1, 3, 50, 700] {
+                let (pos, vel) = system(n);
+                let mine = slice(n, size, rank);
+                for potential in [true, false] {
+                    let params = Params::softened(0.01).with_overlap_identical();
+                    let params = if potential { params } else { params.acceleration_only() };
+                    let before = vec![Field::new(0.5, -0.25, 1.0, 2.0); mine.len()];
+                    let mut out = before.clone();
+                    let (p, v) = (&pos[mine.clone()], &vel[mine.clone()]);
+                    exec.accelerations(p, p, &params, &mut out).map_err(|e| e.to_string())?;
+                    let want = exact(&pos, &pos, &params).map_err(|e| e.to_string())?;
+                    compare(&out, &before, &want[mine.clone()], n, potential, f64::EPSILON)
+                        .map_err(|e| format!("n = {n}, rank {rank}: {e}"))?;
+                    let mut out = before.clone();
+                    let mut jerk = vec![Jerk::zero(); mine.len()];
+                    let b = Bodies { pos: p, vel: v };
+                    exec.accelerations_jerk(b, b, &params, &mut out, &mut jerk).map_err(|e| e.to_string())?;
+                    compare(&out, &before, &want[mine.clone()], n, potential, f64::EPSILON)
+                        .map_err(|e| format!("jerk call, n = {n}, rank {rank}: {e}"))?;
+                }
+            }
+            Ok(())
+        }),
+        // Bad input on the last rank only: that rank gets its own error, the others a
+        // Peer error naming it; no output changes; the executor still works afterwards.
+        Trial::test(format!("mpi{size}-{tag}/bad_input_on_one_rank"), move || {
+            let mut exec = distributed(scheme)?;
+            let (mut pos, _) = system(40);
+            let mine = slice(40, size, rank);
+            let bad = size - 1;
+            if rank == bad {
+                pos[mine.start + 3].y = f64::NAN;
+            }
+            let p = &pos[mine.clone()];
+            let params = Params::softened(0.01).with_overlap_identical();
+            let mut out = vec![Field::new(1.0, 2.0, 3.0, 4.0); p.len()];
+            let got = exec.accelerations(p, p, &params, &mut out);
+            let want = if rank == bad { Error::NonFinite { array: Array::Targets, index: 3 } } else { Error::Peer { rank: bad } };
+            if got != Err(want) {
+                return Err(format!("rank {rank}: {got:?}, expected {want:?}").into());
+            }
+            if out.iter().any(|f| *f != Field::new(1.0, 2.0, 3.0, 4.0)) {
+                return Err(format!("rank {rank}: a refused call changed the output").into());
+            }
+            let (good, _) = system(40);
+            let p = &good[mine.clone()];
+            let mut out = vec![Field::zero(); p.len()];
+            exec.accelerations(p, p, &params, &mut out).map_err(|e| format!("the call after a refusal: {e}"))?;
+            let want = exact(&good, &good, &params).map_err(|e| e.to_string())?;
+            compare(&out, &vec![Field::zero(); p.len()], &want[mine], 40, true, f64::EPSILON).map_err(Failed::from)
+        }),
+        Trial::test(format!("mpi{size}-{tag}/combine_over_ranks"), move || {
+            let mut exec = distributed(scheme)?;
+            let min = Executor::<f64>::combine_min(&mut exec, 10.0 + rank as f64);
+            let mut sums = [1.0, rank as f64];
+            Executor::<f64>::combine_sum(&mut exec, &mut sums);
+            let want = [size as f64, (size * (size - 1) / 2) as f64];
+            if min != 10.0 || sums != want {
+                return Err(format!("min {min}, sums {sums:?}, expected 10 and {want:?}").into());
+            }
+            Ok(())
+        }),
+    ]
+}
