@@ -31,6 +31,8 @@ pub use nbody_cpu as cpu;
 #[cfg(feature = "cuda")]
 pub use nbody_cuda as cuda;
 pub use nbody_integrators as integrators;
+#[cfg(feature = "mpi")]
+pub use nbody_mpi as mpi;
 pub mod bench;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -146,7 +146,9 @@ impl fmt::Display for Error {
             Error::NoDevice => f.write_str("no usable device (no driver or no GPU found)"),
             Error::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
             Error::Device { during, code } => write!(f, "device error {code} during {during}"),
-            Error::Peer { rank } => write!(f, "rank {rank} refused the distributed call or failed (its own error says why)"),
+            Error::Peer { rank } => {
+                write!(f, "rank {rank} refused the distributed call or failed (its own error says why)")
+            }
             Error::Unsupported { operation, reason } => write!(f, "{operation} is not supported: {reason}"),
         }
     }

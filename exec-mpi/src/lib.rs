@@ -103,7 +103,7 @@ impl Scheme {
 
 /// The largest `p_j` with `1 < p_j <= sqrt(p)` dividing `p`.
 fn square_factor(p: usize) -> Option<usize> {
-    (2..=p).take_while(|d| d * d <= p).filter(|d| p % d == 0).last()
+    (2..=p).take_while(|d| d * d <= p).filter(|d| p.is_multiple_of(*d)).last()
 }
 
 /// An executor whose calls span the ranks of an MPI communicator: each rank passes the
@@ -143,7 +143,7 @@ impl<E> Distributed<E> {
         let size = comm.size() as usize;
         let p_j = match scheme {
             Scheme::TwoD { source_groups } => {
-                if source_groups == 0 || size % source_groups != 0 {
+                if source_groups == 0 || !size.is_multiple_of(source_groups) {
                     return Err(Error::InvalidParameter {
                         name: "source_groups",
                         requirement: "a divisor of the number of ranks",
@@ -154,7 +154,8 @@ impl<E> Distributed<E> {
             Scheme::Auto => square_factor(size),
             Scheme::Ring => None,
         };
-        let grid = p_j.filter(|&p_j| p_j > 1 || matches!(scheme, Scheme::TwoD { .. })).map(|p_j| grid::Grid::new(&comm, p_j));
+        let grid =
+            p_j.filter(|&p_j| p_j > 1 || matches!(scheme, Scheme::TwoD { .. })).map(|p_j| grid::Grid::new(&comm, p_j));
         Ok(Self { inner, comm, scheme, grid, interactions: 0.0 })
     }
 
@@ -288,7 +289,16 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
         let outcome = match self.resolved(n_sources) {
             Scheme::TwoD { .. } => {
                 let grid = self.grid.as_ref().expect("resolved only with a grid");
-                grid.run(&mut self.inner, &counts, targets, sources, params, &mut part, Some(&mut jpart), &mut self.interactions)
+                grid.run(
+                    &mut self.inner,
+                    &counts,
+                    targets,
+                    sources,
+                    params,
+                    &mut part,
+                    Some(&mut jpart),
+                    &mut self.interactions,
+                )
             }
             _ => ring::run(
                 &self.comm,

@@ -150,8 +150,7 @@ impl<T: Real, E: Executor<T>> Executor<T> for Replicated<E> {
         let mut summed = vec![0.0; flat.len()];
         self.dist.comm().all_reduce_into(&flat[..], &mut summed[..], SystemOperation::sum());
         let c = T::from_f64;
-        let total: Vec<Field<T>> =
-            summed.chunks(4).map(|w| Field::new(c(w[0]), c(w[1]), c(w[2]), c(w[3]))).collect();
+        let total: Vec<Field<T>> = summed.chunks(4).map(|w| Field::new(c(w[0]), c(w[1]), c(w[2]), c(w[3]))).collect();
         add_fields(out, &total, params.potential);
         Ok(())
     }

@@ -164,7 +164,11 @@ fn distributed_trials(size: usize, tag: &str, scheme: Scheme) -> Vec<Trial> {
             let params = Params::softened(0.01).with_overlap_identical();
             let mut out = vec![Field::new(1.0, 2.0, 3.0, 4.0); p.len()];
             let got = exec.accelerations(p, p, &params, &mut out);
-            let want = if rank == bad { Error::NonFinite { array: Array::Targets, index: 3 } } else { Error::Peer { rank: bad } };
+            let want = if rank == bad {
+                Error::NonFinite { array: Array::Targets, index: 3 }
+            } else {
+                Error::Peer { rank: bad }
+            };
             if got != Err(want) {
                 return Err(format!("rank {rank}: {got:?}, expected {want:?}").into());
             }

@@ -72,7 +72,34 @@ fn cuda_devices() -> String {
 }
 
 /// Prints the report.
-pub fn info() -> Result<ExitCode> {
-    print!("{}", report());
+pub fn info(team: &super::team::Team) -> Result<ExitCode> {
+    if team.is_root() {
+        print!("{}{}", report(), mpi_report(team));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The MPI library and the job's size, when built with MPI.
+///
+/// ```
+/// let r = nbody::cli::info::mpi_report(&nbody::cli::team::Team::solo());
+/// assert!(r.starts_with("MPI"));
+/// ```
+pub fn mpi_report(team: &super::team::Team) -> String {
+    #[cfg(feature = "mpi")]
+    {
+        let (major, minor) = nbody_mpi::mpi::environment::version();
+        let library = nbody_mpi::mpi::environment::library_version().unwrap_or_else(|_| "unknown".into());
+        let library = library.lines().next().unwrap_or("").trim().trim_end_matches(',').to_owned();
+        format!(
+            "MPI {major}.{minor}: {library}\n  ranks in this job: {}{}\n",
+            team.size(),
+            if team.size() == 1 { " (start with mpirun -n N nbody ... for more)" } else { "" }
+        )
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = team;
+        "MPI: not compiled in (build with --features mpi)\n".to_owned()
+    }
 }

@@ -17,6 +17,7 @@ pub mod plot;
 pub mod run;
 pub mod settings;
 mod sim;
+pub mod team;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
@@ -101,20 +102,37 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
+    let team = team::Team::start();
     let result = match cli.command {
-        None => run::run(cli.run),
-        Some(Command::Run(args)) => run::run(args),
+        None => run::run(cli.run, &team),
+        Some(Command::Run(args)) => run::run(args, &team),
         Some(Command::Accel(args)) => accel::accel(&args),
         Some(Command::Bench(args)) => bench::bench(&args),
-        Some(Command::Info) => info::info(),
+        Some(Command::Info) => info::info(&team),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", one_line(&format!("{e:#}")));
+            // Under MPI an error is printed once: by the rank it happened on, named.
+            let elsewhere = e.chain().any(|c| {
+                c.downcast_ref::<team::ReportedElsewhere>().is_some()
+                    || matches!(c.downcast_ref::<nbody_core::Error>(), Some(nbody_core::Error::Peer { .. }))
+            });
+            if !elsewhere {
+                let rank = if team.size() > 1 { format!("rank {}: ", team.rank()) } else { String::new() };
+                eprintln!("error: {rank}{}", one_line(&format!("{e:#}")));
+                // The other ranks may be waiting for this one: stop them all.
+                team.fail(1);
+            }
             ExitCode::from(1)
         }
     }
+}
+
+/// True in a process that `mpirun` started as some rank other than 0 (which prints
+/// usage errors for the whole job).
+fn other_rank() -> bool {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"].iter().any(|v| std::env::var(v).is_ok_and(|r| r.trim() != "0"))
 }
 
 /// clap's own report, cut to its first line (help and version print whole).
@@ -126,6 +144,9 @@ fn usage_error(e: clap::Error) -> ExitCode {
     ) {
         let _ = e.print();
         return ExitCode::SUCCESS;
+    }
+    if other_rank() {
+        return ExitCode::from(2);
     }
     let text = e.render().to_string();
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad arguments");

@@ -6,6 +6,7 @@ use super::files::{particles, read_table, write_atomic, write_table, COLUMNS};
 use super::plot::{density_png, energy_png, Panel};
 use super::settings::{InitialConditions, IntegratorKind, RunArgs, RunSettings};
 use super::sim::{Host, Integrator, Row, Simulation};
+use super::team::{ReportedElsewhere, Team};
 use super::{ExecutorKind, Precision};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -82,8 +83,10 @@ pub fn host_executor<T: CliReal>(kind: ExecutorKind, threads: usize) -> Result<B
     })
 }
 
-/// Runs `nbody run` with `args`.
-pub fn run(args: RunArgs) -> Result<ExitCode> {
+/// Runs `nbody run` with `args`, on this process or (under `mpirun`) the ranks of
+/// `team`, each owning a contiguous share of the particles; rank 0 reads and writes the
+/// files and prints.
+pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
     #[allow(unused_mut)]
     let mut gpu: Gpu = None;
     // Only an unset executor makes the default depend on whether a device is there.
@@ -91,7 +94,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if args.executor.is_none() && args.config.is_none() {
         gpu = nbody_cuda::CudaExecutor::new().ok();
     }
-    let mut s = args.resolve(gpu.is_some())?;
+    // Every rank resolves the same settings; rank 0 alone reports a mistake in them.
+    let mut s = args.resolve(gpu.is_some()).map_err(|e| if team.is_root() { e } else { ReportedElsewhere.into() })?;
+    if team.size() > 1 && s.integrator == IntegratorKind::Rk {
+        let e = anyhow::anyhow!(
+            "--integrator rk does not run across MPI ranks: use leapfrog, hermite or block-hermite (or one process)"
+        );
+        return Err(if team.is_root() { e } else { ReportedElsewhere.into() });
+    }
     if s.executor == ExecutorKind::Cuda && gpu.is_none() {
         // Fail before anything is printed or written.
         #[cfg(feature = "cuda")]
@@ -101,17 +111,34 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         #[cfg(not(feature = "cuda"))]
         bail!("--executor cuda: this nbody was built without CUDA (build with --features cuda)");
     }
-    let (pos, vel) = initial_conditions(&s)?;
-    s.n = pos.len();
+    // Rank 0 owns the files: it builds the system, every rank receives it and keeps its
+    // share.
+    let system = team.on_root(|| initial_conditions(&s))?;
+    let rows = team.broadcast_rows(system.map(|(p, v)| super::sim::rows(&p, &v)).unwrap_or_default());
+    s.n = rows.len();
     if s.pixels_auto {
         s.pixels = super::settings::default_pixels(s.n);
     }
-    println!("nbody {} run", env!("CARGO_PKG_VERSION"));
-    for line in s.to_toml().lines() {
-        println!("  {line}");
-    }
-    std::fs::create_dir_all(&s.out).with_context(|| format!("creating the output folder {}", s.out.display()))?;
-    write_atomic(&s.out.join("settings.toml"), |w| w.write_all(s.to_toml().as_bytes()))?;
+    team.on_root(|| {
+        println!("nbody {} run", env!("CARGO_PKG_VERSION"));
+        for line in s.to_toml().lines() {
+            println!("  {line}");
+        }
+        if team.size() > 1 {
+            println!(
+                "  # across {} MPI ranks, {} to {} particles each",
+                team.size(),
+                s.n / team.size(),
+                s.n.div_ceil(team.size())
+            );
+        }
+        std::fs::create_dir_all(&s.out).with_context(|| format!("creating the output folder {}", s.out.display()))?;
+        write_atomic(&s.out.join("settings.toml"), |w| w.write_all(s.to_toml().as_bytes()))
+    })?;
+    let (pos, vel): System = rows[team.share(s.n)]
+        .iter()
+        .map(|r| (Particle::new(r[0], r[1], r[2], r[3]), Velocity::new(r[4], r[5], r[6])))
+        .unzip();
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
@@ -119,8 +146,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
     let interrupted = match s.precision {
-        Precision::F32 => evolve::<f32>(&s, convert(&pos, &vel), &stop, gpu)?,
-        Precision::F64 => evolve::<f64>(&s, convert(&pos, &vel), &stop, gpu)?,
+        Precision::F32 => evolve::<f32>(&s, convert(&pos, &vel), &stop, gpu, team)?,
+        Precision::F64 => evolve::<f64>(&s, convert(&pos, &vel), &stop, gpu, team)?,
     };
     Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
 }
@@ -168,16 +195,16 @@ fn integrator<T: Real>(s: &RunSettings, block_dt: f64) -> Result<Integrator<T>> 
     })
 }
 
-fn evolve<T: CliReal>(s: &RunSettings, state: State<T>, stop: &AtomicBool, gpu: Gpu) -> Result<bool> {
+fn evolve<T: CliReal>(s: &RunSettings, state: State<T>, stop: &AtomicBool, gpu: Gpu, team: &Team) -> Result<bool> {
     // Block steps land on multiples of their largest step: every output time is one.
     let block_dt = power_of_two_below(s.dt.min(s.energy_every).min(s.snapshot_every).min(s.t_end));
     let grid = if s.integrator == IntegratorKind::BlockHermite { block_dt } else { 0.0 };
     let mut exec: Box<dyn Executor<T>> = match gpu {
         #[cfg(feature = "cuda")]
         Some(gpu) if s.executor == ExecutorKind::Cuda => {
-            if s.integrator == IntegratorKind::Leapfrog {
+            if s.integrator == IntegratorKind::Leapfrog && team.size() == 1 {
                 let sim = super::sim::DeviceLeapfrog::new(gpu, &state, s.dt, T::from_f64(s.eps))?;
-                return drive(s, Box::new(sim), "cuda (device-resident leapfrog)", grid, stop);
+                return drive(s, Box::new(sim), "cuda (device-resident leapfrog)", grid, stop, team);
             }
             Box::new(gpu)
         }
@@ -187,8 +214,19 @@ fn evolve<T: CliReal>(s: &RunSettings, state: State<T>, stop: &AtomicBool, gpu: 
         ExecutorKind::Cpu | ExecutorKind::Mixed => format!("{} ({} threads)", s.executor.name(), s.threads),
         other => other.name().to_owned(),
     };
+    #[cfg(feature = "mpi")]
+    if let Some(world) = team.world() {
+        // Sources visit every rank (ring or 2-D, by nbody-mpi's cost rule); integrators
+        // reduce their shared steps and diagnostics over the ranks through the executor.
+        let scheme = nbody_mpi::Scheme::Auto;
+        let mut dist = nbody_mpi::Distributed::new(exec, world, scheme)?;
+        let label =
+            format!("{label} on each of {} MPI ranks ({:?} scheme)", team.size(), scheme.resolve(s.n, team.size()));
+        let sim = Host::new(state, integrator(s, block_dt)?, &mut dist).with_all_sources(s.n);
+        return drive(s, Box::new(super::sim::Gathered { sim: Box::new(sim), team }), &label, grid, stop, team);
+    }
     let sim = Host::new(state, integrator(s, block_dt)?, exec.as_mut());
-    drive(s, Box::new(sim), &label, grid, stop)
+    drive(s, Box::new(sim), &label, grid, stop, team)
 }
 
 /// Output times: multiples of `every` (rounded up to multiples of `grid` when set),
@@ -249,8 +287,11 @@ fn drive(
     label: &str,
     grid: f64,
     stop: &AtomicBool,
+    team: &Team,
 ) -> Result<bool> {
     let wall = Instant::now();
+    // Every rank stops at the same step: the flag is agreed at each check.
+    let stop = || team.any(stop.load(Ordering::SeqCst));
     let d0 = sim.diagnostics()?;
     let first = sim.snapshot()?;
     let p_scale: f64 = first.iter().map(|r| r[3] * (r[4] * r[4] + r[5] * r[5] + r[6] * r[6]).sqrt()).sum();
@@ -270,10 +311,10 @@ fn drive(
     };
     energy.record(0.0, 0, &d0);
     let mut snapshots = 0u64;
-    write_snapshot(s, snapshots, &first)?;
+    team.on_root(|| write_snapshot(s, snapshots, &first))?;
     let windows = windows(&first);
-    write_density(s, &mut *sim, &windows, "start")?;
-    let bar = progress_bar(s.quiet);
+    write_density(s, &mut *sim, &windows, "start", team)?;
+    let bar = progress_bar(s.quiet || !team.is_root());
     let (mut k_energy, mut k_snap) = (1u64, 1u64);
     let mut interrupted = false;
     let mut last = d0;
@@ -282,13 +323,14 @@ fn drive(
         let next_snap = schedule(k_snap, s.snapshot_every, grid, s.t_end);
         let until = next_energy.min(next_snap);
         while !sim.step(until)? {
-            show(&bar, s, &*sim, &wall);
-            if stop.load(Ordering::SeqCst) {
+            team.fault_point(sim.steps())?;
+            show(&bar, s, &*sim, &wall, team.size());
+            if stop() {
                 interrupted = true;
                 break 'run;
             }
         }
-        show(&bar, s, &*sim, &wall);
+        show(&bar, s, &*sim, &wall, team.size());
         if close(until, next_energy) {
             last = sim.diagnostics()?;
             energy.record(sim.time(), sim.steps(), &last);
@@ -296,13 +338,14 @@ fn drive(
         }
         if close(until, next_snap) {
             snapshots += 1;
-            write_snapshot(s, snapshots, &sim.snapshot()?)?;
+            let rows = sim.snapshot()?;
+            team.on_root(|| write_snapshot(s, snapshots, &rows))?;
             k_snap += 1;
         }
         if close(until, s.t_end) {
             break;
         }
-        if stop.load(Ordering::SeqCst) {
+        if stop() {
             interrupted = true;
             break;
         }
@@ -313,17 +356,21 @@ fn drive(
         last = sim.diagnostics()?;
         energy.record(sim.time(), sim.steps(), &last);
         snapshots += 1;
-        write_snapshot(s, snapshots, &sim.snapshot()?)?;
+        let rows = sim.snapshot()?;
+        team.on_root(|| write_snapshot(s, snapshots, &rows))?;
     }
-    write_density(s, &mut *sim, &windows, "end")?;
-    write_table(&s.out.join("energy.csv"), &ENERGY_COLUMNS, &energy.rows)?;
-    let errors: Vec<(f64, f64)> = energy.errors().collect();
-    let title = format!("Energy error: N = {}, {:?}, {}", s.n, s.integrator, s.precision.name());
-    energy_png(&s.out.join("energy-error.png"), &title, &errors)?;
+    write_density(s, &mut *sim, &windows, "end", team)?;
+    let interactions = team.sum(sim.interactions());
     let seconds = wall.elapsed().as_secs_f64();
-    let summary = summary(s, &*sim, label, &energy, &last, seconds, snapshots + 1, interrupted);
-    print!("{summary}");
-    write_atomic(&s.out.join("summary.txt"), |w| w.write_all(summary.as_bytes()))?;
+    team.on_root(|| {
+        write_table(&s.out.join("energy.csv"), &ENERGY_COLUMNS, &energy.rows)?;
+        let errors: Vec<(f64, f64)> = energy.errors().collect();
+        let title = format!("Energy error: N = {}, {:?}, {}", s.n, s.integrator, s.precision.name());
+        energy_png(&s.out.join("energy-error.png"), &title, &errors)?;
+        let summary = summary(s, &*sim, label, &energy, &last, seconds, interactions, snapshots + 1, interrupted);
+        print!("{summary}");
+        write_atomic(&s.out.join("summary.txt"), |w| w.write_all(summary.as_bytes()))
+    })?;
     Ok(interrupted)
 }
 
@@ -339,11 +386,12 @@ fn progress_bar(quiet: bool) -> ProgressBar {
     bar
 }
 
-fn show(bar: &ProgressBar, s: &RunSettings, sim: &dyn Simulation, wall: &Instant) {
+/// Progress; with `ranks` > 1 the rate is this rank's times the number of ranks.
+fn show(bar: &ProgressBar, s: &RunSettings, sim: &dyn Simulation, wall: &Instant, ranks: usize) {
     if bar.is_hidden() {
         return;
     }
-    let rate = sim.interactions() / wall.elapsed().as_secs_f64().max(1e-9);
+    let rate = ranks as f64 * sim.interactions() / wall.elapsed().as_secs_f64().max(1e-9);
     bar.set_position((1000.0 * sim.time() / s.t_end).clamp(0.0, 1000.0) as u64);
     bar.set_message(format!("t = {:.4}/{}  steps {}  {:.3e} interactions/s", sim.time(), s.t_end, sim.steps(), rate));
 }
@@ -375,6 +423,7 @@ fn write_density(
     sim: &mut dyn Simulation,
     windows: &[(Plane, [f64; 3], f64); 2],
     when: &str,
+    team: &Team,
 ) -> Result<()> {
     let mut grids = Vec::new();
     for &(plane, com, half) in windows {
@@ -392,7 +441,7 @@ fn write_density(
         })
         .collect();
     let title = format!("Projected mass, log scale, t = {:.4} (N = {})", sim.time(), s.n);
-    density_png(&s.out.join(format!("density-{when}.png")), &title, s.pixels, &panels)
+    team.on_root(|| density_png(&s.out.join(format!("density-{when}.png")), &title, s.pixels, &panels)).map(drop)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -403,6 +452,7 @@ fn summary(
     energy: &Energy,
     last: &Diagnostics,
     seconds: f64,
+    interactions: f64,
     snapshots: u64,
     interrupted: bool,
 ) -> String {
@@ -417,12 +467,7 @@ fn summary(
     let _ = writeln!(o, "  simulated time        {:.6} of {}", sim.time(), s.t_end);
     let _ = writeln!(o, "  steps                 {}", sim.steps());
     let _ = writeln!(o, "  wall time             {seconds:.3} s");
-    let _ = writeln!(
-        o,
-        "  interactions          {:.4e} ({:.4e} per second)",
-        sim.interactions(),
-        sim.interactions() / seconds
-    );
+    let _ = writeln!(o, "  interactions          {:.4e} ({:.4e} per second)", interactions, interactions / seconds);
     let _ = writeln!(
         o,
         "  energy error          {final_err:.3e} at the end, {max_err:.3e} at most (|E(t) - E(0)| / |E(0)|)"

@@ -32,6 +32,15 @@ pub trait Simulation {
 pub struct Counting<'e, T: Real> {
     inner: &'e mut dyn Executor<T>,
     interactions: f64,
+    /// Under MPI, every rank's sources: each call pulls this rank's targets towards all
+    /// of them, though it passes only its own.
+    all_sources: Option<usize>,
+}
+
+impl<T: Real> Counting<'_, T> {
+    fn count(&mut self, targets: usize, sources: usize) {
+        self.interactions += targets as f64 * self.all_sources.unwrap_or(sources) as f64;
+    }
 }
 
 impl<T: Real> Executor<T> for Counting<'_, T> {
@@ -46,7 +55,7 @@ impl<T: Real> Executor<T> for Counting<'_, T> {
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        self.interactions += targets.len() as f64 * sources.len() as f64;
+        self.count(targets.len(), sources.len());
         self.inner.accelerations(targets, sources, params, out)
     }
 
@@ -58,7 +67,7 @@ impl<T: Real> Executor<T> for Counting<'_, T> {
         out: &mut [Field<T>],
         jerk: &mut [Jerk<T>],
     ) -> Result<(), Error> {
-        self.interactions += targets.pos.len() as f64 * sources.pos.len() as f64;
+        self.count(targets.pos.len(), sources.pos.len());
         self.inner.accelerations_jerk(targets, sources, params, out, jerk)
     }
 
@@ -109,7 +118,13 @@ pub struct Host<'e, T: Real> {
 impl<'e, T: Real> Host<'e, T> {
     /// A simulation of `state` advanced by `integrator` with forces from `exec`.
     pub fn new(state: State<T>, integrator: Integrator<T>, exec: &'e mut dyn Executor<T>) -> Self {
-        Self { state, integrator, exec: Counting { inner: exec, interactions: 0.0 }, steps: 0 }
+        Self { state, integrator, exec: Counting { inner: exec, interactions: 0.0, all_sources: None }, steps: 0 }
+    }
+
+    /// For a distributed executor: each call's sources are this rank's share of `n`.
+    pub fn with_all_sources(mut self, n: usize) -> Self {
+        self.exec.all_sources = Some(n);
+        self
     }
 }
 
@@ -274,4 +289,44 @@ mod device {
     }
 
     use nbody_integrators::Diagnostics;
+}
+
+/// A simulation whose particles are spread over the ranks of a [`super::team::Team`]:
+/// snapshots gather every rank's rows (in rank order) onto every rank.
+pub struct Gathered<'a> {
+    /// This rank's part.
+    pub sim: Box<dyn Simulation + 'a>,
+    /// The ranks.
+    pub team: &'a super::team::Team,
+}
+
+impl Simulation for Gathered<'_> {
+    fn time(&self) -> f64 {
+        self.sim.time()
+    }
+
+    fn step(&mut self, until: f64) -> Result<bool, Error> {
+        self.sim.step(until)
+    }
+
+    fn steps(&self) -> u64 {
+        self.sim.steps()
+    }
+
+    fn interactions(&self) -> f64 {
+        self.sim.interactions()
+    }
+
+    fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
+        self.sim.diagnostics()
+    }
+
+    fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
+        let mine = self.sim.snapshot()?;
+        Ok(self.team.gather_rows(mine))
+    }
+
+    fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        self.sim.project(projection, grid)
+    }
 }

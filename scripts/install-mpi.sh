@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs Debian's Open MPI (mpirun, libmpi, headers) and libclang, which the `mpi`
+# crate's build needs to generate its bindings. Idempotent.
+set -euo pipefail
+if command -v mpirun >/dev/null 2>&1 && [ -e /usr/include/x86_64-linux-gnu/mpi/mpi.h -o -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] \
+  && ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; then
+  echo "Open MPI already installed: $(mpirun --version | head -n 1)"
+  exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends libopenmpi-dev openmpi-bin libclang-dev >/dev/null
+echo "installed: $(mpirun --version | head -n 1)"
