@@ -16,8 +16,8 @@ rm -rf .stage && mkdir -p .stage
 cargo build --release -p nbody-cuda
 fatbin=$(ls -t target/release/build/nbody-cuda-*/out/gravity.fatbin | head -n 1)
 python3 exec-cuda/scripts/sass_per_interaction.py "$fatbin" | sort > exec-cuda/sass-counts.txt
-cargo build --release --features cuda --bin nbody-cuda-bench --bin nbody-tree-bench --bin nbody
-cp target/release/nbody-cuda-bench target/release/nbody-tree-bench target/release/nbody .stage/
+cargo build --release --features cuda,mpi --bin nbody-cuda-bench --bin nbody-tree-bench --bin nbody --bin nbody-mpi-bench
+cp target/release/nbody-cuda-bench target/release/nbody-tree-bench target/release/nbody target/release/nbody-mpi-bench .stage/
 cargo test --release -p nbody-cuda --no-run --message-format=json 2>/dev/null |
   python3 -c '
 import json, sys, shutil
@@ -27,7 +27,7 @@ for line in sys.stdin:
         shutil.copy(m["executable"], ".stage/cuda-" + m["target"]["name"])
 '
 strip .stage/* 2>/dev/null || true
-cp exec-cuda/scripts/sass_per_interaction.py scripts/sanitize-gpu.sh .stage/
+cp exec-cuda/scripts/sass_per_interaction.py scripts/sanitize-gpu.sh scripts/mpi-session.sh .stage/
 cat > .stage/run.sh <<'RUN'
 #!/usr/bin/env bash
 # On the device machine: device facts, the conformance suite on the GPU, then the bench.

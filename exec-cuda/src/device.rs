@@ -48,6 +48,12 @@ pub(crate) fn open(ordinal: u32) -> Result<(Context, DeviceInfo), Error> {
     Ok((context, info))
 }
 
+/// Devices the driver shows; [`Error::NoDevice`] without a driver.
+pub(crate) fn count() -> Result<u32, Error> {
+    cust::init(CudaFlags::empty()).map_err(|_| Error::NoDevice)?;
+    Device::num_devices().map_err(|_| Error::NoDevice)
+}
+
 /// Makes `context` current on the calling thread (an executor may move between threads).
 pub(crate) fn make_current(context: &Context) -> Result<(), Error> {
     CurrentContext::set_current(context).map_err(cuda("making the context current"))

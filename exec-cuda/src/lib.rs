@@ -118,6 +118,17 @@ impl CudaExecutor {
         })
     }
 
+    /// How many devices the driver shows (`CUDA_VISIBLE_DEVICES` applied); 0 without a
+    /// driver. Ranks or threads that each take a device pick `ordinal % device_count()`.
+    ///
+    /// ```
+    /// let n = nbody_cuda::CudaExecutor::device_count().unwrap_or(0);
+    /// assert!(n < 1024);
+    /// ```
+    pub fn device_count() -> Result<u32, Error> {
+        device::count()
+    }
+
     /// The device's properties.
     pub fn info(&self) -> &DeviceInfo {
         &self.info
