@@ -5,6 +5,9 @@
 #   cli       nbody info / run / accel / bench with the CUDA executor
 #   tree      kernel-only batched rates and the tree code at N = 2^20 against direct
 #   leapfrog  the device-resident leapfrog's non-force share of a step at N = 2^20
+#   multi     the multi-device executor: one lane against the single-device executor,
+#             every lane given in DEVICES (default 0,0: two executors on one GPU), the
+#             costs and the model; nbody run --devices
 #   fuzz      the cuda_entry_points fuzz target for FUZZ_SECONDS (default 540) from the
 #             committed corpora; crashes land in $OUT
 set -uo pipefail
@@ -36,6 +39,14 @@ if has tree; then
   for leaf in 16 32 128; do
     ./nbody-tree-bench --executor cuda --n 1024 --tree 1048576 --theta 0.5 --leaf $leaf 2>&1 | grep "^tree" | tee -a "$OUT/tree.log"
   done
+fi
+if has multi; then
+  ./nbody-multi-bench --devices "${DEVICES%%,*}" --sizes 65536,1048576 --reps 9 2>&1 | tee "$OUT/multi-one-lane.log"
+  ./nbody-multi-bench --devices "${DEVICES:-0,0}" --sizes 65536,262144,1048576 --reps 5 --predict 2>&1 | tee "$OUT/multi.log"
+  ./nbody-multi-bench --devices "${DEVICES:-0,0}" --sizes 65536,262144 --reps 5 --f64 2>&1 | tail -n 4 | tee -a "$OUT/multi.log"
+  (cd "$OUT" && "$OLDPWD/nbody" run --quiet --executor cuda --devices "${DEVICES:-0,0}" --n 65536 --t-end 0.0625 \
+    --precision f32 --out multi-run 2>&1 | tail -n 12 | tee multi-run.log; rm -f multi-run/snapshot-*.npy)
+  ./nbody info 2>&1 | tail -n 6 | tee "$OUT/multi-info.log"
 fi
 if has leapfrog; then
   ./nbody-cuda-bench --sizes 1048576 --f32 --leapfrog 1048576 2>&1 | tee "$OUT/leapfrog.log" | grep -i "leapfrog\|device"

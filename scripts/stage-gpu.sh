@@ -16,8 +16,10 @@ rm -rf .stage && mkdir -p .stage
 cargo build --release -p nbody-cuda
 fatbin=$(ls -t target/release/build/nbody-cuda-*/out/gravity.fatbin | head -n 1)
 python3 exec-cuda/scripts/sass_per_interaction.py "$fatbin" | sort > exec-cuda/sass-counts.txt
-cargo build --release --features cuda,mpi --bin nbody-cuda-bench --bin nbody-tree-bench --bin nbody --bin nbody-mpi-bench
-cp target/release/nbody-cuda-bench target/release/nbody-tree-bench target/release/nbody target/release/nbody-mpi-bench .stage/
+cargo build --release --features cuda,mpi --bin nbody-cuda-bench --bin nbody-tree-bench --bin nbody --bin nbody-mpi-bench \
+  --bin nbody-multi-bench
+cp target/release/nbody-cuda-bench target/release/nbody-tree-bench target/release/nbody target/release/nbody-mpi-bench \
+  target/release/nbody-multi-bench .stage/
 cargo test --release -p nbody-cuda --no-run --message-format=json 2>/dev/null |
   python3 -c '
 import json, sys, shutil

@@ -170,6 +170,8 @@ fn bad_input_gives_one_clear_line_and_an_exit_code() {
         (&["run", "--n", "lots"], 2, "'lots'"),
         (&["run", "--integrator", "euler"], 2, "euler"),
         (&["bench", "--flops", "17"], 2, "not a named convention"),
+        (&["run", "--devices", "0,1"], 1, "--devices picks GPUs: it needs --executor cuda"),
+        (&["run", "--executor", "cuda", "--devices", "0,x"], 1, "--devices must be all or device ordinals"),
     ];
     for &(args, code, needle) in cases {
         let o = nbody(args, d);

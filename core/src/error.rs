@@ -109,6 +109,15 @@ pub enum Error {
         /// The driver's error code.
         code: u32,
     },
+    /// One device of a multi-device executor failed; the call's outputs are untouched.
+    OnDevice {
+        /// The device's ordinal (as the driver numbers it).
+        ordinal: u32,
+        /// What was being done.
+        during: &'static str,
+        /// The driver's error code (2: out of memory).
+        code: u32,
+    },
     /// Another process of a distributed (collective) call refused its input or failed;
     /// that process's own error says why. Every process returns an error, so none waits
     /// for the others for ever.
@@ -146,6 +155,7 @@ impl fmt::Display for Error {
             Error::NoDevice => f.write_str("no usable device (no driver or no GPU found)"),
             Error::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
             Error::Device { during, code } => write!(f, "device error {code} during {during}"),
+            Error::OnDevice { ordinal, during, code } => write!(f, "device {ordinal}: error {code} during {during}"),
             Error::Peer { rank } => {
                 write!(f, "rank {rank} refused the distributed call or failed (its own error says why)")
             }

@@ -59,6 +59,42 @@ impl Overlap {
         }
     }
 
+    /// What remains of this overlap when only the sources `range` are passed (as
+    /// `&sources[range]`): a call split into source chunks subtracts each self term in
+    /// the chunk that holds it.
+    ///
+    /// ```
+    /// use nbody_core::Overlap;
+    /// let o = Overlap::Identical.restrict_sources(10, 4..8);
+    /// assert_eq!(o, Overlap::Shared { target_start: 4, source_start: 0, len: 4 });
+    /// assert_eq!(Overlap::Disjoint.restrict_sources(10, 0..10), Overlap::Disjoint);
+    /// ```
+    pub fn restrict_sources(&self, n_targets: usize, range: core::ops::Range<usize>) -> Overlap {
+        let (t0, s0, len) = self.resolve(n_targets);
+        let (lo, hi) = (s0.max(range.start), (s0 + len).min(range.end));
+        if lo >= hi {
+            return Overlap::Disjoint;
+        }
+        Overlap::Shared { target_start: t0 + (lo - s0), source_start: lo - range.start, len: hi - lo }
+    }
+
+    /// What remains of this overlap when only the targets `range` are passed (as
+    /// `&targets[range]`, with all the sources): a call split into target pieces.
+    ///
+    /// ```
+    /// use nbody_core::Overlap;
+    /// let o = Overlap::Identical.restrict_targets(10, 4..8);
+    /// assert_eq!(o, Overlap::Shared { target_start: 0, source_start: 4, len: 4 });
+    /// ```
+    pub fn restrict_targets(&self, n_targets: usize, range: core::ops::Range<usize>) -> Overlap {
+        let (t0, s0, len) = self.resolve(n_targets);
+        let (lo, hi) = (t0.max(range.start), (t0 + len).min(range.end));
+        if lo >= hi {
+            return Overlap::Disjoint;
+        }
+        Overlap::Shared { target_start: lo - range.start, source_start: s0 + (lo - t0), len: hi - lo }
+    }
+
     /// The overlap of a target span with a source span of one particle array, both given
     /// as `start..end` indices into it.
     ///

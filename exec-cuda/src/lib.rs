@@ -28,8 +28,11 @@
 
 mod batch;
 mod config;
+pub mod costs;
 mod device;
 mod memory;
+mod multi;
+mod pipeline;
 mod resident;
 pub mod timing;
 
@@ -37,6 +40,7 @@ pub use batch::DeviceList;
 pub use config::{choose, instructions_per_interaction, LaunchConfig, CANDIDATES, LADDER, SOURCE_PAD};
 pub use device::DeviceInfo;
 pub use memory::{DeviceFields, DeviceParticles};
+pub use multi::{MultiDevice, MultiState, PeerAccess};
 pub use resident::DeviceState;
 
 use cust::context::Context;
@@ -73,6 +77,8 @@ impl DeviceReal for f64 {
 pub struct CudaExecutor {
     // Fields drop in order: every buffer before the module, stream and context.
     scratch: [Scratch; 7],
+    /// Pinned host staging for the two-stream source upload (pipeline.rs).
+    pinned: [Option<cust::memory::LockedBuffer<u8>>; 2],
     tuned: HashMap<(&'static str, bool, bool, u32, u32), LaunchConfig>,
     autotune: bool,
     forced: Option<LaunchConfig>,
@@ -80,6 +86,8 @@ pub struct CudaExecutor {
     /// driver refuses it (see [`CudaExecutor::fail_next_launch`]).
     sabotage: std::cell::Cell<bool>,
     stream: Stream,
+    /// Uploads that overlap the kernels on `stream`.
+    copy_stream: Stream,
     module: Module,
     info: DeviceInfo,
     context: Context,
@@ -105,8 +113,11 @@ impl CudaExecutor {
         let (context, info) = device::open(ordinal)?;
         let module = Module::from_fatbin(FATBIN, &[]).map_err(cuda("loading the kernels"))?;
         let stream = Stream::new(StreamFlags::DEFAULT, None).map_err(cuda("creating a stream"))?;
+        let copy_stream = Stream::new(StreamFlags::DEFAULT, None).map_err(cuda("creating a stream"))?;
         Ok(Self {
             scratch: Default::default(),
+            pinned: [None, None],
+            copy_stream,
             tuned: HashMap::new(),
             autotune: false,
             forced: None,
@@ -127,6 +138,13 @@ impl CudaExecutor {
     /// ```
     pub fn device_count() -> Result<u32, Error> {
         device::count()
+    }
+
+    /// Waits until every launch queued on this executor has finished.
+    pub fn synchronize(&self) -> Result<(), Error> {
+        device::make_current(&self.context)?;
+        self.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+        self.copy_stream.synchronize().map_err(cuda("waiting for the copies"))
     }
 
     /// The device's properties.
@@ -445,6 +463,7 @@ impl CudaExecutor {
         let result = f(self);
         if result.is_err() {
             let _ = self.stream.synchronize();
+            let _ = self.copy_stream.synchronize();
             self.scratch.iter_mut().for_each(Scratch::release);
         }
         result
@@ -474,6 +493,9 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
             return Ok(());
         }
         self.guarded(|me| {
+            if sources.len() >= pipeline::PIPELINE_MIN_SOURCES {
+                return me.accelerations_pipelined(targets, sources, params, out);
+            }
             let padded = me.stage(targets, sources, out)?;
             let config = me.config_for::<T>(targets.len(), sources.len(), params)?;
             let s = &me.scratch;

@@ -88,11 +88,11 @@ impl CudaExecutor {
         Ok(())
     }
 
-    fn kick_or_drift<T: DeviceReal>(
+    pub(crate) fn kick_or_drift<T: DeviceReal>(
         &self,
         kernel: &str,
-        a: &DeviceBuffer<u8>,
-        b: &DeviceBuffer<u8>,
+        a: &cust::memory::DeviceSlice<u8>,
+        b: &cust::memory::DeviceSlice<u8>,
         n: usize,
         h: T,
     ) -> Result<(), Error> {

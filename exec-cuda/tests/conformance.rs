@@ -4,12 +4,17 @@
 
 use nbody_conformance::{exact, relative_acceleration_error, run, suite, Failed, Trial};
 use nbody_core::{Error, Executor, Field, Params, Particle};
-use nbody_cuda::{CudaExecutor, DeviceReal};
+use nbody_cuda::{CudaExecutor, DeviceReal, MultiDevice};
 
 fn main() {
     let has_device = !matches!(CudaExecutor::new(), Err(Error::NoDevice));
     let mut trials = suite::<f32, _>("cuda/f32", CudaExecutor::new);
     trials.extend(suite::<f64, _>("cuda/f64", CudaExecutor::new));
+    // Two executors on GPU 0: the splitting and merging of the multi-device executor,
+    // tested where there is one GPU.
+    trials.extend(suite::<f32, _>("cuda-multi-0,0/f32", || MultiDevice::on_devices(&[0, 0])));
+    trials.extend(suite::<f64, _>("cuda-multi-0,0/f64", || MultiDevice::on_devices(&[0, 0])));
+    trials.extend(suite::<f32, _>("cuda-multi-0,0,0/f32", || MultiDevice::on_devices(&[0, 0, 0])));
     let gpu = |name: &str, f: fn() -> Result<(), Failed>| {
         Trial::test(format!("cuda::{name}"), f).with_ignored_flag(!has_device)
     };
@@ -30,6 +35,14 @@ fn main() {
         gpu("device_resident_matches_host_path", device_resident),
         gpu("autotuned_choice_matches_the_oracle", autotuned),
         gpu("device_leapfrog_matches_the_host_leapfrog", device_leapfrog),
+        gpu("pipelined_upload_matches_the_oracle", pipelined),
+        gpu("multi_device_resident_leapfrog_matches_the_host_leapfrog", multi_leapfrog),
+        gpu("multi_device_failure_names_the_device_and_loses_nothing", multi_failure),
+        gpu("multi_device_uneven_weights_and_fewer_targets_than_devices", multi_uneven),
+        Trial::test("cuda::multi_device_missing_ordinal_is_an_error", || match MultiDevice::on_devices(&[0, 4096]) {
+            Err(Error::OnDevice { ordinal: 4096, .. }) | Err(Error::NoDevice) => Ok(()),
+            other => Err(format!("expected an error naming device 4096, got {other:?}").into()),
+        }),
     ]);
     run(trials);
 }
@@ -238,6 +251,105 @@ fn device_leapfrog() -> Result<(), Failed> {
         .fold(0.0, f64::max);
     if worst > 1e-12 {
         return Err(format!("device and host leapfrog differ by {worst:e} after 16 steps").into());
+    }
+    Ok(())
+}
+
+/// Sources past the pipeline threshold go up in tiles on the copy stream: the result is
+/// the oracle's, self terms included in whichever tile holds them.
+fn pipelined() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
+    for (nt, ns) in [(300, 40_000), (1000, 100_001), (2000, 70_000)] {
+        check_against_oracle::<f32>(&mut gpu, nt, ns, "pipelined")?;
+    }
+    check_against_oracle::<f64>(&mut gpu, 700, 65_537, "pipelined")
+}
+
+/// The resident leapfrog across two executors on one GPU (and three, unevenly
+/// weighted) stays with the host leapfrog, exchange included.
+fn multi_leapfrog() -> Result<(), Failed> {
+    use nbody_integrators::{Leapfrog, State};
+    let (p, v) = nbody_integrators::ics::plummer::<f64>(2000, 4);
+    let (dt, eps) = (1.0 / 256.0, 1.0 / 64.0);
+    let params = Params::softened(eps);
+    let mut host = State::new(p.clone(), v.clone());
+    let mut lf = Leapfrog::new(dt, eps).map_err(gpu_err)?;
+    for _ in 0..16 {
+        lf.step(&mut host, &mut nbody_core::Reference).map_err(gpu_err)?;
+    }
+    for (devices, weights) in [(&[0u32, 0][..], &[0.5, 0.5][..]), (&[0, 0, 0][..], &[0.2, 0.5, 0.3][..])] {
+        let mut gpus = MultiDevice::on_devices(devices).map_err(gpu_err)?.with_weights(weights).map_err(gpu_err)?;
+        let mut dev = gpus.upload_state(&p, &v).map_err(gpu_err)?;
+        for _ in 0..16 {
+            gpus.leapfrog_step(&mut dev, &params, dt).map_err(gpu_err)?;
+        }
+        let (mut pos, mut vel) = (p.clone(), v.clone());
+        gpus.download_state(&dev, &mut pos, &mut vel).map_err(gpu_err)?;
+        let worst = pos
+            .iter()
+            .zip(&host.pos)
+            .flat_map(|(a, b)| (0..3).map(move |k| (a.position()[k] - b.position()[k]).abs()))
+            .fold(0.0, f64::max);
+        if worst > 1e-12 {
+            return Err(format!("{devices:?}: multi-device and host leapfrog differ by {worst:e}").into());
+        }
+        let mut field = vec![Field::zero(); p.len()];
+        gpus.download_field(&mut dev, &params, &mut field).map_err(gpu_err)?;
+        let truth = exact(&pos, &pos, &params.with_overlap_identical()).map_err(gpu_err)?;
+        nbody_conformance::compare(&field, &vec![Field::zero(); p.len()], &truth, p.len(), true, f64::EPSILON)?;
+        let proj = nbody_core::projection::Projection {
+            plane: nbody_core::projection::Plane::XY,
+            centre: [0.0, 0.0],
+            half_width: 2.0,
+            pixels: 32,
+        };
+        let (mut got, mut want) = (vec![0.0; 1024], vec![0.0; 1024]);
+        gpus.project_resident(&dev, &proj, &mut got).map_err(gpu_err)?;
+        proj.deposit(&pos, &mut want).map_err(gpu_err)?;
+        if got.iter().zip(&want).any(|(a, b)| (a - b).abs() > 1e-12 * b.abs().max(1.0)) {
+            return Err(format!("{devices:?}: resident density map differs from the deposit").into());
+        }
+    }
+    Ok(())
+}
+
+/// A launch that fails on the second device: the error names it, the output keeps its
+/// contents, and the next call is right.
+fn multi_failure() -> Result<(), Failed> {
+    let mut gpus = MultiDevice::on_devices(&[0, 0]).map_err(gpu_err)?;
+    let (bodies, _) = nbody_integrators::ics::plummer::<f32>(5000, 9);
+    let params = Params::softened(0.01f32).with_overlap_identical();
+    let before = vec![Field::new(1.0f32, 2.0, 3.0, 4.0); bodies.len()];
+    let mut out = before.clone();
+    gpus.fail_next_launch_on(1);
+    match gpus.accelerations(&bodies, &bodies, &params, &mut out) {
+        Err(e @ Error::OnDevice { ordinal: 0, .. }) if e.to_string().starts_with("device 0:") => {}
+        other => return Err(format!("expected an error naming device 0, got {other:?}").into()),
+    }
+    if out != before {
+        return Err("a failed device changed the caller's output".into());
+    }
+    out.clone_from(&before);
+    gpus.accelerations(&bodies, &bodies, &params, &mut out).map_err(gpu_err)?;
+    let truth = exact(&bodies, &bodies, &params).map_err(gpu_err)?;
+    nbody_conformance::compare(&out, &before, &truth, bodies.len(), true, f32::EPSILON as f64).map_err(Failed::from)
+}
+
+/// Uneven weights, and fewer targets than devices (empty pieces).
+fn multi_uneven() -> Result<(), Failed> {
+    let mut gpus =
+        MultiDevice::on_devices(&[0, 0, 0]).map_err(gpu_err)?.with_weights(&[1.0, 0.0, 3.0]).map_err(gpu_err)?;
+    for (nt, ns) in [(1usize, 5usize), (2, 2), (1001, 1003)] {
+        let (all, _) = nbody_integrators::ics::plummer::<f64>(nt.max(ns), 5);
+        let params = Params::softened(0.01).with_overlap(nbody_core::Overlap::Shared {
+            target_start: 0,
+            source_start: 0,
+            len: nt.min(ns),
+        });
+        let mut out = vec![Field::zero(); nt];
+        gpus.accelerations(&all[..nt], &all[..ns], &params, &mut out).map_err(gpu_err)?;
+        let truth = exact(&all[..nt], &all[..ns], &params).map_err(gpu_err)?;
+        nbody_conformance::compare(&out, &vec![Field::zero(); nt], &truth, ns, true, f64::EPSILON)?;
     }
     Ok(())
 }

@@ -147,7 +147,7 @@ fn csv_from_tokens(u: &mut Unstructured<'_>) -> arbitrary::Result<String> {
     Ok(text)
 }
 
-const KEYS: [&str; 20] = [
+const KEYS: [&str; 21] = [
     "ic",
     "input",
     "n",
@@ -162,6 +162,7 @@ const KEYS: [&str; 20] = [
     "executor",
     "precision",
     "threads",
+    "devices",
     "out",
     "snapshot-every",
     "energy-every",

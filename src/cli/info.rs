@@ -63,6 +63,21 @@ fn cuda_devices() -> String {
             Err(_) => break,
         }
     }
+    // Which pairs can copy device to device (the multi-device leapfrog's exchange);
+    // the others are staged through pinned host memory.
+    let n = nbody_cuda::CudaExecutor::device_count().unwrap_or(0);
+    if n > 1 {
+        if let Ok(peer) = nbody_cuda::PeerAccess::probe(&(0..n).collect::<Vec<_>>()) {
+            o += "peer access (device to device copies; the rest go through pinned host memory):\n";
+            for (a, row) in peer.can.iter().enumerate() {
+                for (b, &can) in row.iter().enumerate().filter(|&(b, _)| b != a) {
+                    o += &format!("  {a} -> {b}: {}\n", if can { "yes" } else { "no" });
+                }
+            }
+        }
+    } else if n == 1 {
+        o += "peer access: one device (run several executors on it with --devices 0,0)\n";
+    }
     o
 }
 

@@ -69,6 +69,18 @@ pub fn cuda_executor() -> Result<nbody_cuda::CudaExecutor> {
     nbody_cuda::CudaExecutor::new().map_err(|e| anyhow::anyhow!("--executor cuda: {e}"))
 }
 
+/// The devices of `--devices` (`all`, or ordinals such as `0,1`).
+#[cfg(feature = "cuda")]
+pub fn multi_device(list: &str) -> Result<nbody_cuda::MultiDevice> {
+    let made = if list == "all" {
+        nbody_cuda::MultiDevice::new()
+    } else {
+        let ordinals: Vec<u32> = list.split(',').filter_map(|d| d.trim().parse().ok()).collect();
+        nbody_cuda::MultiDevice::on_devices(&ordinals)
+    };
+    made.map_err(|e| anyhow::anyhow!("--devices {list}: {e}"))
+}
+
 /// A host executor of the kind asked for (`cuda` runs through the host-slice entry
 /// points; the leapfrog uses the device-resident path instead).
 pub fn host_executor<T: CliReal>(kind: ExecutorKind, threads: usize) -> Result<Box<dyn Executor<T>>> {
@@ -200,6 +212,16 @@ fn evolve<T: CliReal>(s: &RunSettings, state: State<T>, stop: &AtomicBool, gpu: 
     let block_dt = power_of_two_below(s.dt.min(s.energy_every).min(s.snapshot_every).min(s.t_end));
     let grid = if s.integrator == IntegratorKind::BlockHermite { block_dt } else { 0.0 };
     let mut exec: Box<dyn Executor<T>> = match gpu {
+        #[cfg(feature = "cuda")]
+        Some(_) if s.executor == ExecutorKind::Cuda && s.devices.is_some() => {
+            let multi = multi_device(s.devices.as_deref().unwrap_or("all"))?;
+            let label = format!("cuda on devices {:?} (weights {:?})", multi.devices(), multi.weights());
+            if s.integrator == IntegratorKind::Leapfrog && team.size() == 1 {
+                let sim = super::sim::DeviceLeapfrog::new(multi, &state, s.dt, T::from_f64(s.eps))?;
+                return drive(s, Box::new(sim), &format!("{label}, device-resident leapfrog"), grid, stop, team);
+            }
+            Box::new(multi)
+        }
         #[cfg(feature = "cuda")]
         Some(gpu) if s.executor == ExecutorKind::Cuda => {
             if s.integrator == IntegratorKind::Leapfrog && team.size() == 1 {

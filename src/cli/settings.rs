@@ -89,6 +89,10 @@ pub struct RunArgs {
     /// CPU threads [default: all cores].
     #[arg(long)]
     pub threads: Option<usize>,
+    /// GPUs for --executor cuda: "all" or ordinals such as 0,1 (repeats run several
+    /// executors on one GPU) [default: device 0 alone].
+    #[arg(long, value_name = "LIST")]
+    pub devices: Option<String>,
     /// Output folder [default: nbody-out].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -140,6 +144,9 @@ pub struct RunSettings {
     pub precision: Precision,
     /// CPU threads.
     pub threads: usize,
+    /// GPUs of a multi-device run (`all` or ordinals), with the CUDA executor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<String>,
     /// Output folder.
     pub out: PathBuf,
     /// Time between snapshots.
@@ -186,6 +193,7 @@ impl RunArgs {
             executor: self.executor.or(file.executor),
             precision: self.precision.or(file.precision),
             threads: self.threads.or(file.threads),
+            devices: self.devices.or(file.devices),
             out: self.out.or(file.out),
             snapshot_every: self.snapshot_every.or(file.snapshot_every),
             energy_every: self.energy_every.or(file.energy_every),
@@ -253,6 +261,14 @@ impl RunArgs {
         if threads == 0 {
             bail!("--threads must be at least 1");
         }
+        if let Some(d) = &args.devices {
+            if executor != ExecutorKind::Cuda {
+                bail!("--devices picks GPUs: it needs --executor cuda");
+            }
+            if d != "all" && (d.is_empty() || d.split(',').any(|x| x.trim().parse::<u32>().is_err())) {
+                bail!("--devices must be all or device ordinals separated by commas, such as 0,1 (got {d})");
+            }
+        }
         let snapshot_every = args.snapshot_every.unwrap_or(t_end);
         positive("--snapshot-every", snapshot_every)?;
         let energy_every = args.energy_every.unwrap_or(t_end / 128.0);
@@ -279,6 +295,7 @@ impl RunArgs {
             executor,
             precision,
             threads,
+            devices: args.devices.map(|d| d.split(',').map(str::trim).collect::<Vec<_>>().join(",")),
             out: args.out.unwrap_or_else(|| PathBuf::from("nbody-out")),
             snapshot_every,
             energy_every,

@@ -122,6 +122,7 @@ impl<'e, T: Real> Host<'e, T> {
     }
 
     /// For a distributed executor: each call's sources are this rank's share of `n`.
+    #[cfg(feature = "mpi")]
     pub fn with_all_sources(mut self, n: usize) -> Self {
         self.exec.all_sources = Some(n);
         self
@@ -212,14 +213,78 @@ mod device {
     use super::{rows, Row, Simulation};
     use nbody_core::projection::Projection;
     use nbody_core::{Error, Field, Params, Particle, Velocity};
-    use nbody_cuda::{CudaExecutor, DeviceReal, DeviceState};
-    use nbody_integrators::{diagnostics, State};
+    use nbody_cuda::{CudaExecutor, DeviceReal, DeviceState, MultiDevice, MultiState};
+    use nbody_integrators::{diagnostics, Diagnostics, State};
 
-    /// A leapfrog whose particles stay on the GPU; only diagnostics, snapshots and
+    /// Executors that keep a system on their device(s) and step it there: one GPU
+    /// ([`CudaExecutor`], [`DeviceState`]) or several ([`MultiDevice`], [`MultiState`]).
+    pub trait Resident<T: DeviceReal> {
+        /// The system on the device(s).
+        type State;
+        /// Uploads the system.
+        fn upload(&mut self, pos: &[Particle<T>], vel: &[Velocity<T>]) -> Result<Self::State, Error>;
+        /// One kick-drift-kick step.
+        fn step(&mut self, s: &mut Self::State, params: &Params<T>, dt: f64) -> Result<(), Error>;
+        /// Simulated time of the state.
+        fn time(s: &Self::State) -> f64;
+        /// Positions and velocities back.
+        fn positions(&mut self, s: &Self::State, pos: &mut [Particle<T>], vel: &mut [Velocity<T>])
+            -> Result<(), Error>;
+        /// The field at the current positions, back.
+        fn field(&mut self, s: &mut Self::State, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error>;
+        /// Density map on the device(s).
+        fn project(&mut self, s: &Self::State, projection: &Projection, grid: &mut [f64]) -> Result<(), Error>;
+    }
+
+    impl<T: DeviceReal> Resident<T> for CudaExecutor {
+        type State = DeviceState<T>;
+        fn upload(&mut self, pos: &[Particle<T>], vel: &[Velocity<T>]) -> Result<Self::State, Error> {
+            self.upload_state(pos, vel)
+        }
+        fn step(&mut self, s: &mut Self::State, params: &Params<T>, dt: f64) -> Result<(), Error> {
+            self.leapfrog_step(s, params, dt)
+        }
+        fn time(s: &Self::State) -> f64 {
+            s.time
+        }
+        fn positions(&mut self, s: &Self::State, p: &mut [Particle<T>], v: &mut [Velocity<T>]) -> Result<(), Error> {
+            self.download_state(s, p, v)
+        }
+        fn field(&mut self, s: &mut Self::State, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error> {
+            self.download_field(s, params, out)
+        }
+        fn project(&mut self, s: &Self::State, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+            self.project_resident(s.positions(), projection, grid)
+        }
+    }
+
+    impl<T: DeviceReal> Resident<T> for MultiDevice {
+        type State = MultiState<T>;
+        fn upload(&mut self, pos: &[Particle<T>], vel: &[Velocity<T>]) -> Result<Self::State, Error> {
+            self.upload_state(pos, vel)
+        }
+        fn step(&mut self, s: &mut Self::State, params: &Params<T>, dt: f64) -> Result<(), Error> {
+            self.leapfrog_step(s, params, dt)
+        }
+        fn time(s: &Self::State) -> f64 {
+            s.time
+        }
+        fn positions(&mut self, s: &Self::State, p: &mut [Particle<T>], v: &mut [Velocity<T>]) -> Result<(), Error> {
+            self.download_state(s, p, v)
+        }
+        fn field(&mut self, s: &mut Self::State, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error> {
+            self.download_field(s, params, out)
+        }
+        fn project(&mut self, s: &Self::State, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+            self.project_resident(s, projection, grid)
+        }
+    }
+
+    /// A leapfrog whose particles stay on the GPU(s); only diagnostics, snapshots and
     /// pictures copy them back.
-    pub struct DeviceLeapfrog<T: DeviceReal> {
-        exec: CudaExecutor,
-        state: DeviceState<T>,
+    pub struct DeviceLeapfrog<T: DeviceReal, E: Resident<T>> {
+        exec: E,
+        state: E::State,
         params: Params<T>,
         dt: f64,
         steps: u64,
@@ -228,34 +293,34 @@ mod device {
         vel: Vec<Velocity<T>>,
     }
 
-    impl<T: DeviceReal> DeviceLeapfrog<T> {
+    impl<T: DeviceReal, E: Resident<T>> DeviceLeapfrog<T, E> {
         /// Uploads the system.
-        pub fn new(mut exec: CudaExecutor, s: &State<T>, dt: f64, eps: T) -> Result<Self, Error> {
+        pub fn new(mut exec: E, s: &State<T>, dt: f64, eps: T) -> Result<Self, Error> {
             let params = Params::softened(eps).with_overlap_identical();
             nbody_core::validate::params(&params)?;
-            let state = exec.upload_state(&s.pos, &s.vel)?;
+            let state = exec.upload(&s.pos, &s.vel)?;
             let (pos, vel) = (s.pos.clone(), s.vel.clone());
             Ok(Self { exec, state, params, dt, steps: 0, interactions: 0.0, pos, vel })
         }
 
         fn download(&mut self) -> Result<(), Error> {
-            self.exec.download_state(&self.state, &mut self.pos, &mut self.vel)
+            self.exec.positions(&self.state, &mut self.pos, &mut self.vel)
         }
     }
 
-    impl<T: DeviceReal> Simulation for DeviceLeapfrog<T> {
+    impl<T: DeviceReal, E: Resident<T>> Simulation for DeviceLeapfrog<T, E> {
         fn time(&self) -> f64 {
-            self.state.time
+            E::time(&self.state)
         }
 
         fn step(&mut self, until: f64) -> Result<bool, Error> {
             let half = 0.5 * self.dt;
-            if self.state.time < until - half {
-                self.exec.leapfrog_step(&mut self.state, &self.params, self.dt)?;
+            if E::time(&self.state) < until - half {
+                self.exec.step(&mut self.state, &self.params, self.dt)?;
                 self.steps += 1;
                 self.interactions += (self.pos.len() as f64).powi(2);
             }
-            Ok(self.state.time >= until - half)
+            Ok(E::time(&self.state) >= until - half)
         }
 
         fn steps(&self) -> u64 {
@@ -269,9 +334,9 @@ mod device {
         fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
             self.download()?;
             let mut field = vec![Field::zero(); self.pos.len()];
-            self.exec.download_field(&mut self.state, &self.params, &mut field)?;
-            let s =
-                State { pos: std::mem::take(&mut self.pos), vel: std::mem::take(&mut self.vel), time: self.state.time };
+            self.exec.field(&mut self.state, &self.params, &mut field)?;
+            let time = E::time(&self.state);
+            let s = State { pos: std::mem::take(&mut self.pos), vel: std::mem::take(&mut self.vel), time };
             let d = diagnostics(&s, &field);
             (self.pos, self.vel) = (s.pos, s.vel);
             Ok(d)
@@ -283,16 +348,15 @@ mod device {
         }
 
         fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
-            // On the device: only the grid comes back.
-            self.exec.project_resident(self.state.positions(), projection, grid)
+            // On the device(s): only the grid comes back.
+            self.exec.project(&self.state, projection, grid)
         }
     }
-
-    use nbody_integrators::Diagnostics;
 }
 
 /// A simulation whose particles are spread over the ranks of a [`super::team::Team`]:
 /// snapshots gather every rank's rows (in rank order) onto every rank.
+#[cfg(feature = "mpi")]
 pub struct Gathered<'a> {
     /// This rank's part.
     pub sim: Box<dyn Simulation + 'a>,
@@ -300,6 +364,7 @@ pub struct Gathered<'a> {
     pub team: &'a super::team::Team,
 }
 
+#[cfg(feature = "mpi")]
 impl Simulation for Gathered<'_> {
     fn time(&self) -> f64 {
         self.sim.time()

@@ -276,16 +276,6 @@ fn linearity_in_source_masses<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Res
     })
 }
 
-/// The part of `overlap` that falls into the source chunk `a..b`.
-fn restrict(overlap: Overlap, n_targets: usize, a: usize, b: usize) -> Overlap {
-    let (t0, s0, len) = overlap.resolve(n_targets);
-    let (lo, hi) = (s0.max(a), (s0 + len).min(b));
-    if lo >= hi {
-        return Overlap::Disjoint;
-    }
-    Overlap::Shared { target_start: t0 + (lo - s0), source_start: lo - a, len: hi - lo }
-}
-
 fn chunked_sources_accumulate<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     prop(e, (cases(32, 96), vec(any::<u16>(), 0..5)), |e, (c, cuts)| {
         let (t, s, p) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>());
@@ -295,7 +285,7 @@ fn chunked_sources_accumulate<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Res
         let one = call(e, &t, &s, &p, &zeros(t.len()))?;
         let mut chunked = zeros::<T>(t.len());
         for w in edges.windows(2) {
-            let q = p.with_overlap(restrict(p.overlap, t.len(), w[0], w[1]));
+            let q = p.with_overlap(p.overlap.restrict_sources(t.len(), w[0]..w[1]));
             e.accelerations(&t, &s[w[0]..w[1]], &q, &mut chunked).map_err(|err| err.to_string())?;
         }
         let ex = oracle_of(&t, &s, &p)?;

@@ -1,0 +1,795 @@
+//! Several devices in one process (Miki et al. 2013, section 3): [`MultiDevice`]
+//! composes one [`CudaExecutor`] per device (each with its own context, streams and
+//! scratch), splits the targets among them in proportion to their measured rates, and
+//! runs them concurrently, one host thread per device. [`MultiState`] keeps a system on
+//! the devices across steps: each device owns a slice, kicks and drifts it, and the
+//! slices are exchanged device to device (peer copies where the devices allow them,
+//! staged through pinned host memory where they do not) while each device already
+//! computes the force of the sources it holds.
+
+use crate::device::cuda;
+use crate::memory::{alloc, download, upload_padded};
+use crate::pipeline::Marker;
+use crate::{CudaExecutor, DeviceFields, DeviceReal, SOURCE_PAD};
+use cust::memory::{CopyDestination, DeviceBuffer, LockedBuffer};
+use nbody_core::projection::Projection;
+use nbody_core::{
+    validate, validate_batch, Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params,
+    Particle, Velocity,
+};
+use std::ops::Range;
+
+/// Which device pairs can read each other's memory directly (peer access).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerAccess {
+    /// The device ordinals, in the order of the matrix.
+    pub devices: Vec<u32>,
+    /// `can[a][b]`: device `devices[a]` can access `devices[b]`'s memory.
+    pub can: Vec<Vec<bool>>,
+}
+
+impl PeerAccess {
+    /// Asks the driver about every pair of `devices` (the same ordinal twice counts as
+    /// access: one device reads its own memory).
+    pub fn probe(devices: &[u32]) -> Result<Self, Error> {
+        crate::device::count()?;
+        let mut can = vec![vec![false; devices.len()]; devices.len()];
+        for (a, &da) in devices.iter().enumerate() {
+            for (b, &db) in devices.iter().enumerate() {
+                can[a][b] = da == db || {
+                    let (x, y) = (raw_device(da)?, raw_device(db)?);
+                    let mut v = 0i32;
+                    // SAFETY: both device handles come from the driver; v is written.
+                    let r = unsafe { cust::sys::cuDeviceCanAccessPeer(&mut v, x, y) };
+                    check(r, da, "asking about peer access")?;
+                    v != 0
+                };
+            }
+        }
+        Ok(Self { devices: devices.to_vec(), can })
+    }
+
+    /// True when every pair of distinct devices has access both ways.
+    pub fn all(&self) -> bool {
+        self.can.iter().all(|row| row.iter().all(|&c| c))
+    }
+}
+
+fn raw_device(ordinal: u32) -> Result<cust::sys::CUdevice, Error> {
+    cust::device::Device::get_device(ordinal).map(|d| d.as_raw()).map_err(|_| Error::OnDevice {
+        ordinal,
+        during: "opening the device (no such ordinal)",
+        code: 101,
+    })
+}
+
+fn check(r: cust::sys::CUresult, ordinal: u32, during: &'static str) -> Result<(), Error> {
+    if r == cust::sys::cudaError_enum::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::OnDevice { ordinal, during, code: r as u32 })
+    }
+}
+
+/// An error of one device, named by its ordinal.
+fn on_device(ordinal: u32) -> impl Fn(Error) -> Error {
+    move |e| match e {
+        Error::Device { during, code } => Error::OnDevice { ordinal, during, code },
+        Error::OutOfMemory { .. } => Error::OnDevice { ordinal, during: "allocating device memory", code: 2 },
+        Error::NoDevice => Error::OnDevice { ordinal, during: "using the device", code: 100 },
+        other => other,
+    }
+}
+
+/// One device of a [`MultiDevice`].
+struct Lane {
+    ordinal: u32,
+    exec: CudaExecutor,
+}
+
+/// The executor over several devices. Built from a list of device ordinals (all
+/// visible devices by default; `CUDA_VISIBLE_DEVICES` applies); the same ordinal may
+/// appear more than once, giving several executors (streams, scratch) on one GPU, which
+/// is how the splitting and merging are tested on a machine with one GPU. Lanes on one
+/// ordinal share that device's primary context.
+///
+/// Every host-slice entry point splits the targets (batched lists: the pairs; density
+/// maps: the particles) among the devices by their weights, runs the pieces
+/// concurrently, and writes the caller's output only once every device has succeeded:
+/// a device that fails gives [`Error::OnDevice`] naming it, the output is untouched,
+/// and the executor stays usable. With one device the calls go straight to it.
+///
+/// ```no_run
+/// use nbody_core::{Executor, Field, Params};
+/// let mut gpus = nbody_cuda::MultiDevice::new()?; // every visible device
+/// let (bodies, _) = nbody_integrators::ics::plummer::<f32>(1 << 18, 1);
+/// let mut field = vec![Field::zero(); bodies.len()];
+/// gpus.accelerations(&bodies, &bodies, &Params::softened(0.01).with_overlap_identical(), &mut field)?;
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+pub struct MultiDevice {
+    lanes: Vec<Lane>,
+    weights: Vec<f64>,
+    peer: PeerAccess,
+}
+
+impl std::fmt::Debug for MultiDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiDevice").field("devices", &self.devices()).field("weights", &self.weights).finish()
+    }
+}
+
+/// Rates within this fraction of each other count as equal devices: equal shares, so
+/// that noise in the calibration does not unbalance identical GPUs.
+const EQUAL_RATES: f64 = 0.05;
+
+impl MultiDevice {
+    /// Every visible device, weighted by measured rate.
+    pub fn new() -> Result<Self, Error> {
+        let n = crate::device::count()?;
+        if n == 0 {
+            return Err(Error::NoDevice);
+        }
+        Self::on_devices(&(0..n).collect::<Vec<_>>())
+    }
+
+    /// The devices `ordinals` (repeats allowed), weighted by measured rate. An ordinal
+    /// the driver does not have is an error here, not at the first call.
+    pub fn on_devices(ordinals: &[u32]) -> Result<Self, Error> {
+        if ordinals.is_empty() {
+            return Err(Error::InvalidParameter { name: "devices", requirement: "at least one device ordinal" });
+        }
+        let visible = crate::device::count()?;
+        let mut lanes = Vec::with_capacity(ordinals.len());
+        for &ordinal in ordinals {
+            if ordinal >= visible {
+                return Err(Error::OnDevice { ordinal, during: "opening the device (no such ordinal)", code: 101 });
+            }
+            lanes.push(Lane { ordinal, exec: CudaExecutor::on_device(ordinal).map_err(on_device(ordinal))? });
+        }
+        let peer = PeerAccess::probe(ordinals)?;
+        let mut me = Self { weights: vec![1.0 / ordinals.len() as f64; ordinals.len()], lanes, peer };
+        me.enable_peer_access()?;
+        if me.lanes.len() > 1 {
+            me.calibrate()?;
+        }
+        Ok(me)
+    }
+
+    /// Shares of the targets per device, in device order (normalised to sum to 1).
+    pub fn with_weights(mut self, weights: &[f64]) -> Result<Self, Error> {
+        let total: f64 = weights.iter().sum();
+        if weights.len() != self.lanes.len() || weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) || total <= 0.0 {
+            return Err(Error::InvalidParameter {
+                name: "weights",
+                requirement: "one finite non-negative weight per device, not all zero",
+            });
+        }
+        self.weights = weights.iter().map(|w| w / total).collect();
+        Ok(self)
+    }
+
+    /// Times each device alone on the same call (f32, 32,768 x 32,768) and sets the
+    /// weights in proportion to the rates (equal when they agree within 5%). Returns
+    /// the rates in interactions per second.
+    pub fn calibrate(&mut self) -> Result<Vec<f64>, Error> {
+        let n = 32_768;
+        let (ps, _) = synthetic(n);
+        let params = Params::softened(0.01f32).with_overlap_identical();
+        let mut rates = Vec::new();
+        for lane in &mut self.lanes {
+            let mut out = vec![Field::zero(); n];
+            let run = |e: &mut CudaExecutor, out: &mut [Field<f32>]| e.accelerations(&ps, &ps, &params, out);
+            run(&mut lane.exec, &mut out).map_err(on_device(lane.ordinal))?;
+            let start = std::time::Instant::now();
+            run(&mut lane.exec, &mut out).map_err(on_device(lane.ordinal))?;
+            rates.push((n * n) as f64 / start.elapsed().as_secs_f64());
+        }
+        let (lo, hi) = rates.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+        let total: f64 = rates.iter().sum();
+        self.weights = if hi <= lo * (1.0 + EQUAL_RATES) {
+            vec![1.0 / rates.len() as f64; rates.len()]
+        } else {
+            rates.iter().map(|r| r / total).collect()
+        };
+        Ok(rates)
+    }
+
+    /// The device ordinals, one per lane.
+    pub fn devices(&self) -> Vec<u32> {
+        self.lanes.iter().map(|l| l.ordinal).collect()
+    }
+
+    /// The share of the targets each device takes.
+    pub fn weights(&self) -> &[f64] {
+        &self.weights
+    }
+
+    /// Which device pairs have peer access (enabled where they do).
+    pub fn peer_access(&self) -> &PeerAccess {
+        &self.peer
+    }
+
+    /// The single-device executors, in lane order (for their resident entry points).
+    pub fn executors(&mut self) -> impl Iterator<Item = &mut CudaExecutor> {
+        self.lanes.iter_mut().map(|l| &mut l.exec)
+    }
+
+    /// Waits until every device has finished what was queued on it.
+    pub fn synchronize(&self) -> Result<(), Error> {
+        self.lanes.iter().try_for_each(|l| l.exec.synchronize().map_err(on_device(l.ordinal)))
+    }
+
+    /// Makes lane `lane`'s next tiled launch fail in the driver (see
+    /// [`CudaExecutor::fail_next_launch`]).
+    #[doc(hidden)]
+    pub fn fail_next_launch_on(&mut self, lane: usize) {
+        self.lanes[lane].exec.fail_next_launch();
+    }
+
+    fn enable_peer_access(&mut self) -> Result<(), Error> {
+        for a in 0..self.lanes.len() {
+            for b in 0..self.lanes.len() {
+                let (la, lb) = (&self.lanes[a], &self.lanes[b]);
+                if la.ordinal == lb.ordinal || !self.peer.can[a][b] {
+                    continue;
+                }
+                crate::device::make_current(&la.exec.context).map_err(on_device(la.ordinal))?;
+                // SAFETY: both contexts are live; enabling twice reports
+                // PEER_ACCESS_ALREADY_ENABLED, which is fine.
+                let r = unsafe { cust::sys::cuCtxEnablePeerAccess(lb.exec.context.as_raw(), 0) };
+                if r != cust::sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+                    check(r, la.ordinal, "enabling peer access")?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `n` items cut into one contiguous range per lane, by weight.
+    fn split(&self, n: usize) -> Vec<Range<usize>> {
+        let mut edges = vec![0usize];
+        let mut acc = 0.0;
+        for w in &self.weights {
+            acc += w;
+            edges.push(((acc * n as f64).round() as usize).min(n));
+        }
+        *edges.last_mut().expect("one edge per lane and one more") = n;
+        edges.windows(2).map(|w| w[0]..w[1].max(w[0])).collect()
+    }
+
+    /// Runs `task(lane index, executor)` on every lane at once, one host thread each;
+    /// the first error, named by its device.
+    fn each<R: Send>(
+        &mut self,
+        task: impl Fn(usize, &mut CudaExecutor) -> Result<R, Error> + Sync,
+    ) -> Result<Vec<R>, Error> {
+        let task = &task;
+        let results: Vec<Result<R, Error>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = self
+                .lanes
+                .iter_mut()
+                .enumerate()
+                .map(|(k, lane)| scope.spawn(move || task(k, &mut lane.exec).map_err(on_device(lane.ordinal))))
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a device thread panicked")).collect()
+        });
+        results.into_iter().collect()
+    }
+}
+
+/// Reproducible scattered particles for calibration.
+fn synthetic(n: usize) -> (Vec<Particle<f32>>, ()) {
+    let ps = (0..n as u64)
+        .map(|i| {
+            let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let c = |s: u32| ((h >> s) & 0xffff) as f32 / 32_768.0 - 1.0;
+            Particle::new(c(0), c(16), c(32), 1.0 / n as f32)
+        })
+        .collect();
+    (ps, ())
+}
+
+/// Adds `parts` (each a full-length output) into `out`; `phi` only with the potential.
+fn add_parts<T: DeviceReal>(out: &mut [Field<T>], parts: &[Vec<Field<T>>], potential: bool) {
+    for part in parts {
+        for (o, p) in out.iter_mut().zip(part) {
+            o.ax = o.ax + p.ax;
+            o.ay = o.ay + p.ay;
+            o.az = o.az + p.az;
+            if potential {
+                o.phi = o.phi + p.phi;
+            }
+        }
+    }
+}
+
+impl<T: DeviceReal> Executor<T> for MultiDevice {
+    fn name(&self) -> &'static str {
+        "cuda-multi"
+    }
+
+    fn accelerations(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        if self.lanes.len() == 1 {
+            let ordinal = self.lanes[0].ordinal;
+            return self.lanes[0].exec.accelerations(targets, sources, params, out).map_err(on_device(ordinal));
+        }
+        validate::call(targets, sources, params, out.len())?;
+        let pieces = self.split(targets.len());
+        let n = targets.len();
+        let results = self.each(|k, exec| {
+            let r = pieces[k].clone();
+            let mut piece = out[r.clone()].to_vec();
+            let p = params.with_overlap(params.overlap.restrict_targets(n, r.clone()));
+            exec.accelerations(&targets[r], sources, &p, &mut piece)?;
+            Ok(piece)
+        })?;
+        for (r, piece) in pieces.iter().zip(results) {
+            out[r.clone()].copy_from_slice(&piece);
+        }
+        Ok(())
+    }
+
+    fn accelerations_jerk(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        if self.lanes.len() == 1 {
+            let ordinal = self.lanes[0].ordinal;
+            return self.lanes[0]
+                .exec
+                .accelerations_jerk(targets, sources, params, out, jerk)
+                .map_err(on_device(ordinal));
+        }
+        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
+        let n = targets.pos.len();
+        let pieces = self.split(n);
+        let results = self.each(|k, exec| {
+            let r = pieces[k].clone();
+            let (mut piece, mut jpiece) = (out[r.clone()].to_vec(), jerk[r.clone()].to_vec());
+            let p = params.with_overlap(params.overlap.restrict_targets(n, r.clone()));
+            let t = Bodies { pos: &targets.pos[r.clone()], vel: &targets.vel[r] };
+            exec.accelerations_jerk(t, sources, &p, &mut piece, &mut jpiece)?;
+            Ok((piece, jpiece))
+        })?;
+        for (r, (piece, jpiece)) in pieces.iter().zip(results) {
+            out[r.clone()].copy_from_slice(&piece);
+            jerk[r.clone()].copy_from_slice(&jpiece);
+        }
+        Ok(())
+    }
+
+    /// Pairs are dealt to the devices in contiguous runs of about equal interaction
+    /// counts (by weight); each device runs its pairs over the whole particle array and
+    /// the outputs are summed.
+    fn accelerations_batch(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        if self.lanes.len() == 1 {
+            let ordinal = self.lanes[0].ordinal;
+            return self.lanes[0].exec.accelerations_batch(particles, list, params, out).map_err(on_device(ordinal));
+        }
+        validate_batch(particles, list, params, out.len())?;
+        let work: Vec<usize> = list
+            .pairs
+            .iter()
+            .map(|p| p.targets.len() * list.sources_of(p).iter().map(|s| s.len()).sum::<usize>())
+            .collect();
+        let total: usize = work.iter().sum();
+        let mut runs: Vec<Vec<Pair>> = vec![Vec::new(); self.lanes.len()];
+        let (mut lane, mut done, mut bound) = (0, 0usize, self.weights[0] * total as f64);
+        for (pair, w) in list.pairs.iter().zip(&work) {
+            while lane + 1 < runs.len() && done as f64 >= bound {
+                lane += 1;
+                bound += self.weights[lane] * total as f64;
+            }
+            runs[lane].push(*pair);
+            done += w;
+        }
+        let parts = self.each(|k, exec| {
+            let mine = InteractionList { pairs: &runs[k], source_spans: list.source_spans };
+            let mut part = vec![Field::zero(); particles.len()];
+            exec.accelerations_batch(particles, &mine, params, &mut part)?;
+            Ok(part)
+        })?;
+        add_parts(out, &parts, params.potential);
+        Ok(())
+    }
+
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        if self.lanes.len() == 1 {
+            let ordinal = self.lanes[0].ordinal;
+            return self.lanes[0].exec.project(particles, projection, grid).map_err(on_device(ordinal));
+        }
+        projection.validate(grid.len())?;
+        validate::particles(particles, Array::Particles)?;
+        let pieces = self.split(particles.len());
+        let grids = self.each(|k, exec| {
+            let mut g = vec![0.0; grid.len()];
+            exec.project(&particles[pieces[k].clone()], projection, &mut g)?;
+            Ok(g)
+        })?;
+        for g in grids {
+            grid.iter_mut().zip(&g).for_each(|(a, b)| *a += b);
+        }
+        Ok(())
+    }
+}
+
+/// One lane's part of a [`MultiState`].
+struct Part<T: DeviceReal> {
+    /// This lane's particles (indices into the system).
+    own: Range<usize>,
+    /// Every lane's positions, each region padded with massless particles to a
+    /// multiple of [`SOURCE_PAD`] (region `k` at `offsets[k]`).
+    all: DeviceBuffer<u8>,
+    vel: DeviceBuffer<u8>,
+    field: DeviceFields<T>,
+    /// Pinned staging for exchanges without peer access.
+    staging: Option<LockedBuffer<u8>>,
+}
+
+/// A system spread over the devices of a [`MultiDevice`]: each device owns a
+/// contiguous slice of the particles (positions, velocities, field) and holds a copy of
+/// every other device's positions, refreshed after each drift.
+pub struct MultiState<T: DeviceReal> {
+    parts: Vec<Part<T>>,
+    /// Region offsets (in particles) in every lane's `all` buffer.
+    offsets: Vec<usize>,
+    padded: Vec<usize>,
+    n: usize,
+    fresh: bool,
+    /// Simulated time.
+    pub time: f64,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: DeviceReal> MultiState<T> {
+    /// Number of particles.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Which particles each device owns.
+    pub fn slices(&self) -> Vec<Range<usize>> {
+        self.parts.iter().map(|p| p.own.clone()).collect()
+    }
+}
+
+fn bytes_of<R>(n: usize) -> usize {
+    n * std::mem::size_of::<R>()
+}
+
+impl MultiDevice {
+    /// Uploads a system (validated) to stay on the devices, each owning its share.
+    pub fn upload_state<T: DeviceReal>(
+        &mut self,
+        pos: &[Particle<T>],
+        vel: &[Velocity<T>],
+    ) -> Result<MultiState<T>, Error> {
+        validate::particles(pos, Array::Particles)?;
+        validate::velocities(vel, pos.len(), Array::SourceVelocities)?;
+        let slices = self.split(pos.len());
+        let padded: Vec<usize> = slices.iter().map(|r| r.len().next_multiple_of(SOURCE_PAD)).collect();
+        let offsets: Vec<usize> = padded.iter().scan(0, |a, &p| Some(std::mem::replace(a, *a + p))).collect();
+        let total: usize = padded.iter().sum();
+        let mut parts = Vec::with_capacity(self.lanes.len());
+        for (k, lane) in self.lanes.iter_mut().enumerate() {
+            let mut up = || -> Result<Part<T>, Error> {
+                crate::device::make_current(&lane.exec.context)?;
+                let mut all = alloc(bytes_of::<Particle<T>>(total))?;
+                upload_padded(&mut all, &[], bytes_of::<Particle<T>>(total))?;
+                for (r, &off) in slices.iter().zip(&offsets) {
+                    let data: &[u8] = bytemuck::cast_slice(&pos[r.clone()]);
+                    if !data.is_empty() {
+                        let at = bytes_of::<Particle<T>>(off);
+                        all.index(at..at + data.len()).copy_from(data).map_err(cuda("copying to the device"))?;
+                    }
+                }
+                let own = slices[k].clone();
+                let vbytes = bytes_of::<Velocity<T>>(padded[k]);
+                let mut v = alloc(vbytes)?;
+                upload_padded(&mut v, bytemuck::cast_slice(&vel[own.clone()]), vbytes)?;
+                let field = lane.exec.zeroed_fields::<T>(padded[k])?;
+                Ok(Part { own, all, vel: v, field, staging: None })
+            };
+            parts.push(up().map_err(on_device(lane.ordinal))?);
+        }
+        Ok(MultiState { parts, offsets, padded, n: pos.len(), fresh: false, time: 0.0, _t: Default::default() })
+    }
+
+    /// Copies positions and velocities back, in system order.
+    pub fn download_state<T: DeviceReal>(
+        &mut self,
+        state: &MultiState<T>,
+        pos: &mut [Particle<T>],
+        vel: &mut [Velocity<T>],
+    ) -> Result<(), Error> {
+        validate::length("positions", state.n, pos.len())?;
+        validate::length("velocities", state.n, vel.len())?;
+        for (k, (lane, part)) in self.lanes.iter_mut().zip(&state.parts).enumerate() {
+            let r = part.own.clone();
+            let mut get = || -> Result<(), Error> {
+                crate::device::make_current(&lane.exec.context)?;
+                lane.exec.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+                let at = bytes_of::<Particle<T>>(state.offsets[k]);
+                download(
+                    &part.all.index(at..at + bytes_of::<Particle<T>>(r.len())),
+                    bytemuck::cast_slice_mut(&mut pos[r.clone()]),
+                )?;
+                download(&part.vel, bytemuck::cast_slice_mut(&mut vel[r.clone()]))
+            };
+            get().map_err(on_device(lane.ordinal))?;
+        }
+        Ok(())
+    }
+
+    /// The field at the current positions, in system order.
+    pub fn download_field<T: DeviceReal>(
+        &mut self,
+        state: &mut MultiState<T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        validate::length("output", state.n, out.len())?;
+        if !state.fresh {
+            self.force(state, params)?;
+        }
+        for (lane, part) in self.lanes.iter_mut().zip(&state.parts) {
+            let r = part.own.clone();
+            let mut get = || -> Result<(), Error> {
+                crate::device::make_current(&lane.exec.context)?;
+                lane.exec.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+                download(&part.field.buf, bytemuck::cast_slice_mut(&mut out[r.clone()]))
+            };
+            get().map_err(on_device(lane.ordinal))?;
+        }
+        Ok(())
+    }
+
+    /// Density map of the resident particles: each device deposits its own slice.
+    pub fn project_resident<T: DeviceReal>(
+        &mut self,
+        state: &MultiState<T>,
+        projection: &Projection,
+        grid: &mut [f64],
+    ) -> Result<(), Error> {
+        projection.validate(grid.len())?;
+        let mut total = vec![0.0; grid.len()];
+        for (k, (lane, part)) in self.lanes.iter_mut().zip(&state.parts).enumerate() {
+            let at = bytes_of::<Particle<T>>(state.offsets[k]);
+            let p = crate::memory::ptr(&part.all.index(at..at + bytes_of::<Particle<T>>(state.padded[k])));
+            let n = part.own.len();
+            let mut g = vec![0.0; grid.len()];
+            lane.exec
+                .guarded(|me| {
+                    me.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+                    me.launch_project::<T>(p, n, projection, &mut g)
+                })
+                .map_err(on_device(lane.ordinal))?;
+            total.iter_mut().zip(&g).for_each(|(a, b)| *a += b);
+        }
+        grid.iter_mut().zip(&total).for_each(|(a, b)| *a += b);
+        Ok(())
+    }
+
+    /// The force on every device's own particles from all particles: the own region
+    /// first, then each other region once it has arrived (`arrived[b][a]`).
+    fn force_after<T: DeviceReal>(
+        &mut self,
+        s: &mut MultiState<T>,
+        params: &Params<T>,
+        arrived: Option<&[Vec<Option<Marker>>]>,
+    ) -> Result<(), Error> {
+        let psize = std::mem::size_of::<Particle<T>>();
+        for (b, (lane, part)) in self.lanes.iter_mut().zip(&mut s.parts).enumerate() {
+            let exec = &mut lane.exec;
+            let run = |exec: &mut CudaExecutor| -> Result<(), Error> {
+                crate::device::make_current(&exec.context)?;
+                let nb = part.own.len();
+                let fbytes = bytes_of::<Field<T>>(nb.max(1));
+                // SAFETY: the field buffer holds at least fbytes; the memset is ordered
+                // on this lane's stream before its kernels.
+                let r = unsafe {
+                    cust::sys::cuMemsetD8Async(
+                        part.field.buf.as_device_ptr().as_raw(),
+                        0,
+                        fbytes,
+                        exec.stream.as_inner(),
+                    )
+                };
+                if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
+                    return Err(Error::Device { during: "clearing the field", code: r as u32 });
+                }
+                if nb == 0 {
+                    return Ok(());
+                }
+                let config = exec.config_for::<T>(nb, s.n, params)?;
+                let region = |k: usize| {
+                    let at = s.offsets[k] * psize;
+                    part.all.index(at..at + s.padded[k] * psize)
+                };
+                let own = region(b);
+                let p = params.with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: nb });
+                exec.launch_tiled(config, &own, nb, &own, s.padded[b], &part.field.buf, &p)?;
+                let disjoint = params.with_overlap(Overlap::Disjoint);
+                for a in (0..s.offsets.len()).filter(|&a| a != b && s.padded[a] > 0) {
+                    if let Some(ev) = arrived.and_then(|m| m[b][a].as_ref()) {
+                        ev.block(&exec.stream)?;
+                    }
+                    exec.launch_tiled(config, &own, nb, &region(a), s.padded[a], &part.field.buf, &disjoint)?;
+                }
+                Ok(())
+            };
+            run(exec).map_err(on_device(lane.ordinal))?;
+        }
+        s.fresh = true;
+        Ok(())
+    }
+
+    fn force<T: DeviceReal>(&mut self, s: &mut MultiState<T>, params: &Params<T>) -> Result<(), Error> {
+        self.force_after(s, params, None)
+    }
+
+    /// Sends every lane's own positions to every other lane: peer copies where allowed
+    /// (and within one device), else through pinned host memory. Returns, per receiving
+    /// lane `b` and sending lane `a`, the event that marks the arrival.
+    fn exchange<T: DeviceReal>(&mut self, s: &mut MultiState<T>) -> Result<Vec<Vec<Option<Marker>>>, Error> {
+        let psize = std::mem::size_of::<Particle<T>>();
+        let p = self.lanes.len();
+        // Each lane's drift, marked on its stream.
+        let mut drifted = Vec::with_capacity(p);
+        for lane in &self.lanes {
+            crate::device::make_current(&lane.exec.context).map_err(on_device(lane.ordinal))?;
+            let ev = Marker::new().map_err(on_device(lane.ordinal))?;
+            ev.record(&lane.exec.stream).map_err(on_device(lane.ordinal))?;
+            drifted.push(ev);
+        }
+        let mut arrived: Vec<Vec<Option<Marker>>> = (0..p).map(|_| (0..p).map(|_| None).collect()).collect();
+        for a in 0..p {
+            let len = s.parts[a].own.len();
+            if len == 0 {
+                continue;
+            }
+            let bytes = len * psize;
+            let at = s.offsets[a] * psize;
+            let direct: Vec<bool> =
+                (0..p).map(|b| self.lanes[a].ordinal == self.lanes[b].ordinal || self.peer.can[b][a]).collect();
+            if direct.iter().enumerate().any(|(b, &d)| b != a && !d) {
+                // Staged: the sender's slice to pinned host memory once.
+                let lane = &self.lanes[a];
+                let mut stage = || -> Result<(), Error> {
+                    crate::device::make_current(&lane.exec.context)?;
+                    drifted[a].synchronize()?;
+                    let part = &mut s.parts[a];
+                    if part.staging.as_ref().is_none_or(|h| h.len() < bytes) {
+                        part.staging = None;
+                        // SAFETY: u8 has no invalid values; every byte sent is written first.
+                        part.staging = Some(
+                            unsafe { LockedBuffer::uninitialized(bytes) }.map_err(cuda("allocating pinned memory"))?,
+                        );
+                    }
+                    let host = &mut part.staging.as_mut().expect("allocated above").as_mut_slice()[..bytes];
+                    download(&part.all.index(at..at + bytes), host)
+                };
+                stage().map_err(on_device(lane.ordinal))?;
+            }
+            for b in (0..p).filter(|&b| b != a) {
+                let (src_ctx, dst) = (&self.lanes[a].exec.context, &self.lanes[b]);
+                let send = || -> Result<Marker, Error> {
+                    crate::device::make_current(&dst.exec.context)?;
+                    let stream = &dst.exec.copy_stream;
+                    drifted[a].block(stream)?;
+                    let to = s.parts[b].all.as_device_ptr().as_raw() + at as u64;
+                    let r = if direct[b] {
+                        let from = s.parts[a].all.as_device_ptr().as_raw() + at as u64;
+                        // SAFETY: both regions hold `bytes`; the copy waits for the drift
+                        // and is waited for (the event) before any kernel reads it.
+                        unsafe {
+                            cust::sys::cuMemcpyPeerAsync(
+                                to,
+                                dst.exec.context.as_raw(),
+                                from,
+                                src_ctx.as_raw(),
+                                bytes,
+                                stream.as_inner(),
+                            )
+                        }
+                    } else {
+                        let host = s.parts[a].staging.as_ref().expect("staged above").as_slice();
+                        // SAFETY: the pinned buffer holds `bytes` and is not written again
+                        // before this copy is waited for (next exchange synchronises).
+                        unsafe { cust::sys::cuMemcpyHtoDAsync_v2(to, host.as_ptr().cast(), bytes, stream.as_inner()) }
+                    };
+                    if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
+                        return Err(Error::Device { during: "exchanging positions", code: r as u32 });
+                    }
+                    let ev = Marker::new()?;
+                    ev.record(stream)?;
+                    Ok(ev)
+                };
+                arrived[b][a] = Some(send().map_err(on_device(dst.ordinal))?);
+            }
+        }
+        Ok(arrived)
+    }
+
+    /// One kick-drift-kick leapfrog step of `dt` across the devices: each kicks and
+    /// drifts its own slice, the slices are exchanged, and each device starts the force
+    /// on its own slice while the others' arrive.
+    pub fn leapfrog_step<T: DeviceReal>(
+        &mut self,
+        s: &mut MultiState<T>,
+        params: &Params<T>,
+        dt: f64,
+    ) -> Result<(), Error> {
+        validate::params(params)?;
+        if !s.fresh {
+            self.force(s, params)?;
+        }
+        let half = T::from_f64(0.5 * dt);
+        let psize = std::mem::size_of::<Particle<T>>();
+        for (k, (lane, part)) in self.lanes.iter_mut().zip(&s.parts).enumerate() {
+            let n = part.own.len();
+            let at = s.offsets[k] * psize;
+            let run = |exec: &mut CudaExecutor| -> Result<(), Error> {
+                crate::device::make_current(&exec.context)?;
+                if n == 0 {
+                    return Ok(());
+                }
+                exec.kick_or_drift("kick", &part.vel, &part.field.buf, n, half)?;
+                exec.kick_or_drift(
+                    "drift",
+                    &part.all.index(at..at + s.padded[k] * psize),
+                    &part.vel,
+                    n,
+                    T::from_f64(dt),
+                )
+            };
+            run(&mut lane.exec).map_err(on_device(lane.ordinal))?;
+        }
+        let arrived = self.exchange(s)?;
+        self.force_after(s, params, Some(&arrived))?;
+        for (lane, part) in self.lanes.iter_mut().zip(&s.parts) {
+            let n = part.own.len();
+            let run = |exec: &mut CudaExecutor| -> Result<(), Error> {
+                crate::device::make_current(&exec.context)?;
+                if n == 0 {
+                    return Ok(());
+                }
+                exec.kick_or_drift("kick", &part.vel, &part.field.buf, n, half)
+            };
+            run(&mut lane.exec).map_err(on_device(lane.ordinal))?;
+        }
+        // The arrival events and staging buffers are done with once every stream is.
+        for lane in &self.lanes {
+            crate::device::make_current(&lane.exec.context).map_err(on_device(lane.ordinal))?;
+            lane.exec
+                .copy_stream
+                .synchronize()
+                .map_err(cuda("exchanging positions"))
+                .map_err(on_device(lane.ordinal))?;
+        }
+        s.time += dt;
+        Ok(())
+    }
+}
