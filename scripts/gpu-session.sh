@@ -41,6 +41,7 @@ if has tree; then
   done
 fi
 if has multi; then
+  DEVICES=${DEVICES:-0,0}
   ./nbody-multi-bench --devices "${DEVICES%%,*}" --sizes 65536,1048576 --reps 9 2>&1 | tee "$OUT/multi-one-lane.log"
   ./nbody-multi-bench --devices "${DEVICES:-0,0}" --sizes 65536,262144,1048576 --reps 5 --predict 2>&1 | tee "$OUT/multi.log"
   ./nbody-multi-bench --devices "${DEVICES:-0,0}" --sizes 65536,262144 --reps 5 --f64 2>&1 | tail -n 4 | tee -a "$OUT/multi.log"

@@ -29,7 +29,7 @@ for line in sys.stdin:
         shutil.copy(m["executable"], ".stage/cuda-" + m["target"]["name"])
 '
 strip .stage/* 2>/dev/null || true
-cp exec-cuda/scripts/sass_per_interaction.py scripts/sanitize-gpu.sh scripts/mpi-session.sh .stage/
+cp exec-cuda/scripts/sass_per_interaction.py scripts/sanitize-gpu.sh scripts/mpi-session.sh scripts/two-gpu-session.sh .stage/
 cat > .stage/run.sh <<'RUN'
 #!/usr/bin/env bash
 # On the device machine: device facts, the conformance suite on the GPU, then the bench.

@@ -175,6 +175,10 @@ impl Costs {
         c.peer = curve(&mut |n| {
             // SAFETY: both buffers hold `largest` >= n bytes.
             let r = unsafe { cust::sys::cuMemcpyPeer(dst, cb, src, ca, n) };
+            // A device-to-device copy returns before it is done: wait for it.
+            // SAFETY: synchronises the current context; no handles involved.
+            let r =
+                if r == cust::sys::cudaError_enum::CUDA_SUCCESS { unsafe { cust::sys::cuCtxSynchronize() } } else { r };
             if r == cust::sys::cudaError_enum::CUDA_SUCCESS {
                 Ok(())
             } else {
@@ -222,6 +226,14 @@ impl Model<'_> {
         let first = self.kernel(own, own);
         let rest = (df - 1.0) * self.kernel(own, own);
         3.0 * c.launch + exchange.max(first) + rest + df * c.event_sync
+    }
+
+    /// A device-resident force evaluation of `n` particles on `d` devices (every device
+    /// holds every position): one launch per device slice, and a wait for each device.
+    pub fn force(&self, n: f64, d: usize) -> f64 {
+        let df = d as f64;
+        let own = n / df;
+        df * self.kernel(own, own) + df * self.costs.event_sync
     }
 
     /// A host-slice force call of `n` targets and sources on `d` devices: the threads,

@@ -646,7 +646,10 @@ impl MultiDevice {
         Ok(())
     }
 
-    fn force<T: DeviceReal>(&mut self, s: &mut MultiState<T>, params: &Params<T>) -> Result<(), Error> {
+    /// Recomputes the field of the resident system on every device (queued; a
+    /// download or [`MultiDevice::synchronize`] waits for it).
+    pub fn force<T: DeviceReal>(&mut self, s: &mut MultiState<T>, params: &Params<T>) -> Result<(), Error> {
+        validate::params(params)?;
         self.force_after(s, params, None)
     }
 

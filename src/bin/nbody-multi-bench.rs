@@ -188,16 +188,18 @@ fn bench<T: DeviceReal>(args: &Args, devices: &[u32]) {
         v.len()
     };
     println!(
-        "{:>9} {:>12} {:>12} {:>12} {:>10} {:>12} {:>12} {:>12} {:>10} {:>10}",
+        "{:>9} {:>11} {:>11} {:>11} {:>10} {:>11} {:>11} {:>10} {:>11} {:>11} {:>10} {:>9}",
         "N",
-        "single call",
-        "1-lane call",
+        "1 call",
+        "1-lane",
         "multi call",
         "model",
-        "single step",
+        "1 force",
+        "multi force",
+        "model",
+        "1 step",
         "multi step",
         "model",
-        "speedup",
         "max err"
     );
     for &n in &args.sizes {
@@ -206,8 +208,37 @@ fn bench<T: DeviceReal>(args: &Args, devices: &[u32]) {
         let t1 = call_time(&mut single, &ps, args.reps);
         let t1l = call_time(&mut one, &ps, args.reps);
         let td = call_time(&mut multi, &ps, args.reps);
-        // Resident leapfrog steps.
+        // Resident force evaluations (positions already on the devices).
         let params = Params::softened(T::from_f64(1.0 / 64.0)).acceleration_only();
+        let timed = |f: &mut dyn FnMut()| -> f64 {
+            f();
+            median(
+                (0..args.reps)
+                    .map(|_| {
+                        let t = Instant::now();
+                        f();
+                        t.elapsed().as_secs_f64()
+                    })
+                    .collect(),
+            )
+        };
+        let f1 = {
+            let set = single.upload(&ps).unwrap_or_else(|e| fail(e));
+            let mut fields = single.zeroed_fields::<T>(n).unwrap_or_else(|e| fail(e));
+            let p = params.with_overlap_identical();
+            timed(&mut || {
+                single.accelerations_resident(&set, &set, &p, &mut fields).unwrap_or_else(|e| fail(e));
+                single.synchronize().unwrap_or_else(|e| fail(e));
+            })
+        };
+        let fd = {
+            let mut ms = multi.upload_state(&ps, &vs).unwrap_or_else(|e| fail(e));
+            timed(&mut || {
+                multi.force(&mut ms, &params).unwrap_or_else(|e| fail(e));
+                multi.synchronize().unwrap_or_else(|e| fail(e));
+            })
+        };
+        // Resident leapfrog steps.
         let dt = 1.0 / 1024.0;
         let mut st = single.upload_state(&ps, &vs).unwrap_or_else(|e| fail(e));
         single.leapfrog_step(&mut st, &params, dt).unwrap_or_else(|e| fail(e));
@@ -239,18 +270,23 @@ fn bench<T: DeviceReal>(args: &Args, devices: &[u32]) {
         drop(ms);
         // Lanes sharing a GPU share its SMs: the model's devices are the distinct ones.
         let nf = n as f64;
-        let (mc, mstep) = if distinct == d { (model.call(nf, d), model.step(nf, d)) } else { (f64::NAN, f64::NAN) };
+        let (mc, mf, mstep) = if distinct == d {
+            (model.call(nf, d), model.force(nf, d), model.step(nf, d))
+        } else {
+            (f64::NAN, f64::NAN, f64::NAN)
+        };
         println!(
-            "{n:>9} {t1:>12.5e} {t1l:>12.5e} {td:>12.5e} {mc:>10.3e} {s1:>12.5e} {sd:>12.5e} {mstep:>12.3e} {:>10.3} {err:>10.2e}",
-            s1 / sd
+            "{n:>9} {t1:>11.4e} {t1l:>11.4e} {td:>11.4e} {mc:>10.3e} {f1:>11.4e} {fd:>11.4e} {mf:>10.3e} {s1:>11.4e} {sd:>11.4e} {mstep:>10.3e} {err:>9.2e}"
         );
         println!(
-            "{:>9}   one lane / single: call {:+.2}%; {d} lanes: call {:.3}x, step {:.3}x; model/measured: call {:.3}, step {:.3}",
+            "{:>9}   one lane / single: call {:+.2}%; {d} lanes / 1: call {:.3}x, force {:.3}x, step {:.3}x; model/measured: call {:.3}, force {:.3}, step {:.3}",
             "",
             100.0 * (t1l / t1 - 1.0),
             t1 / td,
+            f1 / fd,
             s1 / sd,
             mc / td,
+            mf / fd,
             mstep / sd
         );
     }
