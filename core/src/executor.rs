@@ -233,95 +233,64 @@ pub trait Executor<T: Real> {
     }
 }
 
-/// Forwards every entry point, so `&mut E` is an executor wherever `E` is.
-impl<T: Real, E: Executor<T> + ?Sized> Executor<T> for &mut E {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn accelerations(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        (**self).accelerations(targets, sources, params, out)
-    }
-    fn accelerations_jerk(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
-        (**self).accelerations_jerk(targets, sources, params, out, jerk)
-    }
-    fn accelerations_batch(
-        &mut self,
-        particles: &[Particle<T>],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        (**self).accelerations_batch(particles, list, params, out)
-    }
-    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
-        (**self).project(particles, projection, grid)
-    }
-    fn combine_min(&mut self, x: f64) -> f64 {
-        (**self).combine_min(x)
-    }
-    fn combine_sum(&mut self, values: &mut [f64]) {
-        (**self).combine_sum(values)
-    }
+/// An executor that forwards every entry point to the one it points to.
+macro_rules! forward_executor {
+    ($(#[$attr:meta])* $ty:ty) => {
+        $(#[$attr])*
+        impl<T: Real, E: Executor<T> + ?Sized> Executor<T> for $ty {
+            fn name(&self) -> &'static str {
+                (**self).name()
+            }
+            fn accelerations(
+                &mut self,
+                targets: &[Particle<T>],
+                sources: &[Particle<T>],
+                params: &Params<T>,
+                out: &mut [Field<T>],
+            ) -> Result<(), Error> {
+                (**self).accelerations(targets, sources, params, out)
+            }
+            fn accelerations_jerk(
+                &mut self,
+                targets: Bodies<'_, T>,
+                sources: Bodies<'_, T>,
+                params: &Params<T>,
+                out: &mut [Field<T>],
+                jerk: &mut [Jerk<T>],
+            ) -> Result<(), Error> {
+                (**self).accelerations_jerk(targets, sources, params, out, jerk)
+            }
+            fn accelerations_batch(
+                &mut self,
+                particles: &[Particle<T>],
+                list: &InteractionList<'_>,
+                params: &Params<T>,
+                out: &mut [Field<T>],
+            ) -> Result<(), Error> {
+                (**self).accelerations_batch(particles, list, params, out)
+            }
+            fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+                (**self).project(particles, projection, grid)
+            }
+            fn combine_min(&mut self, x: f64) -> f64 {
+                (**self).combine_min(x)
+            }
+            fn combine_sum(&mut self, values: &mut [f64]) {
+                (**self).combine_sum(values)
+            }
+        }
+    };
 }
 
-/// Forwards every entry point, so a boxed executor (`Box<dyn Executor<T>>`, chosen at
-/// run time) is an executor.
-#[cfg(feature = "alloc")]
-impl<T: Real, E: Executor<T> + ?Sized> Executor<T> for alloc::boxed::Box<E> {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn accelerations(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        (**self).accelerations(targets, sources, params, out)
-    }
-    fn accelerations_jerk(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
-        (**self).accelerations_jerk(targets, sources, params, out, jerk)
-    }
-    fn accelerations_batch(
-        &mut self,
-        particles: &[Particle<T>],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        (**self).accelerations_batch(particles, list, params, out)
-    }
-    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
-        (**self).project(particles, projection, grid)
-    }
-    fn combine_min(&mut self, x: f64) -> f64 {
-        (**self).combine_min(x)
-    }
-    fn combine_sum(&mut self, values: &mut [f64]) {
-        (**self).combine_sum(values)
-    }
-}
+forward_executor!(
+    /// `&mut E` is an executor wherever `E` is.
+    &mut E
+);
+forward_executor!(
+    /// A boxed executor (`Box<dyn Executor<T>>`, chosen at run time) is an executor.
+    #[cfg(feature = "alloc")]
+    alloc::boxed::Box<E>
+);
 
 /// What a batched call checks before it computes anything.
 pub fn validate_batch<T: Real>(

@@ -103,3 +103,41 @@ pub fn finish_jerk<T: Real>(g: T, sums: &Jerk<T>, out: &mut Jerk<T>) {
     out.jy = out.jy + g * sums.jy;
     out.jz = out.jz + g * sums.jz;
 }
+
+/// Adds the partial results `part` into `out` lane by lane, `phi` only when
+/// `potential` (an acceleration-only call leaves `phi` as it was, bit for bit): how an
+/// executor that splits a call (by devices, ranks or source chunks) merges the pieces.
+///
+/// ```
+/// use nbody_core::Field;
+/// let mut out = [Field::new(1.0f64, 1.0, 1.0, -0.0)];
+/// nbody_core::kernel::add_fields(&mut out, &[Field::new(1.0, 2.0, 3.0, 0.0)], false);
+/// assert_eq!(out[0].acceleration(), [2.0, 3.0, 4.0]);
+/// assert!(out[0].phi.is_sign_negative());
+/// ```
+pub fn add_fields<T: Real>(out: &mut [Field<T>], part: &[Field<T>], potential: bool) {
+    for (o, p) in out.iter_mut().zip(part) {
+        o.ax = o.ax + p.ax;
+        o.ay = o.ay + p.ay;
+        o.az = o.az + p.az;
+        if potential {
+            o.phi = o.phi + p.phi;
+        }
+    }
+}
+
+/// Adds the partial jerks `part` into `out` (see [`add_fields`]).
+///
+/// ```
+/// use nbody_core::Jerk;
+/// let mut out = [Jerk::new(1.0f32, 0.0, 0.0)];
+/// nbody_core::kernel::add_jerks(&mut out, &[Jerk::new(1.0, 2.0, 3.0)]);
+/// assert_eq!(out[0].components(), [2.0, 2.0, 3.0]);
+/// ```
+pub fn add_jerks<T: Real>(out: &mut [Jerk<T>], part: &[Jerk<T>]) {
+    for (o, p) in out.iter_mut().zip(part) {
+        o.jx = o.jx + p.jx;
+        o.jy = o.jy + p.jy;
+        o.jz = o.jz + p.jz;
+    }
+}

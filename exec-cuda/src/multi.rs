@@ -290,20 +290,6 @@ fn synthetic(n: usize) -> (Vec<Particle<f32>>, ()) {
     (ps, ())
 }
 
-/// Adds `parts` (each a full-length output) into `out`; `phi` only with the potential.
-fn add_parts<T: DeviceReal>(out: &mut [Field<T>], parts: &[Vec<Field<T>>], potential: bool) {
-    for part in parts {
-        for (o, p) in out.iter_mut().zip(part) {
-            o.ax = o.ax + p.ax;
-            o.ay = o.ay + p.ay;
-            o.az = o.az + p.az;
-            if potential {
-                o.phi = o.phi + p.phi;
-            }
-        }
-    }
-}
-
 impl<T: DeviceReal> Executor<T> for MultiDevice {
     fn name(&self) -> &'static str {
         "cuda-multi"
@@ -406,7 +392,7 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
             exec.accelerations_batch(particles, &mine, params, &mut part)?;
             Ok(part)
         })?;
-        add_parts(out, &parts, params.potential);
+        parts.iter().for_each(|part| nbody_core::kernel::add_fields(out, part, params.potential));
         Ok(())
     }
 

@@ -52,6 +52,7 @@ pub use replicated::Replicated;
 use mpi::collective::SystemOperation;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::*;
+use nbody_core::kernel::{add_fields, add_jerks};
 use nbody_core::projection::Projection;
 use nbody_core::{validate, Bodies, Error, Executor, Field, InteractionList, Jerk, Params, Particle, Real};
 
@@ -220,27 +221,6 @@ impl<E> Distributed<E> {
             Scheme::TwoD { .. } if self.grid.is_none() => Scheme::Ring,
             s => s,
         }
-    }
-}
-
-/// Adds `part` into `out`; the potential only when `potential` (an acceleration-only
-/// call leaves `phi` bit for bit as it was).
-fn add_fields<T: Real>(out: &mut [Field<T>], part: &[Field<T>], potential: bool) {
-    for (o, p) in out.iter_mut().zip(part) {
-        o.ax = o.ax + p.ax;
-        o.ay = o.ay + p.ay;
-        o.az = o.az + p.az;
-        if potential {
-            o.phi = o.phi + p.phi;
-        }
-    }
-}
-
-fn add_jerks<T: Real>(out: &mut [Jerk<T>], part: &[Jerk<T>]) {
-    for (o, p) in out.iter_mut().zip(part) {
-        o.jx = o.jx + p.jx;
-        o.jy = o.jy + p.jy;
-        o.jz = o.jz + p.jz;
     }
 }
 

@@ -2,9 +2,10 @@
 //! replicate their data, and for the conformance suite, which calls an executor with
 //! arrays every rank knows.
 
-use crate::{add_fields, wire, Distributed};
+use crate::{wire, Distributed};
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
+use nbody_core::kernel::add_fields;
 use nbody_core::projection::Projection;
 use nbody_core::{
     validate, validate_batch, Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params,
