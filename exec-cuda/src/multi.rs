@@ -111,6 +111,8 @@ pub struct MultiDevice {
     lanes: Vec<Lane>,
     weights: Vec<f64>,
     peer: PeerAccess,
+    /// Test hook: exchange through pinned host memory even where peer copies work.
+    staged: bool,
 }
 
 impl std::fmt::Debug for MultiDevice {
@@ -148,7 +150,7 @@ impl MultiDevice {
             lanes.push(Lane { ordinal, exec: CudaExecutor::on_device(ordinal).map_err(on_device(ordinal))? });
         }
         let peer = PeerAccess::probe(ordinals)?;
-        let mut me = Self { weights: vec![1.0 / ordinals.len() as f64; ordinals.len()], lanes, peer };
+        let mut me = Self { weights: vec![1.0 / ordinals.len() as f64; ordinals.len()], lanes, peer, staged: false };
         me.enable_peer_access()?;
         if me.lanes.len() > 1 {
             me.calibrate()?;
@@ -218,6 +220,14 @@ impl MultiDevice {
     /// Waits until every device has finished what was queued on it.
     pub fn synchronize(&self) -> Result<(), Error> {
         self.lanes.iter().try_for_each(|l| l.exec.synchronize().map_err(on_device(l.ordinal)))
+    }
+
+    /// Sends every exchange of [`MultiDevice::leapfrog_step`] through pinned host
+    /// memory, as between devices without peer access (so that path is tested on
+    /// machines whose devices all have it).
+    #[doc(hidden)]
+    pub fn force_staged_exchange(&mut self, on: bool) {
+        self.staged = on;
     }
 
     /// Makes lane `lane`'s next tiled launch fail in the driver (see
@@ -661,8 +671,9 @@ impl MultiDevice {
             }
             let bytes = len * psize;
             let at = s.offsets[a] * psize;
-            let direct: Vec<bool> =
-                (0..p).map(|b| self.lanes[a].ordinal == self.lanes[b].ordinal || self.peer.can[b][a]).collect();
+            let direct: Vec<bool> = (0..p)
+                .map(|b| !self.staged && (self.lanes[a].ordinal == self.lanes[b].ordinal || self.peer.can[b][a]))
+                .collect();
             if direct.iter().enumerate().any(|(b, &d)| b != a && !d) {
                 // Staged: the sender's slice to pinned host memory once.
                 let lane = &self.lanes[a];

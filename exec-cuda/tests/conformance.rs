@@ -277,8 +277,15 @@ fn multi_leapfrog() -> Result<(), Failed> {
     for _ in 0..16 {
         lf.step(&mut host, &mut nbody_core::Reference).map_err(gpu_err)?;
     }
-    for (devices, weights) in [(&[0u32, 0][..], &[0.5, 0.5][..]), (&[0, 0, 0][..], &[0.2, 0.5, 0.3][..])] {
+    let cases = [
+        (&[0u32, 0][..], &[0.5, 0.5][..], false),
+        (&[0, 0, 0][..], &[0.2, 0.5, 0.3][..], false),
+        (&[0, 0][..], &[0.5, 0.5][..], true),
+    ];
+    for (devices, weights, staged) in cases {
         let mut gpus = MultiDevice::on_devices(devices).map_err(gpu_err)?.with_weights(weights).map_err(gpu_err)?;
+        // The exchange through pinned host memory, as between devices without peer access.
+        gpus.force_staged_exchange(staged);
         let mut dev = gpus.upload_state(&p, &v).map_err(gpu_err)?;
         for _ in 0..16 {
             gpus.leapfrog_step(&mut dev, &params, dt).map_err(gpu_err)?;
