@@ -1,0 +1,645 @@
+//! # nbody-capi
+//!
+//! The C ABI of nbody, for tree and FMM codes written in C, C++ and Fortran. The header
+//! `include/nbody.h` is generated from this file by cbindgen and kept in the repository
+//! (a test fails when it is stale).
+//!
+//! - Executors are opaque handles: [`nbody_cpu_new`], [`nbody_mixed_new`],
+//!   [`nbody_cuda_new`], freed by [`nbody_executor_free`].
+//! - Particles are the library's own records, `[x, y, z, m]` of `float` (16-byte
+//!   aligned) or `double` (32-byte aligned), used in place; outputs are `[ax, ay, az,
+//!   phi]`, velocities `[vx, vy, vz, 0]` and jerks `[jx, jy, jz, 0]` of the same shape.
+//!   Every array comes with its length in records. Calls *add* into their outputs.
+//! - Every call returns an [`NbodyStatus`]; [`nbody_last_error`] gives the message of
+//!   the last failure on the calling thread. A null pointer, a misaligned or short
+//!   buffer and a bad parameter are errors, never a crash, and no panic crosses the
+//!   boundary (one is caught and reported as [`NbodyStatus::Panic`]).
+//!
+//! ```
+//! use nbody_c::*;
+//! let mut exec = std::ptr::null_mut();
+//! assert_eq!(unsafe { nbody_cpu_new(1, &mut exec) }, NbodyStatus::Ok);
+//! #[repr(C, align(32))]
+//! struct Four([f64; 8]);
+//! let ps = Four([0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]);
+//! let mut out = Four([0.0; 8]);
+//! let params = NbodyParams { g: 1.0, eps: 0.0, potential: 1, overlap: NbodyOverlap::Identical as i32, target_start: 0, source_start: 0, shared_len: 0 };
+//! let s = unsafe { nbody_accelerations_f64(exec, ps.0.as_ptr(), 2, ps.0.as_ptr(), 2, &params, out.0.as_mut_ptr(), 2) };
+//! assert_eq!(s, NbodyStatus::Ok);
+//! assert_eq!(out.0[0], 1.0); // pulled towards +x
+//! unsafe { nbody_executor_free(exec) };
+//! ```
+#![warn(missing_docs)]
+
+use nbody_core::projection::{Plane, Projection};
+use nbody_core::{
+    Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Span, Velocity,
+};
+use nbody_cpu::{CpuExecutor, MixedExecutor, Parallelism};
+use std::cell::RefCell;
+use std::ffi::{c_char, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// What a call returns.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NbodyStatus {
+    /// Success.
+    Ok = 0,
+    /// A required pointer was null.
+    NullPointer = 1,
+    /// A buffer is not aligned to its record size (16 bytes for float, 32 for double).
+    Misaligned = 2,
+    /// A buffer is shorter (or longer) than the call needs.
+    Length = 3,
+    /// A coordinate, mass or velocity is NaN, infinite or (a mass) negative.
+    BadInput = 4,
+    /// A parameter (G, eps, overlap, span, projection, thread count) is out of range.
+    BadParameter = 5,
+    /// No usable device, or the library was built without CUDA.
+    NoDevice = 6,
+    /// The device ran out of memory; nothing was kept allocated.
+    OutOfMemory = 7,
+    /// A device call failed.
+    Device = 8,
+    /// The executor does not offer this call (e.g. float on the mixed executor).
+    Unsupported = 9,
+    /// An internal error (a caught panic): please report it.
+    Panic = 10,
+}
+
+/// Which targets are also sources (their self term is removed with eps > 0).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NbodyOverlap {
+    /// No target is a source.
+    Disjoint = 0,
+    /// Targets and sources are the same array.
+    Identical = 1,
+    /// `targets[target_start + k]` is `sources[source_start + k]` for `k < shared_len`.
+    Shared = 2,
+}
+
+/// Parameters of a call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct NbodyParams {
+    /// Gravitational constant.
+    pub g: f64,
+    /// Softening length (0: zero-distance pairs are masked).
+    pub eps: f64,
+    /// Non-zero: compute the potential too.
+    pub potential: i32,
+    /// Which targets are sources: an [`NbodyOverlap`] value (an int, so that any value
+    /// a C caller stores is checked, not trusted).
+    pub overlap: i32,
+    /// With `Shared`: first shared target.
+    pub target_start: usize,
+    /// With `Shared`: its index among the sources.
+    pub source_start: usize,
+    /// With `Shared`: how many consecutive targets are shared.
+    pub shared_len: usize,
+}
+
+/// A half-open range `start..end` of particle indices (batched calls).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct NbodySpan {
+    /// First index.
+    pub start: u32,
+    /// One past the last.
+    pub end: u32,
+}
+
+/// One leaf interaction: the targets `targets` feel the source spans
+/// `spans[sources.start..sources.end]`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct NbodyPair {
+    /// Target particles.
+    pub targets: NbodySpan,
+    /// Indices into the span array.
+    pub sources: NbodySpan,
+}
+
+/// A density-map window: plane 0 = x-y, 1 = x-z, 2 = y-z.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct NbodyProjection {
+    /// 0: x-y, 1: x-z, 2: y-z.
+    pub plane: i32,
+    /// Window centre, horizontal.
+    pub centre_h: f64,
+    /// Window centre, vertical.
+    pub centre_v: f64,
+    /// Half the window's side.
+    pub half_width: f64,
+    /// Pixels per side (the grid holds pixels² doubles, row-major, top row first).
+    pub pixels: usize,
+}
+
+/// An executor behind an opaque handle.
+pub struct NbodyExecutor {
+    kind: Kind,
+}
+
+enum Kind {
+    Cpu(CpuExecutor),
+    Mixed(MixedExecutor),
+    #[cfg(feature = "cuda")]
+    Cuda(nbody_cuda::CudaExecutor),
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// A failure: its status and message.
+struct Failure(NbodyStatus, String);
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        let status = match e {
+            Error::LengthMismatch { .. } => NbodyStatus::Length,
+            Error::NonFinite { .. } | Error::NegativeMass { .. } | Error::OverlapMismatch { .. } => {
+                NbodyStatus::BadInput
+            }
+            Error::NoDevice => NbodyStatus::NoDevice,
+            Error::OutOfMemory { .. } => NbodyStatus::OutOfMemory,
+            Error::Device { .. } | Error::OnDevice { .. } => NbodyStatus::Device,
+            Error::Unsupported { .. } => NbodyStatus::Unsupported,
+            _ => NbodyStatus::BadParameter,
+        };
+        Failure(status, e.to_string())
+    }
+}
+
+/// Runs `f`, records its failure (or a caught panic) as this thread's last error.
+fn guard(f: impl FnOnce() -> Result<(), Failure>) -> NbodyStatus {
+    let (status, message) = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => return NbodyStatus::Ok,
+        Ok(Err(Failure(s, m))) => (s, m),
+        Err(_) => {
+            (NbodyStatus::Panic, "internal error (a panic was caught at the C boundary); please report it".into())
+        }
+    };
+    let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+    status
+}
+
+fn null(what: &str) -> Failure {
+    Failure(NbodyStatus::NullPointer, format!("{what} is a null pointer"))
+}
+
+/// Views `n` records of `R` at `ptr` (checked: null only when `n == 0`, alignment).
+///
+/// # Safety
+/// `ptr` must point to `n` readable records (the caller's promise at the boundary).
+unsafe fn records<'a, R: bytemuck::Pod>(ptr: *const R, n: usize, what: &str) -> Result<&'a [R], Failure> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(null(what));
+    }
+    if !(ptr as usize).is_multiple_of(std::mem::align_of::<R>()) {
+        return Err(Failure(
+            NbodyStatus::Misaligned,
+            format!("{what} is not aligned to {} bytes (use aligned_alloc)", std::mem::align_of::<R>()),
+        ));
+    }
+    // SAFETY: non-null, aligned, and the caller promises `n` records there.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, n) })
+}
+
+/// As [`records`], mutable.
+///
+/// # Safety
+/// `ptr` must point to `n` writable records not aliased by any other argument.
+unsafe fn records_mut<'a, R: bytemuck::Pod>(ptr: *mut R, n: usize, what: &str) -> Result<&'a mut [R], Failure> {
+    // SAFETY: as for `records`; the caller promises the memory is writable and unaliased.
+    unsafe { records(ptr as *const R, n, what) }?;
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    // SAFETY: checked above: non-null and aligned; the caller promises `n` records.
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr, n) })
+}
+
+fn params<T: Real>(p: *const NbodyParams) -> Result<Params<T>, Failure> {
+    // SAFETY: a null pointer is refused; otherwise the caller passes a valid struct.
+    let p = unsafe { p.as_ref() }.ok_or_else(|| null("params"))?;
+    let overlap = match p.overlap {
+        x if x == NbodyOverlap::Disjoint as i32 => Overlap::Disjoint,
+        x if x == NbodyOverlap::Identical as i32 => Overlap::Identical,
+        x if x == NbodyOverlap::Shared as i32 => {
+            Overlap::Shared { target_start: p.target_start, source_start: p.source_start, len: p.shared_len }
+        }
+        other => {
+            return Err(Failure(
+                NbodyStatus::BadParameter,
+                format!("params.overlap {other}: 0 (disjoint), 1 (identical) or 2 (shared)"),
+            ))
+        }
+    };
+    let mut q = Params::softened(T::from_f64(p.eps)).with_g(T::from_f64(p.g)).with_overlap(overlap);
+    q.potential = p.potential != 0;
+    nbody_core::validate::params(&q)?;
+    Ok(q)
+}
+
+fn executor<'a>(e: *mut NbodyExecutor) -> Result<&'a mut NbodyExecutor, Failure> {
+    // SAFETY: a null handle is refused; otherwise it came from an nbody_*_new call.
+    unsafe { e.as_mut() }.ok_or_else(|| null("executor"))
+}
+
+/// The executors a precision can use.
+trait CReal: Real {
+    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Executor<Self>) -> R) -> Result<R, Failure>;
+}
+
+impl CReal for f32 {
+    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Executor<f32>) -> R) -> Result<R, Failure> {
+        match &mut e.kind {
+            Kind::Cpu(x) => Ok(f(x)),
+            Kind::Mixed(_) => Err(Failure(
+                NbodyStatus::Unsupported,
+                "the mixed executor computes double results: call the _f64 functions".into(),
+            )),
+            #[cfg(feature = "cuda")]
+            Kind::Cuda(x) => Ok(f(x)),
+        }
+    }
+}
+
+impl CReal for f64 {
+    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Executor<f64>) -> R) -> Result<R, Failure> {
+        match &mut e.kind {
+            Kind::Cpu(x) => Ok(f(x)),
+            Kind::Mixed(x) => Ok(f(x)),
+            #[cfg(feature = "cuda")]
+            Kind::Cuda(x) => Ok(f(x)),
+        }
+    }
+}
+
+fn new_handle(kind: Kind, out: *mut *mut NbodyExecutor) -> Result<(), Failure> {
+    if out.is_null() {
+        return Err(null("out"));
+    }
+    // SAFETY: `out` is non-null and points to a handle slot the caller owns.
+    unsafe { *out = Box::into_raw(Box::new(NbodyExecutor { kind })) };
+    Ok(())
+}
+
+fn parallelism(threads: u32) -> Parallelism {
+    if threads <= 1 {
+        Parallelism::Sequential
+    } else {
+        Parallelism::Threads(threads as usize)
+    }
+}
+
+/// Creates a CPU executor with `threads` threads (0 or 1: the calling thread only, for
+/// codes that bring their own threads). The handle goes into `*out`.
+///
+/// # Safety
+/// `out` must be null (an error) or point to writable storage for one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_cpu_new(threads: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
+    guard(|| new_handle(Kind::Cpu(CpuExecutor::new(parallelism(threads))), out))
+}
+
+/// Creates the mixed-precision executor (double results, float interactions on offsets
+/// from nearby block centres), `threads` as in [`nbody_cpu_new`]. Double calls only.
+///
+/// # Safety
+/// As [`nbody_cpu_new`].
+#[no_mangle]
+pub unsafe extern "C" fn nbody_mixed_new(threads: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
+    guard(|| new_handle(Kind::Mixed(MixedExecutor::new(parallelism(threads))), out))
+}
+
+/// Creates a CUDA executor on device `device`. `NoDevice` when the library was built
+/// without CUDA or there is no such device.
+///
+/// # Safety
+/// As [`nbody_cpu_new`].
+#[no_mangle]
+pub unsafe extern "C" fn nbody_cuda_new(device: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
+    guard(|| {
+        #[cfg(feature = "cuda")]
+        {
+            let exec = nbody_cuda::CudaExecutor::on_device(device)?;
+            new_handle(Kind::Cuda(exec), out)
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = (device, out);
+            Err(Failure(
+                NbodyStatus::NoDevice,
+                "this libnbody_c was built without CUDA (build nbody-capi with --features cuda)".into(),
+            ))
+        }
+    })
+}
+
+/// Frees an executor (null is ignored).
+///
+/// # Safety
+/// `e` must be null or a handle from an `nbody_*_new` call not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_executor_free(e: *mut NbodyExecutor) {
+    if !e.is_null() {
+        // SAFETY: the handle came from Box::into_raw in new_handle and is freed once.
+        drop(unsafe { Box::from_raw(e) });
+    }
+}
+
+/// The message of the last failed call on this thread ("" if none): valid until the
+/// next failing call on this thread.
+#[no_mangle]
+pub extern "C" fn nbody_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// The library's version, e.g. "0.1.0".
+#[no_mangle]
+pub extern "C" fn nbody_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+fn accelerations<T: CReal>(
+    e: *mut NbodyExecutor,
+    targets: *const T,
+    n_targets: usize,
+    sources: *const T,
+    n_sources: usize,
+    p: *const NbodyParams,
+    out: *mut T,
+    n_out: usize,
+) -> NbodyStatus {
+    guard(|| {
+        let e = executor(e)?;
+        let p = params::<T>(p)?;
+        // SAFETY: the caller promises each pointer holds its count of 4-lane records.
+        let (t, s, o) = unsafe {
+            (
+                records(targets.cast::<Particle<T>>(), n_targets, "targets")?,
+                records(sources.cast::<Particle<T>>(), n_sources, "sources")?,
+                records_mut(out.cast::<Field<T>>(), n_out, "out")?,
+            )
+        };
+        T::with(e, |x| x.accelerations(t, s, &p, o))?.map_err(Failure::from)
+    })
+}
+
+/// Adds the acceleration (and potential, if `params->potential`) of `n_sources` sources
+/// on `n_targets` targets into `out` (`n_out` records, which must equal `n_targets`).
+/// Arrays of `[x, y, z, m]` floats, 16-byte aligned.
+///
+/// # Safety
+/// Each pointer must hold its count of 4-float records (or be null with a count of 0);
+/// `out` must not overlap the inputs.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_accelerations_f32(
+    e: *mut NbodyExecutor,
+    targets: *const f32,
+    n_targets: usize,
+    sources: *const f32,
+    n_sources: usize,
+    params: *const NbodyParams,
+    out: *mut f32,
+    n_out: usize,
+) -> NbodyStatus {
+    accelerations(e, targets, n_targets, sources, n_sources, params, out, n_out)
+}
+
+/// [`nbody_accelerations_f32`] for doubles (records 32-byte aligned).
+///
+/// # Safety
+/// As [`nbody_accelerations_f32`], with 4-double records.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_accelerations_f64(
+    e: *mut NbodyExecutor,
+    targets: *const f64,
+    n_targets: usize,
+    sources: *const f64,
+    n_sources: usize,
+    params: *const NbodyParams,
+    out: *mut f64,
+    n_out: usize,
+) -> NbodyStatus {
+    accelerations(e, targets, n_targets, sources, n_sources, params, out, n_out)
+}
+
+/// The arrays of a jerk call.
+struct JerkArrays<T> {
+    targets: *const T,
+    target_vel: *const T,
+    n_targets: usize,
+    sources: *const T,
+    source_vel: *const T,
+    n_sources: usize,
+    out: *mut T,
+    jerk: *mut T,
+}
+
+fn jerk<T: CReal>(e: *mut NbodyExecutor, a: JerkArrays<T>, p: *const NbodyParams) -> NbodyStatus {
+    guard(|| {
+        let e = executor(e)?;
+        let p = params::<T>(p)?;
+        // SAFETY: the caller promises each pointer holds its count of 4-lane records.
+        let (t, tv, s, sv, o, j) = unsafe {
+            (
+                records(a.targets.cast::<Particle<T>>(), a.n_targets, "targets")?,
+                records(a.target_vel.cast::<Velocity<T>>(), a.n_targets, "target_vel")?,
+                records(a.sources.cast::<Particle<T>>(), a.n_sources, "sources")?,
+                records(a.source_vel.cast::<Velocity<T>>(), a.n_sources, "source_vel")?,
+                records_mut(a.out.cast::<Field<T>>(), a.n_targets, "out")?,
+                records_mut(a.jerk.cast::<Jerk<T>>(), a.n_targets, "jerk")?,
+            )
+        };
+        let (tb, sb) = (Bodies { pos: t, vel: tv }, Bodies { pos: s, vel: sv });
+        T::with(e, |x| x.accelerations_jerk(tb, sb, &p, o, j))?.map_err(Failure::from)
+    })
+}
+
+/// Adds acceleration (potential) and jerk into `out` and `jerk` (`n_targets` records
+/// each). Velocities are `[vx, vy, vz, 0]` records, one per particle.
+///
+/// # Safety
+/// Each pointer must hold its count of 4-float records; outputs must not overlap inputs.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_jerk_f32(
+    e: *mut NbodyExecutor,
+    targets: *const f32,
+    target_vel: *const f32,
+    n_targets: usize,
+    sources: *const f32,
+    source_vel: *const f32,
+    n_sources: usize,
+    params: *const NbodyParams,
+    out: *mut f32,
+    jerk_out: *mut f32,
+) -> NbodyStatus {
+    let a = JerkArrays { targets, target_vel, n_targets, sources, source_vel, n_sources, out, jerk: jerk_out };
+    jerk(e, a, params)
+}
+
+/// [`nbody_jerk_f32`] for doubles.
+///
+/// # Safety
+/// As [`nbody_jerk_f32`], with 4-double records.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_jerk_f64(
+    e: *mut NbodyExecutor,
+    targets: *const f64,
+    target_vel: *const f64,
+    n_targets: usize,
+    sources: *const f64,
+    source_vel: *const f64,
+    n_sources: usize,
+    params: *const NbodyParams,
+    out: *mut f64,
+    jerk_out: *mut f64,
+) -> NbodyStatus {
+    let a = JerkArrays { targets, target_vel, n_targets, sources, source_vel, n_sources, out, jerk: jerk_out };
+    jerk(e, a, params)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn batch<T: CReal>(
+    e: *mut NbodyExecutor,
+    particles: *const T,
+    n: usize,
+    pairs: *const NbodyPair,
+    n_pairs: usize,
+    spans: *const NbodySpan,
+    n_spans: usize,
+    p: *const NbodyParams,
+    out: *mut T,
+) -> NbodyStatus {
+    guard(|| {
+        let e = executor(e)?;
+        let p = params::<T>(p)?;
+        // SAFETY: the caller promises each pointer holds its count of records; Pair and
+        // Span are the same #[repr(C)] layouts as NbodyPair and NbodySpan.
+        let (ps, pairs, spans, o) = unsafe {
+            (
+                records(particles.cast::<Particle<T>>(), n, "particles")?,
+                records(pairs.cast::<Pair>(), n_pairs, "pairs")?,
+                records(spans.cast::<Span>(), n_spans, "spans")?,
+                records_mut(out.cast::<Field<T>>(), n, "out")?,
+            )
+        };
+        let list = InteractionList { pairs, source_spans: spans };
+        T::with(e, |x| x.accelerations_batch(ps, &list, &p, o))?.map_err(Failure::from)
+    })
+}
+
+/// Runs every pair of an interaction list over `n` particles in one call, adding into
+/// `out` (`n` records, one per particle). The overlap in `params` is ignored: each
+/// pair's follows from its spans.
+///
+/// # Safety
+/// Each pointer must hold its count of records; `out` must not overlap the inputs.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_batch_f32(
+    e: *mut NbodyExecutor,
+    particles: *const f32,
+    n: usize,
+    pairs: *const NbodyPair,
+    n_pairs: usize,
+    spans: *const NbodySpan,
+    n_spans: usize,
+    params: *const NbodyParams,
+    out: *mut f32,
+) -> NbodyStatus {
+    batch(e, particles, n, pairs, n_pairs, spans, n_spans, params, out)
+}
+
+/// [`nbody_batch_f32`] for doubles.
+///
+/// # Safety
+/// As [`nbody_batch_f32`], with 4-double records.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_batch_f64(
+    e: *mut NbodyExecutor,
+    particles: *const f64,
+    n: usize,
+    pairs: *const NbodyPair,
+    n_pairs: usize,
+    spans: *const NbodySpan,
+    n_spans: usize,
+    params: *const NbodyParams,
+    out: *mut f64,
+) -> NbodyStatus {
+    batch(e, particles, n, pairs, n_pairs, spans, n_spans, params, out)
+}
+
+fn project<T: CReal>(
+    e: *mut NbodyExecutor,
+    particles: *const T,
+    n: usize,
+    window: *const NbodyProjection,
+    grid: *mut f64,
+    n_grid: usize,
+) -> NbodyStatus {
+    guard(|| {
+        let e = executor(e)?;
+        // SAFETY: a null pointer is refused; otherwise the caller passes a valid struct.
+        let w = unsafe { window.as_ref() }.ok_or_else(|| null("projection"))?;
+        let plane = match w.plane {
+            0 => Plane::XY,
+            1 => Plane::XZ,
+            2 => Plane::YZ,
+            other => return Err(Failure(NbodyStatus::BadParameter, format!("projection plane {other}: 0, 1 or 2"))),
+        };
+        let proj = Projection { plane, centre: [w.centre_h, w.centre_v], half_width: w.half_width, pixels: w.pixels };
+        // SAFETY: the caller promises the counts.
+        let (ps, g) =
+            unsafe { (records(particles.cast::<Particle<T>>(), n, "particles")?, records_mut(grid, n_grid, "grid")?) };
+        T::with(e, |x| x.project(ps, &proj, g))?.map_err(Failure::from)
+    })
+}
+
+/// Adds the projected mass of `n` particles into `grid` (`n_grid` = pixels² doubles).
+///
+/// # Safety
+/// Each pointer must hold its count of records.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_project_f32(
+    e: *mut NbodyExecutor,
+    particles: *const f32,
+    n: usize,
+    projection: *const NbodyProjection,
+    grid: *mut f64,
+    n_grid: usize,
+) -> NbodyStatus {
+    project(e, particles, n, projection, grid, n_grid)
+}
+
+/// [`nbody_project_f32`] for doubles.
+///
+/// # Safety
+/// As [`nbody_project_f32`].
+#[no_mangle]
+pub unsafe extern "C" fn nbody_project_f64(
+    e: *mut NbodyExecutor,
+    particles: *const f64,
+    n: usize,
+    projection: *const NbodyProjection,
+    grid: *mut f64,
+    n_grid: usize,
+) -> NbodyStatus {
+    project(e, particles, n, projection, grid, n_grid)
+}
+
+// The C structs must stay the layouts of the Rust ones they are cast to.
+const _: () = {
+    assert!(std::mem::size_of::<NbodySpan>() == std::mem::size_of::<Span>());
+    assert!(std::mem::size_of::<NbodyPair>() == std::mem::size_of::<Pair>());
+    assert!(std::mem::align_of::<NbodyPair>() == std::mem::align_of::<Pair>());
+};

@@ -1,0 +1,152 @@
+//! The entry points the C examples do not reach, called as C would call them: jerk and
+//! density maps against the library's own results, and the refusals of each.
+
+use nbody_c::*;
+use nbody_core::projection::{Plane, Projection};
+use nbody_core::{Bodies, Executor, Field, Jerk, Params, Reference, Velocity};
+
+fn cpu() -> *mut NbodyExecutor {
+    let mut e = std::ptr::null_mut();
+    // SAFETY: `e` is a valid slot for the handle.
+    assert_eq!(unsafe { nbody_cpu_new(2, &mut e) }, NbodyStatus::Ok);
+    e
+}
+
+fn last_error() -> String {
+    // SAFETY: nbody_last_error returns a valid NUL-terminated string.
+    unsafe { std::ffi::CStr::from_ptr(nbody_last_error()) }.to_string_lossy().into_owned()
+}
+
+#[test]
+fn jerk_matches_the_reference() {
+    let (pos, vel) = nbody_integrators_free_plummer(300);
+    let e = cpu();
+    let params = NbodyParams {
+        g: 1.0,
+        eps: 0.01,
+        potential: 1,
+        overlap: NbodyOverlap::Identical as i32,
+        target_start: 0,
+        source_start: 0,
+        shared_len: 0,
+    };
+    let (mut out, mut jerk) = (vec![Field::<f64>::zero(); 300], vec![Jerk::<f64>::zero(); 300]);
+    let f = |x: &[nbody_core::Particle<f64>]| x.as_ptr().cast::<f64>();
+    let v = |x: &[Velocity<f64>]| x.as_ptr().cast::<f64>();
+    // SAFETY: every array holds 300 aligned records.
+    let s = unsafe {
+        nbody_jerk_f64(
+            e,
+            f(&pos),
+            v(&vel),
+            300,
+            f(&pos),
+            v(&vel),
+            300,
+            &params,
+            out.as_mut_ptr().cast(),
+            jerk.as_mut_ptr().cast(),
+        )
+    };
+    assert_eq!(s, NbodyStatus::Ok, "{}", last_error());
+    let (mut want, mut want_j) = (vec![Field::zero(); 300], vec![Jerk::zero(); 300]);
+    let b = Bodies { pos: &pos, vel: &vel };
+    Reference
+        .accelerations_jerk(b, b, &Params::softened(0.01).with_overlap_identical(), &mut want, &mut want_j)
+        .unwrap();
+    for i in 0..300 {
+        for k in 0..3 {
+            assert!((out[i].acceleration()[k] - want[i].acceleration()[k]).abs() < 1e-11);
+            assert!((jerk[i].components()[k] - want_j[i].components()[k]).abs() < 1e-10);
+        }
+    }
+    // A NULL velocity array with particles is refused by name.
+    // SAFETY: as above; the null pointer is the point.
+    let s = unsafe {
+        nbody_jerk_f64(
+            e,
+            f(&pos),
+            std::ptr::null(),
+            300,
+            f(&pos),
+            v(&vel),
+            300,
+            &params,
+            out.as_mut_ptr().cast(),
+            jerk.as_mut_ptr().cast(),
+        )
+    };
+    assert_eq!(s, NbodyStatus::NullPointer);
+    assert!(last_error().contains("target_vel"));
+    // SAFETY: the handle came from nbody_cpu_new.
+    unsafe { nbody_executor_free(e) };
+}
+
+#[test]
+fn density_map_matches_the_deposit() {
+    let (pos, _) = nbody_integrators_free_plummer(1000);
+    let e = cpu();
+    let window = NbodyProjection { plane: 1, centre_h: 0.0, centre_v: 0.0, half_width: 2.0, pixels: 32 };
+    let mut grid = vec![0.0; 32 * 32];
+    // SAFETY: 1000 aligned records and a grid of 32² doubles.
+    let s = unsafe { nbody_project_f64(e, pos.as_ptr().cast(), 1000, &window, grid.as_mut_ptr(), grid.len()) };
+    assert_eq!(s, NbodyStatus::Ok, "{}", last_error());
+    let mut want = vec![0.0; 32 * 32];
+    Projection { plane: Plane::XZ, centre: [0.0, 0.0], half_width: 2.0, pixels: 32 }.deposit(&pos, &mut want).unwrap();
+    assert!(grid.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-12));
+    let bad = NbodyProjection { plane: 5, ..window };
+    // SAFETY: as above.
+    let s = unsafe { nbody_project_f64(e, pos.as_ptr().cast(), 1000, &bad, grid.as_mut_ptr(), grid.len()) };
+    assert_eq!(s, NbodyStatus::BadParameter);
+    // SAFETY: as above, with a grid length that does not match the pixels.
+    let s = unsafe { nbody_project_f64(e, pos.as_ptr().cast(), 1000, &window, grid.as_mut_ptr(), 10) };
+    assert_ne!(s, NbodyStatus::Ok);
+    // SAFETY: the handle came from nbody_cpu_new.
+    unsafe { nbody_executor_free(e) };
+}
+
+/// Last errors are per thread: a failure on one thread leaves another's message alone.
+#[test]
+fn last_error_is_per_thread() {
+    let e = cpu() as usize;
+    std::thread::spawn(move || {
+        // SAFETY: a null params pointer is the error under test; the handle is valid.
+        let s = unsafe {
+            nbody_accelerations_f64(
+                e as *mut NbodyExecutor,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        assert_eq!(s, NbodyStatus::NullPointer);
+        assert!(last_error().contains("params"));
+    })
+    .join()
+    .unwrap();
+    assert_eq!(last_error(), "");
+    // SAFETY: the handle came from nbody_cpu_new.
+    unsafe { nbody_executor_free(e as *mut NbodyExecutor) };
+}
+
+/// A deterministic Plummer-like cloud without pulling the integrators crate.
+fn nbody_integrators_free_plummer(n: usize) -> (Vec<nbody_core::Particle<f64>>, Vec<Velocity<f64>>) {
+    let u = |k: u64| (k.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11) as f64 / (1u64 << 53) as f64;
+    let pos = (0..n as u64)
+        .map(|i| {
+            nbody_core::Particle::new(
+                2.0 * u(7 * i) - 1.0,
+                2.0 * u(7 * i + 1) - 1.0,
+                2.0 * u(7 * i + 2) - 1.0,
+                1.0 / n as f64,
+            )
+        })
+        .collect();
+    let vel =
+        (0..n as u64).map(|i| Velocity::new(u(7 * i + 3) - 0.5, u(7 * i + 4) - 0.5, u(7 * i + 5) - 0.5)).collect();
+    (pos, vel)
+}
