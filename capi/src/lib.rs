@@ -30,6 +30,8 @@
 //! unsafe { nbody_executor_free(exec) };
 //! ```
 #![warn(missing_docs)]
+// C signatures pass each array with its length: many arguments is their shape.
+#![allow(clippy::too_many_arguments)]
 
 use nbody_core::projection::{Plane, Projection};
 use nbody_core::{
@@ -143,9 +145,10 @@ pub struct NbodyExecutor {
     kind: Kind,
 }
 
+// Boxed: the handle is already a heap object, and the executors differ in size.
 enum Kind {
-    Cpu(CpuExecutor),
-    Mixed(MixedExecutor),
+    Cpu(Box<CpuExecutor>),
+    Mixed(Box<MixedExecutor>),
     #[cfg(feature = "cuda")]
     Cuda(nbody_cuda::CudaExecutor),
 }
@@ -262,7 +265,7 @@ trait CReal: Real {
 impl CReal for f32 {
     fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Executor<f32>) -> R) -> Result<R, Failure> {
         match &mut e.kind {
-            Kind::Cpu(x) => Ok(f(x)),
+            Kind::Cpu(x) => Ok(f(x.as_mut())),
             Kind::Mixed(_) => Err(Failure(
                 NbodyStatus::Unsupported,
                 "the mixed executor computes double results: call the _f64 functions".into(),
@@ -276,8 +279,8 @@ impl CReal for f32 {
 impl CReal for f64 {
     fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Executor<f64>) -> R) -> Result<R, Failure> {
         match &mut e.kind {
-            Kind::Cpu(x) => Ok(f(x)),
-            Kind::Mixed(x) => Ok(f(x)),
+            Kind::Cpu(x) => Ok(f(x.as_mut())),
+            Kind::Mixed(x) => Ok(f(x.as_mut())),
             #[cfg(feature = "cuda")]
             Kind::Cuda(x) => Ok(f(x)),
         }
@@ -308,7 +311,7 @@ fn parallelism(threads: u32) -> Parallelism {
 /// `out` must be null (an error) or point to writable storage for one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn nbody_cpu_new(threads: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
-    guard(|| new_handle(Kind::Cpu(CpuExecutor::new(parallelism(threads))), out))
+    guard(|| new_handle(Kind::Cpu(Box::new(CpuExecutor::new(parallelism(threads)))), out))
 }
 
 /// Creates the mixed-precision executor (double results, float interactions on offsets
@@ -318,7 +321,7 @@ pub unsafe extern "C" fn nbody_cpu_new(threads: u32, out: *mut *mut NbodyExecuto
 /// As [`nbody_cpu_new`].
 #[no_mangle]
 pub unsafe extern "C" fn nbody_mixed_new(threads: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
-    guard(|| new_handle(Kind::Mixed(MixedExecutor::new(parallelism(threads))), out))
+    guard(|| new_handle(Kind::Mixed(Box::new(MixedExecutor::new(parallelism(threads)))), out))
 }
 
 /// Creates a CUDA executor on device `device`. `NoDevice` when the library was built
@@ -509,7 +512,6 @@ pub unsafe extern "C" fn nbody_jerk_f64(
     jerk(e, a, params)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn batch<T: CReal>(
     e: *mut NbodyExecutor,
     particles: *const T,
