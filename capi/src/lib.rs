@@ -150,7 +150,7 @@ enum Kind {
     Cpu(Box<CpuExecutor>),
     Mixed(Box<MixedExecutor>),
     #[cfg(feature = "cuda")]
-    Cuda(nbody_cuda::CudaExecutor),
+    Cuda(Box<nbody_cuda::CudaExecutor>),
 }
 
 thread_local! {
@@ -271,7 +271,7 @@ impl CReal for f32 {
                 "the mixed executor computes double results: call the _f64 functions".into(),
             )),
             #[cfg(feature = "cuda")]
-            Kind::Cuda(x) => Ok(f(x)),
+            Kind::Cuda(x) => Ok(f(x.as_mut())),
         }
     }
 }
@@ -282,7 +282,7 @@ impl CReal for f64 {
             Kind::Cpu(x) => Ok(f(x.as_mut())),
             Kind::Mixed(x) => Ok(f(x.as_mut())),
             #[cfg(feature = "cuda")]
-            Kind::Cuda(x) => Ok(f(x)),
+            Kind::Cuda(x) => Ok(f(x.as_mut())),
         }
     }
 }
@@ -335,7 +335,7 @@ pub unsafe extern "C" fn nbody_cuda_new(device: u32, out: *mut *mut NbodyExecuto
         #[cfg(feature = "cuda")]
         {
             let exec = nbody_cuda::CudaExecutor::on_device(device)?;
-            new_handle(Kind::Cuda(exec), out)
+            new_handle(Kind::Cuda(Box::new(exec)), out)
         }
         #[cfg(not(feature = "cuda"))]
         {
