@@ -1,0 +1,71 @@
+"""Type stubs of the compiled extension (see nbody/__init__.py)."""
+
+from typing import Literal, Optional, Tuple
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+Executor = Literal["cpu", "mixed", "cuda", "reference"]
+Precision = Literal["f32", "f64"]
+FloatArray = npt.NDArray[np.floating]
+
+def accelerations(
+    positions: FloatArray,
+    masses: FloatArray,
+    eps: float = 0.0,
+    G: float = 1.0,
+    targets: Optional[FloatArray] = None,
+    potential: bool = True,
+    executor: Executor = "cpu",
+    precision: Precision = "f64",
+    threads: Optional[int] = None,
+) -> Tuple[FloatArray, FloatArray]:
+    """Accelerations (M, 3) and potentials (M,) of `targets` (M, 3), or of the particles
+    themselves when `targets` is None (each skips its own pair), from the particles at
+    `positions` (N, 3) with `masses` (N,). Arrays may be float32 or float64 with any
+    strides. Results are float64 for precision "f64" and float32 for "f32". The GIL is
+    released while the forces are computed. Bad input raises ValueError naming the
+    argument and the index; a device failure raises RuntimeError."""
+
+def _rust_seconds(n: int, reps: int = 20, threads: int = 1, precision: Precision = "f64") -> float:
+    """Seconds per call of the same computation timed inside Rust (benchmarks)."""
+
+class Simulation:
+    """A system evolved by one of the library's integrators on one executor, as
+    `nbody run` does."""
+
+    def __init__(
+        self,
+        ic: Literal["plummer", "cold-sphere", "kepler", "figure8"] = "plummer",
+        n: int = 1024,
+        seed: int = 1,
+        positions: Optional[FloatArray] = None,
+        velocities: Optional[FloatArray] = None,
+        masses: Optional[FloatArray] = None,
+        integrator: Literal["leapfrog", "hermite", "block-hermite", "rk"] = "leapfrog",
+        dt: float = 1.0 / 256.0,
+        eta: float = 0.02,
+        tolerance: float = 1e-8,
+        eps: float = 1.0 / 64.0,
+        executor: Executor = "cpu",
+        precision: Precision = "f64",
+        threads: Optional[int] = None,
+    ) -> None: ...
+    def step(self) -> float:
+        """One step (one block step; one adaptive stretch for "rk"); returns the time."""
+    def evolve(self, t: float) -> float:
+        """Steps until the simulated time reaches `t`; returns the time."""
+    def energies(self) -> Tuple[float, float, float]:
+        """Kinetic, potential and total energy now."""
+    @property
+    def time(self) -> float: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def positions(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def velocities(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def masses(self) -> npt.NDArray[np.float64]: ...

@@ -1,0 +1,586 @@
+//! The Python extension `nbody._nbody`: thin conversions between numpy arrays and the
+//! library's records, around the same executors and integrators the Rust API has.
+
+use nbody_core::{Error, Executor, Field, Params, Particle, Real, Velocity};
+use nbody_cpu::{CpuExecutor, MixedExecutor, Parallelism};
+use nbody_integrators::{diagnostics_combined, ics, BlockHermite, DormandPrince, Hermite, Leapfrog, State};
+use numpy::ndarray::ArrayView2;
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Executors of one kind kept between calls, so a call does not start threads; each
+/// call takes one (or makes one) and gives it back.
+type Pool<T> = Mutex<HashMap<(String, usize), Vec<Box<dyn Executor<T> + Send>>>>;
+
+static POOL32: std::sync::LazyLock<Pool<f32>> = std::sync::LazyLock::new(Default::default);
+static POOL64: std::sync::LazyLock<Pool<f64>> = std::sync::LazyLock::new(Default::default);
+
+fn parallelism(threads: usize) -> Parallelism {
+    if threads <= 1 {
+        Parallelism::Sequential
+    } else {
+        Parallelism::Threads(threads)
+    }
+}
+
+fn value_error(msg: impl Into<String>) -> PyErr {
+    PyValueError::new_err(msg.into())
+}
+
+fn runtime(e: Error) -> PyErr {
+    match e {
+        Error::NonFinite { .. }
+        | Error::NegativeMass { .. }
+        | Error::LengthMismatch { .. }
+        | Error::InvalidParameter { .. } => PyValueError::new_err(e.to_string()),
+        _ => PyRuntimeError::new_err(e.to_string()),
+    }
+}
+
+/// The precisions the package computes in.
+trait PyReal: Real + numpy::Element + Send + Sync + MaybeCuda {
+    fn pool() -> &'static Pool<Self>;
+    fn make(kind: &str, threads: usize) -> PyResult<Box<dyn Executor<Self> + Send>>;
+}
+
+/// The CUDA executor where compiled in.
+trait MaybeCuda: Real {
+    fn cuda() -> PyResult<Box<dyn Executor<Self> + Send>>;
+}
+
+#[cfg(feature = "cuda")]
+impl<T: nbody_cuda::DeviceReal + Send> MaybeCuda for T {
+    fn cuda() -> PyResult<Box<dyn Executor<Self> + Send>> {
+        Ok(Box::new(nbody_cuda::CudaExecutor::new().map_err(runtime)?))
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+impl<T: Real> MaybeCuda for T {
+    fn cuda() -> PyResult<Box<dyn Executor<Self> + Send>> {
+        Err(PyRuntimeError::new_err(
+            "executor 'cuda': this nbody was built without CUDA (pip install with the cuda feature)",
+        ))
+    }
+}
+
+fn unknown_executor(kind: &str) -> PyErr {
+    value_error(format!("executor must be 'cpu', 'mixed', 'cuda' or 'reference' (got {kind:?})"))
+}
+
+impl PyReal for f32 {
+    fn pool() -> &'static Pool<f32> {
+        &POOL32
+    }
+    fn make(kind: &str, threads: usize) -> PyResult<Box<dyn Executor<f32> + Send>> {
+        match kind {
+            "cpu" => Ok(Box::new(CpuExecutor::new(parallelism(threads)))),
+            "reference" => Ok(Box::new(nbody_core::Reference)),
+            "cuda" => <Self as MaybeCuda>::cuda(),
+            "mixed" => Err(value_error("executor 'mixed' computes float64 results: use precision='f64'")),
+            other => Err(unknown_executor(other)),
+        }
+    }
+}
+
+impl PyReal for f64 {
+    fn pool() -> &'static Pool<f64> {
+        &POOL64
+    }
+    fn make(kind: &str, threads: usize) -> PyResult<Box<dyn Executor<f64> + Send>> {
+        match kind {
+            "cpu" => Ok(Box::new(CpuExecutor::new(parallelism(threads)))),
+            "mixed" => Ok(Box::new(MixedExecutor::new(parallelism(threads)))),
+            "reference" => Ok(Box::new(nbody_core::Reference)),
+            "cuda" => <Self as MaybeCuda>::cuda(),
+            other => Err(unknown_executor(other)),
+        }
+    }
+}
+
+/// Takes a pooled executor, runs `f` with it (without the GIL), gives it back.
+fn with_executor<T: PyReal, R: Send>(
+    py: Python<'_>,
+    kind: &str,
+    threads: usize,
+    f: impl FnOnce(&mut dyn Executor<T>) -> R + Send,
+) -> PyResult<R> {
+    let key = (kind.to_owned(), threads);
+    let taken = T::pool()
+        .lock()
+        .map_err(|_| PyRuntimeError::new_err("executor pool poisoned"))?
+        .get_mut(&key)
+        .and_then(Vec::pop);
+    let mut exec = match taken {
+        Some(e) => e,
+        None => T::make(kind, threads)?,
+    };
+    let r = py.detach(|| f(exec.as_mut()));
+    if let Ok(mut pool) = T::pool().lock() {
+        pool.entry(key).or_default().push(exec);
+    }
+    Ok(r)
+}
+
+/// A float32 or float64 numpy array of shape (N, 3), as rows in f64.
+enum Coords<'py> {
+    F32(PyReadonlyArray2<'py, f32>),
+    F64(PyReadonlyArray2<'py, f64>),
+}
+
+fn coords<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Coords<'py>> {
+    if let Ok(a) = obj.extract::<PyReadonlyArray2<'py, f64>>() {
+        return shape3(Coords::F64(a), name);
+    }
+    if let Ok(a) = obj.extract::<PyReadonlyArray2<'py, f32>>() {
+        return shape3(Coords::F32(a), name);
+    }
+    Err(value_error(describe(obj, name, "a float32 or float64 numpy array of shape (N, 3)")))
+}
+
+fn describe(obj: &Bound<'_, PyAny>, name: &str, want: &str) -> String {
+    let got = match obj.cast::<numpy::PyUntypedArray>() {
+        Ok(a) => format!("a {}-d {} array", a.ndim(), a.dtype()),
+        Err(_) => obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "something else".into()),
+    };
+    format!("{name} must be {want} (got {got})")
+}
+
+fn shape3<'py>(c: Coords<'py>, name: &str) -> PyResult<Coords<'py>> {
+    let shape = match &c {
+        Coords::F32(a) => a.shape().to_vec(),
+        Coords::F64(a) => a.shape().to_vec(),
+    };
+    if shape[1] != 3 {
+        return Err(value_error(format!("{name} must have shape (N, 3), got ({}, {})", shape[0], shape[1])));
+    }
+    Ok(c)
+}
+
+impl Coords<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Coords::F32(a) => a.shape()[0],
+            Coords::F64(a) => a.shape()[0],
+        }
+    }
+
+    /// Row `i` in f64.
+    fn rows(&self) -> Vec<[f64; 3]> {
+        fn take<T: Copy + Into<f64>>(v: ArrayView2<'_, T>) -> Vec<[f64; 3]> {
+            v.rows().into_iter().map(|r| [r[0].into(), r[1].into(), r[2].into()]).collect()
+        }
+        match self {
+            Coords::F32(a) => take(a.as_array()),
+            Coords::F64(a) => take(a.as_array()),
+        }
+    }
+}
+
+fn masses(obj: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<f64>> {
+    let m: Vec<f64> = if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f64>>() {
+        a.as_array().iter().copied().collect()
+    } else if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f32>>() {
+        a.as_array().iter().map(|&x| x as f64).collect()
+    } else {
+        return Err(value_error(describe(obj, "masses", "a float32 or float64 numpy array of shape (N,)")));
+    };
+    if m.len() != n {
+        return Err(value_error(format!("masses has {} entries, positions has {n} rows", m.len())));
+    }
+    if let Some(i) = m.iter().position(|x| !x.is_finite()) {
+        return Err(value_error(format!("masses[{i}] is {} (must be finite)", m[i])));
+    }
+    if let Some(i) = m.iter().position(|&x| x < 0.0) {
+        return Err(value_error(format!("masses[{i}] is negative ({})", m[i])));
+    }
+    Ok(m)
+}
+
+fn finite(rows: &[[f64; 3]], name: &str) -> PyResult<()> {
+    match rows.iter().position(|r| !r.iter().all(|x| x.is_finite())) {
+        Some(i) => Err(value_error(format!("{name}[{i}] has a NaN or infinite coordinate"))),
+        None => Ok(()),
+    }
+}
+
+fn records<T: Real>(rows: &[[f64; 3]], m: &[f64]) -> Vec<Particle<T>> {
+    let c = T::from_f64;
+    rows.iter().zip(m).map(|(r, &m)| Particle::new(c(r[0]), c(r[1]), c(r[2]), c(m))).collect()
+}
+
+/// (acceleration (N, 3), potential (N,)) of a call in precision `T`.
+#[allow(clippy::too_many_arguments)]
+fn compute<'py, T: PyReal>(
+    py: Python<'py>,
+    sources: &[Particle<T>],
+    targets: Option<Vec<Particle<T>>>,
+    eps: f64,
+    g: f64,
+    potential: bool,
+    kind: &str,
+    threads: usize,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let mut params = Params::softened(T::from_f64(eps)).with_g(T::from_f64(g));
+    params.potential = potential;
+    let n = targets.as_ref().map_or(sources.len(), Vec::len);
+    let out = with_executor::<T, _>(py, kind, threads, |e| {
+        let mut out = vec![Field::zero(); n];
+        let r = match &targets {
+            Some(t) => e.accelerations(t, sources, &params, &mut out),
+            None => e.accelerations(sources, sources, &params.with_overlap_identical(), &mut out),
+        };
+        r.map(|_| out)
+    })?
+    .map_err(runtime)?;
+    let acc: Vec<T> = out.iter().flat_map(|f| [f.ax, f.ay, f.az]).collect();
+    let phi: Vec<T> = out.iter().map(|f| f.phi).collect();
+    let acc = PyArray1::from_vec(py, acc).reshape([n, 3])?.into_any();
+    Ok((acc, PyArray1::from_vec(py, phi).into_any()))
+}
+
+/// Accelerations and potentials of `targets` (default: the particles themselves, each
+/// skipping its own pair) from the particles at `positions` with `masses`.
+#[pyfunction]
+#[pyo3(signature = (positions, masses, eps=0.0, G=1.0, targets=None, potential=true, executor="cpu", precision="f64", threads=None))]
+#[allow(non_snake_case, clippy::too_many_arguments)]
+fn accelerations<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    masses: &Bound<'py, PyAny>,
+    eps: f64,
+    G: f64,
+    targets: Option<&Bound<'py, PyAny>>,
+    potential: bool,
+    executor: &str,
+    precision: &str,
+    threads: Option<usize>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let pos = coords(positions, "positions")?;
+    let rows = pos.rows();
+    let m = self::masses(masses, pos.len())?;
+    finite(&rows, "positions")?;
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(value_error(format!("eps must be finite and non-negative (got {eps})")));
+    }
+    if !(G.is_finite() && G >= 0.0) {
+        return Err(value_error(format!("G must be finite and non-negative (got {G})")));
+    }
+    let target_rows = match targets {
+        Some(t) => {
+            let t = coords(t, "targets")?.rows();
+            finite(&t, "targets")?;
+            Some(t)
+        }
+        None => None,
+    };
+    let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if threads == 0 {
+        return Err(value_error("threads must be at least 1"));
+    }
+    let zeros = |t: &Vec<[f64; 3]>| vec![0.0; t.len()];
+    match precision {
+        "f64" => {
+            let t = target_rows.as_ref().map(|t| records::<f64>(t, &zeros(t)));
+            compute::<f64>(py, &records(&rows, &m), t, eps, G, potential, executor, threads)
+        }
+        "f32" => {
+            let t = target_rows.as_ref().map(|t| records::<f32>(t, &zeros(t)));
+            compute::<f32>(py, &records(&rows, &m), t, eps, G, potential, executor, threads)
+        }
+        other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+    }
+}
+
+/// Seconds per call of the CPU executor on a Plummer sphere of `n` particles, timed in
+/// Rust (median of `reps` after a warm-up): what the Python call is compared against.
+#[pyfunction]
+#[pyo3(signature = (n, reps=20, threads=1, precision="f64"))]
+fn _rust_seconds(py: Python<'_>, n: usize, reps: usize, threads: usize, precision: &str) -> PyResult<f64> {
+    fn time<T: PyReal>(py: Python<'_>, n: usize, reps: usize, threads: usize) -> PyResult<f64> {
+        let (ps, _) = ics::plummer::<T>(n, 1);
+        let params = Params::softened(T::from_f64(0.01)).with_overlap_identical();
+        with_executor::<T, _>(py, "cpu", threads, |e| {
+            let mut out = vec![Field::zero(); n];
+            let mut times = Vec::new();
+            for k in 0..=reps {
+                out.iter_mut().for_each(|f| *f = Field::zero());
+                let t = std::time::Instant::now();
+                e.accelerations(&ps, &ps, &params, &mut out).map_err(runtime)?;
+                if k > 0 {
+                    times.push(t.elapsed().as_secs_f64());
+                }
+            }
+            times.sort_by(f64::total_cmp);
+            Ok(times[times.len() / 2])
+        })?
+    }
+    match precision {
+        "f32" => time::<f32>(py, n, reps.max(1), threads),
+        _ => time::<f64>(py, n, reps.max(1), threads),
+    }
+}
+
+/// One integrator, in one precision.
+enum Stepper<T: Real> {
+    Leapfrog(Leapfrog<T>),
+    Hermite(Hermite<T>),
+    Block(BlockHermite<T>),
+    Rk(DormandPrince<T>),
+}
+
+/// A system, its integrator and executor, in one precision.
+struct Run<T: PyReal> {
+    state: State<T>,
+    stepper: Stepper<T>,
+    exec: Box<dyn Executor<T> + Send>,
+    steps: u64,
+}
+
+impl<T: PyReal> Run<T> {
+    fn step(&mut self, until: f64) -> Result<(), Error> {
+        let (s, e) = (&mut self.state, &mut self.exec);
+        match &mut self.stepper {
+            Stepper::Leapfrog(lf) => lf.step(s, e)?,
+            Stepper::Hermite(h) => {
+                h.step(s, e, (until - s.time).max(0.0))?;
+            }
+            Stepper::Block(b) => {
+                b.step(s, e)?;
+            }
+            Stepper::Rk(rk) => {
+                rk.advance_to(s, e, until)?;
+            }
+        }
+        self.steps += 1;
+        Ok(())
+    }
+
+    fn evolve(&mut self, t: f64) -> Result<(), Error> {
+        while self.state.time < t {
+            let half = match &self.stepper {
+                Stepper::Leapfrog(lf) => 0.5 * lf.dt(),
+                _ => 0.0,
+            };
+            if self.state.time >= t - half {
+                break;
+            }
+            self.step(t)?;
+            if let Stepper::Rk(_) = self.stepper {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A simulation, as `nbody run` drives one.
+#[pyclass(module = "nbody._nbody", unsendable)]
+struct Simulation {
+    run: Sim,
+    eps: f64,
+}
+
+enum Sim {
+    F32(Run<f32>),
+    F64(Run<f64>),
+}
+
+macro_rules! each {
+    ($sim:expr, $r:ident => $body:expr) => {
+        match $sim {
+            Sim::F32($r) => $body,
+            Sim::F64($r) => $body,
+        }
+    };
+}
+
+fn stepper<T: Real>(integrator: &str, dt: f64, eta: f64, tolerance: f64, eps: f64) -> PyResult<Stepper<T>> {
+    let e = T::from_f64(eps);
+    Ok(match integrator {
+        "leapfrog" => Stepper::Leapfrog(Leapfrog::new(dt, e).map_err(runtime)?),
+        "hermite" => Stepper::Hermite(Hermite::new(eta, e).map_err(runtime)?),
+        "block-hermite" => Stepper::Block(BlockHermite::new(eta, dt, e).map_err(runtime)?),
+        "rk" => Stepper::Rk(DormandPrince::new(tolerance, tolerance, e).map_err(runtime)?),
+        other => {
+            return Err(value_error(format!(
+                "integrator must be 'leapfrog', 'hermite', 'block-hermite' or 'rk' (got {other:?})"
+            )))
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build<T: PyReal>(
+    rows: &[[f64; 7]],
+    integrator: &str,
+    dt: f64,
+    eta: f64,
+    tolerance: f64,
+    eps: f64,
+    executor: &str,
+    threads: usize,
+) -> PyResult<Run<T>> {
+    let c = T::from_f64;
+    let pos = rows.iter().map(|r| Particle::new(c(r[0]), c(r[1]), c(r[2]), c(r[3]))).collect();
+    let vel = rows.iter().map(|r| Velocity::new(c(r[4]), c(r[5]), c(r[6]))).collect();
+    Ok(Run {
+        state: State::new(pos, vel),
+        stepper: stepper(integrator, dt, eta, tolerance, eps)?,
+        exec: T::make(executor, threads)?,
+        steps: 0,
+    })
+}
+
+#[pymethods]
+impl Simulation {
+    /// A system from initial conditions (`ic`: "plummer", "cold-sphere", "kepler",
+    /// "figure8") or from `positions`, `velocities` and `masses`.
+    #[new]
+    #[pyo3(signature = (ic="plummer", n=1024, seed=1, positions=None, velocities=None, masses=None, integrator="leapfrog", dt=1.0/256.0, eta=0.02, tolerance=1e-8, eps=1.0/64.0, executor="cpu", precision="f64", threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        ic: &str,
+        n: usize,
+        seed: u64,
+        positions: Option<&Bound<'_, PyAny>>,
+        velocities: Option<&Bound<'_, PyAny>>,
+        masses: Option<&Bound<'_, PyAny>>,
+        integrator: &str,
+        dt: f64,
+        eta: f64,
+        tolerance: f64,
+        eps: f64,
+        executor: &str,
+        precision: &str,
+        threads: Option<usize>,
+    ) -> PyResult<Self> {
+        let rows: Vec<[f64; 7]> = match (positions, velocities, masses) {
+            (Some(p), v, Some(m)) => {
+                let p = coords(p, "positions")?.rows();
+                finite(&p, "positions")?;
+                let m = self::masses(m, p.len())?;
+                let v = match v {
+                    Some(v) => coords(v, "velocities")?.rows(),
+                    None => vec![[0.0; 3]; p.len()],
+                };
+                if v.len() != p.len() {
+                    return Err(value_error(format!("velocities has {} rows, positions has {}", v.len(), p.len())));
+                }
+                finite(&v, "velocities")?;
+                p.iter().zip(&v).zip(&m).map(|((x, u), &m)| [x[0], x[1], x[2], m, u[0], u[1], u[2]]).collect()
+            }
+            (None, None, None) => {
+                let (p, v) = match ic {
+                    "plummer" => ics::plummer::<f64>(n, seed),
+                    "cold-sphere" => ics::cold_sphere::<f64>(n, seed),
+                    "kepler" => ics::kepler::<f64>(0.5, 0.5, 0.5),
+                    "figure8" => ics::figure_eight::<f64>(),
+                    other => {
+                        return Err(value_error(format!(
+                            "ic must be 'plummer', 'cold-sphere', 'kepler' or 'figure8' (got {other:?})"
+                        )))
+                    }
+                };
+                p.iter().zip(&v).map(|(p, v)| [p.x, p.y, p.z, p.m, v.vx, v.vy, v.vz]).collect()
+            }
+            _ => {
+                return Err(value_error(
+                    "give positions and masses (and optionally velocities) together, or none of them",
+                ))
+            }
+        };
+        if rows.is_empty() {
+            return Err(value_error("a simulation needs at least one particle"));
+        }
+        let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let run = match precision {
+            "f64" => Sim::F64(build(&rows, integrator, dt, eta, tolerance, eps, executor, threads)?),
+            "f32" => Sim::F32(build(&rows, integrator, dt, eta, tolerance, eps, executor, threads)?),
+            other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+        };
+        Ok(Self { run, eps })
+    }
+
+    /// One step (one block step; one adaptive stretch for "rk"); returns the time.
+    fn step(&mut self, py: Python<'_>) -> PyResult<f64> {
+        let run = &mut self.run;
+        py.detach(|| each!(run, r => r.step(f64::INFINITY).map(|_| r.state.time))).map_err(runtime)
+    }
+
+    /// Steps until the simulated time reaches `t`; returns the time.
+    fn evolve(&mut self, py: Python<'_>, t: f64) -> PyResult<f64> {
+        if !t.is_finite() {
+            return Err(value_error(format!("t must be finite (got {t})")));
+        }
+        let run = &mut self.run;
+        py.detach(|| each!(run, r => r.evolve(t).map(|_| r.state.time))).map_err(runtime)
+    }
+
+    /// Simulated time.
+    #[getter]
+    fn time(&self) -> f64 {
+        each!(&self.run, r => r.state.time)
+    }
+
+    /// Steps taken.
+    #[getter]
+    fn steps(&self) -> u64 {
+        each!(&self.run, r => r.steps)
+    }
+
+    /// Positions, (N, 3) float64.
+    #[getter]
+    fn positions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v: Vec<f64> =
+            each!(&self.run, r => r.state.pos.iter().flat_map(|p| p.position().map(Real::to_f64)).collect());
+        let n = v.len() / 3;
+        Ok(PyArray1::from_vec(py, v).reshape([n, 3])?.into_any())
+    }
+
+    /// Velocities, (N, 3) float64.
+    #[getter]
+    fn velocities<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v: Vec<f64> =
+            each!(&self.run, r => r.state.vel.iter().flat_map(|u| u.components().map(Real::to_f64)).collect());
+        let n = v.len() / 3;
+        Ok(PyArray1::from_vec(py, v).reshape([n, 3])?.into_any())
+    }
+
+    /// Masses, (N,) float64.
+    #[getter]
+    fn masses<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        let v: Vec<f64> = each!(&self.run, r => r.state.pos.iter().map(|p| p.m.to_f64()).collect());
+        PyArray1::from_vec(py, v).into_any()
+    }
+
+    /// Kinetic, potential and total energy now (one force evaluation).
+    fn energies(&mut self, py: Python<'_>) -> PyResult<(f64, f64, f64)> {
+        let eps = self.eps;
+        let run = &mut self.run;
+        py.detach(|| {
+            each!(run, r => {
+                let mut field = vec![Field::zero(); r.state.len()];
+                let params = Params::softened(Real::from_f64(eps)).with_overlap_identical();
+                r.exec.accelerations(&r.state.pos, &r.state.pos, &params, &mut field).map(|_| {
+                    let d = diagnostics_combined(&r.state, &field, &mut r.exec);
+                    (d.kinetic, d.potential, d.total)
+                })
+            })
+        })
+        .map_err(runtime)
+    }
+}
+
+/// Direct-summation gravity on numpy arrays.
+#[pymodule]
+fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(accelerations, m)?)?;
+    m.add_function(wrap_pyfunction!(_rust_seconds, m)?)?;
+    m.add_class::<Simulation>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

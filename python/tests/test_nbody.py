@@ -1,0 +1,176 @@
+"""The Python package against a numpy double loop, on bad input, on non-contiguous
+arrays and from several threads."""
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import nbody
+
+
+def direct(pos, m, eps, G=1.0, targets=None):
+    """The sum in float64 with numpy: each target skips its own pair when targets is None."""
+    t = pos if targets is None else targets
+    d = pos[None, :, :] - t[:, None, :]
+    r2 = (d * d).sum(-1) + eps * eps
+    with np.errstate(divide="ignore"):
+        inv = np.where(r2 > 0, 1.0 / np.sqrt(r2), 0.0)
+    if targets is None:
+        np.fill_diagonal(inv, 0.0)
+    acc = G * (m[None, :, None] * d * (inv**3)[:, :, None]).sum(1)
+    pot = -G * (m[None, :] * inv).sum(1)
+    return acc, pot
+
+
+@pytest.fixture
+def system():
+    rng = np.random.default_rng(7)
+    return rng.normal(size=(300, 3)), rng.uniform(0.5, 1.5, size=300)
+
+
+def rel(a, b):
+    return np.abs(a - b).max() / np.abs(b).max()
+
+
+@pytest.mark.parametrize("executor", ["cpu", "reference", "mixed"])
+@pytest.mark.parametrize("eps", [0.0, 0.05])
+def test_matches_the_double_loop(system, executor, eps):
+    pos, m = system
+    acc, pot = nbody.accelerations(pos, m, eps=eps, G=2.0, executor=executor)
+    want_acc, want_pot = direct(pos, m, eps, G=2.0)
+    tol = 1e-5 if executor == "mixed" else 1e-12  # mixed: f32 interactions
+    assert acc.shape == (300, 3) and pot.shape == (300,) and acc.dtype == np.float64
+    assert rel(acc, want_acc) < tol and rel(pot, want_pot) < tol
+
+
+def test_float32_inputs_and_precision(system):
+    pos, m = system
+    want_acc, want_pot = direct(pos, m, 0.01)
+    acc, pot = nbody.accelerations(pos.astype(np.float32), m.astype(np.float32), eps=0.01, precision="f32")
+    assert acc.dtype == np.float32 and rel(acc, want_acc) < 1e-5 and rel(pot, want_pot) < 1e-5
+    acc64, _ = nbody.accelerations(pos.astype(np.float32), m, eps=0.01)
+    assert acc64.dtype == np.float64
+
+
+def test_separate_targets_and_no_potential(system):
+    pos, m = system
+    targets = np.random.default_rng(3).normal(size=(40, 3))
+    acc, pot = nbody.accelerations(pos, m, eps=0.02, targets=targets, potential=False)
+    want_acc, _ = direct(pos, m, 0.02, targets=targets)
+    assert acc.shape == (40, 3) and rel(acc, want_acc) < 1e-12
+    assert np.all(pot == 0.0)
+
+
+def test_any_strides(system):
+    pos, m = system
+    big = np.zeros((600, 7))
+    big[::2, 1:4] = pos
+    masses = np.zeros(900)
+    masses[::3] = m
+    strided, _ = nbody.accelerations(big[::2, 1:4], masses[::3], eps=0.01)
+    fortran, _ = nbody.accelerations(np.asfortranarray(pos), m, eps=0.01)
+    transposed, _ = nbody.accelerations(np.ascontiguousarray(pos.T).T, m, eps=0.01)
+    plain, _ = nbody.accelerations(pos, m, eps=0.01)
+    assert np.array_equal(strided, plain) and np.array_equal(fortran, plain) and np.array_equal(transposed, plain)
+
+
+@pytest.mark.parametrize(
+    "change, error",
+    [
+        (lambda p, m: (p.__setitem__((3, 1), np.nan), (p, m))[1], r"positions\[3\]"),
+        (lambda p, m: (m.__setitem__(2, -1.0), (p, m))[1], r"masses\[2\] is negative"),
+        (lambda p, m: (m.__setitem__(4, np.inf), (p, m))[1], r"masses\[4\]"),
+        (lambda p, m: (np.zeros((5, 4)), np.ones(5)), r"shape \(N, 3\), got \(5, 4\)"),
+        (lambda p, m: (np.zeros(6), np.ones(2)), r"positions must be a float32 or float64 numpy array"),
+        (lambda p, m: (np.zeros((5, 3), dtype=np.int64), np.ones(5)), r"int64"),
+        (lambda p, m: ([[0.0, 0.0, 0.0]], np.ones(1)), r"positions must be"),
+        (lambda p, m: (p, m[:-1]), r"masses has 299 entries, positions has 300"),
+        (lambda p, m: (p, m.astype(np.complex128)), r"masses must be"),
+    ],
+)
+def test_bad_input_is_a_value_error_naming_it(system, change, error):
+    pos, m = change(*[a.copy() for a in system])
+    with pytest.raises(ValueError, match=error):
+        nbody.accelerations(pos, m)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"eps": -1.0}, "eps must be"),
+        ({"G": np.nan}, "G must be"),
+        ({"executor": "abacus"}, "executor must be"),
+        ({"precision": "f16"}, "precision must be"),
+        ({"threads": 0}, "threads must be"),
+        ({"executor": "mixed", "precision": "f32"}, "f64"),
+        ({"targets": np.zeros((2, 2))}, r"targets must have shape"),
+    ],
+)
+def test_bad_parameters(system, kwargs, error):
+    with pytest.raises(ValueError, match=error):
+        nbody.accelerations(*system, **kwargs)
+
+
+def test_cuda_without_a_device_is_a_clear_error(system):
+    try:
+        nbody.accelerations(*system, executor="cuda")
+    except RuntimeError as e:
+        assert "cuda" in str(e).lower() or "device" in str(e).lower()
+
+
+def test_threads_get_the_same_answer(system):
+    pos, m = system
+    want, _ = nbody.accelerations(pos, m, eps=0.01, threads=1)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda k: nbody.accelerations(pos, m, eps=0.01, threads=1 + k % 2)[0], range(16)))
+    assert all(np.allclose(r, want, rtol=1e-13, atol=0) for r in results)
+
+
+def test_the_gil_is_released_during_the_computation():
+    rng = np.random.default_rng(1)
+    pos, m = rng.normal(size=(12000, 3)), np.ones(12000)
+    done = threading.Event()
+    ticks = 0
+
+    def work():
+        nbody.accelerations(pos, m, eps=0.01, threads=1)
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    while not done.is_set():
+        ticks += 1
+    t.join()
+    # With the GIL held for the whole call, the loop could run only between switches.
+    assert ticks > 10000
+
+
+def test_simulation_conserves_energy_and_mirrors_the_command():
+    sim = nbody.Simulation(ic="plummer", n=256, seed=3, integrator="leapfrog", dt=1 / 256, eps=1 / 64)
+    e0 = sim.energies()[2]
+    assert sim.evolve(0.25) == pytest.approx(0.25)
+    assert sim.steps == 64
+    assert abs((sim.energies()[2] - e0) / e0) < 1e-4
+    assert sim.positions.shape == (256, 3) and sim.velocities.shape == (256, 3) and sim.masses.shape == (256,)
+
+
+@pytest.mark.parametrize("integrator", ["hermite", "block-hermite", "rk"])
+def test_figure_eight_returns(integrator):
+    sim = nbody.Simulation(ic="figure8", integrator=integrator, eta=0.01, dt=1 / 64, eps=0.0, tolerance=1e-10)
+    start = sim.positions.copy()
+    sim.evolve(6.32591398)
+    assert np.abs(sim.positions - start).max() < 1e-2
+
+
+def test_simulation_from_arrays_and_bad_arrays():
+    pos = np.array([[-1.0, 0, 0], [1.0, 0, 0]])
+    vel = np.array([[0, -0.5, 0], [0, 0.5, 0]])
+    sim = nbody.Simulation(positions=pos, velocities=vel, masses=np.ones(2), eps=0.0, dt=0.001)
+    sim.step()
+    assert sim.time == pytest.approx(0.001)
+    with pytest.raises(ValueError, match="masses"):
+        nbody.Simulation(positions=pos, masses=np.ones(3))
+    with pytest.raises(ValueError, match="integrator must be"):
+        nbody.Simulation(integrator="euler")
