@@ -115,7 +115,26 @@ int main(void) {
   NbodyExecutor *gpu = NULL;
   NbodyStatus g = nbody_cuda_new(0, &gpu);
   if (g == NBODY_STATUS_OK) {
-    printf("ok   nbody_cuda_new: a device\n");
+    /* On a GPU: the same forces, double and float, against the CPU's. */
+    double *go = aligned_alloc(32, n * 4 * sizeof(double));
+    memset(go, 0, n * 4 * sizeof(double));
+    expect(nbody_accelerations_f64(gpu, p, n, p, n, &prm, go, n), NBODY_STATUS_OK, NULL, "cuda, double");
+    for (size_t i = 0; i < 4 * n; i++) qo[i] = 0.0f;
+    expect(nbody_accelerations_f32(gpu, q, n, q, n, &prm, qo, n), NBODY_STATUS_OK, NULL, "cuda, float");
+    double w64 = 0, w32 = 0;
+    for (size_t i = 0; i < n; i++) {
+      double num = 0, num32 = 0, den = 0;
+      for (int k = 0; k < 3; k++) {
+        num += (go[4 * i + k] - out[4 * i + k]) * (go[4 * i + k] - out[4 * i + k]);
+        num32 += (qo[4 * i + k] - out[4 * i + k]) * (qo[4 * i + k] - out[4 * i + k]);
+        den += out[4 * i + k] * out[4 * i + k];
+      }
+      if (sqrt(num / den) > w64) w64 = sqrt(num / den);
+      if (sqrt(num32 / den) > w32) w32 = sqrt(num32 / den);
+    }
+    printf("cuda: max relative acceleration error against the CPU, double %.3e, float %.3e\n", w64, w32);
+    if (w64 > 1e-12 || w32 > 1e-4) failures++;
+    free(go);
     nbody_executor_free(gpu);
   } else {
     expect(g, NBODY_STATUS_NO_DEVICE, "", "nbody_cuda_new without a device");
