@@ -171,6 +171,10 @@ fn bad_input_gives_one_clear_line_and_an_exit_code() {
         (&["run", "--integrator", "euler"], 2, "euler"),
         (&["bench", "--flops", "17"], 2, "not a named convention"),
         (&["run", "--devices", "0,1"], 1, "--devices picks GPUs: it needs --executor cuda"),
+        (&["run", "--n", "100000000000"], 1, "particles (f64, Leapfrog, cpu) needs about"),
+        (&["run", "--t-end", "1e300"], 1, "is lost against --t-end 1e300"),
+        (&["run", "--t-end", "1e10", "--dt", "1e-3"], 1, "more than 2^40"),
+        (&["run", "--n", "64", "--integrator", "hermite", "--t-end", "1e300"], 1, "would take about"),
         (&["run", "--executor", "cuda", "--devices", "0,x"], 1, "--devices must be all or device ordinals"),
     ];
     for &(args, code, needle) in cases {

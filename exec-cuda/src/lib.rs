@@ -147,6 +147,12 @@ impl CudaExecutor {
         self.copy_stream.synchronize().map_err(cuda("waiting for the copies"))
     }
 
+    /// Device memory free now, in bytes.
+    pub fn free_memory(&self) -> Result<usize, Error> {
+        device::make_current(&self.context)?;
+        cust::memory::mem_get_info().map(|(free, _)| free).map_err(cuda("asking for free memory"))
+    }
+
     /// The device's properties.
     pub fn info(&self) -> &DeviceInfo {
         &self.info

@@ -57,6 +57,9 @@ pub fn accel(a: &AccelArgs) -> Result<ExitCode> {
         Some(path) => Some(particles(&read_table(path)?, &path.display().to_string())?.0),
         None => None,
     };
+    let n_t = targets.as_ref().map_or(sources.len(), Vec::len);
+    let need = super::resources::accel_bytes(sources.len(), n_t, a.precision);
+    super::resources::check_host(&format!("{n_t} targets x {} sources", sources.len()), need)?;
     let start = std::time::Instant::now();
     let field = match a.precision {
         Precision::F32 => compute::<f32>(a, &sources, targets.as_deref(), threads)?,
@@ -64,7 +67,6 @@ pub fn accel(a: &AccelArgs) -> Result<ExitCode> {
     };
     let seconds = start.elapsed().as_secs_f64();
     write_table(&a.out, &["ax", "ay", "az", "phi"], &field)?;
-    let n_t = targets.as_ref().map_or(sources.len(), Vec::len);
     println!(
         "{} targets x {} sources on {} ({}) in {:.3} s -> {}",
         n_t,

@@ -14,6 +14,7 @@ pub mod files;
 pub mod fuzz;
 pub mod info;
 pub mod plot;
+pub mod resources;
 pub mod run;
 pub mod settings;
 mod sim;

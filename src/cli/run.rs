@@ -123,9 +123,19 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
         #[cfg(not(feature = "cuda"))]
         bail!("--executor cuda: this nbody was built without CUDA (build with --features cuda)");
     }
+    // Before anything large is allocated: will it fit? (Files: once their size is known.)
+    if s.ic != InitialConditions::File {
+        check_memory(&s, s.n, &gpu)?;
+    }
     // Rank 0 owns the files: it builds the system, every rank receives it and keeps its
     // share.
-    let system = team.on_root(|| initial_conditions(&s))?;
+    let system = team.on_root(|| {
+        let system = initial_conditions(&s)?;
+        if s.ic == InitialConditions::File {
+            check_memory(&s, system.0.len(), &gpu)?;
+        }
+        Ok(system)
+    })?;
     let rows = team.broadcast_rows(system.map(|(p, v)| super::sim::rows(&p, &v)).unwrap_or_default());
     s.n = rows.len();
     if s.pixels_auto {
@@ -162,6 +172,21 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
         Precision::F64 => evolve::<f64>(&s, convert(&pos, &vel), &stop, gpu, team)?,
     };
     Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
+}
+
+/// Refuses a run of `n` particles that needs more host (or device) memory than there is.
+fn check_memory(s: &RunSettings, n: usize, gpu: &Gpu) -> Result<()> {
+    let what = format!("a run of {n} particles ({}, {:?}, {})", s.precision.name(), s.integrator, s.executor.name());
+    super::resources::check_host(&what, super::resources::run_bytes(n, s.precision, s.integrator, s.executor))?;
+    #[cfg(feature = "cuda")]
+    if let Some(g) = gpu {
+        if s.executor == ExecutorKind::Cuda {
+            let need = super::resources::device_bytes(n, s.precision);
+            super::resources::check_device(&what, need, g.free_memory().ok())?;
+        }
+    }
+    let _ = gpu;
+    Ok(())
 }
 
 fn convert<T: Real>(pos: &[Particle<f64>], vel: &[Velocity<f64>]) -> State<T> {
@@ -315,6 +340,11 @@ fn drive(
     // Every rank stops at the same step: the flag is agreed at each check.
     let stop = || team.any(stop.load(Ordering::SeqCst));
     let d0 = sim.diagnostics()?;
+    // The first diagnostics evaluated the force once: the run's cost follows from it.
+    let per_force = wall.elapsed().as_secs_f64();
+    if team.is_root() {
+        println!("{}", estimate(s, per_force));
+    }
     let first = sim.snapshot()?;
     let p_scale: f64 = first.iter().map(|r| r[3] * (r[4] * r[4] + r[5] * r[5] + r[6] * r[6]).sqrt()).sum();
     let l_scale: f64 = first
@@ -344,8 +374,11 @@ fn drive(
         let next_energy = schedule(k_energy, s.energy_every, grid, s.t_end);
         let next_snap = schedule(k_snap, s.snapshot_every, grid, s.t_end);
         let until = next_energy.min(next_snap);
+        let mut before = sim.time();
         while !sim.step(until)? {
             team.fault_point(sim.steps())?;
+            check_progress(s, &*sim, before)?;
+            before = sim.time();
             show(&bar, s, &*sim, &wall, team.size());
             if stop() {
                 interrupted = true;
@@ -394,6 +427,60 @@ fn drive(
         write_atomic(&s.out.join("summary.txt"), |w| w.write_all(summary.as_bytes()))
     })?;
     Ok(interrupted)
+}
+
+/// The settings echo's last line: the wall time the run should take, from one force
+/// evaluation's time (fixed steps), or that time alone (adaptive steps).
+fn estimate(s: &RunSettings, per_force: f64) -> String {
+    let human = |t: f64| {
+        if t < 1e-3 {
+            format!("{:.0} us", t * 1e6)
+        } else if t < 1.0 {
+            format!("{:.1} ms", t * 1e3)
+        } else if t < 120.0 {
+            format!("{t:.2} s")
+        } else if t < 7200.0 {
+            format!("{:.1} min", t / 60.0)
+        } else {
+            format!("{:.1} h", t / 3600.0)
+        }
+    };
+    match s.integrator {
+        IntegratorKind::Leapfrog => {
+            let steps = (s.t_end / s.dt).ceil();
+            format!(
+                "  # estimated wall time {} ({steps} steps at {} per force evaluation)",
+                human(steps * per_force),
+                human(per_force)
+            )
+        }
+        _ => format!(
+            "  # {} per force evaluation (adaptive steps: their number is not known in advance)",
+            human(per_force)
+        ),
+    }
+}
+
+/// Adaptive steps: refuses a run whose steps stopped advancing the time (lost against t
+/// in double precision) or that would take more than 2^40 of them at its current pace.
+fn check_progress(s: &RunSettings, sim: &dyn Simulation, before: f64) -> Result<()> {
+    let (t, steps) = (sim.time(), sim.steps());
+    if t <= before {
+        bail!("the step at t = {t:e} no longer advances the time (lost against t in double precision)");
+    }
+    // Checked from the 65,536th step on, at powers of two (so it costs nothing): a
+    // Hermite start can crawl for thousands of tiny steps before its pace settles (the
+    // figure-eight takes 16,834 steps to reach t = 0.002, then 129 to t = 0.25).
+    if steps >= 1 << 16 && steps.is_power_of_two() {
+        let projected = s.t_end / (t / steps as f64);
+        if !(projected <= (1u64 << 40) as f64) {
+            bail!(
+                "after {steps} steps the time is {t:e}: reaching --t-end {:e} would take about {projected:.2e} steps (more than 2^40)",
+                s.t_end
+            );
+        }
+    }
+    Ok(())
 }
 
 fn progress_bar(quiet: bool) -> ProgressBar {

@@ -269,6 +269,7 @@ impl RunArgs {
                 bail!("--devices must be all or device ordinals separated by commas, such as 0,1 (got {d})");
             }
         }
+        super::resources::check_steps(args.integrator.unwrap_or(IntegratorKind::Leapfrog), dt, t_end)?;
         let snapshot_every = args.snapshot_every.unwrap_or(t_end);
         positive("--snapshot-every", snapshot_every)?;
         let energy_every = args.energy_every.unwrap_or(t_end / 128.0);
