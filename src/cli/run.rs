@@ -473,7 +473,7 @@ fn check_progress(s: &RunSettings, sim: &dyn Simulation, before: f64) -> Result<
     // figure-eight takes 16,834 steps to reach t = 0.002, then 129 to t = 0.25).
     if steps >= 1 << 16 && steps.is_power_of_two() {
         let projected = s.t_end / (t / steps as f64);
-        if !(projected <= (1u64 << 40) as f64) {
+        if projected.is_nan() || projected > (1u64 << 40) as f64 {
             bail!(
                 "after {steps} steps the time is {t:e}: reaching --t-end {:e} would take about {projected:.2e} steps (more than 2^40)",
                 s.t_end
