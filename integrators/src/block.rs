@@ -224,3 +224,26 @@ impl<T: Real> BlockHermite<T> {
         Ok(diagnostics_combined(s, &field, e))
     }
 }
+
+impl<T: Real> crate::Checkpoint for BlockHermite<T> {
+    fn save(&self, out: &mut Vec<u64>) {
+        use crate::checkpoint::{put_f64s, put_triples};
+        out.extend([u64::from(self.started), self.steps as u64, self.targets as u64]);
+        put_f64s(out, &self.t);
+        put_f64s(out, &self.dt);
+        put_triples(out, &self.acc);
+        put_triples(out, &self.jerk);
+    }
+
+    fn restore(&mut self, w: &mut crate::Words<'_>) -> Result<(), Error> {
+        use crate::checkpoint::{take_f64s, take_triples};
+        self.started = w.word()? != 0;
+        self.steps = w.word()? as usize;
+        self.targets = w.word()? as usize;
+        self.t = take_f64s(w)?;
+        self.dt = take_f64s(w)?;
+        self.acc = take_triples(w)?;
+        self.jerk = take_triples(w)?;
+        Ok(())
+    }
+}

@@ -267,3 +267,20 @@ impl<T: Real> Hermite<T> {
         Ok(diagnostics_combined(s, &field, e))
     }
 }
+
+impl<T: Real> crate::Checkpoint for Hermite<T> {
+    fn save(&self, out: &mut Vec<u64>) {
+        crate::checkpoint::put(out, self.dt);
+        out.push(u64::from(self.fresh));
+        crate::checkpoint::put_fields(out, &self.field);
+        crate::checkpoint::put_jerks(out, &self.jerk);
+    }
+
+    fn restore(&mut self, w: &mut crate::Words<'_>) -> Result<(), Error> {
+        self.dt = w.f64()?;
+        self.fresh = w.word()? != 0;
+        self.field = crate::checkpoint::take_fields(w)?;
+        self.jerk = crate::checkpoint::take_jerks(w)?;
+        Ok(())
+    }
+}

@@ -108,3 +108,18 @@ pub(crate) fn drift<T: Real>(s: &mut State<T>, h: T) {
         p.z = p.z + v.vz * h;
     }
 }
+
+impl<T: Real> crate::Checkpoint for Leapfrog<T> {
+    fn save(&self, out: &mut Vec<u64>) {
+        crate::checkpoint::put(out, self.dt);
+        out.push(u64::from(self.fresh));
+        crate::checkpoint::put_fields(out, &self.field);
+    }
+
+    fn restore(&mut self, w: &mut crate::Words<'_>) -> Result<(), Error> {
+        self.dt = w.f64()?;
+        self.fresh = w.word()? != 0;
+        self.field = crate::checkpoint::take_fields(w)?;
+        Ok(())
+    }
+}

@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 mod block;
+mod checkpoint;
 mod hermite;
 pub mod ics;
 mod leapfrog;
@@ -28,6 +29,7 @@ mod rk;
 mod state;
 
 pub use block::BlockHermite;
+pub use checkpoint::{Checkpoint, Words};
 pub use hermite::{Criterion, Hermite};
 pub use leapfrog::Leapfrog;
 pub use rk::DormandPrince;

@@ -136,3 +136,14 @@ impl<T: Real> DormandPrince<T> {
         Ok(diagnostics_combined(s, &field, e))
     }
 }
+
+impl<T: Real> crate::Checkpoint for DormandPrince<T> {
+    fn save(&self, out: &mut Vec<u64>) {
+        crate::checkpoint::put(out, self.dt);
+    }
+
+    fn restore(&mut self, w: &mut crate::Words<'_>) -> Result<(), Error> {
+        self.dt = w.f64()?;
+        Ok(())
+    }
+}
