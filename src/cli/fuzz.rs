@@ -147,7 +147,7 @@ fn csv_from_tokens(u: &mut Unstructured<'_>) -> arbitrary::Result<String> {
     Ok(text)
 }
 
-const KEYS: [&str; 21] = [
+const KEYS: [&str; 22] = [
     "ic",
     "input",
     "n",
@@ -166,6 +166,7 @@ const KEYS: [&str; 21] = [
     "out",
     "snapshot-every",
     "energy-every",
+    "checkpoint-every",
     "pixels",
     "config",
     "steps",

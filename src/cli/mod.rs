@@ -10,6 +10,7 @@
 
 pub mod accel;
 pub mod bench;
+pub mod checkpoint;
 pub mod files;
 pub mod fuzz;
 pub mod info;
@@ -39,6 +40,8 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Subcommand, Debug)]
+// `run` has many options and is parsed once per process: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Evolve a system; write snapshots, an energy CSV and pictures.
     Run(settings::RunArgs),

@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nbody_core::projection::{Plane, Projection};
 use nbody_core::{Executor, Particle, Real, Reference, Velocity};
 use nbody_cpu::{CpuExecutor, CpuReal, MixedExecutor, Parallelism};
-use nbody_integrators::{ics, BlockHermite, Diagnostics, DormandPrince, Hermite, Leapfrog, State};
+use nbody_integrators::{ics, BlockHermite, Diagnostics, DormandPrince, Hermite, Leapfrog, State, Words};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
@@ -99,6 +99,22 @@ pub fn host_executor<T: CliReal>(kind: ExecutorKind, threads: usize) -> Result<B
 /// `team`, each owning a contiguous share of the particles; rank 0 reads and writes the
 /// files and prints.
 pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
+    // --resume DIR: the settings, the loop and the system come from DIR's newest valid
+    // checkpoint; the run continues where it was, writing into DIR.
+    let (args, resume) = match &args.resume {
+        Some(dir) => {
+            if team.size() > 1 {
+                let e = anyhow::anyhow!("--resume: runs across MPI ranks write no checkpoints yet");
+                return Err(if team.is_root() { e } else { ReportedElsewhere.into() });
+            }
+            let (path, saved) = super::checkpoint::newest(dir)?;
+            let mut from = RunArgs::from_toml(&saved.settings).with_context(|| format!("{}", path.display()))?;
+            from.out = Some(dir.clone());
+            from.quiet = args.quiet;
+            (from, Some(saved))
+        }
+        None => (args, None),
+    };
     #[allow(unused_mut)]
     let mut gpu: Gpu = None;
     // Only an unset executor makes the default depend on whether a device is there.
@@ -124,20 +140,25 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
         bail!("--executor cuda: this nbody was built without CUDA (build with --features cuda)");
     }
     // Before anything large is allocated: will it fit? (Files: once their size is known.)
-    if s.ic != InitialConditions::File {
+    if s.ic != InitialConditions::File || resume.is_some() {
         check_memory(&s, s.n, &gpu)?;
     }
     // Rank 0 owns the files: it builds the system, every rank receives it and keeps its
-    // share.
-    let system = team.on_root(|| {
-        let system = initial_conditions(&s)?;
-        if s.ic == InitialConditions::File {
-            check_memory(&s, system.0.len(), &gpu)?;
-        }
-        Ok(system)
-    })?;
-    let rows = team.broadcast_rows(system.map(|(p, v)| super::sim::rows(&p, &v)).unwrap_or_default());
-    s.n = rows.len();
+    // share. A resumed run takes its system from the checkpoint instead.
+    let rows = if resume.is_some() {
+        Vec::new()
+    } else {
+        let system = team.on_root(|| {
+            let system = initial_conditions(&s)?;
+            if s.ic == InitialConditions::File {
+                check_memory(&s, system.0.len(), &gpu)?;
+            }
+            Ok(system)
+        })?;
+        let rows = team.broadcast_rows(system.map(|(p, v)| super::sim::rows(&p, &v)).unwrap_or_default());
+        s.n = rows.len();
+        rows
+    };
     if s.pixels_auto {
         s.pixels = super::settings::default_pixels(s.n);
     }
@@ -157,7 +178,7 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
         std::fs::create_dir_all(&s.out).with_context(|| format!("creating the output folder {}", s.out.display()))?;
         write_atomic(&s.out.join("settings.toml"), |w| w.write_all(s.to_toml().as_bytes()))
     })?;
-    let (pos, vel): System = rows[team.share(s.n)]
+    let (pos, vel): System = rows[team.share(rows.len())]
         .iter()
         .map(|r| (Particle::new(r[0], r[1], r[2], r[3]), Velocity::new(r[4], r[5], r[6])))
         .unzip();
@@ -168,8 +189,8 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
     let interrupted = match s.precision {
-        Precision::F32 => evolve::<f32>(&s, convert(&pos, &vel), &stop, gpu, team)?,
-        Precision::F64 => evolve::<f64>(&s, convert(&pos, &vel), &stop, gpu, team)?,
+        Precision::F32 => evolve::<f32>(&s, convert(&pos, &vel), &stop, gpu, team, resume)?,
+        Precision::F64 => evolve::<f64>(&s, convert(&pos, &vel), &stop, gpu, team, resume)?,
     };
     Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
 }
@@ -232,7 +253,14 @@ fn integrator<T: Real>(s: &RunSettings, block_dt: f64) -> Result<Integrator<T>> 
     })
 }
 
-fn evolve<T: CliReal>(s: &RunSettings, state: State<T>, stop: &AtomicBool, gpu: Gpu, team: &Team) -> Result<bool> {
+fn evolve<T: CliReal>(
+    s: &RunSettings,
+    state: State<T>,
+    stop: &AtomicBool,
+    gpu: Gpu,
+    team: &Team,
+    resume: Option<super::checkpoint::Saved>,
+) -> Result<bool> {
     // Block steps land on multiples of their largest step: every output time is one.
     let block_dt = power_of_two_below(s.dt.min(s.energy_every).min(s.snapshot_every).min(s.t_end));
     let grid = if s.integrator == IntegratorKind::BlockHermite { block_dt } else { 0.0 };
@@ -243,7 +271,15 @@ fn evolve<T: CliReal>(s: &RunSettings, state: State<T>, stop: &AtomicBool, gpu: 
             let label = format!("cuda on devices {:?} (weights {:?})", multi.devices(), multi.weights());
             if s.integrator == IntegratorKind::Leapfrog && team.size() == 1 {
                 let sim = super::sim::DeviceLeapfrog::new(multi, &state, s.dt, T::from_f64(s.eps))?;
-                return drive(s, Box::new(sim), &format!("{label}, device-resident leapfrog"), grid, stop, team);
+                return drive(
+                    s,
+                    Box::new(sim),
+                    &format!("{label}, device-resident leapfrog"),
+                    grid,
+                    stop,
+                    team,
+                    resume,
+                );
             }
             Box::new(multi)
         }
@@ -251,7 +287,7 @@ fn evolve<T: CliReal>(s: &RunSettings, state: State<T>, stop: &AtomicBool, gpu: 
         Some(gpu) if s.executor == ExecutorKind::Cuda => {
             if s.integrator == IntegratorKind::Leapfrog && team.size() == 1 {
                 let sim = super::sim::DeviceLeapfrog::new(gpu, &state, s.dt, T::from_f64(s.eps))?;
-                return drive(s, Box::new(sim), "cuda (device-resident leapfrog)", grid, stop, team);
+                return drive(s, Box::new(sim), "cuda (device-resident leapfrog)", grid, stop, team, resume);
             }
             Box::new(gpu)
         }
@@ -270,10 +306,10 @@ fn evolve<T: CliReal>(s: &RunSettings, state: State<T>, stop: &AtomicBool, gpu: 
         let label =
             format!("{label} on each of {} MPI ranks ({:?} scheme)", team.size(), scheme.resolve(s.n, team.size()));
         let sim = Host::new(state, integrator(s, block_dt)?, &mut dist).with_all_sources(s.n);
-        return drive(s, Box::new(super::sim::Gathered { sim: Box::new(sim), team }), &label, grid, stop, team);
+        return drive(s, Box::new(super::sim::Gathered { sim: Box::new(sim), team }), &label, grid, stop, team, resume);
     }
     let sim = Host::new(state, integrator(s, block_dt)?, exec.as_mut());
-    drive(s, Box::new(sim), &label, grid, stop, team)
+    drive(s, Box::new(sim), &label, grid, stop, team, resume)
 }
 
 /// Output times: multiples of `every` (rounded up to multiples of `grid` when set),
@@ -328,6 +364,82 @@ impl Energy {
     }
 }
 
+/// Where the run loop stands: what a checkpoint saves besides the simulation.
+struct Progress {
+    energy: Energy,
+    snapshots: u64,
+    k_energy: u64,
+    k_snap: u64,
+    k_ckpt: u64,
+    last: Diagnostics,
+    /// Centre and half-width of the density windows (the same at start and end).
+    com: [f64; 3],
+    half: f64,
+}
+
+fn diag_words(d: &Diagnostics) -> [f64; 15] {
+    let (p, l, c) = (d.momentum, d.angular_momentum, d.centre_of_mass);
+    [d.kinetic, d.potential, d.total, p[0], p[1], p[2], l[0], l[1], l[2], c[0], c[1], c[2], d.virial_ratio, 0.0, 0.0]
+}
+
+impl Progress {
+    fn words(&self) -> Vec<u64> {
+        let e = &self.energy;
+        let mut w = vec![self.snapshots, self.k_energy, self.k_snap, self.k_ckpt];
+        let mut f = vec![e.e0, e.p0[0], e.p0[1], e.p0[2], e.l0[0], e.l0[1], e.l0[2], e.p_scale, e.l_scale];
+        f.extend(self.com);
+        f.push(self.half);
+        f.extend(diag_words(&self.last));
+        w.extend(f.iter().map(|x| x.to_bits()));
+        w.push(e.rows.len() as u64);
+        w.extend(e.rows.iter().map(|x| x.to_bits()));
+        w
+    }
+
+    fn from_words(words: &[u64]) -> Result<Self> {
+        let mut w = Words::new(words);
+        let (snapshots, k_energy, k_snap, k_ckpt) = (w.word()?, w.word()?, w.word()?, w.word()?);
+        let mut f = [0.0; 28];
+        for x in &mut f {
+            *x = w.f64()?;
+        }
+        let n = w.len(1)?;
+        let rows = (0..n).map(|_| w.f64()).collect::<Result<Vec<f64>, _>>()?;
+        let d = &f[13..];
+        let last = Diagnostics {
+            kinetic: d[0],
+            potential: d[1],
+            total: d[2],
+            momentum: [d[3], d[4], d[5]],
+            angular_momentum: [d[6], d[7], d[8]],
+            centre_of_mass: [d[9], d[10], d[11]],
+            virial_ratio: d[12],
+        };
+        let energy =
+            Energy { rows, e0: f[0], p0: [f[1], f[2], f[3]], l0: [f[4], f[5], f[6]], p_scale: f[7], l_scale: f[8] };
+        Ok(Self { energy, snapshots, k_energy, k_snap, k_ckpt, last, com: [f[9], f[10], f[11]], half: f[12] })
+    }
+
+    fn windows(&self) -> [(Plane, [f64; 3], f64); 2] {
+        [(Plane::XY, self.com, self.half), (Plane::XZ, self.com, self.half)]
+    }
+}
+
+/// Writes a checkpoint (and the energy rows so far) when the simulation can give one.
+fn checkpoint(s: &RunSettings, sim: &mut dyn Simulation, p: &Progress, team: &Team) -> Result<()> {
+    if let Some(words) = sim.save()? {
+        team.on_root(|| {
+            write_table(&s.out.join("energy.csv"), &ENERGY_COLUMNS, &p.energy.rows)?;
+            let saved = super::checkpoint::Saved { settings: s.to_toml(), run: p.words(), sim: words };
+            super::checkpoint::write(&s.out, sim.steps(), &saved)
+        })?;
+    }
+    Ok(())
+}
+
+/// Wall time after which a checkpoint is written even between scheduled ones.
+const CHECKPOINT_WALL: std::time::Duration = std::time::Duration::from_secs(600);
+
 fn drive(
     s: &RunSettings,
     mut sim: Box<dyn Simulation + '_>,
@@ -335,45 +447,56 @@ fn drive(
     grid: f64,
     stop: &AtomicBool,
     team: &Team,
+    resume: Option<super::checkpoint::Saved>,
 ) -> Result<bool> {
     let wall = Instant::now();
     // Every rank stops at the same step: the flag is agreed at each check.
     let stop = || team.any(stop.load(Ordering::SeqCst));
-    let d0 = sim.diagnostics()?;
-    // The first diagnostics evaluated the force once: the run's cost follows from it.
-    let per_force = wall.elapsed().as_secs_f64();
-    if team.is_root() {
-        println!("{}", estimate(s, per_force));
-    }
-    let first = sim.snapshot()?;
-    let p_scale: f64 = first.iter().map(|r| r[3] * (r[4] * r[4] + r[5] * r[5] + r[6] * r[6]).sqrt()).sum();
-    let l_scale: f64 = first
-        .iter()
-        .map(|r| {
-            r[3] * (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]).sqrt() * (r[4] * r[4] + r[5] * r[5] + r[6] * r[6]).sqrt()
-        })
-        .sum();
-    let mut energy = Energy {
-        rows: Vec::new(),
-        e0: d0.total,
-        p0: d0.momentum,
-        l0: d0.angular_momentum,
-        p_scale: p_scale.max(f64::MIN_POSITIVE),
-        l_scale: l_scale.max(f64::MIN_POSITIVE),
+    let mut p = match resume {
+        Some(saved) => {
+            sim.restore(&mut Words::new(&saved.sim))?;
+            let p = Progress::from_words(&saved.run)?;
+            if team.is_root() {
+                println!("  # resumed at t = {} after {} steps", sim.time(), sim.steps());
+            }
+            p
+        }
+        None => {
+            let d0 = sim.diagnostics()?;
+            // The first diagnostics evaluated the force once: the run's cost follows from it.
+            let per_force = wall.elapsed().as_secs_f64();
+            if team.is_root() {
+                println!("{}", estimate(s, per_force));
+            }
+            let first = sim.snapshot()?;
+            let speed = |r: &Row| (r[4] * r[4] + r[5] * r[5] + r[6] * r[6]).sqrt();
+            let p_scale: f64 = first.iter().map(|r| r[3] * speed(r)).sum();
+            let l_scale: f64 =
+                first.iter().map(|r| r[3] * (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]).sqrt() * speed(r)).sum();
+            let mut energy = Energy {
+                rows: Vec::new(),
+                e0: d0.total,
+                p0: d0.momentum,
+                l0: d0.angular_momentum,
+                p_scale: p_scale.max(f64::MIN_POSITIVE),
+                l_scale: l_scale.max(f64::MIN_POSITIVE),
+            };
+            energy.record(0.0, 0, &d0);
+            team.on_root(|| write_snapshot(s, 0, &first))?;
+            let [(_, com, half), _] = windows(&first);
+            let p = Progress { energy, snapshots: 0, k_energy: 1, k_snap: 1, k_ckpt: 1, last: d0, com, half };
+            write_density(s, &mut *sim, &p.windows(), "start", team)?;
+            p
+        }
     };
-    energy.record(0.0, 0, &d0);
-    let mut snapshots = 0u64;
-    team.on_root(|| write_snapshot(s, snapshots, &first))?;
-    let windows = windows(&first);
-    write_density(s, &mut *sim, &windows, "start", team)?;
     let bar = progress_bar(s.quiet || !team.is_root());
-    let (mut k_energy, mut k_snap) = (1u64, 1u64);
     let mut interrupted = false;
-    let mut last = d0;
+    let mut last_ckpt = Instant::now();
     'run: loop {
-        let next_energy = schedule(k_energy, s.energy_every, grid, s.t_end);
-        let next_snap = schedule(k_snap, s.snapshot_every, grid, s.t_end);
-        let until = next_energy.min(next_snap);
+        let next_energy = schedule(p.k_energy, s.energy_every, grid, s.t_end);
+        let next_snap = schedule(p.k_snap, s.snapshot_every, grid, s.t_end);
+        let next_ckpt = schedule(p.k_ckpt, s.checkpoint_every, grid, s.t_end);
+        let until = next_energy.min(next_snap).min(next_ckpt);
         let mut before = sim.time();
         while !sim.step(until)? {
             team.fault_point(sim.steps())?;
@@ -384,18 +507,29 @@ fn drive(
                 interrupted = true;
                 break 'run;
             }
+            if team.any(last_ckpt.elapsed() > CHECKPOINT_WALL) {
+                checkpoint(s, &mut *sim, &p, team)?;
+                last_ckpt = Instant::now();
+            }
         }
         show(&bar, s, &*sim, &wall, team.size());
         if close(until, next_energy) {
-            last = sim.diagnostics()?;
-            energy.record(sim.time(), sim.steps(), &last);
-            k_energy += 1;
+            p.last = sim.diagnostics()?;
+            p.energy.record(sim.time(), sim.steps(), &p.last);
+            p.k_energy += 1;
         }
         if close(until, next_snap) {
-            snapshots += 1;
+            p.snapshots += 1;
             let rows = sim.snapshot()?;
-            team.on_root(|| write_snapshot(s, snapshots, &rows))?;
-            k_snap += 1;
+            team.on_root(|| write_snapshot(s, p.snapshots, &rows))?;
+            p.k_snap += 1;
+        }
+        // At the end every output is written next: a checkpoint there would only make a
+        // resumed run record the end twice.
+        if close(until, next_ckpt) && !close(until, s.t_end) {
+            p.k_ckpt += 1;
+            checkpoint(s, &mut *sim, &p, team)?;
+            last_ckpt = Instant::now();
         }
         if close(until, s.t_end) {
             break;
@@ -408,21 +542,21 @@ fn drive(
     bar.finish_and_clear();
     if interrupted {
         // Stopped between outputs: record where it stopped.
-        last = sim.diagnostics()?;
-        energy.record(sim.time(), sim.steps(), &last);
-        snapshots += 1;
+        p.last = sim.diagnostics()?;
+        p.energy.record(sim.time(), sim.steps(), &p.last);
+        p.snapshots += 1;
         let rows = sim.snapshot()?;
-        team.on_root(|| write_snapshot(s, snapshots, &rows))?;
+        team.on_root(|| write_snapshot(s, p.snapshots, &rows))?;
     }
-    write_density(s, &mut *sim, &windows, "end", team)?;
+    write_density(s, &mut *sim, &p.windows(), "end", team)?;
     let interactions = team.sum(sim.interactions());
     let seconds = wall.elapsed().as_secs_f64();
     team.on_root(|| {
-        write_table(&s.out.join("energy.csv"), &ENERGY_COLUMNS, &energy.rows)?;
-        let errors: Vec<(f64, f64)> = energy.errors().collect();
+        write_table(&s.out.join("energy.csv"), &ENERGY_COLUMNS, &p.energy.rows)?;
+        let errors: Vec<(f64, f64)> = p.energy.errors().collect();
         let title = format!("Energy error: N = {}, {:?}, {}", s.n, s.integrator, s.precision.name());
         energy_png(&s.out.join("energy-error.png"), &title, &errors)?;
-        let summary = summary(s, &*sim, label, &energy, &last, seconds, interactions, snapshots + 1, interrupted);
+        let summary = summary(s, &*sim, label, &p.energy, &p.last, seconds, interactions, p.snapshots + 1, interrupted);
         print!("{summary}");
         write_atomic(&s.out.join("summary.txt"), |w| w.write_all(summary.as_bytes()))
     })?;

@@ -102,6 +102,15 @@ pub struct RunArgs {
     /// Simulated time between energy samples [default: t-end / 128, at least one step].
     #[arg(long, allow_negative_numbers = true)]
     pub energy_every: Option<f64>,
+    /// Simulated time between checkpoints (and at least every 10 minutes of wall time)
+    /// [default: snapshot-every].
+    #[arg(long, allow_negative_numbers = true)]
+    pub checkpoint_every: Option<f64>,
+    /// Continue the run whose output folder is DIR from its newest valid checkpoint
+    /// (its settings come from the checkpoint).
+    #[arg(long, value_name = "DIR")]
+    #[serde(skip)]
+    pub resume: Option<PathBuf>,
     /// Cells per side of the density maps [default: about 2 sqrt(N), 64 to 512].
     #[arg(long)]
     pub pixels: Option<usize>,
@@ -153,6 +162,8 @@ pub struct RunSettings {
     pub snapshot_every: f64,
     /// Time between energy samples.
     pub energy_every: f64,
+    /// Time between checkpoints.
+    pub checkpoint_every: f64,
     /// Density map size.
     pub pixels: usize,
     /// True when `pixels` is the default (recomputed once a file gives N).
@@ -197,6 +208,8 @@ impl RunArgs {
             out: self.out.or(file.out),
             snapshot_every: self.snapshot_every.or(file.snapshot_every),
             energy_every: self.energy_every.or(file.energy_every),
+            checkpoint_every: self.checkpoint_every.or(file.checkpoint_every),
+            resume: self.resume,
             pixels: self.pixels.or(file.pixels),
             quiet: self.quiet,
         }
@@ -274,7 +287,9 @@ impl RunArgs {
         positive("--snapshot-every", snapshot_every)?;
         let energy_every = args.energy_every.unwrap_or(t_end / 128.0);
         positive("--energy-every", energy_every)?;
-        if t_end / snapshot_every > 1e5 || t_end / energy_every > 1e7 {
+        let checkpoint_every = args.checkpoint_every.unwrap_or(snapshot_every);
+        positive("--checkpoint-every", checkpoint_every)?;
+        if t_end / snapshot_every > 1e5 || t_end / energy_every > 1e7 || t_end / checkpoint_every > 1e5 {
             bail!("--snapshot-every / --energy-every would write too many outputs (more than 1e5 snapshots or 1e7 samples)");
         }
         let pixels = args.pixels.unwrap_or_else(|| default_pixels(n));
@@ -299,6 +314,7 @@ impl RunArgs {
             devices: args.devices.map(|d| d.split(',').map(str::trim).collect::<Vec<_>>().join(",")),
             out: args.out.unwrap_or_else(|| PathBuf::from("nbody-out")),
             snapshot_every,
+            checkpoint_every,
             energy_every,
             pixels,
             pixels_auto: args.pixels.is_none(),

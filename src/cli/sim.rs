@@ -3,7 +3,7 @@
 
 use nbody_core::projection::Projection;
 use nbody_core::{Bodies, Error, Executor, Field, InteractionList, Jerk, Params, Particle, Real};
-use nbody_integrators::{BlockHermite, Diagnostics, DormandPrince, Hermite, Leapfrog, State};
+use nbody_integrators::{BlockHermite, Checkpoint, Diagnostics, DormandPrince, Hermite, Leapfrog, State, Words};
 
 /// One row of a snapshot: x, y, z, m, vx, vy, vz.
 pub type Row = [f64; 7];
@@ -25,6 +25,11 @@ pub trait Simulation {
     fn snapshot(&mut self) -> Result<Vec<Row>, Error>;
     /// Density map of the particles now, computed by the executor.
     fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error>;
+    /// What a checkpoint needs to continue this simulation bit for bit; `None` where
+    /// it cannot be checkpointed (across MPI ranks).
+    fn save(&mut self) -> Result<Option<Vec<u64>>, Error>;
+    /// Continues from what [`Simulation::save`] gave.
+    fn restore(&mut self, words: &mut Words<'_>) -> Result<(), Error>;
 }
 
 /// An executor that counts the interactions it is asked for, so rates are exact for
@@ -192,6 +197,30 @@ impl<T: Real> Simulation for Host<'_, T> {
     fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
         self.exec.project(&self.state.pos, projection, grid)
     }
+
+    fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
+        let mut w = vec![self.steps, self.exec.interactions.to_bits()];
+        self.state.save(&mut w);
+        match &self.integrator {
+            Integrator::Leapfrog(i) => i.save(&mut w),
+            Integrator::Hermite(i) => i.save(&mut w),
+            Integrator::Block(i) => i.save(&mut w),
+            Integrator::Rk(i) => i.save(&mut w),
+        }
+        Ok(Some(w))
+    }
+
+    fn restore(&mut self, w: &mut Words<'_>) -> Result<(), Error> {
+        self.steps = w.word()?;
+        self.exec.interactions = w.f64()?;
+        self.state.restore(w)?;
+        match &mut self.integrator {
+            Integrator::Leapfrog(i) => i.restore(w),
+            Integrator::Hermite(i) => i.restore(w),
+            Integrator::Block(i) => i.restore(w),
+            Integrator::Rk(i) => i.restore(w),
+        }
+    }
 }
 
 /// Snapshot rows of positions and velocities.
@@ -214,7 +243,7 @@ mod device {
     use nbody_core::projection::Projection;
     use nbody_core::{Error, Field, Params, Particle, Velocity};
     use nbody_cuda::{CudaExecutor, DeviceReal, DeviceState, MultiDevice, MultiState};
-    use nbody_integrators::{diagnostics, Diagnostics, State};
+    use nbody_integrators::{diagnostics, Checkpoint, Diagnostics, State, Words};
 
     /// Executors that keep a system on their device(s) and step it there: one GPU
     /// ([`CudaExecutor`], [`DeviceState`]) or several ([`MultiDevice`], [`MultiState`]).
@@ -234,6 +263,8 @@ mod device {
         fn field(&mut self, s: &mut Self::State, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error>;
         /// Density map on the device(s).
         fn project(&mut self, s: &Self::State, projection: &Projection, grid: &mut [f64]) -> Result<(), Error>;
+        /// Sets the simulated time of the state.
+        fn set_time(s: &mut Self::State, t: f64);
     }
 
     impl<T: DeviceReal> Resident<T> for CudaExecutor {
@@ -256,6 +287,9 @@ mod device {
         fn project(&mut self, s: &Self::State, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
             self.project_resident(s.positions(), projection, grid)
         }
+        fn set_time(s: &mut Self::State, t: f64) {
+            s.time = t;
+        }
     }
 
     impl<T: DeviceReal> Resident<T> for MultiDevice {
@@ -277,6 +311,9 @@ mod device {
         }
         fn project(&mut self, s: &Self::State, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
             self.project_resident(s, projection, grid)
+        }
+        fn set_time(s: &mut Self::State, t: f64) {
+            s.time = t;
         }
     }
 
@@ -351,6 +388,27 @@ mod device {
             // On the device(s): only the grid comes back.
             self.exec.project(&self.state, projection, grid)
         }
+
+        fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
+            self.download()?;
+            let mut w = vec![self.steps, self.interactions.to_bits()];
+            let time = E::time(&self.state);
+            let s = State { pos: std::mem::take(&mut self.pos), vel: std::mem::take(&mut self.vel), time };
+            s.save(&mut w);
+            (self.pos, self.vel) = (s.pos, s.vel);
+            Ok(Some(w))
+        }
+
+        fn restore(&mut self, w: &mut Words<'_>) -> Result<(), Error> {
+            self.steps = w.word()?;
+            self.interactions = w.f64()?;
+            let mut s = State::new(Vec::new(), Vec::new());
+            s.restore(w)?;
+            self.state = self.exec.upload(&s.pos, &s.vel)?;
+            E::set_time(&mut self.state, s.time);
+            (self.pos, self.vel) = (s.pos, s.vel);
+            Ok(())
+        }
     }
 }
 
@@ -393,5 +451,17 @@ impl Simulation for Gathered<'_> {
 
     fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
         self.sim.project(projection, grid)
+    }
+
+    /// Not across ranks (yet): every rank would have to write its share.
+    fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
+        Ok(None)
+    }
+
+    fn restore(&mut self, _: &mut Words<'_>) -> Result<(), Error> {
+        Err(Error::Unsupported {
+            operation: "--resume under MPI",
+            reason: "runs across ranks write no checkpoints yet",
+        })
     }
 }
