@@ -24,6 +24,7 @@ mod kernel;
 mod mixed;
 mod scratch;
 mod simd;
+mod team;
 
 pub use dispatch::Isa;
 pub use mixed::{MixedExecutor, MAX_EXTENT};
@@ -46,7 +47,7 @@ pub enum Parallelism {
 /// across calls, so the hot path does not allocate once sizes stop growing.
 pub struct CpuExecutor {
     isa: Isa,
-    pool: Option<rayon::ThreadPool>,
+    pool: Option<team::Team>,
     threads: usize,
     s32: Scratch<f32>,
     s64: Scratch<f64>,
@@ -67,9 +68,7 @@ impl CpuExecutor {
             Parallelism::Sequential => 1,
             Parallelism::Threads(n) => n.max(1),
         };
-        // A pool that cannot start (no threads allowed) leaves the executor sequential.
-        let pool = (threads > 1).then(|| rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok()).flatten();
-        let threads = if pool.is_some() { threads } else { 1 };
+        let pool = (threads > 1).then(|| team::Team::new(threads));
         Self {
             isa: isa.available_or_best(),
             pool,
@@ -91,17 +90,30 @@ impl CpuExecutor {
     }
 }
 
-/// Runs `f` on every part, each on a thread of the pool (or inline without one).
-/// Measured against running the first part on the calling thread (rayon's
-/// `in_place_scope`), this was faster at N = 1,024 on the 2-core machine.
-fn run_parts<P: Send>(pool: Option<&rayon::ThreadPool>, parts: Vec<P>, f: impl Fn(P) + Sync) {
+/// Below this many sources per thread a call of few targets runs on fewer threads: a
+/// part must outweigh the threads' handshake (about a microsecond).
+const SOURCES_PER_PART: usize = 256;
+
+/// Runs `f` on every part: the calling thread and the team's spinning workers take
+/// parts in turn (inline without a team). No thread is woken on the critical path of a
+/// call that follows another within the workers' spin time (team.rs).
+fn run_parts<P: Send>(pool: Option<&team::Team>, parts: Vec<P>, f: impl Fn(P) + Sync) {
     match pool {
-        Some(pool) if parts.len() > 1 => pool.scope(|s| {
-            for part in parts {
-                let f = &f;
-                s.spawn(move |_| f(part));
-            }
-        }),
+        Some(team) if parts.len() > 1 => {
+            let n = parts.len();
+            let slots: Vec<std::sync::Mutex<Option<P>>> =
+                parts.into_iter().map(|p| std::sync::Mutex::new(Some(p))).collect();
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            team.run(n.min(team.threads()), &|_| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if k >= n {
+                    break;
+                }
+                if let Some(part) = slots[k].lock().ok().and_then(|mut p| p.take()) {
+                    f(part);
+                }
+            });
+        }
         _ => parts.into_iter().for_each(f),
     }
 }
@@ -158,14 +170,18 @@ impl CpuExecutor {
         } else {
             T::kernel(self.isa, params.potential, params.masked())
         };
-        let parts = self.threads.min(targets.pos.len().div_ceil(scratch::BLOCK)).max(1);
+        // Enough target blocks for every thread: split the targets. Few targets and many
+        // sources (a tree code's leaf): split the sources, so every thread still works.
+        let blocks = targets.pos.len().div_ceil(scratch::BLOCK);
+        let by_sources = blocks < 2 * self.threads && sources.pos.len() >= SOURCES_PER_PART * self.threads;
+        let parts = if by_sources { self.threads } else { self.threads.min(blocks) }.max(1);
         let eps2 = params.eps2();
         let Self { pool, s32, s64, .. } = self;
         let pool = if parts > 1 { pool.as_ref() } else { None };
         let scratch = T::scratch(s32, s64);
-        scratch.stage(targets, sources, with_jerk, parts);
-        let (work, src) = scratch.split();
-        let run = |mut part: scratch::Part<'_, T>| {
+        scratch.stage(targets, sources, with_jerk, parts, by_sources);
+        let work = scratch.split();
+        let run = |(mut part, src): (scratch::Part<'_, T>, kernel::SourcesSoa<'_, T>)| {
             // SAFETY: `kernel` suits this CPU (dispatch checked its features) and every
             // part holds whole blocks (`stage` padded the targets).
             unsafe { kernel(&mut part, &src, eps2) }

@@ -18,9 +18,12 @@ pub struct Scratch<T> {
     total: [Vec<f64>; 7],
     /// Source x, y, z, m, vx, vy, vz.
     src: [Vec<T>; 7],
-    /// Padded target count and the number of parts it is split into.
+    /// Padded target count and the number of parts the call is split into.
     padded: usize,
     parts: usize,
+    /// The parts split the sources (each part: every target, its own sums) instead of
+    /// the targets: how a call of few targets still uses every thread.
+    by_sources: bool,
 }
 
 /// The slices one thread works on: whole blocks of targets and their sums.
@@ -39,6 +42,15 @@ impl<T> Part<'_, T> {
 }
 
 /// Splits the first `k` elements (or all, if fewer) off the front of `s`.
+/// `v[r]`, or `v` itself when the lane is unused (empty).
+fn lane<T>(v: &[T], r: core::ops::Range<usize>) -> &[T] {
+    if v.is_empty() {
+        v
+    } else {
+        &v[r]
+    }
+}
+
 fn take_front<'a, U>(s: &mut &'a mut [U], k: usize) -> &'a mut [U] {
     let n = k.min(s.len());
     let (a, b) = core::mem::take(s).split_at_mut(n);
@@ -53,11 +65,20 @@ fn fill<T: Copy>(v: &mut Vec<T>, n: usize, value: T) {
 
 impl<T: Real> Scratch<T> {
     /// Copies targets and sources into SoA form and zeroes the sums.
-    pub(crate) fn stage(&mut self, targets: Bodies<'_, T>, sources: Bodies<'_, T>, jerk: bool, parts: usize) {
+    pub(crate) fn stage(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        jerk: bool,
+        parts: usize,
+        by_sources: bool,
+    ) {
         let z = T::zero();
         let n = targets.pos.len();
         self.padded = n.next_multiple_of(BLOCK);
-        self.parts = parts;
+        self.parts = parts.max(1);
+        self.by_sources = by_sources && parts > 1;
+        let copies = if self.by_sources { self.parts } else { 1 };
         let lanes = if jerk { 6 } else { 3 };
         for (k, v) in self.tpos.iter_mut().enumerate().take(lanes) {
             fill(v, self.padded, z);
@@ -74,10 +95,10 @@ impl<T: Real> Scratch<T> {
         }
         let sums = if jerk { 7 } else { 4 };
         for v in self.acc.iter_mut().take(sums) {
-            fill(v, self.padded, z);
+            fill(v, copies * self.padded, z);
         }
         for v in self.total.iter_mut().take(sums) {
-            fill(v, self.padded, 0.0);
+            fill(v, copies * self.padded, 0.0);
         }
         let src_lanes = if jerk { 7 } else { 4 };
         for (k, v) in self.src.iter_mut().enumerate() {
@@ -97,9 +118,14 @@ impl<T: Real> Scratch<T> {
         }
     }
 
-    /// Splits the targets into `parts` runs of whole blocks, and returns them with the
-    /// sources. Unused lanes (velocities and jerk without the jerk kernel) are empty.
-    pub(crate) fn split(&mut self) -> (Vec<Part<'_, T>>, SourcesSoa<'_, T>) {
+    /// Splits the call into its parts, each with the sources it sees: runs of whole
+    /// target blocks against all sources, or (by sources) every target against a run of
+    /// the sources, into sums of its own. Unused lanes (velocities and jerk without the
+    /// jerk kernel) are empty.
+    pub(crate) fn split(&mut self) -> Vec<(Part<'_, T>, SourcesSoa<'_, T>)> {
+        if self.by_sources {
+            return self.split_sources();
+        }
         let per = (self.padded / BLOCK).div_ceil(self.parts.max(1)) * BLOCK;
         let Self { tpos, acc, total, src, padded, .. } = self;
         let mut pos: [&[T]; 6] = tpos.each_ref().map(|v| v.as_slice());
@@ -125,18 +151,64 @@ impl<T: Real> Scratch<T> {
             });
         }
         let s = &*src;
-        (parts, SourcesSoa { x: &s[0], y: &s[1], z: &s[2], m: &s[3], vx: &s[4], vy: &s[5], vz: &s[6] })
+        let all = SourcesSoa { x: &s[0], y: &s[1], z: &s[2], m: &s[3], vx: &s[4], vy: &s[5], vz: &s[6] };
+        parts.into_iter().map(|p| (p, all)).collect()
+    }
+
+    /// [`Scratch::split`] by sources.
+    #[allow(clippy::type_complexity)]
+    fn split_sources(&mut self) -> Vec<(Part<'_, T>, SourcesSoa<'_, T>)> {
+        let Self { tpos, acc, total, src, padded, parts, .. } = self;
+        let (n_src, parts, padded) = (src[0].len(), *parts, *padded);
+        let per = n_src.div_ceil(parts);
+        let pos: [&[T]; 6] = tpos.each_ref().map(|v| v.as_slice());
+        let mut sums: [&mut [T]; 7] = acc.each_mut().map(|v| v.as_mut_slice());
+        let mut totals: [&mut [f64]; 7] = total.each_mut().map(|v| v.as_mut_slice());
+        (0..parts)
+            .map(|k| {
+                let r = (k * per).min(n_src)..((k + 1) * per).min(n_src);
+                let [ax, ay, az, phi, jx, jy, jz] = sums.each_mut().map(|s| take_front(s, padded));
+                let part = Part {
+                    pos: [pos[0], pos[1], pos[2]],
+                    vel: [pos[3], pos[4], pos[5]],
+                    acc: [ax, ay, az, phi],
+                    jerk: [jx, jy, jz],
+                    total: totals.each_mut().map(|s| take_front(s, padded)),
+                };
+                let s = &*src;
+                let view = SourcesSoa {
+                    x: lane(&s[0], r.clone()),
+                    y: lane(&s[1], r.clone()),
+                    z: lane(&s[2], r.clone()),
+                    m: lane(&s[3], r.clone()),
+                    vx: lane(&s[4], r.clone()),
+                    vy: lane(&s[5], r.clone()),
+                    vz: lane(&s[6], r.clone()),
+                };
+                (part, view)
+            })
+            .collect()
+    }
+
+    /// Lane `k` of target `i`'s total (summed over the parts, in part order, when they
+    /// split the sources).
+    fn total(&self, k: usize, i: usize) -> f64 {
+        if self.by_sources {
+            (0..self.parts).map(|p| self.total[k][p * self.padded + i]).sum()
+        } else {
+            self.total[k][i]
+        }
     }
 
     /// Sums of target `i` (without G) as a field value.
     pub(crate) fn sums(&self, i: usize) -> Field<T> {
-        let t = |k: usize| T::from_f64(self.total[k][i]);
+        let t = |k: usize| T::from_f64(self.total(k, i));
         Field::new(t(0), t(1), t(2), t(3))
     }
 
     /// Jerk sums of target `i` (without G).
     pub(crate) fn jerk_sums(&self, i: usize) -> Jerk<T> {
-        let t = |k: usize| T::from_f64(self.total[k][i]);
+        let t = |k: usize| T::from_f64(self.total(k, i));
         Jerk::new(t(4), t(5), t(6))
     }
 }

@@ -24,6 +24,45 @@ fn main() {
         }
     }
     trials.extend([
+        // Few targets and many sources split the sources among the threads: against the
+        // oracle, with overlaps and the jerk, for 2 and 3 threads.
+        Trial::test("cpu::few_targets_many_sources_split_by_sources", || {
+            use nbody_core::{Bodies, Executor, Field, Jerk, Overlap, Params};
+            let (all, vel) = nbody_integrators::ics::plummer::<f64>(5000, 8);
+            for threads in [2, 3] {
+                let mut cpu = CpuExecutor::new(Parallelism::Threads(threads));
+                for (nt, ns) in [(1usize, 600usize), (5, 1000), (64, 1000), (100, 5000)] {
+                    let overlap = Overlap::Shared { target_start: 0, source_start: 0, len: nt };
+                    let params = Params::softened(0.01).with_overlap(overlap);
+                    let (t, s) = (&all[..nt], &all[..ns]);
+                    let before = vec![Field::new(1.0, -1.0, 0.5, 2.0); nt];
+                    let mut out = before.clone();
+                    let mut jerk = vec![Jerk::zero(); nt];
+                    let (tb, sb) = (Bodies { pos: t, vel: &vel[..nt] }, Bodies { pos: s, vel: &vel[..ns] });
+                    cpu.accelerations_jerk(tb, sb, &params, &mut out, &mut jerk).map_err(|e| e.to_string())?;
+                    let want = nbody_conformance::exact(t, s, &params).map_err(|e| e.to_string())?;
+                    nbody_conformance::compare(&out, &before, &want, ns, true, f64::EPSILON)
+                        .map_err(|e| format!("{threads} threads, {nt} x {ns}: {e}"))?;
+                    let (mut rf, mut rj) = (before.clone(), vec![Jerk::zero(); nt]);
+                    nbody_core::Reference
+                        .accelerations_jerk(tb, sb, &params, &mut rf, &mut rj)
+                        .map_err(|e| e.to_string())?;
+                    let scale = rj.iter().flat_map(|j| j.components()).fold(0.0f64, |m, x| m.max(x.abs()));
+                    for (a, b) in jerk.iter().zip(&rj) {
+                        for (x, y) in a.components().into_iter().zip(b.components()) {
+                            if (x - y).abs() > 1e-12 * scale {
+                                return Err(format!("{threads} threads, {nt} x {ns}: jerk {x} vs reference {y}").into());
+                            }
+                        }
+                    }
+                    let mut plain = before.clone();
+                    cpu.accelerations(t, s, &params, &mut plain).map_err(|e| e.to_string())?;
+                    nbody_conformance::compare(&plain, &before, &want, ns, true, f64::EPSILON)
+                        .map_err(|e| format!("{threads} threads, {nt} x {ns}, no jerk: {e}"))?;
+                }
+            }
+            Ok(())
+        }),
         Trial::test("cpu::plummer_65536_accuracy_f32", || {
             let (b, _) = nbody_integrators::ics::plummer::<f32>(65_536, 3);
             accuracy::check("f32", accuracy::error(&mut CpuExecutor::new(Parallelism::Threads(2)), &b)?, 2e-6)

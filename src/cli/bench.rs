@@ -46,6 +46,8 @@ fn flop_convention(s: &str) -> Result<u32, String> {
 
 struct Row {
     n: usize,
+    /// Targets, when they are not `n` (the leaf point).
+    targets: Option<usize>,
     executor: &'static str,
     precision: &'static str,
     seconds: f64,
@@ -53,13 +55,20 @@ struct Row {
 
 /// Times one executor on a Plummer sphere of `n` (acceleration only, eps = 1/256).
 fn time_executor<T: Real>(e: &mut dyn Executor<T>, n: usize, budget: f64) -> Result<f64> {
-    let (p, _) = nbody_integrators::ics::plummer::<T>(n, 1);
+    time_leaf(e, n, n, budget)
+}
+
+/// Times `targets` of a Plummer sphere of `n` against all of it.
+fn time_leaf<T: Real>(e: &mut dyn Executor<T>, targets: usize, n: usize, budget: f64) -> Result<f64> {
+    let (all, _) = nbody_integrators::ics::plummer::<T>(n, 1);
+    let p = &all[..];
+    let t = &all[..targets.min(n)];
     let params = Params::softened(T::from_f64(1.0 / 256.0)).acceleration_only();
-    let mut out = vec![Field::zero(); n];
+    let mut out = vec![Field::zero(); t.len()];
     // median_time's own warm-up call reports a failure here too.
     let mut failed = None;
     let t = median_time(budget, || {
-        if let Err(err) = e.accelerations(&p, &p, &params, &mut out) {
+        if let Err(err) = e.accelerations(t, p, &params, &mut out) {
             failed = Some(err);
         }
     });
@@ -73,6 +82,19 @@ fn time_scalar<T: Real>(n: usize, budget: f64) -> f64 {
     let (p, _): (Vec<Particle<T>>, _) = nbody_integrators::ics::plummer::<T>(n, 1);
     let mut out = vec![Field::zero(); n];
     median_time(budget, || scalar_loop(&p, T::from_f64(1.0 / 65_536.0), &mut out))
+}
+
+impl Row {
+    fn interactions(&self) -> f64 {
+        self.targets.unwrap_or(self.n) as f64 * self.n as f64
+    }
+
+    fn label(&self) -> String {
+        match self.targets {
+            Some(t) => format!("{t}x{}", self.n),
+            None => self.n.to_string(),
+        }
+    }
 }
 
 /// Runs `nbody bench`.
@@ -108,10 +130,10 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
     println!("{:>9} {:>10} {:>5} {:>14} {:>10}", "N", "executor", "prec", "interact/s", "GFLOP/s");
     let mut rows = Vec::new();
     let mut report = |row: Row| {
-        let rate = (row.n as f64).powi(2) / row.seconds;
+        let rate = row.interactions() / row.seconds;
         println!(
             "{:>9} {:>10} {:>5} {:>14.3e} {:>10.1}",
-            row.n,
+            row.label(),
             row.executor,
             row.precision,
             rate,
@@ -120,29 +142,89 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         rows.push(row);
     };
     for &n in &a.sizes {
-        report(Row { n, executor: "cpu", precision: "f32", seconds: time_executor::<f32>(&mut cpu, n, a.seconds)? });
-        report(Row { n, executor: "cpu", precision: "f64", seconds: time_executor::<f64>(&mut cpu, n, a.seconds)? });
         report(Row {
             n,
+            targets: None,
+            executor: "cpu",
+            precision: "f32",
+            seconds: time_executor::<f32>(&mut cpu, n, a.seconds)?,
+        });
+        report(Row {
+            n,
+            targets: None,
+            executor: "cpu",
+            precision: "f64",
+            seconds: time_executor::<f64>(&mut cpu, n, a.seconds)?,
+        });
+        report(Row {
+            n,
+            targets: None,
             executor: "mixed",
             precision: "f64",
             seconds: time_executor::<f64>(&mut mixed, n, a.seconds)?,
         });
         #[cfg(feature = "cuda")]
         if let Some(c) = cuda.as_mut() {
-            report(Row { n, executor: "cuda", precision: "f32", seconds: time_executor::<f32>(c, n, a.seconds)? });
-            report(Row { n, executor: "cuda", precision: "f64", seconds: time_executor::<f64>(c, n, a.seconds)? });
+            report(Row {
+                n,
+                targets: None,
+                executor: "cuda",
+                precision: "f32",
+                seconds: time_executor::<f32>(c, n, a.seconds)?,
+            });
+            report(Row {
+                n,
+                targets: None,
+                executor: "cuda",
+                precision: "f64",
+                seconds: time_executor::<f64>(c, n, a.seconds)?,
+            });
         }
         if n <= a.scalar_max {
-            report(Row { n, executor: "scalar", precision: "f32", seconds: time_scalar::<f32>(n, a.seconds) });
-            report(Row { n, executor: "scalar", precision: "f64", seconds: time_scalar::<f64>(n, a.seconds) });
+            report(Row {
+                n,
+                targets: None,
+                executor: "scalar",
+                precision: "f32",
+                seconds: time_scalar::<f32>(n, a.seconds),
+            });
+            report(Row {
+                n,
+                targets: None,
+                executor: "scalar",
+                precision: "f64",
+                seconds: time_scalar::<f64>(n, a.seconds),
+            });
         }
     }
+    // The leaf point a tree code calls: 64 targets against 1,000 sources, and what the
+    // call costs beyond its interactions at the executor's rate at the largest N.
+    let largest = a.sizes.iter().copied().max().unwrap_or(1);
+    let leaf_times = [
+        ("f32", time_leaf::<f32>(&mut cpu, 64, 1000, a.seconds)?),
+        ("f64", time_leaf::<f64>(&mut cpu, 64, 1000, a.seconds)?),
+    ];
+    for (precision, seconds) in leaf_times {
+        report(Row { n: 1000, targets: Some(64), executor: "cpu", precision, seconds });
+    }
+    let mut leaf = Vec::new();
+    for (precision, seconds) in leaf_times {
+        let dense = rows.iter().find(|r| r.executor == "cpu" && r.precision == precision && r.n == largest);
+        if let Some(d) = dense {
+            let extra = seconds - 64_000.0 / (d.interactions() / d.seconds);
+            leaf.push(format!(
+                "  cpu {precision} 64 x 1,000: {:.2} us, {:+.2} us beyond its interactions at the N = {largest} rate",
+                seconds * 1e6,
+                extra * 1e6
+            ));
+        }
+    }
+    leaf.iter().for_each(|l| println!("{l}"));
     let results: Vec<_> = rows
         .iter()
         .map(|r| {
-            let rate = (r.n as f64).powi(2) / r.seconds;
-            json!({"n": r.n, "executor": r.executor, "precision": r.precision, "seconds": r.seconds,
+            let rate = r.interactions() / r.seconds;
+            json!({"n": r.n, "targets": r.targets.unwrap_or(r.n), "executor": r.executor, "precision": r.precision, "seconds": r.seconds,
                 "interactions_per_second": rate, "gflops": rate * flops * 1e-9})
         })
         .collect();
@@ -152,7 +234,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
     let json_path = a.out.join("bench.json");
     write_atomic(&json_path, |w| w.write_all(serde_json::to_string_pretty(&doc).unwrap_or_default().as_bytes()))?;
     let mut series: Vec<Series> = Vec::new();
-    for r in &rows {
+    for r in rows.iter().filter(|r| r.targets.is_none()) {
         let label = format!("{} {}", r.executor, r.precision);
         let point = (r.n as f64, (r.n as f64).powi(2) / r.seconds);
         match series.iter_mut().find(|s| s.label == label) {
