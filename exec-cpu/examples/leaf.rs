@@ -32,7 +32,9 @@ fn main() {
     for threads in [1, 2] {
         let par = if threads == 1 { Parallelism::Sequential } else { Parallelism::Threads(threads) };
         let mut e = CpuExecutor::new(par);
-        let leaf = per_call(&mut e, &all[..nt], &all[..ns], 20_000);
+        // About 0.2 s of calls per timed set, whatever the size.
+        let reps = (5e8 / (nt * ns) as f64).clamp(10.0, 20_000.0) as usize;
+        let leaf = per_call(&mut e, &all[..nt], &all[..ns], reps);
         let dense = per_call(&mut e, &all[..16384], &all[..16384], 3);
         let rate = 16384.0 * 16384.0 / dense;
         println!(
