@@ -100,21 +100,18 @@ impl<T: Real> Scratch<T> {
         for v in self.total.iter_mut().take(sums) {
             fill(v, copies * self.padded, 0.0);
         }
-        let src_lanes = if jerk { 7 } else { 4 };
-        for (k, v) in self.src.iter_mut().enumerate() {
-            v.clear();
-            if k >= src_lanes {
-                continue;
-            }
-            v.extend(sources.pos.iter().enumerate().map(|(j, p)| match k {
-                0 => p.x,
-                1 => p.y,
-                2 => p.z,
-                3 => p.m,
-                4 => sources.vel[j].vx,
-                5 => sources.vel[j].vy,
-                _ => sources.vel[j].vz,
-            }));
+        // One plain gather per lane: it vectorises, where a per-element choice of lane did
+        // not (a leaf-sized call spends as long here as in its interactions otherwise).
+        self.src.iter_mut().for_each(Vec::clear);
+        let [x, y, z, m, vx, vy, vz] = &mut self.src;
+        x.extend(sources.pos.iter().map(|p| p.x));
+        y.extend(sources.pos.iter().map(|p| p.y));
+        z.extend(sources.pos.iter().map(|p| p.z));
+        m.extend(sources.pos.iter().map(|p| p.m));
+        if jerk {
+            vx.extend(sources.vel.iter().map(|v| v.vx));
+            vy.extend(sources.vel.iter().map(|v| v.vy));
+            vz.extend(sources.vel.iter().map(|v| v.vz));
         }
     }
 
