@@ -16,7 +16,7 @@ pub fn particles<T: Real>(ps: &[Particle<T>], array: Array) -> Result<(), Error>
     // Fast path on the bits, branch-free so it vectorises (a call of a leaf's size spends
     // as long validating as computing otherwise); only a failure walks the particles
     // again to name the first offender.
-    if all_valid(bytemuck::cast_slice::<Particle<T>, u8>(ps), core::mem::size_of::<T>()) {
+    if all_valid(ps) {
         return Ok(());
     }
     for (index, p) in ps.iter().enumerate() {
@@ -30,26 +30,26 @@ pub fn particles<T: Real>(ps: &[Particle<T>], array: Array) -> Result<(), Error>
     Ok(())
 }
 
-/// True when every lane of the `[x, y, z, m]` records in `bytes` (lanes of `width`
-/// bytes: 4 or 8) is finite and every mass (the fourth lane) is not negative (-0 is
-/// allowed, as `m < 0` says).
-fn all_valid(bytes: &[u8], width: usize) -> bool {
+/// True when every lane of `ps` is finite and every mass is not negative (-0 is allowed,
+/// as `m < 0` says), judged on the bits.
+fn all_valid<T: Real>(ps: &[Particle<T>]) -> bool {
     macro_rules! check {
         ($u:ty, $exp:expr, $sign:expr) => {{
-            let lanes: &[$u] = bytemuck::cast_slice(bytes);
+            // SAFETY: a record is four lanes of T (size and alignment asserted in layout.rs),
+            // and T is f32 or f64, as wide as $u (checked by the match below); every bit
+            // pattern is a valid integer.
+            let lanes: &[$u] = unsafe { core::slice::from_raw_parts(ps.as_ptr().cast::<$u>(), 4 * ps.len()) };
             let mut bad: $u = 0;
-            for r in lanes.chunks_exact(4) {
-                for &b in r {
-                    // All exponent bits set: infinity or NaN.
-                    bad |= ((b & $exp) == $exp) as $u;
-                }
-                // Sign set on a non-zero mass: negative.
-                bad |= (((r[3] & $sign) != 0) & ((r[3] & !$sign) != 0)) as $u;
+            for (k, &b) in lanes.iter().enumerate() {
+                // All exponent bits set: infinity or NaN.
+                bad |= ((b & $exp) == $exp) as $u;
+                // The mass lane: sign set on a non-zero mass, negative.
+                bad |= ((k % 4 == 3) & ((b & $sign) != 0) & ((b & !$sign) != 0)) as $u;
             }
             bad == 0
         }};
     }
-    match width {
+    match core::mem::size_of::<T>() {
         4 => check!(u32, 0x7f80_0000u32, 0x8000_0000u32),
         8 => check!(u64, 0x7ff0_0000_0000_0000u64, 0x8000_0000_0000_0000u64),
         _ => false,
