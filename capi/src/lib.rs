@@ -296,14 +296,6 @@ fn new_handle(kind: Kind, out: *mut *mut NbodyExecutor) -> Result<(), Failure> {
     Ok(())
 }
 
-fn parallelism(threads: u32) -> Parallelism {
-    if threads <= 1 {
-        Parallelism::Sequential
-    } else {
-        Parallelism::Threads(threads as usize)
-    }
-}
-
 /// Creates a CPU executor with `threads` threads (0 or 1: the calling thread only, for
 /// codes that bring their own threads). The handle goes into `*out`.
 ///
@@ -311,7 +303,7 @@ fn parallelism(threads: u32) -> Parallelism {
 /// `out` must be null (an error) or point to writable storage for one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn nbody_cpu_new(threads: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
-    guard(|| new_handle(Kind::Cpu(Box::new(CpuExecutor::new(parallelism(threads)))), out))
+    guard(|| new_handle(Kind::Cpu(Box::new(CpuExecutor::new(Parallelism::threads(threads as usize)))), out))
 }
 
 /// Creates the mixed-precision executor (double results, float interactions on offsets
@@ -321,7 +313,7 @@ pub unsafe extern "C" fn nbody_cpu_new(threads: u32, out: *mut *mut NbodyExecuto
 /// As [`nbody_cpu_new`].
 #[no_mangle]
 pub unsafe extern "C" fn nbody_mixed_new(threads: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
-    guard(|| new_handle(Kind::Mixed(Box::new(MixedExecutor::new(parallelism(threads)))), out))
+    guard(|| new_handle(Kind::Mixed(Box::new(MixedExecutor::new(Parallelism::threads(threads as usize)))), out))
 }
 
 /// Creates a CUDA executor on device `device`. `NoDevice` when the library was built

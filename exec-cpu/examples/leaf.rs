@@ -30,8 +30,7 @@ fn main() {
     let (nt, ns) = (a.first().copied().unwrap_or(64), a.get(1).copied().unwrap_or(1000));
     let (all, _) = nbody_integrators::ics::plummer::<f32>(ns.max(nt).max(16384), 1);
     for threads in [1, 2] {
-        let par = if threads == 1 { Parallelism::Sequential } else { Parallelism::Threads(threads) };
-        let mut e = CpuExecutor::new(par);
+        let mut e = CpuExecutor::new(Parallelism::threads(threads));
         // About 0.2 s of calls per timed set, whatever the size.
         let reps = (5e8 / (nt * ns) as f64).clamp(10.0, 20_000.0) as usize;
         let leaf = per_call(&mut e, &all[..nt], &all[..ns], reps);

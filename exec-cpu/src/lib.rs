@@ -43,6 +43,23 @@ pub enum Parallelism {
     Threads(usize),
 }
 
+impl Parallelism {
+    /// `threads` threads in all: `Sequential` for 0 or 1.
+    ///
+    /// ```
+    /// use nbody_cpu::Parallelism;
+    /// assert_eq!(Parallelism::threads(1), Parallelism::Sequential);
+    /// assert_eq!(Parallelism::threads(4), Parallelism::Threads(4));
+    /// ```
+    pub fn threads(threads: usize) -> Self {
+        if threads <= 1 {
+            Parallelism::Sequential
+        } else {
+            Parallelism::Threads(threads)
+        }
+    }
+}
+
 /// The CPU executor. Keeps its scratch (SoA copies, accumulators) and its thread pool
 /// across calls, so the hot path does not allocate once sizes stop growing.
 pub struct CpuExecutor {

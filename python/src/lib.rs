@@ -18,14 +18,6 @@ type Pool<T> = Mutex<HashMap<(String, usize), Vec<Box<dyn Executor<T> + Send>>>>
 static POOL32: std::sync::LazyLock<Pool<f32>> = std::sync::LazyLock::new(Default::default);
 static POOL64: std::sync::LazyLock<Pool<f64>> = std::sync::LazyLock::new(Default::default);
 
-fn parallelism(threads: usize) -> Parallelism {
-    if threads <= 1 {
-        Parallelism::Sequential
-    } else {
-        Parallelism::Threads(threads)
-    }
-}
-
 fn value_error(msg: impl Into<String>) -> PyErr {
     PyValueError::new_err(msg.into())
 }
@@ -77,7 +69,7 @@ impl PyReal for f32 {
     }
     fn make(kind: &str, threads: usize) -> PyResult<Box<dyn Executor<f32> + Send>> {
         match kind {
-            "cpu" => Ok(Box::new(CpuExecutor::new(parallelism(threads)))),
+            "cpu" => Ok(Box::new(CpuExecutor::new(Parallelism::threads(threads)))),
             "reference" => Ok(Box::new(nbody_core::Reference)),
             "cuda" => <Self as MaybeCuda>::cuda(),
             "mixed" => Err(value_error("executor 'mixed' computes float64 results: use precision='f64'")),
@@ -92,8 +84,8 @@ impl PyReal for f64 {
     }
     fn make(kind: &str, threads: usize) -> PyResult<Box<dyn Executor<f64> + Send>> {
         match kind {
-            "cpu" => Ok(Box::new(CpuExecutor::new(parallelism(threads)))),
-            "mixed" => Ok(Box::new(MixedExecutor::new(parallelism(threads)))),
+            "cpu" => Ok(Box::new(CpuExecutor::new(Parallelism::threads(threads)))),
+            "mixed" => Ok(Box::new(MixedExecutor::new(Parallelism::threads(threads)))),
             "reference" => Ok(Box::new(nbody_core::Reference)),
             "cuda" => <Self as MaybeCuda>::cuda(),
             other => Err(unknown_executor(other)),

@@ -37,7 +37,7 @@ fn main() {
         let par32 = Params::softened(1.0f32 / 256.0).acceleration_only();
         let par64 = Params::softened(1.0f64 / 256.0).acceleration_only();
         for threads in [1, 2].into_iter().filter(|&t| t <= cores.max(2)) {
-            let par = if threads == 1 { Parallelism::Sequential } else { Parallelism::Threads(threads) };
+            let par = Parallelism::threads(threads);
             for isa in [Isa::Avx512, Isa::Avx2, Isa::Portable].into_iter().filter(|i| i.is_available()) {
                 let mut cpu = CpuExecutor::with_isa(par, isa);
                 let t = median_time(budget, || cpu.accelerations(&p32, &p32, &par32, &mut o32).unwrap());

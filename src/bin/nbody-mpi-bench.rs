@@ -214,11 +214,7 @@ fn ping_pong(world: &SimpleCommunicator) -> (Vec<(usize, f64)>, Network) {
 
 fn executor<T: nbody::cpu::CpuReal + Dev>(args: &Args, world: &SimpleCommunicator) -> Box<dyn Executor<T>> {
     match args.executor {
-        Exec::Cpu => Box::new(nbody::cpu::CpuExecutor::new(if args.threads > 1 {
-            nbody::cpu::Parallelism::Threads(args.threads)
-        } else {
-            nbody::cpu::Parallelism::Sequential
-        })),
+        Exec::Cpu => Box::new(nbody::cpu::CpuExecutor::new(nbody::cpu::Parallelism::threads(args.threads))),
         Exec::Cuda => T::cuda(world.rank() as u32),
     }
 }

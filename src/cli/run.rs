@@ -48,11 +48,7 @@ impl CliReal for f64 {
 
 /// Threads as the executors take them.
 pub fn parallelism(threads: usize) -> Parallelism {
-    if threads <= 1 {
-        Parallelism::Sequential
-    } else {
-        Parallelism::Threads(threads)
-    }
+    Parallelism::threads(threads)
 }
 
 /// The CUDA executor a run found at start-up and hands on, so a run creates one CUDA
