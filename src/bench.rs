@@ -19,8 +19,17 @@ pub fn median_time(budget: f64, mut f: impl FnMut()) -> f64 {
         f();
         times.push(t.elapsed().as_secs_f64());
     }
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    median(times)
+}
+
+/// The median of `values` (the upper one of an even count); NaN when empty.
+///
+/// ```
+/// assert_eq!(nbody::bench::median(vec![3.0, 1.0, 2.0]), 2.0);
+/// ```
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// The naive baseline every benchmark shows beside the executors: the loop anyone would

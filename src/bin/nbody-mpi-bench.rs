@@ -14,6 +14,7 @@
 //! beside it.
 
 use clap::{Parser, ValueEnum};
+use nbody::bench::median;
 use nbody::mpi::mpi::collective::SystemOperation;
 use nbody::mpi::mpi::topology::SimpleCommunicator;
 use nbody::mpi::mpi::traits::*;
@@ -168,11 +169,6 @@ fn timed(world: &SimpleCommunicator, f: &mut dyn FnMut()) -> f64 {
     let mut slowest = 0.0;
     world.all_reduce_into(&mine, &mut slowest, SystemOperation::max());
     slowest
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Ping-pong between rank 0 and the last rank: (bytes, one-way time) pairs, and the

@@ -12,6 +12,7 @@
 //! warm-up); resident steps likewise, with every device synchronised at the end.
 
 use clap::Parser;
+use nbody::bench::median;
 use nbody::core::{oracle, Executor, Field, Overlap, Params, Particle};
 use nbody::cuda::costs::{Costs, Model};
 use nbody::cuda::{timing, CudaExecutor, DeviceReal, MultiDevice};
@@ -35,11 +36,6 @@ struct Args {
     /// Print the model's table for 1, 2, 4 and 8 devices at N = 2^16 .. 2^22.
     #[arg(long)]
     predict: bool,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn fail(e: impl std::fmt::Display) -> ! {
