@@ -12,14 +12,8 @@ const NBODY: &str = env!("CARGO_BIN_EXE_nbody");
 /// `mpirun -n ranks nbody args` in `dir`: oversubscribed (more ranks than cores), as
 /// root too, on loopback transports only.
 fn mpirun(ranks: usize, args: &[&str], dir: &Path) -> Command {
-    let mut c = Command::new("mpirun");
-    c.args(["--oversubscribe", "-n", &ranks.to_string(), NBODY])
-        .args(args)
-        .current_dir(dir)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_btl", "self,vader")
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+    let mut c = nbody_conformance::mpirun(ranks);
+    c.arg(NBODY).args(args).current_dir(dir);
     c
 }
 
@@ -108,17 +102,8 @@ fn bad_input_is_reported_once() {
 
 /// Waits for `child` at most `limit`; kills it and fails if it is still running.
 fn finishes_within(mut child: Child, limit: Duration, what: &str) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("{what}: still running after {limit:?} (a hang)");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    nbody_conformance::wait_within(&mut child, limit)
+        .unwrap_or_else(|| panic!("{what}: still running after {limit:?} (a hang)"))
 }
 
 #[test]

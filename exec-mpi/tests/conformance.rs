@@ -9,13 +9,12 @@
 //! column. So the suite's oracle comparisons, bad-input checks and properties all hold
 //! for the distributed executor over every rank count.
 
-use nbody_conformance::{compare, exact, suite, Arguments, Failed, Trial};
+use nbody_conformance::{compare, exact, mpirun, suite, wait_within, Arguments, Failed, Trial};
 use nbody_core::{Array, Bodies, Error, Executor, Field, Jerk, Params, Particle, Velocity};
 use nbody_cpu::{CpuExecutor, Parallelism};
 use nbody_mpi::mpi::topology::SimpleCommunicator;
 use nbody_mpi::mpi::traits::*;
 use nbody_mpi::{Distributed, Replicated, Scheme};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// A run of the suite that takes longer than this is hung, not slow.
@@ -40,34 +39,15 @@ fn launch() {
             eprintln!("cannot start mpirun ({e}): install Open MPI (libopenmpi-dev openmpi-bin), as .ci/run does");
             std::process::exit(1)
         });
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("waiting for mpirun") {
-                break status;
-            }
-            if start.elapsed() > TIMEOUT {
-                let _ = child.kill();
-                eprintln!("{ranks} ranks: no result after {TIMEOUT:?}: killed (a hang)");
-                std::process::exit(1);
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        let Some(status) = wait_within(&mut child, TIMEOUT) else {
+            eprintln!("{ranks} ranks: no result after {TIMEOUT:?}: killed (a hang)");
+            std::process::exit(1);
         };
         println!("{ranks} rank(s): {status} in {:.1} s", start.elapsed().as_secs_f64());
         if !status.success() {
             std::process::exit(1);
         }
     }
-}
-
-/// `mpirun` for `ranks` processes on this machine, whatever its core count, as root too.
-pub fn mpirun(ranks: usize) -> Command {
-    let mut c = Command::new("mpirun");
-    c.args(["--oversubscribe", "-n", &ranks.to_string()])
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        // Loopback only: no network interfaces probed, no warnings about them.
-        .env("OMPI_MCA_btl", "self,vader")
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
-    c
 }
 
 fn under_mpirun() {

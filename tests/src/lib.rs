@@ -174,3 +174,33 @@ pub fn relative_acceleration_error<T: Real>(got: &[Field<T>], exact: &[Exact]) -
     errs.sort_by(f64::total_cmp);
     (errs.last().copied().unwrap_or(0.0), errs.get(errs.len() / 2).copied().unwrap_or(0.0))
 }
+
+/// `mpirun` for `ranks` processes on this machine, as the MPI tests start it: more ranks
+/// than cores allowed, as root too, over loopback transports only (no network
+/// interfaces probed, no warnings about them).
+pub fn mpirun(ranks: usize) -> std::process::Command {
+    let mut c = std::process::Command::new("mpirun");
+    c.args(["--oversubscribe", "-n", &ranks.to_string()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+    c
+}
+
+/// Waits for `child` at most `limit`; past it the child is killed and `None` returned
+/// (a hang, reported by the caller as a failure rather than waited on for ever).
+pub fn wait_within(child: &mut std::process::Child, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("waiting for a child process") {
+            return Some(status);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
