@@ -176,7 +176,7 @@ impl MultiDevice {
     /// the rates in interactions per second.
     pub fn calibrate(&mut self) -> Result<Vec<f64>, Error> {
         let n = 32_768;
-        let (ps, _) = synthetic(n);
+        let ps = synthetic(n);
         let params = Params::softened(0.01f32).with_overlap_identical();
         let mut rates = Vec::new();
         for lane in &mut self.lanes {
@@ -289,15 +289,14 @@ impl MultiDevice {
 }
 
 /// Reproducible scattered particles for calibration.
-fn synthetic(n: usize) -> (Vec<Particle<f32>>, ()) {
-    let ps = (0..n as u64)
+fn synthetic(n: usize) -> Vec<Particle<f32>> {
+    (0..n as u64)
         .map(|i| {
             let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
             let c = |s: u32| ((h >> s) & 0xffff) as f32 / 32_768.0 - 1.0;
             Particle::new(c(0), c(16), c(32), 1.0 / n as f32)
         })
-        .collect();
-    (ps, ())
+        .collect()
 }
 
 impl<T: DeviceReal> Executor<T> for MultiDevice {

@@ -373,9 +373,9 @@ struct Progress {
     half: f64,
 }
 
-fn diag_words(d: &Diagnostics) -> [f64; 15] {
+fn diag_words(d: &Diagnostics) -> [f64; 13] {
     let (p, l, c) = (d.momentum, d.angular_momentum, d.centre_of_mass);
-    [d.kinetic, d.potential, d.total, p[0], p[1], p[2], l[0], l[1], l[2], c[0], c[1], c[2], d.virial_ratio, 0.0, 0.0]
+    [d.kinetic, d.potential, d.total, p[0], p[1], p[2], l[0], l[1], l[2], c[0], c[1], c[2], d.virial_ratio]
 }
 
 impl Progress {
@@ -395,7 +395,7 @@ impl Progress {
     fn from_words(words: &[u64]) -> Result<Self> {
         let mut w = Words::new(words);
         let (snapshots, k_energy, k_snap, k_ckpt) = (w.word()?, w.word()?, w.word()?, w.word()?);
-        let mut f = [0.0; 28];
+        let mut f = [0.0; 26];
         for x in &mut f {
             *x = w.f64()?;
         }
