@@ -175,15 +175,10 @@ impl Costs {
         c.peer = curve(&mut |n| {
             // SAFETY: both buffers hold `largest` >= n bytes.
             let r = unsafe { cust::sys::cuMemcpyPeer(dst, cb, src, ca, n) };
+            crate::pipeline::driver(r, "copying between devices")?;
             // A device-to-device copy returns before it is done: wait for it.
             // SAFETY: synchronises the current context; no handles involved.
-            let r =
-                if r == cust::sys::cudaError_enum::CUDA_SUCCESS { unsafe { cust::sys::cuCtxSynchronize() } } else { r };
-            if r == cust::sys::cudaError_enum::CUDA_SUCCESS {
-                Ok(())
-            } else {
-                Err(Error::Device { during: "copying between devices", code: r as u32 })
-            }
+            crate::pipeline::driver(unsafe { cust::sys::cuCtxSynchronize() }, "copying between devices")
         })?;
         drop(other);
         Ok(c)

@@ -129,8 +129,8 @@ impl CudaExecutor {
         })
     }
 
-    /// How many devices the driver shows (`CUDA_VISIBLE_DEVICES` applied); 0 without a
-    /// driver. Ranks or threads that each take a device pick `ordinal % device_count()`.
+    /// How many devices the driver shows (`CUDA_VISIBLE_DEVICES` applied);
+    /// [`Error::NoDevice`] without a driver. Ranks or threads that each take a device pick `ordinal % device_count()`.
     ///
     /// ```
     /// let n = nbody_cuda::CudaExecutor::device_count().unwrap_or(0);

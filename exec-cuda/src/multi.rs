@@ -64,11 +64,7 @@ fn raw_device(ordinal: u32) -> Result<cust::sys::CUdevice, Error> {
 }
 
 fn check(r: cust::sys::CUresult, ordinal: u32, during: &'static str) -> Result<(), Error> {
-    if r == cust::sys::cudaError_enum::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::OnDevice { ordinal, during, code: r as u32 })
-    }
+    crate::pipeline::driver(r, during).map_err(on_device(ordinal))
 }
 
 /// An error of one device, named by its ordinal.
@@ -612,9 +608,7 @@ impl MultiDevice {
                         exec.stream.as_inner(),
                     )
                 };
-                if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
-                    return Err(Error::Device { during: "clearing the field", code: r as u32 });
-                }
+                crate::pipeline::driver(r, "clearing the field")?;
                 if nb == 0 {
                     return Ok(());
                 }
@@ -719,9 +713,7 @@ impl MultiDevice {
                         // before this copy is waited for (next exchange synchronises).
                         unsafe { cust::sys::cuMemcpyHtoDAsync_v2(to, host.as_ptr().cast(), bytes, stream.as_inner()) }
                     };
-                    if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
-                        return Err(Error::Device { during: "exchanging positions", code: r as u32 });
-                    }
+                    crate::pipeline::driver(r, "exchanging positions")?;
                     let ev = Marker::new()?;
                     ev.record(stream)?;
                     Ok(ev)

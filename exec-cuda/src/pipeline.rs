@@ -33,7 +33,8 @@ unsafe impl Send for Marker {}
 // SAFETY: as above; the driver serialises operations on one event.
 unsafe impl Sync for Marker {}
 
-fn driver(r: cust::sys::CUresult, during: &'static str) -> Result<(), Error> {
+/// A driver call's result as an nbody error: the one place raw `CUresult`s are read.
+pub(crate) fn driver(r: cust::sys::CUresult, during: &'static str) -> Result<(), Error> {
     if r == cust::sys::cudaError_enum::CUDA_SUCCESS {
         Ok(())
     } else {
