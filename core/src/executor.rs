@@ -1,5 +1,6 @@
 //! The contract every executor meets.
 
+use crate::neighbours::Neighbours;
 use crate::projection::Projection;
 use crate::{validate, Array, Error, Field, Jerk, Overlap, Params, Particle, Real, Velocity};
 
@@ -174,6 +175,41 @@ pub trait Executor<T: Real> {
         jerk: &mut [Jerk<T>],
     ) -> Result<(), Error>;
 
+    /// [`Executor::accelerations_jerk`] plus neighbour information (the nearest source
+    /// of each target, and optionally the sources within a radius; see
+    /// [`crate::neighbours`]), merged into `neighbours`. Bad input of any kind leaves every
+    /// output untouched. The default runs the force call, then
+    /// [`crate::neighbours::search`]; executors override it to find neighbours in the
+    /// force pass itself.
+    ///
+    /// ```
+    /// use nbody_core::neighbours::{Nearest, Neighbours};
+    /// use nbody_core::{Bodies, Executor, Field, Jerk, Params, Particle, Reference, Velocity};
+    /// let p = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(2.0, 0.0, 0.0, 1.0)];
+    /// let v = [Velocity::new(0.0, 0.0, 0.0); 2];
+    /// let b = Bodies { pos: &p, vel: &v };
+    /// let (mut out, mut jerk, mut near) = ([Field::zero(); 2], [Jerk::zero(); 2], [Nearest::none(); 2]);
+    /// let mut nb = Neighbours { nearest: &mut near, within: None, index_offset: 0 };
+    /// let params = Params::softened(0.01).with_overlap_identical();
+    /// Reference.accelerations_jerk_neighbours(b, b, &params, &mut out, &mut jerk, &mut nb)?;
+    /// assert_eq!((near[0].index, near[0].r2, near[1].index), (1, 4.0, 0));
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    fn accelerations_jerk_neighbours(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        neighbours: &mut Neighbours<'_, T>,
+    ) -> Result<(), Error> {
+        neighbours.validate(targets.pos.len(), sources.pos.len())?;
+        self.accelerations_jerk(targets, sources, params, out, jerk)?;
+        crate::neighbours::search(targets.pos, sources.pos, &params.overlap, neighbours);
+        Ok(())
+    }
+
     /// Runs every pair of `list` over `particles`, adding into `out` (one entry per
     /// particle). `params.overlap` is ignored: each pair's overlap follows from its spans
     /// ([`Overlap::between`]). The default runs the pairs one call at a time; executors
@@ -259,6 +295,17 @@ macro_rules! forward_executor {
                 jerk: &mut [Jerk<T>],
             ) -> Result<(), Error> {
                 (**self).accelerations_jerk(targets, sources, params, out, jerk)
+            }
+            fn accelerations_jerk_neighbours(
+                &mut self,
+                targets: Bodies<'_, T>,
+                sources: Bodies<'_, T>,
+                params: &Params<T>,
+                out: &mut [Field<T>],
+                jerk: &mut [Jerk<T>],
+                neighbours: &mut Neighbours<'_, T>,
+            ) -> Result<(), Error> {
+                (**self).accelerations_jerk_neighbours(targets, sources, params, out, jerk, neighbours)
             }
             fn accelerations_batch(
                 &mut self,

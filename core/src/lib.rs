@@ -7,6 +7,7 @@
 //! - [`layout`]: AoS [`Particle`] `[x, y, z, m]` padded to 16/32 bytes (`bytemuck::Pod`),
 //!   output [`Field`] `[ax, ay, az, phi]`, [`Velocity`], [`Jerk`], SoA views.
 //! - [`kernel`]: the softened pair interaction, with and without jerk.
+//! - [`neighbours`]: nearest source and sources within a radius, found in the force pass.
 //! - [`Params`] and [`Overlap`]: G, softening, potential on/off, which targets are also
 //!   sources (self-interaction subtraction).
 //! - [`rsqrt`]: exact and Newton-refined bit-trick reciprocal square roots.
@@ -33,6 +34,7 @@ mod error;
 mod executor;
 pub mod kernel;
 pub mod layout;
+pub mod neighbours;
 pub mod oracle;
 mod params;
 pub mod projection;

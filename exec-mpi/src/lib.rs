@@ -301,6 +301,22 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
     /// Refused: an interaction list indexes one particle array, which no rank holds
     /// whole. Each rank's own list runs on [`Distributed::inner_mut`]; [`Replicated`]
     /// splits a list over ranks that all hold the particles.
+    /// Refused: neighbour indices would name positions in slices other ranks hold.
+    fn accelerations_jerk_neighbours(
+        &mut self,
+        _targets: Bodies<'_, T>,
+        _sources: Bodies<'_, T>,
+        _params: &Params<T>,
+        _out: &mut [Field<T>],
+        _jerk: &mut [Jerk<T>],
+        _neighbours: &mut nbody_core::neighbours::Neighbours<'_, T>,
+    ) -> Result<(), Error> {
+        Err(Error::Unsupported {
+            operation: "accelerations_jerk_neighbours on a Distributed executor",
+            reason: "neighbours are not gathered across ranks yet: use Replicated, or the per-rank executor",
+        })
+    }
+
     fn accelerations_batch(
         &mut self,
         _particles: &[Particle<T>],

@@ -37,11 +37,13 @@ pub fn all<T: Real, E: Executor<T>>() -> Vec<(&'static str, Check<E>)> {
         ("empty_inputs", empty_inputs::<T, E>),
         ("numeric_edges_stay_finite", numeric_edges_stay_finite::<T, E>),
         ("density_map_matches_deposit", density_map_matches_deposit::<T, E>),
+        ("neighbours_match_oracle", crate::neighbours::neighbours_match_oracle::<T, E>),
+        ("neighbour_bad_input", crate::neighbours::neighbour_bad_input::<T, E>),
     ]
 }
 
 /// Runs `f` on `CASES` values of `strategy`, from a fixed seed so failures reproduce.
-fn prop<S: Strategy, X>(
+pub(crate) fn prop<S: Strategy, X>(
     exec: &mut X,
     strategy: S,
     f: impl Fn(&mut X, S::Value) -> Result<(), String>,

@@ -24,6 +24,7 @@
 mod checks;
 pub mod fuzz;
 mod gen;
+mod neighbours;
 
 pub use gen::Case;
 pub use libtest_mimic::{self, Arguments, Failed, Trial};
