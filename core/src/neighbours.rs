@@ -174,7 +174,12 @@ pub fn distance2<T: Real>(a: &Particle<T>, b: &Particle<T>) -> T {
 /// but its own particle (per `overlap`), sources in increasing index. Executors that do
 /// not find neighbours in their force pass call this after it. `nb` must be valid for
 /// these lengths ([`Neighbours::validate`]).
-pub fn search<T: Real>(targets: &[Particle<T>], sources: &[Particle<T>], overlap: &Overlap, nb: &mut Neighbours<'_, T>) {
+pub fn search<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    overlap: &Overlap,
+    nb: &mut Neighbours<'_, T>,
+) {
     let (t0, s0, len) = overlap.resolve(targets.len());
     for (i, t) in targets.iter().enumerate() {
         let own = if i >= t0 && i < t0 + len { s0 + i - t0 } else { usize::MAX };

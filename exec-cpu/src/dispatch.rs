@@ -1,6 +1,6 @@
 //! Instruction-set detection and the kernel entry points compiled for each.
 
-use crate::kernel::{accumulate, accumulate_jerk, Block, SourcesSoa, TILE};
+use crate::kernel::{accumulate, accumulate_jerk, scan_tile, Block, SourcesSoa, TILE};
 use crate::scratch::Part;
 use crate::simd::{Portable, Simd};
 use nbody_core::Real;
@@ -105,6 +105,10 @@ unsafe fn drive_jerk<S: Simd, const POT: bool, const MASK: bool>(
     eps2: S::T,
 ) {
     let bs = S::LANES;
+    if let Some(search) = &mut part.search {
+        search.found.nearest.clear();
+        search.found.nearest.resize(part.pos[0].len(), (S::T::from_f64(f64::INFINITY), u32::MAX));
+    }
     for t0 in (0..src.len()).step_by(TILE) {
         let tile = src.slice(t0, (t0 + TILE).min(src.len()));
         for b in (0..part.len()).step_by(bs) {
@@ -118,6 +122,14 @@ unsafe fn drive_jerk<S: Simd, const POT: bool, const MASK: bool>(
                 jerk: [&mut jx[r.clone()], &mut jy[r.clone()], &mut jz[r]],
             };
             accumulate_jerk::<S, POT, MASK>(&mut blk, &tile, eps2);
+            if let Some(search) = &mut part.search {
+                match bs {
+                    16 => scan_tile::<S::T, 16>(part.pos, search, b, &tile, t0),
+                    8 => scan_tile::<S::T, 8>(part.pos, search, b, &tile, t0),
+                    4 => scan_tile::<S::T, 4>(part.pos, search, b, &tile, t0),
+                    _ => (b..b + bs).for_each(|l| scan_tile::<S::T, 1>(part.pos, search, l, &tile, t0)),
+                }
+            }
             add_into(&part.acc, &mut part.total[..4], b, bs);
             add_into(&part.jerk, &mut part.total[4..], b, bs);
         }

@@ -5,6 +5,7 @@
 //! (unroll-and-jam). Sources are SoA tiles sized for L1; partial sums live in a small
 //! SoA accumulator per block between tiles.
 
+use crate::scratch::PartSearch;
 use crate::simd::Simd;
 use nbody_core::Real;
 
@@ -153,4 +154,69 @@ pub(crate) unsafe fn accumulate_jerk<S: Simd, const POT: bool, const MASK: bool>
     st(blk.jerk[0], jx);
     st(blk.jerk[1], jy);
     st(blk.jerk[2], jz);
+}
+
+/// The neighbour search over one tile for the `L` targets of a block starting at `b` of
+/// the part: nearest source and sources within the radius, by unsoftened `r²` summed as
+/// `nbody_core::neighbours::distance2` sums it. Run right after the force kernel on the
+/// same tile and block, so the tile is read from L1; `L` is fixed at compile time so the
+/// lanes vectorize (compare and select). Only a tile holding a target's own particle
+/// pays for comparing indices.
+#[inline(always)]
+pub(crate) fn scan_tile<T: Real, const L: usize>(
+    pos: [&[T]; 3],
+    search: &mut PartSearch<'_, T>,
+    b: usize,
+    tile: &SourcesSoa<'_, T>,
+    tile_start: usize,
+) {
+    let first = (search.source_start + tile_start) as u32;
+    let end = first + tile.len() as u32;
+    if search.own[b..b + L].iter().any(|&o| o >= first && o < end) {
+        scan::<T, L, true>(pos, search, b, tile, first)
+    } else {
+        scan::<T, L, false>(pos, search, b, tile, first)
+    }
+}
+
+#[inline(always)]
+fn scan<T: Real, const L: usize, const OWN: bool>(
+    pos: [&[T]; 3],
+    search: &mut PartSearch<'_, T>,
+    b: usize,
+    tile: &SourcesSoa<'_, T>,
+    first: u32,
+) {
+    let lane = |v: &[T]| -> [T; L] { core::array::from_fn(|l| v[b + l]) };
+    let (xi, yi, zi) = (lane(pos[0]), lane(pos[1]), lane(pos[2]));
+    let own: [u32; L] = core::array::from_fn(|l| search.own[b + l]);
+    let h2 = lane(search.h2);
+    let near = &mut search.found.nearest[b..b + L];
+    let mut best: [T; L] = core::array::from_fn(|l| near[l].0);
+    let mut arg: [u32; L] = core::array::from_fn(|l| near[l].1);
+    let (x, y, z) = (tile.x, tile.y, &tile.z[..tile.x.len()]);
+    for j in 0..x.len() {
+        let index = first + j as u32;
+        let (xj, yj, zj) = (x[j], y[j], z[j]);
+        let mut hit = [false; L];
+        for l in 0..L {
+            let (dx, dy, dz) = (xj - xi[l], yj - yi[l], zj - zi[l]);
+            let mut d2 = dx * dx + dy * dy + dz * dz;
+            if OWN && index == own[l] {
+                d2 = T::infinity();
+            }
+            let closer = d2 < best[l];
+            best[l] = if closer { d2 } else { best[l] };
+            arg[l] = if closer { index } else { arg[l] };
+            hit[l] = d2 <= h2[l];
+        }
+        if hit.iter().any(|&h| h) {
+            for (l, _) in hit.iter().enumerate().filter(|(_, &h)| h) {
+                search.found.pairs.push(((b + l) as u32, index));
+            }
+        }
+    }
+    for l in 0..L {
+        near[l] = (best[l], arg[l]);
+    }
 }

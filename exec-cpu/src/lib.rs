@@ -30,6 +30,7 @@ pub use dispatch::Isa;
 pub use mixed::{MixedExecutor, MAX_EXTENT};
 
 use nbody_core::kernel::self_potential;
+use nbody_core::neighbours::Neighbours;
 use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle, Real};
 use scratch::Scratch;
 
@@ -180,6 +181,7 @@ impl CpuExecutor {
         params: &Params<T>,
         out: &mut [Field<T>],
         jerk: Option<&mut [Jerk<T>]>,
+        neighbours: Option<&mut Neighbours<'_, T>>,
     ) {
         let with_jerk = jerk.is_some();
         let kernel = if with_jerk {
@@ -196,7 +198,8 @@ impl CpuExecutor {
         let Self { pool, s32, s64, .. } = self;
         let pool = if parts > 1 { pool.as_ref() } else { None };
         let scratch = T::scratch(s32, s64);
-        scratch.stage(targets, sources, with_jerk, parts, by_sources);
+        let search = neighbours.as_ref().map(|nb| (&params.overlap, nb.within.as_ref().map(|w| w.radius2)));
+        scratch.stage(targets, sources, with_jerk, parts, by_sources, search);
         let work = scratch.split();
         let run = |(mut part, src): (scratch::Part<'_, T>, kernel::SourcesSoa<'_, T>)| {
             // SAFETY: `kernel` suits this CPU (dispatch checked its features) and every
@@ -215,6 +218,21 @@ impl CpuExecutor {
         if let Some(jerk) = jerk {
             for (i, j) in jerk.iter_mut().enumerate() {
                 nbody_core::kernel::finish_jerk(params.g, &scratch.jerk_sums(i), j);
+            }
+        }
+        if let Some(nb) = neighbours {
+            let n = targets.pos.len();
+            for (first, found) in scratch.found() {
+                for (k, &(r2, j)) in found.nearest.iter().enumerate().take(n.saturating_sub(first)) {
+                    if j != u32::MAX {
+                        nb.nearest[first + k].offer(nb.index_offset + j, r2);
+                    }
+                }
+                if let Some(w) = &mut nb.within {
+                    for &(k, j) in &found.pairs {
+                        w.push(first + k as usize, nb.index_offset + j);
+                    }
+                }
             }
         }
     }
@@ -274,7 +292,7 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
             return Ok(());
         }
         let none: &[nbody_core::Velocity<T>] = &[];
-        self.run(Bodies { pos: targets, vel: none }, Bodies { pos: sources, vel: none }, params, out, None);
+        self.run(Bodies { pos: targets, vel: none }, Bodies { pos: sources, vel: none }, params, out, None, None);
         Ok(())
     }
 
@@ -290,7 +308,27 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         if targets.pos.is_empty() || sources.pos.is_empty() {
             return Ok(());
         }
-        self.run(targets, sources, params, out, Some(jerk));
+        self.run(targets, sources, params, out, Some(jerk), None);
+        Ok(())
+    }
+
+    /// Finds neighbours in the jerk kernel's pass: each source tile, while in L1, is
+    /// scanned for the block's nearest and within-radius sources right after its forces.
+    fn accelerations_jerk_neighbours(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        neighbours: &mut Neighbours<'_, T>,
+    ) -> Result<(), Error> {
+        neighbours.validate(targets.pos.len(), sources.pos.len())?;
+        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
+        if targets.pos.is_empty() || sources.pos.is_empty() {
+            return Ok(());
+        }
+        self.run(targets, sources, params, out, Some(jerk), Some(neighbours));
         Ok(())
     }
 
@@ -343,7 +381,7 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
                 let targets = Bodies { pos: &particles[t.clone()], vel: none };
                 let sources = Bodies { pos: &gathered, vel: none };
                 let out = &mut chunk.out[t.start - chunk.start..t.end - chunk.start];
-                worker.run(targets, sources, &q, out, None);
+                worker.run(targets, sources, &q, out, None, None);
                 // Targets that are in their own source spans: remove the self terms the
                 // softened kernel counted (once per span holding them).
                 if params.potential && !params.masked() {

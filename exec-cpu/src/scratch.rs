@@ -24,6 +24,31 @@ pub struct Scratch<T> {
     /// The parts split the sources (each part: every target, its own sums) instead of
     /// the targets: how a call of few targets still uses every thread.
     by_sources: bool,
+    /// Neighbour search, when asked: per padded target the source that is its own
+    /// particle (`u32::MAX` if none) and its squared radius (negative: no list), and
+    /// what each part found.
+    own: Vec<u32>,
+    h2: Vec<T>,
+    found: Vec<Found<T>>,
+    search: bool,
+}
+
+/// What one part's neighbour scan found: per target of the part its nearest source
+/// (`(r², index)`, index `u32::MAX` if none) and the `(target in part, source)` pairs
+/// within the radius, per target in increasing source order.
+#[derive(Default)]
+pub struct Found<T> {
+    pub nearest: Vec<(T, u32)>,
+    pub pairs: Vec<(u32, u32)>,
+}
+
+/// A part's share of a neighbour search.
+pub struct PartSearch<'a, T> {
+    /// Index of the part's first source in the call's sources.
+    pub source_start: usize,
+    pub own: &'a [u32],
+    pub h2: &'a [T],
+    pub found: &'a mut Found<T>,
 }
 
 /// The slices one thread works on: whole blocks of targets and their sums.
@@ -33,6 +58,8 @@ pub struct Part<'a, T> {
     pub acc: [&'a mut [T]; 4],
     pub jerk: [&'a mut [T]; 3],
     pub total: [&'a mut [f64]; 7],
+    /// The neighbour search's share, when the call asks for one.
+    pub search: Option<PartSearch<'a, T>>,
 }
 
 impl<T> Part<'_, T> {
@@ -72,6 +99,7 @@ impl<T: Real> Scratch<T> {
         jerk: bool,
         parts: usize,
         by_sources: bool,
+        search: Option<(&nbody_core::Overlap, Option<&[T]>)>,
     ) {
         let z = T::zero();
         let n = targets.pos.len();
@@ -113,6 +141,29 @@ impl<T: Real> Scratch<T> {
             vy.extend(sources.vel.iter().map(|v| v.vy));
             vz.extend(sources.vel.iter().map(|v| v.vz));
         }
+        self.search = search.is_some();
+        if let Some((overlap, radius2)) = search {
+            fill(&mut self.own, self.padded, u32::MAX);
+            let (t0, s0, len) = overlap.resolve(n);
+            for k in 0..len {
+                self.own[t0 + k] = (s0 + k) as u32;
+            }
+            fill(&mut self.h2, self.padded, -T::one());
+            if let Some(r) = radius2 {
+                self.h2[..n].copy_from_slice(r);
+            }
+            self.found.resize_with(self.parts, Found::default);
+            for f in &mut self.found[..self.parts] {
+                f.pairs.clear();
+            }
+        }
+    }
+
+    /// The call's neighbour findings, part by part (in source order when the parts
+    /// split the sources): `(first target of the part, what it found)`.
+    pub(crate) fn found(&self) -> impl Iterator<Item = (usize, &Found<T>)> {
+        let per = if self.by_sources { 0 } else { (self.padded / BLOCK).div_ceil(self.parts.max(1)) * BLOCK };
+        self.found[..self.parts].iter().enumerate().map(move |(k, f)| (k * per, f))
     }
 
     /// Splits the call into its parts, each with the sources it sees: runs of whole
@@ -124,7 +175,10 @@ impl<T: Real> Scratch<T> {
             return self.split_sources();
         }
         let per = (self.padded / BLOCK).div_ceil(self.parts.max(1)) * BLOCK;
-        let Self { tpos, acc, total, src, padded, .. } = self;
+        let Self { tpos, acc, total, src, padded, own, h2, found, search, .. } = self;
+        let mut own: &[u32] = own;
+        let mut h2: &[T] = h2;
+        let mut found = found.iter_mut();
         let mut pos: [&[T]; 6] = tpos.each_ref().map(|v| v.as_slice());
         let mut sums: [&mut [T]; 7] = acc.each_mut().map(|v| v.as_mut_slice());
         let mut totals: [&mut [f64]; 7] = total.each_mut().map(|v| v.as_mut_slice());
@@ -139,12 +193,22 @@ impl<T: Real> Scratch<T> {
                 a
             });
             let [ax, ay, az, phi, jx, jy, jz] = sums.each_mut().map(|s| take_front(s, k));
+            let search = match (*search, found.next()) {
+                (true, Some(found)) => {
+                    let (o, rest) = own.split_at(k);
+                    let (h, hrest) = h2.split_at(k);
+                    (own, h2) = (rest, hrest);
+                    Some(PartSearch { source_start: 0, own: o, h2: h, found })
+                }
+                _ => None,
+            };
             parts.push(Part {
                 pos: [p[0], p[1], p[2]],
                 vel: [p[3], p[4], p[5]],
                 acc: [ax, ay, az, phi],
                 jerk: [jx, jy, jz],
                 total: totals.each_mut().map(|s| take_front(s, k)),
+                search,
             });
         }
         let s = &*src;
@@ -155,8 +219,10 @@ impl<T: Real> Scratch<T> {
     /// [`Scratch::split`] by sources.
     #[allow(clippy::type_complexity)]
     fn split_sources(&mut self) -> Vec<(Part<'_, T>, SourcesSoa<'_, T>)> {
-        let Self { tpos, acc, total, src, padded, parts, .. } = self;
+        let Self { tpos, acc, total, src, padded, parts, own, h2, found, search, .. } = self;
         let (n_src, parts, padded) = (src[0].len(), *parts, *padded);
+        let (own, h2, search): (&[u32], &[T], bool) = (own, h2, *search);
+        let mut found = found.iter_mut();
         let per = n_src.div_ceil(parts);
         let pos: [&[T]; 6] = tpos.each_ref().map(|v| v.as_slice());
         let mut sums: [&mut [T]; 7] = acc.each_mut().map(|v| v.as_mut_slice());
@@ -165,12 +231,17 @@ impl<T: Real> Scratch<T> {
             .map(|k| {
                 let r = (k * per).min(n_src)..((k + 1) * per).min(n_src);
                 let [ax, ay, az, phi, jx, jy, jz] = sums.each_mut().map(|s| take_front(s, padded));
+                let search = match (search, found.next()) {
+                    (true, Some(found)) => Some(PartSearch { source_start: r.start, own, h2, found }),
+                    _ => None,
+                };
                 let part = Part {
                     pos: [pos[0], pos[1], pos[2]],
                     vel: [pos[3], pos[4], pos[5]],
                     acc: [ax, ay, az, phi],
                     jerk: [jx, jy, jz],
                     total: totals.each_mut().map(|s| take_front(s, padded)),
+                    search,
                 };
                 let s = &*src;
                 let view = SourcesSoa {

@@ -121,11 +121,11 @@ pub fn neighbours_match_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Re
             }
         }
         let d = distances(&c);
-        for i in 0..n {
-            check_nearest(i, &d[i], prior.nearest[i], b.nearest[i], offset, slack::<T>())?;
+        for (i, d) in d.iter().enumerate() {
+            check_nearest(i, d, prior.nearest[i], b.nearest[i], offset, slack::<T>())?;
             let list = (&b.indices[i * capacity..(i + 1) * capacity], b.counts[i]);
             let before = (&prior.indices[i * capacity..(i + 1) * capacity], prior.counts[i]);
-            check_list(i, &d[i], b.radius2[i].to_f64(), before, list, offset, slack::<T>())?;
+            check_list(i, d, b.radius2[i].to_f64(), before, list, offset, slack::<T>())?;
         }
         Ok(())
     })
@@ -143,7 +143,11 @@ fn check_nearest<T: Real>(
     let fail = |why: &str| Err(format!("target {i}: nearest {got:?} ({why}); closest at r2 = {best}, prior {prior:?}"));
     if got == prior {
         // Kept: no source may be clearly closer.
-        return if d.iter().all(|&r2| r2 >= prior.r2.to_f64() * (1.0 - slack)) { Ok(()) } else { fail("kept the prior") };
+        return if d.iter().all(|&r2| r2 >= prior.r2.to_f64() * (1.0 - slack)) {
+            Ok(())
+        } else {
+            fail("kept the prior")
+        };
     }
     let Some(j) = got.index.checked_sub(offset).map(|j| j as usize).filter(|&j| j < d.len()) else {
         return fail("not a source index");
@@ -237,21 +241,20 @@ pub fn neighbour_bad_input<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Resul
         Err(got) if got == want => Ok(()),
         other => Err(format!("{what}: expected {want}, got {other:?}")),
     };
-    expect("short nearest", attempt(2, one, 6, 0), Error::LengthMismatch {
-        what: "nearest neighbours",
-        expected: 3,
-        found: 2,
-    })?;
-    expect("short list", attempt(3, one, 5, 0), Error::LengthMismatch {
-        what: "neighbour list slots",
-        expected: 6,
-        found: 5,
-    })?;
+    expect(
+        "short nearest",
+        attempt(2, one, 6, 0),
+        Error::LengthMismatch { what: "nearest neighbours", expected: 3, found: 2 },
+    )?;
+    expect(
+        "short list",
+        attempt(3, one, 5, 0),
+        Error::LengthMismatch { what: "neighbour list slots", expected: 6, found: 5 },
+    )?;
     let radius = Error::InvalidParameter { name: "neighbour radius", requirement: "finite and not negative" };
     expect("negative radius", attempt(3, -one, 6, 0), radius)?;
     expect("NaN radius", attempt(3, T::nan(), 6, 0), radius)?;
-    let offset =
-        Error::InvalidParameter { name: "index_offset", requirement: "index_offset + sources below 2^32 - 1" };
+    let offset = Error::InvalidParameter { name: "index_offset", requirement: "index_offset + sources below 2^32 - 1" };
     expect("offset overflow", attempt(3, one, 6, u32::MAX - 1), offset)?;
     attempt(3, one, 6, 0).map_err(|err| format!("a good call failed: {err}"))
 }
