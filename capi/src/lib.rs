@@ -33,6 +33,8 @@
 // C signatures pass each array with its length: many arguments is their shape.
 #![allow(clippy::too_many_arguments)]
 
+pub mod grape;
+
 use nbody_core::projection::{Plane, Projection};
 use nbody_core::{
     Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Span, Velocity,
@@ -186,9 +188,14 @@ fn guard(f: impl FnOnce() -> Result<(), Failure>) -> NbodyStatus {
             (NbodyStatus::Panic, "internal error (a panic was caught at the C boundary); please report it".into())
         }
     };
+    set_last_error(&message);
+    status
+}
+
+/// Keeps `message` as this thread's last error.
+pub(crate) fn set_last_error(message: &str) {
     let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = c);
-    status
 }
 
 fn null(what: &str) -> Failure {

@@ -17,6 +17,9 @@ fn lib_dir() -> PathBuf {
             if cfg!(feature = "cuda") {
                 cargo.args(["--features", "cuda"]);
             }
+            if !cfg!(debug_assertions) {
+                cargo.arg("--release"); // beside this test binary, in target/release
+            }
             let status = cargo.current_dir(env!("CARGO_MANIFEST_DIR")).status().expect("cargo runs");
             assert!(status.success(), "building libnbody_c.a failed");
             let exe = std::env::current_exe().expect("the test binary's path");
@@ -41,6 +44,12 @@ fn examples() -> PathBuf {
 const NATIVE: [&str; 7] = ["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"];
 
 fn build_and_run(compiler: &str, source: &str, flags: &[&str], out: &Path) -> String {
+    build_and_run_with(compiler, source, flags, out, &[]).0
+}
+
+/// As [`build_and_run`], passing `args` and returning stderr too. GRAPE programs run on
+/// two CPU threads, whatever the machine.
+fn build_and_run_with(compiler: &str, source: &str, flags: &[&str], out: &Path, args: &[&str]) -> (String, String) {
     let lib = lib_dir().join("libnbody_c.a");
     assert!(lib.is_file(), "{} missing: build nbody-capi first", lib.display());
     let status = Command::new(compiler)
@@ -54,10 +63,16 @@ fn build_and_run(compiler: &str, source: &str, flags: &[&str], out: &Path) -> St
         .status()
         .unwrap_or_else(|e| panic!("{compiler} not found ({e}): install gcc and gfortran (scripts/install-c.sh)"));
     assert!(status.success(), "{compiler} failed on {source}");
-    let run = Command::new(out).output().expect("the example runs");
+    let run = Command::new(out)
+        .args(args)
+        .env("NBODY_GRAPE_EXECUTOR", "cpu")
+        .env("NBODY_GRAPE_THREADS", "2")
+        .output()
+        .expect("the example runs");
     let text = String::from_utf8_lossy(&run.stdout).into_owned();
-    assert!(run.status.success(), "{source} failed:\n{text}{}", String::from_utf8_lossy(&run.stderr));
-    text
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "{source} failed:\n{text}{err}");
+    (text, err)
 }
 
 #[test]
@@ -113,4 +128,91 @@ fn pkg_config_links_in_one_line() {
     assert!(status.success(), "{script}");
     let run = Command::new(&exe).output().unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stdout));
+}
+
+fn include() -> String {
+    format!("-I{}/include", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn grape5_program_matches_its_own_double_loop_and_survives_bad_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["-std=c11", "-D_DEFAULT_SOURCE", &include()];
+    let (text, err) = build_and_run_with("cc", "grape5_forces.c", &flags, &dir.path().join("g5"), &[]);
+    assert!(text.contains("passed"), "{text}{err}");
+    assert!(err.contains("nbody grape: g5_calculate_force_on_x: targets[0] has a NaN"), "{err}");
+    assert!(err.contains("eps = -1 must be finite"), "{err}");
+    assert!(err.contains("the board is not open"), "{err}");
+}
+
+/// A block-step Hermite code written against GRAPE-6 (forces, jerks and neighbours from
+/// g6calc_*, j-particles predicted by the library) takes the same block steps and ends
+/// where the library's own BlockHermite ends, on the same CPU executor.
+#[test]
+fn grape6_hermite_program_agrees_with_the_librarys_block_hermite() {
+    grape6_against_block_hermite(256, 0.25, false);
+}
+
+/// The cost of the GRAPE-6 path against the library's own block Hermite (wall time of
+/// both, printed; run by hand: `cargo test --release -p nbody-capi --test examples --
+/// --ignored --nocapture`). Agreement is asserted as in the test above.
+#[test]
+#[ignore = "a measurement: run by hand in release"]
+fn grape6_cost_against_block_hermite() {
+    grape6_against_block_hermite(4096, 0.125, true);
+}
+
+fn grape6_against_block_hermite(n: usize, t_end: f64, bench: bool) {
+    use nbody_integrators::{ics, BlockHermite, State};
+    let (eta, dt_max, eps) = (0.02, 1.0 / 16.0, 1.0 / 64.0);
+    let (p, v) = ics::plummer::<f64>(n, 7);
+    let dir = tempfile::tempdir().unwrap();
+    let mut ics_text = format!("{n}\n");
+    for (p, v) in p.iter().zip(&v) {
+        ics_text += &format!("{} {} {} {} {} {} {}\n", p.x, p.y, p.z, p.m, v.vx, v.vy, v.vz);
+    }
+    let ics_path = dir.path().join("ics.txt");
+    std::fs::write(&ics_path, ics_text).unwrap();
+    let flags = ["-std=c11", "-D_DEFAULT_SOURCE", &include()];
+    let mut args = vec![ics_path.to_str().unwrap().to_string()];
+    args.extend([eta, dt_max, eps, t_end].map(|x| x.to_string()));
+    if bench {
+        args.push("bench".into());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (text, err) = build_and_run_with("cc", "grape6_hermite.c", &flags, &dir.path().join("g6"), &args);
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().expect("a summary line").split_whitespace().collect();
+    assert_eq!((head[0], head[4], head[5]), ("steps", "failures", "0"), "{text}{err}");
+    let c_steps: usize = head[1].parse().unwrap();
+    let c_state: Vec<[f64; 6]> = lines
+        .map(|l| {
+            let v: Vec<f64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            [v[0], v[1], v[2], v[3], v[4], v[5]]
+        })
+        .collect();
+    assert_eq!(c_state.len(), n);
+
+    let mut s = State::new(p, v);
+    let mut h = BlockHermite::new(eta, dt_max, eps).unwrap();
+    let mut exec = nbody_cpu::CpuExecutor::new(nbody_cpu::Parallelism::threads(2));
+    let started = std::time::Instant::now();
+    let steps = h.advance_to(&mut s, &mut exec, t_end).unwrap();
+    eprintln!(
+        "N = {n}: library BlockHermite {steps} block steps in {:.3} s; GRAPE-6 program {c_steps} steps in {} s",
+        started.elapsed().as_secs_f64(),
+        head[7]
+    );
+    assert_eq!(steps, c_steps, "block steps differ");
+    let scale = s.pos.iter().map(|p| p.x.abs().max(p.y.abs()).max(p.z.abs())).fold(0.0, f64::max);
+    let worst = (0..n)
+        .map(|i| {
+            let (p, v, c) = (&s.pos[i], &s.vel[i], &c_state[i]);
+            let d = [p.x - c[0], p.y - c[1], p.z - c[2]].map(f64::abs);
+            let dv = [v.vx - c[3], v.vy - c[4], v.vz - c[5]].map(f64::abs);
+            d.into_iter().chain(dv).fold(0.0, f64::max)
+        })
+        .fold(0.0, f64::max);
+    eprintln!("largest difference from the library's run: {worst:e}");
+    assert!(worst <= 1e-9 * scale, "largest difference {worst:e} (positions up to {scale})");
 }

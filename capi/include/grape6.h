@@ -1,0 +1,56 @@
+/* nbody's GRAPE-6 drop-in: the g6_* functions Sapporo2 exports, on libnbody_c.
+ * C spellings take scalars by value; Fortran spellings (trailing underscore) take every
+ * argument by reference. Double precision, G = 1. Executor: NBODY_GRAPE_EXECUTOR
+ * (cpu, mixed, cuda, cuda:N) and NBODY_GRAPE_THREADS. Failures print "nbody grape: ..."
+ * to stderr and return -1 (see nbody_last_error in nbody.h). */
+#ifndef NBODY_GRAPE6_H
+#define NBODY_GRAPE6_H
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int g6_open(int id);
+int g6_close(int id);
+int g6_npipes(void);
+int g6_set_ti(int id, double ti);
+int g6_set_j_particle(int id, int address, int index, double tj, double dtj, double mass, const double k18[3],
+                      const double j6[3], const double a2[3], const double v[3], const double x[3]);
+int g6_initialize_jp_buffer(int id, int size);
+int g6_flush_jp_buffer(int id);
+int g6_reset(int id);
+void g6calc_firsthalf(int id, int nj, int ni, const int index[], const double xi[][3], const double vi[][3],
+                      const double aold[][3], const double j6old[][3], const double phiold[], double eps2,
+                      const double h2[]);
+int g6calc_lasthalf(int id, int nj, int ni, const int index[], const double xi[][3], const double vi[][3],
+                    double eps2, const double h2[], double acc[][3], double jerk[][3], double pot[]);
+int g6calc_lasthalf2(int id, int nj, int ni, const int index[], const double xi[][3], const double vi[][3],
+                     double eps2, const double h2[], double acc[][3], double jerk[][3], double pot[], int nnb[]);
+int g6_read_neighbour_list(int id);
+int g6_get_neighbour_list(int id, int ipipe, int maxlength, int *n_neighbours, int list[]);
+
+int g6_open_(const int *id);
+int g6_close_(const int *id);
+int g6_npipes_(void);
+int g6_set_ti_(const int *id, const double *ti);
+int g6_set_j_particle_(const int *id, const int *address, const int *index, const double *tj, const double *dtj,
+                       const double *mass, const double k18[3], const double j6[3], const double a2[3],
+                       const double v[3], const double x[3]);
+int g6_initialize_jp_buffer_(const int *id, const int *size);
+int g6_flush_jp_buffer_(const int *id);
+int g6_reset_(const int *id);
+void g6calc_firsthalf_(const int *id, const int *nj, const int *ni, const int index[], const double xi[][3],
+                       const double vi[][3], const double aold[][3], const double j6old[][3], const double phiold[],
+                       const double *eps2, const double h2[]);
+int g6calc_lasthalf_(const int *id, const int *nj, const int *ni, const int index[], const double xi[][3],
+                     const double vi[][3], const double *eps2, const double h2[], double acc[][3], double jerk[][3],
+                     double pot[]);
+int g6calc_lasthalf2_(const int *id, const int *nj, const int *ni, const int index[], const double xi[][3],
+                      const double vi[][3], const double *eps2, const double h2[], double acc[][3],
+                      double jerk[][3], double pot[], int nnb[]);
+int g6_read_neighbour_list_(const int *id);
+int g6_get_neighbour_list_(const int *id, const int *ipipe, const int *maxlength, int *n_neighbours, int list[]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

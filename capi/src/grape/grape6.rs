@@ -1,0 +1,653 @@
+//! GRAPE-6: j-particle memory with prediction done by the library, forces, jerks,
+//! potentials, nearest neighbours and neighbour lists on blocks of i-particles.
+//!
+//! The user code stores each particle's state at its own time (`g6_set_j_particle`),
+//! sets the block time (`g6_set_ti`) and asks for the forces on its active particles
+//! (`g6calc_firsthalf` then `g6calc_lasthalf`/`lasthalf2`). The library predicts every
+//! j-particle to the block time (`x + v dt + a dt²/2 + j dt³/6`, `v + a dt + j dt²/2`;
+//! the `k18` term is accepted and unused, as in Sapporo), except that an i-particle
+//! whose index names a j-particle is taken at the position and velocity the code
+//! passed, both as target and as source: its pair with itself then cancels exactly, and
+//! every other particle feels it where the code says it is. Results follow GRAPE-6: G
+//! = 1, `pot` = −Σ m/r over the other particles, the nearest neighbour excludes the
+//! particle itself, and a neighbour list (sources with unsoftened r² ≤ h²) includes it.
+
+use super::{count, report, shielded, triples, values, values_mut, Engine};
+use nbody_core::neighbours::{Nearest, Neighbours, Within};
+use nbody_core::{Bodies, Field, Jerk, Overlap, Params, Particle, Velocity};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// The i-particles a call may hold (GRAPE-6 codes size their blocks by `g6_npipes`).
+const PIPES: i32 = 4096;
+/// Neighbour-list slots per i-particle at first; a call that overflows them is repeated
+/// with enough (up to [`MAX_NEIGHBOURS`]).
+const FIRST_SLOTS: usize = 256;
+/// Beyond this many neighbours a list is reported as overflowed.
+const MAX_NEIGHBOURS: usize = 65_536;
+
+#[derive(Clone, Copy)]
+struct JParticle {
+    id: i32,
+    t: f64,
+    mass: f64,
+    x: [f64; 3],
+    v: [f64; 3],
+    a: [f64; 3],
+    j: [f64; 3],
+}
+
+/// What the last `g6calc_firsthalf` computed, in the order of its i-particles.
+#[derive(Default)]
+struct Results {
+    acc: Vec<[f64; 3]>,
+    jerk: Vec<[f64; 3]>,
+    pot: Vec<f64>,
+    nearest: Vec<i32>,
+    lists: Vec<Vec<i32>>,
+    overflow: bool,
+}
+
+struct Board {
+    engine: Engine,
+    ti: f64,
+    j: Vec<Option<JParticle>>,
+    /// Address of each id in `j`, kept as particles are set.
+    address_of: HashMap<i32, usize>,
+    last: Result<Results, String>,
+}
+
+/// Open boards by cluster id.
+static BOARDS: Mutex<Option<HashMap<i32, Board>>> = Mutex::new(None);
+
+fn with_board<R>(cluster: i32, f: impl FnOnce(&mut Board) -> Result<R, String>) -> Result<R, String> {
+    let mut boards = BOARDS.lock().unwrap_or_else(|p| p.into_inner());
+    let board = boards
+        .as_mut()
+        .and_then(|b| b.get_mut(&cluster))
+        .ok_or_else(|| format!("cluster {cluster} is not open (call g6_open first)"))?;
+    f(board)
+}
+
+fn status(r: Result<(), String>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(m) => report(&m),
+    }
+}
+
+/// Opens cluster `id`: chooses the executor (see the module docs of `grape`).
+#[no_mangle]
+pub extern "C" fn g6_open(id: i32) -> i32 {
+    shielded(-1, || {
+        status(Engine::from_env().map(|engine| {
+            let board = Board {
+                engine,
+                ti: 0.0,
+                j: Vec::new(),
+                address_of: HashMap::new(),
+                last: Err("no force was computed yet".into()),
+            };
+            BOARDS.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashMap::new).insert(id, board);
+        }))
+    })
+}
+
+/// Closes cluster `id`, freeing its memory.
+#[no_mangle]
+pub extern "C" fn g6_close(id: i32) -> i32 {
+    shielded(-1, || {
+        let mut boards = BOARDS.lock().unwrap_or_else(|p| p.into_inner());
+        let removed = boards.as_mut().and_then(|b| b.remove(&id));
+        status(removed.map(|_| ()).ok_or_else(|| format!("cluster {id} is not open")))
+    })
+}
+
+/// How many i-particles one `g6calc_firsthalf` may take.
+#[no_mangle]
+pub extern "C" fn g6_npipes() -> i32 {
+    PIPES
+}
+
+/// Sets the block time the j-particles are predicted to.
+#[no_mangle]
+pub extern "C" fn g6_set_ti(id: i32, ti: f64) -> i32 {
+    shielded(-1, || {
+        status(with_board(id, |b| {
+            if !ti.is_finite() {
+                return Err(format!("g6_set_ti: ti = {ti} is not finite"));
+            }
+            b.ti = ti;
+            Ok(())
+        }))
+    })
+}
+
+fn read3(p: *const f64, what: &str) -> Result<[f64; 3], String> {
+    // SAFETY: the caller passes three doubles (GRAPE's double[3] arguments).
+    let s = unsafe { values(p, 3, what) }?;
+    Ok([s[0], s[1], s[2]])
+}
+
+/// Stores particle `index` (its id) at j-memory `address`: its time `tj`, mass,
+/// position `x`, velocity `v`, `a2` = a/2, `j6` = jerk/6 (`k18` and `dtj` unused).
+///
+/// # Safety
+/// `k18`, `j6`, `a2`, `v`, `x` each point to three doubles.
+#[no_mangle]
+pub unsafe extern "C" fn g6_set_j_particle(
+    id: i32,
+    address: i32,
+    index: i32,
+    tj: f64,
+    dtj: f64,
+    mass: f64,
+    k18: *const f64,
+    j6: *const f64,
+    a2: *const f64,
+    v: *const f64,
+    x: *const f64,
+) -> i32 {
+    let _ = (dtj, k18);
+    shielded(-1, || {
+        status(with_board(id, |b| {
+            let address = count(address, "g6_set_j_particle: address")?;
+            let (j6, a2, v, x) = (read3(j6, "j6")?, read3(a2, "a2")?, read3(v, "v")?, read3(x, "x")?);
+            let finite = [tj, mass].iter().chain(&j6).chain(&a2).chain(&v).chain(&x).all(|c| c.is_finite());
+            if !finite || mass < 0.0 {
+                return Err(format!(
+                    "g6_set_j_particle: particle {index} at address {address} has a NaN, infinite or negative value"
+                ));
+            }
+            if address >= b.j.len() {
+                b.j.resize(address + 1, None);
+            }
+            if let Some(old) = b.j[address].filter(|old| old.id != index) {
+                b.address_of.remove(&old.id);
+            }
+            b.address_of.insert(index, address);
+            b.j[address] =
+                Some(JParticle { id: index, t: tj, mass, x, v, a: a2.map(|c| 2.0 * c), j: j6.map(|c| 6.0 * c) });
+            Ok(())
+        }))
+    })
+}
+
+/// Nothing to do: j-particles are stored as they are set.
+#[no_mangle]
+pub extern "C" fn g6_initialize_jp_buffer(id: i32, size: i32) -> i32 {
+    let _ = size;
+    shielded(-1, || status(with_board(id, |_| Ok(()))))
+}
+
+/// Nothing to do: j-particles are stored as they are set.
+#[no_mangle]
+pub extern "C" fn g6_flush_jp_buffer(id: i32) -> i32 {
+    shielded(-1, || status(with_board(id, |_| Ok(()))))
+}
+
+/// Empties the j-memory and the last results of cluster `id`.
+#[no_mangle]
+pub extern "C" fn g6_reset(id: i32) -> i32 {
+    shielded(-1, || {
+        status(with_board(id, |b| {
+            b.j.clear();
+            b.address_of.clear();
+            b.last = Err("no force was computed yet".into());
+            Ok(())
+        }))
+    })
+}
+
+/// Starts the force calculation on `ni` i-particles (ids `index`, positions `xi`,
+/// velocities `vi`, squared neighbour radii `h2`) from j-memory addresses `0..nj`, with
+/// softening `eps2` = ε². `aold`, `j6old` and `phiold` are unused (GRAPE-6 scales its
+/// fixed-point format with them). The results wait for `g6calc_lasthalf`.
+///
+/// # Safety
+/// `index`, `h2` hold `ni` values; `xi`, `vi` (and the unused old values, which may be
+/// null) `ni` triples.
+#[no_mangle]
+pub unsafe extern "C" fn g6calc_firsthalf(
+    id: i32,
+    nj: i32,
+    ni: i32,
+    index: *const i32,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    aold: *const [f64; 3],
+    j6old: *const [f64; 3],
+    phiold: *const f64,
+    eps2: f64,
+    h2: *const f64,
+) {
+    let _ = (aold, j6old, phiold);
+    shielded((), || {
+        let r = with_board(id, |b| {
+            b.last = compute(b, nj, ni, index, xi, vi, eps2, h2);
+            b.last.as_ref().map(|_| ()).map_err(Clone::clone)
+        });
+        if let Err(m) = r {
+            report(&format!("g6calc_firsthalf: {m}"));
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compute(
+    b: &mut Board,
+    nj: i32,
+    ni: i32,
+    index: *const i32,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    eps2: f64,
+    h2: *const f64,
+) -> Result<Results, String> {
+    let (nj, ni) = (count(nj, "nj")?, count(ni, "ni")?);
+    if ni > PIPES as usize {
+        return Err(format!("ni = {ni} is more than g6_npipes() = {PIPES}"));
+    }
+    if nj > b.j.len() {
+        return Err(format!("nj = {nj} but only addresses below {} were set", b.j.len()));
+    }
+    if !(eps2.is_finite() && eps2 >= 0.0) {
+        return Err(format!("eps2 = {eps2} must be finite and not negative"));
+    }
+    // SAFETY: the caller passes `ni` of each (GRAPE-6's contract).
+    let (ids, xi, vi, h2) =
+        unsafe { (values(index, ni, "index")?, triples(xi, ni, "xi")?, triples(vi, ni, "vi")?, values(h2, ni, "h2")?) };
+    let address_of = |id: &i32| b.address_of.get(id).copied().filter(|&a| a < nj);
+    // Targets: the i-particles that are j-particles first (they lead the sources too, so
+    // the overlap is one shared run), then the others.
+    let (mut order, mut taken, mut is_shared) = (Vec::with_capacity(ni), vec![false; nj], vec![false; ni]);
+    for (i, idx) in ids.iter().enumerate() {
+        if let Some(a) = address_of(idx) {
+            if !std::mem::replace(&mut taken[a], true) {
+                is_shared[i] = true;
+                order.push(i);
+            }
+        }
+    }
+    let shared = order.len();
+    order.extend((0..ni).filter(|&i| !is_shared[i]));
+    let particle = |x: [f64; 3], m: f64| Particle::new(x[0], x[1], x[2], m);
+    let velocity = |v: [f64; 3]| Velocity::new(v[0], v[1], v[2]);
+    let mass_of = |i: usize| address_of(&ids[i]).and_then(|a| b.j[a]).map_or(0.0, |p| p.mass);
+    let tpos: Vec<Particle<f64>> = order.iter().map(|&i| particle(xi[i], mass_of(i))).collect();
+    let tvel: Vec<Velocity<f64>> = order.iter().map(|&i| velocity(vi[i])).collect();
+    let mut spos = tpos[..shared].to_vec();
+    let mut svel = tvel[..shared].to_vec();
+    let mut sid: Vec<i32> = order[..shared].iter().map(|&i| ids[i]).collect();
+    for (a, p) in b.j[..nj].iter().enumerate() {
+        let Some(p) = p.filter(|_| !taken[a]) else { continue };
+        let dt = b.ti - p.t;
+        let x: [f64; 3] = std::array::from_fn(|k| p.x[k] + dt * (p.v[k] + dt * (0.5 * p.a[k] + dt * p.j[k] / 6.0)));
+        let v: [f64; 3] = std::array::from_fn(|k| p.v[k] + dt * (p.a[k] + 0.5 * dt * p.j[k]));
+        spos.push(particle(x, p.mass));
+        svel.push(velocity(v));
+        sid.push(p.id);
+    }
+    let radius2: Vec<f64> = order.iter().map(|&i| h2[i]).collect();
+    let params =
+        Params::softened(eps2.sqrt()).with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: shared });
+    let n = order.len();
+    let mut slots = FIRST_SLOTS;
+    let (field, jerk, nearest, counts, indices) = loop {
+        let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
+        let mut nearest = vec![Nearest::none(); n];
+        let (mut indices, mut counts) = (vec![0u32; n * slots], vec![0u32; n]);
+        let mut nb = Neighbours {
+            nearest: &mut nearest,
+            within: Some(Within { radius2: &radius2, capacity: slots, indices: &mut indices, counts: &mut counts }),
+            index_offset: 0,
+        };
+        b.engine
+            .get()
+            .accelerations_jerk_neighbours(
+                Bodies { pos: &tpos, vel: &tvel },
+                Bodies { pos: &spos, vel: &svel },
+                &params,
+                &mut field,
+                &mut jerk,
+                &mut nb,
+            )
+            .map_err(super::describe)?;
+        let most = counts.iter().copied().max().unwrap_or(0) as usize;
+        if most <= slots || slots >= MAX_NEIGHBOURS {
+            break (field, jerk, nearest, counts, indices);
+        }
+        slots = most.min(MAX_NEIGHBOURS);
+    };
+    let mut r = Results {
+        acc: vec![[0.0; 3]; ni],
+        jerk: vec![[0.0; 3]; ni],
+        pot: vec![0.0; ni],
+        nearest: vec![-1; ni],
+        lists: vec![Vec::new(); ni],
+        overflow: false,
+    };
+    for (k, &i) in order.iter().enumerate() {
+        r.acc[i] = field[k].acceleration();
+        r.pot[i] = field[k].phi;
+        r.jerk[i] = jerk[k].components();
+        if nearest[k].is_some() {
+            r.nearest[i] = sid[nearest[k].index as usize];
+        }
+        let stored = (counts[k] as usize).min(slots);
+        let mut list: Vec<i32> = indices[k * slots..k * slots + stored].iter().map(|&s| sid[s as usize]).collect();
+        if k < shared && h2[i] >= 0.0 {
+            list.push(ids[i]); // GRAPE-6 lists hold the particle itself (r² = 0 ≤ h²)
+        }
+        list.sort_unstable();
+        r.overflow |= counts[k] as usize > stored;
+        r.lists[i] = list;
+    }
+    Ok(r)
+}
+
+/// Copies the results of the last `g6calc_firsthalf` on `ni` i-particles.
+///
+/// # Safety
+/// `acc`, `jerk` hold `ni` triples, `pot` `ni` doubles, `nearest` (if not null) `ni` ints.
+unsafe fn lasthalf(
+    id: i32,
+    ni: i32,
+    acc: *mut [f64; 3],
+    jerk: *mut [f64; 3],
+    pot: *mut f64,
+    nearest: *mut i32,
+) -> Result<(), String> {
+    with_board(id, |b| {
+        let r = b.last.as_ref().map_err(|m| format!("g6calc_lasthalf: the force call failed: {m}"))?;
+        let ni = count(ni, "ni")?;
+        if ni != r.acc.len() {
+            return Err(format!("g6calc_lasthalf: ni = {ni}, but g6calc_firsthalf had {}", r.acc.len()));
+        }
+        // SAFETY: the caller passes `ni` of each.
+        unsafe {
+            values_mut(acc, ni, "acc")?.copy_from_slice(&r.acc);
+            values_mut(jerk, ni, "jerk")?.copy_from_slice(&r.jerk);
+            values_mut(pot, ni, "pot")?.copy_from_slice(&r.pot);
+            if !nearest.is_null() {
+                values_mut(nearest, ni, "nnb")?.copy_from_slice(&r.nearest);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The accelerations, jerks and potentials of the last `g6calc_firsthalf` (the other
+/// arguments repeat it and are not read again). Returns 0, or -1 if it failed.
+///
+/// # Safety
+/// `acc`, `jerk` hold `ni` triples, `pot` `ni` doubles.
+#[no_mangle]
+pub unsafe extern "C" fn g6calc_lasthalf(
+    id: i32,
+    nj: i32,
+    ni: i32,
+    index: *const i32,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    eps2: f64,
+    h2: *const f64,
+    acc: *mut [f64; 3],
+    jerk: *mut [f64; 3],
+    pot: *mut f64,
+) -> i32 {
+    let _ = (nj, index, xi, vi, eps2, h2);
+    // SAFETY: forwarded from the caller.
+    shielded(-1, || status(unsafe { lasthalf(id, ni, acc, jerk, pot, std::ptr::null_mut()) }))
+}
+
+/// As `g6calc_lasthalf`, plus each i-particle's nearest neighbour's index in `nnb`
+/// (-1 when there is no other particle).
+///
+/// # Safety
+/// As `g6calc_lasthalf`; `nnb` holds `ni` ints.
+#[no_mangle]
+pub unsafe extern "C" fn g6calc_lasthalf2(
+    id: i32,
+    nj: i32,
+    ni: i32,
+    index: *const i32,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    eps2: f64,
+    h2: *const f64,
+    acc: *mut [f64; 3],
+    jerk: *mut [f64; 3],
+    pot: *mut f64,
+    nnb: *mut i32,
+) -> i32 {
+    let _ = (nj, index, xi, vi, eps2, h2);
+    if nnb.is_null() {
+        return report("g6calc_lasthalf2: nnb is a null pointer");
+    }
+    // SAFETY: forwarded from the caller.
+    shielded(-1, || status(unsafe { lasthalf(id, ni, acc, jerk, pot, nnb) }))
+}
+
+/// Makes the last call's neighbour lists readable; returns 1 if a list overflowed the
+/// library's limit (65,536), else 0 (-1 on error).
+#[no_mangle]
+pub extern "C" fn g6_read_neighbour_list(id: i32) -> i32 {
+    shielded(-1, || match with_board(id, |b| b.last.as_ref().map(|r| i32::from(r.overflow)).map_err(Clone::clone)) {
+        Ok(o) => o,
+        Err(m) => report(&format!("g6_read_neighbour_list: {m}")),
+    })
+}
+
+/// Copies i-particle `ipipe`'s neighbour list (indices, increasing) into `list`, at most
+/// `maxlength`, and its full length into `*n_neighbours`; returns 1 if it did not fit.
+///
+/// # Safety
+/// `n_neighbours` points to an int, `list` to `maxlength` ints.
+#[no_mangle]
+pub unsafe extern "C" fn g6_get_neighbour_list(
+    id: i32,
+    ipipe: i32,
+    maxlength: i32,
+    n_neighbours: *mut i32,
+    list: *mut i32,
+) -> i32 {
+    shielded(-1, || {
+        let r = with_board(id, |b| {
+            let r = b.last.as_ref().map_err(Clone::clone)?;
+            let i = count(ipipe, "ipipe")?;
+            let got = r.lists.get(i).ok_or_else(|| format!("ipipe = {i}, but the last call had {}", r.lists.len()))?;
+            let max = count(maxlength, "maxlength")?;
+            // SAFETY: the caller passes one int and `maxlength` ints.
+            let (n, out) = unsafe { (values_mut(n_neighbours, 1, "n_neighbours")?, values_mut(list, max, "list")?) };
+            n[0] = got.len() as i32;
+            let k = got.len().min(max);
+            out[..k].copy_from_slice(&got[..k]);
+            Ok(i32::from(got.len() > max))
+        });
+        r.unwrap_or_else(|m| report(&format!("g6_get_neighbour_list: {m}")))
+    })
+}
+
+// Fortran spellings: trailing underscore, every argument by reference.
+
+/// Fortran `g6_open`.
+///
+/// # Safety
+/// `id` points to an int.
+#[no_mangle]
+pub unsafe extern "C" fn g6_open_(id: *const i32) -> i32 {
+    // SAFETY: Fortran passes a valid reference.
+    g6_open(unsafe { *id })
+}
+
+/// Fortran `g6_close`.
+///
+/// # Safety
+/// `id` points to an int.
+#[no_mangle]
+pub unsafe extern "C" fn g6_close_(id: *const i32) -> i32 {
+    // SAFETY: Fortran passes a valid reference.
+    g6_close(unsafe { *id })
+}
+
+/// Fortran `g6_npipes`.
+#[no_mangle]
+pub extern "C" fn g6_npipes_() -> i32 {
+    g6_npipes()
+}
+
+/// Fortran `g6_set_ti`.
+///
+/// # Safety
+/// Both point to valid values.
+#[no_mangle]
+pub unsafe extern "C" fn g6_set_ti_(id: *const i32, ti: *const f64) -> i32 {
+    // SAFETY: Fortran passes valid references.
+    unsafe { g6_set_ti(*id, *ti) }
+}
+
+/// Fortran `g6_set_j_particle`.
+///
+/// # Safety
+/// Scalars point to valid values, vectors to three doubles.
+#[no_mangle]
+pub unsafe extern "C" fn g6_set_j_particle_(
+    id: *const i32,
+    address: *const i32,
+    index: *const i32,
+    tj: *const f64,
+    dtj: *const f64,
+    mass: *const f64,
+    k18: *const f64,
+    j6: *const f64,
+    a2: *const f64,
+    v: *const f64,
+    x: *const f64,
+) -> i32 {
+    // SAFETY: Fortran passes valid references.
+    unsafe { g6_set_j_particle(*id, *address, *index, *tj, *dtj, *mass, k18, j6, a2, v, x) }
+}
+
+/// Fortran `g6_initialize_jp_buffer`.
+///
+/// # Safety
+/// Both point to ints.
+#[no_mangle]
+pub unsafe extern "C" fn g6_initialize_jp_buffer_(id: *const i32, size: *const i32) -> i32 {
+    // SAFETY: Fortran passes valid references.
+    unsafe { g6_initialize_jp_buffer(*id, *size) }
+}
+
+/// Fortran `g6_flush_jp_buffer`.
+///
+/// # Safety
+/// `id` points to an int.
+#[no_mangle]
+pub unsafe extern "C" fn g6_flush_jp_buffer_(id: *const i32) -> i32 {
+    // SAFETY: Fortran passes a valid reference.
+    g6_flush_jp_buffer(unsafe { *id })
+}
+
+/// Fortran `g6_reset`.
+///
+/// # Safety
+/// `id` points to an int.
+#[no_mangle]
+pub unsafe extern "C" fn g6_reset_(id: *const i32) -> i32 {
+    // SAFETY: Fortran passes a valid reference.
+    g6_reset(unsafe { *id })
+}
+
+/// Fortran `g6calc_firsthalf`.
+///
+/// # Safety
+/// As `g6calc_firsthalf`, scalars by reference.
+#[no_mangle]
+pub unsafe extern "C" fn g6calc_firsthalf_(
+    id: *const i32,
+    nj: *const i32,
+    ni: *const i32,
+    index: *const i32,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    aold: *const [f64; 3],
+    j6old: *const [f64; 3],
+    phiold: *const f64,
+    eps2: *const f64,
+    h2: *const f64,
+) {
+    // SAFETY: Fortran passes valid references.
+    unsafe { g6calc_firsthalf(*id, *nj, *ni, index, xi, vi, aold, j6old, phiold, *eps2, h2) }
+}
+
+/// Fortran `g6calc_lasthalf`.
+///
+/// # Safety
+/// As `g6calc_lasthalf`, scalars by reference.
+#[no_mangle]
+pub unsafe extern "C" fn g6calc_lasthalf_(
+    id: *const i32,
+    nj: *const i32,
+    ni: *const i32,
+    index: *const i32,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    eps2: *const f64,
+    h2: *const f64,
+    acc: *mut [f64; 3],
+    jerk: *mut [f64; 3],
+    pot: *mut f64,
+) -> i32 {
+    // SAFETY: Fortran passes valid references.
+    unsafe { g6calc_lasthalf(*id, *nj, *ni, index, xi, vi, *eps2, h2, acc, jerk, pot) }
+}
+
+/// Fortran `g6calc_lasthalf2`.
+///
+/// # Safety
+/// As `g6calc_lasthalf2`, scalars by reference.
+#[no_mangle]
+pub unsafe extern "C" fn g6calc_lasthalf2_(
+    id: *const i32,
+    nj: *const i32,
+    ni: *const i32,
+    index: *const i32,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    eps2: *const f64,
+    h2: *const f64,
+    acc: *mut [f64; 3],
+    jerk: *mut [f64; 3],
+    pot: *mut f64,
+    nnb: *mut i32,
+) -> i32 {
+    // SAFETY: Fortran passes valid references.
+    unsafe { g6calc_lasthalf2(*id, *nj, *ni, index, xi, vi, *eps2, h2, acc, jerk, pot, nnb) }
+}
+
+/// Fortran `g6_read_neighbour_list`.
+///
+/// # Safety
+/// `id` points to an int.
+#[no_mangle]
+pub unsafe extern "C" fn g6_read_neighbour_list_(id: *const i32) -> i32 {
+    // SAFETY: Fortran passes a valid reference.
+    g6_read_neighbour_list(unsafe { *id })
+}
+
+/// Fortran `g6_get_neighbour_list`.
+///
+/// # Safety
+/// As `g6_get_neighbour_list`, scalars by reference.
+#[no_mangle]
+pub unsafe extern "C" fn g6_get_neighbour_list_(
+    id: *const i32,
+    ipipe: *const i32,
+    maxlength: *const i32,
+    n_neighbours: *mut i32,
+    list: *mut i32,
+) -> i32 {
+    // SAFETY: Fortran passes valid references.
+    unsafe { g6_get_neighbour_list(*id, *ipipe, *maxlength, n_neighbours, list) }
+}
