@@ -41,20 +41,29 @@ template <typename T> __device__ __forceinline__ typename V4<T>::type zero4() {
 }
 
 // One interaction: 3 FADD + 3 FFMA (eps^2 in the first) + RSQ + 3 FMUL + 3 FFMA (+1 FADD).
+// Returns d, 1/r and m/r^3 for callers that add more terms (the jerk): every kernel's
+// pair math is this function.
 template <typename T, bool POT, bool MASKED>
 __device__ __forceinline__ void interact(T xi, T yi, T zi, const typename V4<T>::type &s, T eps2,
-                                         T &ax, T &ay, T &az, T &phi) {
-    T dx = s.x - xi, dy = s.y - yi, dz = s.z - zi;
+                                         T &ax, T &ay, T &az, T &phi, T &dx, T &dy, T &dz, T &rinv, T &m_rinv3) {
+    dx = s.x - xi; dy = s.y - yi; dz = s.z - zi;
     T r2 = fma(dz, dz, fma(dy, dy, fma(dx, dx, eps2)));
-    T rinv = rsqrt_fast(r2);
+    rinv = rsqrt_fast(r2);
     if (MASKED) rinv = r2 >= min_normal<T>() ? rinv : T(0);
     T m_rinv = s.w * rinv;
     // (m/r * 1/r) * 1/r: stays 0 for a massless source where 1/r^2 overflows.
-    T m_rinv3 = (m_rinv * rinv) * rinv;
+    m_rinv3 = (m_rinv * rinv) * rinv;
     ax = fma(dx, m_rinv3, ax);
     ay = fma(dy, m_rinv3, ay);
     az = fma(dz, m_rinv3, az);
     if (POT) phi -= m_rinv;
+}
+
+template <typename T, bool POT, bool MASKED>
+__device__ __forceinline__ void interact(T xi, T yi, T zi, const typename V4<T>::type &s, T eps2,
+                                         T &ax, T &ay, T &az, T &phi) {
+    T dx, dy, dz, rinv, m_rinv3;
+    interact<T, POT, MASKED>(xi, yi, zi, s, eps2, ax, ay, az, phi, dx, dy, dz, rinv, m_rinv3);
 }
 
 // Sums over TP consecutive lanes (TP a power of two <= 32), leaving the total in each.
@@ -137,55 +146,145 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     }
 }
 
-// Acceleration, potential and jerk: one target per thread, positions and velocities
-// staged through shared memory. Velocity lanes are [vx, vy, vz, 0]; jerk output likewise.
-template <typename T, bool POT, bool MASKED>
+// What a jerk launch writes besides out and jerk_out. Neighbours (NEIGH): per target
+// the nearest source (unsoftened r^2, index; none: r^2 = +inf, index 0x7fffffff) and the
+// sources with r^2 <= h2[i], appended through counts[i] (which may pass capacity: then
+// only capacity are stored, in no particular order). Source-split launches (gridDim.y >
+// 1) write per-chunk partial sums for nbody_jerk_reduce instead of finishing.
+template <typename T> struct JerkExtra {
+    typename V4<T>::type *acc_part, *jerk_part;
+    int *near_part;
+    const T *h2;
+    u32 *counts, *lists;
+    int capacity;
+    int *near_index;
+    T *near_r2;
+};
+
+#define NO_NEIGHBOUR 0x7fffffff
+
+// Keeps the nearer of two (r^2, index) candidates; a tie goes to the smaller index.
+template <typename T> __device__ __forceinline__ void keep_nearer(T &best, int &arg, T r2, int j) {
+    if (r2 < best || (r2 == best && j < arg)) {
+        best = r2;
+        arg = j;
+    }
+}
+
+// Acceleration, potential and jerk (and neighbours), with the acceleration kernel's
+// machinery: shared-memory tiles of positions and velocities, TP threads per target
+// (partial sums combined with warp shuffles), and the sources split over gridDim.y chunks
+// of `chunk` (a multiple of B) when the targets alone cannot fill the GPU.
+template <typename T, int B, int TP, bool POT, bool MASKED, bool NEIGH>
 __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restrict__ targets,
                                            const typename V4<T>::type *__restrict__ target_vel, int n_targets,
                                            const typename V4<T>::type *__restrict__ sources,
-                                           const typename V4<T>::type *__restrict__ source_vel, int n_sources_padded,
-                                           typename V4<T>::type *__restrict__ out,
+                                           const typename V4<T>::type *__restrict__ source_vel, int n_sources,
+                                           int n_sources_padded, int chunk, typename V4<T>::type *__restrict__ out,
                                            typename V4<T>::type *__restrict__ jerk_out, T eps2, T g, int self_t0,
-                                           int self_len) {
+                                           int self_s0, int self_len, JerkExtra<T> x) {
     typedef typename V4<T>::type v4;
-    const int B = 128;
     __shared__ v4 tile_x[B], tile_v[B];
-    const int i = blockIdx.x * B + threadIdx.x;
-    const v4 p = i < n_targets ? targets[i] : zero4<T>();
-    const v4 v = i < n_targets ? target_vel[i] : zero4<T>();
+    const int slice = threadIdx.x % TP;
+    const int i = blockIdx.x * (B / TP) + threadIdx.x / TP;
+    const bool real = i < n_targets;
+    const v4 p = real ? targets[i] : zero4<T>();
+    const v4 v = real ? target_vel[i] : zero4<T>();
+    const int own = i - self_t0 >= 0 && i - self_t0 < self_len ? self_s0 + i - self_t0 : -1;
+    const T h2 = NEIGH && real && x.h2 != 0 ? x.h2[i] : T(-1);
     T ax = 0, ay = 0, az = 0, phi = 0, jx = 0, jy = 0, jz = 0;
-    for (int base = 0; base < n_sources_padded; base += B) {
+    T best = T(1) / T(0);
+    int arg = NO_NEIGHBOUR;
+    const int begin = blockIdx.y * chunk, end = min(begin + chunk, n_sources_padded);
+    for (int base = begin; base < end; base += B) {
         __syncthreads();
         tile_x[threadIdx.x] = sources[base + threadIdx.x];
         tile_v[threadIdx.x] = source_vel[base + threadIdx.x];
         __syncthreads();
 #pragma unroll 4
-        for (int j = 0; j < B; ++j) {
-            const v4 s = tile_x[j], sv = tile_v[j];
-            T dx = s.x - p.x, dy = s.y - p.y, dz = s.z - p.z;
+        for (int jj = 0; jj < B / TP; ++jj) {
+            const int k = jj * TP + slice;
+            const v4 s = tile_x[k], sv = tile_v[k];
+            T dx, dy, dz, rinv, m_rinv3;
+            interact<T, POT, MASKED>(p.x, p.y, p.z, s, eps2, ax, ay, az, phi, dx, dy, dz, rinv, m_rinv3);
             T dvx = sv.x - v.x, dvy = sv.y - v.y, dvz = sv.z - v.z;
-            T r2 = fma(dz, dz, fma(dy, dy, fma(dx, dx, eps2)));
-            T rinv = rsqrt_fast(r2);
-            if (MASKED) rinv = r2 >= min_normal<T>() ? rinv : T(0);
-            T m_rinv = s.w * rinv;
-            T m_rinv3 = (m_rinv * rinv) * rinv;
-            ax = fma(dx, m_rinv3, ax);
-            ay = fma(dy, m_rinv3, ay);
-            az = fma(dz, m_rinv3, az);
-            if (POT) phi -= m_rinv;
             T alpha = ((T(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz))) * rinv) * rinv;
             jx = fma(m_rinv3, fma(-alpha, dx, dvx), jx);
             jy = fma(m_rinv3, fma(-alpha, dy, dvy), jy);
             jz = fma(m_rinv3, fma(-alpha, dz, dvz), jz);
+            if (NEIGH) {
+                const int j = base + k;
+                const T d2 = (dx * dx + dy * dy) + dz * dz;
+                const bool other = j != own && j < n_sources;
+                if (other && d2 < best) {
+                    best = d2;
+                    arg = j;
+                }
+                if (other && d2 <= h2) {
+                    const u32 slot = atomicAdd(&x.counts[i], 1u);
+                    if (slot < (u32)x.capacity) x.lists[(size_t)i * x.capacity + slot] = (u32)j;
+                }
+            }
         }
     }
-    if (i < n_targets) {
-        finish<T, POT, MASKED>(out, i, p.w, eps2, g, ax, ay, az, phi, self_t0, self_len);
-        v4 j = jerk_out[i];
-        j.x += g * jx;
-        j.y += g * jy;
-        j.z += g * jz;
-        jerk_out[i] = j;
+    if (TP > 1) {
+        ax = lane_sum<TP>(ax); ay = lane_sum<TP>(ay); az = lane_sum<TP>(az);
+        if (POT) phi = lane_sum<TP>(phi);
+        jx = lane_sum<TP>(jx); jy = lane_sum<TP>(jy); jz = lane_sum<TP>(jz);
+        if (NEIGH) {
+#pragma unroll
+            for (int off = TP / 2; off > 0; off >>= 1)
+                keep_nearer(best, arg, __shfl_xor_sync(0xffffffffu, best, off), __shfl_xor_sync(0xffffffffu, arg, off));
+        }
+    }
+    if (slice != 0 || !real) return;
+    if (gridDim.y > 1) {
+        const size_t at = (size_t)blockIdx.y * n_targets + i;
+        v4 a, jk;
+        a.x = ax; a.y = ay; a.z = az; a.w = phi;
+        jk.x = jx; jk.y = jy; jk.z = jz; jk.w = best;
+        x.acc_part[at] = a;
+        x.jerk_part[at] = jk;
+        if (NEIGH) x.near_part[at] = arg;
+        return;
+    }
+    finish<T, POT, MASKED>(out, i, p.w, eps2, g, ax, ay, az, phi, self_t0, self_len);
+    v4 jo = jerk_out[i];
+    jo.x += g * jx; jo.y += g * jy; jo.z += g * jz;
+    jerk_out[i] = jo;
+    if (NEIGH) {
+        x.near_index[i] = arg;
+        x.near_r2[i] = best;
+    }
+}
+
+// Combines the chunks of a source-split jerk launch in chunk order (the same sums on
+// every run), then finishes as the unsplit kernel does. One thread per target.
+template <typename T, bool POT, bool MASKED, bool NEIGH>
+__device__ __forceinline__ void jerk_reduce(const typename V4<T>::type *__restrict__ targets, int n_targets,
+                                            int chunks, typename V4<T>::type *__restrict__ out,
+                                            typename V4<T>::type *__restrict__ jerk_out, T eps2, T g, int self_t0,
+                                            int self_len, JerkExtra<T> x) {
+    typedef typename V4<T>::type v4;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_targets) return;
+    T ax = 0, ay = 0, az = 0, phi = 0, jx = 0, jy = 0, jz = 0;
+    T best = T(1) / T(0);
+    int arg = NO_NEIGHBOUR;
+    for (int c = 0; c < chunks; ++c) {
+        const size_t at = (size_t)c * n_targets + i;
+        const v4 a = x.acc_part[at], jk = x.jerk_part[at];
+        ax += a.x; ay += a.y; az += a.z; phi += a.w;
+        jx += jk.x; jy += jk.y; jz += jk.z;
+        if (NEIGH) keep_nearer(best, arg, jk.w, x.near_part[at]);
+    }
+    finish<T, POT, MASKED>(out, i, targets[i].w, eps2, g, ax, ay, az, phi, self_t0, self_len);
+    v4 jo = jerk_out[i];
+    jo.x += g * jx; jo.y += g * jy; jo.z += g * jz;
+    jerk_out[i] = jo;
+    if (NEIGH) {
+        x.near_index[i] = arg;
+        x.near_r2[i] = best;
     }
 }
 
@@ -296,13 +395,23 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
 TILED_ALL(float, f32)
 TILED_ALL(double, f64)
 
-#define JERK(T, NAME, POT, MASKED)                                                                                     \
-    extern "C" __global__ void __launch_bounds__(128) nbody_jerk_##NAME##_p##POT##_m##MASKED(                          \
+#define JERK_TP(T, NAME, TP, POT, MASKED, NEIGH)                                                                     \
+    extern "C" __global__ void __launch_bounds__(128) nbody_jerk_##NAME##_tp##TP##_p##POT##_m##MASKED##_n##NEIGH(       \
         const V4<T>::type *targets, const V4<T>::type *target_vel, int n_targets, const V4<T>::type *sources,         \
-        const V4<T>::type *source_vel, int n_sources_padded, V4<T>::type *out, V4<T>::type *jerk, T eps2, T g,         \
-        int self_t0, int self_len) {                                                                                   \
-        tiled_jerk<T, POT, MASKED>(targets, target_vel, n_targets, sources, source_vel, n_sources_padded, out, jerk,   \
-                                   eps2, g, self_t0, self_len);                                                        \
+        const V4<T>::type *source_vel, int n_sources, int n_sources_padded, int chunk, V4<T>::type *out,               \
+        V4<T>::type *jerk, T eps2, T g, int self_t0, int self_s0, int self_len, JerkExtra<T> x) {                      \
+        tiled_jerk<T, 128, TP, POT, MASKED, NEIGH>(targets, target_vel, n_targets, sources, source_vel, n_sources,     \
+                                                   n_sources_padded, chunk, out, jerk, eps2, g, self_t0, self_s0,      \
+                                                   self_len, x);                                                       \
+    }
+
+#define JERK(T, NAME, POT, MASKED, NEIGH)                                                                              \
+    JERK_TP(T, NAME, 1, POT, MASKED, NEIGH)                                                                            \
+    JERK_TP(T, NAME, 4, POT, MASKED, NEIGH)                                                                            \
+    extern "C" __global__ void nbody_jerk_reduce_##NAME##_p##POT##_m##MASKED##_n##NEIGH(                               \
+        const V4<T>::type *targets, int n_targets, int chunks, V4<T>::type *out, V4<T>::type *jerk, T eps2, T g,       \
+        int self_t0, int self_len, JerkExtra<T> x) {                                                                   \
+        jerk_reduce<T, POT, MASKED, NEIGH>(targets, n_targets, chunks, out, jerk, eps2, g, self_t0, self_len, x);      \
     }
 
 #define BATCH(T, NAME, POT, MASKED)                                                                                    \
@@ -313,7 +422,8 @@ TILED_ALL(double, f64)
     }
 
 #define PER_PRECISION(T, NAME)                                                                                         \
-    JERK(T, NAME, 0, 0) JERK(T, NAME, 0, 1) JERK(T, NAME, 1, 0) JERK(T, NAME, 1, 1)                                    \
+    JERK(T, NAME, 0, 0, 0) JERK(T, NAME, 0, 1, 0) JERK(T, NAME, 1, 0, 0) JERK(T, NAME, 1, 1, 0)                        \
+    JERK(T, NAME, 0, 0, 1) JERK(T, NAME, 0, 1, 1) JERK(T, NAME, 1, 0, 1) JERK(T, NAME, 1, 1, 1)                        \
     BATCH(T, NAME, 0, 0) BATCH(T, NAME, 0, 1) BATCH(T, NAME, 1, 0) BATCH(T, NAME, 1, 1)
 
 PER_PRECISION(float, f32)

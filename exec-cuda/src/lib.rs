@@ -30,6 +30,7 @@ mod batch;
 mod config;
 pub mod costs;
 mod device;
+mod jerk;
 mod memory;
 mod multi;
 mod pipeline;
@@ -76,7 +77,7 @@ impl DeviceReal for f64 {
 /// per device and reuse it.
 pub struct CudaExecutor {
     // Fields drop in order: every buffer before the module, stream and context.
-    scratch: [Scratch; 7],
+    scratch: [Scratch; jerk::SLOTS],
     /// Pinned host staging for the two-stream source upload (pipeline.rs).
     pinned: [Option<cust::memory::LockedBuffer<u8>>; 2],
     tuned: HashMap<(&'static str, bool, bool, u32, u32), LaunchConfig>,
@@ -527,33 +528,27 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         if targets.pos.is_empty() {
             return Ok(());
         }
-        self.guarded(|me| {
-            let padded = me.stage(targets.pos, sources.pos, out)?;
-            let vsize = size_of::<nbody_core::Velocity<T>>();
-            let tv = me.scratch[EXTRA_A].reserve(std::mem::size_of_val(targets.vel))?;
-            upload_padded(tv, bytemuck::cast_slice(targets.vel), 0)?;
-            let sv = me.scratch[EXTRA_B].reserve(padded * vsize)?;
-            upload_padded(sv, bytemuck::cast_slice(sources.vel), padded * vsize)?;
-            let j = me.scratch[EXTRA_C].reserve(std::mem::size_of_val(jerk))?;
-            upload_padded(j, bytemuck::cast_slice(jerk), 0)?;
-            let name = format!("nbody_jerk_{}_p{}_m{}", T::TAG, params.potential as u8, params.masked() as u8);
-            let f = me.function(&name)?;
-            let (t0, _, len) = params.overlap.resolve(targets.pos.len());
-            let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
-            let (tx, txv, sx, sxv, o, j) = (b(TARGETS)?, b(EXTRA_A)?, b(SOURCES)?, b(EXTRA_B)?, b(OUT)?, b(EXTRA_C)?);
-            let n = targets.pos.len();
-            let stream = &me.stream;
-            let (eps2, g) = (params.eps2(), params.g);
-            // SAFETY: buffers sized above for n targets and `padded` sources.
-            unsafe {
-                launch!(f<<<n.div_ceil(128) as u32, 128, 0, stream>>>(
-                    tx, txv, n as i32, sx, sxv, padded as i32, o, j, eps2, g, t0 as i32, len as i32
-                ))
-            }
-            .map_err(cuda("launching the jerk kernel"))?;
-            me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))?;
-            me.sync_download(EXTRA_C, bytemuck::cast_slice_mut::<Jerk<T>, T>(jerk))
-        })
+        self.run_jerk(targets, sources, params, out, jerk, None)
+    }
+
+    /// Finds neighbours in the jerk kernel's pass (see the jerk kernel in
+    /// kernels/gravity.cu): nearest per thread, combined across the threads of a target
+    /// and the chunks of a split launch; list entries appended through atomic counters.
+    fn accelerations_jerk_neighbours(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        neighbours: &mut nbody_core::neighbours::Neighbours<'_, T>,
+    ) -> Result<(), Error> {
+        neighbours.validate(targets.pos.len(), sources.pos.len())?;
+        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
+        if targets.pos.is_empty() {
+            return Ok(());
+        }
+        self.run_jerk(targets, sources, params, out, jerk, Some(neighbours))
     }
 
     fn accelerations_batch(

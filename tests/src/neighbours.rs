@@ -92,43 +92,84 @@ impl<T: Real> Buffers<T> {
 /// the oracle; prior contents are merged, not overwritten.
 pub fn neighbours_match_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let strategy = (cases(40, 600), 0usize..12, any::<u32>());
-    crate::checks::prop(e, strategy, |e, (c, capacity, seed)| {
-        let (t, s, p, before) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>(), c.before::<T>());
-        let (tv, sv) = c.velocities::<T>();
-        let (n, offset) = (t.len(), seed % 1000);
-        let mut out = before.clone();
-        let mut jerk = vec![Jerk::zero(); n];
-        let prior = Buffers::<T>::new(n, capacity, seed);
-        let mut b = Buffers::<T>::new(n, capacity, seed);
-        let r = e.accelerations_jerk_neighbours(
-            Bodies { pos: &t, vel: &tv },
-            Bodies { pos: &s, vel: &sv },
-            &p,
-            &mut out,
-            &mut jerk,
-            &mut b.neighbours(offset),
-        );
-        r.map_err(|err| format!("{} failed: {err}", e.name()))?;
-        let mut ex = vec![Exact::default(); n];
-        oracle::field(&t, Some(&tv), &s, Some(&sv), &p, &mut ex).map_err(|err| err.to_string())?;
-        compare(&out, &before, &ex, s.len(), p.potential, u)?;
-        let tol = tolerance(u, s.len());
-        for (i, (j, x)) in jerk.iter().zip(&ex).enumerate() {
-            for (k, got) in j.components().into_iter().enumerate() {
-                if !((got.to_f64() - x.jerk[k]).abs() <= tol * x.jerk_bound) {
-                    return Err(format!("target {i}, jerk[{k}]: got {got}, oracle {:e}", x.jerk[k]));
-                }
+    crate::checks::prop(e, strategy, |e, (c, capacity, seed)| check_case(e, &c, capacity, seed, u))
+}
+
+/// One call of few targets against many sources (a block step's active particles, or a
+/// tree leaf against a long list): the case where executors split the sources over
+/// threads or thread blocks and combine the pieces.
+pub fn neighbours_few_targets_many_sources<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |k: i64| {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 33) as i64 % k) as f64
+    };
+    // Coordinates on the 2^-16 grid in [-1, 1] (exact distances), masses in (0, 1].
+    let mut row = || {
+        [next(131_073) - 65_536.0, next(131_073) - 65_536.0, next(131_073) - 65_536.0, next(1024) + 1.0]
+            .map(|x| x / 65_536.0)
+    };
+    let targets: Vec<[f64; 4]> = (0..37).map(|_| row()).collect();
+    let mut sources: Vec<[f64; 4]> = (0..30_000).map(|_| row()).collect();
+    sources.splice(12_345..12_345, targets[5..30].iter().copied());
+    let before = vec![[0.0; 4]; targets.len()];
+    let velocities = (0..targets.len() + sources.len())
+        .map(|_| [next(2001) - 1000.0, next(2001) - 1000.0, next(2001) - 1000.0].map(|v| v / 1000.0))
+        .collect();
+    let overlap = nbody_core::Overlap::Shared { target_start: 5, source_start: 12_345, len: 25 };
+    for (eps, capacity) in [(1.0 / 64.0, 40), (0.0, 3)] {
+        let c = Case {
+            targets: targets.clone(),
+            sources: sources.clone(),
+            eps,
+            g: 1.0,
+            potential: true,
+            overlap,
+            before: before.clone(),
+            velocities: Vec::clone(&velocities),
+        };
+        check_case(e, &c, capacity, 7, u)?;
+    }
+    Ok(())
+}
+
+/// One neighbour call on case `c` checked against the oracle (see the module docs).
+fn check_case<T: Real, E: Executor<T>>(e: &mut E, c: &Case, capacity: usize, seed: u32, u: f64) -> Result<(), String> {
+    let (t, s, p, before) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>(), c.before::<T>());
+    let (tv, sv) = c.velocities::<T>();
+    let (n, offset) = (t.len(), seed % 1000);
+    let mut out = before.clone();
+    let mut jerk = vec![Jerk::zero(); n];
+    let prior = Buffers::<T>::new(n, capacity, seed);
+    let mut b = Buffers::<T>::new(n, capacity, seed);
+    let r = e.accelerations_jerk_neighbours(
+        Bodies { pos: &t, vel: &tv },
+        Bodies { pos: &s, vel: &sv },
+        &p,
+        &mut out,
+        &mut jerk,
+        &mut b.neighbours(offset),
+    );
+    r.map_err(|err| format!("{} failed: {err}", e.name()))?;
+    let mut ex = vec![Exact::default(); n];
+    oracle::field(&t, Some(&tv), &s, Some(&sv), &p, &mut ex).map_err(|err| err.to_string())?;
+    compare(&out, &before, &ex, s.len(), p.potential, u)?;
+    let tol = tolerance(u, s.len());
+    for (i, (j, x)) in jerk.iter().zip(&ex).enumerate() {
+        for (k, got) in j.components().into_iter().enumerate() {
+            if !((got.to_f64() - x.jerk[k]).abs() <= tol * x.jerk_bound) {
+                return Err(format!("target {i}, jerk[{k}]: got {got}, oracle {:e}", x.jerk[k]));
             }
         }
-        let d = distances(&c);
-        for (i, d) in d.iter().enumerate() {
-            check_nearest(i, d, prior.nearest[i], b.nearest[i], offset, slack::<T>())?;
-            let list = (&b.indices[i * capacity..(i + 1) * capacity], b.counts[i]);
-            let before = (&prior.indices[i * capacity..(i + 1) * capacity], prior.counts[i]);
-            check_list(i, d, b.radius2[i].to_f64(), before, list, offset, slack::<T>())?;
-        }
-        Ok(())
-    })
+    }
+    let d = distances(c);
+    for (i, d) in d.iter().enumerate() {
+        check_nearest(i, d, prior.nearest[i], b.nearest[i], offset, slack::<T>())?;
+        let list = (&b.indices[i * capacity..(i + 1) * capacity], b.counts[i]);
+        let before = (&prior.indices[i * capacity..(i + 1) * capacity], prior.counts[i]);
+        check_list(i, d, b.radius2[i].to_f64(), before, list, offset, slack::<T>())?;
+    }
+    Ok(())
 }
 
 fn check_nearest<T: Real>(

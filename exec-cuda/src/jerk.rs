@@ -1,0 +1,239 @@
+//! Launches of the jerk kernel (acceleration, potential and jerk, optionally with
+//! neighbours): how many threads share a target, how the sources are split over thread
+//! blocks when the targets are few, and the host side of the neighbour results.
+
+use crate::device::cuda;
+use crate::memory::{download, ptr, upload_padded};
+use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
+use cust::launch;
+use cust::memory::{DeviceCopy, DevicePointer};
+use nbody_core::neighbours::Neighbours;
+use nbody_core::{Bodies, Error, Field, Jerk, Params, Velocity};
+
+/// Threads per block of the jerk kernel.
+const BLOCK: usize = 128;
+/// A source chunk holds at least this many tiles, so each block's barriers stay few
+/// against its interactions.
+const MIN_CHUNK_TILES: usize = 8;
+/// Blocks per multiprocessor a split launch aims for.
+const BLOCKS_PER_SM: usize = 4;
+
+/// The kernel's `JerkExtra<T>`: partial sums of a split launch and the neighbour buffers
+/// (null where unused).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct JerkExtra {
+    acc_part: DevicePointer<u8>,
+    jerk_part: DevicePointer<u8>,
+    near_part: DevicePointer<u8>,
+    h2: DevicePointer<u8>,
+    counts: DevicePointer<u8>,
+    lists: DevicePointer<u8>,
+    capacity: i32,
+    near_index: DevicePointer<u8>,
+    near_r2: DevicePointer<u8>,
+}
+
+// SAFETY: plain device addresses and an int, laid out as the kernel's struct.
+unsafe impl DeviceCopy for JerkExtra {}
+
+/// How one jerk launch covers `n_targets` x `n_sources_padded`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Threads per target (1, or 4 when fewer than a block's worth of targets).
+    pub threads_per_target: usize,
+    /// Sources per chunk (a multiple of the block) and the number of chunks.
+    pub chunk: usize,
+    pub chunks: usize,
+}
+
+impl Plan {
+    /// One thread per target while there are a block's worth of targets, four below;
+    /// then, if the blocks cannot give every multiprocessor [`BLOCKS_PER_SM`], the
+    /// sources are cut into chunks (each of at least [`MIN_CHUNK_TILES`] tiles) that
+    /// separate blocks sum, combined afterwards in chunk order.
+    pub(crate) fn new(n_targets: usize, n_sources_padded: usize, sm_count: u32) -> Self {
+        let threads_per_target = if n_targets >= BLOCK { 1 } else { 4 };
+        let blocks = n_targets.div_ceil(BLOCK / threads_per_target).max(1);
+        let want = BLOCKS_PER_SM * sm_count as usize;
+        let most = (n_sources_padded / (MIN_CHUNK_TILES * BLOCK)).max(1);
+        let chunks = want.div_ceil(blocks).clamp(1, most);
+        let chunk = n_sources_padded.div_ceil(chunks).next_multiple_of(BLOCK).max(BLOCK);
+        let chunks = n_sources_padded.div_ceil(chunk).max(1);
+        Plan { threads_per_target, chunk, chunks }
+    }
+
+    fn blocks(&self, n_targets: usize) -> u32 {
+        n_targets.div_ceil(BLOCK / self.threads_per_target) as u32
+    }
+}
+
+/// Scratch slots of the jerk launch beyond the executor's common ones.
+pub(crate) const PART_ACC: usize = 7;
+const PART_JERK: usize = 8;
+const PART_NEAR: usize = 9;
+const H2: usize = 10;
+const COUNTS: usize = 11;
+const LISTS: usize = 12;
+const NEAR_INDEX: usize = 13;
+const NEAR_R2: usize = 14;
+/// Slots the executor holds in all.
+pub(crate) const SLOTS: usize = 15;
+
+impl CudaExecutor {
+    /// The jerk call (validated by the caller; targets not empty): stage, launch (split
+    /// by sources when the targets are few), combine, download, merge the neighbours.
+    pub(crate) fn run_jerk<T: DeviceReal>(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        neighbours: Option<&mut Neighbours<'_, T>>,
+    ) -> Result<(), Error> {
+        self.guarded(|me| {
+            let (n, n_src) = (targets.pos.len(), sources.pos.len());
+            let padded = me.stage(targets.pos, sources.pos, out)?;
+            let vsize = size_of::<Velocity<T>>();
+            let tv = me.scratch[crate::EXTRA_A].reserve(std::mem::size_of_val(targets.vel))?;
+            upload_padded(tv, bytemuck::cast_slice(targets.vel), 0)?;
+            let sv = me.scratch[crate::EXTRA_B].reserve(padded * vsize)?;
+            upload_padded(sv, bytemuck::cast_slice(sources.vel), padded * vsize)?;
+            let j = me.scratch[crate::EXTRA_C].reserve(std::mem::size_of_val(jerk))?;
+            upload_padded(j, bytemuck::cast_slice(jerk), 0)?;
+            let plan = Plan::new(n, padded, me.info.sm_count);
+            let v4 = 4 * size_of::<T>();
+            let mut extra = JerkExtra {
+                acc_part: DevicePointer::null(),
+                jerk_part: DevicePointer::null(),
+                near_part: DevicePointer::null(),
+                h2: DevicePointer::null(),
+                counts: DevicePointer::null(),
+                lists: DevicePointer::null(),
+                capacity: 0,
+                near_index: DevicePointer::null(),
+                near_r2: DevicePointer::null(),
+            };
+            if plan.chunks > 1 {
+                let parts = plan.chunks * n;
+                extra.acc_part = ptr(me.scratch[PART_ACC].reserve(parts * v4)?);
+                extra.jerk_part = ptr(me.scratch[PART_JERK].reserve(parts * v4)?);
+                extra.near_part = ptr(me.scratch[PART_NEAR].reserve(parts * 4)?);
+            }
+            if let Some(nb) = neighbours.as_deref() {
+                extra.near_index = ptr(me.scratch[NEAR_INDEX].reserve(n * 4)?);
+                extra.near_r2 = ptr(me.scratch[NEAR_R2].reserve(n * size_of::<T>())?);
+                if let Some(w) = &nb.within {
+                    let cap = i32::try_from(w.capacity).map_err(|_| Error::InvalidParameter {
+                        name: "capacity",
+                        requirement: "below 2^31 on the GPU",
+                    })?;
+                    let h2 = me.scratch[H2].reserve(n * size_of::<T>())?;
+                    upload_padded(h2, bytemuck::cast_slice(w.radius2), 0)?;
+                    extra.h2 = ptr(h2);
+                    let counts = me.scratch[COUNTS].reserve(n * 4)?;
+                    upload_padded(counts, &[], n * 4)?;
+                    extra.counts = ptr(counts);
+                    extra.lists = ptr(me.scratch[LISTS].reserve((n * w.capacity * 4).max(4))?);
+                    extra.capacity = cap;
+                }
+            }
+            let neigh = neighbours.is_some() as u8;
+            let (pot, masked) = (params.potential as u8, params.masked() as u8);
+            let (t0, s0, len) = params.overlap.resolve(n);
+            let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
+            let (tx, txv, sx, sxv, o, jo) = (
+                b(crate::TARGETS)?,
+                b(crate::EXTRA_A)?,
+                b(crate::SOURCES)?,
+                b(crate::EXTRA_B)?,
+                b(crate::OUT)?,
+                b(crate::EXTRA_C)?,
+            );
+            let (eps2, g, stream) = (params.eps2(), params.g, &me.stream);
+            let name = format!("nbody_jerk_{}_tp{}_p{pot}_m{masked}_n{neigh}", T::TAG, plan.threads_per_target);
+            let f = me.function(&name)?;
+            let grid = (plan.blocks(n), plan.chunks as u32);
+            debug_assert!(padded.is_multiple_of(SOURCE_PAD) && plan.chunk.is_multiple_of(BLOCK));
+            // SAFETY: targets, velocities and outputs hold n records, sources and their
+            // velocities `padded`; the partial and neighbour buffers were sized above for
+            // this plan (null only where the kernel does not touch them).
+            unsafe {
+                launch!(f<<<grid, BLOCK as u32, 0, stream>>>(
+                    tx, txv, n as i32, sx, sxv, n_src as i32, padded as i32, plan.chunk as i32, o, jo, eps2, g,
+                    t0 as i32, s0 as i32, len as i32, extra
+                ))
+            }
+            .map_err(cuda("launching the jerk kernel"))?;
+            if plan.chunks > 1 {
+                let f = me.function(&format!("nbody_jerk_reduce_{}_p{pot}_m{masked}_n{neigh}", T::TAG))?;
+                // SAFETY: the partial buffers hold chunks x n entries written above.
+                unsafe {
+                    launch!(f<<<n.div_ceil(BLOCK) as u32, BLOCK as u32, 0, stream>>>(
+                        tx, n as i32, plan.chunks as i32, o, jo, eps2, g, t0 as i32, len as i32, extra
+                    ))
+                }
+                .map_err(cuda("launching the jerk reduction"))?;
+            }
+            me.sync_download(crate::OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))?;
+            me.sync_download(crate::EXTRA_C, bytemuck::cast_slice_mut::<Jerk<T>, T>(jerk))?;
+            if let Some(nb) = neighbours {
+                me.merge_neighbours(n, nb)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Adds the launch's neighbour results into `nb`: nearest offered, each target's new
+    /// list entries sorted (when none was lost) and appended after what it held.
+    fn merge_neighbours<T: DeviceReal>(&mut self, n: usize, nb: &mut Neighbours<'_, T>) -> Result<(), Error> {
+        let down = |me: &Self, slot: usize, dst: &mut [u8]| -> Result<(), Error> {
+            download(me.scratch[slot].buf_ref().ok_or(Error::NoDevice)?, dst)
+        };
+        let (mut index, mut r2) = (vec![0i32; n], vec![T::zero(); n]);
+        down(self, NEAR_INDEX, bytemuck::cast_slice_mut(&mut index))?;
+        down(self, NEAR_R2, bytemuck::cast_slice_mut(&mut r2))?;
+        let offset = nb.index_offset;
+        for (i, (&j, &d)) in index.iter().zip(&r2).enumerate() {
+            if j != i32::MAX {
+                nb.nearest[i].offer(offset + j as u32, d);
+            }
+        }
+        if let Some(w) = &mut nb.within {
+            let cap = w.capacity;
+            let mut counts = vec![0u32; n];
+            down(self, COUNTS, bytemuck::cast_slice_mut(&mut counts))?;
+            let mut lists = vec![0u32; n * cap];
+            down(self, LISTS, bytemuck::cast_slice_mut(&mut lists))?;
+            for (i, &c) in counts.iter().enumerate() {
+                let stored = &mut lists[i * cap..i * cap + (c as usize).min(cap)];
+                stored.sort_unstable();
+                for &j in stored.iter() {
+                    w.push(i, offset + j);
+                }
+                // Entries the device could not store still count (the list overflowed).
+                w.counts[i] = w.counts[i].saturating_add(c - stored.len() as u32);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn few_targets_split_the_sources_to_fill_the_gpu() {
+        let p = Plan::new(256, 1 << 20, 132);
+        assert_eq!(p.threads_per_target, 1);
+        assert!(p.chunks * p.blocks(256) as usize >= 3 * 132, "{p:?}"); // chunks rounded to whole tiles
+        assert!(p.chunk.is_multiple_of(BLOCK) && p.chunk * p.chunks >= 1 << 20 && p.chunk * (p.chunks - 1) < 1 << 20);
+        let dense = Plan::new(1 << 20, 1 << 20, 132);
+        assert_eq!((dense.threads_per_target, dense.chunks), (1, 1));
+        let tiny = Plan::new(10, 2048, 132);
+        assert_eq!((tiny.threads_per_target, tiny.chunks), (4, 2)); // chunks of at least 8 tiles
+        assert_eq!(Plan::new(5, 256, 132).chunks, 1);
+    }
+}
