@@ -80,6 +80,16 @@ const NEAR_R2: usize = 14;
 /// Slots the executor holds in all.
 pub(crate) const SLOTS: usize = 15;
 
+/// A staged jerk call: what the launches need, all on the device.
+pub(crate) struct Staged {
+    plan: Plan,
+    extra: JerkExtra,
+    n: usize,
+    n_src: usize,
+    padded: usize,
+    neighbours: bool,
+}
+
 impl CudaExecutor {
     /// The jerk call (validated by the caller; targets not empty): stage, launch (split
     /// by sources when the targets are few), combine, download, merge the neighbours.
@@ -93,96 +103,110 @@ impl CudaExecutor {
         neighbours: Option<&mut Neighbours<'_, T>>,
     ) -> Result<(), Error> {
         self.guarded(|me| {
-            let (n, n_src) = (targets.pos.len(), sources.pos.len());
-            let padded = me.stage(targets.pos, sources.pos, out)?;
-            let vsize = size_of::<Velocity<T>>();
-            let tv = me.scratch[crate::EXTRA_A].reserve(std::mem::size_of_val(targets.vel))?;
-            upload_padded(tv, bytemuck::cast_slice(targets.vel), 0)?;
-            let sv = me.scratch[crate::EXTRA_B].reserve(padded * vsize)?;
-            upload_padded(sv, bytemuck::cast_slice(sources.vel), padded * vsize)?;
-            let j = me.scratch[crate::EXTRA_C].reserve(std::mem::size_of_val(jerk))?;
-            upload_padded(j, bytemuck::cast_slice(jerk), 0)?;
-            let plan = Plan::new(n, padded, me.info.sm_count);
-            let v4 = 4 * size_of::<T>();
-            let mut extra = JerkExtra {
-                acc_part: DevicePointer::null(),
-                jerk_part: DevicePointer::null(),
-                near_part: DevicePointer::null(),
-                h2: DevicePointer::null(),
-                counts: DevicePointer::null(),
-                lists: DevicePointer::null(),
-                capacity: 0,
-                near_index: DevicePointer::null(),
-                near_r2: DevicePointer::null(),
-            };
-            if plan.chunks > 1 {
-                let parts = plan.chunks * n;
-                extra.acc_part = ptr(me.scratch[PART_ACC].reserve(parts * v4)?);
-                extra.jerk_part = ptr(me.scratch[PART_JERK].reserve(parts * v4)?);
-                extra.near_part = ptr(me.scratch[PART_NEAR].reserve(parts * 4)?);
-            }
-            if let Some(nb) = neighbours.as_deref() {
-                extra.near_index = ptr(me.scratch[NEAR_INDEX].reserve(n * 4)?);
-                extra.near_r2 = ptr(me.scratch[NEAR_R2].reserve(n * size_of::<T>())?);
-                if let Some(w) = &nb.within {
-                    let cap = i32::try_from(w.capacity).map_err(|_| Error::InvalidParameter {
-                        name: "capacity",
-                        requirement: "below 2^31 on the GPU",
-                    })?;
-                    let h2 = me.scratch[H2].reserve(n * size_of::<T>())?;
-                    upload_padded(h2, bytemuck::cast_slice(w.radius2), 0)?;
-                    extra.h2 = ptr(h2);
-                    let counts = me.scratch[COUNTS].reserve(n * 4)?;
-                    upload_padded(counts, &[], n * 4)?;
-                    extra.counts = ptr(counts);
-                    extra.lists = ptr(me.scratch[LISTS].reserve((n * w.capacity * 4).max(4))?);
-                    extra.capacity = cap;
-                }
-            }
-            let neigh = neighbours.is_some() as u8;
-            let (pot, masked) = (params.potential as u8, params.masked() as u8);
-            let (t0, s0, len) = params.overlap.resolve(n);
-            let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
-            let (tx, txv, sx, sxv, o, jo) = (
-                b(crate::TARGETS)?,
-                b(crate::EXTRA_A)?,
-                b(crate::SOURCES)?,
-                b(crate::EXTRA_B)?,
-                b(crate::OUT)?,
-                b(crate::EXTRA_C)?,
-            );
-            let (eps2, g, stream) = (params.eps2(), params.g, &me.stream);
-            let name = format!("nbody_jerk_{}_tp{}_p{pot}_m{masked}_n{neigh}", T::TAG, plan.threads_per_target);
-            let f = me.function(&name)?;
-            let grid = (plan.blocks(n), plan.chunks as u32);
-            debug_assert!(padded.is_multiple_of(SOURCE_PAD) && plan.chunk.is_multiple_of(BLOCK));
-            // SAFETY: targets, velocities and outputs hold n records, sources and their
-            // velocities `padded`; the partial and neighbour buffers were sized above for
-            // this plan (null only where the kernel does not touch them).
-            unsafe {
-                launch!(f<<<grid, BLOCK as u32, 0, stream>>>(
-                    tx, txv, n as i32, sx, sxv, n_src as i32, padded as i32, plan.chunk as i32, o, jo, eps2, g,
-                    t0 as i32, s0 as i32, len as i32, extra
-                ))
-            }
-            .map_err(cuda("launching the jerk kernel"))?;
-            if plan.chunks > 1 {
-                let f = me.function(&format!("nbody_jerk_reduce_{}_p{pot}_m{masked}_n{neigh}", T::TAG))?;
-                // SAFETY: the partial buffers hold chunks x n entries written above.
-                unsafe {
-                    launch!(f<<<n.div_ceil(BLOCK) as u32, BLOCK as u32, 0, stream>>>(
-                        tx, n as i32, plan.chunks as i32, o, jo, eps2, g, t0 as i32, len as i32, extra
-                    ))
-                }
-                .map_err(cuda("launching the jerk reduction"))?;
-            }
+            let staged = me.stage_jerk(targets, sources, out, jerk, neighbours.as_deref())?;
+            me.launch_jerk(&staged, params)?;
             me.sync_download(crate::OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))?;
             me.sync_download(crate::EXTRA_C, bytemuck::cast_slice_mut::<Jerk<T>, T>(jerk))?;
             if let Some(nb) = neighbours {
-                me.merge_neighbours(n, nb)?;
+                me.merge_neighbours(staged.n, nb)?;
             }
             Ok(())
         })
+    }
+
+    /// Uploads a jerk call's inputs and sizes its partial and neighbour buffers.
+    pub(crate) fn stage_jerk<T: DeviceReal>(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        out: &[Field<T>],
+        jerk: &[Jerk<T>],
+        neighbours: Option<&Neighbours<'_, T>>,
+    ) -> Result<Staged, Error> {
+        let me = self;
+        let (n, n_src) = (targets.pos.len(), sources.pos.len());
+        let padded = me.stage(targets.pos, sources.pos, out)?;
+        let vsize = size_of::<Velocity<T>>();
+        let tv = me.scratch[crate::EXTRA_A].reserve(std::mem::size_of_val(targets.vel))?;
+        upload_padded(tv, bytemuck::cast_slice(targets.vel), 0)?;
+        let sv = me.scratch[crate::EXTRA_B].reserve(padded * vsize)?;
+        upload_padded(sv, bytemuck::cast_slice(sources.vel), padded * vsize)?;
+        let j = me.scratch[crate::EXTRA_C].reserve(std::mem::size_of_val(jerk))?;
+        upload_padded(j, bytemuck::cast_slice(jerk), 0)?;
+        let plan = Plan::new(n, padded, me.info.sm_count);
+        let v4 = 4 * size_of::<T>();
+        let mut extra = JerkExtra {
+            acc_part: DevicePointer::null(),
+            jerk_part: DevicePointer::null(),
+            near_part: DevicePointer::null(),
+            h2: DevicePointer::null(),
+            counts: DevicePointer::null(),
+            lists: DevicePointer::null(),
+            capacity: 0,
+            near_index: DevicePointer::null(),
+            near_r2: DevicePointer::null(),
+        };
+        if plan.chunks > 1 {
+            let parts = plan.chunks * n;
+            extra.acc_part = ptr(me.scratch[PART_ACC].reserve(parts * v4)?);
+            extra.jerk_part = ptr(me.scratch[PART_JERK].reserve(parts * v4)?);
+            extra.near_part = ptr(me.scratch[PART_NEAR].reserve(parts * 4)?);
+        }
+        if let Some(nb) = neighbours {
+            extra.near_index = ptr(me.scratch[NEAR_INDEX].reserve(n * 4)?);
+            extra.near_r2 = ptr(me.scratch[NEAR_R2].reserve(n * size_of::<T>())?);
+            if let Some(w) = &nb.within {
+                let cap = i32::try_from(w.capacity)
+                    .map_err(|_| Error::InvalidParameter { name: "capacity", requirement: "below 2^31 on the GPU" })?;
+                let h2 = me.scratch[H2].reserve(n * size_of::<T>())?;
+                upload_padded(h2, bytemuck::cast_slice(w.radius2), 0)?;
+                extra.h2 = ptr(h2);
+                let counts = me.scratch[COUNTS].reserve(n * 4)?;
+                upload_padded(counts, &[], n * 4)?;
+                extra.counts = ptr(counts);
+                extra.lists = ptr(me.scratch[LISTS].reserve((n * w.capacity * 4).max(4))?);
+                extra.capacity = cap;
+            }
+        }
+        Ok(Staged { plan, extra, n, n_src, padded, neighbours: neighbours.is_some() })
+    }
+
+    /// Queues the jerk kernel (and the reduction of a split launch) on staged buffers.
+    /// Each launch adds into the staged outputs.
+    pub(crate) fn launch_jerk<T: DeviceReal>(&self, st: &Staged, params: &Params<T>) -> Result<(), Error> {
+        let (n, plan, extra) = (st.n, st.plan, st.extra);
+        let neigh = st.neighbours as u8;
+        let (pot, masked) = (params.potential as u8, params.masked() as u8);
+        let (t0, s0, len) = params.overlap.resolve(n);
+        let b = |k: usize| self.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
+        let (tx, txv, sx, sxv) = (b(crate::TARGETS)?, b(crate::EXTRA_A)?, b(crate::SOURCES)?, b(crate::EXTRA_B)?);
+        let (o, jo) = (b(crate::OUT)?, b(crate::EXTRA_C)?);
+        let (eps2, g, stream) = (params.eps2(), params.g, &self.stream);
+        let name = format!("nbody_jerk_{}_tp{}_p{pot}_m{masked}_n{neigh}", T::TAG, plan.threads_per_target);
+        let f = self.function(&name)?;
+        let grid = (plan.blocks(n), plan.chunks as u32);
+        debug_assert!(st.padded.is_multiple_of(SOURCE_PAD) && plan.chunk.is_multiple_of(BLOCK));
+        // SAFETY: targets, velocities and outputs hold n records, sources and their
+        // velocities `padded`; the partial and neighbour buffers were sized by
+        // stage_jerk for this plan (null only where the kernel does not touch them).
+        unsafe {
+            launch!(f<<<grid, BLOCK as u32, 0, stream>>>(
+                tx, txv, n as i32, sx, sxv, st.n_src as i32, st.padded as i32, plan.chunk as i32, o, jo, eps2, g,
+                t0 as i32, s0 as i32, len as i32, extra
+            ))
+        }
+        .map_err(cuda("launching the jerk kernel"))?;
+        if plan.chunks > 1 {
+            let f = self.function(&format!("nbody_jerk_reduce_{}_p{pot}_m{masked}_n{neigh}", T::TAG))?;
+            // SAFETY: the partial buffers hold chunks x n entries written above.
+            unsafe {
+                launch!(f<<<n.div_ceil(BLOCK) as u32, BLOCK as u32, 0, stream>>>(
+                    tx, n as i32, plan.chunks as i32, o, jo, eps2, g, t0 as i32, len as i32, extra
+                ))
+            }
+            .map_err(cuda("launching the jerk reduction"))?;
+        }
+        Ok(())
     }
 
     /// Adds the launch's neighbour results into `nb`: nearest offered, each target's new

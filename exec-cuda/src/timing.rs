@@ -65,6 +65,28 @@ pub fn time_with_events(
     Ok(times[times.len() / 2])
 }
 
+/// Median seconds of the jerk kernel alone (acceleration, potential and jerk, with
+/// neighbours if `neighbours`: nearest only) for these bodies, over `reps` launches timed
+/// with events after one warm-up; inputs staged once, results discarded.
+pub fn time_jerk<T: DeviceReal>(
+    exec: &mut CudaExecutor,
+    targets: nbody_core::Bodies<'_, T>,
+    sources: nbody_core::Bodies<'_, T>,
+    params: &nbody_core::Params<T>,
+    neighbours: bool,
+    reps: usize,
+) -> Result<f64, Error> {
+    use nbody_core::neighbours::{Nearest, Neighbours};
+    let n = targets.pos.len();
+    let (out, jerk) = (vec![nbody_core::Field::zero(); n], vec![nbody_core::Jerk::zero(); n]);
+    let mut nearest = vec![Nearest::none(); n];
+    let nb = Neighbours { nearest: &mut nearest, within: None, index_offset: 0 };
+    crate::device::make_current(&exec.context)?;
+    let staged = exec.stage_jerk(targets, sources, &out, &jerk, neighbours.then_some(&nb))?;
+    exec.launch_jerk(&staged, params)?;
+    time_with_events(exec, reps, |e| e.launch_jerk(&staged, params))
+}
+
 fn event() -> Result<Event, Error> {
     Event::new(EventFlags::DEFAULT).map_err(cuda("creating an event"))
 }

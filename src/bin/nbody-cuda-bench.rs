@@ -54,6 +54,17 @@ fn main() {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
+    // --jerk: the jerk kernel, dense and with few targets (a block step's active set).
+    if args.iter().any(|a| a == "--jerk") {
+        let mut jerk_rows = Vec::new();
+        if let Err(e) =
+            jerk::<f64>(&mut gpu, quick, &mut jerk_rows).and_then(|_| jerk::<f32>(&mut gpu, quick, &mut jerk_rows))
+        {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+        rows.extend(jerk_rows);
+    }
     let report = json!({
         "device": info.name, "sm_count": info.sm_count, "sm_clock_mhz": info.sm_clock_khz / 1000,
         "compute_capability": format!("{}.{}", info.compute_capability.0, info.compute_capability.1),
@@ -176,6 +187,72 @@ fn run<T: DeviceReal>(
                     "sass_instructions_per_interaction": ipi, "fraction_of_issue_bound": fraction,
                 }));
             }
+        }
+    }
+    Ok(())
+}
+
+/// The jerk kernel's rate (acceleration, potential and jerk; then with the nearest
+/// neighbour too), dense (N x N) and for few targets against 2^20 sources, after the
+/// few-target call was checked against the f64 oracle.
+fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value>) -> Result<(), nbody_core::Error> {
+    use nbody::core::{Bodies, Jerk};
+    let big = if quick { 1 << 18 } else { 1 << 20 };
+    let (bodies, vel) = nbody_integrators::ics::plummer::<T>(big, 3);
+    let params = Params::softened(T::from_f64(1.0 / 256.0));
+    // Check: 256 targets (copies of bodies, so the oracle counts their self pairs as the
+    // kernel does with a disjoint overlap) against every body.
+    let idx: Vec<usize> = (0..256).map(|k| k * (big / 256)).collect();
+    let tp: Vec<Particle<T>> = idx.iter().map(|&i| bodies[i]).collect();
+    let tv: Vec<_> = idx.iter().map(|&i| vel[i]).collect();
+    let (mut out, mut jk) = (vec![Field::zero(); 256], vec![Jerk::zero(); 256]);
+    gpu.accelerations_jerk(
+        Bodies { pos: &tp, vel: &tv },
+        Bodies { pos: &bodies, vel: &vel },
+        &params,
+        &mut out,
+        &mut jk,
+    )?;
+    let mut truth = vec![oracle::Exact::default(); 16];
+    oracle::field(&tp[..16], Some(&tv[..16]), &bodies, Some(&vel), &params, &mut truth)?;
+    let rel = |got: [f64; 3], want: [f64; 3]| {
+        let d: f64 = (0..3).map(|k| (got[k] - want[k]).powi(2)).sum::<f64>().sqrt();
+        d / want.iter().map(|a| a * a).sum::<f64>().sqrt()
+    };
+    let (mut ea, mut ej) = (0.0f64, 0.0f64);
+    for (k, e) in truth.iter().enumerate() {
+        ea = ea.max(rel(out[k].acceleration().map(|x| x.to_f64()), e.acc));
+        ej = ej.max(rel(jk[k].components().map(|x| x.to_f64()), e.jerk));
+    }
+    let bound = if T::NAME == "f32" { 1e-4 } else { 1e-12 };
+    println!("\njerk {}: 256 x {big} check against the f64 oracle (16 targets): acceleration {ea:.2e}, jerk {ej:.2e} (bound {bound:e})", T::NAME);
+    if !(ea < bound && ej < bound) {
+        return Err(nbody_core::Error::InvalidParameter {
+            name: "jerk accuracy check",
+            requirement: "below its bound before timing",
+        });
+    }
+    println!("{:>9} {:>9} {:>10} {:>11} {:>13}", "targets", "sources", "neighbours", "time", "interact/s");
+    let dense = if quick { vec![65_536] } else { vec![65_536, big] };
+    let points: Vec<(usize, usize)> =
+        dense.iter().map(|&n| (n, n)).chain([64, 256, 1024, 4096].map(|t| (t, big))).collect();
+    for (nt, ns) in points {
+        let stride = big / nt;
+        let tp: Vec<Particle<T>> = (0..nt).map(|k| bodies[k * stride]).collect();
+        let tv: Vec<_> = (0..nt).map(|k| vel[k * stride]).collect();
+        for neighbours in [false, true] {
+            let reps = if nt * ns > 1 << 36 { 3 } else { 7 };
+            let secs = timing::time_jerk(
+                gpu,
+                Bodies { pos: &tp, vel: &tv },
+                Bodies { pos: &bodies[..ns], vel: &vel[..ns] },
+                &params,
+                neighbours,
+                reps,
+            )?;
+            let rate = (nt * ns) as f64 / secs;
+            println!("{nt:>9} {ns:>9} {neighbours:>10} {:>9.3}ms {rate:>13.3e}", secs * 1e3);
+            rows.push(json!({"kernel": "jerk", "precision": T::NAME, "targets": nt, "sources": ns, "neighbours": neighbours, "seconds": secs, "interactions_per_second": rate}));
         }
     }
     Ok(())
