@@ -484,3 +484,108 @@ KICK_DRIFT(double, f64)
     }
 PROJECT(float, f32)
 PROJECT(double, f64)
+
+// Fourth-order Hermite on device-resident particles (exec-cuda/src/hermite.rs): positions
+// [x, y, z, m], velocities, accelerations and jerks [., ., ., 0] in T; each particle's time
+// and step in double; arithmetic in double, as nbody-integrators' BlockHermite does it.
+// predict: every particle to time t (the sources of a block step).
+// gather: the active particles' predicted states become the targets; outputs zeroed.
+// correct: each active particle's corrector from its state at its own time and the new
+// acceleration and jerk, then its next step (block: dyadic, doubled only where the block
+// time allows, written to want[k]; shared: Aarseth's wish in want[k]). `start`: the first force call
+// sets acceleration, jerk and the first step 0.01 |a| / |a'|.
+__device__ __forceinline__ double norm3(double x, double y, double z) { return sqrt(x * x + y * y + z * z); }
+
+__device__ __forceinline__ double quantize(double dt, double dt_max, double dt_min) {
+    double q = dt_max;
+    while (q > dt && q > dt_min) q *= 0.5;
+    return q;
+}
+
+#define HERMITE(T, NAME)                                                                                               \
+    extern "C" __global__ void nbody_hermite_predict_##NAME(int n, double t, const V4<T>::type *pos,                  \
+                                                            const V4<T>::type *vel, const V4<T>::type *acc,           \
+                                                            const V4<T>::type *jerk, const double *tj,                \
+                                                            V4<T>::type *ppos, V4<T>::type *pvel) {                   \
+        int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
+        if (i >= n) return;                                                                                            \
+        const double d = t - tj[i];                                                                                    \
+        V4<T>::type x = pos[i], v = vel[i], a = acc[i], j = jerk[i], px, pv;                                           \
+        px.x = (T)((double)x.x + d * ((double)v.x + d * (0.5 * (double)a.x + d * (double)j.x / 6.0)));                 \
+        px.y = (T)((double)x.y + d * ((double)v.y + d * (0.5 * (double)a.y + d * (double)j.y / 6.0)));                 \
+        px.z = (T)((double)x.z + d * ((double)v.z + d * (0.5 * (double)a.z + d * (double)j.z / 6.0)));                 \
+        px.w = x.w;                                                                                                    \
+        pv.x = (T)((double)v.x + d * ((double)a.x + 0.5 * d * (double)j.x));                                           \
+        pv.y = (T)((double)v.y + d * ((double)a.y + 0.5 * d * (double)j.y));                                           \
+        pv.z = (T)((double)v.z + d * ((double)a.z + 0.5 * d * (double)j.z));                                           \
+        pv.w = 0;                                                                                                      \
+        ppos[i] = px;                                                                                                  \
+        pvel[i] = pv;                                                                                                  \
+    }                                                                                                                  \
+    extern "C" __global__ void nbody_hermite_gather_##NAME(int na, const u32 *idx, const V4<T>::type *ppos,            \
+                                                           const V4<T>::type *pvel, V4<T>::type *tpos,                \
+                                                           V4<T>::type *tvel, V4<T>::type *field,                     \
+                                                           V4<T>::type *jerk_out) {                                   \
+        int k = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
+        if (k >= na) return;                                                                                           \
+        const u32 i = idx[k];                                                                                          \
+        tpos[k] = ppos[i];                                                                                             \
+        tvel[k] = pvel[i];                                                                                             \
+        field[k] = zero4<T>();                                                                                         \
+        jerk_out[k] = zero4<T>();                                                                                      \
+    }                                                                                                                  \
+    extern "C" __global__ void nbody_hermite_correct_##NAME(                                                          \
+        int na, const u32 *idx, double t, int start, int block, double eta, double dt_max, double dt_min,             \
+        V4<T>::type *pos, V4<T>::type *vel, V4<T>::type *acc, V4<T>::type *jerk, double *tj, double *dt,              \
+        const V4<T>::type *field, const V4<T>::type *jerk_out, double *want) {                                        \
+        int k = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
+        if (k >= na) return;                                                                                           \
+        const u32 i = idx[k];                                                                                          \
+        const V4<T>::type f1 = field[k], g1 = jerk_out[k];                                                             \
+        const double a1[3] = {(double)f1.x, (double)f1.y, (double)f1.z};                                               \
+        const double j1[3] = {(double)g1.x, (double)g1.y, (double)g1.z};                                               \
+        V4<T>::type A, J;                                                                                              \
+        A.x = f1.x; A.y = f1.y; A.z = f1.z; A.w = 0;                                                                   \
+        J.x = g1.x; J.y = g1.y; J.z = g1.z; J.w = 0;                                                                   \
+        if (start) {                                                                                                   \
+            acc[i] = A;                                                                                                \
+            jerk[i] = J;                                                                                               \
+            const double d = 0.01 * norm3(a1[0], a1[1], a1[2]) / norm3(j1[0], j1[1], j1[2]);                           \
+            want[k] = block ? (dt[i] = quantize(isfinite(d) && d > 0.0 ? d : dt_max, dt_max, dt_min)) : d;             \
+            tj[i] = t;                                                                                                 \
+            return;                                                                                                    \
+        }                                                                                                              \
+        const double h = t - tj[i];                                                                                    \
+        const V4<T>::type X = pos[i], Vv = vel[i], A0 = acc[i], J0 = jerk[i];                                          \
+        const double x[3] = {(double)X.x, (double)X.y, (double)X.z}, v[3] = {(double)Vv.x, (double)Vv.y, (double)Vv.z}; \
+        const double a0[3] = {(double)A0.x, (double)A0.y, (double)A0.z};                                               \
+        const double j0[3] = {(double)J0.x, (double)J0.y, (double)J0.z};                                               \
+        double x1[3], v1[3], a2[3], a3[3];                                                                             \
+        for (int c = 0; c < 3; ++c) {                                                                                  \
+            v1[c] = v[c] + 0.5 * h * (a0[c] + a1[c]) + h * h * (j0[c] - j1[c]) / 12.0;                                 \
+            x1[c] = x[c] + 0.5 * h * (v[c] + v1[c]) + h * h * (a0[c] - a1[c]) / 12.0;                                  \
+            a3[c] = (12.0 * (a0[c] - a1[c]) + 6.0 * h * (j0[c] + j1[c])) / (h * h * h);                                \
+            a2[c] = (-6.0 * (a0[c] - a1[c]) - h * (4.0 * j0[c] + 2.0 * j1[c])) / (h * h) + a3[c] * h;                  \
+        }                                                                                                              \
+        const double na_ = norm3(a1[0], a1[1], a1[2]), nj = norm3(j1[0], j1[1], j1[2]);                                \
+        const double n2 = norm3(a2[0], a2[1], a2[2]), n3 = norm3(a3[0], a3[1], a3[2]);                                 \
+        double w = sqrt(eta * (na_ * n2 + nj * nj) / (nj * n3 + n2 * n2));                                             \
+        if (!(isfinite(w) && w > 0.0)) w = 2.0 * h;                                                                    \
+        want[k] = w;                                                                                                   \
+        if (block) {                                                                                                   \
+            double nd = quantize(fmin(w, 2.0 * h), dt_max, dt_min);                                                    \
+            if (nd > h && t / nd - floor(t / nd) != 0.0) nd = h;                                                       \
+            dt[i] = nd;                                                                                                \
+            want[k] = nd;                                                                                              \
+        }                                                                                                              \
+        V4<T>::type P, V;                                                                                              \
+        P.x = (T)x1[0]; P.y = (T)x1[1]; P.z = (T)x1[2]; P.w = X.w;                                                     \
+        V.x = (T)v1[0]; V.y = (T)v1[1]; V.z = (T)v1[2]; V.w = 0;                                                       \
+        pos[i] = P;                                                                                                    \
+        vel[i] = V;                                                                                                    \
+        acc[i] = A;                                                                                                    \
+        jerk[i] = J;                                                                                                   \
+        tj[i] = t;                                                                                                     \
+    }
+HERMITE(float, f32)
+HERMITE(double, f64)

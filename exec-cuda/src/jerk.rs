@@ -80,14 +80,67 @@ const NEAR_R2: usize = 14;
 /// Slots the executor holds in all.
 pub(crate) const SLOTS: usize = 15;
 
+/// Where a jerk launch reads and writes: targets and their velocities (`n`), sources and
+/// theirs (`padded`, massless beyond `n_src`), outputs (`n`, added into).
+#[derive(Clone, Copy)]
+pub(crate) struct JerkBuffers {
+    pub targets: DevicePointer<u8>,
+    pub target_vel: DevicePointer<u8>,
+    pub sources: DevicePointer<u8>,
+    pub source_vel: DevicePointer<u8>,
+    pub out: DevicePointer<u8>,
+    pub jerk: DevicePointer<u8>,
+}
+
 /// A staged jerk call: what the launches need, all on the device.
 pub(crate) struct Staged {
     plan: Plan,
     extra: JerkExtra,
+    bufs: JerkBuffers,
     n: usize,
     n_src: usize,
     padded: usize,
     neighbours: bool,
+}
+
+impl Staged {
+    /// A call on buffers the caller owns (device-resident particles), without neighbours;
+    /// `partials` supplies the split launch's partial sums (grown as needed).
+    pub(crate) fn resident(
+        bufs: JerkBuffers,
+        n: usize,
+        n_src: usize,
+        padded: usize,
+        sm_count: u32,
+        partials: &mut [crate::memory::Scratch; 3],
+        t_size: usize,
+    ) -> Result<Self, Error> {
+        let plan = Plan::new(n, padded, sm_count);
+        let mut extra = JerkExtra::none();
+        if plan.chunks > 1 {
+            let parts = plan.chunks * n;
+            extra.acc_part = ptr(partials[0].reserve(parts * 4 * t_size)?);
+            extra.jerk_part = ptr(partials[1].reserve(parts * 4 * t_size)?);
+            extra.near_part = ptr(partials[2].reserve(parts * 4)?);
+        }
+        Ok(Staged { plan, extra, bufs, n, n_src, padded, neighbours: false })
+    }
+}
+
+impl JerkExtra {
+    fn none() -> Self {
+        JerkExtra {
+            acc_part: DevicePointer::null(),
+            jerk_part: DevicePointer::null(),
+            near_part: DevicePointer::null(),
+            h2: DevicePointer::null(),
+            counts: DevicePointer::null(),
+            lists: DevicePointer::null(),
+            capacity: 0,
+            near_index: DevicePointer::null(),
+            near_r2: DevicePointer::null(),
+        }
+    }
 }
 
 impl CudaExecutor {
@@ -135,17 +188,7 @@ impl CudaExecutor {
         upload_padded(j, bytemuck::cast_slice(jerk), 0)?;
         let plan = Plan::new(n, padded, me.info.sm_count);
         let v4 = 4 * size_of::<T>();
-        let mut extra = JerkExtra {
-            acc_part: DevicePointer::null(),
-            jerk_part: DevicePointer::null(),
-            near_part: DevicePointer::null(),
-            h2: DevicePointer::null(),
-            counts: DevicePointer::null(),
-            lists: DevicePointer::null(),
-            capacity: 0,
-            near_index: DevicePointer::null(),
-            near_r2: DevicePointer::null(),
-        };
+        let mut extra = JerkExtra::none();
         if plan.chunks > 1 {
             let parts = plan.chunks * n;
             extra.acc_part = ptr(me.scratch[PART_ACC].reserve(parts * v4)?);
@@ -168,7 +211,16 @@ impl CudaExecutor {
                 extra.capacity = cap;
             }
         }
-        Ok(Staged { plan, extra, n, n_src, padded, neighbours: neighbours.is_some() })
+        let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
+        let bufs = JerkBuffers {
+            targets: b(crate::TARGETS)?,
+            target_vel: b(crate::EXTRA_A)?,
+            sources: b(crate::SOURCES)?,
+            source_vel: b(crate::EXTRA_B)?,
+            out: b(crate::OUT)?,
+            jerk: b(crate::EXTRA_C)?,
+        };
+        Ok(Staged { plan, extra, bufs, n, n_src, padded, neighbours: neighbours.is_some() })
     }
 
     /// Queues the jerk kernel (and the reduction of a split launch) on staged buffers.
@@ -178,9 +230,7 @@ impl CudaExecutor {
         let neigh = st.neighbours as u8;
         let (pot, masked) = (params.potential as u8, params.masked() as u8);
         let (t0, s0, len) = params.overlap.resolve(n);
-        let b = |k: usize| self.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
-        let (tx, txv, sx, sxv) = (b(crate::TARGETS)?, b(crate::EXTRA_A)?, b(crate::SOURCES)?, b(crate::EXTRA_B)?);
-        let (o, jo) = (b(crate::OUT)?, b(crate::EXTRA_C)?);
+        let JerkBuffers { targets: tx, target_vel: txv, sources: sx, source_vel: sxv, out: o, jerk: jo } = st.bufs;
         let (eps2, g, stream) = (params.eps2(), params.g, &self.stream);
         let name = format!("nbody_jerk_{}_tp{}_p{pot}_m{masked}_n{neigh}", T::TAG, plan.threads_per_target);
         let f = self.function(&name)?;

@@ -6,7 +6,9 @@ mod physics_checks;
 
 use nbody_conformance::{run, Failed, Trial};
 use nbody_core::Error;
-use nbody_cuda::CudaExecutor;
+use nbody_core::{Particle, Velocity};
+use nbody_cuda::{CudaExecutor, DeviceHermite, Steps};
+use nbody_integrators::{ics, BlockHermite, Hermite, State};
 use physics_checks::*;
 
 fn on_gpu(check: impl FnOnce(&mut CudaExecutor) -> Result<(), String>) -> Result<(), Failed> {
@@ -29,10 +31,78 @@ fn main() {
         ("plummer_1024_leapfrog_f32_energy", || on_gpu(|g| plummer_energy_and_momentum::<f32, _>(g, None))),
         ("block_time_steps_plummer", || on_gpu(plummer_block_hermite)),
         ("block_time_steps_kepler", || on_gpu(kepler_block_hermite)),
+        ("device_block_hermite_agrees_with_block_hermite", || on_gpu(device_block_hermite)),
+        ("device_shared_hermite_agrees_with_hermite", || on_gpu(device_shared_hermite)),
     ];
     let trials = checks
         .into_iter()
         .map(|(name, f)| Trial::test(format!("cuda::{name}"), f).with_ignored_flag(!has_device))
         .collect();
     run(trials);
+}
+
+/// Largest difference in position or velocity over the particles, and the largest
+/// coordinate (for scale).
+fn largest_difference(a: &State<f64>, p: &[Particle<f64>], v: &[Velocity<f64>]) -> (f64, f64) {
+    let mut worst: f64 = 0.0;
+    for i in 0..p.len() {
+        let d = [a.pos[i].x - p[i].x, a.pos[i].y - p[i].y, a.pos[i].z - p[i].z];
+        let dv = [a.vel[i].vx - v[i].vx, a.vel[i].vy - v[i].vy, a.vel[i].vz - v[i].vz];
+        worst = d.into_iter().chain(dv).fold(worst, |m, x| m.max(x.abs()));
+    }
+    let scale = p.iter().map(|q| q.x.abs().max(q.y.abs()).max(q.z.abs())).fold(0.0, f64::max);
+    (worst, scale)
+}
+
+/// The device-resident block-step Hermite takes BlockHermite's block steps (on the
+/// reference executor) and ends where it ends: the same scheme, summed in another order.
+fn device_block_hermite(gpu: &mut CudaExecutor) -> Result<(), String> {
+    let (p, v) = ics::plummer::<f64>(512, 5);
+    let (eta, dt_max, eps, t_end) = (0.02, 1.0 / 16.0, 1.0 / 64.0, 0.25);
+    let mut host = State::new(p.clone(), v.clone());
+    let mut reference = BlockHermite::new(eta, dt_max, eps).map_err(|e| e.to_string())?;
+    let mut cpu = nbody_core::Reference;
+    let host_steps = reference.advance_to(&mut host, &mut cpu, t_end).map_err(|e| e.to_string())?;
+    let mut dev = DeviceHermite::new(gpu, &p, &v, 0.0, eta, eps, Steps::Block { dt_max }).map_err(|e| e.to_string())?;
+    while dev.time() < t_end {
+        dev.step(gpu, t_end).map_err(|e| e.to_string())?;
+    }
+    if !dev.synchronized() {
+        return Err("not every particle is at t_end".into());
+    }
+    let (mut pd, mut vd) = (p.clone(), v.clone());
+    dev.download(gpu, &mut pd, &mut vd).map_err(|e| e.to_string())?;
+    let (worst, scale) = largest_difference(&host, &pd, &vd);
+    let steps = dev.steps() as usize;
+    if steps.abs_diff(host_steps) > host_steps / 50 || worst.is_nan() || worst > 1e-8 * scale {
+        return Err(format!("device {steps} block steps, host {host_steps}; largest difference {worst:e} (scale {scale})"));
+    }
+    Ok(())
+}
+
+/// The device-resident shared-step Hermite against nbody-integrators' Hermite.
+fn device_shared_hermite(gpu: &mut CudaExecutor) -> Result<(), String> {
+    let (p, v) = ics::plummer::<f64>(512, 6);
+    let (eta, eps, t_end) = (0.02, 1.0 / 64.0, 0.125);
+    let mut host = State::new(p.clone(), v.clone());
+    let mut reference = Hermite::new(eta, eps).map_err(|e| e.to_string())?;
+    let mut cpu = nbody_core::Reference;
+    let mut host_steps = 0;
+    while host.time < t_end {
+        let left = t_end - host.time;
+        reference.step(&mut host, &mut cpu, left).map_err(|e| e.to_string())?;
+        host_steps += 1;
+    }
+    let mut dev = DeviceHermite::new(gpu, &p, &v, 0.0, eta, eps, Steps::Shared).map_err(|e| e.to_string())?;
+    while dev.time() < t_end {
+        dev.step(gpu, t_end).map_err(|e| e.to_string())?;
+    }
+    let (mut pd, mut vd) = (p.clone(), v.clone());
+    dev.download(gpu, &mut pd, &mut vd).map_err(|e| e.to_string())?;
+    let (worst, scale) = largest_difference(&host, &pd, &vd);
+    let steps = dev.steps() as usize;
+    if steps != host_steps || worst.is_nan() || worst > 1e-9 * scale {
+        return Err(format!("device {steps} steps, host {host_steps}; largest difference {worst:e} (scale {scale})"));
+    }
+    Ok(())
 }

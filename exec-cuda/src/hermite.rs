@@ -1,0 +1,365 @@
+//! Fourth-order Hermite with every particle's state on the device, as a GRAPE-6 keeps its
+//! j-particles: positions, velocities, accelerations, jerks and times stay there; a step
+//! predicts all particles to the step's time (a kernel), gathers the active ones as
+//! targets, runs the jerk kernel (split over the sources when they are few) and corrects
+//! them on the device. Per block step only the active particles' indices go up and their
+//! new steps come back.
+
+use crate::device::{self, cuda};
+use crate::jerk::{JerkBuffers, Staged};
+use crate::memory::{alloc, download, ptr, upload_padded, Scratch};
+use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
+use cust::launch;
+use cust::memory::DeviceBuffer;
+use nbody_core::{Error, Params, Particle, Velocity};
+
+/// How the steps are chosen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Steps {
+    /// One step for all particles: the smallest of Aarseth's criterion, at most doubling
+    /// (nbody-integrators' `Hermite` with its defaults).
+    Shared,
+    /// Individual power-of-two steps of at most `dt_max`, commensurate (nbody-integrators'
+    /// `BlockHermite`).
+    Block {
+        /// The largest step; block times are its multiples.
+        dt_max: f64,
+    },
+}
+
+/// Smallest block step, as a fraction of `dt_max` (as in `BlockHermite`).
+const MIN_FRACTION: f64 = 1.0 / 1_099_511_627_776.0;
+/// Threads per block of the per-particle kernels.
+const THREADS: u32 = 256;
+
+/// A Hermite integration whose particles live on one GPU.
+///
+/// ```no_run
+/// use nbody_cuda::{CudaExecutor, DeviceHermite, Steps};
+/// let mut gpu = CudaExecutor::new()?;
+/// let (p, v) = nbody_integrators::ics::plummer::<f64>(16_384, 1);
+/// let mut h = DeviceHermite::new(&mut gpu, &p, &v, 0.0, 0.02, 1.0 / 256.0, Steps::Block { dt_max: 1.0 / 16.0 })?;
+/// while h.time() < 0.125 {
+///     h.step(&mut gpu, 0.125)?;
+/// }
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+pub struct DeviceHermite<T: DeviceReal> {
+    n: usize,
+    padded: usize,
+    steps_kind: Steps,
+    eta: f64,
+    params: Params<T>,
+    time: f64,
+    started: bool,
+    /// Shared steps: the next step.
+    dt: f64,
+    /// Block steps: per particle its step and its time (host copies), and the particles
+    /// by level k (step dt_max / 2^k).
+    t_host: Vec<f64>,
+    dt_host: Vec<f64>,
+    levels: Vec<Vec<u32>>,
+    active: Vec<u32>,
+    want: Vec<f64>,
+    block_steps: u64,
+    interactions: f64,
+    pos: DeviceBuffer<u8>,
+    vel: DeviceBuffer<u8>,
+    acc: DeviceBuffer<u8>,
+    jerk: DeviceBuffer<u8>,
+    tj: DeviceBuffer<u8>,
+    dtj: DeviceBuffer<u8>,
+    ppos: DeviceBuffer<u8>,
+    pvel: DeviceBuffer<u8>,
+    idx: DeviceBuffer<u8>,
+    tpos: DeviceBuffer<u8>,
+    tvel: DeviceBuffer<u8>,
+    field: DeviceBuffer<u8>,
+    jerk_out: DeviceBuffer<u8>,
+    want_dev: DeviceBuffer<u8>,
+    partials: [Scratch; 3],
+}
+
+impl<T: DeviceReal> DeviceHermite<T> {
+    /// Uploads the system at time `time`; `eta` is Aarseth's accuracy parameter, `eps` the
+    /// softening.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        exec: &mut CudaExecutor,
+        pos: &[Particle<T>],
+        vel: &[Velocity<T>],
+        time: f64,
+        eta: f64,
+        eps: T,
+        steps: Steps,
+    ) -> Result<Self, Error> {
+        nbody_core::validate::length("velocities", pos.len(), vel.len())?;
+        nbody_core::validate::particles(pos, nbody_core::Array::Particles)?;
+        nbody_core::validate::velocities(vel, pos.len(), nbody_core::Array::TargetVelocities)?;
+        if !(eta.is_finite() && eta > 0.0) {
+            return Err(Error::InvalidParameter { name: "eta", requirement: "finite and positive" });
+        }
+        if let Steps::Block { dt_max } = steps {
+            if !(dt_max.is_finite() && dt_max > 0.0) {
+                return Err(Error::InvalidParameter { name: "dt_max", requirement: "finite and positive" });
+            }
+        }
+        let params = Params::softened(eps).acceleration_only();
+        nbody_core::validate::params(&params)?;
+        device::make_current(&exec.context)?;
+        let n = pos.len();
+        let padded = n.next_multiple_of(SOURCE_PAD).max(SOURCE_PAD);
+        let v4 = 4 * size_of::<T>();
+        let up = |data: &[u8], total: usize| -> Result<DeviceBuffer<u8>, Error> {
+            let mut b = alloc(total.max(16))?;
+            upload_padded(&mut b, data, total)?;
+            Ok(b)
+        };
+        let times = vec![time; n];
+        let h = Self {
+            n,
+            padded,
+            steps_kind: steps,
+            eta,
+            params,
+            time,
+            started: false,
+            dt: 0.0,
+            t_host: times.clone(),
+            dt_host: vec![0.0; n],
+            levels: Vec::new(),
+            active: Vec::new(),
+            want: vec![0.0; n],
+            block_steps: 0,
+            interactions: 0.0,
+            pos: up(bytemuck::cast_slice(pos), n * v4)?,
+            vel: up(bytemuck::cast_slice(vel), n * v4)?,
+            acc: up(&[], n * v4)?,
+            jerk: up(&[], n * v4)?,
+            tj: up(bytemuck::cast_slice(&times), n * 8)?,
+            dtj: up(&[], n * 8)?,
+            // Padding: massless particles at rest at the origin (predicted as such).
+            ppos: up(&[], padded * v4)?,
+            pvel: up(&[], padded * v4)?,
+            idx: up(&[], n * 4)?,
+            tpos: up(&[], n * v4)?,
+            tvel: up(&[], n * v4)?,
+            field: up(&[], n * v4)?,
+            jerk_out: up(&[], n * v4)?,
+            want_dev: up(&[], n * 8)?,
+            partials: Default::default(),
+        };
+        Ok(h)
+    }
+
+    /// The integration's time (every particle synchronized there after a shared step, or
+    /// when the block time is a multiple of every particle's step).
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+
+    /// Steps taken (block steps, or shared steps).
+    pub fn steps(&self) -> u64 {
+        self.block_steps
+    }
+
+    /// Pair interactions computed so far (active particles x all, per step).
+    pub fn interactions(&self) -> f64 {
+        self.interactions
+    }
+
+    fn dt_min(&self) -> f64 {
+        match self.steps_kind {
+            Steps::Block { dt_max } => dt_max * MIN_FRACTION,
+            Steps::Shared => 0.0,
+        }
+    }
+
+    /// One step, ending no later than `until` for shared steps (block steps end on
+    /// multiples of `dt_max`, which the caller's output times must be). Returns the
+    /// number of active particles.
+    pub fn step(&mut self, exec: &mut CudaExecutor, until: f64) -> Result<usize, Error> {
+        device::make_current(&exec.context)?;
+        if self.n == 0 || (self.steps_kind == Steps::Shared && self.started && until <= self.time) {
+            self.time = until.max(self.time);
+            return Ok(0);
+        }
+        if !self.started {
+            self.active = (0..self.n as u32).collect();
+            self.force(exec, self.time, true)?;
+            self.started = true;
+            self.after_start()?;
+        }
+        let t_next = match self.steps_kind {
+            Steps::Shared => {
+                let dt = self.dt.min(until - self.time);
+                self.active = (0..self.n as u32).collect();
+                self.time + dt
+            }
+            Steps::Block { .. } => self.next_block(),
+        };
+        self.force(exec, t_next, false)?;
+        let na = self.active.len();
+        match self.steps_kind {
+            Steps::Shared => {
+                download(&self.want_dev, bytemuck::cast_slice_mut(&mut self.want[..na]))?;
+                let dt = t_next - self.time;
+                let next =
+                    self.want[..na].iter().copied().filter(|w| w.is_finite() && *w > 0.0).fold(f64::INFINITY, f64::min);
+                self.dt = if next.is_finite() { next.min(2.0 * dt) } else { 2.0 * dt };
+            }
+            Steps::Block { .. } => {
+                // Only the active particles' new steps come back.
+                download(&self.want_dev, bytemuck::cast_slice_mut(&mut self.want[..na]))?;
+                let active = std::mem::take(&mut self.active);
+                for (k, &i) in active.iter().enumerate() {
+                    self.t_host[i as usize] = t_next;
+                    self.dt_host[i as usize] = self.want[k];
+                }
+                self.regroup(&active);
+                self.active = active;
+            }
+        }
+        self.time = t_next;
+        self.block_steps += 1;
+        self.interactions += (na * self.n) as f64;
+        Ok(na)
+    }
+
+    /// After the first force call: the first shared step, or every particle's level.
+    fn after_start(&mut self) -> Result<(), Error> {
+        match self.steps_kind {
+            Steps::Shared => {
+                download(&self.want_dev, bytemuck::cast_slice_mut(&mut self.want))?;
+                let dt = self.want.iter().copied().filter(|d| d.is_finite() && *d > 0.0).fold(f64::INFINITY, f64::min);
+                self.dt = if dt.is_finite() { dt } else { 0.01 };
+            }
+            Steps::Block { .. } => {
+                download(&self.want_dev, bytemuck::cast_slice_mut(&mut self.dt_host))?;
+                let all: Vec<u32> = (0..self.n as u32).collect();
+                self.regroup(&all);
+            }
+        }
+        Ok(())
+    }
+
+    /// Block steps: the earliest block time and the particles due then (in index order,
+    /// as BlockHermite orders them).
+    fn next_block(&mut self) -> f64 {
+        let t_next = self
+            .levels
+            .iter()
+            .filter_map(|l| l.first().map(|&i| self.t_host[i as usize] + self.dt_host[i as usize]))
+            .fold(f64::INFINITY, f64::min);
+        self.active.clear();
+        for l in &self.levels {
+            if let Some(&i) = l.first() {
+                if self.t_host[i as usize] + self.dt_host[i as usize] == t_next {
+                    self.active.extend_from_slice(l);
+                }
+            }
+        }
+        self.active.sort_unstable();
+        t_next
+    }
+
+    /// Rebuilds the level lists after `moved` changed step. Every particle of a level
+    /// shares its next time (its time is a multiple of its step), so a level is due
+    /// whole.
+    fn regroup(&mut self, moved: &[u32]) {
+        let Steps::Block { dt_max } = self.steps_kind else { return };
+        let level = |dt: f64| (dt_max / dt).log2().round().max(0.0) as usize;
+        if moved.len() == self.n {
+            self.levels.iter_mut().for_each(Vec::clear);
+        } else {
+            let gone: std::collections::HashSet<u32> = moved.iter().copied().collect();
+            self.levels.iter_mut().for_each(|l| l.retain(|i| !gone.contains(i)));
+        }
+        for &i in moved {
+            let k = level(self.dt_host[i as usize]);
+            if self.levels.len() <= k {
+                self.levels.resize(k + 1, Vec::new());
+            }
+            self.levels[k].push(i);
+        }
+    }
+
+    /// Predict every particle to `t`, compute the active ones' acceleration and jerk, and
+    /// correct them (or, at the start, set their derivatives and first steps).
+    fn force(&mut self, exec: &mut CudaExecutor, t: f64, start: bool) -> Result<(), Error> {
+        let (n, na) = (self.n, self.active.len());
+        upload_padded(&mut self.idx, bytemuck::cast_slice(&self.active), 0)?;
+        let stream = &exec.stream;
+        let f = exec.function(&format!("nbody_hermite_predict_{}", T::TAG))?;
+        let (pos, vel, acc, jerk, tj) =
+            (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
+        let (ppos, pvel) = (ptr(&self.ppos), ptr(&self.pvel));
+        // SAFETY: every buffer holds n records (the predicted ones `padded`).
+        unsafe {
+            launch!(f<<<(n as u32).div_ceil(THREADS), THREADS, 0, stream>>>(n as i32, t, pos, vel, acc, jerk, tj, ppos, pvel))
+        }
+        .map_err(cuda("launching the Hermite predictor"))?;
+        let (idx, tpos, tvel, field, jout) =
+            (ptr(&self.idx), ptr(&self.tpos), ptr(&self.tvel), ptr(&self.field), ptr(&self.jerk_out));
+        let f = exec.function(&format!("nbody_hermite_gather_{}", T::TAG))?;
+        // SAFETY: idx holds na indices below n; the target buffers hold n records.
+        unsafe {
+            launch!(f<<<(na as u32).div_ceil(THREADS), THREADS, 0, stream>>>(na as i32, idx, ppos, pvel, tpos, tvel, field, jout))
+        }
+        .map_err(cuda("launching the Hermite gather"))?;
+        let bufs =
+            JerkBuffers { targets: tpos, target_vel: tvel, sources: ppos, source_vel: pvel, out: field, jerk: jout };
+        let staged =
+            Staged::resident(bufs, na, n, self.padded, exec.info.sm_count, &mut self.partials, size_of::<T>())?;
+        exec.launch_jerk(&staged, &self.params)?;
+        let (block, dt_max) = match self.steps_kind {
+            Steps::Block { dt_max } => (1, dt_max),
+            Steps::Shared => (0, 0.0),
+        };
+        let (dtj, want) = (ptr(&self.dtj), ptr(&self.want_dev));
+        let (eta, dt_min) = (self.eta, self.dt_min());
+        let f = exec.function(&format!("nbody_hermite_correct_{}", T::TAG))?;
+        // SAFETY: as above; want holds n doubles.
+        unsafe {
+            launch!(f<<<(na as u32).div_ceil(THREADS), THREADS, 0, stream>>>(
+                na as i32, idx, t, start as i32, block, eta, dt_max, dt_min, pos, vel, acc, jerk, tj, dtj, field, jout, want
+            ))
+        }
+        .map_err(cuda("launching the Hermite corrector"))?;
+        exec.stream.synchronize().map_err(cuda("running the Hermite step"))
+    }
+
+    /// Copies positions and velocities to the host (each at its particle's own time;
+    /// all at [`DeviceHermite::time`] after a shared step or at a full block time).
+    pub fn download(
+        &self,
+        exec: &mut CudaExecutor,
+        pos: &mut [Particle<T>],
+        vel: &mut [Velocity<T>],
+    ) -> Result<(), Error> {
+        nbody_core::validate::length("positions", self.n, pos.len())?;
+        nbody_core::validate::length("velocities", self.n, vel.len())?;
+        device::make_current(&exec.context)?;
+        exec.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+        download(&self.pos, bytemuck::cast_slice_mut(pos))?;
+        download(&self.vel, bytemuck::cast_slice_mut(vel))
+    }
+
+    /// Whether every particle is at [`DeviceHermite::time`].
+    pub fn synchronized(&self) -> bool {
+        match self.steps_kind {
+            Steps::Shared => true,
+            Steps::Block { .. } => !self.started || self.t_host.iter().all(|&t| t == self.time),
+        }
+    }
+}
+
+impl<T: DeviceReal> std::fmt::Debug for DeviceHermite<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceHermite")
+            .field("n", &self.n)
+            .field("steps", &self.steps_kind)
+            .field("time", &self.time)
+            .finish()
+    }
+}
