@@ -75,7 +75,9 @@ fn device_block_hermite(gpu: &mut CudaExecutor) -> Result<(), String> {
     let (worst, scale) = largest_difference(&host, &pd, &vd);
     let steps = dev.steps() as usize;
     if steps.abs_diff(host_steps) > host_steps / 50 || worst.is_nan() || worst > 1e-8 * scale {
-        return Err(format!("device {steps} block steps, host {host_steps}; largest difference {worst:e} (scale {scale})"));
+        return Err(format!(
+            "device {steps} block steps, host {host_steps}; largest difference {worst:e} (scale {scale})"
+        ));
     }
     Ok(())
 }

@@ -285,6 +285,15 @@ fn evolve<T: CliReal>(
                 let sim = super::sim::DeviceLeapfrog::new(gpu, &state, s.dt, T::from_f64(s.eps))?;
                 return drive(s, Box::new(sim), "cuda (device-resident leapfrog)", grid, stop, team, resume);
             }
+            let steps = match s.integrator {
+                IntegratorKind::Hermite => Some(nbody_cuda::Steps::Shared),
+                IntegratorKind::BlockHermite => Some(nbody_cuda::Steps::Block { dt_max: block_dt }),
+                _ => None,
+            };
+            if let (Some(steps), 1, None) = (steps, team.size(), &resume) {
+                let sim = super::sim::DeviceHermiteSim::new(gpu, &state, s.eta, T::from_f64(s.eps), steps)?;
+                return drive(s, Box::new(sim), "cuda (device-resident Hermite)", grid, stop, team, resume);
+            }
             Box::new(gpu)
         }
         _ => host_executor::<T>(s.executor, s.threads)?,

@@ -235,14 +235,14 @@ pub fn rows<T: Real>(pos: &[Particle<T>], vel: &[nbody_core::Velocity<T>]) -> Ve
 }
 
 #[cfg(feature = "cuda")]
-pub use device::DeviceLeapfrog;
+pub use device::{DeviceHermiteSim, DeviceLeapfrog};
 
 #[cfg(feature = "cuda")]
 mod device {
     use super::{rows, Row, Simulation};
     use nbody_core::projection::Projection;
     use nbody_core::{Error, Field, Params, Particle, Velocity};
-    use nbody_cuda::{CudaExecutor, DeviceReal, DeviceState, MultiDevice, MultiState};
+    use nbody_cuda::{CudaExecutor, DeviceHermite, DeviceReal, DeviceState, MultiDevice, MultiState, Steps};
     use nbody_integrators::{diagnostics, Checkpoint, Diagnostics, State, Words};
 
     /// Executors that keep a system on their device(s) and step it there: one GPU
@@ -408,6 +408,87 @@ mod device {
             E::set_time(&mut self.state, s.time);
             (self.pos, self.vel) = (s.pos, s.vel);
             Ok(())
+        }
+    }
+
+    /// Hermite (shared or block steps) with every particle's state on one GPU
+    /// ([`DeviceHermite`]); diagnostics, snapshots and pictures copy the particles back.
+    pub struct DeviceHermiteSim<T: DeviceReal> {
+        gpu: CudaExecutor,
+        h: DeviceHermite<T>,
+        params: Params<T>,
+        pos: Vec<Particle<T>>,
+        vel: Vec<Velocity<T>>,
+        extra: f64,
+    }
+
+    impl<T: DeviceReal> DeviceHermiteSim<T> {
+        /// Uploads the system.
+        pub fn new(mut gpu: CudaExecutor, s: &State<T>, eta: f64, eps: T, steps: Steps) -> Result<Self, Error> {
+            let h = DeviceHermite::new(&mut gpu, &s.pos, &s.vel, s.time, eta, eps, steps)?;
+            let params = Params::softened(eps).with_overlap_identical();
+            Ok(Self { gpu, h, params, pos: s.pos.clone(), vel: s.vel.clone(), extra: 0.0 })
+        }
+
+        fn download(&mut self) -> Result<(), Error> {
+            self.h.download(&mut self.gpu, &mut self.pos, &mut self.vel)
+        }
+    }
+
+    impl<T: DeviceReal> Simulation for DeviceHermiteSim<T> {
+        fn time(&self) -> f64 {
+            self.h.time()
+        }
+
+        fn step(&mut self, until: f64) -> Result<bool, Error> {
+            if self.h.time() < until {
+                self.h.step(&mut self.gpu, until)?;
+            }
+            Ok(self.h.time() >= until)
+        }
+
+        fn steps(&self) -> u64 {
+            self.h.steps()
+        }
+
+        fn interactions(&self) -> f64 {
+            self.h.interactions() + self.extra
+        }
+
+        fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
+            use nbody_core::Executor;
+            self.download()?;
+            let mut field = vec![Field::zero(); self.pos.len()];
+            self.gpu.accelerations(&self.pos, &self.pos, &self.params, &mut field)?;
+            self.extra += (self.pos.len() as f64).powi(2);
+            let s =
+                State { pos: std::mem::take(&mut self.pos), vel: std::mem::take(&mut self.vel), time: self.h.time() };
+            let d = diagnostics(&s, &field);
+            (self.pos, self.vel) = (s.pos, s.vel);
+            Ok(d)
+        }
+
+        fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
+            self.download()?;
+            Ok(rows(&self.pos, &self.vel))
+        }
+
+        fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+            self.download()?;
+            nbody_core::Executor::<T>::project(&mut self.gpu, &self.pos, projection, grid)
+        }
+
+        /// Not yet: the integrator's per-particle times, steps and derivatives live on the
+        /// device and are not saved.
+        fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
+            Ok(None)
+        }
+
+        fn restore(&mut self, _: &mut Words<'_>) -> Result<(), Error> {
+            Err(Error::Unsupported {
+                operation: "--resume of a device-resident Hermite run",
+                reason: "its checkpoints are not written yet: resume with --executor cpu, or rerun",
+            })
         }
     }
 }
