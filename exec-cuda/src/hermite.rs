@@ -243,40 +243,27 @@ impl<T: DeviceReal> DeviceHermite<T> {
         Ok(())
     }
 
-    /// Block steps: the earliest block time and the particles due then (in index order,
-    /// as BlockHermite orders them).
+    /// Block steps: the earliest block time, and the particles due then taken out of
+    /// their levels. Every particle of a level shares its next time (its time is a
+    /// multiple of its step), so a level is due whole: the work is O(active).
     fn next_block(&mut self) -> f64 {
-        let t_next = self
-            .levels
-            .iter()
-            .filter_map(|l| l.first().map(|&i| self.t_host[i as usize] + self.dt_host[i as usize]))
-            .fold(f64::INFINITY, f64::min);
+        let next = |l: &Vec<u32>| l.first().map(|&i| self.t_host[i as usize] + self.dt_host[i as usize]);
+        let t_next = self.levels.iter().filter_map(next).fold(f64::INFINITY, f64::min);
         self.active.clear();
-        for l in &self.levels {
-            if let Some(&i) = l.first() {
-                if self.t_host[i as usize] + self.dt_host[i as usize] == t_next {
-                    self.active.extend_from_slice(l);
-                }
+        for k in 0..self.levels.len() {
+            if next(&self.levels[k]) == Some(t_next) {
+                self.active.append(&mut self.levels[k]);
             }
         }
-        self.active.sort_unstable();
         t_next
     }
 
-    /// Rebuilds the level lists after `moved` changed step. Every particle of a level
-    /// shares its next time (its time is a multiple of its step), so a level is due
-    /// whole.
+    /// Files the particles `moved` (just corrected, or all at the start) under their
+    /// new steps' levels.
     fn regroup(&mut self, moved: &[u32]) {
         let Steps::Block { dt_max } = self.steps_kind else { return };
-        let level = |dt: f64| (dt_max / dt).log2().round().max(0.0) as usize;
-        if moved.len() == self.n {
-            self.levels.iter_mut().for_each(Vec::clear);
-        } else {
-            let gone: std::collections::HashSet<u32> = moved.iter().copied().collect();
-            self.levels.iter_mut().for_each(|l| l.retain(|i| !gone.contains(i)));
-        }
         for &i in moved {
-            let k = level(self.dt_host[i as usize]);
+            let k = (dt_max / self.dt_host[i as usize]).log2().round().max(0.0) as usize;
             if self.levels.len() <= k {
                 self.levels.resize(k + 1, Vec::new());
             }
