@@ -173,9 +173,10 @@ template <typename T> __device__ __forceinline__ void keep_nearer(T &best, int &
 
 // Acceleration, potential and jerk (and neighbours), with the acceleration kernel's
 // machinery: shared-memory tiles of positions and velocities, TP threads per target
-// (partial sums combined with warp shuffles), and the sources split over gridDim.y chunks
-// of `chunk` (a multiple of B) when the targets alone cannot fill the GPU.
-template <typename T, int B, int TP, bool POT, bool MASKED, bool NEIGH>
+// (partial sums combined with warp shuffles), NI targets per thread (each shared load
+// serves NI interactions), and the sources split over gridDim.y chunks of `chunk` (a
+// multiple of B) when the targets alone cannot fill the GPU.
+template <typename T, int B, int TP, int NI, bool POT, bool MASKED, bool NEIGH>
 __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restrict__ targets,
                                            const typename V4<T>::type *__restrict__ target_vel, int n_targets,
                                            const typename V4<T>::type *__restrict__ sources,
@@ -186,75 +187,92 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
     typedef typename V4<T>::type v4;
     __shared__ v4 tile_x[B], tile_v[B];
     const int slice = threadIdx.x % TP;
-    const int i = blockIdx.x * (B / TP) + threadIdx.x / TP;
-    const bool real = i < n_targets;
-    const v4 p = real ? targets[i] : zero4<T>();
-    const v4 v = real ? target_vel[i] : zero4<T>();
-    const int own = i - self_t0 >= 0 && i - self_t0 < self_len ? self_s0 + i - self_t0 : -1;
-    const T h2 = NEIGH && real && x.h2 != 0 ? x.h2[i] : T(-1);
-    T ax = 0, ay = 0, az = 0, phi = 0, jx = 0, jy = 0, jz = 0;
-    T best = T(1) / T(0);
-    int arg = NO_NEIGHBOUR;
+    const int first = (blockIdx.x * (B / TP) + threadIdx.x / TP) * NI;
+    v4 p[NI], v[NI];
+    int own[NI];
+    T h2[NI], ax[NI], ay[NI], az[NI], phi[NI], jx[NI], jy[NI], jz[NI], best[NI];
+    int arg[NI];
+#pragma unroll
+    for (int q = 0; q < NI; ++q) {
+        const int i = first + q;
+        const bool real = i < n_targets;
+        p[q] = real ? targets[i] : zero4<T>();
+        v[q] = real ? target_vel[i] : zero4<T>();
+        own[q] = i - self_t0 >= 0 && i - self_t0 < self_len ? self_s0 + i - self_t0 : -1;
+        h2[q] = NEIGH && real && x.h2 != 0 ? x.h2[i] : T(-1);
+        ax[q] = 0; ay[q] = 0; az[q] = 0; phi[q] = 0; jx[q] = 0; jy[q] = 0; jz[q] = 0;
+        best[q] = T(1) / T(0);
+        arg[q] = NO_NEIGHBOUR;
+    }
     const int begin = blockIdx.y * chunk, end = min(begin + chunk, n_sources_padded);
     for (int base = begin; base < end; base += B) {
         __syncthreads();
         tile_x[threadIdx.x] = sources[base + threadIdx.x];
         tile_v[threadIdx.x] = source_vel[base + threadIdx.x];
         __syncthreads();
-#pragma unroll 4
+#pragma unroll(NI > 1 ? 2 : 4)
         for (int jj = 0; jj < B / TP; ++jj) {
             const int k = jj * TP + slice;
             const v4 s = tile_x[k], sv = tile_v[k];
-            T dx, dy, dz, rinv, m_rinv3;
-            interact<T, POT, MASKED>(p.x, p.y, p.z, s, eps2, ax, ay, az, phi, dx, dy, dz, rinv, m_rinv3);
-            T dvx = sv.x - v.x, dvy = sv.y - v.y, dvz = sv.z - v.z;
-            T alpha = ((T(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz))) * rinv) * rinv;
-            jx = fma(m_rinv3, fma(-alpha, dx, dvx), jx);
-            jy = fma(m_rinv3, fma(-alpha, dy, dvy), jy);
-            jz = fma(m_rinv3, fma(-alpha, dz, dvz), jz);
-            if (NEIGH) {
-                const int j = base + k;
-                const T d2 = (dx * dx + dy * dy) + dz * dz;
-                const bool other = j != own && j < n_sources;
-                if (other && d2 < best) {
-                    best = d2;
-                    arg = j;
-                }
-                if (other && d2 <= h2) {
-                    const u32 slot = atomicAdd(&x.counts[i], 1u);
-                    if (slot < (u32)x.capacity) x.lists[(size_t)i * x.capacity + slot] = (u32)j;
+#pragma unroll
+            for (int q = 0; q < NI; ++q) {
+                T dx, dy, dz, rinv, m_rinv3;
+                interact<T, POT, MASKED>(p[q].x, p[q].y, p[q].z, s, eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz,
+                                         rinv, m_rinv3);
+                T dvx = sv.x - v[q].x, dvy = sv.y - v[q].y, dvz = sv.z - v[q].z;
+                T alpha = ((T(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz))) * rinv) * rinv;
+                jx[q] = fma(m_rinv3, fma(-alpha, dx, dvx), jx[q]);
+                jy[q] = fma(m_rinv3, fma(-alpha, dy, dvy), jy[q]);
+                jz[q] = fma(m_rinv3, fma(-alpha, dz, dvz), jz[q]);
+                if (NEIGH) {
+                    const int j = base + k;
+                    const T d2 = (dx * dx + dy * dy) + dz * dz;
+                    const bool other = j != own[q] && j < n_sources;
+                    if (other && d2 < best[q]) {
+                        best[q] = d2;
+                        arg[q] = j;
+                    }
+                    if (other && d2 <= h2[q]) {
+                        const u32 slot = atomicAdd(&x.counts[first + q], 1u);
+                        if (slot < (u32)x.capacity) x.lists[(size_t)(first + q) * x.capacity + slot] = (u32)j;
+                    }
                 }
             }
         }
     }
-    if (TP > 1) {
-        ax = lane_sum<TP>(ax); ay = lane_sum<TP>(ay); az = lane_sum<TP>(az);
-        if (POT) phi = lane_sum<TP>(phi);
-        jx = lane_sum<TP>(jx); jy = lane_sum<TP>(jy); jz = lane_sum<TP>(jz);
-        if (NEIGH) {
 #pragma unroll
-            for (int off = TP / 2; off > 0; off >>= 1)
-                keep_nearer(best, arg, __shfl_xor_sync(0xffffffffu, best, off), __shfl_xor_sync(0xffffffffu, arg, off));
+    for (int q = 0; q < NI; ++q) {
+        if (TP > 1) {
+            ax[q] = lane_sum<TP>(ax[q]); ay[q] = lane_sum<TP>(ay[q]); az[q] = lane_sum<TP>(az[q]);
+            if (POT) phi[q] = lane_sum<TP>(phi[q]);
+            jx[q] = lane_sum<TP>(jx[q]); jy[q] = lane_sum<TP>(jy[q]); jz[q] = lane_sum<TP>(jz[q]);
+            if (NEIGH) {
+#pragma unroll
+                for (int off = TP / 2; off > 0; off >>= 1)
+                    keep_nearer(best[q], arg[q], __shfl_xor_sync(0xffffffffu, best[q], off),
+                                __shfl_xor_sync(0xffffffffu, arg[q], off));
+            }
         }
-    }
-    if (slice != 0 || !real) return;
-    if (gridDim.y > 1) {
-        const size_t at = (size_t)blockIdx.y * n_targets + i;
-        v4 a, jk;
-        a.x = ax; a.y = ay; a.z = az; a.w = phi;
-        jk.x = jx; jk.y = jy; jk.z = jz; jk.w = best;
-        x.acc_part[at] = a;
-        x.jerk_part[at] = jk;
-        if (NEIGH) x.near_part[at] = arg;
-        return;
-    }
-    finish<T, POT, MASKED>(out, i, p.w, eps2, g, ax, ay, az, phi, self_t0, self_len);
-    v4 jo = jerk_out[i];
-    jo.x += g * jx; jo.y += g * jy; jo.z += g * jz;
-    jerk_out[i] = jo;
-    if (NEIGH) {
-        x.near_index[i] = arg;
-        x.near_r2[i] = best;
+        const int i = first + q;
+        if (slice != 0 || i >= n_targets) continue;
+        if (gridDim.y > 1) {
+            const size_t at = (size_t)blockIdx.y * n_targets + i;
+            v4 a, jk;
+            a.x = ax[q]; a.y = ay[q]; a.z = az[q]; a.w = phi[q];
+            jk.x = jx[q]; jk.y = jy[q]; jk.z = jz[q]; jk.w = best[q];
+            x.acc_part[at] = a;
+            x.jerk_part[at] = jk;
+            if (NEIGH) x.near_part[at] = arg[q];
+            continue;
+        }
+        finish<T, POT, MASKED>(out, i, p[q].w, eps2, g, ax[q], ay[q], az[q], phi[q], self_t0, self_len);
+        v4 jo = jerk_out[i];
+        jo.x += g * jx[q]; jo.y += g * jy[q]; jo.z += g * jz[q];
+        jerk_out[i] = jo;
+        if (NEIGH) {
+            x.near_index[i] = arg[q];
+            x.near_r2[i] = best[q];
+        }
     }
 }
 
@@ -395,19 +413,21 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
 TILED_ALL(float, f32)
 TILED_ALL(double, f64)
 
-#define JERK_TP(T, NAME, TP, POT, MASKED, NEIGH)                                                                     \
-    extern "C" __global__ void __launch_bounds__(128) nbody_jerk_##NAME##_tp##TP##_p##POT##_m##MASKED##_n##NEIGH(       \
+#define JERK_TP(T, NAME, TP, NI, POT, MASKED, NEIGH)                                                                 \
+    extern "C" __global__ void __launch_bounds__(128)                                                                  \
+        nbody_jerk_##NAME##_tp##TP##_ni##NI##_p##POT##_m##MASKED##_n##NEIGH(                                           \
         const V4<T>::type *targets, const V4<T>::type *target_vel, int n_targets, const V4<T>::type *sources,         \
         const V4<T>::type *source_vel, int n_sources, int n_sources_padded, int chunk, V4<T>::type *out,               \
         V4<T>::type *jerk, T eps2, T g, int self_t0, int self_s0, int self_len, JerkExtra<T> x) {                      \
-        tiled_jerk<T, 128, TP, POT, MASKED, NEIGH>(targets, target_vel, n_targets, sources, source_vel, n_sources,     \
-                                                   n_sources_padded, chunk, out, jerk, eps2, g, self_t0, self_s0,      \
-                                                   self_len, x);                                                       \
+        tiled_jerk<T, 128, TP, NI, POT, MASKED, NEIGH>(targets, target_vel, n_targets, sources, source_vel, n_sources, \
+                                                       n_sources_padded, chunk, out, jerk, eps2, g, self_t0, self_s0,  \
+                                                       self_len, x);                                                   \
     }
 
 #define JERK(T, NAME, POT, MASKED, NEIGH)                                                                              \
-    JERK_TP(T, NAME, 1, POT, MASKED, NEIGH)                                                                            \
-    JERK_TP(T, NAME, 4, POT, MASKED, NEIGH)                                                                            \
+    JERK_TP(T, NAME, 1, 1, POT, MASKED, NEIGH)                                                                         \
+    JERK_TP(T, NAME, 1, 2, POT, MASKED, NEIGH)                                                                         \
+    JERK_TP(T, NAME, 4, 1, POT, MASKED, NEIGH)                                                                         \
     extern "C" __global__ void nbody_jerk_reduce_##NAME##_p##POT##_m##MASKED##_n##NEIGH(                               \
         const V4<T>::type *targets, int n_targets, int chunks, V4<T>::type *out, V4<T>::type *jerk, T eps2, T g,       \
         int self_t0, int self_len, JerkExtra<T> x) {                                                                   \

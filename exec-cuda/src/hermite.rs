@@ -296,8 +296,16 @@ impl<T: DeviceReal> DeviceHermite<T> {
         .map_err(cuda("launching the Hermite gather"))?;
         let bufs =
             JerkBuffers { targets: tpos, target_vel: tvel, sources: ppos, source_vel: pvel, out: field, jerk: jout };
-        let staged =
-            Staged::resident(bufs, na, n, self.padded, exec.info.sm_count, &mut self.partials, size_of::<T>())?;
+        let staged = Staged::resident(
+            bufs,
+            na,
+            n,
+            self.padded,
+            exec.info.sm_count,
+            exec.jerk_per_thread,
+            &mut self.partials,
+            size_of::<T>(),
+        )?;
         exec.launch_jerk(&staged, &self.params)?;
         let (block, dt_max) = match self.steps_kind {
             Steps::Block { dt_max } => (1, dt_max),

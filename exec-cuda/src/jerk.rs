@@ -42,29 +42,42 @@ unsafe impl DeviceCopy for JerkExtra {}
 pub(crate) struct Plan {
     /// Threads per target (1, or 4 when fewer than a block's worth of targets).
     pub threads_per_target: usize,
+    /// Targets per thread (2 from [`TWO_PER_THREAD`] targets up, else 1).
+    pub targets_per_thread: usize,
     /// Sources per chunk (a multiple of the block) and the number of chunks.
     pub chunk: usize,
     pub chunks: usize,
 }
 
+/// Targets from which each thread takes two (each shared-memory load then serves two
+/// interactions; below this, the blocks would be too few).
+pub(crate) const TWO_PER_THREAD: usize = 8 * BLOCK;
+
 impl Plan {
-    /// One thread per target while there are a block's worth of targets, four below;
+    /// One thread per target while there are a block's worth of targets, four below
+    /// (and two targets per thread from [`TWO_PER_THREAD`] up, or `per_thread` if given);
     /// then, if the blocks cannot give every multiprocessor [`BLOCKS_PER_SM`], the
     /// sources are cut into chunks (each of at least [`MIN_CHUNK_TILES`] tiles) that
     /// separate blocks sum, combined afterwards in chunk order.
-    pub(crate) fn new(n_targets: usize, n_sources_padded: usize, sm_count: u32) -> Self {
+    pub(crate) fn new(n_targets: usize, n_sources_padded: usize, sm_count: u32, per_thread: Option<usize>) -> Self {
         let threads_per_target = if n_targets >= BLOCK { 1 } else { 4 };
-        let blocks = n_targets.div_ceil(BLOCK / threads_per_target).max(1);
+        let targets_per_thread = match per_thread {
+            Some(2) if threads_per_target == 1 => 2,
+            Some(_) => 1,
+            None if n_targets >= TWO_PER_THREAD => 2,
+            None => 1,
+        };
+        let blocks = n_targets.div_ceil(BLOCK / threads_per_target * targets_per_thread).max(1);
         let want = BLOCKS_PER_SM * sm_count as usize;
         let most = (n_sources_padded / (MIN_CHUNK_TILES * BLOCK)).max(1);
         let chunks = want.div_ceil(blocks).clamp(1, most);
         let chunk = n_sources_padded.div_ceil(chunks).next_multiple_of(BLOCK).max(BLOCK);
         let chunks = n_sources_padded.div_ceil(chunk).max(1);
-        Plan { threads_per_target, chunk, chunks }
+        Plan { threads_per_target, targets_per_thread, chunk, chunks }
     }
 
     fn blocks(&self, n_targets: usize) -> u32 {
-        n_targets.div_ceil(BLOCK / self.threads_per_target) as u32
+        n_targets.div_ceil(BLOCK / self.threads_per_target * self.targets_per_thread) as u32
     }
 }
 
@@ -106,16 +119,18 @@ pub(crate) struct Staged {
 impl Staged {
     /// A call on buffers the caller owns (device-resident particles), without neighbours;
     /// `partials` supplies the split launch's partial sums (grown as needed).
+    #[allow(clippy::too_many_arguments)] // sizes and buffers of a resident launch
     pub(crate) fn resident(
         bufs: JerkBuffers,
         n: usize,
         n_src: usize,
         padded: usize,
         sm_count: u32,
+        per_thread: Option<usize>,
         partials: &mut [crate::memory::Scratch; 3],
         t_size: usize,
     ) -> Result<Self, Error> {
-        let plan = Plan::new(n, padded, sm_count);
+        let plan = Plan::new(n, padded, sm_count, per_thread);
         let mut extra = JerkExtra::none();
         if plan.chunks > 1 {
             let parts = plan.chunks * n;
@@ -186,7 +201,7 @@ impl CudaExecutor {
         upload_padded(sv, bytemuck::cast_slice(sources.vel), padded * vsize)?;
         let j = me.scratch[crate::EXTRA_C].reserve(std::mem::size_of_val(jerk))?;
         upload_padded(j, bytemuck::cast_slice(jerk), 0)?;
-        let plan = Plan::new(n, padded, me.info.sm_count);
+        let plan = Plan::new(n, padded, me.info.sm_count, me.jerk_per_thread);
         let v4 = 4 * size_of::<T>();
         let mut extra = JerkExtra::none();
         if plan.chunks > 1 {
@@ -232,7 +247,12 @@ impl CudaExecutor {
         let (t0, s0, len) = params.overlap.resolve(n);
         let JerkBuffers { targets: tx, target_vel: txv, sources: sx, source_vel: sxv, out: o, jerk: jo } = st.bufs;
         let (eps2, g, stream) = (params.eps2(), params.g, &self.stream);
-        let name = format!("nbody_jerk_{}_tp{}_p{pot}_m{masked}_n{neigh}", T::TAG, plan.threads_per_target);
+        let name = format!(
+            "nbody_jerk_{}_tp{}_ni{}_p{pot}_m{masked}_n{neigh}",
+            T::TAG,
+            plan.threads_per_target,
+            plan.targets_per_thread
+        );
         let f = self.function(&name)?;
         let grid = (plan.blocks(n), plan.chunks as u32);
         debug_assert!(st.padded.is_multiple_of(SOURCE_PAD) && plan.chunk.is_multiple_of(BLOCK));
@@ -300,14 +320,16 @@ mod tests {
 
     #[test]
     fn few_targets_split_the_sources_to_fill_the_gpu() {
-        let p = Plan::new(256, 1 << 20, 132);
+        let p = Plan::new(256, 1 << 20, 132, None);
         assert_eq!(p.threads_per_target, 1);
         assert!(p.chunks * p.blocks(256) as usize >= 3 * 132, "{p:?}"); // chunks rounded to whole tiles
         assert!(p.chunk.is_multiple_of(BLOCK) && p.chunk * p.chunks >= 1 << 20 && p.chunk * (p.chunks - 1) < 1 << 20);
-        let dense = Plan::new(1 << 20, 1 << 20, 132);
-        assert_eq!((dense.threads_per_target, dense.chunks), (1, 1));
-        let tiny = Plan::new(10, 2048, 132);
+        let dense = Plan::new(1 << 20, 1 << 20, 132, None);
+        assert_eq!((dense.threads_per_target, dense.targets_per_thread, dense.chunks), (1, 2, 1));
+        assert_eq!(Plan::new(1 << 20, 1 << 20, 132, Some(1)).targets_per_thread, 1);
+        assert_eq!(Plan::new(100, 1 << 20, 132, Some(2)).targets_per_thread, 1); // four threads per target
+        let tiny = Plan::new(10, 2048, 132, None);
         assert_eq!((tiny.threads_per_target, tiny.chunks), (4, 2)); // chunks of at least 8 tiles
-        assert_eq!(Plan::new(5, 256, 132).chunks, 1);
+        assert_eq!(Plan::new(5, 256, 132, None).chunks, 1);
     }
 }

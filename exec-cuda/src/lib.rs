@@ -85,6 +85,8 @@ pub struct CudaExecutor {
     tuned: HashMap<(&'static str, bool, bool, u32, u32), LaunchConfig>,
     autotune: bool,
     forced: Option<LaunchConfig>,
+    /// Targets per thread of the jerk kernel, when forced (benchmarks).
+    jerk_per_thread: Option<usize>,
     /// Test hook: the next tiled launch asks for an impossible block size, so the
     /// driver refuses it (see [`CudaExecutor::fail_next_launch`]).
     sabotage: std::cell::Cell<bool>,
@@ -106,6 +108,12 @@ const EXTRA_C: usize = 5;
 const SELF_COUNTS: usize = 6;
 
 impl CudaExecutor {
+    /// Forces the jerk kernel's targets per thread (1 or 2; `None`: the executor's
+    /// choice), for benchmarks that compare the variants.
+    pub fn force_jerk_targets_per_thread(&mut self, n: Option<usize>) {
+        self.jerk_per_thread = n;
+    }
+
     /// Opens GPU 0. Returns [`Error::NoDevice`] when there is no driver or no GPU.
     pub fn new() -> Result<Self, Error> {
         Self::on_device(0)
@@ -124,6 +132,7 @@ impl CudaExecutor {
             tuned: HashMap::new(),
             autotune: false,
             forced: None,
+            jerk_per_thread: None,
             sabotage: std::cell::Cell::new(false),
             stream,
             module,

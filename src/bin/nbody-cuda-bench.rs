@@ -232,7 +232,7 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
             requirement: "below its bound before timing",
         });
     }
-    println!("{:>9} {:>9} {:>10} {:>11} {:>13}", "targets", "sources", "neighbours", "time", "interact/s");
+    println!("{:>9} {:>9} {:>10} {:>4} {:>11} {:>13}", "targets", "sources", "neighbours", "ni", "time", "interact/s");
     let dense = if quick { vec![65_536] } else { vec![65_536, big] };
     let points: Vec<(usize, usize)> =
         dense.iter().map(|&n| (n, n)).chain([64, 256, 1024, 4096].map(|t| (t, big))).collect();
@@ -240,7 +240,11 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
         let stride = big / nt;
         let tp: Vec<Particle<T>> = (0..nt).map(|k| bodies[k * stride]).collect();
         let tv: Vec<_> = (0..nt).map(|k| vel[k * stride]).collect();
-        for neighbours in [false, true] {
+        // Dense: one target per thread against the default (two from 1,024 targets up).
+        let per_thread: &[Option<usize>] = if nt == ns { &[Some(1), None] } else { &[None] };
+        for (&forced, neighbours) in per_thread.iter().flat_map(|f| [(f, false), (f, true)]) {
+            gpu.force_jerk_targets_per_thread(forced);
+            let ni = forced.unwrap_or(if nt >= 1024 { 2 } else { 1 });
             let reps = if nt * ns > 1 << 36 { 3 } else { 7 };
             let secs = timing::time_jerk(
                 gpu,
@@ -251,9 +255,10 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
                 reps,
             )?;
             let rate = (nt * ns) as f64 / secs;
-            println!("{nt:>9} {ns:>9} {neighbours:>10} {:>9.3}ms {rate:>13.3e}", secs * 1e3);
-            rows.push(json!({"kernel": "jerk", "precision": T::NAME, "targets": nt, "sources": ns, "neighbours": neighbours, "seconds": secs, "interactions_per_second": rate}));
+            println!("{nt:>9} {ns:>9} {neighbours:>10} {ni:>4} {:>9.3}ms {rate:>13.3e}", secs * 1e3);
+            rows.push(json!({"kernel": "jerk", "precision": T::NAME, "targets": nt, "sources": ns, "neighbours": neighbours, "targets_per_thread": ni, "seconds": secs, "interactions_per_second": rate}));
         }
+        gpu.force_jerk_targets_per_thread(None);
     }
     Ok(())
 }

@@ -40,6 +40,7 @@ pub fn all<T: Real, E: Executor<T>>() -> Vec<(&'static str, Check<E>)> {
         ("neighbours_match_oracle", crate::neighbours::neighbours_match_oracle::<T, E>),
         ("neighbour_bad_input", crate::neighbours::neighbour_bad_input::<T, E>),
         ("neighbours_few_targets_many_sources", crate::neighbours::neighbours_few_targets_many_sources::<T, E>),
+        ("jerk_many_targets", crate::neighbours::jerk_many_targets::<T, E>),
     ]
 }
 

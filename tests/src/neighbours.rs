@@ -99,38 +99,67 @@ pub fn neighbours_match_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Re
 /// tree leaf against a long list): the case where executors split the sources over
 /// threads or thread blocks and combine the pieces.
 pub fn neighbours_few_targets_many_sources<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
-    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let c = big_case(37, 30_000, (5, 12_345, 25));
+    for (eps, capacity) in [(1.0 / 64.0, 40), (0.0, 3)] {
+        check_case(e, &Case { eps, ..c.clone() }, capacity, 7, u)?;
+    }
+    Ok(())
+}
+
+/// Many targets (more than a GPU kernel's few-target variants take), with and without
+/// neighbours: the jerk and the neighbours against the oracle.
+pub fn jerk_many_targets<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+    let c = big_case(1_100, 1_200, (40, 300, 1_000));
+    check_case(e, &c, 6, 11, u)?;
+    let (t, s, p) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>());
+    let (tv, sv) = c.velocities::<T>();
+    let mut out = c.before::<T>();
+    let mut jerk = vec![Jerk::zero(); t.len()];
+    e.accelerations_jerk(Bodies { pos: &t, vel: &tv }, Bodies { pos: &s, vel: &sv }, &p, &mut out, &mut jerk)
+        .map_err(|err| format!("{} failed: {err}", e.name()))?;
+    let mut ex = vec![Exact::default(); t.len()];
+    oracle::field(&t, Some(&tv), &s, Some(&sv), &p, &mut ex).map_err(|err| err.to_string())?;
+    compare(&out, &c.before::<T>(), &ex, s.len(), p.potential, u)?;
+    let tol = tolerance(u, s.len());
+    for (i, (j, x)) in jerk.iter().zip(&ex).enumerate() {
+        for (k, got) in j.components().into_iter().enumerate() {
+            if !((got.to_f64() - x.jerk[k]).abs() <= tol * x.jerk_bound) {
+                return Err(format!("target {i}, jerk[{k}]: got {got}, oracle {:e}", x.jerk[k]));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A deterministic case: `n_t` targets, `n_s` further sources, and targets
+/// `shared.0..shared.0 + shared.2` inserted among the sources at `shared.1`. Coordinates
+/// on the 2^-16 grid in [-1, 1] (exact distances), masses in (0, 1], softening 1/64.
+fn big_case(n_t: usize, n_s: usize, (t0, s0, len): (usize, usize, usize)) -> Case {
+    let mut state = 0x2545_f491_4f6c_dd1du64 ^ (n_t as u64);
     let mut next = move |k: i64| {
         state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         ((state >> 33) as i64 % k) as f64
     };
-    // Coordinates on the 2^-16 grid in [-1, 1] (exact distances), masses in (0, 1].
     let mut row = || {
         [next(131_073) - 65_536.0, next(131_073) - 65_536.0, next(131_073) - 65_536.0, next(1024) + 1.0]
             .map(|x| x / 65_536.0)
     };
-    let targets: Vec<[f64; 4]> = (0..37).map(|_| row()).collect();
-    let mut sources: Vec<[f64; 4]> = (0..30_000).map(|_| row()).collect();
-    sources.splice(12_345..12_345, targets[5..30].iter().copied());
-    let before = vec![[0.0; 4]; targets.len()];
+    let targets: Vec<[f64; 4]> = (0..n_t).map(|_| row()).collect();
+    let mut sources: Vec<[f64; 4]> = (0..n_s).map(|_| row()).collect();
+    sources.splice(s0..s0, targets[t0..t0 + len].iter().copied());
     let velocities = (0..targets.len() + sources.len())
         .map(|_| [next(2001) - 1000.0, next(2001) - 1000.0, next(2001) - 1000.0].map(|v| v / 1000.0))
         .collect();
-    let overlap = nbody_core::Overlap::Shared { target_start: 5, source_start: 12_345, len: 25 };
-    for (eps, capacity) in [(1.0 / 64.0, 40), (0.0, 3)] {
-        let c = Case {
-            targets: targets.clone(),
-            sources: sources.clone(),
-            eps,
-            g: 1.0,
-            potential: true,
-            overlap,
-            before: before.clone(),
-            velocities: Vec::clone(&velocities),
-        };
-        check_case(e, &c, capacity, 7, u)?;
+    Case {
+        before: vec![[0.0; 4]; targets.len()],
+        targets,
+        sources,
+        eps: 1.0 / 64.0,
+        g: 1.0,
+        potential: true,
+        overlap: nbody_core::Overlap::Shared { target_start: t0, source_start: s0, len },
+        velocities,
     }
-    Ok(())
 }
 
 /// One neighbour call on case `c` checked against the oracle (see the module docs).
