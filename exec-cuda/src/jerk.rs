@@ -42,29 +42,37 @@ unsafe impl DeviceCopy for JerkExtra {}
 pub(crate) struct Plan {
     /// Threads per target (1, or 4 when fewer than a block's worth of targets).
     pub threads_per_target: usize,
-    /// Targets per thread (2 from [`TWO_PER_THREAD`] targets up, else 1).
+    /// Targets per thread (2 in f64 from [`TWO_PER_THREAD`] targets up, else 1).
     pub targets_per_thread: usize,
     /// Sources per chunk (a multiple of the block) and the number of chunks.
     pub chunk: usize,
     pub chunks: usize,
 }
 
-/// Targets from which each thread takes two (each shared-memory load then serves two
-/// interactions; below this, the blocks would be too few).
+/// Targets from which each thread takes two in f64 (each shared-memory load then serves
+/// two interactions; below this, the blocks would be too few). On the H100 this gave
+/// +5% at N = 65,536 in f64 and lost 3-7% in f32, whose loads are half the size.
 pub(crate) const TWO_PER_THREAD: usize = 8 * BLOCK;
 
 impl Plan {
     /// One thread per target while there are a block's worth of targets, four below
-    /// (and two targets per thread from [`TWO_PER_THREAD`] up, or `per_thread` if given);
+    /// (and in f64, `wide`, two targets per thread from [`TWO_PER_THREAD`] up; or
+    /// `per_thread` if given);
     /// then, if the blocks cannot give every multiprocessor [`BLOCKS_PER_SM`], the
     /// sources are cut into chunks (each of at least [`MIN_CHUNK_TILES`] tiles) that
     /// separate blocks sum, combined afterwards in chunk order.
-    pub(crate) fn new(n_targets: usize, n_sources_padded: usize, sm_count: u32, per_thread: Option<usize>) -> Self {
+    pub(crate) fn new(
+        n_targets: usize,
+        n_sources_padded: usize,
+        sm_count: u32,
+        per_thread: Option<usize>,
+        wide: bool,
+    ) -> Self {
         let threads_per_target = if n_targets >= BLOCK { 1 } else { 4 };
         let targets_per_thread = match per_thread {
             Some(2) if threads_per_target == 1 => 2,
             Some(_) => 1,
-            None if n_targets >= TWO_PER_THREAD => 2,
+            None if wide && n_targets >= TWO_PER_THREAD => 2,
             None => 1,
         };
         let blocks = n_targets.div_ceil(BLOCK / threads_per_target * targets_per_thread).max(1);
@@ -130,7 +138,7 @@ impl Staged {
         partials: &mut [crate::memory::Scratch; 3],
         t_size: usize,
     ) -> Result<Self, Error> {
-        let plan = Plan::new(n, padded, sm_count, per_thread);
+        let plan = Plan::new(n, padded, sm_count, per_thread, t_size == 8);
         let mut extra = JerkExtra::none();
         if plan.chunks > 1 {
             let parts = plan.chunks * n;
@@ -201,7 +209,7 @@ impl CudaExecutor {
         upload_padded(sv, bytemuck::cast_slice(sources.vel), padded * vsize)?;
         let j = me.scratch[crate::EXTRA_C].reserve(std::mem::size_of_val(jerk))?;
         upload_padded(j, bytemuck::cast_slice(jerk), 0)?;
-        let plan = Plan::new(n, padded, me.info.sm_count, me.jerk_per_thread);
+        let plan = Plan::new(n, padded, me.info.sm_count, me.jerk_per_thread, size_of::<T>() == 8);
         let v4 = 4 * size_of::<T>();
         let mut extra = JerkExtra::none();
         if plan.chunks > 1 {
@@ -320,16 +328,17 @@ mod tests {
 
     #[test]
     fn few_targets_split_the_sources_to_fill_the_gpu() {
-        let p = Plan::new(256, 1 << 20, 132, None);
+        let p = Plan::new(256, 1 << 20, 132, None, true);
         assert_eq!(p.threads_per_target, 1);
         assert!(p.chunks * p.blocks(256) as usize >= 3 * 132, "{p:?}"); // chunks rounded to whole tiles
         assert!(p.chunk.is_multiple_of(BLOCK) && p.chunk * p.chunks >= 1 << 20 && p.chunk * (p.chunks - 1) < 1 << 20);
-        let dense = Plan::new(1 << 20, 1 << 20, 132, None);
+        let dense = Plan::new(1 << 20, 1 << 20, 132, None, true);
         assert_eq!((dense.threads_per_target, dense.targets_per_thread, dense.chunks), (1, 2, 1));
-        assert_eq!(Plan::new(1 << 20, 1 << 20, 132, Some(1)).targets_per_thread, 1);
-        assert_eq!(Plan::new(100, 1 << 20, 132, Some(2)).targets_per_thread, 1); // four threads per target
-        let tiny = Plan::new(10, 2048, 132, None);
+        assert_eq!(Plan::new(1 << 20, 1 << 20, 132, Some(1), true).targets_per_thread, 1);
+        assert_eq!(Plan::new(1 << 20, 1 << 20, 132, None, false).targets_per_thread, 1); // f32
+        assert_eq!(Plan::new(100, 1 << 20, 132, Some(2), true).targets_per_thread, 1); // four threads per target
+        let tiny = Plan::new(10, 2048, 132, None, true);
         assert_eq!((tiny.threads_per_target, tiny.chunks), (4, 2)); // chunks of at least 8 tiles
-        assert_eq!(Plan::new(5, 256, 132, None).chunks, 1);
+        assert_eq!(Plan::new(5, 256, 132, None, true).chunks, 1);
     }
 }

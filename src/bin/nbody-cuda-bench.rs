@@ -240,11 +240,11 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
         let stride = big / nt;
         let tp: Vec<Particle<T>> = (0..nt).map(|k| bodies[k * stride]).collect();
         let tv: Vec<_> = (0..nt).map(|k| vel[k * stride]).collect();
-        // Dense: one target per thread against the default (two from 1,024 targets up).
+        // Dense: one target per thread against the default (two in f64 from 1,024 targets up).
         let per_thread: &[Option<usize>] = if nt == ns { &[Some(1), None] } else { &[None] };
         for (&forced, neighbours) in per_thread.iter().flat_map(|f| [(f, false), (f, true)]) {
             gpu.force_jerk_targets_per_thread(forced);
-            let ni = forced.unwrap_or(if nt >= 1024 { 2 } else { 1 });
+            let ni = forced.unwrap_or(if nt >= 1024 && T::NAME == "f64" { 2 } else { 1 });
             let reps = if nt * ns > 1 << 36 { 3 } else { 7 };
             let secs = timing::time_jerk(
                 gpu,
