@@ -15,6 +15,10 @@ pub enum Array {
     SourceVelocities,
     /// The particle array of a batched call.
     Particles,
+    /// The target accelerations (snap kernel).
+    TargetAccelerations,
+    /// The source accelerations (snap kernel).
+    SourceAccelerations,
 }
 
 impl fmt::Display for Array {
@@ -25,6 +29,8 @@ impl fmt::Display for Array {
             Array::TargetVelocities => "target velocities",
             Array::SourceVelocities => "source velocities",
             Array::Particles => "particles",
+            Array::TargetAccelerations => "target accelerations",
+            Array::SourceAccelerations => "source accelerations",
         })
     }
 }

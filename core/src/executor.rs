@@ -21,6 +21,25 @@ pub struct Bodies<'a, T: Real> {
     pub vel: &'a [Velocity<T>],
 }
 
+/// Positions, velocities and accelerations of one set of bodies, for the snap kernel
+/// (sixth-order Hermite). Accelerations are [`Field`]s; their `phi` is not read.
+///
+/// ```
+/// use nbody_core::{Field, Kinematics, Particle, Velocity};
+/// let (p, v, a) = ([Particle::new(0.0f64, 0.0, 0.0, 1.0)], [Velocity::new(1.0, 0.0, 0.0)], [Field::zero()]);
+/// let k = Kinematics { pos: &p, vel: &v, acc: &a };
+/// assert_eq!(k.acc.len(), 1);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Kinematics<'a, T: Real> {
+    /// Positions and masses.
+    pub pos: &'a [Particle<T>],
+    /// Velocities, one per particle.
+    pub vel: &'a [Velocity<T>],
+    /// Accelerations, one per particle.
+    pub acc: &'a [Field<T>],
+}
+
 /// A half-open index range `start..end` into a particle array, `Pod` so that an
 /// interaction list can be copied to a device as it is.
 ///
@@ -210,6 +229,39 @@ pub trait Executor<T: Real> {
         Ok(())
     }
 
+    /// [`Executor::accelerations_jerk`] plus the snap (the acceleration's second time
+    /// derivative, [`crate::kernel::pair_snap`]), added into `snap`, for sixth-order
+    /// Hermite; the bodies carry their accelerations. The default runs the plain loops
+    /// of [`crate::Reference`] on the caller's thread, in the caller's precision: every
+    /// executor offers it, none faster yet.
+    ///
+    /// ```
+    /// use nbody_core::{Executor, Field, Jerk, Kinematics, Params, Particle, Reference, Velocity};
+    /// // Two bodies at rest, 2 apart: the snap is G m times the relative acceleration term.
+    /// let p = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(2.0, 0.0, 0.0, 1.0)];
+    /// let v = [Velocity::new(0.0, 0.0, 0.0); 2];
+    /// let a = [Field::new(0.25, 0.0, 0.0, 0.0), Field::new(-0.25, 0.0, 0.0, 0.0)];
+    /// let k = Kinematics { pos: &p, vel: &v, acc: &a };
+    /// let (mut out, mut jerk, mut snap) = ([Field::zero(); 2], [Jerk::zero(); 2], [Jerk::zero(); 2]);
+    /// Reference.accelerations_snap(k, k, &Params::softened(0.0).with_overlap_identical(), &mut out, &mut jerk, &mut snap)?;
+    /// assert_eq!(out[0].ax, 0.25);
+    /// assert_eq!(jerk[0].jx, 0.0);
+    /// // da = -0.5 along x, r = 2: m da / r^3 - 3 beta A0 with beta = d.da / r^2 = -0.25.
+    /// assert!((snap[0].jx - (-0.5 / 8.0 + 0.75 * 0.25)).abs() < 1e-15);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    fn accelerations_snap(
+        &mut self,
+        targets: Kinematics<'_, T>,
+        sources: Kinematics<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        snap: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        snap_reference(targets, sources, params, out, jerk, snap)
+    }
+
     /// Runs every pair of `list` over `particles`, adding into `out` (one entry per
     /// particle). `params.overlap` is ignored: each pair's overlap follows from its spans
     /// ([`Overlap::between`]). The default runs the pairs one call at a time; executors
@@ -307,6 +359,17 @@ macro_rules! forward_executor {
             ) -> Result<(), Error> {
                 (**self).accelerations_jerk_neighbours(targets, sources, params, out, jerk, neighbours)
             }
+            fn accelerations_snap(
+                &mut self,
+                targets: Kinematics<'_, T>,
+                sources: Kinematics<'_, T>,
+                params: &Params<T>,
+                out: &mut [Field<T>],
+                jerk: &mut [Jerk<T>],
+                snap: &mut [Jerk<T>],
+            ) -> Result<(), Error> {
+                (**self).accelerations_snap(targets, sources, params, out, jerk, snap)
+            }
             fn accelerations_batch(
                 &mut self,
                 particles: &[Particle<T>],
@@ -338,6 +401,42 @@ forward_executor!(
     #[cfg(feature = "alloc")]
     alloc::boxed::Box<E>
 );
+
+/// The snap call in plain loops (see [`Executor::accelerations_snap`]): validates
+/// everything first, then adds into the outputs.
+pub fn snap_reference<T: Real>(
+    targets: Kinematics<'_, T>,
+    sources: Kinematics<'_, T>,
+    params: &Params<T>,
+    out: &mut [Field<T>],
+    jerk: &mut [Jerk<T>],
+    snap: &mut [Jerk<T>],
+) -> Result<(), Error> {
+    let (tb, sb) = (Bodies { pos: targets.pos, vel: targets.vel }, Bodies { pos: sources.pos, vel: sources.vel });
+    validate::jerk_call(&tb, &sb, params, out.len(), jerk.len())?;
+    validate::length("snap output", targets.pos.len(), snap.len())?;
+    validate::accelerations(targets.acc, targets.pos.len(), Array::TargetAccelerations)?;
+    validate::accelerations(sources.acc, sources.pos.len(), Array::SourceAccelerations)?;
+    // A shared particle has one acceleration; two would give its pair with itself a snap.
+    let (t0, s0, len) = params.overlap.resolve(targets.pos.len());
+    if let Some(k) = (0..len).find(|&k| targets.acc[t0 + k].acceleration() != sources.acc[s0 + k].acceleration()) {
+        return Err(Error::OverlapMismatch { target: t0 + k, source: s0 + k });
+    }
+    let (eps2, masked) = (params.eps2(), params.masked());
+    for i in 0..targets.pos.len() {
+        let t = [targets.pos[i].position(), targets.vel[i].components(), targets.acc[i].acceleration()];
+        let (mut sums, mut jsums, mut ssums) = (Field::zero(), Jerk::zero(), Jerk::zero());
+        for j in 0..sources.pos.len() {
+            let (vj, aj) = (sources.vel[j].components(), sources.acc[j].acceleration());
+            crate::kernel::pair_snap(t, &sources.pos[j], vj, aj, eps2, masked, &mut sums, &mut jsums, &mut ssums);
+        }
+        crate::reference::subtract_self(params, sources.pos, i, &mut sums);
+        crate::kernel::finish(params.g, &sums, params.potential, &mut out[i]);
+        crate::kernel::finish_jerk(params.g, &jsums, &mut jerk[i]);
+        crate::kernel::finish_jerk(params.g, &ssums, &mut snap[i]);
+    }
+    Ok(())
+}
 
 /// What a batched call checks before it computes anything.
 pub fn validate_batch<T: Real>(

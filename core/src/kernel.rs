@@ -73,6 +73,49 @@ pub fn pair_jerk<T: Real>(
     jerk.jz = jerk.jz + m_rinv3 * (dvz - alpha * dz);
 }
 
+/// [`pair`] plus the jerk and the snap (the acceleration's second derivative), for
+/// sixth-order Hermite (Nitadori & Makino 2008): with `d`, `dv`, `da` the relative
+/// position, velocity and acceleration, `α = d·dv / r²`, `β = (|dv|² + d·da) / r² + α²`,
+///
+/// ```text
+/// A0 = m d / r³,  A1 = m dv / r³ − 3α A0,  A2 = m da / r³ − 6α A1 − 3β A0
+/// ```
+///
+/// added into the acceleration, `jerk` and `snap` sums. `xi`, `vi`, `ai` are the target's
+/// position, velocity and acceleration; `vj`, `aj` the source's.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the physics has this many inputs
+pub fn pair_snap<T: Real>(
+    [xi, vi, ai]: [[T; 3]; 3],
+    src: &Particle<T>,
+    vj: [T; 3],
+    aj: [T; 3],
+    eps2: T,
+    masked: bool,
+    acc: &mut Field<T>,
+    jerk: &mut Jerk<T>,
+    snap: &mut Jerk<T>,
+) {
+    let (d, rinv, m_rinv3) = pair(xi, src, eps2, masked, acc);
+    let dv: [T; 3] = core::array::from_fn(|k| vj[k] - vi[k]);
+    let da: [T; 3] = core::array::from_fn(|k| aj[k] - ai[k]);
+    let dot = |a: &[T; 3], b: &[T; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    let rinv2 = rinv * rinv;
+    let alpha = dot(&d, &dv) * rinv2;
+    let beta = (dot(&dv, &dv) + dot(&d, &da)) * rinv2 + alpha * alpha;
+    let three = T::from_f64(3.0);
+    let a0: [T; 3] = core::array::from_fn(|k| m_rinv3 * d[k]);
+    let a1: [T; 3] = core::array::from_fn(|k| m_rinv3 * dv[k] - three * alpha * a0[k]);
+    let a2: [T; 3] =
+        core::array::from_fn(|k| m_rinv3 * da[k] - T::from_f64(6.0) * alpha * a1[k] - three * beta * a0[k]);
+    jerk.jx = jerk.jx + a1[0];
+    jerk.jy = jerk.jy + a1[1];
+    jerk.jz = jerk.jz + a1[2];
+    snap.jx = snap.jx + a2[0];
+    snap.jy = snap.jy + a2[1];
+    snap.jz = snap.jz + a2[2];
+}
+
 /// The potential a particle of mass `m` adds to itself through the softened kernel
 /// (without G and sign): `m / ε`. Executors add `G · self_potential` to `phi` of every
 /// target that is also a source when ε² > 0.

@@ -44,7 +44,7 @@ pub mod rsqrt;
 pub mod validate;
 
 pub use error::{Array, Error};
-pub use executor::{validate_batch, Bodies, Executor, InteractionList, Pair, Span};
+pub use executor::{snap_reference, validate_batch, Bodies, Executor, InteractionList, Kinematics, Pair, Span};
 #[cfg(feature = "alloc")]
 pub use layout::Soa;
 pub use layout::{Field, Jerk, Particle, SoaMut, SoaRef, Velocity};

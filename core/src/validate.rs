@@ -66,6 +66,16 @@ pub fn velocities<T: Real>(vs: &[Velocity<T>], n: usize, array: Array) -> Result
     }
 }
 
+/// Checks an acceleration array (snap kernel): length `n`, finite x, y, z (`phi` unread).
+pub fn accelerations<T: Real>(acc: &[crate::Field<T>], n: usize, array: Array) -> Result<(), Error> {
+    let what = if array == Array::TargetAccelerations { "target accelerations" } else { "source accelerations" };
+    length(what, n, acc.len())?;
+    match acc.iter().position(|a| !(a.ax.is_finite() && a.ay.is_finite() && a.az.is_finite())) {
+        Some(index) => Err(Error::NonFinite { array, index }),
+        None => Ok(()),
+    }
+}
+
 /// Checks `found == expected`.
 pub fn length(what: &'static str, expected: usize, found: usize) -> Result<(), Error> {
     if expected == found {

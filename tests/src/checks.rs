@@ -41,6 +41,7 @@ pub fn all<T: Real, E: Executor<T>>() -> Vec<(&'static str, Check<E>)> {
         ("neighbour_bad_input", crate::neighbours::neighbour_bad_input::<T, E>),
         ("neighbours_few_targets_many_sources", crate::neighbours::neighbours_few_targets_many_sources::<T, E>),
         ("jerk_many_targets", crate::neighbours::jerk_many_targets::<T, E>),
+        ("snap_matches_oracle", crate::snap::snap_matches_oracle::<T, E>),
     ]
 }
 

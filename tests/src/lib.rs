@@ -25,6 +25,7 @@ mod checks;
 pub mod fuzz;
 mod gen;
 mod neighbours;
+mod snap;
 
 pub use gen::Case;
 pub use libtest_mimic::{self, Arguments, Failed, Trial};
