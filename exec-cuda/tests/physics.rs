@@ -32,6 +32,7 @@ fn main() {
         ("block_time_steps_plummer", || on_gpu(plummer_block_hermite)),
         ("block_time_steps_kepler", || on_gpu(kepler_block_hermite)),
         ("device_block_hermite_agrees_with_block_hermite", || on_gpu(device_block_hermite)),
+        ("kepler_hermite6_sixth_order", || on_gpu(kepler_hermite6_sixth_order)),
         ("device_shared_hermite_agrees_with_hermite", || on_gpu(device_shared_hermite)),
     ];
     let trials = checks

@@ -8,6 +8,8 @@
 //! - [`Hermite`]: 4th-order predictor-corrector with a shared adaptive step.
 //! - [`BlockHermite`]: the same with individual power-of-two steps; only active
 //!   particles are targets.
+//! - [`Hermite6`]: 6th-order Hermite (acceleration, jerk and snap from the kernel),
+//!   shared adaptive or fixed step.
 //! - [`DormandPrince`]: adaptive embedded Runge-Kutta 5(4).
 //! - [`ics`]: Plummer sphere, cold sphere, Kepler orbit, figure-eight.
 //! - [`diagnostics`]: energies, momenta, centre of mass, virial ratio.
@@ -23,6 +25,7 @@
 mod block;
 mod checkpoint;
 mod hermite;
+mod hermite6;
 pub mod ics;
 mod leapfrog;
 mod rk;
@@ -31,6 +34,7 @@ mod state;
 pub use block::BlockHermite;
 pub use checkpoint::{Checkpoint, Words};
 pub use hermite::{Criterion, Hermite};
+pub use hermite6::Hermite6;
 pub use leapfrog::Leapfrog;
 pub use rk::DormandPrince;
 pub use state::{diagnostics, diagnostics_combined, Diagnostics, State, StepTiming};

@@ -73,3 +73,9 @@ fn block_time_steps_plummer_and_kepler() {
     plummer_block_hermite(&mut mixed()).expect("mixed");
     kepler_block_hermite(&mut mixed()).expect("mixed");
 }
+
+#[test]
+fn kepler_e05_hermite6_sixth_order() {
+    kepler_hermite6_sixth_order(&mut Reference).expect("reference");
+    kepler_hermite6_sixth_order(&mut cpu()).expect("cpu");
+}
