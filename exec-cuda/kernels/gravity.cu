@@ -91,11 +91,15 @@ __device__ __forceinline__ void finish(typename V4<T>::type *out, int i, T m_i, 
 }
 
 // The tiled kernel. Block of B threads = B/TP target groups x TP slices; each group holds
-// NI targets. Sources are padded with massless particles to a multiple of B.
+// NI targets. Sources are padded with massless particles to a multiple of B. When the
+// targets cannot fill the GPU, gridDim.y > 1 blocks share a target group, each summing
+// one chunk of `chunk` sources (a multiple of B) into `partial[blockIdx.y][target]`, and
+// nbody_tiled_reduce adds the chunks in order and finishes.
 template <typename T, int B, int TP, int NI, bool POT, bool MASKED>
 __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ targets, int n_targets,
                                       const typename V4<T>::type *__restrict__ sources, int n_sources_padded,
-                                      typename V4<T>::type *__restrict__ out, T eps2, T g, int self_t0, int self_len) {
+                                      typename V4<T>::type *__restrict__ out, T eps2, T g, int self_t0, int self_len,
+                                      int chunk, typename V4<T>::type *__restrict__ partial) {
     typedef typename V4<T>::type v4;
     // Two tiles: while one is read, the next is stored into the other, so each tile costs
     // one barrier, not two.
@@ -109,12 +113,13 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         xi[k] = p.x; yi[k] = p.y; zi[k] = p.z; mi[k] = p.w;
         ax[k] = 0; ay[k] = 0; az[k] = 0; phi[k] = 0;
     }
-    if (n_sources_padded > 0) tile[0][threadIdx.x] = sources[threadIdx.x];
+    const int begin = blockIdx.y * chunk, end = min(begin + chunk, n_sources_padded);
+    if (begin < end) tile[0][threadIdx.x] = sources[begin + threadIdx.x];
     __syncthreads();
     int buf = 0;
-    for (int base = 0; base < n_sources_padded; base += B, buf ^= 1) {
+    for (int base = begin; base < end; base += B, buf ^= 1) {
         // The next tile's global load is issued first and lands while this one is computed.
-        const bool more = base + B < n_sources_padded;
+        const bool more = base + B < end;
         v4 next;
         if (more) next = sources[base + B + threadIdx.x];
         // B / TP iterations, known at compile time: fully unrolled when short.
@@ -140,10 +145,34 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     }
     if (slice == 0) {
 #pragma unroll
-        for (int k = 0; k < NI; ++k)
-            if (first + k < n_targets)
+        for (int k = 0; k < NI; ++k) {
+            if (first + k >= n_targets) continue;
+            if (gridDim.y > 1) {
+                v4 a;
+                a.x = ax[k]; a.y = ay[k]; a.z = az[k]; a.w = phi[k];
+                partial[(size_t)blockIdx.y * n_targets + first + k] = a;
+            } else {
                 finish<T, POT, MASKED>(out, first + k, mi[k], eps2, g, ax[k], ay[k], az[k], phi[k], self_t0, self_len);
+            }
+        }
     }
+}
+
+// Adds the chunks of a source-split tiled launch in chunk order, then finishes. One
+// thread per target.
+template <typename T, bool POT, bool MASKED>
+__device__ __forceinline__ void tiled_reduce(const typename V4<T>::type *__restrict__ targets, int n_targets,
+                                             int chunks, const typename V4<T>::type *__restrict__ partial,
+                                             typename V4<T>::type *__restrict__ out, T eps2, T g, int self_t0,
+                                             int self_len) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_targets) return;
+    T ax = 0, ay = 0, az = 0, phi = 0;
+    for (int c = 0; c < chunks; ++c) {
+        const typename V4<T>::type a = partial[(size_t)c * n_targets + i];
+        ax += a.x; ay += a.y; az += a.z; phi += a.w;
+    }
+    finish<T, POT, MASKED>(out, i, targets[i].w, eps2, g, ax, ay, az, phi, self_t0, self_len);
 }
 
 // What a jerk launch writes besides out and jerk_out. Neighbours (NEIGH): per target
@@ -375,10 +404,20 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
 #define TILED(T, NAME, B, TP, NI, POT, MASKED)                                                                         \
     extern "C" __global__ void __launch_bounds__(B) nbody_tiled_##NAME##_b##B##_tp##TP##_ni##NI##_p##POT##_m##MASKED( \
         const V4<T>::type *targets, int n_targets, const V4<T>::type *sources, int n_sources_padded,                  \
-        V4<T>::type *out, T eps2, T g, int self_t0, int self_len) {                                                    \
+        V4<T>::type *out, T eps2, T g, int self_t0, int self_len, int chunk, V4<T>::type *partial) {                   \
         tiled<T, B, TP, NI, POT, MASKED>(targets, n_targets, sources, n_sources_padded, out, eps2, g, self_t0,         \
-                                         self_len);                                                                    \
+                                         self_len, chunk, partial);                                                    \
     }
+
+#define TILED_REDUCE(T, NAME, POT, MASKED)                                                                             \
+    extern "C" __global__ void nbody_tiled_reduce_##NAME##_p##POT##_m##MASKED(                                         \
+        const V4<T>::type *targets, int n_targets, int chunks, const V4<T>::type *partial, V4<T>::type *out, T eps2,   \
+        T g, int self_t0, int self_len) {                                                                              \
+        tiled_reduce<T, POT, MASKED>(targets, n_targets, chunks, partial, out, eps2, g, self_t0, self_len);             \
+    }
+TILED_REDUCE(float, f32, 0, 0) TILED_REDUCE(float, f32, 0, 1) TILED_REDUCE(float, f32, 1, 0)
+TILED_REDUCE(float, f32, 1, 1) TILED_REDUCE(double, f64, 0, 0) TILED_REDUCE(double, f64, 0, 1)
+TILED_REDUCE(double, f64, 1, 0) TILED_REDUCE(double, f64, 1, 1)
 
 #define TILED_PM(T, NAME, B, TP, NI)                                                                                   \
     TILED(T, NAME, B, TP, NI, 0, 0)                                                                                    \

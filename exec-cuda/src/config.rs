@@ -80,6 +80,30 @@ pub fn choose(n_targets: usize, sm_count: u32) -> LaunchConfig {
         .unwrap_or(LADDER[LADDER.len() - 1])
 }
 
+/// A source chunk holds at least this many tiles, so each block's barriers stay few
+/// against its interactions.
+const MIN_CHUNK_TILES: usize = 8;
+/// Blocks per multiprocessor a source-split launch aims for.
+const BLOCKS_PER_SM: usize = 4;
+
+/// How to cut `n_sources_padded` sources into chunks that separate thread blocks sum
+/// (combined afterwards in chunk order) when `blocks` blocks of `block` threads cannot
+/// give every one of `sm_count` multiprocessors [`BLOCKS_PER_SM`]: `(chunk, chunks)`,
+/// `chunk` a multiple of `block`, each chunk at least [`MIN_CHUNK_TILES`] tiles.
+///
+/// ```
+/// let (chunk, chunks) = nbody_cuda::split_sources(64, 1 << 20, 128, 132);
+/// assert!(chunks > 1 && chunk % 128 == 0 && chunk * chunks >= 1 << 20);
+/// assert_eq!(nbody_cuda::split_sources(1024, 1 << 20, 128, 132).1, 1);
+/// ```
+pub fn split_sources(blocks: usize, n_sources_padded: usize, block: usize, sm_count: u32) -> (usize, usize) {
+    let want = BLOCKS_PER_SM * sm_count as usize;
+    let most = (n_sources_padded / (MIN_CHUNK_TILES * block)).max(1);
+    let chunks = want.div_ceil(blocks.max(1)).clamp(1, most);
+    let chunk = n_sources_padded.div_ceil(chunks).next_multiple_of(block).max(block);
+    (chunk, n_sources_padded.div_ceil(chunk).max(1))
+}
+
 /// Sources are padded with massless particles to a multiple of this (the largest block),
 /// so no variant needs a bounds test in its inner loop.
 pub const SOURCE_PAD: usize = 256;

@@ -12,11 +12,6 @@ use nbody_core::{Bodies, Error, Field, Jerk, Params, Velocity};
 
 /// Threads per block of the jerk kernel.
 const BLOCK: usize = 128;
-/// A source chunk holds at least this many tiles, so each block's barriers stay few
-/// against its interactions.
-const MIN_CHUNK_TILES: usize = 8;
-/// Blocks per multiprocessor a split launch aims for.
-const BLOCKS_PER_SM: usize = 4;
 
 /// The kernel's `JerkExtra<T>`: partial sums of a split launch and the neighbour buffers
 /// (null where unused).
@@ -58,9 +53,9 @@ impl Plan {
     /// One thread per target while there are a block's worth of targets, four below
     /// (and in f64, `wide`, two targets per thread from [`TWO_PER_THREAD`] up; or
     /// `per_thread` if given);
-    /// then, if the blocks cannot give every multiprocessor [`BLOCKS_PER_SM`], the
-    /// sources are cut into chunks (each of at least [`MIN_CHUNK_TILES`] tiles) that
-    /// separate blocks sum, combined afterwards in chunk order.
+    /// then, if the blocks cannot fill the GPU, the sources are cut into chunks
+    /// ([`crate::split_sources`]) that separate blocks sum, combined afterwards in chunk
+    /// order.
     pub(crate) fn new(
         n_targets: usize,
         n_sources_padded: usize,
@@ -76,11 +71,7 @@ impl Plan {
             None => 1,
         };
         let blocks = n_targets.div_ceil(BLOCK / threads_per_target * targets_per_thread).max(1);
-        let want = BLOCKS_PER_SM * sm_count as usize;
-        let most = (n_sources_padded / (MIN_CHUNK_TILES * BLOCK)).max(1);
-        let chunks = want.div_ceil(blocks).clamp(1, most);
-        let chunk = n_sources_padded.div_ceil(chunks).next_multiple_of(BLOCK).max(BLOCK);
-        let chunks = n_sources_padded.div_ceil(chunk).max(1);
+        let (chunk, chunks) = crate::split_sources(blocks, n_sources_padded, BLOCK, sm_count);
         Plan { threads_per_target, targets_per_thread, chunk, chunks }
     }
 

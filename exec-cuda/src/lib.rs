@@ -39,7 +39,7 @@ mod resident;
 pub mod timing;
 
 pub use batch::DeviceList;
-pub use config::{choose, instructions_per_interaction, LaunchConfig, CANDIDATES, LADDER, SOURCE_PAD};
+pub use config::{choose, instructions_per_interaction, split_sources, LaunchConfig, CANDIDATES, LADDER, SOURCE_PAD};
 pub use device::DeviceInfo;
 pub use hermite::{DeviceHermite, Steps};
 pub use memory::{DeviceFields, DeviceParticles};
@@ -87,6 +87,9 @@ pub struct CudaExecutor {
     forced: Option<LaunchConfig>,
     /// Targets per thread of the jerk kernel, when forced (benchmarks).
     jerk_per_thread: Option<usize>,
+    /// Partial sums of a source-split tiled launch (grown as needed; behind a RefCell
+    /// because launches borrow the executor's other buffers while they reserve it).
+    split_partials: std::cell::RefCell<Scratch>,
     /// Test hook: the next tiled launch asks for an impossible block size, so the
     /// driver refuses it (see [`CudaExecutor::fail_next_launch`]).
     sabotage: std::cell::Cell<bool>,
@@ -134,6 +137,7 @@ impl CudaExecutor {
             forced: None,
             jerk_per_thread: None,
             sabotage: std::cell::Cell::new(false),
+            split_partials: Default::default(),
             stream,
             module,
             info,
@@ -310,15 +314,36 @@ impl CudaExecutor {
         let stream = &self.stream;
         let (eps2, g) = (params.eps2(), params.g);
         let block = if self.sabotage.replace(false) { 4096 } else { config.block };
+        let blocks = config.blocks(n_targets);
+        let (chunk, chunks) = split_sources(blocks as usize, sources_padded, config.block as usize, self.info.sm_count);
+        let mut partials = self.split_partials.borrow_mut();
+        let partial = if chunks > 1 {
+            ptr(partials.reserve(chunks * n_targets * 4 * size_of::<T>())?)
+        } else {
+            cust::memory::DevicePointer::null()
+        };
         // SAFETY: the buffers hold n_targets targets, sources_padded sources and
-        // n_targets outputs of T lanes, as the kernel's signature expects.
+        // n_targets outputs of T lanes, as the kernel's signature expects; `partial`
+        // holds chunks x n_targets records when chunks > 1 (null and unused otherwise).
         unsafe {
-            launch!(f<<<config.blocks(n_targets), block, 0, stream>>>(
+            launch!(f<<<(blocks, chunks as u32), block, 0, stream>>>(
                 ptr(targets), n_targets as i32, ptr(sources), sources_padded as i32, ptr(out),
-                eps2, g, t0 as i32, len as i32
+                eps2, g, t0 as i32, len as i32, chunk as i32, partial
             ))
         }
-        .map_err(cuda("launching the tiled kernel"))
+        .map_err(cuda("launching the tiled kernel"))?;
+        if chunks > 1 {
+            let f =
+                self.function(&format!("nbody_tiled_reduce_{}_p{}_m{}", T::TAG, params.potential as u8, masked as u8))?;
+            // SAFETY: `partial` holds chunks x n_targets records written above.
+            unsafe {
+                launch!(f<<<n_targets.div_ceil(256) as u32, 256, 0, stream>>>(
+                    ptr(targets), n_targets as i32, chunks as i32, partial, ptr(out), eps2, g, t0 as i32, len as i32
+                ))
+            }
+            .map_err(cuda("launching the tiled reduction"))?;
+        }
+        Ok(())
     }
 
     /// The batched kernel over `n_items` items, then the self-potential fix-up over the

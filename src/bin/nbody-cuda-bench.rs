@@ -260,6 +260,21 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
         }
         gpu.force_jerk_targets_per_thread(None);
     }
+    // The acceleration kernel on the same shapes (its source split for few targets).
+    println!("acceleration only, {}:", T::NAME);
+    let set = gpu.upload(&bodies)?;
+    for nt in [256, 1024, big] {
+        let stride = big / nt;
+        let tp: Vec<Particle<T>> = (0..nt).map(|k| bodies[k * stride]).collect();
+        let tset = gpu.upload(&tp)?;
+        let mut out = gpu.zeroed_fields::<T>(nt)?;
+        let config = nbody::cuda::choose(nt, gpu.info().sm_count);
+        let reps = if nt * big > 1 << 36 { 3 } else { 7 };
+        let secs = timing::time_tiled(gpu, config, &tset, &set, &params, &mut out, reps, 1)?;
+        let rate = (nt * big) as f64 / secs;
+        println!("{nt:>9} {big:>9} {:>9.3}ms {rate:>13.3e}", secs * 1e3);
+        rows.push(json!({"kernel": "acceleration", "precision": T::NAME, "targets": nt, "sources": big, "seconds": secs, "interactions_per_second": rate}));
+    }
     Ok(())
 }
 

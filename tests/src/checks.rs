@@ -42,6 +42,7 @@ pub fn all<T: Real, E: Executor<T>>() -> Vec<(&'static str, Check<E>)> {
         ("neighbours_few_targets_many_sources", crate::neighbours::neighbours_few_targets_many_sources::<T, E>),
         ("jerk_many_targets", crate::neighbours::jerk_many_targets::<T, E>),
         ("snap_matches_oracle", crate::snap::snap_matches_oracle::<T, E>),
+        ("few_targets_many_sources", few_targets_many_sources::<T, E>),
     ]
 }
 
@@ -607,4 +608,17 @@ fn density_map_matches_deposit<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> R
         Err(Error::InvalidParameter { .. }) if grid.iter().all(|&g| g == 0.0) => Ok(()),
         other => Err(format!("a NaN window gave {other:?}")),
     }
+}
+
+/// One call of 37 targets against 30,025 sources, with and without the potential and
+/// softening: where executors split the sources over threads or thread blocks.
+fn few_targets_many_sources<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+    let c = crate::neighbours::big_case(37, 30_000, (5, 12_345, 25));
+    for (eps, potential) in [(1.0 / 64.0, true), (1.0 / 64.0, false), (0.0, true)] {
+        let c = Case { eps, potential, ..c.clone() };
+        let (t, s, p, before) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>(), c.before::<T>());
+        let out = call(e, &t, &s, &p, &before)?;
+        compare(&out, &before, &oracle_of(&t, &s, &p)?, s.len(), p.potential, u)?;
+    }
+    Ok(())
 }

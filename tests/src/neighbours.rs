@@ -134,7 +134,7 @@ pub fn jerk_many_targets<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(
 /// A deterministic case: `n_t` targets, `n_s` further sources, and targets
 /// `shared.0..shared.0 + shared.2` inserted among the sources at `shared.1`. Coordinates
 /// on the 2^-16 grid in [-1, 1] (exact distances), masses in (0, 1], softening 1/64.
-fn big_case(n_t: usize, n_s: usize, (t0, s0, len): (usize, usize, usize)) -> Case {
+pub(crate) fn big_case(n_t: usize, n_s: usize, (t0, s0, len): (usize, usize, usize)) -> Case {
     let mut state = 0x2545_f491_4f6c_dd1du64 ^ (n_t as u64);
     let mut next = move |k: i64| {
         state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
