@@ -80,6 +80,32 @@ pub fn choose(n_targets: usize, sm_count: u32) -> LaunchConfig {
         .unwrap_or(LADDER[LADDER.len() - 1])
 }
 
+/// [`choose`], knowing the sources too: when no rung fills the GPU with its targets
+/// alone, the rung with the most reuse per load takes the call if splitting the
+/// sources over thread blocks ([`split_sources`]) then fills it.
+///
+/// ```
+/// use nbody_cuda::{choose, choose_for, LADDER};
+/// assert_eq!(choose_for(256, 1 << 20, 132), LADDER[0]); // a few targets, many sources
+/// assert_eq!(choose_for(1024, 1024, 132), choose(1024, 132)); // nothing to split
+/// assert_eq!(choose_for(1 << 20, 1 << 20, 132), choose(1 << 20, 132));
+/// ```
+pub fn choose_for(n_targets: usize, n_sources_padded: usize, sm_count: u32) -> LaunchConfig {
+    let c = choose(n_targets, sm_count);
+    let fill = 2 * sm_count as usize;
+    if c.blocks(n_targets) as usize >= fill {
+        return c;
+    }
+    let top = LADDER[0];
+    let blocks = top.blocks(n_targets) as usize;
+    let (_, chunks) = split_sources(blocks, n_sources_padded, top.block as usize, sm_count);
+    if blocks * chunks >= fill {
+        top
+    } else {
+        c
+    }
+}
+
 /// A source chunk holds at least this many tiles, so each block's barriers stay few
 /// against its interactions.
 const MIN_CHUNK_TILES: usize = 8;

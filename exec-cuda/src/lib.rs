@@ -39,7 +39,9 @@ mod resident;
 pub mod timing;
 
 pub use batch::DeviceList;
-pub use config::{choose, instructions_per_interaction, split_sources, LaunchConfig, CANDIDATES, LADDER, SOURCE_PAD};
+pub use config::{
+    choose, choose_for, instructions_per_interaction, split_sources, LaunchConfig, CANDIDATES, LADDER, SOURCE_PAD,
+};
 pub use device::DeviceInfo;
 pub use hermite::{DeviceHermite, Steps};
 pub use memory::{DeviceFields, DeviceParticles};
@@ -278,7 +280,7 @@ impl CudaExecutor {
             return Ok(c);
         }
         if !self.autotune {
-            return Ok(choose(n_t, self.info.sm_count));
+            return Ok(choose_for(n_t, n_s.next_multiple_of(SOURCE_PAD), self.info.sm_count));
         }
         let key = (T::TAG, params.potential, params.masked(), n_t.max(1).ilog2(), n_s.max(1).ilog2());
         if let Some(c) = self.tuned.get(&key) {

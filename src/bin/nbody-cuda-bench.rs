@@ -203,26 +203,26 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
     // Check: 256 targets (copies of bodies, so the oracle counts their self pairs as the
     // kernel does with a disjoint overlap) against every body.
     let idx: Vec<usize> = (0..256).map(|k| k * (big / 256)).collect();
-    let tp: Vec<Particle<T>> = idx.iter().map(|&i| bodies[i]).collect();
+    let tp256: Vec<Particle<T>> = idx.iter().map(|&i| bodies[i]).collect();
     let tv: Vec<_> = idx.iter().map(|&i| vel[i]).collect();
     let (mut out, mut jk) = (vec![Field::zero(); 256], vec![Jerk::zero(); 256]);
     gpu.accelerations_jerk(
-        Bodies { pos: &tp, vel: &tv },
+        Bodies { pos: &tp256, vel: &tv },
         Bodies { pos: &bodies, vel: &vel },
         &params,
         &mut out,
         &mut jk,
     )?;
     let mut truth = vec![oracle::Exact::default(); 16];
-    oracle::field(&tp[..16], Some(&tv[..16]), &bodies, Some(&vel), &params, &mut truth)?;
+    oracle::field(&tp256[..16], Some(&tv[..16]), &bodies, Some(&vel), &params, &mut truth)?;
     let rel = |got: [f64; 3], want: [f64; 3]| {
         let d: f64 = (0..3).map(|k| (got[k] - want[k]).powi(2)).sum::<f64>().sqrt();
         d / want.iter().map(|a| a * a).sum::<f64>().sqrt()
     };
     let (mut ea, mut ej) = (0.0f64, 0.0f64);
     for (k, e) in truth.iter().enumerate() {
-        ea = ea.max(rel(out[k].acceleration().map(|x| x.to_f64()), e.acc));
-        ej = ej.max(rel(jk[k].components().map(|x| x.to_f64()), e.jerk));
+        ea = worst(ea, rel(out[k].acceleration().map(|x| x.to_f64()), e.acc));
+        ej = worst(ej, rel(jk[k].components().map(|x| x.to_f64()), e.jerk));
     }
     let bound = if T::NAME == "f32" { 1e-4 } else { 1e-12 };
     println!("\njerk {}: 256 x {big} check against the f64 oracle (16 targets): acceleration {ea:.2e}, jerk {ej:.2e} (bound {bound:e})", T::NAME);
@@ -260,15 +260,25 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
         }
         gpu.force_jerk_targets_per_thread(None);
     }
-    // The acceleration kernel on the same shapes (its source split for few targets).
-    println!("acceleration only, {}:", T::NAME);
+    // The acceleration kernel on the same shapes (its source split for few targets),
+    // checked first: 256 targets (copies, disjoint) against every body, 16 in the oracle.
+    let mut out = vec![Field::zero(); 256];
+    gpu.accelerations(&tp256, &bodies, &params, &mut out)?;
+    let ea = out.iter().zip(&truth).map(|(f, e)| rel(f.acceleration().map(|x| x.to_f64()), e.acc)).fold(0.0, worst);
+    println!("acceleration only, {}: 256 x {big} check: {ea:.2e} (bound {bound:e})", T::NAME);
+    if ea.is_nan() || ea >= bound {
+        return Err(nbody_core::Error::InvalidParameter {
+            name: "acceleration accuracy check",
+            requirement: "below its bound before timing",
+        });
+    }
     let set = gpu.upload(&bodies)?;
     for nt in [256, 1024, big] {
         let stride = big / nt;
         let tp: Vec<Particle<T>> = (0..nt).map(|k| bodies[k * stride]).collect();
         let tset = gpu.upload(&tp)?;
         let mut out = gpu.zeroed_fields::<T>(nt)?;
-        let config = nbody::cuda::choose(nt, gpu.info().sm_count);
+        let config = nbody::cuda::choose_for(nt, big, gpu.info().sm_count);
         let reps = if nt * big > 1 << 36 { 3 } else { 7 };
         let secs = timing::time_tiled(gpu, config, &tset, &set, &params, &mut out, reps, 1)?;
         let rate = (nt * big) as f64 / secs;
@@ -276,6 +286,16 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
         rows.push(json!({"kernel": "acceleration", "precision": T::NAME, "targets": nt, "sources": big, "seconds": secs, "interactions_per_second": rate}));
     }
     Ok(())
+}
+
+/// The larger of two errors, NaN if either is (a NaN must fail the check, and f64::max
+/// would drop it).
+fn worst(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
 }
 
 /// Seconds per device leapfrog step and per force call alone (events, median of 3).
