@@ -61,6 +61,25 @@ pub(crate) fn corrector([x, v, a0, j0, a1, j1]: [[f64; 3]; 6], dt: f64) -> ([f64
     (x1, v1, a2, a3)
 }
 
+/// Takes shared steps of at most what is left until `s.time == t_end` (the last one
+/// shortened to land on it exactly); `step(s, left)` returns the step taken. Returns the
+/// number of steps. Shared by the fourth- and sixth-order integrators.
+pub(crate) fn advance_shared<T: Real>(
+    s: &mut State<T>,
+    t_end: f64,
+    mut step: impl FnMut(&mut State<T>, f64) -> Result<f64, Error>,
+) -> Result<usize, Error> {
+    let mut steps = 0;
+    while s.time < t_end {
+        let left = t_end - s.time;
+        if step(s, left)? >= left {
+            s.time = t_end;
+        }
+        steps += 1;
+    }
+    Ok(steps)
+}
+
 /// Aarseth's step: `sqrt(eta (|a||a''| + |a'|²) / (|a'||a'''| + |a''|²))`.
 pub(crate) fn aarseth_step(eta: f64, a: [f64; 3], j: [f64; 3], a2: [f64; 3], a3: [f64; 3]) -> f64 {
     let (na, nj, n2, n3) = (norm(a), norm(j), norm(a2), norm(a3));
@@ -248,16 +267,7 @@ impl<T: Real> Hermite<T> {
 
     /// Steps until `s.time == t_end` (the last step is shortened to land on it).
     pub fn advance_to<E: Executor<T>>(&mut self, s: &mut State<T>, e: &mut E, t_end: f64) -> Result<usize, Error> {
-        let mut steps = 0;
-        while s.time < t_end {
-            let left = t_end - s.time;
-            let dt = self.step(s, e, left)?;
-            if dt >= left {
-                s.time = t_end;
-            }
-            steps += 1;
-        }
-        Ok(steps)
+        advance_shared(s, t_end, |s, left| self.step(s, e, left))
     }
 
     /// Diagnostics at the current state (one extra force evaluation).

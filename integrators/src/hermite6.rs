@@ -207,16 +207,7 @@ impl<T: Real> Hermite6<T> {
     /// Steps until `s.time == t_end` (the last step shortened to land on it); returns the
     /// number of steps.
     pub fn advance_to<E: Executor<T>>(&mut self, s: &mut State<T>, e: &mut E, t_end: f64) -> Result<usize, Error> {
-        let mut steps = 0;
-        while s.time < t_end {
-            let left = t_end - s.time;
-            let dt = self.step(s, e, left)?;
-            if dt >= left {
-                s.time = t_end;
-            }
-            steps += 1;
-        }
-        Ok(steps)
+        crate::hermite::advance_shared(s, t_end, |s, left| self.step(s, e, left))
     }
 
     /// Diagnostics at the current state (one extra force evaluation).

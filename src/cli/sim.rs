@@ -317,6 +317,20 @@ mod device {
         }
     }
 
+    /// Diagnostics of host copies of a device system at `time` (lent to a [`State`] and
+    /// back, without copying).
+    fn diagnostics_of<T: DeviceReal>(
+        pos: &mut Vec<Particle<T>>,
+        vel: &mut Vec<Velocity<T>>,
+        time: f64,
+        field: &[Field<T>],
+    ) -> Diagnostics {
+        let s = State { pos: std::mem::take(pos), vel: std::mem::take(vel), time };
+        let d = diagnostics(&s, field);
+        (*pos, *vel) = (s.pos, s.vel);
+        d
+    }
+
     /// A leapfrog whose particles stay on the GPU(s); only diagnostics, snapshots and
     /// pictures copy them back.
     pub struct DeviceLeapfrog<T: DeviceReal, E: Resident<T>> {
@@ -372,11 +386,7 @@ mod device {
             self.download()?;
             let mut field = vec![Field::zero(); self.pos.len()];
             self.exec.field(&mut self.state, &self.params, &mut field)?;
-            let time = E::time(&self.state);
-            let s = State { pos: std::mem::take(&mut self.pos), vel: std::mem::take(&mut self.vel), time };
-            let d = diagnostics(&s, &field);
-            (self.pos, self.vel) = (s.pos, s.vel);
-            Ok(d)
+            Ok(diagnostics_of(&mut self.pos, &mut self.vel, E::time(&self.state), &field))
         }
 
         fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
@@ -461,11 +471,7 @@ mod device {
             let mut field = vec![Field::zero(); self.pos.len()];
             self.gpu.accelerations(&self.pos, &self.pos, &self.params, &mut field)?;
             self.extra += (self.pos.len() as f64).powi(2);
-            let s =
-                State { pos: std::mem::take(&mut self.pos), vel: std::mem::take(&mut self.vel), time: self.h.time() };
-            let d = diagnostics(&s, &field);
-            (self.pos, self.vel) = (s.pos, s.vel);
-            Ok(d)
+            Ok(diagnostics_of(&mut self.pos, &mut self.vel, self.h.time(), &field))
         }
 
         fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
