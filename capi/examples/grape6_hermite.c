@@ -4,12 +4,14 @@
  * from argv[1], integrates to t_end and prints the block-step count and the final
  * positions and velocities; on the way it checks every nearest neighbour and neighbour
  * list against its own double loop over the same predicted positions.
- * Usage: grape6_hermite ICS ETA DT_MAX EPS T_END [bench]   ("bench": no checks, for timing)
+ * Usage: grape6_hermite ICS ETA DT_MAX EPS T_END [bench|bench-nb]   (no checks, for timing:
+ * "bench" reads forces only (g6calc_lasthalf), "bench-nb" nearest neighbours and lists too) 
  * Build: cc -std=c11 grape6_hermite.c -I capi/include libnbody_c.a -lm ... */
 #include <grape6.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define ETA_START 0.01
@@ -36,6 +38,7 @@ int main(int argc, char **argv) {
   int n;
   if (!f || fscanf(f, "%d", &n) != 1 || n < 2) return 2;
   const int check = argc == 6;
+  const int neighbours = check || strcmp(argv[6], "bench-nb") == 0;
   double eta = atof(argv[2]), eps = atof(argv[4]), t_end = atof(argv[5]);
   dt_max = atof(argv[3]);
   double(*x)[3] = malloc(sizeof(double[3]) * n), (*v)[3] = malloc(sizeof(double[3]) * n);
@@ -99,11 +102,19 @@ int main(int argc, char **argv) {
         int i = active[off + k];
         idx[k] = i;
         for (int c = 0; c < 3; c++) bx[k][c] = xp[i][c], bv[k][c] = vp[i][c];
-        bh[k] = check ? 0.01 * (1 + i % 4) : 0.0; /* a few radii */
+        bh[k] = 0.01 * (1 + i % 4); /* a few radii */
       }
       g6calc_firsthalf(id, n, ni, idx, bx, bv, ba, bj, pot, eps2, bh);
-      if (g6calc_lasthalf2(id, n, ni, idx, bx, bv, eps2, bh, ba, bj, pot + off, nnb + off) != 0) return 1;
-      if (g6_read_neighbour_list(id) != 0) failures++;
+      if (neighbours) {
+        if (g6calc_lasthalf2(id, n, ni, idx, bx, bv, eps2, bh, ba, bj, pot + off, nnb + off) != 0) return 1;
+        if (g6_read_neighbour_list(id) != 0) failures++;
+        for (int k = 0; k < ni && !check; k++) {
+          int len = -1;
+          if (g6_get_neighbour_list(id, k, n, &len, list) != 0) failures++;
+        }
+      } else if (g6calc_lasthalf(id, n, ni, idx, bx, bv, eps2, bh, ba, bj, pot + off) != 0) {
+        return 1;
+      }
       for (int k = 0; k < ni; k++) {
         int i = idx[k];
         for (int c = 0; c < 3; c++) ai[i][c] = ba[k][c], ji[i][c] = bj[k][c];

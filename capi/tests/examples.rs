@@ -150,7 +150,7 @@ fn grape5_program_matches_its_own_double_loop_and_survives_bad_calls() {
 /// where the library's own BlockHermite ends, on the same CPU executor.
 #[test]
 fn grape6_hermite_program_agrees_with_the_librarys_block_hermite() {
-    grape6_against_block_hermite(256, 0.25, false);
+    grape6_against_block_hermite(256, 0.25, None);
 }
 
 /// The cost of the GRAPE-6 path against the library's own block Hermite (wall time of
@@ -159,10 +159,12 @@ fn grape6_hermite_program_agrees_with_the_librarys_block_hermite() {
 #[test]
 #[ignore = "a measurement: run by hand in release"]
 fn grape6_cost_against_block_hermite() {
-    grape6_against_block_hermite(4096, 0.125, true);
+    grape6_against_block_hermite(4096, 0.125, Some("bench"));
+    grape6_against_block_hermite(4096, 0.125, Some("bench-nb"));
 }
 
-fn grape6_against_block_hermite(n: usize, t_end: f64, bench: bool) {
+/// `bench`: None to check everything, or the program's timing mode.
+fn grape6_against_block_hermite(n: usize, t_end: f64, bench: Option<&str>) {
     use nbody_integrators::{ics, BlockHermite, State};
     let (eta, dt_max, eps) = (0.02, 1.0 / 16.0, 1.0 / 64.0);
     let (p, v) = ics::plummer::<f64>(n, 7);
@@ -176,8 +178,8 @@ fn grape6_against_block_hermite(n: usize, t_end: f64, bench: bool) {
     let flags = ["-std=c11", "-D_DEFAULT_SOURCE", &include()];
     let mut args = vec![ics_path.to_str().unwrap().to_string()];
     args.extend([eta, dt_max, eps, t_end].map(|x| x.to_string()));
-    if bench {
-        args.push("bench".into());
+    if let Some(mode) = bench {
+        args.push(mode.into());
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (text, err) = build_and_run_with("cc", "grape6_hermite.c", &flags, &dir.path().join("g6"), &args);
@@ -199,8 +201,9 @@ fn grape6_against_block_hermite(n: usize, t_end: f64, bench: bool) {
     let started = std::time::Instant::now();
     let steps = h.advance_to(&mut s, &mut exec, t_end).unwrap();
     eprintln!(
-        "N = {n}: library BlockHermite {steps} block steps in {:.3} s; GRAPE-6 program {c_steps} steps in {} s",
+        "N = {n}: library BlockHermite {steps} block steps in {:.3} s; GRAPE-6 program ({}) {c_steps} steps in {} s",
         started.elapsed().as_secs_f64(),
+        bench.unwrap_or("checking"),
         head[7]
     );
     assert_eq!(steps, c_steps, "block steps differ");

@@ -46,6 +46,26 @@ struct Results {
     nearest: Vec<i32>,
     lists: Vec<Vec<i32>>,
     overflow: bool,
+    /// Whether `nearest`, `lists` and `overflow` were computed.
+    neighbours: bool,
+}
+
+/// The last call's inputs as the executor takes them, kept so that neighbours can be
+/// found on demand when the force pass skipped them.
+struct Call {
+    tpos: Vec<Particle<f64>>,
+    tvel: Vec<Velocity<f64>>,
+    spos: Vec<Particle<f64>>,
+    svel: Vec<Velocity<f64>>,
+    radius2: Vec<f64>,
+    params: Params<f64>,
+    /// Position in the call of each i-particle's result, i-particles first that are
+    /// j-particles; the source slots' ids; the i-particles' ids and radii.
+    order: Vec<usize>,
+    shared: usize,
+    sid: Vec<i32>,
+    ids: Vec<i32>,
+    h2: Vec<f64>,
 }
 
 struct Board {
@@ -55,6 +75,10 @@ struct Board {
     /// Address of each id in `j`, kept as particles are set.
     address_of: HashMap<i32, usize>,
     last: Result<Results, String>,
+    call: Option<Call>,
+    /// Whether the code asked for neighbours since the last force call; the next call
+    /// finds them in its force pass only then (the first one always does).
+    asked: bool,
 }
 
 /// Open boards by cluster id.
@@ -87,6 +111,8 @@ pub extern "C" fn g6_open(id: i32) -> i32 {
                 j: Vec::new(),
                 address_of: HashMap::new(),
                 last: Err("no force was computed yet".into()),
+                call: None,
+                asked: true,
             };
             BOARDS.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashMap::new).insert(id, board);
         }))
@@ -193,6 +219,7 @@ pub extern "C" fn g6_reset(id: i32) -> i32 {
         status(with_board(id, |b| {
             b.j.clear();
             b.address_of.clear();
+            b.call = None;
             b.last = Err("no force was computed yet".into());
             Ok(())
         }))
@@ -224,7 +251,13 @@ pub unsafe extern "C" fn g6calc_firsthalf(
     let _ = (aold, j6old, phiold);
     shielded((), || {
         let r = with_board(id, |b| {
-            b.last = compute(b, nj, ni, index, xi, vi, eps2, h2);
+            let neighbours = std::mem::replace(&mut b.asked, false);
+            b.call = None;
+            b.last = prepare(b, nj, ni, index, xi, vi, eps2, h2).and_then(|call| {
+                let r = run(&mut b.engine, &call, neighbours);
+                b.call = Some(call);
+                r
+            });
             b.last.as_ref().map(|_| ()).map_err(Clone::clone)
         });
         if let Err(m) = r {
@@ -233,9 +266,10 @@ pub unsafe extern "C" fn g6calc_firsthalf(
     })
 }
 
+/// Checks a firsthalf call and lays it out for the executor.
 #[allow(clippy::too_many_arguments)]
-fn compute(
-    b: &mut Board,
+fn prepare(
+    b: &Board,
     nj: i32,
     ni: i32,
     index: *const i32,
@@ -243,7 +277,7 @@ fn compute(
     vi: *const [f64; 3],
     eps2: f64,
     h2: *const f64,
-) -> Result<Results, String> {
+) -> Result<Call, String> {
     let (nj, ni) = (count(nj, "nj")?, count(ni, "ni")?);
     if ni > PIPES as usize {
         return Err(format!("ni = {ni} is more than g6_npipes() = {PIPES}"));
@@ -291,34 +325,15 @@ fn compute(
     let radius2: Vec<f64> = order.iter().map(|&i| h2[i]).collect();
     let params =
         Params::softened(eps2.sqrt()).with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: shared });
-    let n = order.len();
-    let mut slots = FIRST_SLOTS;
-    let (field, jerk, nearest, counts, indices) = loop {
-        let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
-        let mut nearest = vec![Nearest::none(); n];
-        let (mut indices, mut counts) = (vec![0u32; n * slots], vec![0u32; n]);
-        let mut nb = Neighbours {
-            nearest: &mut nearest,
-            within: Some(Within { radius2: &radius2, capacity: slots, indices: &mut indices, counts: &mut counts }),
-            index_offset: 0,
-        };
-        b.engine
-            .get()
-            .accelerations_jerk_neighbours(
-                Bodies { pos: &tpos, vel: &tvel },
-                Bodies { pos: &spos, vel: &svel },
-                &params,
-                &mut field,
-                &mut jerk,
-                &mut nb,
-            )
-            .map_err(super::describe)?;
-        let most = counts.iter().copied().max().unwrap_or(0) as usize;
-        if most <= slots || slots >= MAX_NEIGHBOURS {
-            break (field, jerk, nearest, counts, indices);
-        }
-        slots = most.min(MAX_NEIGHBOURS);
-    };
+    Ok(Call { tpos, tvel, spos, svel, radius2, params, order, shared, sid, ids: ids.to_vec(), h2: h2.to_vec() })
+}
+
+/// Runs a prepared call, finding neighbours in the force pass if `neighbours`.
+fn run(engine: &mut Engine, c: &Call, neighbours: bool) -> Result<Results, String> {
+    let (n, ni) = (c.order.len(), c.ids.len());
+    let targets = Bodies { pos: &c.tpos, vel: &c.tvel };
+    let sources = Bodies { pos: &c.spos, vel: &c.svel };
+    let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
     let mut r = Results {
         acc: vec![[0.0; 3]; ni],
         jerk: vec![[0.0; 3]; ni],
@@ -326,24 +341,66 @@ fn compute(
         nearest: vec![-1; ni],
         lists: vec![Vec::new(); ni],
         overflow: false,
+        neighbours,
     };
-    for (k, &i) in order.iter().enumerate() {
-        r.acc[i] = field[k].acceleration();
-        r.pot[i] = field[k].phi;
-        r.jerk[i] = jerk[k].components();
+    if !neighbours {
+        engine.get().accelerations_jerk(targets, sources, &c.params, &mut field, &mut jerk).map_err(super::describe)?;
+        for (k, &i) in c.order.iter().enumerate() {
+            (r.acc[i], r.pot[i], r.jerk[i]) = (field[k].acceleration(), field[k].phi, jerk[k].components());
+        }
+        return Ok(r);
+    }
+    let mut slots = FIRST_SLOTS;
+    let (nearest, counts, indices) = loop {
+        field.iter_mut().for_each(|f| *f = Field::zero());
+        jerk.iter_mut().for_each(|j| *j = Jerk::zero());
+        let mut nearest = vec![Nearest::none(); n];
+        let (mut indices, mut counts) = (vec![0u32; n * slots], vec![0u32; n]);
+        let mut nb = Neighbours {
+            nearest: &mut nearest,
+            within: Some(Within { radius2: &c.radius2, capacity: slots, indices: &mut indices, counts: &mut counts }),
+            index_offset: 0,
+        };
+        engine
+            .get()
+            .accelerations_jerk_neighbours(targets, sources, &c.params, &mut field, &mut jerk, &mut nb)
+            .map_err(super::describe)?;
+        let most = counts.iter().copied().max().unwrap_or(0) as usize;
+        if most <= slots || slots >= MAX_NEIGHBOURS {
+            break (nearest, counts, indices);
+        }
+        slots = most.min(MAX_NEIGHBOURS);
+    };
+    for (k, &i) in c.order.iter().enumerate() {
+        (r.acc[i], r.pot[i], r.jerk[i]) = (field[k].acceleration(), field[k].phi, jerk[k].components());
         if nearest[k].is_some() {
-            r.nearest[i] = sid[nearest[k].index as usize];
+            r.nearest[i] = c.sid[nearest[k].index as usize];
         }
         let stored = (counts[k] as usize).min(slots);
-        let mut list: Vec<i32> = indices[k * slots..k * slots + stored].iter().map(|&s| sid[s as usize]).collect();
-        if k < shared && h2[i] >= 0.0 {
-            list.push(ids[i]); // GRAPE-6 lists hold the particle itself (r² = 0 ≤ h²)
+        let mut list: Vec<i32> = indices[k * slots..k * slots + stored].iter().map(|&s| c.sid[s as usize]).collect();
+        if k < c.shared && c.h2[i] >= 0.0 {
+            list.push(c.ids[i]); // GRAPE-6 lists hold the particle itself (r² = 0 ≤ h²)
         }
         list.sort_unstable();
         r.overflow |= counts[k] as usize > stored;
         r.lists[i] = list;
     }
     Ok(r)
+}
+
+/// The last call's results with neighbours: found now if its force pass skipped them
+/// (the call is repeated with them; its forces come out the same). Marks them asked
+/// for, so the next force pass finds them.
+fn with_neighbours(b: &mut Board) -> Result<&Results, String> {
+    b.asked = true;
+    let fresh = match (&b.last, &b.call) {
+        (Ok(r), Some(call)) if !r.neighbours => Some(run(&mut b.engine, call, true)),
+        _ => None,
+    };
+    if let Some(r) = fresh {
+        b.last = r;
+    }
+    b.last.as_ref().map_err(Clone::clone)
 }
 
 /// Copies the results of the last `g6calc_firsthalf` on `ni` i-particles.
@@ -359,7 +416,8 @@ unsafe fn lasthalf(
     nearest: *mut i32,
 ) -> Result<(), String> {
     with_board(id, |b| {
-        let r = b.last.as_ref().map_err(|m| format!("g6calc_lasthalf: the force call failed: {m}"))?;
+        let r = if nearest.is_null() { b.last.as_ref().map_err(Clone::clone) } else { with_neighbours(b) };
+        let r = r.map_err(|m| format!("g6calc_lasthalf: the force call failed: {m}"))?;
         let ni = count(ni, "ni")?;
         if ni != r.acc.len() {
             return Err(format!("g6calc_lasthalf: ni = {ni}, but g6calc_firsthalf had {}", r.acc.len()));
@@ -454,7 +512,7 @@ pub unsafe extern "C" fn g6_get_neighbour_list(
 ) -> i32 {
     shielded(-1, || {
         let r = with_board(id, |b| {
-            let r = b.last.as_ref().map_err(Clone::clone)?;
+            let r = with_neighbours(b)?;
             let i = count(ipipe, "ipipe")?;
             let got = r.lists.get(i).ok_or_else(|| format!("ipipe = {i}, but the last call had {}", r.lists.len()))?;
             let max = count(maxlength, "maxlength")?;
