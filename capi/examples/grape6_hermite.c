@@ -79,9 +79,10 @@ int main(int argc, char **argv) {
       for (int i = 0; i < n; i++)
         if (t[i] + dt[i] == t_next) active[na++] = i;
     }
-    /* Every particle predicted (the code's own copy, for the checks; the board predicts
-     * the j-particles itself). */
-    for (int i = 0; i < n; i++) {
+    /* The active particles predicted (the board predicts the j-particles itself); every
+     * particle when checking, for the double loops. */
+    for (int q = 0; q < (check ? n : na); q++) {
+      int i = check ? q : active[q];
       double d = t_next - t[i];
       for (int k = 0; k < 3; k++) {
         xp[i][k] = x[i][k] + d * (v[i][k] + d * (0.5 * a[i][k] + d * j[i][k] / 6.0));

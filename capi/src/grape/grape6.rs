@@ -51,14 +51,15 @@ struct Results {
 }
 
 /// The last call's inputs as the executor takes them, kept so that neighbours can be
-/// found on demand when the force pass skipped them.
+/// found on demand when the force pass skipped them (and its buffers reused).
+#[derive(Default)]
 struct Call {
     tpos: Vec<Particle<f64>>,
     tvel: Vec<Velocity<f64>>,
     spos: Vec<Particle<f64>>,
     svel: Vec<Velocity<f64>>,
     radius2: Vec<f64>,
-    params: Params<f64>,
+    params: Option<Params<f64>>,
     /// Position in the call of each i-particle's result, i-particles first that are
     /// j-particles; the source slots' ids; the i-particles' ids and radii.
     order: Vec<usize>,
@@ -188,10 +189,18 @@ pub unsafe extern "C" fn g6_set_j_particle(
             if address >= b.j.len() {
                 b.j.resize(address + 1, None);
             }
-            if let Some(old) = b.j[address].filter(|old| old.id != index) {
-                b.address_of.remove(&old.id);
+            // The map changes only when an address takes a new id (codes rewrite each
+            // particle at its own address every step: no hashing then).
+            match b.j[address] {
+                Some(old) if old.id == index => {}
+                Some(old) => {
+                    b.address_of.remove(&old.id);
+                    b.address_of.insert(index, address);
+                }
+                None => {
+                    b.address_of.insert(index, address);
+                }
             }
-            b.address_of.insert(index, address);
             b.j[address] =
                 Some(JParticle { id: index, t: tj, mass, x, v, a: a2.map(|c| 2.0 * c), j: j6.map(|c| 6.0 * c) });
             Ok(())
@@ -252,8 +261,8 @@ pub unsafe extern "C" fn g6calc_firsthalf(
     shielded((), || {
         let r = with_board(id, |b| {
             let neighbours = std::mem::replace(&mut b.asked, false);
-            b.call = None;
-            b.last = prepare(b, nj, ni, index, xi, vi, eps2, h2).and_then(|call| {
+            let old = b.call.take().unwrap_or_default();
+            b.last = prepare(b, old, nj, ni, index, xi, vi, eps2, h2).and_then(|call| {
                 let r = run(&mut b.engine, &call, neighbours);
                 b.call = Some(call);
                 r
@@ -270,6 +279,7 @@ pub unsafe extern "C" fn g6calc_firsthalf(
 #[allow(clippy::too_many_arguments)]
 fn prepare(
     b: &Board,
+    mut c: Call,
     nj: i32,
     ni: i32,
     index: *const i32,
@@ -294,7 +304,9 @@ fn prepare(
     let address_of = |id: &i32| b.address_of.get(id).copied().filter(|&a| a < nj);
     // Targets: the i-particles that are j-particles first (they lead the sources too, so
     // the overlap is one shared run), then the others.
-    let (mut order, mut taken, mut is_shared) = (Vec::with_capacity(ni), vec![false; nj], vec![false; ni]);
+    // The buffers of the previous call are reused: a block step allocates nothing.
+    let (mut order, mut taken, mut is_shared) = (std::mem::take(&mut c.order), vec![false; nj], vec![false; ni]);
+    order.clear();
     for (i, idx) in ids.iter().enumerate() {
         if let Some(a) = address_of(idx) {
             if !std::mem::replace(&mut taken[a], true) {
@@ -308,11 +320,17 @@ fn prepare(
     let particle = |x: [f64; 3], m: f64| Particle::new(x[0], x[1], x[2], m);
     let velocity = |v: [f64; 3]| Velocity::new(v[0], v[1], v[2]);
     let mass_of = |i: usize| address_of(&ids[i]).and_then(|a| b.j[a]).map_or(0.0, |p| p.mass);
-    let tpos: Vec<Particle<f64>> = order.iter().map(|&i| particle(xi[i], mass_of(i))).collect();
-    let tvel: Vec<Velocity<f64>> = order.iter().map(|&i| velocity(vi[i])).collect();
-    let mut spos = tpos[..shared].to_vec();
-    let mut svel = tvel[..shared].to_vec();
-    let mut sid: Vec<i32> = order[..shared].iter().map(|&i| ids[i]).collect();
+    let (mut tpos, mut tvel, mut spos, mut svel, mut sid) = (c.tpos, c.tvel, c.spos, c.svel, c.sid);
+    tpos.clear();
+    spos.clear();
+    tvel.clear();
+    svel.clear();
+    sid.clear();
+    tpos.extend(order.iter().map(|&i| particle(xi[i], mass_of(i))));
+    tvel.extend(order.iter().map(|&i| velocity(vi[i])));
+    spos.extend_from_slice(&tpos[..shared]);
+    svel.extend_from_slice(&tvel[..shared]);
+    sid.extend(order[..shared].iter().map(|&i| ids[i]));
     for (a, p) in b.j[..nj].iter().enumerate() {
         let Some(p) = p.filter(|_| !taken[a]) else { continue };
         let dt = b.ti - p.t;
@@ -322,15 +340,24 @@ fn prepare(
         svel.push(velocity(v));
         sid.push(p.id);
     }
-    let radius2: Vec<f64> = order.iter().map(|&i| h2[i]).collect();
+    let mut radius2 = c.radius2;
+    radius2.clear();
+    radius2.extend(order.iter().map(|&i| h2[i]));
+    let (mut own_ids, mut own_h2) = (c.ids, c.h2);
+    own_ids.clear();
+    own_ids.extend_from_slice(ids);
+    own_h2.clear();
+    own_h2.extend_from_slice(h2);
     let params =
         Params::softened(eps2.sqrt()).with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: shared });
-    Ok(Call { tpos, tvel, spos, svel, radius2, params, order, shared, sid, ids: ids.to_vec(), h2: h2.to_vec() })
+    let params = Some(params);
+    Ok(Call { tpos, tvel, spos, svel, radius2, params, order, shared, sid, ids: own_ids, h2: own_h2 })
 }
 
 /// Runs a prepared call, finding neighbours in the force pass if `neighbours`.
 fn run(engine: &mut Engine, c: &Call, neighbours: bool) -> Result<Results, String> {
     let (n, ni) = (c.order.len(), c.ids.len());
+    let params = c.params.ok_or("no call was prepared")?;
     let targets = Bodies { pos: &c.tpos, vel: &c.tvel };
     let sources = Bodies { pos: &c.spos, vel: &c.svel };
     let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
@@ -344,7 +371,7 @@ fn run(engine: &mut Engine, c: &Call, neighbours: bool) -> Result<Results, Strin
         neighbours,
     };
     if !neighbours {
-        engine.get().accelerations_jerk(targets, sources, &c.params, &mut field, &mut jerk).map_err(super::describe)?;
+        engine.get().accelerations_jerk(targets, sources, &params, &mut field, &mut jerk).map_err(super::describe)?;
         for (k, &i) in c.order.iter().enumerate() {
             (r.acc[i], r.pot[i], r.jerk[i]) = (field[k].acceleration(), field[k].phi, jerk[k].components());
         }
@@ -363,7 +390,7 @@ fn run(engine: &mut Engine, c: &Call, neighbours: bool) -> Result<Results, Strin
         };
         engine
             .get()
-            .accelerations_jerk_neighbours(targets, sources, &c.params, &mut field, &mut jerk, &mut nb)
+            .accelerations_jerk_neighbours(targets, sources, &params, &mut field, &mut jerk, &mut nb)
             .map_err(super::describe)?;
         let most = counts.iter().copied().max().unwrap_or(0) as usize;
         if most <= slots || slots >= MAX_NEIGHBOURS {
