@@ -15,23 +15,38 @@ pub enum Array {
     SourceVelocities,
     /// The particle array of a batched call.
     Particles,
+    /// The velocities of a particle set that is both targets and sources (a device-resident
+    /// system).
+    Velocities,
     /// The target accelerations (snap kernel).
     TargetAccelerations,
     /// The source accelerations (snap kernel).
     SourceAccelerations,
 }
 
-impl fmt::Display for Array {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Array {
+    /// How errors name it: `"targets"`, `"source velocities"`, ...
+    ///
+    /// ```
+    /// assert_eq!(nbody_core::Array::Velocities.label(), "velocities");
+    /// ```
+    pub const fn label(self) -> &'static str {
+        match self {
             Array::Targets => "targets",
             Array::Sources => "sources",
             Array::TargetVelocities => "target velocities",
             Array::SourceVelocities => "source velocities",
             Array::Particles => "particles",
+            Array::Velocities => "velocities",
             Array::TargetAccelerations => "target accelerations",
             Array::SourceAccelerations => "source accelerations",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Array {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
     }
 }
 

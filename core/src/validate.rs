@@ -58,8 +58,7 @@ fn all_valid<T: Real>(ps: &[Particle<T>]) -> bool {
 
 /// Checks every velocity is finite and there is one per particle.
 pub fn velocities<T: Real>(vs: &[Velocity<T>], n: usize, array: Array) -> Result<(), Error> {
-    let what = if array == Array::TargetVelocities { "target velocities" } else { "source velocities" };
-    length(what, n, vs.len())?;
+    length(array.label(), n, vs.len())?;
     match vs.iter().position(|v| !(v.vx.is_finite() && v.vy.is_finite() && v.vz.is_finite())) {
         Some(index) => Err(Error::NonFinite { array, index }),
         None => Ok(()),
@@ -68,8 +67,7 @@ pub fn velocities<T: Real>(vs: &[Velocity<T>], n: usize, array: Array) -> Result
 
 /// Checks an acceleration array (snap kernel): length `n`, finite x, y, z (`phi` unread).
 pub fn accelerations<T: Real>(acc: &[crate::Field<T>], n: usize, array: Array) -> Result<(), Error> {
-    let what = if array == Array::TargetAccelerations { "target accelerations" } else { "source accelerations" };
-    length(what, n, acc.len())?;
+    length(array.label(), n, acc.len())?;
     match acc.iter().position(|a| !(a.ax.is_finite() && a.ay.is_finite() && a.az.is_finite())) {
         Some(index) => Err(Error::NonFinite { array, index }),
         None => Ok(()),
@@ -159,6 +157,28 @@ pub fn jerk_call<T: Real>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each velocity or acceleration array is named as itself in length errors.
+    #[test]
+    fn arrays_are_named_as_themselves() {
+        let v = [Velocity::new(0.0f64, 0.0, 0.0)];
+        for (array, label) in [
+            (Array::TargetVelocities, "target velocities"),
+            (Array::SourceVelocities, "source velocities"),
+            (Array::Velocities, "velocities"),
+        ] {
+            assert_eq!(velocities(&v, 2, array), Err(Error::LengthMismatch { what: label, expected: 2, found: 1 }));
+        }
+        let a = [crate::Field::new(0.0f32, f32::NAN, 0.0, 0.0)];
+        assert_eq!(
+            accelerations(&a, 1, Array::SourceAccelerations),
+            Err(Error::NonFinite { array: Array::SourceAccelerations, index: 0 })
+        );
+        assert_eq!(
+            accelerations(&a, 3, Array::TargetAccelerations),
+            Err(Error::LengthMismatch { what: "target accelerations", expected: 3, found: 1 })
+        );
+    }
 
     /// The fast path agrees with the plain checks on every kind of lane value.
     #[test]

@@ -95,7 +95,7 @@ impl<T: DeviceReal> DeviceHermite<T> {
     ) -> Result<Self, Error> {
         nbody_core::validate::length("velocities", pos.len(), vel.len())?;
         nbody_core::validate::particles(pos, nbody_core::Array::Particles)?;
-        nbody_core::validate::velocities(vel, pos.len(), nbody_core::Array::TargetVelocities)?;
+        nbody_core::validate::velocities(vel, pos.len(), nbody_core::Array::Velocities)?;
         if !(eta.is_finite() && eta > 0.0) {
             return Err(Error::InvalidParameter { name: "eta", requirement: "finite and positive" });
         }

@@ -478,7 +478,7 @@ impl MultiDevice {
         vel: &[Velocity<T>],
     ) -> Result<MultiState<T>, Error> {
         validate::particles(pos, Array::Particles)?;
-        validate::velocities(vel, pos.len(), Array::SourceVelocities)?;
+        validate::velocities(vel, pos.len(), Array::Velocities)?;
         let slices = self.split(pos.len());
         let padded: Vec<usize> = slices.iter().map(|r| r.len().next_multiple_of(SOURCE_PAD)).collect();
         let offsets: Vec<usize> = padded.iter().scan(0, |a, &p| Some(std::mem::replace(a, *a + p))).collect();

@@ -43,7 +43,7 @@ impl CudaExecutor {
         pos: &[Particle<T>],
         vel: &[Velocity<T>],
     ) -> Result<DeviceState<T>, Error> {
-        validate::velocities(vel, pos.len(), Array::Particles)?;
+        validate::velocities(vel, pos.len(), Array::Velocities)?;
         let p = self.upload(pos)?;
         let bytes = p.padded_len() * size_of::<Velocity<T>>();
         let mut v = alloc(bytes)?;
