@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
         int i = active[off + k];
         idx[k] = i;
         for (int c = 0; c < 3; c++) bx[k][c] = xp[i][c], bv[k][c] = vp[i][c];
-        bh[k] = 0.01 * (1 + i % 4); /* a few radii */
+        bh[k] = 0.01 * (1 + i % 4) * pow(256.0 / n, 2.0 / 3.0); /* a few radii, ~N^-1/3 */
       }
       g6calc_firsthalf(id, n, ni, idx, bx, bv, ba, bj, pot, eps2, bh);
       if (neighbours) {

@@ -78,7 +78,8 @@ struct Board {
     last: Result<Results, String>,
     call: Option<Call>,
     /// Whether the code asked for neighbours since the last force call; the next call
-    /// finds them in its force pass only then (the first one always does).
+    /// finds them in its force pass only then (the first one never does: a code that
+    /// wants them pays for that one call twice).
     asked: bool,
 }
 
@@ -113,7 +114,7 @@ pub extern "C" fn g6_open(id: i32) -> i32 {
                 address_of: HashMap::new(),
                 last: Err("no force was computed yet".into()),
                 call: None,
-                asked: true,
+                asked: false,
             };
             BOARDS.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashMap::new).insert(id, board);
         }))
