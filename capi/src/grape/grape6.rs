@@ -85,14 +85,16 @@ struct Board {
     asked: bool,
 }
 
-/// Open boards by cluster id.
-static BOARDS: Mutex<Option<HashMap<i32, Board>>> = Mutex::new(None);
+/// Open boards with their cluster ids: one or two, searched in a line (codes call
+/// `g6_set_j_particle` once per particle per step, so this lookup is on the hot path).
+static BOARDS: Mutex<Vec<(i32, Board)>> = Mutex::new(Vec::new());
 
 fn with_board<R>(cluster: i32, f: impl FnOnce(&mut Board) -> Result<R, String>) -> Result<R, String> {
     let mut boards = BOARDS.lock().unwrap_or_else(|p| p.into_inner());
     let board = boards
-        .as_mut()
-        .and_then(|b| b.get_mut(&cluster))
+        .iter_mut()
+        .find(|(id, _)| *id == cluster)
+        .map(|(_, b)| b)
         .ok_or_else(|| format!("cluster {cluster} is not open (call g6_open first)"))?;
     f(board)
 }
@@ -118,7 +120,9 @@ pub extern "C" fn g6_open(id: i32) -> i32 {
                 call: None,
                 asked: false,
             };
-            BOARDS.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashMap::new).insert(id, board);
+            let mut boards = BOARDS.lock().unwrap_or_else(|p| p.into_inner());
+            boards.retain(|(open, _)| *open != id);
+            boards.push((id, board));
         }))
     })
 }
@@ -128,8 +132,9 @@ pub extern "C" fn g6_open(id: i32) -> i32 {
 pub extern "C" fn g6_close(id: i32) -> i32 {
     shielded(-1, || {
         let mut boards = BOARDS.lock().unwrap_or_else(|p| p.into_inner());
-        let removed = boards.as_mut().and_then(|b| b.remove(&id));
-        status(removed.map(|_| ()).ok_or_else(|| format!("cluster {id} is not open")))
+        let open = boards.len();
+        boards.retain(|(open, _)| *open != id);
+        status(if boards.len() < open { Ok(()) } else { Err(format!("cluster {id} is not open")) })
     })
 }
 
