@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
         for (int c = 0; c < 3; c++) {
           v1[c] = v[i][c] + 0.5 * h * (a[i][c] + ai[i][c]) + h * h * (j[i][c] - ji[i][c]) / 12.0;
           x1[c] = x[i][c] + 0.5 * h * (v[i][c] + v1[c]) + h * h * (a[i][c] - ai[i][c]) / 12.0;
-          a3[c] = (12.0 * (a[i][c] - ai[i][c]) + 6.0 * h * (j[i][c] + ji[i][c])) / pow(h, 3);
+          a3[c] = (12.0 * (a[i][c] - ai[i][c]) + 6.0 * h * (j[i][c] + ji[i][c])) / (h * h * h);
           a2[c] = (-6.0 * (a[i][c] - ai[i][c]) - h * (4.0 * j[i][c] + 2.0 * ji[i][c])) / (h * h) + a3[c] * h;
         }
         double na_ = norm(ai[i]), nj = norm(ji[i]), n2 = norm(a2), n3 = norm(a3);
