@@ -29,6 +29,12 @@ static double quantize(double dt) {
 
 static int failures = 0;
 
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 int main(int argc, char **argv) {
   if (argc != 6 && argc != 7) {
     fprintf(stderr, "usage: %s ICS ETA DT_MAX EPS T_END [bench]\n", argv[0]);
@@ -59,6 +65,7 @@ int main(int argc, char **argv) {
   /* The block of active particles `active[0..na]`: predicted positions and velocities
    * in xp/vp (index by particle), forces into ai/ji (by particle). */
   long checked = 0;
+  double in_calc = 0.0, in_set = 0.0; /* seconds inside g6calc_* and g6_set_j_particle */
   struct timespec start, end;
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (int i = 0; i < n; i++) {
@@ -105,6 +112,7 @@ int main(int argc, char **argv) {
         for (int c = 0; c < 3; c++) bx[k][c] = xp[i][c], bv[k][c] = vp[i][c];
         bh[k] = 0.01 * (1 + i % 4) * pow(256.0 / n, 2.0 / 3.0); /* a few radii, ~N^-1/3 */
       }
+      const double t0 = now();
       g6calc_firsthalf(id, n, ni, idx, bx, bv, ba, bj, pot, eps2, bh);
       if (neighbours) {
         if (g6calc_lasthalf2(id, n, ni, idx, bx, bv, eps2, bh, ba, bj, pot + off, nnb + off) != 0) return 1;
@@ -116,6 +124,7 @@ int main(int argc, char **argv) {
       } else if (g6calc_lasthalf(id, n, ni, idx, bx, bv, eps2, bh, ba, bj, pot + off) != 0) {
         return 1;
       }
+      in_calc += now() - t0;
       for (int k = 0; k < ni; k++) {
         int i = idx[k];
         for (int c = 0; c < 3; c++) ai[i][c] = ba[k][c], ji[i][c] = bj[k][c];
@@ -176,7 +185,9 @@ int main(int argc, char **argv) {
       }
       double a2h[3], j6[3];
       for (int c = 0; c < 3; c++) a2h[c] = 0.5 * a[i][c], j6[c] = j[i][c] / 6.0;
+      const double t1 = now();
       g6_set_j_particle(id, i, i, t[i], dt[i], m[i], zero, j6, a2h, v[i], x[i]);
+      in_set += now() - t1;
     }
     if (!first) {
       time = t_next;
@@ -187,7 +198,8 @@ int main(int argc, char **argv) {
   clock_gettime(CLOCK_MONOTONIC, &end);
   double seconds = (double)(end.tv_sec - start.tv_sec) + 1e-9 * (double)(end.tv_nsec - start.tv_nsec);
   g6_close(id);
-  printf("steps %d checked %ld failures %d wall_seconds %.6f\n", steps, checked, failures, seconds);
+  printf("steps %d checked %ld failures %d wall_seconds %.6f in_calc %.6f in_set %.6f\n", steps, checked, failures,
+         seconds, in_calc, in_set);
   for (int i = 0; i < n; i++)
     printf("%.17g %.17g %.17g %.17g %.17g %.17g\n", x[i][0], x[i][1], x[i][2], v[i][0], v[i][1], v[i][2]);
   return failures != 0;
