@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Stages the GRAPE-6 cost comparison for the device machine (which has no Rust) in
+# .stage/g6/: the C program capi/examples/grape6_hermite.c linked against a CUDA-enabled
+# libnbody_c.a, the grape6_reference example (the library's own BlockHermite on the same
+# GPU, writing the initial conditions), and go.sh. Then one device call:
+#   carry [".stage/g6"], command "bash .stage/g6/go.sh"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CUDA_LIBRARY_PATH=${CUDA_LIBRARY_PATH:-/usr}
+cargo build --release -p nbody-capi --features cuda --lib --example grape6_reference
+rm -rf .stage/g6 && mkdir -p .stage/g6
+cc -O2 -std=c11 -D_DEFAULT_SOURCE -I capi/include capi/examples/grape6_hermite.c target/release/libnbody_c.a \
+  -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc -lcuda -o .stage/g6/g6
+cp target/release/examples/grape6_reference .stage/g6/
+strip .stage/g6/g6 .stage/g6/grape6_reference
+git rev-parse --short HEAD > .stage/g6/commit
+cat > .stage/g6/go.sh <<'RUN'
+#!/usr/bin/env bash
+# On the device machine: the library's BlockHermite, then the GRAPE-6 program forces only
+# (bench) and with neighbours (bench-nb), twice at N = 16,384 and 65,536.
+set -uo pipefail
+cd "$(dirname "$0")"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv
+echo "commit: $(cat commit)"
+for n in 16384 65536; do
+  for k in 1 2; do
+    ./grape6_reference $n 0.125 /tmp/ics-$n.txt cuda
+    NBODY_GRAPE_EXECUTOR=cuda ./g6 /tmp/ics-$n.txt 0.02 0.0625 0.015625 0.125 bench | head -1
+    NBODY_GRAPE_EXECUTOR=cuda ./g6 /tmp/ics-$n.txt 0.02 0.0625 0.015625 0.125 bench-nb | head -1
+  done
+done
+nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
+RUN
+chmod +x .stage/g6/go.sh
+du -sh .stage/g6
