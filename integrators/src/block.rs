@@ -48,9 +48,7 @@ const MIN_FRACTION: f64 = 1.0 / 1_099_511_627_776.0;
 impl<T: Real> BlockHermite<T> {
     /// An integrator with accuracy `eta`, largest step `dt_max` and softening `eps`.
     pub fn new(eta: f64, dt_max: f64, eps: T) -> Result<Self, Error> {
-        if !(eta.is_finite() && eta > 0.0) {
-            return Err(Error::InvalidParameter { name: "eta", requirement: "finite and positive" });
-        }
+        crate::hermite::check_eta(eta)?;
         if !(dt_max.is_finite() && dt_max > 0.0) {
             return Err(Error::InvalidParameter { name: "dt_max", requirement: "finite and positive" });
         }

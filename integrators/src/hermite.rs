@@ -61,6 +61,16 @@ pub(crate) fn corrector([x, v, a0, j0, a1, j1]: [[f64; 3]; 6], dt: f64) -> ([f64
     (x1, v1, a2, a3)
 }
 
+/// Refuses an accuracy parameter that is not finite and positive (every Hermite
+/// integrator takes one).
+pub(crate) fn check_eta(eta: f64) -> Result<(), Error> {
+    if eta.is_finite() && eta > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::InvalidParameter { name: "eta", requirement: "finite and positive" })
+    }
+}
+
 /// Takes shared steps of at most what is left until `s.time == t_end` (the last one
 /// shortened to land on it exactly); `step(s, left)` returns the step taken. Returns the
 /// number of steps. Shared by the fourth- and sixth-order integrators.
@@ -89,9 +99,7 @@ pub(crate) fn aarseth_step(eta: f64, a: [f64; 3], j: [f64; 3], a2: [f64; 3], a3:
 impl<T: Real> Hermite<T> {
     /// A Hermite integrator with accuracy parameter `eta` and softening `eps`.
     pub fn new(eta: f64, eps: T) -> Result<Self, Error> {
-        if !(eta.is_finite() && eta > 0.0) {
-            return Err(Error::InvalidParameter { name: "eta", requirement: "finite and positive" });
-        }
+        check_eta(eta)?;
         let params = Params::softened(eps).with_overlap_identical();
         nbody_core::validate::params(&params)?;
         Ok(Self {

@@ -72,9 +72,7 @@ fn interpolate([a0, j0, s0, a1, j1, s1]: [V3; 6], h: f64) -> (V3, V3, V3) {
 impl<T: Real> Hermite6<T> {
     /// Adaptive steps with accuracy `eta` and softening `eps`.
     pub fn new(eta: f64, eps: T) -> Result<Self, Error> {
-        if !(eta.is_finite() && eta > 0.0) {
-            return Err(Error::InvalidParameter { name: "eta", requirement: "finite and positive" });
-        }
+        crate::hermite::check_eta(eta)?;
         let params = Params::softened(eps).with_overlap_identical();
         nbody_core::validate::params(&params)?;
         Ok(Self {
