@@ -89,6 +89,8 @@ const COUNTS: usize = 11;
 const LISTS: usize = 12;
 const NEAR_INDEX: usize = 13;
 const NEAR_R2: usize = 14;
+// The partials are the 8th to 10th of 15 slots (stage_jerk picks them by place).
+const _: () = assert!(PART_ACC == 7 && PART_JERK == 8 && PART_NEAR == 9 && SLOTS == 15);
 /// Slots the executor holds in all.
 pub(crate) const SLOTS: usize = 15;
 
@@ -130,18 +132,31 @@ impl Staged {
         t_size: usize,
     ) -> Result<Self, Error> {
         let plan = Plan::new(n, padded, sm_count, per_thread, t_size == 8);
-        let mut extra = JerkExtra::none();
-        if plan.chunks > 1 {
-            let parts = plan.chunks * n;
-            extra.acc_part = ptr(partials[0].reserve(parts * 4 * t_size)?);
-            extra.jerk_part = ptr(partials[1].reserve(parts * 4 * t_size)?);
-            extra.near_part = ptr(partials[2].reserve(parts * 4)?);
-        }
+        let [acc, jerk, near] = partials;
+        let extra = JerkExtra::with_partials(&plan, n, t_size, [acc, jerk, near])?;
         Ok(Staged { plan, extra, bufs, n, n_src, padded, neighbours: false })
     }
 }
 
 impl JerkExtra {
+    /// No neighbour buffers; the partial sums of a split launch (`plan.chunks > 1`) in
+    /// `partials` (acceleration, jerk, nearest index), grown as needed.
+    fn with_partials(
+        plan: &Plan,
+        n: usize,
+        t_size: usize,
+        [acc, jerk, near]: [&mut crate::memory::Scratch; 3],
+    ) -> Result<Self, Error> {
+        let mut extra = Self::none();
+        if plan.chunks > 1 {
+            let parts = plan.chunks * n;
+            extra.acc_part = ptr(acc.reserve(parts * 4 * t_size)?);
+            extra.jerk_part = ptr(jerk.reserve(parts * 4 * t_size)?);
+            extra.near_part = ptr(near.reserve(parts * 4)?);
+        }
+        Ok(extra)
+    }
+
     fn none() -> Self {
         JerkExtra {
             acc_part: DevicePointer::null(),
@@ -201,14 +216,9 @@ impl CudaExecutor {
         let j = me.scratch[crate::EXTRA_C].reserve(std::mem::size_of_val(jerk))?;
         upload_padded(j, bytemuck::cast_slice(jerk), 0)?;
         let plan = Plan::new(n, padded, me.info.sm_count, me.jerk_per_thread, size_of::<T>() == 8);
-        let v4 = 4 * size_of::<T>();
-        let mut extra = JerkExtra::none();
-        if plan.chunks > 1 {
-            let parts = plan.chunks * n;
-            extra.acc_part = ptr(me.scratch[PART_ACC].reserve(parts * v4)?);
-            extra.jerk_part = ptr(me.scratch[PART_JERK].reserve(parts * v4)?);
-            extra.near_part = ptr(me.scratch[PART_NEAR].reserve(parts * 4)?);
-        }
+        // Slots PART_ACC, PART_JERK, PART_NEAR (the pattern's places; asserted below).
+        let [.., acc, jerk, near, _, _, _, _, _] = &mut me.scratch;
+        let mut extra = JerkExtra::with_partials(&plan, n, size_of::<T>(), [acc, jerk, near])?;
         if let Some(nb) = neighbours {
             extra.near_index = ptr(me.scratch[NEAR_INDEX].reserve(n * 4)?);
             extra.near_r2 = ptr(me.scratch[NEAR_R2].reserve(n * size_of::<T>())?);
