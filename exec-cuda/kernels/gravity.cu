@@ -595,7 +595,7 @@ __device__ __forceinline__ double quantize(double dt, double dt_max, double dt_m
     }                                                                                                                  \
     extern "C" __global__ void nbody_hermite_correct_##NAME(                                                          \
         int na, const u32 *idx, double t, int start, int block, double eta, double dt_max, double dt_min,             \
-        V4<T>::type *pos, V4<T>::type *vel, V4<T>::type *acc, V4<T>::type *jerk, double *tj, double *dt,              \
+        V4<T>::type *pos, V4<T>::type *vel, V4<T>::type *acc, V4<T>::type *jerk, double *tj,                          \
         const V4<T>::type *field, const V4<T>::type *jerk_out, double *want) {                                        \
         int k = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
         if (k >= na) return;                                                                                           \
@@ -610,7 +610,7 @@ __device__ __forceinline__ double quantize(double dt, double dt_max, double dt_m
             acc[i] = A;                                                                                                \
             jerk[i] = J;                                                                                               \
             const double d = 0.01 * norm3(a1[0], a1[1], a1[2]) / norm3(j1[0], j1[1], j1[2]);                           \
-            want[k] = block ? (dt[i] = quantize(isfinite(d) && d > 0.0 ? d : dt_max, dt_max, dt_min)) : d;             \
+            want[k] = block ? quantize(isfinite(d) && d > 0.0 ? d : dt_max, dt_max, dt_min) : d;                       \
             tj[i] = t;                                                                                                 \
             return;                                                                                                    \
         }                                                                                                              \
@@ -634,7 +634,6 @@ __device__ __forceinline__ double quantize(double dt, double dt_max, double dt_m
         if (block) {                                                                                                   \
             double nd = quantize(fmin(w, 2.0 * h), dt_max, dt_min);                                                    \
             if (nd > h && t / nd - floor(t / nd) != 0.0) nd = h;                                                       \
-            dt[i] = nd;                                                                                                \
             want[k] = nd;                                                                                              \
         }                                                                                                              \
         V4<T>::type P, V;                                                                                              \

@@ -68,7 +68,6 @@ pub struct DeviceHermite<T: DeviceReal> {
     acc: DeviceBuffer<u8>,
     jerk: DeviceBuffer<u8>,
     tj: DeviceBuffer<u8>,
-    dtj: DeviceBuffer<u8>,
     ppos: DeviceBuffer<u8>,
     pvel: DeviceBuffer<u8>,
     idx: DeviceBuffer<u8>,
@@ -137,7 +136,6 @@ impl<T: DeviceReal> DeviceHermite<T> {
             acc: up(&[], n * v4)?,
             jerk: up(&[], n * v4)?,
             tj: up(bytemuck::cast_slice(&times), n * 8)?,
-            dtj: up(&[], n * 8)?,
             // Padding: massless particles at rest at the origin (predicted as such).
             ppos: up(&[], padded * v4)?,
             pvel: up(&[], padded * v4)?,
@@ -311,13 +309,13 @@ impl<T: DeviceReal> DeviceHermite<T> {
             Steps::Block { dt_max } => (1, dt_max),
             Steps::Shared => (0, 0.0),
         };
-        let (dtj, want) = (ptr(&self.dtj), ptr(&self.want_dev));
+        let want = ptr(&self.want_dev);
         let (eta, dt_min) = (self.eta, self.dt_min());
         let f = exec.function(&format!("nbody_hermite_correct_{}", T::TAG))?;
         // SAFETY: as above; want holds n doubles.
         unsafe {
             launch!(f<<<(na as u32).div_ceil(THREADS), THREADS, 0, stream>>>(
-                na as i32, idx, t, start as i32, block, eta, dt_max, dt_min, pos, vel, acc, jerk, tj, dtj, field, jout, want
+                na as i32, idx, t, start as i32, block, eta, dt_max, dt_min, pos, vel, acc, jerk, tj, field, jout, want
             ))
         }
         .map_err(cuda("launching the Hermite corrector"))?;
