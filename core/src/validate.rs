@@ -154,6 +154,38 @@ pub fn jerk_call<T: Real>(
     }
 }
 
+/// The widest span of coordinates a mixed-precision executor accepts: it rounds offsets
+/// to f32 and squares them, so spans up to about 1e18 (squares up to 1e36, below f32's
+/// 3.4e38) stay finite.
+pub const MIXED_MAX_EXTENT: f64 = 1e18;
+
+/// Refuses targets and sources that span more than [`MIXED_MAX_EXTENT`] on some axis
+/// (for mixed-precision executors, whose f32 offsets would overflow).
+///
+/// ```
+/// use nbody_core::{validate, Particle};
+/// let near = [Particle::new(0.0, 0.0, 0.0, 1.0)];
+/// let far = [Particle::new(1e19, 0.0, 0.0, 1.0)];
+/// assert!(validate::mixed_extent(&near, &near).is_ok());
+/// assert!(validate::mixed_extent(&near, &far).is_err());
+/// ```
+pub fn mixed_extent<T: Real>(targets: &[Particle<T>], sources: &[Particle<T>]) -> Result<(), Error> {
+    let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+    for p in targets.iter().chain(sources) {
+        for (k, x) in [p.x, p.y, p.z].into_iter().enumerate() {
+            lo[k] = lo[k].min(x.to_f64());
+            hi[k] = hi[k].max(x.to_f64());
+        }
+    }
+    if (0..3).any(|k| hi[k] - lo[k] > MIXED_MAX_EXTENT) {
+        return Err(Error::InvalidParameter {
+            name: "coordinates",
+            requirement: "within 1e18 of each other for a mixed-precision executor",
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use crate::kernel::{accumulate, Block, SourcesSoa, TILE};
 use crate::simd::{Portable, Simd};
 use crate::Parallelism;
 use nbody_core::kernel::self_potential;
-use nbody_core::layout::morton;
+use nbody_core::layout::morton_order;
 use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle};
 
 /// The mixed-precision CPU executor (an `Executor<f64>`). The jerk kernel runs in full
@@ -113,7 +113,7 @@ impl Executor<f64> for MixedExecutor {
         if targets.is_empty() || sources.is_empty() {
             return Ok(());
         }
-        check_extent(targets, sources)?;
+        validate::mixed_extent(targets, sources)?;
         let eps32 = params.eps as f32;
         let eps2 = eps32 * eps32;
         // The f32 kernel decides masking; the self term follows the same decision.
@@ -177,47 +177,9 @@ impl Executor<f64> for MixedExecutor {
     }
 }
 
-/// Sorts target indices along a Morton curve over their bounding box.
-fn morton_order(targets: &[Particle<f64>], order: &mut Vec<u32>) {
-    let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
-    for p in targets {
-        for (k, x) in p.position().into_iter().enumerate() {
-            lo[k] = lo[k].min(x);
-            hi[k] = hi[k].max(x);
-        }
-    }
-    let cell = |p: &Particle<f64>| {
-        morton(core::array::from_fn(|k| {
-            let span = (hi[k] - lo[k]).max(f64::MIN_POSITIVE);
-            ((p.position()[k] - lo[k]) / span * 2_097_151.0) as u64
-        }))
-    };
-    let mut keyed: Vec<(u64, u32)> = targets.iter().enumerate().map(|(i, p)| (cell(p), i as u32)).collect();
-    keyed.sort_unstable();
-    order.clear();
-    order.extend(keyed.iter().map(|&(_, i)| i));
-}
-
-/// Offsets are rounded to f32 and squared: the system must span less than about 1e18
-/// (squares up to 1e36, below f32's 3.4e38) or results would overflow.
-pub const MAX_EXTENT: f64 = 1e18;
-
-fn check_extent(targets: &[Particle<f64>], sources: &[Particle<f64>]) -> Result<(), Error> {
-    let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
-    for p in targets.iter().chain(sources) {
-        for (k, x) in p.position().into_iter().enumerate() {
-            lo[k] = lo[k].min(x);
-            hi[k] = hi[k].max(x);
-        }
-    }
-    if (0..3).any(|k| hi[k] - lo[k] > MAX_EXTENT) {
-        return Err(Error::InvalidParameter {
-            name: "coordinates",
-            requirement: "within 1e18 of each other for the mixed-precision executor",
-        });
-    }
-    Ok(())
-}
+/// Offsets are rounded to f32 and squared: the system must span less than this (see
+/// [`nbody_core::validate::MIXED_MAX_EXTENT`]).
+pub const MAX_EXTENT: f64 = validate::MIXED_MAX_EXTENT;
 
 fn stage(s: &mut Scratch, targets: &[Particle<f64>], sources: &[Particle<f64>], parts: usize) {
     let padded = targets.len().next_multiple_of(BLOCK);

@@ -2,7 +2,7 @@
 //! both precisions, sequential and two threads. Instruction sets the CPU lacks are
 //! reported as ignored.
 
-use nbody_conformance::{run, suite, suite_with_roundoff, Trial};
+use nbody_conformance::{accuracy, run, suite, suite_with_roundoff, Trial};
 use nbody_core::Error;
 use nbody_cpu::{CpuExecutor, Isa, MixedExecutor, Parallelism};
 
@@ -64,77 +64,18 @@ fn main() {
             Ok(())
         }),
         Trial::test("cpu::plummer_65536_accuracy_f32", || {
-            let (b, _) = nbody_integrators::ics::plummer::<f32>(65_536, 3);
+            let b = accuracy::plummer::<f32>();
             accuracy::check("f32", accuracy::error(&mut CpuExecutor::new(Parallelism::Threads(2)), &b)?, 2e-6)
         }),
         Trial::test("cpu::plummer_65536_accuracy_f64", || {
-            let (b, _) = nbody_integrators::ics::plummer::<f64>(65_536, 3);
+            let b = accuracy::plummer::<f64>();
             accuracy::check("f64", accuracy::error(&mut CpuExecutor::new(Parallelism::Threads(2)), &b)?, 1e-13)
         }),
         Trial::test("cpu::plummer_65536_accuracy_mixed_at_origin_and_shifted", || {
-            let (b, _) = nbody_integrators::ics::plummer::<f64>(65_536, 3);
-            let shifted: Vec<_> =
-                b.iter().map(|p| nbody_core::Particle::new(p.x + 1e4, p.y + 1e4, p.z + 1e4, p.m)).collect();
             let mut mixed = MixedExecutor::new(Parallelism::Threads(2));
-            let at_origin = accuracy::error(&mut mixed, &b)?;
-            let far = accuracy::error(&mut mixed, &shifted)?;
-            accuracy::check("mixed at the origin", at_origin, 2e-6)?;
-            accuracy::check("mixed shifted by 1e4", far, 2e-6)?;
-            // For contrast: plain f32 on the shifted system, against the truth of the f64
-            // positions (reported, not asserted).
-            let shifted32: Vec<_> = shifted.iter().map(|p| p.cast::<f32>()).collect();
-            let plain = accuracy::error_against(&mut CpuExecutor::new(Parallelism::Threads(2)), &shifted32, &shifted)?;
-            println!("plain f32 shifted by 1e4: max relative error {:.3e}, median {:.3e}", plain.0, plain.1);
-            if far.0 <= 2.0 * at_origin.0 {
-                Ok(())
-            } else {
-                Err(format!("shifted error {:e} is more than twice the error at the origin {:e}", far.0, at_origin.0)
-                    .into())
-            }
+            let mut plain = CpuExecutor::new(Parallelism::Threads(2));
+            accuracy::mixed_at_origin_and_shifted(&mut mixed, Some(&mut plain), 2e-6)
         }),
     ]);
     run(trials);
-}
-
-/// Accuracy figures of the issue, on a 65,536-particle Plummer sphere.
-mod accuracy {
-    use nbody_conformance::{exact, relative_acceleration_error, Failed};
-    use nbody_core::{Executor, Field, Overlap, Params, Particle, Real};
-
-    /// Targets compared against the oracle: every 64th (1,024 of them).
-    const STRIDE: usize = 64;
-
-    /// Max and median per-particle relative acceleration error of `exec` on `bodies`.
-    pub fn error<T: Real, E: Executor<T>>(exec: &mut E, bodies: &[Particle<T>]) -> Result<(f64, f64), Failed> {
-        error_against(exec, bodies, bodies)
-    }
-
-    /// As [`error`], against the oracle of `truth` (the same particles before rounding
-    /// to `T`), so that the rounding of the inputs counts too.
-    pub fn error_against<T: Real, U: Real, E: Executor<T>>(
-        exec: &mut E,
-        bodies: &[Particle<T>],
-        truth_bodies: &[Particle<U>],
-    ) -> Result<(f64, f64), Failed> {
-        let params = Params::softened(T::from_f64(1.0 / 256.0)).with_overlap_identical();
-        let mut out = vec![Field::zero(); bodies.len()];
-        exec.accelerations(bodies, bodies, &params, &mut out).map_err(|e| e.to_string())?;
-        let picks: Vec<usize> = (0..bodies.len()).step_by(STRIDE).collect();
-        let got: Vec<Field<T>> = picks.iter().map(|&i| out[i]).collect();
-        let mut truth = Vec::with_capacity(picks.len());
-        for &i in &picks {
-            let p = params.cast::<U>().with_overlap(Overlap::Shared { target_start: 0, source_start: i, len: 1 });
-            truth.extend(exact(&truth_bodies[i..=i], truth_bodies, &p).map_err(|e| e.to_string())?);
-        }
-        Ok(relative_acceleration_error(&got, &truth))
-    }
-
-    pub fn check(name: &str, (max, median): (f64, f64), bound: f64) -> Result<(), Failed> {
-        println!("{name}: max relative acceleration error {max:.3e}, median {median:.3e} (bound {bound:e})");
-        if max < bound {
-            Ok(())
-        } else {
-            Err(format!("{name}: max relative error {max:e} >= {bound:e}").into())
-        }
-    }
 }

@@ -40,17 +40,41 @@ template <typename T> __device__ __forceinline__ typename V4<T>::type zero4() {
     return z;
 }
 
-// One interaction: 3 FADD + 3 FFMA (eps^2 in the first) + RSQ + 3 FMUL + 3 FFMA (+1 FADD).
-// Returns d, 1/r and m/r^3 for callers that add more terms (the jerk): every kernel's
-// pair math is this function.
-template <typename T, bool POT, bool MASKED>
-__device__ __forceinline__ void interact(T xi, T yi, T zi, const typename V4<T>::type &s, T eps2,
-                                         T &ax, T &ay, T &az, T &phi, T &dx, T &dy, T &dz, T &rinv, T &m_rinv3) {
-    dx = s.x - xi; dy = s.y - yi; dz = s.z - zi;
-    T r2 = fma(dz, dz, fma(dy, dy, fma(dx, dx, eps2)));
+// A particle as the interactions read it: (x, y, z, m) in C. Mixed precision (T double,
+// C float) adds the low parts of its coordinates (double-single: coordinate = p + lo), so
+// a separation keeps f64-like accuracy for close pairs: p_j - p_i is exact when they are
+// close (Sterbenz), and the low parts add back what rounding to float dropped.
+template <typename T, typename C> struct Pt {
+    typename V4<C>::type p;
+};
+template <> struct Pt<double, float> {
+    float4 p;
+    float4 lo;
+};
+
+template <typename T, typename C>
+__device__ __forceinline__ void separation(const Pt<T, C> &s, const Pt<T, C> &t, C &dx, C &dy, C &dz) {
+    dx = s.p.x - t.p.x; dy = s.p.y - t.p.y; dz = s.p.z - t.p.z;
+}
+template <>
+__device__ __forceinline__ void separation<double, float>(const Pt<double, float> &s, const Pt<double, float> &t,
+                                                          float &dx, float &dy, float &dz) {
+    dx = (s.p.x - t.p.x) + (s.lo.x - t.lo.x);
+    dy = (s.p.y - t.p.y) + (s.lo.y - t.lo.y);
+    dz = (s.p.z - t.p.z) + (s.lo.z - t.lo.z);
+}
+
+// One interaction of target t with source s: 3 FADD (6 more in mixed precision) + 3 FFMA
+// (eps^2 in the first) + RSQ + 3 FMUL + 3 FFMA (+1 FADD). Returns d, 1/r and m/r^3 for
+// callers that add more terms (the jerk): every kernel's pair math is this function.
+template <typename T, typename C, bool POT, bool MASKED>
+__device__ __forceinline__ void interact(const Pt<T, C> &t, const Pt<T, C> &s, C eps2, C &ax, C &ay, C &az, C &phi,
+                                         C &dx, C &dy, C &dz, C &rinv, C &m_rinv3) {
+    separation(s, t, dx, dy, dz);
+    C r2 = fma(dz, dz, fma(dy, dy, fma(dx, dx, eps2)));
     rinv = rsqrt_fast(r2);
-    if (MASKED) rinv = r2 >= min_normal<T>() ? rinv : T(0);
-    T m_rinv = s.w * rinv;
+    if (MASKED) rinv = r2 >= min_normal<C>() ? rinv : C(0);
+    C m_rinv = s.p.w * rinv;
     // (m/r * 1/r) * 1/r: stays 0 for a massless source where 1/r^2 overflows.
     m_rinv3 = (m_rinv * rinv) * rinv;
     ax = fma(dx, m_rinv3, ax);
@@ -59,11 +83,10 @@ __device__ __forceinline__ void interact(T xi, T yi, T zi, const typename V4<T>:
     if (POT) phi -= m_rinv;
 }
 
-template <typename T, bool POT, bool MASKED>
-__device__ __forceinline__ void interact(T xi, T yi, T zi, const typename V4<T>::type &s, T eps2,
-                                         T &ax, T &ay, T &az, T &phi) {
-    T dx, dy, dz, rinv, m_rinv3;
-    interact<T, POT, MASKED>(xi, yi, zi, s, eps2, ax, ay, az, phi, dx, dy, dz, rinv, m_rinv3);
+template <typename T, typename C, bool POT, bool MASKED>
+__device__ __forceinline__ void interact(const Pt<T, C> &t, const Pt<T, C> &s, C eps2, C &ax, C &ay, C &az, C &phi) {
+    C dx, dy, dz, rinv, m_rinv3;
+    interact<T, C, POT, MASKED>(t, s, eps2, ax, ay, az, phi, dx, dy, dz, rinv, m_rinv3);
 }
 
 // Sums over TP consecutive lanes (TP a power of two <= 32), leaving the total in each.
@@ -73,9 +96,90 @@ template <int TP, typename T> __device__ __forceinline__ T lane_sum(T v) {
     return v;
 }
 
+// Mixed precision (T = double for storage and sums, C = float for each interaction):
+// every particle a block reads is moved into the block's frame, its offset from a centre
+// of the block's targets computed in double and split into float high and low parts, so
+// the rounding is relative to the offsets, not to the absolute coordinates (a system far
+// from the origin keeps the error it has at the origin). With T == C the frame is the
+// identity.
+template <typename T, typename C> struct Frame {
+    __device__ __forceinline__ Pt<T, C> apply(const typename V4<T>::type &p) const {
+        Pt<T, C> q;
+        q.p = p;
+        return q;
+    }
+    __device__ __forceinline__ typename V4<C>::type velocity(const typename V4<T>::type &v) const { return v; }
+};
+template <> struct Frame<double, float> {
+    double x, y, z;
+    __device__ __forceinline__ Pt<double, float> apply(const double4 &p) const {
+        const double d[3] = {p.x - x, p.y - y, p.z - z};
+        float hi[3], lo[3];
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {
+            hi[k] = (float)d[k];
+            lo[k] = (float)(d[k] - (double)hi[k]);
+        }
+        Pt<double, float> q;
+        q.p = make_float4(hi[0], hi[1], hi[2], (float)p.w);
+        q.lo = make_float4(lo[0], lo[1], lo[2], 0.0f);
+        return q;
+    }
+    // Velocities in the frame, rounded to float (the jerk tolerates their rounding).
+    __device__ __forceinline__ float4 velocity(const double4 &v) const {
+        return make_float4((float)(v.x - x), (float)(v.y - y), (float)(v.z - z), 0.0f);
+    }
+};
+
+template <typename T, typename C> struct IsMixed { enum { value = 0 }; };
+template <> struct IsMixed<double, float> { enum { value = 1 }; };
+
+// The frame of the points p[first, first + count) clipped to n (at least one is real):
+// per axis the middle of their bounding box, or 0 where the box is wider than its middle
+// is far from the origin (a sparse block: offsets never exceed the coordinates, so the
+// error is never worse than plain f32's). Every thread of the block must call it.
+template <typename T, typename C>
+__device__ __forceinline__ Frame<T, C> block_frame(const typename V4<T>::type *p, int first, int count, int n) {
+    return Frame<T, C>();
+}
+template <>
+__device__ __forceinline__ Frame<double, float> block_frame<double, float>(const double4 *p, int first, int count,
+                                                                           int n) {
+    __shared__ double bounds[6][32];
+    double b[6] = {1.0 / 0.0, 1.0 / 0.0, 1.0 / 0.0, 1.0 / 0.0, 1.0 / 0.0, 1.0 / 0.0}; // lo xyz, -hi xyz
+    for (int t = threadIdx.x; t < count && first + t < n; t += blockDim.x) {
+        const double4 q = p[first + t];
+        b[0] = fmin(b[0], q.x); b[1] = fmin(b[1], q.y); b[2] = fmin(b[2], q.z);
+        b[3] = fmin(b[3], -q.x); b[4] = fmin(b[4], -q.y); b[5] = fmin(b[5], -q.z);
+    }
+#pragma unroll
+    for (int k = 0; k < 6; ++k) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) b[k] = fmin(b[k], __shfl_xor_sync(0xffffffffu, b[k], off));
+        if (threadIdx.x % 32 == 0) bounds[k][threadIdx.x / 32] = b[k];
+    }
+    __syncthreads();
+    double c[3];
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+        double lo = bounds[k][0], hi = -bounds[k + 3][0];
+        for (int w = 1; w < (int)(blockDim.x / 32); ++w) {
+            lo = fmin(lo, bounds[k][w]);
+            hi = fmax(hi, -bounds[k + 3][w]);
+        }
+        const double mid = 0.5 * (lo + hi);
+        c[k] = hi - lo >= fabs(mid) ? 0.0 : mid;
+    }
+    // Everyone has read the bounds before any later use of shared memory overwrites them.
+    __syncthreads();
+    Frame<double, float> f;
+    f.x = c[0]; f.y = c[1]; f.z = c[2];
+    return f;
+}
+
 // Adds G * sums into out[i]; the potential only when POT; subtracts the self term for
 // targets in [self_t0, self_t0 + self_len) (they are sources too) when softened.
-template <typename T, bool POT, bool MASKED>
+template <typename T, typename C, bool POT, bool MASKED>
 __device__ __forceinline__ void finish(typename V4<T>::type *out, int i, T m_i, T eps2, T g, T ax, T ay, T az, T phi,
                                        int self_t0, int self_len) {
     typename V4<T>::type o = out[i];
@@ -83,8 +187,9 @@ __device__ __forceinline__ void finish(typename V4<T>::type *out, int i, T m_i, 
     o.y += g * ay;
     o.z += g * az;
     if (POT) {
-        // The kernel added m_i * rsqrt_fast(eps2) for the pair (i, i): remove exactly that.
-        if (!MASKED && i - self_t0 >= 0 && i - self_t0 < self_len) phi += m_i * rsqrt_fast(eps2);
+        // The kernel added m_i * rsqrt_fast(eps2) for the pair (i, i), in the precision
+        // of its interactions: remove exactly that.
+        if (!MASKED && i - self_t0 >= 0 && i - self_t0 < self_len) phi += (T)((C)m_i * rsqrt_fast((C)eps2));
         o.w += g * phi;
     }
     out[i] = o;
@@ -94,29 +199,39 @@ __device__ __forceinline__ void finish(typename V4<T>::type *out, int i, T m_i, 
 // NI targets. Sources are padded with massless particles to a multiple of B. When the
 // targets cannot fill the GPU, gridDim.y > 1 blocks share a target group, each summing
 // one chunk of `chunk` sources (a multiple of B) into `partial[blockIdx.y][target]`, and
-// nbody_tiled_reduce adds the chunks in order and finishes.
-template <typename T, int B, int TP, int NI, bool POT, bool MASKED>
+// nbody_tiled_reduce adds the chunks in order and finishes. Mixed precision (T double, C
+// float): interactions in the block's frame, each thread's float sums added into double
+// ones every FLUSH tiles (at least 32 interactions per thread in between).
+template <typename T, typename C, int B, int TP, int NI, bool POT, bool MASKED>
 __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ targets, int n_targets,
                                       const typename V4<T>::type *__restrict__ sources, int n_sources_padded,
-                                      typename V4<T>::type *__restrict__ out, T eps2, T g, int self_t0, int self_len,
+                                      typename V4<T>::type *__restrict__ out, T eps2_, T g, int self_t0, int self_len,
                                       int chunk, typename V4<T>::type *__restrict__ partial) {
     typedef typename V4<T>::type v4;
+    const bool MIXED = IsMixed<T, C>::value;
+    const int FLUSH = 32 * TP / B > 1 ? 32 * TP / B : 1;
+    const C eps2 = (C)eps2_;
     // Two tiles: while one is read, the next is stored into the other, so each tile costs
     // one barrier, not two.
-    __shared__ v4 tile[2][B];
+    __shared__ Pt<T, C> tile[2][B];
     const int slice = threadIdx.x % TP;
-    const int first = (blockIdx.x * (B / TP) + threadIdx.x / TP) * NI;
-    T xi[NI], yi[NI], zi[NI], mi[NI], ax[NI], ay[NI], az[NI], phi[NI];
+    const int block_first = blockIdx.x * (B / TP) * NI;
+    const int first = block_first + threadIdx.x / TP * NI;
+    const Frame<T, C> frame = block_frame<T, C>(targets, block_first, B / TP * NI, n_targets);
+    Pt<T, C> ti[NI];
+    C ax[NI], ay[NI], az[NI], phi[NI];
+    T mi[NI], sx[NI], sy[NI], sz[NI], sphi[NI];
 #pragma unroll
     for (int k = 0; k < NI; ++k) {
-        v4 p = first + k < n_targets ? targets[first + k] : zero4<T>();
-        xi[k] = p.x; yi[k] = p.y; zi[k] = p.z; mi[k] = p.w;
+        ti[k] = frame.apply(first + k < n_targets ? targets[first + k] : zero4<T>());
+        mi[k] = first + k < n_targets ? targets[first + k].w : T(0);
         ax[k] = 0; ay[k] = 0; az[k] = 0; phi[k] = 0;
+        sx[k] = 0; sy[k] = 0; sz[k] = 0; sphi[k] = 0;
     }
     const int begin = blockIdx.y * chunk, end = min(begin + chunk, n_sources_padded);
-    if (begin < end) tile[0][threadIdx.x] = sources[begin + threadIdx.x];
+    if (begin < end) tile[0][threadIdx.x] = frame.apply(sources[begin + threadIdx.x]);
     __syncthreads();
-    int buf = 0;
+    int buf = 0, tiles = 0;
     for (int base = begin; base < end; base += B, buf ^= 1) {
         // The next tile's global load is issued first and lands while this one is computed.
         const bool more = base + B < end;
@@ -125,22 +240,32 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         // B / TP iterations, known at compile time: fully unrolled when short.
 #pragma unroll(B / TP < 16 ? B / TP : 16)
         for (int jj = 0; jj < B / TP; ++jj) {
-            const v4 s = tile[buf][jj * TP + slice];
+            const Pt<T, C> s = tile[buf][jj * TP + slice];
 #pragma unroll
-            for (int k = 0; k < NI; ++k) interact<T, POT, MASKED>(xi[k], yi[k], zi[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
+            for (int k = 0; k < NI; ++k) interact<T, C, POT, MASKED>(ti[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
+        }
+        if (MIXED && (++tiles % FLUSH == 0 || !more)) {
+#pragma unroll
+            for (int k = 0; k < NI; ++k) {
+                sx[k] += ax[k]; sy[k] += ay[k]; sz[k] += az[k]; sphi[k] += phi[k];
+                ax[k] = 0; ay[k] = 0; az[k] = 0; phi[k] = 0;
+            }
         }
         // Nobody reads tile[buf ^ 1] in this iteration: everyone finished it before the
         // barrier that ended the previous one.
-        if (more) tile[buf ^ 1][threadIdx.x] = next;
+        if (more) tile[buf ^ 1][threadIdx.x] = frame.apply(next);
         __syncthreads();
     }
-    if (TP > 1) {
 #pragma unroll
-        for (int k = 0; k < NI; ++k) {
-            ax[k] = lane_sum<TP>(ax[k]);
-            ay[k] = lane_sum<TP>(ay[k]);
-            az[k] = lane_sum<TP>(az[k]);
-            if (POT) phi[k] = lane_sum<TP>(phi[k]);
+    for (int k = 0; k < NI; ++k) {
+        if (!MIXED) {
+            sx[k] = ax[k]; sy[k] = ay[k]; sz[k] = az[k]; sphi[k] = phi[k];
+        }
+        if (TP > 1) {
+            sx[k] = lane_sum<TP>(sx[k]);
+            sy[k] = lane_sum<TP>(sy[k]);
+            sz[k] = lane_sum<TP>(sz[k]);
+            if (POT) sphi[k] = lane_sum<TP>(sphi[k]);
         }
     }
     if (slice == 0) {
@@ -149,10 +274,11 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
             if (first + k >= n_targets) continue;
             if (gridDim.y > 1) {
                 v4 a;
-                a.x = ax[k]; a.y = ay[k]; a.z = az[k]; a.w = phi[k];
+                a.x = sx[k]; a.y = sy[k]; a.z = sz[k]; a.w = sphi[k];
                 partial[(size_t)blockIdx.y * n_targets + first + k] = a;
             } else {
-                finish<T, POT, MASKED>(out, first + k, mi[k], eps2, g, ax[k], ay[k], az[k], phi[k], self_t0, self_len);
+                finish<T, C, POT, MASKED>(out, first + k, mi[k], eps2_, g, sx[k], sy[k], sz[k], sphi[k], self_t0,
+                                          self_len);
             }
         }
     }
@@ -160,7 +286,7 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
 
 // Adds the chunks of a source-split tiled launch in chunk order, then finishes. One
 // thread per target.
-template <typename T, bool POT, bool MASKED>
+template <typename T, typename C, bool POT, bool MASKED>
 __device__ __forceinline__ void tiled_reduce(const typename V4<T>::type *__restrict__ targets, int n_targets,
                                              int chunks, const typename V4<T>::type *__restrict__ partial,
                                              typename V4<T>::type *__restrict__ out, T eps2, T g, int self_t0,
@@ -172,7 +298,7 @@ __device__ __forceinline__ void tiled_reduce(const typename V4<T>::type *__restr
         const typename V4<T>::type a = partial[(size_t)c * n_targets + i];
         ax += a.x; ay += a.y; az += a.z; phi += a.w;
     }
-    finish<T, POT, MASKED>(out, i, targets[i].w, eps2, g, ax, ay, az, phi, self_t0, self_len);
+    finish<T, C, POT, MASKED>(out, i, targets[i].w, eps2, g, ax, ay, az, phi, self_t0, self_len);
 }
 
 // What a jerk launch writes besides out and jerk_out. Neighbours (NEIGH): per target
@@ -205,57 +331,70 @@ template <typename T> __device__ __forceinline__ void keep_nearer(T &best, int &
 // (partial sums combined with warp shuffles), NI targets per thread (each shared load
 // serves NI interactions), and the sources split over gridDim.y chunks of `chunk` (a
 // multiple of B) when the targets alone cannot fill the GPU.
-template <typename T, int B, int TP, int NI, bool POT, bool MASKED, bool NEIGH>
+template <typename T, typename C, int B, int TP, int NI, bool POT, bool MASKED, bool NEIGH>
 __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restrict__ targets,
                                            const typename V4<T>::type *__restrict__ target_vel, int n_targets,
                                            const typename V4<T>::type *__restrict__ sources,
                                            const typename V4<T>::type *__restrict__ source_vel, int n_sources,
                                            int n_sources_padded, int chunk, typename V4<T>::type *__restrict__ out,
-                                           typename V4<T>::type *__restrict__ jerk_out, T eps2, T g, int self_t0,
+                                           typename V4<T>::type *__restrict__ jerk_out, T eps2_, T g, int self_t0,
                                            int self_s0, int self_len, JerkExtra<T> x) {
     typedef typename V4<T>::type v4;
-    __shared__ v4 tile_x[B], tile_v[B];
+    typedef typename V4<C>::type c4;
+    const bool MIXED = IsMixed<T, C>::value;
+    const C eps2 = (C)eps2_;
+    __shared__ Pt<T, C> tile_x[B];
+    __shared__ c4 tile_v[B];
     const int slice = threadIdx.x % TP;
-    const int first = (blockIdx.x * (B / TP) + threadIdx.x / TP) * NI;
-    v4 p[NI], v[NI];
+    const int block_first = blockIdx.x * (B / TP) * NI;
+    const int first = block_first + threadIdx.x / TP * NI;
+    // Mixed precision: positions and velocities each in the frame of the block's targets.
+    const Frame<T, C> fx = block_frame<T, C>(targets, block_first, B / TP * NI, n_targets);
+    const Frame<T, C> fv = block_frame<T, C>(target_vel, block_first, B / TP * NI, n_targets);
+    Pt<T, C> p[NI];
+    c4 v[NI];
     int own[NI];
-    T h2[NI], ax[NI], ay[NI], az[NI], phi[NI], jx[NI], jy[NI], jz[NI], best[NI];
+    T mi[NI], h2[NI], best[NI], s[7][NI];
+    C ax[NI], ay[NI], az[NI], phi[NI], jx[NI], jy[NI], jz[NI];
     int arg[NI];
 #pragma unroll
     for (int q = 0; q < NI; ++q) {
         const int i = first + q;
         const bool real = i < n_targets;
-        p[q] = real ? targets[i] : zero4<T>();
-        v[q] = real ? target_vel[i] : zero4<T>();
+        p[q] = fx.apply(real ? targets[i] : zero4<T>());
+        v[q] = fv.velocity(real ? target_vel[i] : zero4<T>());
+        mi[q] = real ? targets[i].w : T(0);
         own[q] = i - self_t0 >= 0 && i - self_t0 < self_len ? self_s0 + i - self_t0 : -1;
         h2[q] = NEIGH && real && x.h2 != 0 ? x.h2[i] : T(-1);
         ax[q] = 0; ay[q] = 0; az[q] = 0; phi[q] = 0; jx[q] = 0; jy[q] = 0; jz[q] = 0;
+#pragma unroll
+        for (int c = 0; c < 7; ++c) s[c][q] = 0;
         best[q] = T(1) / T(0);
         arg[q] = NO_NEIGHBOUR;
     }
     const int begin = blockIdx.y * chunk, end = min(begin + chunk, n_sources_padded);
     for (int base = begin; base < end; base += B) {
         __syncthreads();
-        tile_x[threadIdx.x] = sources[base + threadIdx.x];
-        tile_v[threadIdx.x] = source_vel[base + threadIdx.x];
+        tile_x[threadIdx.x] = fx.apply(sources[base + threadIdx.x]);
+        tile_v[threadIdx.x] = fv.velocity(source_vel[base + threadIdx.x]);
         __syncthreads();
 #pragma unroll(NI > 1 ? 2 : 4)
         for (int jj = 0; jj < B / TP; ++jj) {
             const int k = jj * TP + slice;
-            const v4 s = tile_x[k], sv = tile_v[k];
+            const Pt<T, C> sx = tile_x[k];
+            const c4 sv = tile_v[k];
 #pragma unroll
             for (int q = 0; q < NI; ++q) {
-                T dx, dy, dz, rinv, m_rinv3;
-                interact<T, POT, MASKED>(p[q].x, p[q].y, p[q].z, s, eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz,
-                                         rinv, m_rinv3);
-                T dvx = sv.x - v[q].x, dvy = sv.y - v[q].y, dvz = sv.z - v[q].z;
-                T alpha = ((T(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz))) * rinv) * rinv;
+                C dx, dy, dz, rinv, m_rinv3;
+                interact<T, C, POT, MASKED>(p[q], sx, eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz, rinv, m_rinv3);
+                C dvx = sv.x - v[q].x, dvy = sv.y - v[q].y, dvz = sv.z - v[q].z;
+                C alpha = ((C(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz))) * rinv) * rinv;
                 jx[q] = fma(m_rinv3, fma(-alpha, dx, dvx), jx[q]);
                 jy[q] = fma(m_rinv3, fma(-alpha, dy, dvy), jy[q]);
                 jz[q] = fma(m_rinv3, fma(-alpha, dz, dvz), jz[q]);
                 if (NEIGH) {
                     const int j = base + k;
-                    const T d2 = (dx * dx + dy * dy) + dz * dz;
+                    const T d2 = (T)((dx * dx + dy * dy) + dz * dz);
                     const bool other = j != own[q] && j < n_sources;
                     if (other && d2 < best[q]) {
                         best[q] = d2;
@@ -268,13 +407,26 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
                 }
             }
         }
+        // Mixed precision: each tile's float sums (B / TP interactions) go into doubles.
+        if (MIXED) {
+#pragma unroll
+            for (int q = 0; q < NI; ++q) {
+                s[0][q] += ax[q]; s[1][q] += ay[q]; s[2][q] += az[q]; s[3][q] += phi[q];
+                s[4][q] += jx[q]; s[5][q] += jy[q]; s[6][q] += jz[q];
+                ax[q] = 0; ay[q] = 0; az[q] = 0; phi[q] = 0; jx[q] = 0; jy[q] = 0; jz[q] = 0;
+            }
+        }
     }
 #pragma unroll
     for (int q = 0; q < NI; ++q) {
+        if (!MIXED) {
+            s[0][q] = ax[q]; s[1][q] = ay[q]; s[2][q] = az[q]; s[3][q] = phi[q];
+            s[4][q] = jx[q]; s[5][q] = jy[q]; s[6][q] = jz[q];
+        }
         if (TP > 1) {
-            ax[q] = lane_sum<TP>(ax[q]); ay[q] = lane_sum<TP>(ay[q]); az[q] = lane_sum<TP>(az[q]);
-            if (POT) phi[q] = lane_sum<TP>(phi[q]);
-            jx[q] = lane_sum<TP>(jx[q]); jy[q] = lane_sum<TP>(jy[q]); jz[q] = lane_sum<TP>(jz[q]);
+#pragma unroll
+            for (int c = 0; c < 7; ++c)
+                if (POT || c != 3) s[c][q] = lane_sum<TP>(s[c][q]);
             if (NEIGH) {
 #pragma unroll
                 for (int off = TP / 2; off > 0; off >>= 1)
@@ -287,16 +439,16 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
         if (gridDim.y > 1) {
             const size_t at = (size_t)blockIdx.y * n_targets + i;
             v4 a, jk;
-            a.x = ax[q]; a.y = ay[q]; a.z = az[q]; a.w = phi[q];
-            jk.x = jx[q]; jk.y = jy[q]; jk.z = jz[q]; jk.w = best[q];
+            a.x = s[0][q]; a.y = s[1][q]; a.z = s[2][q]; a.w = s[3][q];
+            jk.x = s[4][q]; jk.y = s[5][q]; jk.z = s[6][q]; jk.w = best[q];
             x.acc_part[at] = a;
             x.jerk_part[at] = jk;
             if (NEIGH) x.near_part[at] = arg[q];
             continue;
         }
-        finish<T, POT, MASKED>(out, i, p[q].w, eps2, g, ax[q], ay[q], az[q], phi[q], self_t0, self_len);
+        finish<T, C, POT, MASKED>(out, i, mi[q], eps2_, g, s[0][q], s[1][q], s[2][q], s[3][q], self_t0, self_len);
         v4 jo = jerk_out[i];
-        jo.x += g * jx[q]; jo.y += g * jy[q]; jo.z += g * jz[q];
+        jo.x += g * s[4][q]; jo.y += g * s[5][q]; jo.z += g * s[6][q];
         jerk_out[i] = jo;
         if (NEIGH) {
             x.near_index[i] = arg[q];
@@ -307,7 +459,7 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
 
 // Combines the chunks of a source-split jerk launch in chunk order (the same sums on
 // every run), then finishes as the unsplit kernel does. One thread per target.
-template <typename T, bool POT, bool MASKED, bool NEIGH>
+template <typename T, typename C, bool POT, bool MASKED, bool NEIGH>
 __device__ __forceinline__ void jerk_reduce(const typename V4<T>::type *__restrict__ targets, int n_targets,
                                             int chunks, typename V4<T>::type *__restrict__ out,
                                             typename V4<T>::type *__restrict__ jerk_out, T eps2, T g, int self_t0,
@@ -325,7 +477,7 @@ __device__ __forceinline__ void jerk_reduce(const typename V4<T>::type *__restri
         jx += jk.x; jy += jk.y; jz += jk.z;
         if (NEIGH) keep_nearer(best, arg, jk.w, x.near_part[at]);
     }
-    finish<T, POT, MASKED>(out, i, targets[i].w, eps2, g, ax, ay, az, phi, self_t0, self_len);
+    finish<T, C, POT, MASKED>(out, i, targets[i].w, eps2, g, ax, ay, az, phi, self_t0, self_len);
     v4 jo = jerk_out[i];
     jo.x += g * jx; jo.y += g * jy; jo.z += g * jz;
     jerk_out[i] = jo;
@@ -352,25 +504,29 @@ struct Span {
 // Batched kernel: block of 128 threads = 32 targets x 4 slices. The item's spans are read
 // as one concatenated list, so a tile of 128 is filled across span boundaries (tree lists
 // are made of short spans); only the item's last tile is padded with massless particles.
-template <typename T, bool POT, bool MASKED>
+template <typename T, typename C, bool POT, bool MASKED>
 __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__ particles,
                                         const Item *__restrict__ items, const Span *__restrict__ spans,
                                         const u32 *__restrict__ offset, typename V4<T>::type *__restrict__ out,
-                                        T eps2, T g) {
-    typedef typename V4<T>::type v4;
+                                        T eps2_, T g) {
+    const bool MIXED = IsMixed<T, C>::value;
+    const C eps2 = (C)eps2_;
     const int B = 128, TP = 4;
-    __shared__ v4 tile[B];
+    __shared__ Pt<T, C> tile[B];
     const Item item = items[blockIdx.x];
     const int slice = threadIdx.x % TP;
     const int i = item.t0 + threadIdx.x / TP;
     const bool active = i < (int)item.t1;
-    const v4 p = active ? particles[i] : zero4<T>();
-    T ax = 0, ay = 0, az = 0, phi = 0;
+    // Mixed precision: the frame of the item's targets (a tree leaf: compact).
+    const Frame<T, C> frame = block_frame<T, C>(particles, item.t0, item.t1 - item.t0, item.t1);
+    const Pt<T, C> p = frame.apply(active ? particles[i] : zero4<T>());
+    C ax = 0, ay = 0, az = 0, phi = 0;
+    T sx = 0, sy = 0, sz = 0, sphi = 0;
     const u32 last = item.span_last - 1;
     const u32 total = offset[last] + (spans[last].end - spans[last].start);
     for (u32 base = 0; base < total; base += B) {
         const u32 flat = base + threadIdx.x;
-        v4 q = zero4<T>();
+        Pt<T, C> q = frame.apply(zero4<T>());
         if (flat < total) {
             // The span holding position `flat`: the last whose offset is <= flat.
             u32 lo = item.span_first, hi = last;
@@ -378,126 +534,140 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
                 const u32 mid = (lo + hi + 1) / 2;
                 if (offset[mid] <= flat) lo = mid; else hi = mid - 1;
             }
-            q = particles[spans[lo].start + (flat - offset[lo])];
+            q = frame.apply(particles[spans[lo].start + (flat - offset[lo])]);
         }
         __syncthreads();
         tile[threadIdx.x] = q;
         __syncthreads();
 #pragma unroll 8
-        for (int j = slice; j < B; j += TP) interact<T, POT, MASKED>(p.x, p.y, p.z, tile[j], eps2, ax, ay, az, phi);
+        for (int j = slice; j < B; j += TP) interact<T, C, POT, MASKED>(p, tile[j], eps2, ax, ay, az, phi);
+        if (MIXED) {
+            sx += ax; sy += ay; sz += az; sphi += phi;
+            ax = 0; ay = 0; az = 0; phi = 0;
+        }
     }
-    ax = lane_sum<TP>(ax);
-    ay = lane_sum<TP>(ay);
-    az = lane_sum<TP>(az);
+    if (!MIXED) {
+        sx = ax; sy = ay; sz = az; sphi = phi;
+    }
+    sx = lane_sum<TP>(sx);
+    sy = lane_sum<TP>(sy);
+    sz = lane_sum<TP>(sz);
     if (POT) {
-        phi = lane_sum<TP>(phi);
+        sphi = lane_sum<TP>(sphi);
     }
     if (active && slice == 0) {
-        atomicAdd(&out[i].x, g * ax);
-        atomicAdd(&out[i].y, g * ay);
-        atomicAdd(&out[i].z, g * az);
-        if (POT) atomicAdd(&out[i].w, g * phi);
+        atomicAdd(&out[i].x, g * sx);
+        atomicAdd(&out[i].y, g * sy);
+        atomicAdd(&out[i].z, g * sz);
+        if (POT) atomicAdd(&out[i].w, g * sphi);
     }
 }
 
-// Exported entry points: nbody_<kind>_<f32|f64>_..., names built by the host code.
-#define TILED(T, NAME, B, TP, NI, POT, MASKED)                                                                         \
+// Exported entry points: nbody_<kind>_<f32|f64|mixed>_..., names built by the host code.
+#define TILED(T, C, NAME, B, TP, NI, POT, MASKED)                                                                       \
     extern "C" __global__ void __launch_bounds__(B) nbody_tiled_##NAME##_b##B##_tp##TP##_ni##NI##_p##POT##_m##MASKED( \
         const V4<T>::type *targets, int n_targets, const V4<T>::type *sources, int n_sources_padded,                  \
         V4<T>::type *out, T eps2, T g, int self_t0, int self_len, int chunk, V4<T>::type *partial) {                   \
-        tiled<T, B, TP, NI, POT, MASKED>(targets, n_targets, sources, n_sources_padded, out, eps2, g, self_t0,         \
-                                         self_len, chunk, partial);                                                    \
+        tiled<T, C, B, TP, NI, POT, MASKED>(targets, n_targets, sources, n_sources_padded, out, eps2, g, self_t0,      \
+                                            self_len, chunk, partial);                                                    \
     }
 
-#define TILED_REDUCE(T, NAME, POT, MASKED)                                                                             \
+#define TILED_REDUCE(T, C, NAME, POT, MASKED)                                                                           \
     extern "C" __global__ void nbody_tiled_reduce_##NAME##_p##POT##_m##MASKED(                                         \
         const V4<T>::type *targets, int n_targets, int chunks, const V4<T>::type *partial, V4<T>::type *out, T eps2,   \
         T g, int self_t0, int self_len) {                                                                              \
-        tiled_reduce<T, POT, MASKED>(targets, n_targets, chunks, partial, out, eps2, g, self_t0, self_len);             \
+        tiled_reduce<T, C, POT, MASKED>(targets, n_targets, chunks, partial, out, eps2, g, self_t0, self_len);             \
     }
-TILED_REDUCE(float, f32, 0, 0) TILED_REDUCE(float, f32, 0, 1) TILED_REDUCE(float, f32, 1, 0)
-TILED_REDUCE(float, f32, 1, 1) TILED_REDUCE(double, f64, 0, 0) TILED_REDUCE(double, f64, 0, 1)
-TILED_REDUCE(double, f64, 1, 0) TILED_REDUCE(double, f64, 1, 1)
+#define TILED_REDUCE_PM(T, C, NAME)                                                                                    \
+    TILED_REDUCE(T, C, NAME, 0, 0) TILED_REDUCE(T, C, NAME, 0, 1) TILED_REDUCE(T, C, NAME, 1, 0)                       \
+    TILED_REDUCE(T, C, NAME, 1, 1)
+TILED_REDUCE_PM(float, float, f32)
+TILED_REDUCE_PM(double, double, f64)
+TILED_REDUCE_PM(double, float, mixed)
 
-#define TILED_PM(T, NAME, B, TP, NI)                                                                                   \
-    TILED(T, NAME, B, TP, NI, 0, 0)                                                                                    \
-    TILED(T, NAME, B, TP, NI, 0, 1)                                                                                    \
-    TILED(T, NAME, B, TP, NI, 1, 0)                                                                                    \
-    TILED(T, NAME, B, TP, NI, 1, 1)
+#define TILED_PM(T, C, NAME, B, TP, NI)                                                                                 \
+    TILED(T, C, NAME, B, TP, NI, 0, 0)                                                                                  \
+    TILED(T, C, NAME, B, TP, NI, 0, 1)                                                                                  \
+    TILED(T, C, NAME, B, TP, NI, 1, 0)                                                                                  \
+    TILED(T, C, NAME, B, TP, NI, 1, 1)
 
 // Must list exactly config.rs's CANDIDATES.
-#define TILED_ALL(T, NAME)                                                                                             \
-    TILED_PM(T, NAME, 128, 1, 1)                                                                                       \
-    TILED_PM(T, NAME, 128, 1, 2)                                                                                       \
-    TILED_PM(T, NAME, 128, 1, 4)                                                                                       \
-    TILED_PM(T, NAME, 128, 1, 8)                                                                                       \
-    TILED_PM(T, NAME, 128, 2, 4)                                                                                       \
-    TILED_PM(T, NAME, 128, 2, 8)                                                                                       \
-    TILED_PM(T, NAME, 128, 4, 4)                                                                                       \
-    TILED_PM(T, NAME, 128, 4, 8)                                                                                       \
-    TILED_PM(T, NAME, 128, 8, 2)                                                                                       \
-    TILED_PM(T, NAME, 128, 8, 4)                                                                                       \
-    TILED_PM(T, NAME, 128, 8, 8)                                                                                       \
-    TILED_PM(T, NAME, 128, 16, 1)                                                                                      \
-    TILED_PM(T, NAME, 128, 16, 2)                                                                                      \
-    TILED_PM(T, NAME, 128, 16, 4)                                                                                      \
-    TILED_PM(T, NAME, 128, 32, 1)                                                                                      \
-    TILED_PM(T, NAME, 128, 32, 2)                                                                                      \
-    TILED_PM(T, NAME, 256, 1, 4)                                                                                       \
-    TILED_PM(T, NAME, 256, 2, 4)                                                                                       \
-    TILED_PM(T, NAME, 256, 4, 4)                                                                                       \
-    TILED_PM(T, NAME, 256, 8, 4)                                                                                       \
-    TILED_PM(T, NAME, 256, 16, 2)
+#define TILED_ALL(T, C, NAME)                                                                                           \
+    TILED_PM(T, C, NAME, 128, 1, 1)                                                                                       \
+    TILED_PM(T, C, NAME, 128, 1, 2)                                                                                       \
+    TILED_PM(T, C, NAME, 128, 1, 4)                                                                                       \
+    TILED_PM(T, C, NAME, 128, 1, 8)                                                                                       \
+    TILED_PM(T, C, NAME, 128, 2, 4)                                                                                       \
+    TILED_PM(T, C, NAME, 128, 2, 8)                                                                                       \
+    TILED_PM(T, C, NAME, 128, 4, 4)                                                                                       \
+    TILED_PM(T, C, NAME, 128, 4, 8)                                                                                       \
+    TILED_PM(T, C, NAME, 128, 8, 2)                                                                                       \
+    TILED_PM(T, C, NAME, 128, 8, 4)                                                                                       \
+    TILED_PM(T, C, NAME, 128, 8, 8)                                                                                       \
+    TILED_PM(T, C, NAME, 128, 16, 1)                                                                                      \
+    TILED_PM(T, C, NAME, 128, 16, 2)                                                                                      \
+    TILED_PM(T, C, NAME, 128, 16, 4)                                                                                      \
+    TILED_PM(T, C, NAME, 128, 32, 1)                                                                                      \
+    TILED_PM(T, C, NAME, 128, 32, 2)                                                                                      \
+    TILED_PM(T, C, NAME, 256, 1, 4)                                                                                       \
+    TILED_PM(T, C, NAME, 256, 2, 4)                                                                                       \
+    TILED_PM(T, C, NAME, 256, 4, 4)                                                                                       \
+    TILED_PM(T, C, NAME, 256, 8, 4)                                                                                       \
+    TILED_PM(T, C, NAME, 256, 16, 2)
 
-TILED_ALL(float, f32)
-TILED_ALL(double, f64)
+TILED_ALL(float, float, f32)
+TILED_ALL(double, double, f64)
+TILED_ALL(double, float, mixed)
 
-#define JERK_TP(T, NAME, TP, NI, POT, MASKED, NEIGH)                                                                 \
+#define JERK_TP(T, C, NAME, TP, NI, POT, MASKED, NEIGH)                                                               \
     extern "C" __global__ void __launch_bounds__(128)                                                                  \
         nbody_jerk_##NAME##_tp##TP##_ni##NI##_p##POT##_m##MASKED##_n##NEIGH(                                           \
         const V4<T>::type *targets, const V4<T>::type *target_vel, int n_targets, const V4<T>::type *sources,         \
         const V4<T>::type *source_vel, int n_sources, int n_sources_padded, int chunk, V4<T>::type *out,               \
         V4<T>::type *jerk, T eps2, T g, int self_t0, int self_s0, int self_len, JerkExtra<T> x) {                      \
-        tiled_jerk<T, 128, TP, NI, POT, MASKED, NEIGH>(targets, target_vel, n_targets, sources, source_vel, n_sources, \
+        tiled_jerk<T, C, 128, TP, NI, POT, MASKED, NEIGH>(targets, target_vel, n_targets, sources, source_vel, n_sources, \
                                                        n_sources_padded, chunk, out, jerk, eps2, g, self_t0, self_s0,  \
                                                        self_len, x);                                                   \
     }
 
-#define JERK(T, NAME, POT, MASKED, NEIGH)                                                                              \
-    JERK_TP(T, NAME, 1, 1, POT, MASKED, NEIGH)                                                                         \
-    JERK_TP(T, NAME, 1, 2, POT, MASKED, NEIGH)                                                                         \
-    JERK_TP(T, NAME, 4, 1, POT, MASKED, NEIGH)                                                                         \
+#define JERK(T, C, NAME, POT, MASKED, NEIGH)                                                                            \
+    JERK_TP(T, C, NAME, 1, 1, POT, MASKED, NEIGH)                                                                         \
+    JERK_TP(T, C, NAME, 1, 2, POT, MASKED, NEIGH)                                                                         \
+    JERK_TP(T, C, NAME, 4, 1, POT, MASKED, NEIGH)                                                                         \
     extern "C" __global__ void nbody_jerk_reduce_##NAME##_p##POT##_m##MASKED##_n##NEIGH(                               \
         const V4<T>::type *targets, int n_targets, int chunks, V4<T>::type *out, V4<T>::type *jerk, T eps2, T g,       \
         int self_t0, int self_len, JerkExtra<T> x) {                                                                   \
-        jerk_reduce<T, POT, MASKED, NEIGH>(targets, n_targets, chunks, out, jerk, eps2, g, self_t0, self_len, x);      \
+        jerk_reduce<T, C, POT, MASKED, NEIGH>(targets, n_targets, chunks, out, jerk, eps2, g, self_t0, self_len, x);      \
     }
 
-#define BATCH(T, NAME, POT, MASKED)                                                                                    \
+#define BATCH(T, C, NAME, POT, MASKED)                                                                                  \
     extern "C" __global__ void __launch_bounds__(128) nbody_batch_##NAME##_p##POT##_m##MASKED(                         \
         const V4<T>::type *particles, const Item *items, const Span *spans, const u32 *offset, V4<T>::type *out,       \
         T eps2, T g) {                                                                                                 \
-        batched<T, POT, MASKED>(particles, items, spans, offset, out, eps2, g);                                        \
+        batched<T, C, POT, MASKED>(particles, items, spans, offset, out, eps2, g);                                        \
     }
 
-#define PER_PRECISION(T, NAME)                                                                                         \
-    JERK(T, NAME, 0, 0, 0) JERK(T, NAME, 0, 1, 0) JERK(T, NAME, 1, 0, 0) JERK(T, NAME, 1, 1, 0)                        \
-    JERK(T, NAME, 0, 0, 1) JERK(T, NAME, 0, 1, 1) JERK(T, NAME, 1, 0, 1) JERK(T, NAME, 1, 1, 1)                        \
-    BATCH(T, NAME, 0, 0) BATCH(T, NAME, 0, 1) BATCH(T, NAME, 1, 0) BATCH(T, NAME, 1, 1)
+#define PER_PRECISION(T, C, NAME)                                                                                       \
+    JERK(T, C, NAME, 0, 0, 0) JERK(T, C, NAME, 0, 1, 0) JERK(T, C, NAME, 1, 0, 0) JERK(T, C, NAME, 1, 1, 0)                        \
+    JERK(T, C, NAME, 0, 0, 1) JERK(T, C, NAME, 0, 1, 1) JERK(T, C, NAME, 1, 0, 1) JERK(T, C, NAME, 1, 1, 1)                        \
+    BATCH(T, C, NAME, 0, 0) BATCH(T, C, NAME, 0, 1) BATCH(T, C, NAME, 1, 0) BATCH(T, C, NAME, 1, 1)
 
-PER_PRECISION(float, f32)
-PER_PRECISION(double, f64)
+PER_PRECISION(float, float, f32)
+PER_PRECISION(double, double, f64)
+PER_PRECISION(double, float, mixed)
 
 // Removes the self terms a batched launch counted: G m_i / eps for each of target i's
 // source spans that holds it. One thread per particle.
-#define SELF_POTENTIAL(T, NAME)                                                                                        \
+#define SELF_POTENTIAL(T, C, NAME)                                                                                     \
     extern "C" __global__ void nbody_self_potential_##NAME(const V4<T>::type *particles, const u32 *self_count,       \
                                                            int n, V4<T>::type *out, T eps2, T g) {                     \
         int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
-        if (i < n && self_count[i] != 0) out[i].w += g * T(self_count[i]) * particles[i].w * rsqrt_fast(eps2);         \
+        if (i < n && self_count[i] != 0)                                                                               \
+            out[i].w += g * T(self_count[i]) * (T)((C)particles[i].w * rsqrt_fast((C)eps2));                           \
     }
-SELF_POTENTIAL(float, f32)
-SELF_POTENTIAL(double, f64)
+SELF_POTENTIAL(float, float, f32)
+SELF_POTENTIAL(double, double, f64)
+SELF_POTENTIAL(double, float, mixed)
 
 // Integrator steps on device-resident particles: velocities are [vx, vy, vz, 0], outputs
 // [ax, ay, az, phi]; positions keep their mass lane. One thread per particle.

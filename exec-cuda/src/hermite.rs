@@ -302,7 +302,7 @@ impl<T: DeviceReal> DeviceHermite<T> {
             exec.info.sm_count,
             exec.jerk_per_thread,
             &mut self.partials,
-            size_of::<T>(),
+            (size_of::<T>(), exec.two_per_thread::<T>()),
         )?;
         exec.launch_jerk(&staged, &self.params)?;
         let (block, dt_max) = match self.steps_kind {

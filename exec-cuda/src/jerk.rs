@@ -129,9 +129,9 @@ impl Staged {
         sm_count: u32,
         per_thread: Option<usize>,
         partials: &mut [crate::memory::Scratch; 3],
-        t_size: usize,
+        (t_size, wide): (usize, bool),
     ) -> Result<Self, Error> {
-        let plan = Plan::new(n, padded, sm_count, per_thread, t_size == 8);
+        let plan = Plan::new(n, padded, sm_count, per_thread, wide);
         let [acc, jerk, near] = partials;
         let extra = JerkExtra::with_partials(&plan, n, t_size, [acc, jerk, near])?;
         Ok(Staged { plan, extra, bufs, n, n_src, padded, neighbours: false })
@@ -215,7 +215,7 @@ impl CudaExecutor {
         upload_padded(sv, bytemuck::cast_slice(sources.vel), padded * vsize)?;
         let j = me.scratch[crate::EXTRA_C].reserve(std::mem::size_of_val(jerk))?;
         upload_padded(j, bytemuck::cast_slice(jerk), 0)?;
-        let plan = Plan::new(n, padded, me.info.sm_count, me.jerk_per_thread, size_of::<T>() == 8);
+        let plan = Plan::new(n, padded, me.info.sm_count, me.jerk_per_thread, me.two_per_thread::<T>());
         // Slots PART_ACC, PART_JERK, PART_NEAR (the pattern's places; asserted below).
         let [.., acc, jerk, near, _, _, _, _, _] = &mut me.scratch;
         let mut extra = JerkExtra::with_partials(&plan, n, size_of::<T>(), [acc, jerk, near])?;
@@ -252,15 +252,14 @@ impl CudaExecutor {
     pub(crate) fn launch_jerk<T: DeviceReal>(&self, st: &Staged, params: &Params<T>) -> Result<(), Error> {
         let (n, plan, extra) = (st.n, st.plan, st.extra);
         let neigh = st.neighbours as u8;
-        let (pot, masked) = (params.potential as u8, params.masked() as u8);
+        let (tag, (eps2, masked)) = (self.kernel_tag::<T>(), self.kernel_eps2(params));
+        let (pot, masked) = (params.potential as u8, masked as u8);
         let (t0, s0, len) = params.overlap.resolve(n);
         let JerkBuffers { targets: tx, target_vel: txv, sources: sx, source_vel: sxv, out: o, jerk: jo } = st.bufs;
-        let (eps2, g, stream) = (params.eps2(), params.g, &self.stream);
+        let (g, stream) = (params.g, &self.stream);
         let name = format!(
-            "nbody_jerk_{}_tp{}_ni{}_p{pot}_m{masked}_n{neigh}",
-            T::TAG,
-            plan.threads_per_target,
-            plan.targets_per_thread
+            "nbody_jerk_{tag}_tp{}_ni{}_p{pot}_m{masked}_n{neigh}",
+            plan.threads_per_target, plan.targets_per_thread
         );
         let f = self.function(&name)?;
         let grid = (plan.blocks(n), plan.chunks as u32);
@@ -276,7 +275,7 @@ impl CudaExecutor {
         }
         .map_err(cuda("launching the jerk kernel"))?;
         if plan.chunks > 1 {
-            let f = self.function(&format!("nbody_jerk_reduce_{}_p{pot}_m{masked}_n{neigh}", T::TAG))?;
+            let f = self.function(&format!("nbody_jerk_reduce_{tag}_p{pot}_m{masked}_n{neigh}"))?;
             // SAFETY: the partial buffers hold chunks x n entries written above.
             unsafe {
                 launch!(f<<<n.div_ceil(BLOCK) as u32, BLOCK as u32, 0, stream>>>(

@@ -33,6 +33,7 @@ mod device;
 mod hermite;
 mod jerk;
 mod memory;
+mod mixed;
 mod multi;
 mod pipeline;
 mod resident;
@@ -45,6 +46,7 @@ pub use config::{
 pub use device::DeviceInfo;
 pub use hermite::{DeviceHermite, Steps};
 pub use memory::{DeviceFields, DeviceParticles};
+pub use mixed::CudaMixedExecutor;
 pub use multi::{MultiDevice, MultiState, PeerAccess};
 pub use resident::DeviceState;
 
@@ -92,6 +94,8 @@ pub struct CudaExecutor {
     /// Partial sums of a source-split tiled launch (grown as needed; behind a RefCell
     /// because launches borrow the executor's other buffers while they reserve it).
     split_partials: std::cell::RefCell<Scratch>,
+    /// f64 calls run the mixed-precision kernels ([`CudaMixedExecutor`]).
+    mixed: bool,
     /// Test hook: the next tiled launch asks for an impossible block size, so the
     /// driver refuses it (see [`CudaExecutor::fail_next_launch`]).
     sabotage: std::cell::Cell<bool>,
@@ -138,6 +142,7 @@ impl CudaExecutor {
             autotune: false,
             forced: None,
             jerk_per_thread: None,
+            mixed: false,
             sabotage: std::cell::Cell::new(false),
             split_partials: Default::default(),
             stream,
@@ -282,7 +287,13 @@ impl CudaExecutor {
         if !self.autotune {
             return Ok(choose_for(n_t, n_s.next_multiple_of(SOURCE_PAD), self.info.sm_count));
         }
-        let key = (T::TAG, params.potential, params.masked(), n_t.max(1).ilog2(), n_s.max(1).ilog2());
+        let key = (
+            self.kernel_tag::<T>(),
+            params.potential,
+            self.kernel_eps2(params).1,
+            n_t.max(1).ilog2(),
+            n_s.max(1).ilog2(),
+        );
         if let Some(c) = self.tuned.get(&key) {
             return Ok(*c);
         }
@@ -310,11 +321,10 @@ impl CudaExecutor {
         if n_targets == 0 {
             return Ok(());
         }
-        let masked = params.masked();
-        let f = self.function(&config.kernel_name(T::TAG, params.potential, masked))?;
+        let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
+        let f = self.function(&config.kernel_name(tag, params.potential, masked))?;
         let (t0, _, len) = params.overlap.resolve(n_targets);
         let stream = &self.stream;
-        let (eps2, g) = (params.eps2(), params.g);
         let block = if self.sabotage.replace(false) { 4096 } else { config.block };
         let blocks = config.blocks(n_targets);
         let (chunk, chunks) = split_sources(blocks as usize, sources_padded, config.block as usize, self.info.sm_count);
@@ -336,7 +346,7 @@ impl CudaExecutor {
         .map_err(cuda("launching the tiled kernel"))?;
         if chunks > 1 {
             let f =
-                self.function(&format!("nbody_tiled_reduce_{}_p{}_m{}", T::TAG, params.potential as u8, masked as u8))?;
+                self.function(&format!("nbody_tiled_reduce_{tag}_p{}_m{}", params.potential as u8, masked as u8))?;
             // SAFETY: `partial` holds chunks x n_targets records written above.
             unsafe {
                 launch!(f<<<n_targets.div_ceil(256) as u32, 256, 0, stream>>>(
@@ -357,17 +367,16 @@ impl CudaExecutor {
         n: usize,
         params: &Params<T>,
     ) -> Result<(), Error> {
-        let name = format!("nbody_batch_{}_p{}_m{}", T::TAG, params.potential as u8, params.masked() as u8);
-        let f = self.function(&name)?;
+        let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
+        let f = self.function(&format!("nbody_batch_{tag}_p{}_m{}", params.potential as u8, masked as u8))?;
         let stream = &self.stream;
-        let (eps2, g) = (params.eps2(), params.g);
         let (ps, it, sp, off, o) = (b.particles, b.items, b.spans, b.offsets, b.out);
         // SAFETY: items index spans, spans index particles (validated), out has one
         // entry per particle.
         unsafe { launch!(f<<<n_items as u32, batch::BLOCK, 0, stream>>>(ps, it, sp, off, o, eps2, g)) }
             .map_err(cuda("launching the batched kernel"))?;
-        if params.potential && !params.masked() && n > 0 {
-            let f = self.function(&format!("nbody_self_potential_{}", T::TAG))?;
+        if params.potential && !masked && n > 0 {
+            let f = self.function(&format!("nbody_self_potential_{tag}"))?;
             let counts = b.self_counts;
             // SAFETY: particles, self counts and out all hold n entries.
             unsafe { launch!(f<<<n.div_ceil(256) as u32, 256, 0, stream>>>(ps, counts, n as i32, o, eps2, g)) }
@@ -523,7 +532,11 @@ impl CudaExecutor {
 
 impl<T: DeviceReal> Executor<T> for CudaExecutor {
     fn name(&self) -> &'static str {
-        "cuda"
+        if self.kernel_tag::<T>() == "mixed" {
+            "cuda-mixed"
+        } else {
+            "cuda"
+        }
     }
 
     fn accelerations(

@@ -1,5 +1,5 @@
-//! CUDA benchmark: interactions per second against N, f32 and f64, for the kernel the
-//! executor chooses (and with `--all` every compiled variant), after checking results
+//! CUDA benchmark: interactions per second against N, f32 and f64 (and with `--mixed`
+//! the mixed-precision kernels), for the kernel the executor chooses (and with `--all` every compiled variant), after checking results
 //! against the f64 oracle. Prints a table and writes JSON (`--json PATH`).
 //!
 //! Timing: device-resident Plummer spheres (N_i = N_j = N, targets = sources), CUDA
@@ -7,7 +7,9 @@
 
 use nbody::core as nbody_core;
 use nbody::core::{oracle, Executor, Field, Params, Particle};
-use nbody::cuda::{instructions_per_interaction, timing, CudaExecutor, DeviceReal, LaunchConfig, CANDIDATES};
+use nbody::cuda::{
+    instructions_per_interaction, timing, CudaExecutor, CudaMixedExecutor, DeviceReal, LaunchConfig, CANDIDATES,
+};
 use nbody::integrators as nbody_integrators;
 use serde_json::{json, Value};
 
@@ -64,6 +66,22 @@ fn main() {
             std::process::exit(1);
         }
         rows.extend(jerk_rows);
+    }
+    // --mixed: the mixed-precision kernels (f64 particles and sums, f32 interactions),
+    // on a second executor of the same device, at the f32 sizes.
+    if args.iter().any(|a| a == "--mixed") {
+        let jerk_too = args.iter().any(|a| a == "--jerk");
+        let done = CudaMixedExecutor::new().and_then(|mut m| {
+            run::<f64>(m.executor(), sizes32, all, &mut rows)?;
+            if jerk_too {
+                jerk::<f64>(m.executor(), quick, &mut rows)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = done {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
     }
     let report = json!({
         "device": info.name, "sm_count": info.sm_count, "sm_clock_mhz": info.sm_clock_khz / 1000,
@@ -127,11 +145,15 @@ fn run<T: DeviceReal>(
     all: bool,
     rows: &mut Vec<Value>,
 ) -> Result<(), nbody_core::Error> {
+    let (name, tag) = names::<T>(gpu);
     let err = check::<T>(gpu)?;
-    let bound = if T::NAME == "f32" { 1e-5 } else { 1e-13 };
+    let bound = match name {
+        "f32" => 1e-5,
+        "mixed" => 2e-6,
+        _ => 1e-13,
+    };
     println!(
-        "\n{}: max relative acceleration error vs f64 oracle (N = 16384, 256 targets): {err:.2e} (bound {bound:e})",
-        T::NAME
+        "\n{name}: max relative acceleration error vs f64 oracle (N = 16384, 256 targets): {err:.2e} (bound {bound:e})"
     );
     if err.is_nan() || err >= bound {
         return Err(nbody_core::Error::InvalidParameter {
@@ -160,12 +182,8 @@ fn run<T: DeviceReal>(
                 let secs = timing::time_tiled(gpu, c, &set, &set, &params, &mut out, 7, batch)?;
                 let rate = interactions / secs;
                 let kernel = format!(
-                    "nbody_tiled_{}_b{}_tp{}_ni{}_p{}_m0",
-                    T::TAG,
-                    c.block,
-                    c.threads_per_target,
-                    c.targets_per_thread,
-                    potential as u8
+                    "nbody_tiled_{tag}_b{}_tp{}_ni{}_p{}_m0",
+                    c.block, c.threads_per_target, c.targets_per_thread, potential as u8
                 );
                 let ipi = instructions_per_interaction(&kernel);
                 let fraction = ipi.map(|i| rate / (issue_rate / i));
@@ -180,7 +198,7 @@ fn run<T: DeviceReal>(
                     if c == chosen { "  <- chosen" } else { "" }
                 );
                 rows.push(json!({
-                    "precision": T::NAME, "n": n, "potential": potential,
+                    "precision": name, "n": n, "potential": potential,
                     "config": {"block": c.block, "threads_per_target": c.threads_per_target, "targets_per_thread": c.targets_per_thread},
                     "chosen": c == chosen, "seconds": secs, "interactions_per_second": rate,
                     "gflops_20": rate * FLOPS_PER_INTERACTION * 1e-9,
@@ -197,6 +215,7 @@ fn run<T: DeviceReal>(
 /// few-target call was checked against the f64 oracle.
 fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value>) -> Result<(), nbody_core::Error> {
     use nbody::core::{Bodies, Jerk};
+    let (name, _) = names::<T>(gpu);
     let big = if quick { 1 << 18 } else { 1 << 20 };
     let (bodies, vel) = nbody_integrators::ics::plummer::<T>(big, 3);
     let params = Params::softened(T::from_f64(1.0 / 256.0));
@@ -224,8 +243,12 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
         ea = worst(ea, rel(out[k].acceleration().map(|x| x.to_f64()), e.acc));
         ej = worst(ej, rel(jk[k].components().map(|x| x.to_f64()), e.jerk));
     }
-    let bound = if T::NAME == "f32" { 1e-4 } else { 1e-12 };
-    println!("\njerk {}: 256 x {big} check against the f64 oracle (16 targets): acceleration {ea:.2e}, jerk {ej:.2e} (bound {bound:e})", T::NAME);
+    let bound = match name {
+        "f64" => 1e-12,
+        "mixed" => 1e-5,
+        _ => 1e-4,
+    };
+    println!("\njerk {name}: 256 x {big} check against the f64 oracle (16 targets): acceleration {ea:.2e}, jerk {ej:.2e} (bound {bound:e})");
     if !(ea < bound && ej < bound) {
         return Err(nbody_core::Error::InvalidParameter {
             name: "jerk accuracy check",
@@ -244,7 +267,7 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
         let per_thread: &[Option<usize>] = if nt == ns { &[Some(1), None] } else { &[None] };
         for (&forced, neighbours) in per_thread.iter().flat_map(|f| [(f, false), (f, true)]) {
             gpu.force_jerk_targets_per_thread(forced);
-            let ni = forced.unwrap_or(if nt >= 1024 && T::NAME == "f64" { 2 } else { 1 });
+            let ni = forced.unwrap_or(if nt >= 1024 && name == "f64" { 2 } else { 1 });
             let reps = if nt * ns > 1 << 36 { 3 } else { 7 };
             let secs = timing::time_jerk(
                 gpu,
@@ -256,7 +279,7 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
             )?;
             let rate = (nt * ns) as f64 / secs;
             println!("{nt:>9} {ns:>9} {neighbours:>10} {ni:>4} {:>9.3}ms {rate:>13.3e}", secs * 1e3);
-            rows.push(json!({"kernel": "jerk", "precision": T::NAME, "targets": nt, "sources": ns, "neighbours": neighbours, "targets_per_thread": ni, "seconds": secs, "interactions_per_second": rate}));
+            rows.push(json!({"kernel": "jerk", "precision": name, "targets": nt, "sources": ns, "neighbours": neighbours, "targets_per_thread": ni, "seconds": secs, "interactions_per_second": rate}));
         }
         gpu.force_jerk_targets_per_thread(None);
     }
@@ -265,7 +288,7 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
     let mut out = vec![Field::zero(); 256];
     gpu.accelerations(&tp256, &bodies, &params, &mut out)?;
     let ea = out.iter().zip(&truth).map(|(f, e)| rel(f.acceleration().map(|x| x.to_f64()), e.acc)).fold(0.0, worst);
-    println!("acceleration only, {}: 256 x {big} check: {ea:.2e} (bound {bound:e})", T::NAME);
+    println!("acceleration only, {name}: 256 x {big} check: {ea:.2e} (bound {bound:e})");
     if ea.is_nan() || ea >= bound {
         return Err(nbody_core::Error::InvalidParameter {
             name: "acceleration accuracy check",
@@ -283,9 +306,19 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
         let secs = timing::time_tiled(gpu, config, &tset, &set, &params, &mut out, reps, 1)?;
         let rate = (nt * big) as f64 / secs;
         println!("{nt:>9} {big:>9} {:>9.3}ms {rate:>13.3e}", secs * 1e3);
-        rows.push(json!({"kernel": "acceleration", "precision": T::NAME, "targets": nt, "sources": big, "seconds": secs, "interactions_per_second": rate}));
+        rows.push(json!({"kernel": "acceleration", "precision": name, "targets": nt, "sources": big, "seconds": secs, "interactions_per_second": rate}));
     }
     Ok(())
+}
+
+/// The precision's name and kernel tag on `gpu`: f32, f64, or mixed for f64 on a
+/// mixed-precision executor.
+fn names<T: DeviceReal>(gpu: &CudaExecutor) -> (&'static str, &'static str) {
+    if gpu.is_mixed() && T::TAG == "f64" {
+        ("mixed", "mixed")
+    } else {
+        (T::NAME, T::TAG)
+    }
 }
 
 /// The larger of two errors, NaN if either is (a NaN must fail the check, and f64::max

@@ -63,17 +63,26 @@ pub enum ExecutorKind {
     Mixed,
     /// The GPU (needs the `cuda` feature and a device).
     Cuda,
+    /// The GPU in mixed precision: f32 interactions on exact separations, f64 sums and
+    /// results (f64 only; needs the `cuda` feature and a device).
+    CudaMixed,
     /// Plain scalar loops in the chosen precision: slow, the contract made executable.
     Reference,
 }
 
 impl ExecutorKind {
+    /// Whether it runs on the GPU.
+    pub fn is_cuda(self) -> bool {
+        matches!(self, ExecutorKind::Cuda | ExecutorKind::CudaMixed)
+    }
+
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
             ExecutorKind::Cpu => "cpu",
             ExecutorKind::Mixed => "mixed",
             ExecutorKind::Cuda => "cuda",
+            ExecutorKind::CudaMixed => "cuda-mixed",
             ExecutorKind::Reference => "reference",
         }
     }

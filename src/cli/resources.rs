@@ -36,7 +36,7 @@ pub fn run_bytes(n: usize, precision: Precision, integrator: IntegratorKind, exe
     let exec = match executor {
         ExecutorKind::Cpu => r,
         ExecutorKind::Mixed => 3 * 32,
-        ExecutorKind::Cuda | ExecutorKind::Reference => 0,
+        ExecutorKind::Cuda | ExecutorKind::CudaMixed | ExecutorKind::Reference => 0,
     };
     n as u128 * (system + snapshots + 2 * r + integ + exec)
 }

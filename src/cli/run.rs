@@ -26,6 +26,9 @@ use std::time::Instant;
 pub trait CliReal: CpuReal + nbody_cuda::DeviceReal {
     /// The mixed-precision executor, where it exists for this precision.
     fn mixed(par: Parallelism) -> Result<Box<dyn Executor<Self>>>;
+    /// `gpu` as this precision's host-slice executor: mixed (f64 only) when it was
+    /// opened as the mixed-precision one.
+    fn cuda(gpu: nbody_cuda::CudaExecutor, kind: ExecutorKind) -> Result<Box<dyn Executor<Self>>>;
 }
 /// The precisions the command runs in: those of every executor compiled in.
 #[cfg(not(feature = "cuda"))]
@@ -38,11 +41,26 @@ impl CliReal for f32 {
     fn mixed(_: Parallelism) -> Result<Box<dyn Executor<f32>>> {
         bail!("--executor mixed computes f64 results: use --precision f64")
     }
+    #[cfg(feature = "cuda")]
+    fn cuda(gpu: nbody_cuda::CudaExecutor, kind: ExecutorKind) -> Result<Box<dyn Executor<f32>>> {
+        if kind == ExecutorKind::CudaMixed {
+            bail!("--executor cuda-mixed computes f64 results: use --precision f64")
+        }
+        Ok(Box::new(gpu))
+    }
 }
 
 impl CliReal for f64 {
     fn mixed(par: Parallelism) -> Result<Box<dyn Executor<f64>>> {
         Ok(Box::new(MixedExecutor::new(par)))
+    }
+    #[cfg(feature = "cuda")]
+    fn cuda(gpu: nbody_cuda::CudaExecutor, kind: ExecutorKind) -> Result<Box<dyn Executor<f64>>> {
+        Ok(if kind == ExecutorKind::CudaMixed {
+            Box::new(nbody_cuda::CudaMixedExecutor::from_executor(gpu))
+        } else {
+            Box::new(gpu)
+        })
     }
 }
 
@@ -59,10 +77,16 @@ type Gpu = Option<nbody_cuda::CudaExecutor>;
 #[cfg(not(feature = "cuda"))]
 type Gpu = Option<std::convert::Infallible>;
 
-/// The CUDA executor, or why there is none.
+/// The CUDA executor of `kind` (`cuda`, or `cuda-mixed`: the same executor running its
+/// mixed-precision kernels for f64), or why there is none.
 #[cfg(feature = "cuda")]
-pub fn cuda_executor() -> Result<nbody_cuda::CudaExecutor> {
-    nbody_cuda::CudaExecutor::new().map_err(|e| anyhow::anyhow!("--executor cuda: {e}"))
+pub fn cuda_executor(kind: ExecutorKind) -> Result<nbody_cuda::CudaExecutor> {
+    let made = if kind == ExecutorKind::CudaMixed {
+        nbody_cuda::CudaMixedExecutor::new().map(nbody_cuda::CudaMixedExecutor::into_executor)
+    } else {
+        nbody_cuda::CudaExecutor::new()
+    };
+    made.map_err(|e| anyhow::anyhow!("--executor {}: {e}", kind.name()))
 }
 
 /// The devices of `--devices` (`all`, or ordinals such as `0,1`).
@@ -85,9 +109,11 @@ pub fn host_executor<T: CliReal>(kind: ExecutorKind, threads: usize) -> Result<B
         ExecutorKind::Mixed => T::mixed(parallelism(threads))?,
         ExecutorKind::Reference => Box::new(Reference),
         #[cfg(feature = "cuda")]
-        ExecutorKind::Cuda => Box::new(cuda_executor()?),
+        ExecutorKind::Cuda | ExecutorKind::CudaMixed => T::cuda(cuda_executor(kind)?, kind)?,
         #[cfg(not(feature = "cuda"))]
-        ExecutorKind::Cuda => bail!("--executor cuda: this nbody was built without CUDA (build with --features cuda)"),
+        ExecutorKind::Cuda | ExecutorKind::CudaMixed => {
+            bail!("--executor {}: this nbody was built without CUDA (build with --features cuda)", kind.name())
+        }
     })
 }
 
@@ -126,14 +152,14 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
         );
         return Err(if team.is_root() { e } else { ReportedElsewhere.into() });
     }
-    if s.executor == ExecutorKind::Cuda && gpu.is_none() {
+    if s.executor.is_cuda() && gpu.is_none() {
         // Fail before anything is printed or written.
         #[cfg(feature = "cuda")]
         {
-            gpu = Some(cuda_executor()?);
+            gpu = Some(cuda_executor(s.executor)?);
         }
         #[cfg(not(feature = "cuda"))]
-        bail!("--executor cuda: this nbody was built without CUDA (build with --features cuda)");
+        bail!("--executor {}: this nbody was built without CUDA (build with --features cuda)", s.executor.name());
     }
     // Before anything large is allocated: will it fit? (Files: once their size is known.)
     if s.ic != InitialConditions::File || resume.is_some() {
@@ -197,7 +223,7 @@ fn check_memory(s: &RunSettings, n: usize, gpu: &Gpu) -> Result<()> {
     super::resources::check_host(&what, super::resources::run_bytes(n, s.precision, s.integrator, s.executor))?;
     #[cfg(feature = "cuda")]
     if let Some(g) = gpu {
-        if s.executor == ExecutorKind::Cuda {
+        if s.executor.is_cuda() {
             let need = super::resources::device_bytes(n, s.precision);
             super::resources::check_device(&what, need, g.free_memory().ok())?;
         }
@@ -280,10 +306,11 @@ fn evolve<T: CliReal>(
             Box::new(multi)
         }
         #[cfg(feature = "cuda")]
-        Some(gpu) if s.executor == ExecutorKind::Cuda => {
+        Some(gpu) if s.executor.is_cuda() => {
             if s.integrator == IntegratorKind::Leapfrog && team.size() == 1 {
                 let sim = super::sim::DeviceLeapfrog::new(gpu, &state, s.dt, T::from_f64(s.eps))?;
-                return drive(s, Box::new(sim), "cuda (device-resident leapfrog)", grid, stop, team, resume);
+                let label = format!("{} (device-resident leapfrog)", s.executor.name());
+                return drive(s, Box::new(sim), &label, grid, stop, team, resume);
             }
             let steps = match s.integrator {
                 IntegratorKind::Hermite => Some(nbody_cuda::Steps::Shared),
@@ -292,9 +319,10 @@ fn evolve<T: CliReal>(
             };
             if let (Some(steps), 1, None) = (steps, team.size(), &resume) {
                 let sim = super::sim::DeviceHermiteSim::new(gpu, &state, s.eta, T::from_f64(s.eps), steps)?;
-                return drive(s, Box::new(sim), "cuda (device-resident Hermite)", grid, stop, team, resume);
+                let label = format!("{} (device-resident Hermite)", s.executor.name());
+                return drive(s, Box::new(sim), &label, grid, stop, team, resume);
             }
-            Box::new(gpu)
+            T::cuda(gpu, s.executor)?
         }
         _ => host_executor::<T>(s.executor, s.threads)?,
     };

@@ -266,8 +266,8 @@ impl RunArgs {
         }
         let executor = args.executor.unwrap_or(if cuda_available { ExecutorKind::Cuda } else { ExecutorKind::Cpu });
         let precision = args.precision.unwrap_or(Precision::F64);
-        if executor == ExecutorKind::Mixed && precision == Precision::F32 {
-            bail!("--executor mixed computes f64 results: use --precision f64");
+        if matches!(executor, ExecutorKind::Mixed | ExecutorKind::CudaMixed) && precision == Precision::F32 {
+            bail!("--executor {} computes f64 results: use --precision f64", executor.name());
         }
         let cores = std::thread::available_parallelism().map_or(1, |t| t.get());
         let threads = args.threads.unwrap_or(cores);

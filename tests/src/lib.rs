@@ -21,6 +21,7 @@
 // Comparisons are written `!(diff <= allowed)` on purpose: a NaN must fail them.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod accuracy;
 mod checks;
 pub mod fuzz;
 mod gen;

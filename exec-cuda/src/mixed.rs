@@ -1,0 +1,178 @@
+//! Mixed precision on the GPU: f64 particles and sums, each interaction in f32.
+//!
+//! The kernels are the f32 and f64 kernels' own code instantiated a third time
+//! (kernels/gravity.cu, `T = double`, `C = float`): each thread block computes the frame
+//! of its targets (the middle of their bounding box, or the origin where the box is
+//! wider than its distance from it), every particle it reads is moved into that frame in
+//! f64 and split into a float and the float of what that dropped (double-single, as
+//! Sapporo2 does), separations are taken on both parts (exact for close pairs), the rest
+//! of each interaction runs in f32, and each thread's f32 sums go into f64 sums every
+//! tile. The error is then that of f32 arithmetic on exact separations, whatever the
+//! order of the targets and however far the system is from the origin (plain f32 loses
+//! `|x| 2^-24` of every coordinate).
+//!
+//! The CPU's `nbody_cpu::MixedExecutor` rounds the offsets once, on Morton-sorted blocks
+//! of 16 targets; the GPU's blocks hold up to 1,024 targets, too wide for that (emulated
+//! on the 65,536-body Plummer sphere shifted by 1e4: 5.8e-6 with one rounding on sorted
+//! blocks of 256, 1.2e-4 unsorted; 9e-8 with the low parts, sorted or not).
+
+use crate::{CudaExecutor, DeviceReal};
+use nbody_core::neighbours::Neighbours;
+use nbody_core::projection::Projection;
+use nbody_core::{validate, Bodies, Error, Executor, Field, InteractionList, Jerk, Params, Particle};
+
+impl CudaExecutor {
+    /// The kernel family that runs calls in `T`: `"mixed"` for f64 on a mixed executor.
+    pub(crate) fn kernel_tag<T: DeviceReal>(&self) -> &'static str {
+        if self.mixed && T::TAG == "f64" {
+            "mixed"
+        } else {
+            T::TAG
+        }
+    }
+
+    /// eps² as the kernels take it, and whether they mask coincident pairs. The mixed
+    /// kernels square eps in f32 (their arithmetic), and mask where that square is not
+    /// a normal f32 (the GPU flushes subnormals, so it would vanish from r²).
+    pub(crate) fn kernel_eps2<T: DeviceReal>(&self, params: &Params<T>) -> (T, bool) {
+        if self.kernel_tag::<T>() == "mixed" {
+            let e = params.eps.to_f64() as f32;
+            let e2 = e * e;
+            (T::from_f64(e2 as f64), e2 < f32::MIN_POSITIVE)
+        } else {
+            (params.eps2(), params.masked())
+        }
+    }
+
+    /// Whether its f64 calls run the mixed-precision kernels (it came from a
+    /// [`CudaMixedExecutor`]).
+    pub fn is_mixed(&self) -> bool {
+        self.mixed
+    }
+
+    /// Whether the jerk kernel may hold two targets per thread (f64 loads only: in f32,
+    /// mixed included, it lost 3-7% on the H100).
+    pub(crate) fn two_per_thread<T: DeviceReal>(&self) -> bool {
+        self.kernel_tag::<T>() == "f64"
+    }
+}
+
+/// The mixed-precision CUDA executor (an `Executor<f64>`): forces of close to f64
+/// quality at close to the f32 kernel's speed, for systems far from the origin too.
+///
+/// Every entry point runs on the GPU (acceleration and potential, jerk with or without
+/// neighbours, batched lists, density maps); [`CudaMixedExecutor::executor`] gives the
+/// underlying [`CudaExecutor`], whose f64 device-resident calls ([`crate::DeviceState`]'s
+/// leapfrog, [`crate::DeviceHermite`]) then run the mixed kernels too. Systems wider
+/// than [`validate::MIXED_MAX_EXTENT`] are refused (host-slice calls; device-resident
+/// particles are the caller's to keep in range); pairs whose f32 separation squared is
+/// below the smallest normal f32 count as coincident.
+///
+/// ```no_run
+/// use nbody_core::{Executor, Field, Params};
+/// use nbody_cuda::CudaMixedExecutor;
+///
+/// let mut gpu = CudaMixedExecutor::new()?; // Error::NoDevice without a GPU
+/// let (bodies, _) = nbody_integrators::ics::plummer::<f64>(65_536, 1);
+/// let mut field = vec![Field::zero(); bodies.len()];
+/// gpu.accelerations(&bodies, &bodies, &Params::softened(0.01).with_overlap_identical(), &mut field)?;
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+pub struct CudaMixedExecutor {
+    gpu: CudaExecutor,
+}
+
+impl CudaMixedExecutor {
+    /// Opens GPU 0 ([`Error::NoDevice`] without a driver or a GPU).
+    pub fn new() -> Result<Self, Error> {
+        Self::on_device(0)
+    }
+
+    /// Opens GPU `ordinal`.
+    pub fn on_device(ordinal: u32) -> Result<Self, Error> {
+        CudaExecutor::on_device(ordinal).map(Self::from_executor)
+    }
+
+    /// Turns an opened CUDA executor into the mixed-precision one (same device, context
+    /// and buffers; its f64 calls run the mixed kernels from now on).
+    pub fn from_executor(mut gpu: CudaExecutor) -> Self {
+        gpu.mixed = true;
+        Self { gpu }
+    }
+
+    /// The CUDA executor underneath, running the mixed kernels for f64: for its
+    /// device-resident API.
+    pub fn executor(&mut self) -> &mut CudaExecutor {
+        &mut self.gpu
+    }
+
+    /// Unwraps into the CUDA executor underneath (still mixed for f64), for owners of an
+    /// executor such as [`crate::DeviceHermite`]'s callers.
+    pub fn into_executor(self) -> CudaExecutor {
+        self.gpu
+    }
+}
+
+impl Executor<f64> for CudaMixedExecutor {
+    fn name(&self) -> &'static str {
+        "cuda-mixed"
+    }
+
+    fn accelerations(
+        &mut self,
+        targets: &[Particle<f64>],
+        sources: &[Particle<f64>],
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+    ) -> Result<(), Error> {
+        validate::call(targets, sources, params, out.len())?;
+        if targets.is_empty() || sources.is_empty() {
+            return Ok(());
+        }
+        validate::mixed_extent(targets, sources)?;
+        self.gpu.accelerations(targets, sources, params, out)
+    }
+
+    fn accelerations_jerk(
+        &mut self,
+        targets: Bodies<'_, f64>,
+        sources: Bodies<'_, f64>,
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+    ) -> Result<(), Error> {
+        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
+        validate::mixed_extent(targets.pos, sources.pos)?;
+        self.gpu.accelerations_jerk(targets, sources, params, out, jerk)
+    }
+
+    fn accelerations_jerk_neighbours(
+        &mut self,
+        targets: Bodies<'_, f64>,
+        sources: Bodies<'_, f64>,
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+        neighbours: &mut Neighbours<'_, f64>,
+    ) -> Result<(), Error> {
+        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
+        validate::mixed_extent(targets.pos, sources.pos)?;
+        self.gpu.accelerations_jerk_neighbours(targets, sources, params, out, jerk, neighbours)
+    }
+
+    fn accelerations_batch(
+        &mut self,
+        particles: &[Particle<f64>],
+        list: &InteractionList<'_>,
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+    ) -> Result<(), Error> {
+        nbody_core::validate_batch(particles, list, params, out.len())?;
+        validate::mixed_extent(particles, particles)?;
+        self.gpu.accelerations_batch(particles, list, params, out)
+    }
+
+    fn project(&mut self, particles: &[Particle<f64>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        self.gpu.project(particles, projection, grid)
+    }
+}
