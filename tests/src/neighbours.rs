@@ -13,9 +13,10 @@ use nbody_core::oracle::{self, Exact};
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Real};
 use proptest::prelude::*;
 
-/// Relative slack on a squared distance: a few roundings of `T`.
-fn slack<T: Real>() -> f64 {
-    8.0 * T::epsilon().to_f64()
+/// Relative slack on a squared distance: a few roundings of the executor's arithmetic
+/// (unit roundoff `u`: `T`'s, or f32's for a mixed-precision executor).
+fn slack(u: f64) -> f64 {
+    8.0 * u
 }
 
 /// Squared distances from every target to every source, `f64::INFINITY` for a target's
@@ -193,10 +194,10 @@ fn check_case<T: Real, E: Executor<T>>(e: &mut E, c: &Case, capacity: usize, see
     }
     let d = distances(c);
     for (i, d) in d.iter().enumerate() {
-        check_nearest(i, d, prior.nearest[i], b.nearest[i], offset, slack::<T>())?;
+        check_nearest(i, d, prior.nearest[i], b.nearest[i], offset, slack(u))?;
         let list = (&b.indices[i * capacity..(i + 1) * capacity], b.counts[i]);
         let before = (&prior.indices[i * capacity..(i + 1) * capacity], prior.counts[i]);
-        check_list(i, d, b.radius2[i].to_f64(), before, list, offset, slack::<T>())?;
+        check_list(i, d, b.radius2[i].to_f64(), before, list, offset, slack(u))?;
     }
     Ok(())
 }
