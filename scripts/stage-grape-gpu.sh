@@ -17,17 +17,31 @@ git rev-parse --short HEAD > .stage/g6/commit
 cat > .stage/g6/go.sh <<'RUN'
 #!/usr/bin/env bash
 # On the device machine: the library's BlockHermite, then the GRAPE-6 program forces only
-# (bench) and with neighbours (bench-nb), twice at N = 16,384 and 65,536.
+# (bench: the device j-memory) and with neighbours (bench-nb: the host path), twice at
+# N = 16,384 and 65,536; the two paths' final states compared; then cuda-mixed.
 set -uo pipefail
 cd "$(dirname "$0")"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv
 echo "commit: $(cat commit)"
+compare() {
+  python3 -c '
+import sys, numpy as np
+a, b = (np.loadtxt(f, skiprows=1) for f in sys.argv[1:3])
+print("final states, device j-memory vs host path: max |difference| %.3e (largest coordinate %.3e)" % (abs(a - b).max(), abs(b).max()))
+' "$1" "$2"
+}
 for n in 16384 65536; do
   for k in 1 2; do
     ./grape6_reference $n 0.125 /tmp/ics-$n.txt cuda
-    NBODY_GRAPE_EXECUTOR=cuda ./g6 /tmp/ics-$n.txt 0.02 0.0625 0.015625 0.125 bench | head -1
-    NBODY_GRAPE_EXECUTOR=cuda ./g6 /tmp/ics-$n.txt 0.02 0.0625 0.015625 0.125 bench-nb | head -1
+    NBODY_GRAPE_EXECUTOR=cuda ./g6 /tmp/ics-$n.txt 0.02 0.0625 0.015625 0.125 bench > /tmp/dev-$n.txt
+    head -1 /tmp/dev-$n.txt
+    NBODY_GRAPE_EXECUTOR=cuda ./g6 /tmp/ics-$n.txt 0.02 0.0625 0.015625 0.125 bench-nb > /tmp/host-$n.txt
+    head -1 /tmp/host-$n.txt
   done
+  compare /tmp/dev-$n.txt /tmp/host-$n.txt
+  NBODY_GRAPE_EXECUTOR=cuda-mixed ./g6 /tmp/ics-$n.txt 0.02 0.0625 0.015625 0.125 bench > /tmp/mixed-$n.txt
+  echo "cuda-mixed: $(head -1 /tmp/mixed-$n.txt)"
+  compare /tmp/mixed-$n.txt /tmp/host-$n.txt
 done
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 RUN

@@ -817,3 +817,34 @@ __device__ __forceinline__ double quantize(double dt, double dt_max, double dt_m
     }
 HERMITE(float, f32)
 HERMITE(double, f64)
+
+// GRAPE-6 j-particle memory (exec-cuda/src/jmemory.rs), in double. scatter: k updated
+// records of five double4 (x y z m, v, a, jerk, t) written at their addresses. place:
+// the i-particles that are j-particles (own[i] >= 0, each address at most once) put at
+// the positions and velocities the code passed, so their self pair is exactly zero
+// distance, and the outputs zeroed.
+extern "C" __global__ void nbody_jmem_scatter(int k, const u32 *address, const double4 *rec, double4 *pos,
+                                              double4 *vel, double4 *acc, double4 *jerk, double *tj) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= k) return;
+    const u32 a = address[i];
+    const double4 *r = rec + 5 * (size_t)i;
+    pos[a] = r[0];
+    vel[a] = r[1];
+    acc[a] = r[2];
+    jerk[a] = r[3];
+    tj[a] = r[4].x;
+}
+
+extern "C" __global__ void nbody_jmem_place(int ni, const int *own, const double4 *tpos, const double4 *tvel,
+                                            double4 *ppos, double4 *pvel, double4 *field, double4 *jerk_out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= ni) return;
+    field[i] = zero4<double>();
+    jerk_out[i] = zero4<double>();
+    const int a = own[i];
+    if (a >= 0) {
+        ppos[a] = tpos[i];
+        pvel[a] = tvel[i];
+    }
+}

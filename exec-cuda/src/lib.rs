@@ -32,6 +32,7 @@ pub mod costs;
 mod device;
 mod hermite;
 mod jerk;
+mod jmemory;
 mod memory;
 mod mixed;
 mod multi;
@@ -45,6 +46,7 @@ pub use config::{
 };
 pub use device::DeviceInfo;
 pub use hermite::{DeviceHermite, Steps};
+pub use jmemory::{DeviceJMemory, JParticle};
 pub use memory::{DeviceFields, DeviceParticles};
 pub use mixed::CudaMixedExecutor;
 pub use multi::{MultiDevice, MultiState, PeerAccess};

@@ -31,6 +31,8 @@ fn main() {
         gpu("plummer_65536_accuracy_mixed_at_origin_and_shifted", mixed_accuracy),
         gpu("mixed_every_launch_config_matches_the_oracle", mixed_every_config),
         gpu("mixed_device_leapfrog_matches_the_host_leapfrog", mixed_device_leapfrog),
+        gpu("j_memory_matches_host_prediction_and_the_reference", || j_memory(false)),
+        gpu("mixed_j_memory_matches_host_prediction_and_the_reference", || j_memory(true)),
         gpu("every_launch_config_matches_the_oracle", every_config),
         gpu("awkward_sizes", awkward_sizes),
         gpu("out_of_memory_is_an_error_and_recoverable", out_of_memory),
@@ -69,6 +71,114 @@ fn mixed_accuracy() -> Result<(), Failed> {
     let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
     let mut plain = CudaExecutor::new().map_err(gpu_err)?;
     accuracy::mixed_at_origin_and_shifted(&mut mixed, Some(&mut plain), 2e-6)
+}
+
+/// The device j-memory (GRAPE-6's, for the C ABI's g6 functions): j-particles at their
+/// own times, set in two rounds (the second rewrites some), predicted to one time on the
+/// device; targets that are j-particles (in shuffled order, at perturbed positions that
+/// stand in for their prediction) and targets that are not. Against the host's
+/// prediction and the reference executor, target by target.
+fn j_memory(mixed: bool) -> Result<(), Failed> {
+    use nbody_core::{Bodies, Jerk, Overlap, Particle, Reference, Velocity};
+    use nbody_cuda::{DeviceJMemory, JParticle};
+    let mut gpu = if mixed {
+        CudaMixedExecutor::new().map_err(gpu_err)?.into_executor()
+    } else {
+        CudaExecutor::new().map_err(gpu_err)?
+    };
+    let (nj, time, eps) = (3000usize, 0.1, 0.01);
+    let (p, v) = nbody_integrators::ics::plummer::<f64>(nj + 100, 21);
+    let js: Vec<JParticle> = (0..nj)
+        .map(|i| {
+            let f = |k: usize| ((i * 7 + k * 13) % 17) as f64 / 17.0 - 0.5;
+            JParticle {
+                x: p[i].position(),
+                m: p[i].m,
+                v: [v[i].vx, v[i].vy, v[i].vz],
+                a: [f(0), f(1), f(2)],
+                j: [f(3), f(4), f(5)],
+                t: time * ((i % 5) as f64) / 5.0,
+            }
+        })
+        .collect();
+    let mut jm = DeviceJMemory::new(&mut gpu).map_err(gpu_err)?;
+    for (a, q) in js.iter().enumerate() {
+        // A first version of every particle, then the real one (the later set wins).
+        jm.set(a, JParticle { m: 2.0 * q.m, ..*q }).map_err(gpu_err)?;
+    }
+    let mut dummy = (vec![Field::zero(); 1], vec![Jerk::zero(); 1]);
+    let probe = [Particle::new(0.0, 0.0, 0.0, 0.0)];
+    let at_rest = [Velocity::new(0.0, 0.0, 0.0)];
+    jm.forces(&mut gpu, nj, time, Bodies { pos: &probe, vel: &at_rest }, &[-1], eps, &mut dummy.0, &mut dummy.1)
+        .map_err(gpu_err)?;
+    for (a, q) in js.iter().enumerate() {
+        jm.set(a, *q).map_err(gpu_err)?;
+    }
+    let predict = |q: &JParticle| {
+        let d = time - q.t;
+        let x: [f64; 3] = std::array::from_fn(|k| q.x[k] + d * (q.v[k] + d * (0.5 * q.a[k] + d * q.j[k] / 6.0)));
+        let w: [f64; 3] = std::array::from_fn(|k| q.v[k] + d * (q.a[k] + 0.5 * d * q.j[k]));
+        (Particle::new(x[0], x[1], x[2], q.m), Velocity::new(w[0], w[1], w[2]))
+    };
+    let (mut spos, mut svel): (Vec<_>, Vec<_>) = js.iter().map(predict).unzip();
+    // Targets: every 6th j-particle in reverse order, perturbed, then 100 free points.
+    let mut own: Vec<i32> = (0..nj as i32).step_by(6).rev().collect();
+    let (mut tpos, mut tvel) = (Vec::new(), Vec::new());
+    for &a in &own {
+        let (q, w) = (spos[a as usize], svel[a as usize]);
+        let t = Particle::new(q.x + 1e-6, q.y - 1e-6, q.z, q.m);
+        let u = Velocity::new(w.vx, w.vy + 1e-6, w.vz);
+        (spos[a as usize], svel[a as usize]) = (t, u);
+        tpos.push(t);
+        tvel.push(u);
+    }
+    for i in nj..nj + 100 {
+        own.push(-1);
+        tpos.push(Particle::new(p[i].x, p[i].y, p[i].z, 0.0));
+        tvel.push(v[i]);
+    }
+    let n = tpos.len();
+    let (mut out, mut jerk) = (vec![Field::new(9.0, 9.0, 9.0, 9.0); n], vec![Jerk::zero(); n]);
+    jm.forces(&mut gpu, nj, time, Bodies { pos: &tpos, vel: &tvel }, &own, eps, &mut out, &mut jerk).map_err(gpu_err)?;
+    let tolerance = if mixed { 1e-5 } else { 1e-11 };
+    for k in 0..n {
+        let overlap = match own[k] {
+            a if a >= 0 => Overlap::Shared { target_start: 0, source_start: a as usize, len: 1 },
+            _ => Overlap::Disjoint,
+        };
+        let params = Params::softened(eps).with_overlap(overlap);
+        let (mut f, mut j) = (vec![Field::zero()], vec![Jerk::zero()]);
+        Reference
+            .accelerations_jerk(
+                Bodies { pos: &tpos[k..=k], vel: &tvel[k..=k] },
+                Bodies { pos: &spos, vel: &svel },
+                &params,
+                &mut f,
+                &mut j,
+            )
+            .map_err(gpu_err)?;
+        let scale = f[0].acceleration().iter().map(|x| x * x).sum::<f64>().sqrt();
+        let jscale = j[0].components().iter().map(|x| x * x).sum::<f64>().sqrt();
+        let da = (0..3).map(|c| (out[k].acceleration()[c] - f[0].acceleration()[c]).abs()).fold(0.0, f64::max);
+        let dj = (0..3).map(|c| (jerk[k].components()[c] - j[0].components()[c]).abs()).fold(0.0, f64::max);
+        let dp = (out[k].phi - f[0].phi).abs();
+        if !(da <= tolerance * scale && dj <= 10.0 * tolerance * jscale && dp <= tolerance * f[0].phi.abs()) {
+            return Err(format!(
+                "target {k} (own {}): acceleration off by {da:e} (scale {scale:e}), jerk {dj:e} (scale {jscale:e}), potential {dp:e}",
+                own[k]
+            )
+            .into());
+        }
+    }
+    // Bad input: an own address twice, or one at or beyond nj.
+    for bad in [[0, 0], [nj as i32, -1]] {
+        let (mut o, mut j) = (vec![Field::zero(); 2], vec![Jerk::zero(); 2]);
+        let r = jm.forces(&mut gpu, nj, time, Bodies { pos: &tpos[..2], vel: &tvel[..2] }, &bad, eps, &mut o, &mut j);
+        if !matches!(r, Err(Error::InvalidParameter { name: "own", .. })) {
+            return Err(format!("own addresses {bad:?}: expected an error, got {r:?}").into());
+        }
+    }
+    Ok(())
 }
 
 /// Every launch configuration of the mixed kernels against the oracle, at f32's roundoff.

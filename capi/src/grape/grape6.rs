@@ -71,8 +71,30 @@ struct Call {
     h2: Vec<f64>,
 }
 
+/// The inputs of the last `g6calc_firsthalf`, kept when it ran on the device j-memory,
+/// so that neighbours asked for afterwards can be found on the host path.
+#[derive(Default)]
+struct Inputs {
+    nj: i32,
+    ids: Vec<i32>,
+    xi: Vec<[f64; 3]>,
+    vi: Vec<[f64; 3]>,
+    h2: Vec<f64>,
+    eps2: f64,
+}
+
+/// The j-memory on the GPU, when the engine is one.
+#[cfg(feature = "cuda")]
+type DeviceJ = Option<nbody_cuda::DeviceJMemory>;
+#[cfg(not(feature = "cuda"))]
+type DeviceJ = Option<std::convert::Infallible>;
+
 struct Board {
     engine: Engine,
+    /// On a GPU: the j-particles kept on the device too (updated as they are set), so a
+    /// force call without neighbours predicts them there and sends only the i-particles.
+    device: DeviceJ,
+    inputs: Option<Inputs>,
     ti: f64,
     j: Vec<Option<JParticle>>,
     /// Address of each id in `j`, kept as particles are set.
@@ -111,7 +133,10 @@ fn status(r: Result<(), String>) -> i32 {
 pub extern "C" fn g6_open(id: i32) -> i32 {
     shielded(-1, || {
         status(Engine::from_env().map(|engine| {
+            let mut engine = engine;
             let board = Board {
+                device: device_j(&mut engine),
+                inputs: None,
                 engine,
                 ti: 0.0,
                 j: Vec::new(),
@@ -209,8 +234,13 @@ pub unsafe extern "C" fn g6_set_j_particle(
                     b.address_of.insert(index, address);
                 }
             }
-            b.j[address] =
-                Some(JParticle { id: index, t: tj, mass, x, v, a: a2.map(|c| 2.0 * c), j: j6.map(|c| 6.0 * c) });
+            let p = JParticle { id: index, t: tj, mass, x, v, a: a2.map(|c| 2.0 * c), j: j6.map(|c| 6.0 * c) };
+            b.j[address] = Some(p);
+            #[cfg(feature = "cuda")]
+            if let Some(d) = &mut b.device {
+                let (x, m, v, a, j, t) = (p.x, p.mass, p.v, p.a, p.j, p.t);
+                d.set(address, nbody_cuda::JParticle { x, m, v, a, j, t }).map_err(super::describe)?;
+            }
             Ok(())
         }))
     })
@@ -237,6 +267,11 @@ pub extern "C" fn g6_reset(id: i32) -> i32 {
             b.j.clear();
             b.address_of.clear();
             b.call = None;
+            b.inputs = None;
+            #[cfg(feature = "cuda")]
+            if let (Some(d), Engine::Cuda(gpu)) = (&mut b.device, &mut b.engine) {
+                d.clear(gpu).map_err(super::describe)?;
+            }
             b.last = Err("no force was computed yet".into());
             Ok(())
         }))
@@ -269,6 +304,12 @@ pub unsafe extern "C" fn g6calc_firsthalf(
     shielded((), || {
         let r = with_board(id, |b| {
             let neighbours = std::mem::replace(&mut b.asked, false);
+            if !neighbours && b.device.is_some() {
+                b.call = None;
+                b.last = on_device(b, nj, ni, index, xi, vi, eps2, h2);
+                return b.last.as_ref().map(|_| ()).map_err(Clone::clone);
+            }
+            b.inputs = None;
             let old = b.call.take().unwrap_or_default();
             b.last = prepare(b, old, nj, ni, index, xi, vi, eps2, h2).and_then(|call| {
                 let r = run(&mut b.engine, &call, neighbours);
@@ -362,6 +403,107 @@ fn prepare(
     Ok(Call { tpos, tvel, spos, svel, radius2, params, order, shared, sid, ids: own_ids, h2: own_h2 })
 }
 
+/// The j-memory on the GPU for a CUDA engine (none if it cannot be made: the host path
+/// then serves every call).
+#[cfg(feature = "cuda")]
+fn device_j(engine: &mut Engine) -> DeviceJ {
+    match engine {
+        Engine::Cuda(gpu) => nbody_cuda::DeviceJMemory::new(gpu).ok(),
+        _ => None,
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn device_j(_: &mut Engine) -> DeviceJ {
+    None
+}
+
+/// A firsthalf call on the device j-memory: only the i-particles go up; results in the
+/// code's order. Its inputs are kept for neighbours asked for afterwards.
+#[allow(clippy::too_many_arguments)]
+fn on_device(
+    b: &mut Board,
+    nj: i32,
+    ni: i32,
+    index: *const i32,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    eps2: f64,
+    h2: *const f64,
+) -> Result<Results, String> {
+    let (nj_count, ni_count) = (count(nj, "nj")?, count(ni, "ni")?);
+    if ni_count > PIPES as usize {
+        return Err(format!("ni = {ni} is more than g6_npipes() = {PIPES}"));
+    }
+    if nj_count > b.j.len() {
+        return Err(format!("nj = {nj} but only addresses below {} were set", b.j.len()));
+    }
+    if !(eps2.is_finite() && eps2 >= 0.0) {
+        return Err(format!("eps2 = {eps2} must be finite and not negative"));
+    }
+    // SAFETY: the caller passes `ni` of each (GRAPE-6's contract).
+    let (ids, xi, vi, h2) = unsafe {
+        (values(index, ni_count, "index")?, triples(xi, ni_count, "xi")?, triples(vi, ni_count, "vi")?, values(h2, ni_count, "h2")?)
+    };
+    let mut taken = vec![false; nj_count];
+    let own: Vec<i32> = ids
+        .iter()
+        .map(|id| match b.address_of.get(id).copied().filter(|&a| a < nj_count) {
+            Some(a) if !std::mem::replace(&mut taken[a], true) => a as i32,
+            _ => -1,
+        })
+        .collect();
+    let tpos: Vec<Particle<f64>> = own
+        .iter()
+        .zip(xi)
+        .map(|(&a, x)| Particle::new(x[0], x[1], x[2], if a >= 0 { b.j[a as usize].map_or(0.0, |p| p.mass) } else { 0.0 }))
+        .collect();
+    let tvel: Vec<Velocity<f64>> = vi.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
+    let (mut field, mut jerk) = (vec![Field::zero(); ni_count], vec![Jerk::zero(); ni_count]);
+    b.inputs = Some(Inputs { nj, ids: ids.to_vec(), xi: xi.to_vec(), vi: vi.to_vec(), h2: h2.to_vec(), eps2 });
+    forces_on_device(b, nj_count, Bodies { pos: &tpos, vel: &tvel }, &own, eps2.sqrt(), &mut field, &mut jerk)?;
+    Ok(Results {
+        acc: field.iter().map(|f| f.acceleration()).collect(),
+        jerk: jerk.iter().map(|j| j.components()).collect(),
+        pot: field.iter().map(|f| f.phi).collect(),
+        nearest: vec![-1; ni_count],
+        lists: vec![Vec::new(); ni_count],
+        overflow: false,
+        neighbours: false,
+    })
+}
+
+#[cfg(feature = "cuda")]
+#[allow(clippy::too_many_arguments)]
+fn forces_on_device(
+    b: &mut Board,
+    nj: usize,
+    targets: Bodies<'_, f64>,
+    own: &[i32],
+    eps: f64,
+    field: &mut [Field<f64>],
+    jerk: &mut [Jerk<f64>],
+) -> Result<(), String> {
+    match (&mut b.device, &mut b.engine) {
+        (Some(d), Engine::Cuda(gpu)) => d.forces(gpu, nj, b.ti, targets, own, eps, field, jerk).map_err(super::describe),
+        _ => Err("no device j-memory".into()),
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+#[allow(clippy::too_many_arguments)]
+fn forces_on_device(
+    _: &mut Board,
+    _: usize,
+    _: Bodies<'_, f64>,
+    _: &[i32],
+    _: f64,
+    _: &mut [Field<f64>],
+    _: &mut [Jerk<f64>],
+) -> Result<(), String> {
+    Err("no device j-memory".into())
+}
+
 /// Runs a prepared call, finding neighbours in the force pass if `neighbours`.
 fn run(engine: &mut Engine, c: &Call, neighbours: bool) -> Result<Results, String> {
     let (n, ni) = (c.order.len(), c.ids.len());
@@ -428,6 +570,18 @@ fn run(engine: &mut Engine, c: &Call, neighbours: bool) -> Result<Results, Strin
 /// for, so the next force pass finds them.
 fn with_neighbours(b: &mut Board) -> Result<&Results, String> {
     b.asked = true;
+    // A force call that ran on the device j-memory: lay it out for the host path.
+    let rebuilt = match (&b.last, &b.call, &b.inputs) {
+        (Ok(r), None, Some(i)) if !r.neighbours => {
+            let (nj, ni) = (i.nj, i.ids.len() as i32);
+            let (ids, xi, vi, h2) = (i.ids.as_ptr(), i.xi.as_ptr(), i.vi.as_ptr(), i.h2.as_ptr());
+            Some(prepare(b, Call::default(), nj, ni, ids, xi, vi, i.eps2, h2)?)
+        }
+        _ => None,
+    };
+    if rebuilt.is_some() {
+        b.call = rebuilt;
+    }
     let fresh = match (&b.last, &b.call) {
         (Ok(r), Some(call)) if !r.neighbours => Some(run(&mut b.engine, call, true)),
         _ => None,

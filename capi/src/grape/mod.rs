@@ -7,8 +7,8 @@
 //!
 //! Both run in double precision with G = 1 on the executor `NBODY_GRAPE_EXECUTOR`
 //! names: `cpu` (the default without CUDA; `NBODY_GRAPE_THREADS` threads, default every
-//! core), `mixed`, or `cuda` / `cuda:N` (the default when the library has CUDA and
-//! finds a device). A failure (bad input, no device) is printed once to stderr as
+//! core), `mixed`, `cuda` / `cuda:N` (the default when the library has CUDA and finds a
+//! device), or `cuda-mixed` / `cuda-mixed:N` (the GPU's mixed-precision kernels). A failure (bad input, no device) is printed once to stderr as
 //! `nbody grape: ...`, kept for `nbody_last_error`, and returned as -1 where the call
 //! returns an int; GRAPE's `void` calls report it at the next call that returns one.
 
@@ -39,8 +39,8 @@ impl Engine {
             "mixed" => Ok(Engine::Mixed(Box::new(MixedExecutor::new(Parallelism::threads(threads))))),
             "" => Ok(Self::default_device()
                 .unwrap_or_else(|| Engine::Cpu(Box::new(CpuExecutor::new(Parallelism::threads(threads)))))),
-            cuda if cuda == "cuda" || cuda.starts_with("cuda:") => Self::cuda(cuda),
-            other => Err(format!("NBODY_GRAPE_EXECUTOR={other}: use cpu, mixed, cuda or cuda:N")),
+            cuda if cuda.starts_with("cuda") => Self::cuda(cuda),
+            other => Err(format!("NBODY_GRAPE_EXECUTOR={other}: use cpu, mixed, cuda[:N] or cuda-mixed[:N]")),
         }
     }
 
@@ -56,13 +56,24 @@ impl Engine {
 
     #[cfg(feature = "cuda")]
     fn cuda(name: &str) -> Result<Self, String> {
-        let ordinal = match name.strip_prefix("cuda:") {
+        // cuda-mixed[:N]: the same executor running its mixed-precision kernels.
+        let (mixed, plain) = match name.strip_prefix("cuda-mixed") {
+            Some(rest) => (true, format!("cuda{rest}")),
+            None => (false, name.to_owned()),
+        };
+        if plain != "cuda" && !plain.starts_with("cuda:") {
+            return Err(format!("NBODY_GRAPE_EXECUTOR={name}: use cpu, mixed, cuda[:N] or cuda-mixed[:N]"));
+        }
+        let ordinal = match plain.strip_prefix("cuda:") {
             Some(n) => n.parse::<u32>().map_err(|_| format!("NBODY_GRAPE_EXECUTOR={name}: not a device number"))?,
             None => 0,
         };
-        nbody_cuda::CudaExecutor::on_device(ordinal)
-            .map(|e| Engine::Cuda(Box::new(e)))
-            .map_err(|e| format!("{name}: {e}"))
+        let opened = if mixed {
+            nbody_cuda::CudaMixedExecutor::on_device(ordinal).map(nbody_cuda::CudaMixedExecutor::into_executor)
+        } else {
+            nbody_cuda::CudaExecutor::on_device(ordinal)
+        };
+        opened.map(|e| Engine::Cuda(Box::new(e))).map_err(|e| format!("{name}: {e}"))
     }
 
     #[cfg(not(feature = "cuda"))]

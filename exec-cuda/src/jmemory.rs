@@ -1,0 +1,330 @@
+//! GRAPE-6-style j-particle memory on the device: each j-particle's position, velocity,
+//! acceleration, jerk and time stay on the GPU; a code sends only the particles it
+//! corrected since the last force call, and each force call predicts every j-particle to
+//! the call's time with a kernel before the jerk kernel runs. This is what the GRAPE-6
+//! drop-in (nbody-capi) uses on a GPU, so a block step moves its active particles over
+//! PCIe, not the whole system.
+
+use crate::device::{self, cuda};
+use crate::jerk::{JerkBuffers, Staged};
+use crate::memory::{alloc, download, ptr, upload_padded, Scratch};
+use crate::{CudaExecutor, SOURCE_PAD};
+use cust::launch;
+use cust::memory::{CopyDestination, DeviceBuffer};
+use nbody_core::{validate, Array, Bodies, Error, Field, Jerk, Params};
+
+/// Threads per block of the per-particle kernels.
+const THREADS: u32 = 256;
+
+/// One j-particle as a code hands it over: its state at its own time `t` (acceleration
+/// and jerk themselves, not GRAPE-6's a/2 and j/6).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JParticle {
+    /// Position and mass.
+    pub x: [f64; 3],
+    /// Mass.
+    pub m: f64,
+    /// Velocity.
+    pub v: [f64; 3],
+    /// Acceleration.
+    pub a: [f64; 3],
+    /// Jerk.
+    pub j: [f64; 3],
+    /// The time of this state.
+    pub t: f64,
+}
+
+impl JParticle {
+    /// The record the scatter kernel reads: five double4 (x m, v, a, jerk, t).
+    fn record(&self) -> [f64; 20] {
+        let mut r = [0.0; 20];
+        r[..3].copy_from_slice(&self.x);
+        r[3] = self.m;
+        r[4..7].copy_from_slice(&self.v);
+        r[8..11].copy_from_slice(&self.a);
+        r[12..15].copy_from_slice(&self.j);
+        r[16] = self.t;
+        r
+    }
+}
+
+/// A j-memory on one GPU (f64; the executor's kernel family, so a mixed-precision
+/// executor's interactions are mixed).
+///
+/// ```no_run
+/// use nbody_core::{Bodies, Field, Jerk, Velocity, Particle};
+/// use nbody_cuda::{CudaExecutor, DeviceJMemory, JParticle};
+/// let mut gpu = CudaExecutor::new()?;
+/// let mut jm = DeviceJMemory::new(&mut gpu)?;
+/// jm.set(0, JParticle { x: [1.0, 0.0, 0.0], m: 1.0, v: [0.0; 3], a: [0.0; 3], j: [0.0; 3], t: 0.0 })?;
+/// let (pos, vel) = ([Particle::new(0.0, 0.0, 0.0, 0.0)], [Velocity::new(0.0, 0.0, 0.0)]);
+/// let (mut out, mut jerk) = ([Field::zero()], [Jerk::zero()]);
+/// jm.forces(&mut gpu, 1, 0.0, Bodies { pos: &pos, vel: &vel }, &[-1], 0.01, &mut out, &mut jerk)?;
+/// assert!(out[0].ax > 0.99);
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+pub struct DeviceJMemory {
+    /// Addresses the buffers hold (a multiple of [`SOURCE_PAD`]).
+    capacity: usize,
+    pos: DeviceBuffer<u8>,
+    vel: DeviceBuffer<u8>,
+    acc: DeviceBuffer<u8>,
+    jerk: DeviceBuffer<u8>,
+    tj: DeviceBuffer<u8>,
+    ppos: DeviceBuffer<u8>,
+    pvel: DeviceBuffer<u8>,
+    /// Updates since the last force call: addresses and records.
+    addresses: Vec<u32>,
+    records: Vec<[f64; 20]>,
+    /// Highest address set plus one.
+    len: usize,
+    scratch: [Scratch; 8],
+    partials: [Scratch; 3],
+}
+
+/// Scratch slots.
+const UPD_ADDR: usize = 0;
+const UPD_REC: usize = 1;
+const TPOS: usize = 2;
+const TVEL: usize = 3;
+const OWN: usize = 4;
+const FIELD: usize = 5;
+const JERK_OUT: usize = 6;
+
+impl DeviceJMemory {
+    /// An empty j-memory on `gpu`'s device.
+    pub fn new(gpu: &mut CudaExecutor) -> Result<Self, Error> {
+        device::make_current(&gpu.context)?;
+        let capacity = SOURCE_PAD;
+        let zeroed = |records: usize, size: usize| -> Result<DeviceBuffer<u8>, Error> {
+            let mut b = alloc(records * size)?;
+            upload_padded(&mut b, &[], records * size)?;
+            Ok(b)
+        };
+        Ok(Self {
+            capacity,
+            pos: zeroed(capacity, 32)?,
+            vel: zeroed(capacity, 32)?,
+            acc: zeroed(capacity, 32)?,
+            jerk: zeroed(capacity, 32)?,
+            tj: zeroed(capacity, 8)?,
+            ppos: zeroed(capacity, 32)?,
+            pvel: zeroed(capacity, 32)?,
+            addresses: Vec::new(),
+            records: Vec::new(),
+            len: 0,
+            scratch: Default::default(),
+            partials: Default::default(),
+        })
+    }
+
+    /// Addresses set so far (the highest plus one).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no j-particle was set.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Sets the j-particle at `address` (sent with the next force call; a later set of
+    /// the same address wins). Non-finite values or a negative mass are refused.
+    pub fn set(&mut self, address: usize, p: JParticle) -> Result<(), Error> {
+        let finite = [p.m, p.t].iter().chain(&p.x).chain(&p.v).chain(&p.a).chain(&p.j).all(|c| c.is_finite());
+        if !finite {
+            return Err(Error::NonFinite { array: Array::Sources, index: address });
+        }
+        if p.m < 0.0 {
+            return Err(Error::NegativeMass { array: Array::Sources, index: address });
+        }
+        let address32 = u32::try_from(address)
+            .map_err(|_| Error::InvalidParameter { name: "address", requirement: "below 2^32" })?;
+        self.addresses.push(address32);
+        self.records.push(p.record());
+        self.len = self.len.max(address + 1);
+        Ok(())
+    }
+
+    /// Forgets every j-particle.
+    pub fn clear(&mut self, gpu: &mut CudaExecutor) -> Result<(), Error> {
+        device::make_current(&gpu.context)?;
+        self.addresses.clear();
+        self.records.clear();
+        self.len = 0;
+        for b in [&mut self.pos, &mut self.vel, &mut self.acc, &mut self.jerk, &mut self.ppos, &mut self.pvel] {
+            upload_padded(b, &[], self.capacity * 32)?;
+        }
+        upload_padded(&mut self.tj, &[], self.capacity * 8)
+    }
+
+    /// Grows the buffers to hold `needed` addresses, keeping their contents.
+    fn grow(&mut self, needed: usize) -> Result<(), Error> {
+        if needed <= self.capacity {
+            return Ok(());
+        }
+        let capacity = needed.next_multiple_of(SOURCE_PAD).max(2 * self.capacity);
+        let regrow = |old: &DeviceBuffer<u8>, size: usize, keep: usize| -> Result<DeviceBuffer<u8>, Error> {
+            let mut b = alloc(capacity * size)?;
+            upload_padded(&mut b, &[], capacity * size)?;
+            b.index(..keep * size).copy_from(&old.index(..keep * size)).map_err(cuda("copying the j-memory"))?;
+            Ok(b)
+        };
+        let keep = self.capacity;
+        self.pos = regrow(&self.pos, 32, keep)?;
+        self.vel = regrow(&self.vel, 32, keep)?;
+        self.acc = regrow(&self.acc, 32, keep)?;
+        self.jerk = regrow(&self.jerk, 32, keep)?;
+        self.tj = regrow(&self.tj, 8, keep)?;
+        self.ppos = regrow(&self.ppos, 32, 0)?;
+        self.pvel = regrow(&self.pvel, 32, 0)?;
+        self.capacity = capacity;
+        Ok(())
+    }
+
+    /// Sends the updates set since the last call.
+    fn flush(&mut self, gpu: &CudaExecutor) -> Result<(), Error> {
+        let k = self.addresses.len();
+        if k == 0 {
+            return Ok(());
+        }
+        self.grow(self.len)?;
+        let a = self.scratch[UPD_ADDR].reserve(k * 4)?;
+        upload_padded(a, bytemuck::cast_slice(&self.addresses), 0)?;
+        let r = self.scratch[UPD_REC].reserve(k * 160)?;
+        upload_padded(r, bytemuck::cast_slice(&self.records), 0)?;
+        let (a, r) = (ptr(a_ref(&self.scratch[UPD_ADDR])?), ptr(a_ref(&self.scratch[UPD_REC])?));
+        let (pos, vel, acc, jerk, tj) = (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
+        let f = gpu.function("nbody_jmem_scatter")?;
+        let stream = &gpu.stream;
+        // SAFETY: k addresses below capacity (grown above) and k records of 160 bytes;
+        // the j-memory buffers hold capacity records.
+        unsafe { launch!(f<<<(k as u32).div_ceil(THREADS), THREADS, 0, stream>>>(k as i32, a, r, pos, vel, acc, jerk, tj)) }
+            .map_err(cuda("launching the j-memory update"))?;
+        self.addresses.clear();
+        self.records.clear();
+        Ok(())
+    }
+
+    /// Acceleration, potential and jerk on `targets` from the j-particles at addresses
+    /// `0..nj`, predicted to `time` on the device, written into `out` and `jerk`
+    /// (overwritten, G = 1, softening `eps`). `own[i]` is the address of target i's own
+    /// j-particle (its self pair is left out) or -1; the code's position and velocity
+    /// of it stand in for the prediction, as on a GRAPE-6.
+    #[allow(clippy::too_many_arguments)]
+    pub fn forces(
+        &mut self,
+        gpu: &mut CudaExecutor,
+        nj: usize,
+        time: f64,
+        targets: Bodies<'_, f64>,
+        own: &[i32],
+        eps: f64,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+    ) -> Result<(), Error> {
+        let ni = targets.pos.len();
+        validate::length("target velocities", ni, targets.vel.len())?;
+        validate::particles(targets.pos, Array::Targets)?;
+        validate::velocities(targets.vel, ni, Array::Targets)?;
+        validate::length("own addresses", ni, own.len())?;
+        validate::length("output", ni, out.len())?;
+        validate::length("jerk output", ni, jerk.len())?;
+        let params = Params::softened(eps);
+        validate::params(&params)?;
+        if !time.is_finite() {
+            return Err(Error::InvalidParameter { name: "time", requirement: "finite" });
+        }
+        if nj > self.len {
+            return Err(Error::InvalidParameter { name: "nj", requirement: "at most the addresses set" });
+        }
+        let mut seen = std::collections::HashSet::new();
+        if own.iter().any(|&a| a >= nj as i32 || (a >= 0 && !seen.insert(a))) {
+            return Err(Error::InvalidParameter { name: "own", requirement: "distinct addresses below nj, or -1" });
+        }
+        out.fill(Field::zero());
+        jerk.fill(Jerk::zero());
+        if ni == 0 || nj == 0 {
+            return Ok(());
+        }
+        device::make_current(&gpu.context)?;
+        let result = self.launch(gpu, nj, time, targets, own, &params, out, jerk);
+        if result.is_err() {
+            let _ = gpu.stream.synchronize();
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &mut self,
+        gpu: &mut CudaExecutor,
+        nj: usize,
+        time: f64,
+        targets: Bodies<'_, f64>,
+        own: &[i32],
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+    ) -> Result<(), Error> {
+        let ni = targets.pos.len();
+        self.flush(gpu)?;
+        let padded = nj.next_multiple_of(SOURCE_PAD);
+        // Massless padding beyond nj (addresses there may hold particles the call leaves out).
+        if padded > nj {
+            self.ppos.index(nj * 32..padded * 32).set_zero().map_err(cuda("zeroing the padding"))?;
+        }
+        let up = |s: &mut Scratch, data: &[u8]| -> Result<(), Error> { upload_padded(s.reserve(data.len())?, data, 0) };
+        up(&mut self.scratch[TPOS], bytemuck::cast_slice(targets.pos))?;
+        up(&mut self.scratch[TVEL], bytemuck::cast_slice(targets.vel))?;
+        up(&mut self.scratch[OWN], bytemuck::cast_slice(own))?;
+        self.scratch[FIELD].reserve(ni * 32)?;
+        self.scratch[JERK_OUT].reserve(ni * 32)?;
+        let s = |k: usize| a_ref(&self.scratch[k]).map(|b| ptr(b));
+        let (tpos, tvel, own_d, field, jout) = (s(TPOS)?, s(TVEL)?, s(OWN)?, s(FIELD)?, s(JERK_OUT)?);
+        let (pos, vel, acc, jk, tj) = (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
+        let (ppos, pvel) = (ptr(&self.ppos), ptr(&self.pvel));
+        let stream = &gpu.stream;
+        let f = gpu.function("nbody_hermite_predict_f64")?;
+        // SAFETY: the j-memory holds capacity >= nj records; ppos and pvel capacity >= padded.
+        unsafe {
+            launch!(f<<<(nj as u32).div_ceil(THREADS), THREADS, 0, stream>>>(nj as i32, time, pos, vel, acc, jk, tj, ppos, pvel))
+        }
+        .map_err(cuda("launching the j-particle predictor"))?;
+        let f = gpu.function("nbody_jmem_place")?;
+        // SAFETY: ni targets, velocities, addresses (checked below nj) and outputs.
+        unsafe {
+            launch!(f<<<(ni as u32).div_ceil(THREADS), THREADS, 0, stream>>>(ni as i32, own_d, tpos, tvel, ppos, pvel, field, jout))
+        }
+        .map_err(cuda("launching the i-particle placement"))?;
+        let bufs = JerkBuffers { targets: tpos, target_vel: tvel, sources: ppos, source_vel: pvel, out: field, jerk: jout };
+        let staged = Staged::resident(
+            bufs,
+            ni,
+            nj,
+            padded,
+            gpu.info.sm_count,
+            gpu.jerk_per_thread,
+            &mut self.partials,
+            (8, gpu.two_per_thread::<f64>()),
+        )?;
+        gpu.launch_jerk(&staged, params)?;
+        gpu.stream.synchronize().map_err(cuda("running the jerk kernel"))?;
+        download(a_ref(&self.scratch[FIELD])?, bytemuck::cast_slice_mut(out))?;
+        download(a_ref(&self.scratch[JERK_OUT])?, bytemuck::cast_slice_mut(jerk))?;
+        // The self pairs (zero distance) added m / eps to the potential (nothing to the
+        // acceleration or jerk): remove them, as the kernel computed them.
+        if !gpu.kernel_eps2(params).1 {
+            for (f, (&a, p)) in out.iter_mut().zip(own.iter().zip(targets.pos)) {
+                if a >= 0 {
+                    f.phi += p.m / params.eps;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn a_ref(s: &Scratch) -> Result<&DeviceBuffer<u8>, Error> {
+    s.buf_ref().ok_or(Error::NoDevice)
+}
