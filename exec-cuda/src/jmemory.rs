@@ -194,13 +194,16 @@ impl DeviceJMemory {
         let r = self.scratch[UPD_REC].reserve(k * 160)?;
         upload_padded(r, bytemuck::cast_slice(&self.records), 0)?;
         let (a, r) = (ptr(a_ref(&self.scratch[UPD_ADDR])?), ptr(a_ref(&self.scratch[UPD_REC])?));
-        let (pos, vel, acc, jerk, tj) = (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
+        let (pos, vel, acc, jerk, tj) =
+            (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
         let f = gpu.function("nbody_jmem_scatter")?;
         let stream = &gpu.stream;
         // SAFETY: k addresses below capacity (grown above) and k records of 160 bytes;
         // the j-memory buffers hold capacity records.
-        unsafe { launch!(f<<<(k as u32).div_ceil(THREADS), THREADS, 0, stream>>>(k as i32, a, r, pos, vel, acc, jerk, tj)) }
-            .map_err(cuda("launching the j-memory update"))?;
+        unsafe {
+            launch!(f<<<(k as u32).div_ceil(THREADS), THREADS, 0, stream>>>(k as i32, a, r, pos, vel, acc, jerk, tj))
+        }
+        .map_err(cuda("launching the j-memory update"))?;
         self.addresses.clear();
         self.records.clear();
         Ok(())
@@ -297,7 +300,8 @@ impl DeviceJMemory {
             launch!(f<<<(ni as u32).div_ceil(THREADS), THREADS, 0, stream>>>(ni as i32, own_d, tpos, tvel, ppos, pvel, field, jout))
         }
         .map_err(cuda("launching the i-particle placement"))?;
-        let bufs = JerkBuffers { targets: tpos, target_vel: tvel, sources: ppos, source_vel: pvel, out: field, jerk: jout };
+        let bufs =
+            JerkBuffers { targets: tpos, target_vel: tvel, sources: ppos, source_vel: pvel, out: field, jerk: jout };
         let staged = Staged::resident(
             bufs,
             ni,

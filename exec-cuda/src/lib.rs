@@ -52,6 +52,10 @@ pub use mixed::CudaMixedExecutor;
 pub use multi::{MultiDevice, MultiState, PeerAccess};
 pub use resident::DeviceState;
 
+/// Targets per thread of the warp-shuffle kernel variants compiled into the fatbin
+/// (kernels/gravity.cu's `SHUFFLE_ALL` lists the same).
+pub const SHUFFLE_TARGETS_PER_THREAD: [u32; 3] = [1, 2, 4];
+
 use cust::context::Context;
 use cust::memory::{DeviceBuffer, DeviceCopy};
 use cust::module::Module;
@@ -259,6 +263,58 @@ impl CudaExecutor {
         params: &Params<T>,
         out: &mut DeviceFields<T>,
     ) -> Result<(), Error> {
+        self.check_resident(targets, sources, params, out)?;
+        device::make_current(&self.context)?;
+        let config = self.config_for::<T>(targets.len(), sources.len(), params)?;
+        self.launch_tiled(config, &targets.buf, targets.len(), &sources.buf, sources.padded_len(), &out.buf, params)
+    }
+
+    /// [`CudaExecutor::accelerations_resident`] through the warp-shuffle variant of the
+    /// kernel (each warp's sources broadcast from registers by `__shfl_sync`, no shared
+    /// memory, no barriers; 128 threads, one per target, `targets_per_thread` of
+    /// [`SHUFFLE_TARGETS_PER_THREAD`] targets each): for comparing the two ways of
+    /// sharing sources (`nbody-cuda-bench --shuffle`). The tiled kernel is the faster
+    /// (see README), so no call chooses this one by itself.
+    pub fn accelerations_resident_shuffle<T: DeviceReal>(
+        &mut self,
+        targets: &DeviceParticles<T>,
+        sources: &DeviceParticles<T>,
+        params: &Params<T>,
+        out: &mut DeviceFields<T>,
+        targets_per_thread: u32,
+    ) -> Result<(), Error> {
+        self.check_resident(targets, sources, params, out)?;
+        if !SHUFFLE_TARGETS_PER_THREAD.contains(&targets_per_thread) {
+            return Err(Error::InvalidParameter { name: "targets_per_thread", requirement: "1, 2 or 4" });
+        }
+        if targets.is_empty() {
+            return Ok(());
+        }
+        device::make_current(&self.context)?;
+        let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
+        let name = format!("nbody_shuffle_{tag}_ni{targets_per_thread}_p{}_m{}", params.potential as u8, masked as u8);
+        let f = self.function(&name)?;
+        let (t0, _, len) = params.overlap.resolve(targets.len());
+        let (n, padded, stream) = (targets.len(), sources.padded_len(), &self.stream);
+        let blocks = n.div_ceil(128 * targets_per_thread as usize) as u32;
+        let (tp, sp, op) = (ptr(&targets.buf), ptr(&sources.buf), ptr(&out.buf));
+        // SAFETY: n targets and outputs, `padded` sources (a multiple of 32) of T lanes.
+        unsafe {
+            launch!(f<<<blocks, 128, 0, stream>>>(
+                tp, n as i32, sp, padded as i32, op, eps2, g, t0 as i32, len as i32
+            ))
+        }
+        .map_err(cuda("launching the warp-shuffle kernel"))
+    }
+
+    /// The checks of a resident call: parameters, lengths, and an overlap that fits.
+    fn check_resident<T: DeviceReal>(
+        &self,
+        targets: &DeviceParticles<T>,
+        sources: &DeviceParticles<T>,
+        params: &Params<T>,
+        out: &DeviceFields<T>,
+    ) -> Result<(), Error> {
         validate::params(params)?;
         validate::length("output", targets.len(), out.len())?;
         if params.overlap == Overlap::Identical && !std::ptr::eq(targets, sources) {
@@ -276,9 +332,7 @@ impl CudaExecutor {
             };
             return Err(Error::OverlapOutOfRange { array, end, len: n });
         }
-        device::make_current(&self.context)?;
-        let config = self.config_for::<T>(targets.len(), sources.len(), params)?;
-        self.launch_tiled(config, &targets.buf, targets.len(), &sources.buf, sources.padded_len(), &out.buf, params)
+        Ok(())
     }
 
     /// The kernel variant for this call: forced, tuned, or the heuristic's.

@@ -32,6 +32,7 @@ fn main() {
         gpu("mixed_every_launch_config_matches_the_oracle", mixed_every_config),
         gpu("mixed_device_leapfrog_matches_the_host_leapfrog", mixed_device_leapfrog),
         gpu("j_memory_matches_host_prediction_and_the_reference", || j_memory(false)),
+        gpu("warp_shuffle_variant_matches_the_oracle", warp_shuffle),
         gpu("mixed_j_memory_matches_host_prediction_and_the_reference", || j_memory(true)),
         gpu("every_launch_config_matches_the_oracle", every_config),
         gpu("awkward_sizes", awkward_sizes),
@@ -71,6 +72,44 @@ fn mixed_accuracy() -> Result<(), Failed> {
     let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
     let mut plain = CudaExecutor::new().map_err(gpu_err)?;
     accuracy::mixed_at_origin_and_shifted(&mut mixed, Some(&mut plain), 2e-6)
+}
+
+/// The warp-shuffle variant (every targets-per-thread, f32, f64 and mixed) against the
+/// oracle, with and without softening and potential, a shared overlap, sizes that leave
+/// partial warps and blocks.
+fn warp_shuffle() -> Result<(), Failed> {
+    fn case<T: DeviceReal>(gpu: &mut CudaExecutor, u: f64) -> Result<(), Failed> {
+        let (all, _) = nbody_integrators::ics::plummer::<T>(1500, 17);
+        for (nt, ns) in [(700, 1500), (1, 33), (129, 300)] {
+            let (targets, sources) = (&all[..nt], &all[..ns]);
+            let (t, s) = (gpu.upload(targets).map_err(gpu_err)?, gpu.upload(sources).map_err(gpu_err)?);
+            for ni in nbody_cuda::SHUFFLE_TARGETS_PER_THREAD {
+                for eps in [0.0, 0.01] {
+                    for potential in [false, true] {
+                        let mut params = Params::softened(T::from_f64(eps));
+                        params.potential = potential;
+                        params.overlap = nbody_core::Overlap::Shared { target_start: 0, source_start: 0, len: nt };
+                        let before = vec![Field::new(T::one(), T::one(), T::one(), T::one()); nt];
+                        let mut out = gpu.zeroed_fields::<T>(nt).map_err(gpu_err)?;
+                        gpu.accelerations_resident_shuffle(&t, &s, &params, &mut out, ni).map_err(gpu_err)?;
+                        let mut got = vec![Field::zero(); nt];
+                        gpu.download(&out, &mut got).map_err(gpu_err)?;
+                        for (g, b) in got.iter_mut().zip(&before) {
+                            *g = Field::new(g.ax + b.ax, g.ay + b.ay, g.az + b.az, g.phi + b.phi);
+                        }
+                        let truth = exact(targets, sources, &params).map_err(gpu_err)?;
+                        nbody_conformance::compare(&got, &before, &truth, ns, potential, u).map_err(|m| {
+                            format!("{} shuffle ni {ni}, {nt} x {ns}, eps {eps}, potential {potential}: {m}", T::NAME)
+                        })?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+    case::<f32>(&mut CudaExecutor::new().map_err(gpu_err)?, f32::EPSILON as f64)?;
+    case::<f64>(&mut CudaExecutor::new().map_err(gpu_err)?, f64::EPSILON)?;
+    case::<f64>(&mut CudaMixedExecutor::new().map_err(gpu_err)?.into_executor(), f32::EPSILON as f64)
 }
 
 /// The device j-memory (GRAPE-6's, for the C ABI's g6 functions): j-particles at their
@@ -139,7 +178,8 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
     }
     let n = tpos.len();
     let (mut out, mut jerk) = (vec![Field::new(9.0, 9.0, 9.0, 9.0); n], vec![Jerk::zero(); n]);
-    jm.forces(&mut gpu, nj, time, Bodies { pos: &tpos, vel: &tvel }, &own, eps, &mut out, &mut jerk).map_err(gpu_err)?;
+    jm.forces(&mut gpu, nj, time, Bodies { pos: &tpos, vel: &tvel }, &own, eps, &mut out, &mut jerk)
+        .map_err(gpu_err)?;
     let tolerance = if mixed { 1e-5 } else { 1e-11 };
     for k in 0..n {
         let overlap = match own[k] {

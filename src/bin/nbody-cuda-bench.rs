@@ -19,6 +19,8 @@ const FLOPS_PER_INTERACTION: f64 = 20.0;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let all = args.iter().any(|a| a == "--all");
+    // --shuffle: the warp-shuffle variant beside the chosen shared-memory one.
+    let shuffle = args.iter().any(|a| a == "--shuffle");
     let quick = args.iter().any(|a| a == "--quick");
     let json_path = args.iter().position(|a| a == "--json").and_then(|i| args.get(i + 1)).cloned();
     let mut gpu = match CudaExecutor::new() {
@@ -50,8 +52,8 @@ fn main() {
     let default64: &[usize] = if quick { &[16_384] } else { &[1024, 4096, 16_384, 65_536, 262_144] };
     let sizes32 = sizes.as_deref().unwrap_or(default32);
     let sizes64 = if f32_only { &[][..] } else { sizes.as_deref().unwrap_or(default64) };
-    if let Err(e) =
-        run::<f32>(&mut gpu, sizes32, all, &mut rows).and_then(|_| run::<f64>(&mut gpu, sizes64, all, &mut rows))
+    if let Err(e) = run::<f32>(&mut gpu, sizes32, all, shuffle, &mut rows)
+        .and_then(|_| run::<f64>(&mut gpu, sizes64, all, shuffle, &mut rows))
     {
         eprintln!("error: {e}");
         std::process::exit(1);
@@ -72,7 +74,7 @@ fn main() {
     if args.iter().any(|a| a == "--mixed") {
         let jerk_too = args.iter().any(|a| a == "--jerk");
         let done = CudaMixedExecutor::new().and_then(|mut m| {
-            run::<f64>(m.executor(), sizes32, all, &mut rows)?;
+            run::<f64>(m.executor(), sizes32, all, shuffle, &mut rows)?;
             if jerk_too {
                 jerk::<f64>(m.executor(), quick, &mut rows)?;
             }
@@ -143,6 +145,7 @@ fn run<T: DeviceReal>(
     gpu: &mut CudaExecutor,
     sizes: &[usize],
     all: bool,
+    shuffle: bool,
     rows: &mut Vec<Value>,
 ) -> Result<(), nbody_core::Error> {
     let (name, tag) = names::<T>(gpu);
@@ -204,6 +207,9 @@ fn run<T: DeviceReal>(
                     "gflops_20": rate * FLOPS_PER_INTERACTION * 1e-9,
                     "sass_instructions_per_interaction": ipi, "fraction_of_issue_bound": fraction,
                 }));
+            }
+            if shuffle && !potential {
+                shuffle_rows::<T>(gpu, &set, &params, &mut out, name, rows)?;
             }
         }
     }
@@ -307,6 +313,65 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
         let rate = (nt * big) as f64 / secs;
         println!("{nt:>9} {big:>9} {:>9.3}ms {rate:>13.3e}", secs * 1e3);
         rows.push(json!({"kernel": "acceleration", "precision": name, "targets": nt, "sources": big, "seconds": secs, "interactions_per_second": rate}));
+    }
+    Ok(())
+}
+
+/// The warp-shuffle variant at each of its targets per thread on the resident sphere
+/// `set`: its result checked against the chosen shared-memory kernel's first, then timed.
+fn shuffle_rows<T: DeviceReal>(
+    gpu: &mut CudaExecutor,
+    set: &nbody::cuda::DeviceParticles<T>,
+    params: &Params<T>,
+    out: &mut nbody::cuda::DeviceFields<T>,
+    name: &str,
+    rows: &mut Vec<Value>,
+) -> Result<(), nbody_core::Error> {
+    let n = set.len();
+    let mut want = vec![Field::zero(); n];
+    gpu.clear(out)?;
+    gpu.accelerations_resident(set, set, params, out)?;
+    gpu.download(out, &mut want)?;
+    let interactions = (n * n) as f64;
+    let batch = ((0.02 * 2e12 / interactions).ceil() as usize).clamp(1, 200);
+    for ni in nbody::cuda::SHUFFLE_TARGETS_PER_THREAD {
+        let mut got = vec![Field::zero(); n];
+        gpu.clear(out)?;
+        gpu.accelerations_resident_shuffle(set, set, params, out, ni)?;
+        gpu.download(out, &mut got)?;
+        let diff = got
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| {
+                let d: f64 = (0..3).map(|k| (a.acceleration()[k] - b.acceleration()[k]).to_f64().powi(2)).sum();
+                let s: f64 = (0..3).map(|k| b.acceleration()[k].to_f64().powi(2)).sum();
+                (d / s).sqrt()
+            })
+            .fold(0.0, worst);
+        if !(diff < 1e-4) {
+            return Err(nbody_core::Error::InvalidParameter {
+                name: "warp-shuffle check",
+                requirement: "within 1e-4 of the shared-memory kernel before timing",
+            });
+        }
+        let secs = timing::time_with_events(gpu, 7, |g| {
+            for _ in 0..batch {
+                g.accelerations_resident_shuffle(set, set, params, out, ni)?;
+            }
+            Ok(())
+        })? / batch as f64;
+        let rate = interactions / secs;
+        println!(
+            "{n:>9} {:>5} {:>22} {:>9.3}ms {rate:>13.3e} {:>9.0}   (vs chosen: max rel. diff {diff:.1e})",
+            false,
+            format!("shuffle (128,1,{ni})"),
+            secs * 1e3,
+            rate * FLOPS_PER_INTERACTION * 1e-9
+        );
+        rows.push(json!({
+            "precision": name, "n": n, "potential": false, "variant": "warp-shuffle", "targets_per_thread": ni,
+            "seconds": secs, "interactions_per_second": rate, "difference_from_chosen": diff,
+        }));
     }
     Ok(())
 }

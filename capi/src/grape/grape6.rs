@@ -443,7 +443,12 @@ fn on_device(
     }
     // SAFETY: the caller passes `ni` of each (GRAPE-6's contract).
     let (ids, xi, vi, h2) = unsafe {
-        (values(index, ni_count, "index")?, triples(xi, ni_count, "xi")?, triples(vi, ni_count, "vi")?, values(h2, ni_count, "h2")?)
+        (
+            values(index, ni_count, "index")?,
+            triples(xi, ni_count, "xi")?,
+            triples(vi, ni_count, "vi")?,
+            values(h2, ni_count, "h2")?,
+        )
     };
     let mut taken = vec![false; nj_count];
     let own: Vec<i32> = ids
@@ -456,7 +461,9 @@ fn on_device(
     let tpos: Vec<Particle<f64>> = own
         .iter()
         .zip(xi)
-        .map(|(&a, x)| Particle::new(x[0], x[1], x[2], if a >= 0 { b.j[a as usize].map_or(0.0, |p| p.mass) } else { 0.0 }))
+        .map(|(&a, x)| {
+            Particle::new(x[0], x[1], x[2], if a >= 0 { b.j[a as usize].map_or(0.0, |p| p.mass) } else { 0.0 })
+        })
         .collect();
     let tvel: Vec<Velocity<f64>> = vi.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
     let (mut field, mut jerk) = (vec![Field::zero(); ni_count], vec![Jerk::zero(); ni_count]);
@@ -485,7 +492,9 @@ fn forces_on_device(
     jerk: &mut [Jerk<f64>],
 ) -> Result<(), String> {
     match (&mut b.device, &mut b.engine) {
-        (Some(d), Engine::Cuda(gpu)) => d.forces(gpu, nj, b.ti, targets, own, eps, field, jerk).map_err(super::describe),
+        (Some(d), Engine::Cuda(gpu)) => {
+            d.forces(gpu, nj, b.ti, targets, own, eps, field, jerk).map_err(super::describe)
+        }
         _ => Err("no device j-memory".into()),
     }
 }
