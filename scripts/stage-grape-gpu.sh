@@ -17,7 +17,7 @@ git rev-parse --short HEAD > .stage/g6/commit
 cat > .stage/g6/go.sh <<'RUN'
 #!/usr/bin/env bash
 # On the device machine: the library's BlockHermite, then the GRAPE-6 program forces only
-# (bench: the device j-memory) and with neighbours (bench-nb: the host path), twice at
+# (bench: the device j-memory) and with neighbours (bench-nb: the host path), three times at
 # N = 16,384 and 65,536; the two paths' final states compared; then cuda-mixed.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -31,7 +31,7 @@ print("final states, device j-memory vs host path: max |difference| %.3e (larges
 ' "$1" "$2"
 }
 for n in 16384 65536; do
-  for k in 1 2; do
+  for k in 1 2 3; do
     ./grape6_reference $n 0.125 /tmp/ics-$n.txt cuda
     NBODY_GRAPE_EXECUTOR=cuda ./g6 /tmp/ics-$n.txt 0.02 0.0625 0.015625 0.125 bench > /tmp/dev-$n.txt
     head -1 /tmp/dev-$n.txt

@@ -348,10 +348,12 @@ fn shuffle_rows<T: DeviceReal>(
                 (d / s).sqrt()
             })
             .fold(0.0, worst);
-        if !(diff < 1e-4) {
+        // Two summation orders: f32 sums over 2^20 sources differ by about 1e-4.
+        let bound = if name == "f64" { 1e-10 } else { 1e-3 };
+        if !(diff < bound) {
             return Err(nbody_core::Error::InvalidParameter {
                 name: "warp-shuffle check",
-                requirement: "within 1e-4 of the shared-memory kernel before timing",
+                requirement: "close to the shared-memory kernel's result before timing",
             });
         }
         let secs = timing::time_with_events(gpu, 7, |g| {

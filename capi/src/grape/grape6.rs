@@ -94,6 +94,9 @@ struct Board {
     /// On a GPU: the j-particles kept on the device too (updated as they are set), so a
     /// force call without neighbours predicts them there and sends only the i-particles.
     device: DeviceJ,
+    /// Addresses set since the device j-memory was last fed (sent in bulk at the next
+    /// force call on it, so a set stays a store and a push).
+    dirty: Vec<u32>,
     inputs: Option<Inputs>,
     ti: f64,
     j: Vec<Option<JParticle>>,
@@ -136,6 +139,7 @@ pub extern "C" fn g6_open(id: i32) -> i32 {
             let mut engine = engine;
             let board = Board {
                 device: device_j(&mut engine),
+                dirty: Vec::new(),
                 inputs: None,
                 engine,
                 ti: 0.0,
@@ -236,10 +240,8 @@ pub unsafe extern "C" fn g6_set_j_particle(
             }
             let p = JParticle { id: index, t: tj, mass, x, v, a: a2.map(|c| 2.0 * c), j: j6.map(|c| 6.0 * c) };
             b.j[address] = Some(p);
-            #[cfg(feature = "cuda")]
-            if let Some(d) = &mut b.device {
-                let (x, m, v, a, j, t) = (p.x, p.mass, p.v, p.a, p.j, p.t);
-                d.set(address, nbody_cuda::JParticle { x, m, v, a, j, t }).map_err(super::describe)?;
+            if b.device.is_some() {
+                b.dirty.push(address as u32);
             }
             Ok(())
         }))
@@ -268,6 +270,7 @@ pub extern "C" fn g6_reset(id: i32) -> i32 {
             b.address_of.clear();
             b.call = None;
             b.inputs = None;
+            b.dirty.clear();
             #[cfg(feature = "cuda")]
             if let (Some(d), Engine::Cuda(gpu)) = (&mut b.device, &mut b.engine) {
                 d.clear(gpu).map_err(super::describe)?;
@@ -493,6 +496,13 @@ fn forces_on_device(
 ) -> Result<(), String> {
     match (&mut b.device, &mut b.engine) {
         (Some(d), Engine::Cuda(gpu)) => {
+            for &a in &b.dirty {
+                if let Some(p) = b.j[a as usize] {
+                    let (x, m, v, a2, j, t) = (p.x, p.mass, p.v, p.a, p.j, p.t);
+                    d.set(a as usize, nbody_cuda::JParticle { x, m, v, a: a2, j, t }).map_err(super::describe)?;
+                }
+            }
+            b.dirty.clear();
             d.forces(gpu, nj, b.ti, targets, own, eps, field, jerk).map_err(super::describe)
         }
         _ => Err("no device j-memory".into()),
