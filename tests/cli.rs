@@ -176,6 +176,8 @@ fn bad_input_gives_one_clear_line_and_an_exit_code() {
         (&["run", "--t-end", "1e10", "--dt", "1e-3"], 1, "more than 2^40"),
         (&["run", "--n", "64", "--integrator", "hermite", "--t-end", "1e300"], 1, "would take about"),
         (&["run", "--executor", "cuda", "--devices", "0,x"], 1, "--devices must be all or device ordinals"),
+        (&["run", "--executor", "cuda-mixed", "--precision", "f32"], 1, "cuda-mixed computes f64 results"),
+        (&["run", "--executor", "cuda-mixed", "--devices", "0"], 1, "--devices picks GPUs: it needs --executor cuda"),
     ];
     for &(args, code, needle) in cases {
         let o = nbody(args, d);
@@ -191,15 +193,17 @@ fn bad_input_gives_one_clear_line_and_an_exit_code() {
 #[test]
 fn cuda_without_a_device_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    let o = nbody(&["run", "--executor", "cuda", "--n", "64", "--t-end", "0.01"], dir.path());
-    if cfg!(feature = "cuda") && o.status.success() {
-        return; // a machine with a GPU: nothing to refuse
+    for kind in ["cuda", "cuda-mixed"] {
+        let o = nbody(&["run", "--executor", kind, "--n", "64", "--t-end", "0.01"], dir.path());
+        if cfg!(feature = "cuda") && o.status.success() {
+            continue; // a machine with a GPU: nothing to refuse
+        }
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.starts_with(&format!("error: --executor {kind}: ")), "{err}");
+        assert!(o.stdout.is_empty(), "printed before refusing");
     }
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.starts_with("error: --executor cuda: "), "{err}");
-    assert!(o.stdout.is_empty(), "printed before refusing");
 }
 
 #[test]

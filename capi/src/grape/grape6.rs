@@ -3,7 +3,10 @@
 //!
 //! The user code stores each particle's state at its own time (`g6_set_j_particle`),
 //! sets the block time (`g6_set_ti`) and asks for the forces on its active particles
-//! (`g6calc_firsthalf` then `g6calc_lasthalf`/`lasthalf2`). The library predicts every
+//! (`g6calc_firsthalf` then `g6calc_lasthalf`/`lasthalf2`). On a GPU the j-particles
+//! are kept on the device too (`nbody_cuda::DeviceJMemory`; a set marks the address, the
+//! next force call sends the marked ones) and force calls without neighbours predict
+//! and compute there; calls with neighbours take the host path. The library predicts every
 //! j-particle to the block time (`x + v dt + a dt²/2 + j dt³/6`, `v + a dt + j dt²/2`;
 //! the `k18` term is accepted and unused, as in Sapporo), except that an i-particle
 //! whose index names a j-particle is taken at the position and velocity the code
@@ -19,8 +22,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// The i-particles a call may hold (GRAPE-6 codes size their blocks by `g6_npipes`).
-/// Large, because every call predicts and sends the whole j-memory: a block step cut
-/// into calls of 4,096 cost 2.5x the library's own block step at N = 65,536 on an H100.
+/// Large, because each call predicts the whole j-memory (on the host path it also sends
+/// it: a block step cut into calls of 4,096 cost 2.5x the library's own block step at
+/// N = 65,536 on an H100, before the device j-memory).
 const PIPES: i32 = 1 << 16;
 /// Neighbour-list slots per i-particle at first; a call that overflows them is repeated
 /// with enough (up to [`MAX_NEIGHBOURS`]).
