@@ -77,14 +77,66 @@ struct Call {
 
 /// The inputs of the last `g6calc_firsthalf`, kept when it ran on the device j-memory,
 /// so that neighbours asked for afterwards can be found on the host path.
-#[derive(Default)]
 struct Inputs {
-    nj: i32,
+    nj: usize,
     ids: Vec<i32>,
     xi: Vec<[f64; 3]>,
     vi: Vec<[f64; 3]>,
     h2: Vec<f64>,
     eps2: f64,
+}
+
+impl Inputs {
+    fn of(a: &Args<'_>) -> Self {
+        Inputs { nj: a.nj, ids: a.ids.to_vec(), xi: a.xi.to_vec(), vi: a.vi.to_vec(), h2: a.h2.to_vec(), eps2: a.eps2 }
+    }
+
+    fn args(&self) -> Args<'_> {
+        Args { nj: self.nj, ids: &self.ids, xi: &self.xi, vi: &self.vi, h2: &self.h2, eps2: self.eps2 }
+    }
+}
+
+/// A firsthalf call's arguments, checked: `nj` addresses, and per i-particle its id,
+/// position, velocity and squared neighbour radius.
+struct Args<'a> {
+    nj: usize,
+    ids: &'a [i32],
+    xi: &'a [[f64; 3]],
+    vi: &'a [[f64; 3]],
+    h2: &'a [f64],
+    eps2: f64,
+}
+
+/// Checks a firsthalf call's arguments against the board.
+///
+/// # Safety
+/// `index`, `h2` hold `ni` values and `xi`, `vi` `ni` triples (GRAPE-6's contract), valid
+/// for `'a`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn checked<'a>(
+    b: &Board,
+    nj: i32,
+    ni: i32,
+    index: *const i32,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    eps2: f64,
+    h2: *const f64,
+) -> Result<Args<'a>, String> {
+    let (nj, ni) = (count(nj, "nj")?, count(ni, "ni")?);
+    if ni > PIPES as usize {
+        return Err(format!("ni = {ni} is more than g6_npipes() = {PIPES}"));
+    }
+    if nj > b.j.len() {
+        return Err(format!("nj = {nj} but only addresses below {} were set", b.j.len()));
+    }
+    if !(eps2.is_finite() && eps2 >= 0.0) {
+        return Err(format!("eps2 = {eps2} must be finite and not negative"));
+    }
+    // SAFETY: the caller's contract.
+    let (ids, xi, vi, h2) =
+        unsafe { (values(index, ni, "index")?, triples(xi, ni, "xi")?, triples(vi, ni, "vi")?, values(h2, ni, "h2")?) };
+    Ok(Args { nj, ids, xi, vi, h2, eps2 })
 }
 
 /// The j-memory on the GPU, when the engine is one.
@@ -311,18 +363,24 @@ pub unsafe extern "C" fn g6calc_firsthalf(
     shielded((), || {
         let r = with_board(id, |b| {
             let neighbours = std::mem::replace(&mut b.asked, false);
+            // SAFETY: the caller passes `ni` of each (GRAPE-6's contract).
+            let args = match unsafe { checked(b, nj, ni, index, xi, vi, eps2, h2) } {
+                Ok(a) => a,
+                Err(m) => {
+                    b.last = Err(m.clone());
+                    return Err(m);
+                }
+            };
             if !neighbours && b.device.is_some() {
                 b.call = None;
-                b.last = on_device(b, nj, ni, index, xi, vi, eps2, h2);
+                b.last = on_device(b, &args);
                 return b.last.as_ref().map(|_| ()).map_err(Clone::clone);
             }
             b.inputs = None;
             let old = b.call.take().unwrap_or_default();
-            b.last = prepare(b, old, nj, ni, index, xi, vi, eps2, h2).and_then(|call| {
-                let r = run(&mut b.engine, &call, neighbours);
-                b.call = Some(call);
-                r
-            });
+            let call = prepare(b, old, &args);
+            b.last = run(&mut b.engine, &call, neighbours);
+            b.call = Some(call);
             b.last.as_ref().map(|_| ()).map_err(Clone::clone)
         });
         if let Err(m) = r {
@@ -331,32 +389,11 @@ pub unsafe extern "C" fn g6calc_firsthalf(
     })
 }
 
-/// Checks a firsthalf call and lays it out for the executor.
-#[allow(clippy::too_many_arguments)]
-fn prepare(
-    b: &Board,
-    mut c: Call,
-    nj: i32,
-    ni: i32,
-    index: *const i32,
-    xi: *const [f64; 3],
-    vi: *const [f64; 3],
-    eps2: f64,
-    h2: *const f64,
-) -> Result<Call, String> {
-    let (nj, ni) = (count(nj, "nj")?, count(ni, "ni")?);
-    if ni > PIPES as usize {
-        return Err(format!("ni = {ni} is more than g6_npipes() = {PIPES}"));
-    }
-    if nj > b.j.len() {
-        return Err(format!("nj = {nj} but only addresses below {} were set", b.j.len()));
-    }
-    if !(eps2.is_finite() && eps2 >= 0.0) {
-        return Err(format!("eps2 = {eps2} must be finite and not negative"));
-    }
-    // SAFETY: the caller passes `ni` of each (GRAPE-6's contract).
-    let (ids, xi, vi, h2) =
-        unsafe { (values(index, ni, "index")?, triples(xi, ni, "xi")?, triples(vi, ni, "vi")?, values(h2, ni, "h2")?) };
+/// Lays a checked firsthalf call out for the executor (the host path: every j-particle
+/// predicted here).
+fn prepare(b: &Board, mut c: Call, a: &Args<'_>) -> Call {
+    let Args { nj, ids, xi, vi, h2, eps2 } = *a;
+    let ni = ids.len();
     let address_of = |id: &i32| b.address_of.get(id).copied().filter(|&a| a < nj);
     // Targets: the i-particles that are j-particles first (they lead the sources too, so
     // the overlap is one shared run), then the others.
@@ -407,7 +444,7 @@ fn prepare(
     let params =
         Params::softened(eps2.sqrt()).with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: shared });
     let params = Some(params);
-    Ok(Call { tpos, tvel, spos, svel, radius2, params, order, shared, sid, ids: own_ids, h2: own_h2 })
+    Call { tpos, tvel, spos, svel, radius2, params, order, shared, sid, ids: own_ids, h2: own_h2 }
 }
 
 /// The j-memory on the GPU for a CUDA engine (none if it cannot be made: the host path
@@ -427,36 +464,9 @@ fn device_j(_: &mut Engine) -> DeviceJ {
 
 /// A firsthalf call on the device j-memory: only the i-particles go up; results in the
 /// code's order. Its inputs are kept for neighbours asked for afterwards.
-#[allow(clippy::too_many_arguments)]
-fn on_device(
-    b: &mut Board,
-    nj: i32,
-    ni: i32,
-    index: *const i32,
-    xi: *const [f64; 3],
-    vi: *const [f64; 3],
-    eps2: f64,
-    h2: *const f64,
-) -> Result<Results, String> {
-    let (nj_count, ni_count) = (count(nj, "nj")?, count(ni, "ni")?);
-    if ni_count > PIPES as usize {
-        return Err(format!("ni = {ni} is more than g6_npipes() = {PIPES}"));
-    }
-    if nj_count > b.j.len() {
-        return Err(format!("nj = {nj} but only addresses below {} were set", b.j.len()));
-    }
-    if !(eps2.is_finite() && eps2 >= 0.0) {
-        return Err(format!("eps2 = {eps2} must be finite and not negative"));
-    }
-    // SAFETY: the caller passes `ni` of each (GRAPE-6's contract).
-    let (ids, xi, vi, h2) = unsafe {
-        (
-            values(index, ni_count, "index")?,
-            triples(xi, ni_count, "xi")?,
-            triples(vi, ni_count, "vi")?,
-            values(h2, ni_count, "h2")?,
-        )
-    };
+fn on_device(b: &mut Board, args: &Args<'_>) -> Result<Results, String> {
+    let Args { nj: nj_count, ids, xi, vi, eps2, .. } = *args;
+    let ni_count = ids.len();
     let mut taken = vec![false; nj_count];
     let own: Vec<i32> = ids
         .iter()
@@ -474,7 +484,7 @@ fn on_device(
         .collect();
     let tvel: Vec<Velocity<f64>> = vi.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
     let (mut field, mut jerk) = (vec![Field::zero(); ni_count], vec![Jerk::zero(); ni_count]);
-    b.inputs = Some(Inputs { nj, ids: ids.to_vec(), xi: xi.to_vec(), vi: vi.to_vec(), h2: h2.to_vec(), eps2 });
+    b.inputs = Some(Inputs::of(args));
     forces_on_device(b, nj_count, Bodies { pos: &tpos, vel: &tvel }, &own, eps2.sqrt(), &mut field, &mut jerk)?;
     Ok(Results {
         acc: field.iter().map(|f| f.acceleration()).collect(),
@@ -595,11 +605,7 @@ fn with_neighbours(b: &mut Board) -> Result<&Results, String> {
     b.asked = true;
     // A force call that ran on the device j-memory: lay it out for the host path.
     let rebuilt = match (&b.last, &b.call, &b.inputs) {
-        (Ok(r), None, Some(i)) if !r.neighbours => {
-            let (nj, ni) = (i.nj, i.ids.len() as i32);
-            let (ids, xi, vi, h2) = (i.ids.as_ptr(), i.xi.as_ptr(), i.vi.as_ptr(), i.h2.as_ptr());
-            Some(prepare(b, Call::default(), nj, ni, ids, xi, vi, i.eps2, h2)?)
-        }
+        (Ok(r), None, Some(i)) if !r.neighbours => Some(prepare(b, Call::default(), &i.args())),
         _ => None,
     };
     if rebuilt.is_some() {
