@@ -274,16 +274,12 @@ impl<T: DeviceReal> DeviceHermite<T> {
     fn force(&mut self, exec: &mut CudaExecutor, t: f64, start: bool) -> Result<(), Error> {
         let (n, na) = (self.n, self.active.len());
         upload_padded(&mut self.idx, bytemuck::cast_slice(&self.active), 0)?;
-        let stream = &exec.stream;
-        let f = exec.function(&format!("nbody_hermite_predict_{}", T::TAG))?;
-        let (pos, vel, acc, jerk, tj) =
-            (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
         let (ppos, pvel) = (ptr(&self.ppos), ptr(&self.pvel));
         // SAFETY: every buffer holds n records (the predicted ones `padded`).
-        unsafe {
-            launch!(f<<<(n as u32).div_ceil(THREADS), THREADS, 0, stream>>>(n as i32, t, pos, vel, acc, jerk, tj, ppos, pvel))
-        }
-        .map_err(cuda("launching the Hermite predictor"))?;
+        unsafe { predict(exec, T::TAG, n, t, [&self.pos, &self.vel, &self.acc, &self.jerk], &self.tj, [ppos, pvel])? };
+        let stream = &exec.stream;
+        let (pos, vel, acc, jerk, tj) =
+            (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
         let (idx, tpos, tvel, field, jout) =
             (ptr(&self.idx), ptr(&self.tpos), ptr(&self.tvel), ptr(&self.field), ptr(&self.jerk_out));
         let f = exec.function(&format!("nbody_hermite_gather_{}", T::TAG))?;
@@ -355,4 +351,28 @@ impl<T: DeviceReal> std::fmt::Debug for DeviceHermite<T> {
             .field("time", &self.time)
             .finish()
     }
+}
+
+/// Queues the predictor kernel: particles `0..n` (positions, velocities, accelerations,
+/// jerks as [x, y, z, w] of precision `tag`, times in f64) to time `t`, into `out`
+/// (predicted positions, velocities).
+///
+/// # Safety
+/// Every buffer holds at least `n` records.
+pub(crate) unsafe fn predict(
+    exec: &CudaExecutor,
+    tag: &str,
+    n: usize,
+    t: f64,
+    [pos, vel, acc, jerk]: [&DeviceBuffer<u8>; 4],
+    tj: &DeviceBuffer<u8>,
+    [ppos, pvel]: [cust::memory::DevicePointer<u8>; 2],
+) -> Result<(), Error> {
+    let f = exec.function(&format!("nbody_hermite_predict_{tag}"))?;
+    let (pos, vel, acc, jerk, tj, stream) = (ptr(pos), ptr(vel), ptr(acc), ptr(jerk), ptr(tj), &exec.stream);
+    // SAFETY: the caller's contract.
+    unsafe {
+        launch!(f<<<(n as u32).div_ceil(THREADS), THREADS, 0, stream>>>(n as i32, t, pos, vel, acc, jerk, tj, ppos, pvel))
+    }
+    .map_err(cuda("launching the predictor"))
 }

@@ -285,15 +285,11 @@ impl DeviceJMemory {
         self.scratch[JERK_OUT].reserve(ni * 32)?;
         let s = |k: usize| a_ref(&self.scratch[k]).map(|b| ptr(b));
         let (tpos, tvel, own_d, field, jout) = (s(TPOS)?, s(TVEL)?, s(OWN)?, s(FIELD)?, s(JERK_OUT)?);
-        let (pos, vel, acc, jk, tj) = (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
         let (ppos, pvel) = (ptr(&self.ppos), ptr(&self.pvel));
-        let stream = &gpu.stream;
-        let f = gpu.function("nbody_hermite_predict_f64")?;
+        let j = [&self.pos, &self.vel, &self.acc, &self.jerk];
         // SAFETY: the j-memory holds capacity >= nj records; ppos and pvel capacity >= padded.
-        unsafe {
-            launch!(f<<<(nj as u32).div_ceil(THREADS), THREADS, 0, stream>>>(nj as i32, time, pos, vel, acc, jk, tj, ppos, pvel))
-        }
-        .map_err(cuda("launching the j-particle predictor"))?;
+        unsafe { crate::hermite::predict(gpu, "f64", nj, time, j, &self.tj, [ppos, pvel])? };
+        let stream = &gpu.stream;
         let f = gpu.function("nbody_jmem_place")?;
         // SAFETY: ni targets, velocities, addresses (checked below nj) and outputs.
         unsafe {
