@@ -350,7 +350,7 @@ fn shuffle_rows<T: DeviceReal>(
             .fold(0.0, worst);
         // Two summation orders: f32 sums over 2^20 sources differ by about 1e-4.
         let bound = if name == "f64" { 1e-10 } else { 1e-3 };
-        if !(diff < bound) {
+        if diff.is_nan() || diff >= bound {
             return Err(nbody_core::Error::InvalidParameter {
                 name: "warp-shuffle check",
                 requirement: "close to the shared-memory kernel's result before timing",
