@@ -68,16 +68,42 @@ pub fn instructions_per_interaction(kernel: &str) -> Option<f64> {
 pub const LADDER: [LaunchConfig; 5] =
     [cfg(256, 4, 4), cfg(256, 8, 4), cfg(256, 16, 2), cfg(128, 32, 2), cfg(128, 32, 1)];
 
+/// The ladder of the mixed-precision kernels: 128-thread blocks. Their threads hold f64
+/// sums and the low parts of the targets (128 registers), so a 256-thread block leaves
+/// an SM two blocks; on the H100 at N = 262,144 (128,1,4) ran at 1.34e12 against 1.21e12
+/// for LADDER's first rung (benches/results/mixed/h100-bench-all-262144-1a62864.log).
+pub const MIXED_LADDER: [LaunchConfig; 6] =
+    [cfg(128, 1, 4), cfg(128, 2, 4), cfg(128, 4, 4), cfg(128, 8, 4), cfg(128, 32, 2), cfg(128, 32, 1)];
+
+/// The ladder for a kernel family (`"f32"`, `"f64"` or `"mixed"`).
+///
+/// ```
+/// assert_eq!(nbody_cuda::ladder("f32"), &nbody_cuda::LADDER[..]);
+/// assert_eq!(nbody_cuda::ladder("mixed")[0].block, 128);
+/// ```
+pub fn ladder(tag: &str) -> &'static [LaunchConfig] {
+    if tag == "mixed" {
+        &MIXED_LADDER
+    } else {
+        &LADDER
+    }
+}
+
 /// Chooses the first rung of [`LADDER`] that gives every one of the device's
 /// `sm_count` multiprocessors two blocks (one block's barrier waits are hidden by the
 /// other's math): at large N the variant with the most reuse, at small N several
 /// threads per target so the GPU stays full.
 pub fn choose(n_targets: usize, sm_count: u32) -> LaunchConfig {
-    LADDER
+    choose_on(&LADDER, n_targets, sm_count)
+}
+
+/// [`choose`] on another ladder (see [`ladder`]).
+pub fn choose_on(ladder: &[LaunchConfig], n_targets: usize, sm_count: u32) -> LaunchConfig {
+    ladder
         .iter()
         .find(|c| c.blocks(n_targets) as u64 >= 2 * sm_count as u64)
         .copied()
-        .unwrap_or(LADDER[LADDER.len() - 1])
+        .unwrap_or(ladder[ladder.len() - 1])
 }
 
 /// [`choose`], knowing the sources too: when no rung fills the GPU with its targets
@@ -91,12 +117,22 @@ pub fn choose(n_targets: usize, sm_count: u32) -> LaunchConfig {
 /// assert_eq!(choose_for(1 << 20, 1 << 20, 132), choose(1 << 20, 132));
 /// ```
 pub fn choose_for(n_targets: usize, n_sources_padded: usize, sm_count: u32) -> LaunchConfig {
-    let c = choose(n_targets, sm_count);
+    choose_for_on(&LADDER, n_targets, n_sources_padded, sm_count)
+}
+
+/// [`choose_for`] on another ladder (see [`ladder`]).
+pub fn choose_for_on(
+    ladder: &[LaunchConfig],
+    n_targets: usize,
+    n_sources_padded: usize,
+    sm_count: u32,
+) -> LaunchConfig {
+    let c = choose_on(ladder, n_targets, sm_count);
     let fill = 2 * sm_count as usize;
     if c.blocks(n_targets) as usize >= fill {
         return c;
     }
-    let top = LADDER[0];
+    let top = ladder[0];
     let blocks = top.blocks(n_targets) as usize;
     let (_, chunks) = split_sources(blocks, n_sources_padded, top.block as usize, sm_count);
     if blocks * chunks >= fill {
@@ -166,7 +202,9 @@ mod tests {
         assert_eq!(choose(4096, 132), cfg(128, 32, 2));
         assert_eq!(choose(1024, 132), cfg(128, 32, 1));
         assert_eq!(choose(10, 132), cfg(128, 32, 1));
-        assert!(LADDER.iter().all(|c| CANDIDATES.contains(c)));
+        assert!(LADDER.iter().chain(&MIXED_LADDER).all(|c| CANDIDATES.contains(c)));
+        assert_eq!(choose_on(&MIXED_LADDER, 1 << 20, 132), cfg(128, 1, 4));
+        assert_eq!(choose_on(&MIXED_LADDER, 65_536, 132), cfg(128, 4, 4));
     }
 
     #[test]

@@ -42,7 +42,8 @@ pub mod timing;
 
 pub use batch::DeviceList;
 pub use config::{
-    choose, choose_for, instructions_per_interaction, split_sources, LaunchConfig, CANDIDATES, LADDER, SOURCE_PAD,
+    choose, choose_for, choose_for_on, choose_on, instructions_per_interaction, ladder, split_sources, LaunchConfig,
+    CANDIDATES, LADDER, MIXED_LADDER, SOURCE_PAD,
 };
 pub use device::DeviceInfo;
 pub use hermite::{DeviceHermite, Steps};
@@ -341,7 +342,8 @@ impl CudaExecutor {
             return Ok(c);
         }
         if !self.autotune {
-            return Ok(choose_for(n_t, n_s.next_multiple_of(SOURCE_PAD), self.info.sm_count));
+            let rungs = ladder(self.kernel_tag::<T>());
+            return Ok(choose_for_on(rungs, n_t, n_s.next_multiple_of(SOURCE_PAD), self.info.sm_count));
         }
         let key = (
             self.kernel_tag::<T>(),

@@ -177,7 +177,7 @@ fn run<T: DeviceReal>(
         for potential in [false, true] {
             let mut params = Params::softened(T::from_f64(1.0 / 256.0)).with_overlap_identical();
             params.potential = potential;
-            let chosen = nbody::cuda::choose(n, info.sm_count);
+            let chosen = nbody::cuda::choose_on(nbody::cuda::ladder(tag), n, info.sm_count);
             let configs: Vec<LaunchConfig> = if all && !potential { CANDIDATES.to_vec() } else { vec![chosen] };
             for c in configs {
                 let interactions = (n * n) as f64;
@@ -307,7 +307,8 @@ fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value
         let tp: Vec<Particle<T>> = (0..nt).map(|k| bodies[k * stride]).collect();
         let tset = gpu.upload(&tp)?;
         let mut out = gpu.zeroed_fields::<T>(nt)?;
-        let config = nbody::cuda::choose_for(nt, big, gpu.info().sm_count);
+        let tag = names::<T>(gpu).1;
+        let config = nbody::cuda::choose_for_on(nbody::cuda::ladder(tag), nt, big, gpu.info().sm_count);
         let reps = if nt * big > 1 << 36 { 3 } else { 7 };
         let secs = timing::time_tiled(gpu, config, &tset, &set, &params, &mut out, reps, 1)?;
         let rate = (nt * big) as f64 / secs;
