@@ -98,6 +98,12 @@ pub fn choose(n_targets: usize, sm_count: u32) -> LaunchConfig {
 }
 
 /// [`choose`] on another ladder (see [`ladder`]).
+///
+/// ```
+/// use nbody_cuda::{choose_on, LaunchConfig, MIXED_LADDER};
+/// let c = choose_on(&MIXED_LADDER, 1 << 20, 132);
+/// assert_eq!(c, LaunchConfig { block: 128, threads_per_target: 1, targets_per_thread: 4 });
+/// ```
 pub fn choose_on(ladder: &[LaunchConfig], n_targets: usize, sm_count: u32) -> LaunchConfig {
     ladder
         .iter()
@@ -121,6 +127,12 @@ pub fn choose_for(n_targets: usize, n_sources_padded: usize, sm_count: u32) -> L
 }
 
 /// [`choose_for`] on another ladder (see [`ladder`]).
+///
+/// ```
+/// use nbody_cuda::{choose_for_on, MIXED_LADDER};
+/// // A few targets against many sources take the ladder's top rung (with a source split).
+/// assert_eq!(choose_for_on(&MIXED_LADDER, 256, 1 << 20, 132), MIXED_LADDER[0]);
+/// ```
 pub fn choose_for_on(
     ladder: &[LaunchConfig],
     n_targets: usize,

@@ -18,9 +18,14 @@ const THREADS: u32 = 256;
 
 /// One j-particle as a code hands it over: its state at its own time `t` (acceleration
 /// and jerk themselves, not GRAPE-6's a/2 and j/6).
+///
+/// ```
+/// let p = nbody_cuda::JParticle { x: [1.0, 0.0, 0.0], m: 0.5, v: [0.0; 3], a: [0.0; 3], j: [0.0; 3], t: 0.0 };
+/// assert_eq!(p.m, 0.5);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct JParticle {
-    /// Position and mass.
+    /// Position.
     pub x: [f64; 3],
     /// Mass.
     pub m: f64,

@@ -276,6 +276,17 @@ impl CudaExecutor {
     /// [`SHUFFLE_TARGETS_PER_THREAD`] targets each): for comparing the two ways of
     /// sharing sources (`nbody-cuda-bench --shuffle`). The tiled kernel is the faster
     /// (see README), so no call chooses this one by itself.
+    ///
+    /// ```no_run
+    /// use nbody_core::Params;
+    /// let mut gpu = nbody_cuda::CudaExecutor::new()?;
+    /// let (p, _) = nbody_integrators::ics::plummer::<f32>(65_536, 1);
+    /// let set = gpu.upload(&p)?;
+    /// let mut out = gpu.zeroed_fields::<f32>(p.len())?;
+    /// let params = Params::softened(0.01f32).with_overlap_identical();
+    /// gpu.accelerations_resident_shuffle(&set, &set, &params, &mut out, 4)?;
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
     pub fn accelerations_resident_shuffle<T: DeviceReal>(
         &mut self,
         targets: &DeviceParticles<T>,

@@ -46,6 +46,12 @@ impl CudaExecutor {
 
     /// Whether its f64 calls run the mixed-precision kernels (it came from a
     /// [`CudaMixedExecutor`]).
+    ///
+    /// ```no_run
+    /// let gpu = nbody_cuda::CudaMixedExecutor::new()?.into_executor();
+    /// assert!(gpu.is_mixed());
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
     pub fn is_mixed(&self) -> bool {
         self.mixed
     }
@@ -96,6 +102,12 @@ impl CudaMixedExecutor {
 
     /// Turns an opened CUDA executor into the mixed-precision one (same device, context
     /// and buffers; its f64 calls run the mixed kernels from now on).
+    ///
+    /// ```no_run
+    /// use nbody_cuda::{CudaExecutor, CudaMixedExecutor};
+    /// let mixed = CudaMixedExecutor::from_executor(CudaExecutor::on_device(0)?);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
     pub fn from_executor(mut gpu: CudaExecutor) -> Self {
         gpu.mixed = true;
         Self { gpu }
@@ -103,12 +115,31 @@ impl CudaMixedExecutor {
 
     /// The CUDA executor underneath, running the mixed kernels for f64: for its
     /// device-resident API.
+    ///
+    /// ```no_run
+    /// use nbody_core::Params;
+    /// let mut mixed = nbody_cuda::CudaMixedExecutor::new()?;
+    /// let (p, v) = nbody_integrators::ics::plummer::<f64>(4096, 1);
+    /// let gpu = mixed.executor();
+    /// let mut state = gpu.upload_state(&p, &v)?; // f64 on the device
+    /// gpu.leapfrog_step(&mut state, &Params::softened(0.01), 1.0 / 256.0)?; // mixed kernels
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
     pub fn executor(&mut self) -> &mut CudaExecutor {
         &mut self.gpu
     }
 
     /// Unwraps into the CUDA executor underneath (still mixed for f64), for owners of an
     /// executor such as [`crate::DeviceHermite`]'s callers.
+    ///
+    /// ```no_run
+    /// use nbody_cuda::{CudaMixedExecutor, DeviceHermite, Steps};
+    /// let mut gpu = CudaMixedExecutor::new()?.into_executor();
+    /// let (p, v) = nbody_integrators::ics::plummer::<f64>(16_384, 1);
+    /// let mut h = DeviceHermite::new(&mut gpu, &p, &v, 0.0, 0.02, 1.0 / 256.0, Steps::Shared)?;
+    /// h.step(&mut gpu, 0.125)?;
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
     pub fn into_executor(self) -> CudaExecutor {
         self.gpu
     }
