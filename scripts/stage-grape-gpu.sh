@@ -17,8 +17,8 @@ git rev-parse --short HEAD > .stage/g6/commit
 cat > .stage/g6/go.sh <<'RUN'
 #!/usr/bin/env bash
 # On the device machine: the library's BlockHermite, then the GRAPE-6 program forces only
-# (bench: the device j-memory) and with neighbours (bench-nb: the host path), three times at
-# N = 16,384 and 65,536; the two paths' final states compared; then cuda-mixed.
+# (bench) and with neighbours (bench-nb), both on the device j-memory, three times at
+# N = 16,384 and 65,536; the two runs' final states compared; then cuda-mixed.
 set -uo pipefail
 cd "$(dirname "$0")"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv
@@ -27,9 +27,13 @@ compare() {
   python3 -c '
 import sys, numpy as np
 a, b = (np.loadtxt(f, skiprows=1) for f in sys.argv[1:3])
-print("final states, device j-memory vs host path: max |difference| %.3e (largest coordinate %.3e)" % (abs(a - b).max(), abs(b).max()))
+print("final states, forces only vs with neighbours: max |difference| %.3e (largest coordinate %.3e)" % (abs(a - b).max(), abs(b).max()))
 ' "$1" "$2"
 }
+# The device path with neighbours against the program's own double loop (every nearest
+# neighbour and list checked), then the timings.
+./grape6_reference 4096 0.125 /tmp/ics-4096.txt cuda > /dev/null
+NBODY_GRAPE_EXECUTOR=cuda ./g6 /tmp/ics-4096.txt 0.02 0.0625 0.015625 0.125 | head -1
 for n in 16384 65536; do
   for k in 1 2 3; do
     ./grape6_reference $n 0.125 /tmp/ics-$n.txt cuda

@@ -314,6 +314,9 @@ template <typename T> struct JerkExtra {
     int capacity;
     int *near_index;
     T *near_r2;
+    // Each target's own source index (-1: none), where the overlap cannot say it (the
+    // GRAPE-6 j-memory's scattered addresses); null: the overlap decides.
+    const int *own;
 };
 
 #define NO_NEIGHBOUR 0x7fffffff
@@ -364,7 +367,8 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
         p[q] = fx.apply(real ? targets[i] : zero4<T>());
         v[q] = fv.velocity(real ? target_vel[i] : zero4<T>());
         mi[q] = real ? targets[i].w : T(0);
-        own[q] = i - self_t0 >= 0 && i - self_t0 < self_len ? self_s0 + i - self_t0 : -1;
+        own[q] = x.own != 0 ? (real ? x.own[i] : -1)
+                            : (i - self_t0 >= 0 && i - self_t0 < self_len ? self_s0 + i - self_t0 : -1);
         h2[q] = NEIGH && real && x.h2 != 0 ? x.h2[i] : T(-1);
         ax[q] = 0; ay[q] = 0; az[q] = 0; phi[q] = 0; jx[q] = 0; jy[q] = 0; jz[q] = 0;
 #pragma unroll

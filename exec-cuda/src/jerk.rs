@@ -27,6 +27,7 @@ struct JerkExtra {
     capacity: i32,
     near_index: DevicePointer<u8>,
     near_r2: DevicePointer<u8>,
+    own: DevicePointer<u8>,
 }
 
 // SAFETY: plain device addresses and an int, laid out as the kernel's struct.
@@ -136,6 +137,22 @@ impl Staged {
         let extra = JerkExtra::with_partials(&plan, n, t_size, [acc, jerk, near])?;
         Ok(Staged { plan, extra, bufs, n, n_src, padded, neighbours: false })
     }
+
+    /// Adds neighbour finding to a resident call: the buffers in `exec`'s scratch (where
+    /// [`CudaExecutor::merge_neighbours`] reads them) and each target's own source index
+    /// (`own`, device ints; -1 for none) in place of the overlap's.
+    pub(crate) fn with_neighbours(
+        mut self,
+        exec: &mut CudaExecutor,
+        nb: &Neighbours<'_, f64>,
+        own: DevicePointer<u8>,
+    ) -> Result<Self, Error> {
+        let n = self.n;
+        exec.neighbour_buffers(n, nb, &mut self.extra)?;
+        self.extra.own = own;
+        self.neighbours = true;
+        Ok(self)
+    }
 }
 
 impl JerkExtra {
@@ -168,6 +185,7 @@ impl JerkExtra {
             capacity: 0,
             near_index: DevicePointer::null(),
             near_r2: DevicePointer::null(),
+            own: DevicePointer::null(),
         }
     }
 }
@@ -220,20 +238,7 @@ impl CudaExecutor {
         let [.., acc, jerk, near, _, _, _, _, _] = &mut me.scratch;
         let mut extra = JerkExtra::with_partials(&plan, n, size_of::<T>(), [acc, jerk, near])?;
         if let Some(nb) = neighbours {
-            extra.near_index = ptr(me.scratch[NEAR_INDEX].reserve(n * 4)?);
-            extra.near_r2 = ptr(me.scratch[NEAR_R2].reserve(n * size_of::<T>())?);
-            if let Some(w) = &nb.within {
-                let cap = i32::try_from(w.capacity)
-                    .map_err(|_| Error::InvalidParameter { name: "capacity", requirement: "below 2^31 on the GPU" })?;
-                let h2 = me.scratch[H2].reserve(n * size_of::<T>())?;
-                upload_padded(h2, bytemuck::cast_slice(w.radius2), 0)?;
-                extra.h2 = ptr(h2);
-                let counts = me.scratch[COUNTS].reserve(n * 4)?;
-                upload_padded(counts, &[], n * 4)?;
-                extra.counts = ptr(counts);
-                extra.lists = ptr(me.scratch[LISTS].reserve((n * w.capacity * 4).max(4))?);
-                extra.capacity = cap;
-            }
+            me.neighbour_buffers(n, nb, &mut extra)?;
         }
         let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
         let bufs = JerkBuffers {
@@ -245,6 +250,31 @@ impl CudaExecutor {
             jerk: b(crate::EXTRA_C)?,
         };
         Ok(Staged { plan, extra, bufs, n, n_src, padded, neighbours: neighbours.is_some() })
+    }
+
+    /// Sizes (and for lists, fills) the neighbour buffers of a call on `n` targets and
+    /// points `extra` at them.
+    fn neighbour_buffers<T: DeviceReal>(
+        &mut self,
+        n: usize,
+        nb: &Neighbours<'_, T>,
+        extra: &mut JerkExtra,
+    ) -> Result<(), Error> {
+        extra.near_index = ptr(self.scratch[NEAR_INDEX].reserve(n * 4)?);
+        extra.near_r2 = ptr(self.scratch[NEAR_R2].reserve(n * size_of::<T>())?);
+        if let Some(w) = &nb.within {
+            let cap = i32::try_from(w.capacity)
+                .map_err(|_| Error::InvalidParameter { name: "capacity", requirement: "below 2^31 on the GPU" })?;
+            let h2 = self.scratch[H2].reserve(n * size_of::<T>())?;
+            upload_padded(h2, bytemuck::cast_slice(w.radius2), 0)?;
+            extra.h2 = ptr(h2);
+            let counts = self.scratch[COUNTS].reserve(n * 4)?;
+            upload_padded(counts, &[], n * 4)?;
+            extra.counts = ptr(counts);
+            extra.lists = ptr(self.scratch[LISTS].reserve((n * w.capacity * 4).max(4))?);
+            extra.capacity = cap;
+        }
+        Ok(())
     }
 
     /// Queues the jerk kernel (and the reduction of a split launch) on staged buffers.
@@ -289,7 +319,11 @@ impl CudaExecutor {
 
     /// Adds the launch's neighbour results into `nb`: nearest offered, each target's new
     /// list entries sorted (when none was lost) and appended after what it held.
-    fn merge_neighbours<T: DeviceReal>(&mut self, n: usize, nb: &mut Neighbours<'_, T>) -> Result<(), Error> {
+    pub(crate) fn merge_neighbours<T: DeviceReal>(
+        &mut self,
+        n: usize,
+        nb: &mut Neighbours<'_, T>,
+    ) -> Result<(), Error> {
         let down = |me: &Self, slot: usize, dst: &mut [u8]| -> Result<(), Error> {
             download(me.scratch[slot].buf_ref().ok_or(Error::NoDevice)?, dst)
         };

@@ -11,6 +11,7 @@ use crate::memory::{alloc, download, ptr, upload_padded, Scratch};
 use crate::{CudaExecutor, SOURCE_PAD};
 use cust::launch;
 use cust::memory::{CopyDestination, DeviceBuffer};
+use nbody_core::neighbours::Neighbours;
 use nbody_core::{validate, Array, Bodies, Error, Field, Jerk, Params};
 
 /// Threads per block of the per-particle kernels.
@@ -231,6 +232,43 @@ impl DeviceJMemory {
         out: &mut [Field<f64>],
         jerk: &mut [Jerk<f64>],
     ) -> Result<(), Error> {
+        self.forces_and(gpu, nj, time, targets, own, eps, out, jerk, None)
+    }
+
+    /// [`DeviceJMemory::forces`], finding in the same pass each target's nearest
+    /// j-particle (by address, its own excluded) and, with `neighbours.within`, the
+    /// addresses with unsoftened r² ≤ its radius² (its own excluded), merged into
+    /// `neighbours` as every executor does.
+    #[allow(clippy::too_many_arguments)]
+    pub fn forces_with_neighbours(
+        &mut self,
+        gpu: &mut CudaExecutor,
+        nj: usize,
+        time: f64,
+        targets: Bodies<'_, f64>,
+        own: &[i32],
+        eps: f64,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+        neighbours: &mut Neighbours<'_, f64>,
+    ) -> Result<(), Error> {
+        neighbours.validate(targets.pos.len(), nj)?;
+        self.forces_and(gpu, nj, time, targets, own, eps, out, jerk, Some(neighbours))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn forces_and(
+        &mut self,
+        gpu: &mut CudaExecutor,
+        nj: usize,
+        time: f64,
+        targets: Bodies<'_, f64>,
+        own: &[i32],
+        eps: f64,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+        neighbours: Option<&mut Neighbours<'_, f64>>,
+    ) -> Result<(), Error> {
         let ni = targets.pos.len();
         validate::length("target velocities", ni, targets.vel.len())?;
         validate::particles(targets.pos, Array::Targets)?;
@@ -256,7 +294,7 @@ impl DeviceJMemory {
             return Ok(());
         }
         device::make_current(&gpu.context)?;
-        let result = self.launch(gpu, nj, time, targets, own, &params, out, jerk);
+        let result = self.launch(gpu, nj, time, targets, own, &params, out, jerk, neighbours);
         if result.is_err() {
             let _ = gpu.stream.synchronize();
         }
@@ -274,6 +312,7 @@ impl DeviceJMemory {
         params: &Params<f64>,
         out: &mut [Field<f64>],
         jerk: &mut [Jerk<f64>],
+        neighbours: Option<&mut Neighbours<'_, f64>>,
     ) -> Result<(), Error> {
         let ni = targets.pos.len();
         self.flush(gpu)?;
@@ -313,10 +352,17 @@ impl DeviceJMemory {
             &mut self.partials,
             (8, gpu.two_per_thread::<f64>()),
         )?;
+        let staged = match &neighbours {
+            Some(nb) => staged.with_neighbours(gpu, nb, own_d)?,
+            None => staged,
+        };
         gpu.launch_jerk(&staged, params)?;
         gpu.stream.synchronize().map_err(cuda("running the jerk kernel"))?;
         download(a_ref(&self.scratch[FIELD])?, bytemuck::cast_slice_mut(out))?;
         download(a_ref(&self.scratch[JERK_OUT])?, bytemuck::cast_slice_mut(jerk))?;
+        if let Some(nb) = neighbours {
+            gpu.merge_neighbours(ni, nb)?;
+        }
         // The self pairs (zero distance) added m / eps to the potential (nothing to the
         // acceleration or jerk): remove them, as the kernel computed them.
         if !gpu.kernel_eps2(params).1 {

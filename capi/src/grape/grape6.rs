@@ -371,9 +371,9 @@ pub unsafe extern "C" fn g6calc_firsthalf(
                     return Err(m);
                 }
             };
-            if !neighbours && b.device.is_some() {
+            if b.device.is_some() {
                 b.call = None;
-                b.last = on_device(b, &args);
+                b.last = on_device(b, &args, neighbours);
                 return b.last.as_ref().map(|_| ()).map_err(Clone::clone);
             }
             b.inputs = None;
@@ -463,40 +463,75 @@ fn device_j(_: &mut Engine) -> DeviceJ {
 }
 
 /// A firsthalf call on the device j-memory: only the i-particles go up; results in the
-/// code's order. Its inputs are kept for neighbours asked for afterwards.
-fn on_device(b: &mut Board, args: &Args<'_>) -> Result<Results, String> {
-    let Args { nj: nj_count, ids, xi, vi, eps2, .. } = *args;
-    let ni_count = ids.len();
-    let mut taken = vec![false; nj_count];
+/// code's order (neighbours too if `neighbours`: nearest and lists by address, mapped to
+/// ids, lists with the particle itself as GRAPE-6 has them). Its inputs are kept for
+/// neighbours asked for afterwards.
+fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results, String> {
+    let Args { nj, ids, xi, vi, h2, eps2 } = *args;
+    let ni = ids.len();
+    let mut taken = vec![false; nj];
     let own: Vec<i32> = ids
         .iter()
-        .map(|id| match b.address_of.get(id).copied().filter(|&a| a < nj_count) {
+        .map(|id| match b.address_of.get(id).copied().filter(|&a| a < nj) {
             Some(a) if !std::mem::replace(&mut taken[a], true) => a as i32,
             _ => -1,
         })
         .collect();
-    let tpos: Vec<Particle<f64>> = own
-        .iter()
-        .zip(xi)
-        .map(|(&a, x)| {
-            Particle::new(x[0], x[1], x[2], if a >= 0 { b.j[a as usize].map_or(0.0, |p| p.mass) } else { 0.0 })
-        })
-        .collect();
+    let mass = |a: i32| if a >= 0 { b.j[a as usize].map_or(0.0, |p| p.mass) } else { 0.0 };
+    let tpos: Vec<Particle<f64>> = own.iter().zip(xi).map(|(&a, x)| Particle::new(x[0], x[1], x[2], mass(a))).collect();
     let tvel: Vec<Velocity<f64>> = vi.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
-    let (mut field, mut jerk) = (vec![Field::zero(); ni_count], vec![Jerk::zero(); ni_count]);
+    let targets = Bodies { pos: &tpos, vel: &tvel };
+    let (mut field, mut jerk) = (vec![Field::zero(); ni], vec![Jerk::zero(); ni]);
     b.inputs = Some(Inputs::of(args));
-    forces_on_device(b, nj_count, Bodies { pos: &tpos, vel: &tvel }, &own, eps2.sqrt(), &mut field, &mut jerk)?;
-    Ok(Results {
-        acc: field.iter().map(|f| f.acceleration()).collect(),
-        jerk: jerk.iter().map(|j| j.components()).collect(),
-        pot: field.iter().map(|f| f.phi).collect(),
-        nearest: vec![-1; ni_count],
-        lists: vec![Vec::new(); ni_count],
+    let mut r = Results {
+        acc: Vec::new(),
+        jerk: Vec::new(),
+        pot: Vec::new(),
+        nearest: vec![-1; ni],
+        lists: vec![Vec::new(); ni],
         overflow: false,
-        neighbours: false,
-    })
+        neighbours,
+    };
+    if neighbours {
+        // Lists sized as on the host path: repeated with more slots when one overflowed.
+        let mut slots = FIRST_SLOTS;
+        loop {
+            let mut nearest = vec![Nearest::none(); ni];
+            let (mut indices, mut counts) = (vec![0u32; ni * slots], vec![0u32; ni]);
+            let within = Within { radius2: h2, capacity: slots, indices: &mut indices, counts: &mut counts };
+            let mut nb = Neighbours { nearest: &mut nearest, within: Some(within), index_offset: 0 };
+            forces_on_device(b, nj, targets, &own, eps2.sqrt(), &mut field, &mut jerk, Some(&mut nb))?;
+            let most = counts.iter().copied().max().unwrap_or(0) as usize;
+            if most > slots && slots < MAX_NEIGHBOURS {
+                slots = most.min(MAX_NEIGHBOURS);
+                continue;
+            }
+            let id_at = |a: u32| b.j[a as usize].map_or(-1, |p| p.id);
+            for i in 0..ni {
+                if nearest[i].is_some() {
+                    r.nearest[i] = id_at(nearest[i].index);
+                }
+                let stored = (counts[i] as usize).min(slots);
+                let mut list: Vec<i32> = indices[i * slots..i * slots + stored].iter().map(|&a| id_at(a)).collect();
+                if own[i] >= 0 && h2[i] >= 0.0 {
+                    list.push(ids[i]); // GRAPE-6 lists hold the particle itself (r² = 0 ≤ h²)
+                }
+                list.sort_unstable();
+                r.overflow |= counts[i] as usize > stored;
+                r.lists[i] = list;
+            }
+            break;
+        }
+    } else {
+        forces_on_device(b, nj, targets, &own, eps2.sqrt(), &mut field, &mut jerk, None)?;
+    }
+    r.acc = field.iter().map(|f| f.acceleration()).collect();
+    r.jerk = jerk.iter().map(|j| j.components()).collect();
+    r.pot = field.iter().map(|f| f.phi).collect();
+    Ok(r)
 }
 
+/// Feeds the device j-memory the particles set since the last call, then computes.
 #[cfg(feature = "cuda")]
 #[allow(clippy::too_many_arguments)]
 fn forces_on_device(
@@ -507,6 +542,7 @@ fn forces_on_device(
     eps: f64,
     field: &mut [Field<f64>],
     jerk: &mut [Jerk<f64>],
+    neighbours: Option<&mut Neighbours<'_, f64>>,
 ) -> Result<(), String> {
     match (&mut b.device, &mut b.engine) {
         (Some(d), Engine::Cuda(gpu)) => {
@@ -517,7 +553,11 @@ fn forces_on_device(
                 }
             }
             b.dirty.clear();
-            d.forces(gpu, nj, b.ti, targets, own, eps, field, jerk).map_err(super::describe)
+            match neighbours {
+                Some(nb) => d.forces_with_neighbours(gpu, nj, b.ti, targets, own, eps, field, jerk, nb),
+                None => d.forces(gpu, nj, b.ti, targets, own, eps, field, jerk),
+            }
+            .map_err(super::describe)
         }
         _ => Err("no device j-memory".into()),
     }
@@ -533,6 +573,7 @@ fn forces_on_device(
     _: f64,
     _: &mut [Field<f64>],
     _: &mut [Jerk<f64>],
+    _: Option<&mut Neighbours<'_, f64>>,
 ) -> Result<(), String> {
     Err("no device j-memory".into())
 }
@@ -603,13 +644,11 @@ fn run(engine: &mut Engine, c: &Call, neighbours: bool) -> Result<Results, Strin
 /// for, so the next force pass finds them.
 fn with_neighbours(b: &mut Board) -> Result<&Results, String> {
     b.asked = true;
-    // A force call that ran on the device j-memory: lay it out for the host path.
-    let rebuilt = match (&b.last, &b.call, &b.inputs) {
-        (Ok(r), None, Some(i)) if !r.neighbours => Some(prepare(b, Call::default(), &i.args())),
-        _ => None,
-    };
-    if rebuilt.is_some() {
-        b.call = rebuilt;
+    // A force call that ran on the device j-memory without neighbours: again with them.
+    if matches!((&b.last, &b.inputs), (Ok(r), Some(_)) if !r.neighbours) {
+        if let Some(inputs) = b.inputs.take() {
+            b.last = on_device(b, &inputs.args(), true);
+        }
     }
     let fresh = match (&b.last, &b.call) {
         (Ok(r), Some(call)) if !r.neighbours => Some(run(&mut b.engine, call, true)),
