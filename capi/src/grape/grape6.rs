@@ -145,6 +145,53 @@ type DeviceJ = Option<nbody_cuda::DeviceJMemory>;
 #[cfg(not(feature = "cuda"))]
 type DeviceJ = Option<std::convert::Infallible>;
 
+/// The j-memory address of each particle id: a table for the ids codes use (0 up to a
+/// few million: a force call looks up every i-particle, so a hash per lookup cost a
+/// tenth of a block step at N = 65,536), a map for any others.
+#[derive(Default)]
+struct Addresses {
+    dense: Vec<u32>,
+    sparse: HashMap<i32, usize>,
+}
+
+/// Ids below this go in the table (4 bytes each).
+const DENSE_IDS: i32 = 1 << 24;
+const NO_ADDRESS: u32 = u32::MAX;
+
+impl Addresses {
+    fn get(&self, id: i32) -> Option<usize> {
+        if (0..DENSE_IDS).contains(&id) {
+            self.dense.get(id as usize).filter(|&&a| a != NO_ADDRESS).map(|&a| a as usize)
+        } else {
+            self.sparse.get(&id).copied()
+        }
+    }
+
+    fn insert(&mut self, id: i32, address: usize) {
+        if (0..DENSE_IDS).contains(&id) && address < NO_ADDRESS as usize {
+            let i = id as usize;
+            if i >= self.dense.len() {
+                self.dense.resize(i + 1, NO_ADDRESS);
+            }
+            self.dense[i] = address as u32;
+        } else {
+            self.sparse.insert(id, address);
+        }
+    }
+
+    fn remove(&mut self, id: i32) {
+        if let Some(a) = self.dense.get_mut(id.max(0) as usize).filter(|_| (0..DENSE_IDS).contains(&id)) {
+            *a = NO_ADDRESS;
+        }
+        self.sparse.remove(&id);
+    }
+
+    fn clear(&mut self) {
+        self.dense.clear();
+        self.sparse.clear();
+    }
+}
+
 struct Board {
     engine: Engine,
     /// On a GPU: the j-particles kept on the device too (updated as they are set), so a
@@ -157,7 +204,7 @@ struct Board {
     ti: f64,
     j: Vec<Option<JParticle>>,
     /// Address of each id in `j`, kept as particles are set.
-    address_of: HashMap<i32, usize>,
+    address_of: Addresses,
     last: Result<Results, String>,
     call: Option<Call>,
     /// Whether the code asked for neighbours since the last force call; the next call
@@ -200,7 +247,7 @@ pub extern "C" fn g6_open(id: i32) -> i32 {
                 engine,
                 ti: 0.0,
                 j: Vec::new(),
-                address_of: HashMap::new(),
+                address_of: Addresses::default(),
                 last: Err("no force was computed yet".into()),
                 call: None,
                 asked: false,
@@ -287,7 +334,7 @@ pub unsafe extern "C" fn g6_set_j_particle(
             match b.j[address] {
                 Some(old) if old.id == index => {}
                 Some(old) => {
-                    b.address_of.remove(&old.id);
+                    b.address_of.remove(old.id);
                     b.address_of.insert(index, address);
                 }
                 None => {
@@ -394,7 +441,7 @@ pub unsafe extern "C" fn g6calc_firsthalf(
 fn prepare(b: &Board, mut c: Call, a: &Args<'_>) -> Call {
     let Args { nj, ids, xi, vi, h2, eps2 } = *a;
     let ni = ids.len();
-    let address_of = |id: &i32| b.address_of.get(id).copied().filter(|&a| a < nj);
+    let address_of = |id: &i32| b.address_of.get(*id).filter(|&a| a < nj);
     // Targets: the i-particles that are j-particles first (they lead the sources too, so
     // the overlap is one shared run), then the others.
     // The buffers of the previous call are reused: a block step allocates nothing.
@@ -472,7 +519,7 @@ fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results
     let mut taken = vec![false; nj];
     let own: Vec<i32> = ids
         .iter()
-        .map(|id| match b.address_of.get(id).copied().filter(|&a| a < nj) {
+        .map(|&id| match b.address_of.get(id).filter(|&a| a < nj) {
             Some(a) if !std::mem::replace(&mut taken[a], true) => a as i32,
             _ => -1,
         })
