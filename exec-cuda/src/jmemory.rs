@@ -65,7 +65,7 @@ impl JParticle {
 /// jm.set(0, JParticle { x: [1.0, 0.0, 0.0], m: 1.0, v: [0.0; 3], a: [0.0; 3], j: [0.0; 3], t: 0.0 })?;
 /// let (pos, vel) = ([Particle::new(0.0, 0.0, 0.0, 0.0)], [Velocity::new(0.0, 0.0, 0.0)]);
 /// let (mut out, mut jerk) = ([Field::zero()], [Jerk::zero()]);
-/// jm.forces(&mut gpu, 1, 0.0, Bodies { pos: &pos, vel: &vel }, &[-1], 0.01, &mut out, &mut jerk)?;
+/// jm.forces(&mut gpu, 1, 0.0, Bodies { pos: &pos, vel: &vel }, &[-1], 0.01, &mut out, &mut jerk, None)?;
 /// assert!(out[0].ax > 0.99);
 /// # Ok::<(), nbody_core::Error>(())
 /// ```
@@ -219,7 +219,10 @@ impl DeviceJMemory {
     /// `0..nj`, predicted to `time` on the device, written into `out` and `jerk`
     /// (overwritten, G = 1, softening `eps`). `own[i]` is the address of target i's own
     /// j-particle (its self pair is left out) or -1; the code's position and velocity
-    /// of it stand in for the prediction, as on a GRAPE-6.
+    /// of it stand in for the prediction, as on a GRAPE-6. With `neighbours`, the same
+    /// pass finds each target's nearest j-particle (by address, its own excluded) and,
+    /// with `neighbours.within`, the addresses with unsoftened r² ≤ its radius² (its own
+    /// excluded), merged into `neighbours` as every executor does.
     #[allow(clippy::too_many_arguments)]
     pub fn forces(
         &mut self,
@@ -231,44 +234,11 @@ impl DeviceJMemory {
         eps: f64,
         out: &mut [Field<f64>],
         jerk: &mut [Jerk<f64>],
-    ) -> Result<(), Error> {
-        self.forces_and(gpu, nj, time, targets, own, eps, out, jerk, None)
-    }
-
-    /// [`DeviceJMemory::forces`], finding in the same pass each target's nearest
-    /// j-particle (by address, its own excluded) and, with `neighbours.within`, the
-    /// addresses with unsoftened r² ≤ its radius² (its own excluded), merged into
-    /// `neighbours` as every executor does.
-    #[allow(clippy::too_many_arguments)]
-    pub fn forces_with_neighbours(
-        &mut self,
-        gpu: &mut CudaExecutor,
-        nj: usize,
-        time: f64,
-        targets: Bodies<'_, f64>,
-        own: &[i32],
-        eps: f64,
-        out: &mut [Field<f64>],
-        jerk: &mut [Jerk<f64>],
-        neighbours: &mut Neighbours<'_, f64>,
-    ) -> Result<(), Error> {
-        neighbours.validate(targets.pos.len(), nj)?;
-        self.forces_and(gpu, nj, time, targets, own, eps, out, jerk, Some(neighbours))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn forces_and(
-        &mut self,
-        gpu: &mut CudaExecutor,
-        nj: usize,
-        time: f64,
-        targets: Bodies<'_, f64>,
-        own: &[i32],
-        eps: f64,
-        out: &mut [Field<f64>],
-        jerk: &mut [Jerk<f64>],
         neighbours: Option<&mut Neighbours<'_, f64>>,
     ) -> Result<(), Error> {
+        if let Some(nb) = &neighbours {
+            nb.validate(targets.pos.len(), nj)?;
+        }
         let ni = targets.pos.len();
         validate::length("target velocities", ni, targets.vel.len())?;
         validate::particles(targets.pos, Array::Targets)?;
@@ -284,8 +254,8 @@ impl DeviceJMemory {
         if nj > self.len {
             return Err(Error::InvalidParameter { name: "nj", requirement: "at most the addresses set" });
         }
-        let mut seen = std::collections::HashSet::new();
-        if own.iter().any(|&a| a >= nj as i32 || (a >= 0 && !seen.insert(a))) {
+        let mut seen = vec![false; nj];
+        if own.iter().any(|&a| a >= nj as i32 || (a >= 0 && std::mem::replace(&mut seen[a as usize], true))) {
             return Err(Error::InvalidParameter { name: "own", requirement: "distinct addresses below nj, or -1" });
         }
         out.fill(Field::zero());

@@ -148,7 +148,7 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
     let mut dummy = (vec![Field::zero(); 1], vec![Jerk::zero(); 1]);
     let probe = [Particle::new(0.0, 0.0, 0.0, 0.0)];
     let at_rest = [Velocity::new(0.0, 0.0, 0.0)];
-    jm.forces(&mut gpu, nj, time, Bodies { pos: &probe, vel: &at_rest }, &[-1], eps, &mut dummy.0, &mut dummy.1)
+    jm.forces(&mut gpu, nj, time, Bodies { pos: &probe, vel: &at_rest }, &[-1], eps, &mut dummy.0, &mut dummy.1, None)
         .map_err(gpu_err)?;
     for (a, q) in js.iter().enumerate() {
         jm.set(a, *q).map_err(gpu_err)?;
@@ -178,7 +178,7 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
     }
     let n = tpos.len();
     let (mut out, mut jerk) = (vec![Field::new(9.0, 9.0, 9.0, 9.0); n], vec![Jerk::zero(); n]);
-    jm.forces(&mut gpu, nj, time, Bodies { pos: &tpos, vel: &tvel }, &own, eps, &mut out, &mut jerk)
+    jm.forces(&mut gpu, nj, time, Bodies { pos: &tpos, vel: &tvel }, &own, eps, &mut out, &mut jerk, None)
         .map_err(gpu_err)?;
     let tolerance = if mixed { 1e-5 } else { 1e-11 };
     for k in 0..n {
@@ -213,7 +213,8 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
     // Bad input: an own address twice, or one at or beyond nj.
     for bad in [[0, 0], [nj as i32, -1]] {
         let (mut o, mut j) = (vec![Field::zero(); 2], vec![Jerk::zero(); 2]);
-        let r = jm.forces(&mut gpu, nj, time, Bodies { pos: &tpos[..2], vel: &tvel[..2] }, &bad, eps, &mut o, &mut j);
+        let r =
+            jm.forces(&mut gpu, nj, time, Bodies { pos: &tpos[..2], vel: &tvel[..2] }, &bad, eps, &mut o, &mut j, None);
         if !matches!(r, Err(Error::InvalidParameter { name: "own", .. })) {
             return Err(format!("own addresses {bad:?}: expected an error, got {r:?}").into());
         }

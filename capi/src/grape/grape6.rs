@@ -5,8 +5,8 @@
 //! sets the block time (`g6_set_ti`) and asks for the forces on its active particles
 //! (`g6calc_firsthalf` then `g6calc_lasthalf`/`lasthalf2`). On a GPU the j-particles
 //! are kept on the device too (`nbody_cuda::DeviceJMemory`; a set marks the address, the
-//! next force call sends the marked ones) and force calls without neighbours predict
-//! and compute there; calls with neighbours take the host path. The library predicts every
+//! next force call sends the marked ones) and force calls predict and compute there,
+//! neighbours included; without a GPU the library predicts every
 //! j-particle to the block time (`x + v dt + a dt²/2 + j dt³/6`, `v + a dt + j dt²/2`;
 //! the `k18` term is accepted and unused, as in Sapporo), except that an i-particle
 //! whose index names a j-particle is taken at the position and velocity the code
@@ -600,11 +600,7 @@ fn forces_on_device(
                 }
             }
             b.dirty.clear();
-            match neighbours {
-                Some(nb) => d.forces_with_neighbours(gpu, nj, b.ti, targets, own, eps, field, jerk, nb),
-                None => d.forces(gpu, nj, b.ti, targets, own, eps, field, jerk),
-            }
-            .map_err(super::describe)
+            d.forces(gpu, nj, b.ti, targets, own, eps, field, jerk, neighbours).map_err(super::describe)
         }
         _ => Err("no device j-memory".into()),
     }
