@@ -194,8 +194,8 @@ impl Addresses {
 
 struct Board {
     engine: Engine,
-    /// On a GPU: the j-particles kept on the device too (updated as they are set), so a
-    /// force call without neighbours predicts them there and sends only the i-particles.
+    /// On a GPU: the j-particles kept on the device too (fed what was set since the last
+    /// force call), so force calls predict them there and send only the i-particles.
     device: DeviceJ,
     /// Addresses set since the device j-memory was last fed (sent in bulk at the next
     /// force call on it, so a set stays a store and a push).
@@ -436,6 +436,19 @@ pub unsafe extern "C" fn g6calc_firsthalf(
     })
 }
 
+/// Per i-particle, the address below `nj` of the j-particle its id names, or -1 (an id
+/// that appears twice names it only the first time): the particles whose pair with
+/// themselves is left out.
+fn own_addresses(b: &Board, ids: &[i32], nj: usize) -> Vec<i32> {
+    let mut taken = vec![false; nj];
+    ids.iter()
+        .map(|&id| match b.address_of.get(id).filter(|&a| a < nj) {
+            Some(a) if !std::mem::replace(&mut taken[a], true) => a as i32,
+            _ => -1,
+        })
+        .collect()
+}
+
 /// Lays a checked firsthalf call out for the executor (the host path: every j-particle
 /// predicted here).
 fn prepare(b: &Board, mut c: Call, a: &Args<'_>) -> Call {
@@ -445,18 +458,14 @@ fn prepare(b: &Board, mut c: Call, a: &Args<'_>) -> Call {
     // Targets: the i-particles that are j-particles first (they lead the sources too, so
     // the overlap is one shared run), then the others.
     // The buffers of the previous call are reused: a block step allocates nothing.
-    let (mut order, mut taken, mut is_shared) = (std::mem::take(&mut c.order), vec![false; nj], vec![false; ni]);
+    let own = own_addresses(b, ids, nj);
+    let mut taken = vec![false; nj];
+    own.iter().filter(|&&a| a >= 0).for_each(|&a| taken[a as usize] = true);
+    let mut order = std::mem::take(&mut c.order);
     order.clear();
-    for (i, idx) in ids.iter().enumerate() {
-        if let Some(a) = address_of(idx) {
-            if !std::mem::replace(&mut taken[a], true) {
-                is_shared[i] = true;
-                order.push(i);
-            }
-        }
-    }
+    order.extend((0..ni).filter(|&i| own[i] >= 0));
     let shared = order.len();
-    order.extend((0..ni).filter(|&i| !is_shared[i]));
+    order.extend((0..ni).filter(|&i| own[i] < 0));
     let particle = |x: [f64; 3], m: f64| Particle::new(x[0], x[1], x[2], m);
     let velocity = |v: [f64; 3]| Velocity::new(v[0], v[1], v[2]);
     let mass_of = |i: usize| address_of(&ids[i]).and_then(|a| b.j[a]).map_or(0.0, |p| p.mass);
@@ -516,14 +525,7 @@ fn device_j(_: &mut Engine) -> DeviceJ {
 fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results, String> {
     let Args { nj, ids, xi, vi, h2, eps2 } = *args;
     let ni = ids.len();
-    let mut taken = vec![false; nj];
-    let own: Vec<i32> = ids
-        .iter()
-        .map(|&id| match b.address_of.get(id).filter(|&a| a < nj) {
-            Some(a) if !std::mem::replace(&mut taken[a], true) => a as i32,
-            _ => -1,
-        })
-        .collect();
+    let own = own_addresses(b, ids, nj);
     let mass = |a: i32| if a >= 0 { b.j[a as usize].map_or(0.0, |p| p.mass) } else { 0.0 };
     let tpos: Vec<Particle<f64>> = own.iter().zip(xi).map(|(&a, x)| Particle::new(x[0], x[1], x[2], mass(a))).collect();
     let tvel: Vec<Velocity<f64>> = vi.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
