@@ -16,7 +16,7 @@ pub fn particles<T: Real>(ps: &[Particle<T>], array: Array) -> Result<(), Error>
     // Fast path on the bits, branch-free so it vectorises (a call of a leaf's size spends
     // as long validating as computing otherwise); only a failure walks the particles
     // again to name the first offender.
-    if all_valid(ps) {
+    if particles_ok(ps) {
         return Ok(());
     }
     for (index, p) in ps.iter().enumerate() {
@@ -30,9 +30,18 @@ pub fn particles<T: Real>(ps: &[Particle<T>], array: Array) -> Result<(), Error>
     Ok(())
 }
 
-/// True when every lane of `ps` is finite and every mass is not negative (-0 is allowed,
-/// as `m < 0` says), judged on the bits.
-fn all_valid<T: Real>(ps: &[Particle<T>]) -> bool {
+/// True exactly when [`particles`] would accept `ps`: every lane finite and no mass
+/// negative (-0 is allowed, as `m < 0` says), judged on the bits. Branch-free, for an
+/// executor that checks sources while it copies them (in its own threads, compiled for
+/// its instruction set); once it says false, [`particles`] names the offender.
+///
+/// ```
+/// use nbody_core::{validate, Particle};
+/// assert!(validate::particles_ok(&[Particle::new(1.0f64, 2.0, 3.0, -0.0)]));
+/// assert!(!validate::particles_ok(&[Particle::new(f64::NAN, 2.0, 3.0, 1.0)]));
+/// ```
+#[inline]
+pub fn particles_ok<T: Real>(ps: &[Particle<T>]) -> bool {
     macro_rules! check {
         ($u:ty, $exp:expr, $sign:expr) => {{
             // SAFETY: a record is four lanes of T (size and alignment asserted in layout.rs),
@@ -133,6 +142,29 @@ pub fn call<T: Real>(
     overlap(&p.overlap, targets, sources)
 }
 
+/// [`call`] less the source particles' check, for an executor that makes it with
+/// [`particles_ok`] while it copies them; when either fails, [`call`] names the error.
+///
+/// ```
+/// use nbody_core::{validate, Params, Particle};
+/// let bad = [Particle::new(f32::NAN, 0.0, 0.0, 1.0)];
+/// let ok = [Particle::new(0.0f32, 0.0, 0.0, 1.0)];
+/// let p = Params::softened(0.1f32);
+/// assert!(validate::call_but_sources(&ok, &bad, &p, 1).is_ok());
+/// assert!(validate::call(&ok, &bad, &p, 1).is_err());
+/// ```
+pub fn call_but_sources<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    p: &Params<T>,
+    out_len: usize,
+) -> Result<(), Error> {
+    params(p)?;
+    length("output", targets.len(), out_len)?;
+    particles(targets, Array::Targets)?;
+    overlap(&p.overlap, targets, sources)
+}
+
 /// Everything a jerk call checks: the acceleration call's checks, then the jerk output
 /// length and both velocity arrays.
 pub fn jerk_call<T: Real>(
@@ -143,6 +175,28 @@ pub fn jerk_call<T: Real>(
     jerk_len: usize,
 ) -> Result<(), Error> {
     call(targets.pos, sources.pos, p, out_len)?;
+    jerk_extras(targets, sources, p, jerk_len)
+}
+
+/// [`jerk_call`] less the source particles' check (see [`call_but_sources`]).
+pub fn jerk_call_but_sources<T: Real>(
+    targets: &Bodies<'_, T>,
+    sources: &Bodies<'_, T>,
+    p: &Params<T>,
+    out_len: usize,
+    jerk_len: usize,
+) -> Result<(), Error> {
+    call_but_sources(targets.pos, sources.pos, p, out_len)?;
+    jerk_extras(targets, sources, p, jerk_len)
+}
+
+/// What a jerk call checks beyond an acceleration call.
+fn jerk_extras<T: Real>(
+    targets: &Bodies<'_, T>,
+    sources: &Bodies<'_, T>,
+    p: &Params<T>,
+    jerk_len: usize,
+) -> Result<(), Error> {
     length("jerk output", targets.pos.len(), jerk_len)?;
     velocities(targets.vel, targets.pos.len(), Array::TargetVelocities)?;
     velocities(sources.vel, sources.pos.len(), Array::SourceVelocities)?;

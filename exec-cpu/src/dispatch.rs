@@ -1,9 +1,9 @@
 //! Instruction-set detection and the kernel entry points compiled for each.
 
 use crate::kernel::{accumulate, accumulate_jerk, scan_tile, Block, SourcesSoa, TILE};
-use crate::scratch::Part;
+use crate::scratch::{gather, Part};
 use crate::simd::{Portable, Simd};
-use nbody_core::Real;
+use nbody_core::{Particle, Real, Velocity};
 
 /// The instruction set a kernel is compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +61,34 @@ impl Isa {
 
 /// A kernel entry point: adds the sources' pull into one part's sums.
 pub type KernelFn<T> = unsafe fn(&mut Part<'_, T>, &SourcesSoa<'_, T>, T);
+
+/// Copies sources into SoA lanes and checks them ([`gather`]).
+pub type GatherFn<T> = unsafe fn(&[Particle<T>], &[Velocity<T>], &mut [&mut [T]; 7]) -> bool;
+
+/// [`gather`] compiled for `isa`: the copy and the check are a leaf call's largest cost
+/// after its interactions, and SSE2 runs them at a quarter of AVX-512's width.
+pub(crate) fn gather_fn<T: Real>(isa: Isa) -> GatherFn<T> {
+    unsafe fn plain<T: Real>(p: &[Particle<T>], v: &[Velocity<T>], l: &mut [&mut [T]; 7]) -> bool {
+        gather(p, v, l)
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512<T: Real>(p: &[Particle<T>], v: &[Velocity<T>], l: &mut [&mut [T]; 7]) -> bool {
+            gather(p, v, l)
+        }
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2<T: Real>(p: &[Particle<T>], v: &[Velocity<T>], l: &mut [&mut [T]; 7]) -> bool {
+            gather(p, v, l)
+        }
+        match isa {
+            Isa::Avx512 => return avx512::<T>,
+            Isa::Avx2 => return avx2::<T>,
+            Isa::Portable => {}
+        }
+    }
+    plain::<T>
+}
 
 /// Tiles outer, blocks inner: each L1-sized source tile serves every block of the part.
 #[inline(always)]

@@ -173,7 +173,8 @@ impl CpuReal for f64 {
 impl CpuExecutor {
     /// The shared path of both entry points: stage SoA copies, run the kernel over
     /// target blocks on every thread, then add `G ·` sums (and the self term) into the
-    /// outputs.
+    /// outputs. The source particles are checked while they are copied (the caller
+    /// checked the rest); `Err` if one fails, before any output is written.
     fn run<T: CpuReal>(
         &mut self,
         targets: Bodies<'_, T>,
@@ -182,7 +183,7 @@ impl CpuExecutor {
         out: &mut [Field<T>],
         jerk: Option<&mut [Jerk<T>]>,
         neighbours: Option<&mut Neighbours<'_, T>>,
-    ) {
+    ) -> Result<(), BadSources> {
         let with_jerk = jerk.is_some();
         let kernel = if with_jerk {
             T::jerk_kernel(self.isa, params.potential, params.masked())
@@ -199,14 +200,25 @@ impl CpuExecutor {
         let pool = if parts > 1 { pool.as_ref() } else { None };
         let scratch = T::scratch(s32, s64);
         let search = neighbours.as_ref().map(|nb| (&params.overlap, nb.within.as_ref().map(|w| w.radius2)));
-        scratch.stage(targets, sources, with_jerk, parts, by_sources, search);
-        let work = scratch.split();
-        let run = |(mut part, src): (scratch::Part<'_, T>, kernel::SourcesSoa<'_, T>)| {
-            // SAFETY: `kernel` suits this CPU (dispatch checked its features) and every
-            // part holds whole blocks (`stage` padded the targets).
-            unsafe { kernel(&mut part, &src, eps2) }
+        let gather = dispatch::gather_fn::<T>(self.isa);
+        // SAFETY: `gather` suits this CPU (dispatch checked its features).
+        if !unsafe { scratch.stage(targets, sources, with_jerk, parts, by_sources, search, gather) } {
+            return Err(BadSources);
+        }
+        let work = scratch.split(sources);
+        let bad = std::sync::atomic::AtomicBool::new(false);
+        let run = |(mut part, src): (scratch::Part<'_, T>, scratch::Sources<'_, T>)| {
+            // SAFETY: `gather` and `kernel` suit this CPU (dispatch checked their
+            // features) and every part holds whole blocks (`stage` padded the targets).
+            match unsafe { src.stage(gather) } {
+                Some(src) => unsafe { kernel(&mut part, &src, eps2) },
+                None => bad.store(true, std::sync::atomic::Ordering::Relaxed),
+            }
         };
         run_parts(pool, work, run);
+        if bad.into_inner() {
+            return Err(BadSources);
+        }
         let (t0, s0, len) = params.overlap.resolve(targets.pos.len());
         for (i, o) in out.iter_mut().enumerate() {
             let mut sums = scratch.sums(i);
@@ -235,7 +247,23 @@ impl CpuExecutor {
                 }
             }
         }
+        Ok(())
     }
+}
+
+/// A source failed `validate::particles` while it was copied.
+struct BadSources;
+
+/// The error `full` (the whole check) names, where a partial check (`fast`, or the
+/// copy's) failed: the same error, in the same order, as checking everything first.
+fn first_error(full: Result<(), Error>, fast: Error) -> Error {
+    full.err().unwrap_or(fast)
+}
+
+/// What to report when the copy found a bad source: `full` names it (the copy's check
+/// and `validate::particles` agree bit for bit, so it does).
+fn bad_sources(full: Result<(), Error>) -> Error {
+    first_error(full, Error::NonFinite { array: nbody_core::Array::Sources, index: 0 })
 }
 
 /// A batched call's share for one thread: a contiguous run of particle indices (whose
@@ -287,13 +315,15 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        validate::call(targets, sources, params, out.len())?;
+        let n_out = out.len();
+        let full = || validate::call(targets, sources, params, n_out);
+        validate::call_but_sources(targets, sources, params, out.len()).map_err(|e| first_error(full(), e))?;
         if targets.is_empty() || sources.is_empty() {
-            return Ok(());
+            return full();
         }
         let none: &[nbody_core::Velocity<T>] = &[];
-        self.run(Bodies { pos: targets, vel: none }, Bodies { pos: sources, vel: none }, params, out, None, None);
-        Ok(())
+        self.run(Bodies { pos: targets, vel: none }, Bodies { pos: sources, vel: none }, params, out, None, None)
+            .map_err(|_| bad_sources(full()))
     }
 
     fn accelerations_jerk(
@@ -304,12 +334,14 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         out: &mut [Field<T>],
         jerk: &mut [Jerk<T>],
     ) -> Result<(), Error> {
-        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
+        let (n_out, n_jerk) = (out.len(), jerk.len());
+        let full = || validate::jerk_call(&targets, &sources, params, n_out, n_jerk);
+        validate::jerk_call_but_sources(&targets, &sources, params, out.len(), jerk.len())
+            .map_err(|e| first_error(full(), e))?;
         if targets.pos.is_empty() || sources.pos.is_empty() {
-            return Ok(());
+            return full();
         }
-        self.run(targets, sources, params, out, Some(jerk), None);
-        Ok(())
+        self.run(targets, sources, params, out, Some(jerk), None).map_err(|_| bad_sources(full()))
     }
 
     /// Finds neighbours in the jerk kernel's pass: each source tile, while in L1, is
@@ -324,12 +356,14 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         neighbours: &mut Neighbours<'_, T>,
     ) -> Result<(), Error> {
         neighbours.validate(targets.pos.len(), sources.pos.len())?;
-        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
+        let (n_out, n_jerk) = (out.len(), jerk.len());
+        let full = || validate::jerk_call(&targets, &sources, params, n_out, n_jerk);
+        validate::jerk_call_but_sources(&targets, &sources, params, out.len(), jerk.len())
+            .map_err(|e| first_error(full(), e))?;
         if targets.pos.is_empty() || sources.pos.is_empty() {
-            return Ok(());
+            return full();
         }
-        self.run(targets, sources, params, out, Some(jerk), Some(neighbours));
-        Ok(())
+        self.run(targets, sources, params, out, Some(jerk), Some(neighbours)).map_err(|_| bad_sources(full()))
     }
 
     /// Spreads the pairs over the threads: the particle range is cut into runs of equal
@@ -381,7 +415,10 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
                 let targets = Bodies { pos: &particles[t.clone()], vel: none };
                 let sources = Bodies { pos: &gathered, vel: none };
                 let out = &mut chunk.out[t.start - chunk.start..t.end - chunk.start];
-                worker.run(targets, sources, &q, out, None, None);
+                // The batch was checked whole; the copy's check cannot fail here.
+                if worker.run(targets, sources, &q, out, None, None).is_err() {
+                    continue;
+                }
                 // Targets that are in their own source spans: remove the self terms the
                 // softened kernel counted (once per span holding them).
                 if params.potential && !params.masked() {

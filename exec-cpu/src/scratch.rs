@@ -1,7 +1,8 @@
 //! SoA staging buffers and the per-thread parts of a call.
 
+use crate::dispatch::GatherFn;
 use crate::kernel::SourcesSoa;
-use nbody_core::{Bodies, Field, Jerk, Real};
+use nbody_core::{Bodies, Field, Jerk, Particle, Real, Velocity};
 
 /// Targets are padded (with massless particles at the origin, whose sums are dropped)
 /// to a multiple of this, the largest block any backend uses.
@@ -62,6 +63,65 @@ pub struct Part<'a, T> {
     pub search: Option<PartSearch<'a, T>>,
 }
 
+/// A part's sources: staged by the caller, or a run of the call's sources the part
+/// copies into its own stretch of the SoA lanes (and checks) on its own thread, so a leaf
+/// call's copying runs in parallel too.
+pub enum Sources<'a, T: Real> {
+    Staged(SourcesSoa<'a, T>),
+    Unstaged { pos: &'a [Particle<T>], vel: &'a [Velocity<T>], lanes: [&'a mut [T]; 7] },
+}
+
+impl<'a, T: Real> Sources<'a, T> {
+    /// The SoA view, copying first if the part must; `None` if a source fails
+    /// `validate::particles` (the call then stops before it writes any output).
+    ///
+    /// # Safety
+    /// `gather` must suit this CPU.
+    pub(crate) unsafe fn stage(self, gather: GatherFn<T>) -> Option<SourcesSoa<'a, T>> {
+        match self {
+            Sources::Staged(s) => Some(s),
+            Sources::Unstaged { pos, vel, mut lanes } => {
+                // SAFETY: the caller's promise.
+                if !unsafe { gather(pos, vel, &mut lanes) } {
+                    return None;
+                }
+                let [x, y, z, m, vx, vy, vz] = lanes.map(|l| &*l);
+                Some(SourcesSoa { x, y, z, m, vx, vy, vz })
+            }
+        }
+    }
+}
+
+/// Copies positions and masses (and velocities, where `vel` is not empty) into SoA
+/// lanes as long as `pos`; true when every source passes `validate::particles`.
+#[inline(always)]
+pub(crate) fn gather<T: Real>(pos: &[Particle<T>], vel: &[Velocity<T>], lanes: &mut [&mut [T]; 7]) -> bool {
+    let [x, y, z, m, vx, vy, vz] = lanes;
+    // One plain pass per lane: it vectorises, where a per-element choice of lane did not.
+    for (d, p) in x.iter_mut().zip(pos) {
+        *d = p.x;
+    }
+    for (d, p) in y.iter_mut().zip(pos) {
+        *d = p.y;
+    }
+    for (d, p) in z.iter_mut().zip(pos) {
+        *d = p.z;
+    }
+    for (d, p) in m.iter_mut().zip(pos) {
+        *d = p.m;
+    }
+    for (d, v) in vx.iter_mut().zip(vel) {
+        *d = v.vx;
+    }
+    for (d, v) in vy.iter_mut().zip(vel) {
+        *d = v.vy;
+    }
+    for (d, v) in vz.iter_mut().zip(vel) {
+        *d = v.vz;
+    }
+    nbody_core::validate::particles_ok(pos)
+}
+
 impl<T> Part<'_, T> {
     pub(crate) fn len(&self) -> usize {
         self.pos[0].len()
@@ -69,15 +129,6 @@ impl<T> Part<'_, T> {
 }
 
 /// Splits the first `k` elements (or all, if fewer) off the front of `s`.
-/// `v[r]`, or `v` itself when the lane is unused (empty).
-fn lane<T>(v: &[T], r: core::ops::Range<usize>) -> &[T] {
-    if v.is_empty() {
-        v
-    } else {
-        &v[r]
-    }
-}
-
 fn take_front<'a, U>(s: &mut &'a mut [U], k: usize) -> &'a mut [U] {
     let n = k.min(s.len());
     let (a, b) = core::mem::take(s).split_at_mut(n);
@@ -90,9 +141,21 @@ fn fill<T: Copy>(v: &mut Vec<T>, n: usize, value: T) {
     v.resize(n, value);
 }
 
+/// `v` at length `n`, contents left to be overwritten (grown with `value`).
+fn sized<T: Copy>(v: &mut Vec<T>, n: usize, value: T) {
+    v.truncate(n);
+    v.resize(n, value);
+}
+
 impl<T: Real> Scratch<T> {
-    /// Copies targets and sources into SoA form and zeroes the sums.
-    pub(crate) fn stage(
+    /// Copies the targets into SoA form and zeroes the sums; copies the sources too
+    /// (with `gather`), unless the parts split them and copy their own runs
+    /// ([`Sources::Unstaged`]). False when a source fails `validate::particles`.
+    ///
+    /// # Safety
+    /// `gather` must suit this CPU.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn stage(
         &mut self,
         targets: Bodies<'_, T>,
         sources: Bodies<'_, T>,
@@ -100,7 +163,8 @@ impl<T: Real> Scratch<T> {
         parts: usize,
         by_sources: bool,
         search: Option<(&nbody_core::Overlap, Option<&[T]>)>,
-    ) {
+        gather: GatherFn<T>,
+    ) -> bool {
         let z = T::zero();
         let n = targets.pos.len();
         self.padded = n.next_multiple_of(BLOCK);
@@ -128,19 +192,13 @@ impl<T: Real> Scratch<T> {
         for v in self.total.iter_mut().take(sums) {
             fill(v, copies * self.padded, 0.0);
         }
-        // One plain gather per lane: it vectorises, where a per-element choice of lane did
-        // not (a leaf-sized call spends as long here as in its interactions otherwise).
-        self.src.iter_mut().for_each(Vec::clear);
-        let [x, y, z, m, vx, vy, vz] = &mut self.src;
-        x.extend(sources.pos.iter().map(|p| p.x));
-        y.extend(sources.pos.iter().map(|p| p.y));
-        z.extend(sources.pos.iter().map(|p| p.z));
-        m.extend(sources.pos.iter().map(|p| p.m));
-        if jerk {
-            vx.extend(sources.vel.iter().map(|v| v.vx));
-            vy.extend(sources.vel.iter().map(|v| v.vy));
-            vz.extend(sources.vel.iter().map(|v| v.vz));
+        let ns = sources.pos.len();
+        for (k, v) in self.src.iter_mut().enumerate() {
+            sized(v, if k < 4 || jerk { ns } else { 0 }, z);
         }
+        // SAFETY: the caller's promise.
+        let valid = self.by_sources
+            || unsafe { gather(sources.pos, sources.vel, &mut self.src.each_mut().map(|v| v.as_mut_slice())) };
         self.search = search.is_some();
         if let Some((overlap, radius2)) = search {
             fill(&mut self.own, self.padded, u32::MAX);
@@ -157,6 +215,7 @@ impl<T: Real> Scratch<T> {
                 f.pairs.clear();
             }
         }
+        valid
     }
 
     /// The call's neighbour findings, part by part (in source order when the parts
@@ -170,9 +229,9 @@ impl<T: Real> Scratch<T> {
     /// target blocks against all sources, or (by sources) every target against a run of
     /// the sources, into sums of its own. Unused lanes (velocities and jerk without the
     /// jerk kernel) are empty.
-    pub(crate) fn split(&mut self) -> Vec<(Part<'_, T>, SourcesSoa<'_, T>)> {
+    pub(crate) fn split<'a>(&'a mut self, sources: Bodies<'a, T>) -> Vec<(Part<'a, T>, Sources<'a, T>)> {
         if self.by_sources {
-            return self.split_sources();
+            return self.split_sources(sources);
         }
         let per = (self.padded / BLOCK).div_ceil(self.parts.max(1)) * BLOCK;
         let Self { tpos, acc, total, src, padded, own, h2, found, search, .. } = self;
@@ -213,12 +272,12 @@ impl<T: Real> Scratch<T> {
         }
         let s = &*src;
         let all = SourcesSoa { x: &s[0], y: &s[1], z: &s[2], m: &s[3], vx: &s[4], vy: &s[5], vz: &s[6] };
-        parts.into_iter().map(|p| (p, all)).collect()
+        parts.into_iter().map(|p| (p, Sources::Staged(all))).collect()
     }
 
     /// [`Scratch::split`] by sources.
     #[allow(clippy::type_complexity)]
-    fn split_sources(&mut self) -> Vec<(Part<'_, T>, SourcesSoa<'_, T>)> {
+    fn split_sources<'a>(&'a mut self, sources: Bodies<'a, T>) -> Vec<(Part<'a, T>, Sources<'a, T>)> {
         let Self { tpos, acc, total, src, padded, parts, own, h2, found, search, .. } = self;
         let (n_src, parts, padded) = (src[0].len(), *parts, *padded);
         let (own, h2, search): (&[u32], &[T], bool) = (own, h2, *search);
@@ -227,6 +286,7 @@ impl<T: Real> Scratch<T> {
         let pos: [&[T]; 6] = tpos.each_ref().map(|v| v.as_slice());
         let mut sums: [&mut [T]; 7] = acc.each_mut().map(|v| v.as_mut_slice());
         let mut totals: [&mut [f64]; 7] = total.each_mut().map(|v| v.as_mut_slice());
+        let mut lanes: [&mut [T]; 7] = src.each_mut().map(|v| v.as_mut_slice());
         (0..parts)
             .map(|k| {
                 let r = (k * per).min(n_src)..((k + 1) * per).min(n_src);
@@ -243,17 +303,12 @@ impl<T: Real> Scratch<T> {
                     total: totals.each_mut().map(|s| take_front(s, padded)),
                     search,
                 };
-                let s = &*src;
-                let view = SourcesSoa {
-                    x: lane(&s[0], r.clone()),
-                    y: lane(&s[1], r.clone()),
-                    z: lane(&s[2], r.clone()),
-                    m: lane(&s[3], r.clone()),
-                    vx: lane(&s[4], r.clone()),
-                    vy: lane(&s[5], r.clone()),
-                    vz: lane(&s[6], r.clone()),
+                let run = Sources::Unstaged {
+                    pos: &sources.pos[r.clone()],
+                    vel: if sources.vel.is_empty() { sources.vel } else { &sources.vel[r.clone()] },
+                    lanes: lanes.each_mut().map(|l| take_front(l, r.len())),
                 };
-                (part, view)
+                (part, run)
             })
             .collect()
     }

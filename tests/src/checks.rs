@@ -498,6 +498,7 @@ fn bad_input_is_an_error<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<
     if jerk.iter().any(|j| *j != Jerk::zero()) {
         return Err("a refused jerk call modified the jerk output".into());
     }
+    bad_sources_of_a_leaf(e)?;
     let spans = [Span::new(0, 2), Span::new(1, n as u32 + 1)];
     let pairs = [Pair { targets: Span::new(0, 2), sources: Span::new(0, 2) }];
     let list = InteractionList { pairs: &pairs, source_spans: &spans };
@@ -509,6 +510,45 @@ fn bad_input_is_an_error<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<
     refuses::<T>("reversed target span", Error::InvalidSpan { what: "pair targets", index: 0 }, n, |o| {
         e.accelerations_batch(&good, &list, &p, o)
     })
+}
+
+/// A leaf's shape (few targets, many sources: executors may split the sources over
+/// threads and check each run as they copy it): the first bad source is named wherever
+/// it lies, before an overlap's mismatch, and nothing is written.
+fn bad_sources_of_a_leaf<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+    let ns = 3_000;
+    let sources: Vec<Particle<T>> = (0..ns)
+        .map(|i| {
+            let f = i as f64;
+            Particle::new(T::from_f64(f.sin()), T::from_f64(f.cos()), T::from_f64(f * 1e-3), T::from_f64(1e-3))
+        })
+        .collect();
+    let targets = &sources[..8];
+    let p = Params::softened(T::from_f64(0.1));
+    let v = vec![Velocity::new(T::zero(), T::zero(), T::zero()); ns];
+    let mut jerk = vec![Jerk::zero(); targets.len()];
+    for (late, early) in [(2_999, 2_000), (1_600, 1_400), (2_500, 5)] {
+        let mut bad = sources.clone();
+        bad[late].y = T::nan();
+        let want = Error::NonFinite { array: Array::Sources, index: late };
+        refuses::<T>("a leaf's NaN source", want, targets.len(), |o| e.accelerations(targets, &bad, &p, o))?;
+        refuses::<T>("a leaf's NaN source (jerk)", want, targets.len(), |o| {
+            e.accelerations_jerk(Bodies { pos: targets, vel: &v[..8] }, Bodies { pos: &bad, vel: &v }, &p, o, &mut jerk)
+        })?;
+        bad[early].m = -T::one();
+        let want = Error::NegativeMass { array: Array::Sources, index: early };
+        refuses::<T>("a leaf's first bad source", want, targets.len(), |o| e.accelerations(targets, &bad, &p, o))?;
+    }
+    // A bad source inside the overlap is named as bad, not as a mismatch.
+    let mut bad = sources.clone();
+    bad[3].x = T::infinity();
+    let shared = p.with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: 8 });
+    let want = Error::NonFinite { array: Array::Sources, index: 3 };
+    refuses::<T>("a bad source in the overlap", want, targets.len(), |o| e.accelerations(targets, &bad, &shared, o))?;
+    if jerk.iter().any(|j| *j != Jerk::zero()) {
+        return Err("a refused leaf call modified the jerk output".into());
+    }
+    Ok(())
 }
 
 fn empty_inputs<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
