@@ -84,18 +84,27 @@ pub struct DeviceJMemory {
     records: Vec<[f64; 20]>,
     /// Highest address set plus one.
     len: usize,
-    scratch: [Scratch; 8],
+    /// A force call's inputs (updates, targets, own addresses) and outputs (field, jerk),
+    /// each packed into one buffer: a call then costs one copy each way, not seven
+    /// (each a PCIe round trip of several microseconds, at a few hundred i-particles per
+    /// block step as much as the interactions).
+    up: Vec<u8>,
+    down: Vec<u8>,
+    scratch: [Scratch; 2],
     partials: [Scratch; 3],
 }
 
 /// Scratch slots.
-const UPD_ADDR: usize = 0;
-const UPD_REC: usize = 1;
-const TPOS: usize = 2;
-const TVEL: usize = 3;
-const OWN: usize = 4;
-const FIELD: usize = 5;
-const JERK_OUT: usize = 6;
+const UP: usize = 0;
+const DOWN: usize = 1;
+
+/// Appends `piece` to `packed` at the next 256-byte boundary; returns its offset.
+fn pack(packed: &mut Vec<u8>, piece: &[u8]) -> usize {
+    let offset = packed.len().next_multiple_of(256);
+    packed.resize(offset, 0);
+    packed.extend_from_slice(piece);
+    offset
+}
 
 impl DeviceJMemory {
     /// An empty j-memory on `gpu`'s device.
@@ -119,6 +128,8 @@ impl DeviceJMemory {
             addresses: Vec::new(),
             records: Vec::new(),
             len: 0,
+            up: Vec::new(),
+            down: Vec::new(),
             scratch: Default::default(),
             partials: Default::default(),
         })
@@ -185,33 +196,6 @@ impl DeviceJMemory {
         self.ppos = regrow(&self.ppos, 32, 0)?;
         self.pvel = regrow(&self.pvel, 32, 0)?;
         self.capacity = capacity;
-        Ok(())
-    }
-
-    /// Sends the updates set since the last call.
-    fn flush(&mut self, gpu: &CudaExecutor) -> Result<(), Error> {
-        let k = self.addresses.len();
-        if k == 0 {
-            return Ok(());
-        }
-        self.grow(self.len)?;
-        let a = self.scratch[UPD_ADDR].reserve(k * 4)?;
-        upload_padded(a, bytemuck::cast_slice(&self.addresses), 0)?;
-        let r = self.scratch[UPD_REC].reserve(k * 160)?;
-        upload_padded(r, bytemuck::cast_slice(&self.records), 0)?;
-        let (a, r) = (ptr(a_ref(&self.scratch[UPD_ADDR])?), ptr(a_ref(&self.scratch[UPD_REC])?));
-        let (pos, vel, acc, jerk, tj) =
-            (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
-        let f = gpu.function("nbody_jmem_scatter")?;
-        let stream = &gpu.stream;
-        // SAFETY: k addresses below capacity (grown above) and k records of 160 bytes;
-        // the j-memory buffers hold capacity records.
-        unsafe {
-            launch!(f<<<(k as u32).div_ceil(THREADS), THREADS, 0, stream>>>(k as i32, a, r, pos, vel, acc, jerk, tj))
-        }
-        .map_err(cuda("launching the j-memory update"))?;
-        self.addresses.clear();
-        self.records.clear();
         Ok(())
     }
 
@@ -285,20 +269,41 @@ impl DeviceJMemory {
         neighbours: Option<&mut Neighbours<'_, f64>>,
     ) -> Result<(), Error> {
         let ni = targets.pos.len();
-        self.flush(gpu)?;
+        let k = self.addresses.len();
+        self.grow(self.len)?;
+        self.up.clear();
+        let at_addr = pack(&mut self.up, bytemuck::cast_slice(&self.addresses));
+        let at_rec = pack(&mut self.up, bytemuck::cast_slice(&self.records));
+        let at_tpos = pack(&mut self.up, bytemuck::cast_slice(targets.pos));
+        let at_tvel = pack(&mut self.up, bytemuck::cast_slice(targets.vel));
+        let at_own = pack(&mut self.up, bytemuck::cast_slice(own));
+        upload_padded(self.scratch[UP].reserve(self.up.len())?, &self.up, 0)?;
+        let at_jerk = (ni * 32).next_multiple_of(256);
+        self.scratch[DOWN].reserve(at_jerk + ni * 32)?;
+        let (up, down) = (a_ref(&self.scratch[UP])?, a_ref(&self.scratch[DOWN])?);
+        let (tpos, tvel, own_d) = (ptr(&up.index(at_tpos..)), ptr(&up.index(at_tvel..)), ptr(&up.index(at_own..)));
+        let (field, jout) = (ptr(down), ptr(&down.index(at_jerk..)));
+        if k > 0 {
+            let stream = &gpu.stream;
+            // The updates set since the last call into the j-memory.
+            let (a, r) = (ptr(&up.index(at_addr..)), ptr(&up.index(at_rec..)));
+            let (pos, vel, acc, jerk, tj) =
+                (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
+            let f = gpu.function("nbody_jmem_scatter")?;
+            // SAFETY: k addresses below capacity (grown above) and k records of 160 bytes;
+            // the j-memory buffers hold capacity records.
+            unsafe {
+                launch!(f<<<(k as u32).div_ceil(THREADS), THREADS, 0, stream>>>(k as i32, a, r, pos, vel, acc, jerk, tj))
+            }
+            .map_err(cuda("launching the j-memory update"))?;
+            self.addresses.clear();
+            self.records.clear();
+        }
         let padded = nj.next_multiple_of(SOURCE_PAD);
         // Massless padding beyond nj (addresses there may hold particles the call leaves out).
         if padded > nj {
             self.ppos.index(nj * 32..padded * 32).set_zero().map_err(cuda("zeroing the padding"))?;
         }
-        let up = |s: &mut Scratch, data: &[u8]| -> Result<(), Error> { upload_padded(s.reserve(data.len())?, data, 0) };
-        up(&mut self.scratch[TPOS], bytemuck::cast_slice(targets.pos))?;
-        up(&mut self.scratch[TVEL], bytemuck::cast_slice(targets.vel))?;
-        up(&mut self.scratch[OWN], bytemuck::cast_slice(own))?;
-        self.scratch[FIELD].reserve(ni * 32)?;
-        self.scratch[JERK_OUT].reserve(ni * 32)?;
-        let s = |k: usize| a_ref(&self.scratch[k]).map(|b| ptr(b));
-        let (tpos, tvel, own_d, field, jout) = (s(TPOS)?, s(TVEL)?, s(OWN)?, s(FIELD)?, s(JERK_OUT)?);
         let (ppos, pvel) = (ptr(&self.ppos), ptr(&self.pvel));
         let j = [&self.pos, &self.vel, &self.acc, &self.jerk];
         // SAFETY: the j-memory holds capacity >= nj records; ppos and pvel capacity >= padded.
@@ -328,8 +333,10 @@ impl DeviceJMemory {
         };
         gpu.launch_jerk(&staged, params)?;
         gpu.stream.synchronize().map_err(cuda("running the jerk kernel"))?;
-        download(a_ref(&self.scratch[FIELD])?, bytemuck::cast_slice_mut(out))?;
-        download(a_ref(&self.scratch[JERK_OUT])?, bytemuck::cast_slice_mut(jerk))?;
+        self.down.resize(at_jerk + ni * 32, 0);
+        download(a_ref(&self.scratch[DOWN])?, &mut self.down)?;
+        bytemuck::cast_slice_mut::<_, u8>(out).copy_from_slice(&self.down[..ni * 32]);
+        bytemuck::cast_slice_mut::<_, u8>(jerk).copy_from_slice(&self.down[at_jerk..]);
         if let Some(nb) = neighbours {
             gpu.merge_neighbours(ni, nb)?;
         }
