@@ -22,6 +22,26 @@ pub fn median_time(budget: f64, mut f: impl FnMut()) -> f64 {
     median(times)
 }
 
+/// Median seconds of `reps` timed runs of `f` (at least one), after one warm-up run:
+/// the timing every benchmark binary shares (CUDA kernels alone use events instead).
+///
+/// ```
+/// let t = nbody::bench::median_of(3, || { std::hint::black_box(1 + 1); });
+/// assert!(t >= 0.0);
+/// ```
+pub fn median_of(reps: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    median(
+        (0..reps.max(1))
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    )
+}
+
 /// The median of `values` (the upper one of an even count); NaN when empty.
 ///
 /// ```

@@ -36,6 +36,7 @@ pub use nbody_mpi as mpi;
 pub mod bench;
 #[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "tree")]
 pub mod tree;
 
 /// The README's examples, compiled and run as doctests.

@@ -3,18 +3,30 @@
 //! in the same binary. Acceleration only, N_i = N_j = N, Plummer sphere; median of
 //! repeated runs after a warm-up. `--sizes a,b` picks sizes, `--json PATH` writes JSON.
 
+use clap::Parser;
 use nbody::bench::{median_time, scalar_loop};
 use nbody::core::{Executor, Field, Params};
 use nbody::cpu::{CpuExecutor, Isa, MixedExecutor, Parallelism};
 use serde_json::json;
 
+/// Every CPU kernel variant against N, beside a plain scalar loop.
+#[derive(Parser, Debug)]
+#[command(name = "nbody-cpu-bench")]
+struct Args {
+    /// Sizes N (targets = sources), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1024,4096,16384")]
+    sizes: Vec<usize>,
+    /// Seconds of timed calls per point (the median is reported).
+    #[arg(long, default_value_t = 1.0)]
+    seconds: f64,
+    /// Writes the results as JSON here.
+    #[arg(long, value_name = "PATH")]
+    json: Option<String>,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let sizes: Vec<usize> = arg("--sizes")
-        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![1024, 4096, 16_384]);
-    let budget: f64 = arg("--seconds").and_then(|s| s.parse().ok()).unwrap_or(1.0);
+    let args = Args::parse();
+    let (sizes, budget) = (args.sizes.clone(), args.seconds);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "CPU: {} logical cores, best ISA {}; acceleration only; median of runs after a warm-up",
@@ -54,7 +66,7 @@ fn main() {
         let t = median_time(budget, || scalar_loop(&p64, 1.0 / 65_536.0, &mut o64));
         report(n, "scalar", "f64", 1, t);
     }
-    if let Some(path) = arg("--json") {
+    if let Some(path) = args.json {
         let doc = json!({"commit": option_env!("NBODY_COMMIT").unwrap_or("unknown"), "cores": cores,
             "isa": Isa::detect().name(), "timing": "median wall time of repeated calls after one warm-up", "results": rows});
         if let Err(e) = std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap_or_default()) {

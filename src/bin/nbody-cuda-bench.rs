@@ -5,6 +5,7 @@
 //! Timing: device-resident Plummer spheres (N_i = N_j = N, targets = sources), CUDA
 //! events around back-to-back launches after a warm-up, median of repeats.
 
+use clap::Parser;
 use nbody::core as nbody_core;
 use nbody::core::{oracle, Executor, Field, Params, Particle};
 use nbody::cuda::{
@@ -13,16 +14,46 @@ use nbody::cuda::{
 use nbody::integrators as nbody_integrators;
 use serde_json::{json, Value};
 
+/// Interactions per second on the GPU against N, checked against the f64 oracle first.
+#[derive(Parser, Debug)]
+#[command(name = "nbody-cuda-bench")]
+struct Args {
+    /// Sizes N (targets = sources), comma-separated; replaces the defaults of both precisions.
+    #[arg(long, value_delimiter = ',')]
+    sizes: Option<Vec<usize>>,
+    /// Every compiled launch configuration, not just the one the executor chooses.
+    #[arg(long)]
+    all: bool,
+    /// The warp-shuffle variant beside the chosen shared-memory one.
+    #[arg(long)]
+    shuffle: bool,
+    /// Fewer sizes (a smoke run).
+    #[arg(long)]
+    quick: bool,
+    /// f32 only (skip f64).
+    #[arg(long)]
+    f32: bool,
+    /// The jerk kernel too, dense and with few targets (a block step's active set).
+    #[arg(long)]
+    jerk: bool,
+    /// The mixed-precision kernels (f64 particles and sums, f32 interactions) at the f32 sizes.
+    #[arg(long)]
+    mixed: bool,
+    /// The share of a device-resident leapfrog step of N particles spent outside the force.
+    #[arg(long, value_name = "N")]
+    leapfrog: Option<usize>,
+    /// Writes the results as JSON here.
+    #[arg(long, value_name = "PATH")]
+    json: Option<String>,
+}
+
 /// Flops per interaction under the CUDA SDK / Arora et al. convention.
 const FLOPS_PER_INTERACTION: f64 = 20.0;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let all = args.iter().any(|a| a == "--all");
-    // --shuffle: the warp-shuffle variant beside the chosen shared-memory one.
-    let shuffle = args.iter().any(|a| a == "--shuffle");
-    let quick = args.iter().any(|a| a == "--quick");
-    let json_path = args.iter().position(|a| a == "--json").and_then(|i| args.get(i + 1)).cloned();
+    let args = Args::parse();
+    let (all, shuffle, quick) = (args.all, args.shuffle, args.quick);
+    let json_path = args.json.clone();
     let mut gpu = match CudaExecutor::new() {
         Ok(g) => g,
         Err(e) => {
@@ -41,13 +72,7 @@ fn main() {
         info.total_memory as f64 / (1u64 << 30) as f64
     );
     let mut rows = Vec::new();
-    // --sizes a,b,c replaces the default sizes (both precisions); --f32 skips f64.
-    let sizes: Option<Vec<usize>> = args
-        .iter()
-        .position(|a| a == "--sizes")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect());
-    let f32_only = args.iter().any(|a| a == "--f32");
+    let (sizes, f32_only) = (args.sizes.clone(), args.f32);
     let default32: &[usize] = if quick { &[1024, 16_384] } else { &[1024, 4096, 16_384, 65_536, 262_144, 1_048_576] };
     let default64: &[usize] = if quick { &[16_384] } else { &[1024, 4096, 16_384, 65_536, 262_144] };
     let sizes32 = sizes.as_deref().unwrap_or(default32);
@@ -58,8 +83,7 @@ fn main() {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
-    // --jerk: the jerk kernel, dense and with few targets (a block step's active set).
-    if args.iter().any(|a| a == "--jerk") {
+    if args.jerk {
         let mut jerk_rows = Vec::new();
         if let Err(e) =
             jerk::<f64>(&mut gpu, quick, &mut jerk_rows).and_then(|_| jerk::<f32>(&mut gpu, quick, &mut jerk_rows))
@@ -69,10 +93,9 @@ fn main() {
         }
         rows.extend(jerk_rows);
     }
-    // --mixed: the mixed-precision kernels (f64 particles and sums, f32 interactions),
-    // on a second executor of the same device, at the f32 sizes.
-    if args.iter().any(|a| a == "--mixed") {
-        let jerk_too = args.iter().any(|a| a == "--jerk");
+    // The mixed-precision kernels on a second executor of the same device.
+    if args.mixed {
+        let jerk_too = args.jerk;
         let done = CudaMixedExecutor::new().and_then(|mut m| {
             run::<f64>(m.executor(), sizes32, all, shuffle, &mut rows)?;
             if jerk_too {
@@ -93,10 +116,7 @@ fn main() {
         "timing": "CUDA events around back-to-back launches after 2 warm-up launches; median of 7",
         "results": rows,
     });
-    // --leapfrog N: the share of a device-resident leapfrog step spent outside the force.
-    let leapfrog_n =
-        args.iter().position(|a| a == "--leapfrog").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok());
-    if let Some(n) = leapfrog_n {
+    if let Some(n) = args.leapfrog {
         match leapfrog_cost(&mut gpu, n) {
             Ok((step, force)) => println!(
                 "\ndevice leapfrog f32, N = {n}: {:.3} ms/step, force {:.3} ms, rest {:.3}% of the step",

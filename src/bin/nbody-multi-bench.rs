@@ -12,11 +12,10 @@
 //! warm-up); resident steps likewise, with every device synchronised at the end.
 
 use clap::Parser;
-use nbody::bench::median;
+use nbody::bench::median_of;
 use nbody::core::{oracle, Executor, Field, Overlap, Params, Particle};
 use nbody::cuda::costs::{Costs, Model};
 use nbody::cuda::{timing, CudaExecutor, DeviceReal, MultiDevice};
-use std::time::Instant;
 
 #[derive(Parser, Debug)]
 #[command(about = "Multi-device force calls and steps, measured and modelled")]
@@ -62,16 +61,7 @@ fn main() {
 fn call_time<T: DeviceReal, E: Executor<T>>(exec: &mut E, ps: &[Particle<T>], reps: usize) -> f64 {
     let params = Params::softened(T::from_f64(1.0 / 64.0)).with_overlap_identical().acceleration_only();
     let mut out = vec![Field::zero(); ps.len()];
-    exec.accelerations(ps, ps, &params, &mut out).unwrap_or_else(|e| fail(e));
-    median(
-        (0..reps)
-            .map(|_| {
-                let t = Instant::now();
-                exec.accelerations(ps, ps, &params, &mut out).unwrap_or_else(|e| fail(e));
-                t.elapsed().as_secs_f64()
-            })
-            .collect(),
-    )
+    median_of(reps, || exec.accelerations(ps, ps, &params, &mut out).unwrap_or_else(|e| fail(e)))
 }
 
 /// Worst relative acceleration error of `exec` on 256 spread targets of `ps`.
@@ -206,18 +196,7 @@ fn bench<T: DeviceReal>(args: &Args, devices: &[u32]) {
         let td = call_time(&mut multi, &ps, args.reps);
         // Resident force evaluations (positions already on the devices).
         let params = Params::softened(T::from_f64(1.0 / 64.0)).acceleration_only();
-        let timed = |f: &mut dyn FnMut()| -> f64 {
-            f();
-            median(
-                (0..args.reps)
-                    .map(|_| {
-                        let t = Instant::now();
-                        f();
-                        t.elapsed().as_secs_f64()
-                    })
-                    .collect(),
-            )
-        };
+        let timed = |f: &mut dyn FnMut()| -> f64 { median_of(args.reps, f) };
         let f1 = {
             let set = single.upload(&ps).unwrap_or_else(|e| fail(e));
             let mut fields = single.zeroed_fields::<T>(n).unwrap_or_else(|e| fail(e));
@@ -237,32 +216,16 @@ fn bench<T: DeviceReal>(args: &Args, devices: &[u32]) {
         // Resident leapfrog steps.
         let dt = 1.0 / 1024.0;
         let mut st = single.upload_state(&ps, &vs).unwrap_or_else(|e| fail(e));
-        single.leapfrog_step(&mut st, &params, dt).unwrap_or_else(|e| fail(e));
-        single.synchronize().unwrap_or_else(|e| fail(e));
-        let s1 = median(
-            (0..args.reps)
-                .map(|_| {
-                    let t = Instant::now();
-                    single.leapfrog_step(&mut st, &params, dt).unwrap_or_else(|e| fail(e));
-                    single.synchronize().unwrap_or_else(|e| fail(e));
-                    t.elapsed().as_secs_f64()
-                })
-                .collect(),
-        );
+        let s1 = median_of(args.reps, || {
+            single.leapfrog_step(&mut st, &params, dt).unwrap_or_else(|e| fail(e));
+            single.synchronize().unwrap_or_else(|e| fail(e));
+        });
         drop(st);
         let mut ms = multi.upload_state(&ps, &vs).unwrap_or_else(|e| fail(e));
-        multi.leapfrog_step(&mut ms, &params, dt).unwrap_or_else(|e| fail(e));
-        multi.synchronize().unwrap_or_else(|e| fail(e));
-        let sd = median(
-            (0..args.reps)
-                .map(|_| {
-                    let t = Instant::now();
-                    multi.leapfrog_step(&mut ms, &params, dt).unwrap_or_else(|e| fail(e));
-                    multi.synchronize().unwrap_or_else(|e| fail(e));
-                    t.elapsed().as_secs_f64()
-                })
-                .collect(),
-        );
+        let sd = median_of(args.reps, || {
+            multi.leapfrog_step(&mut ms, &params, dt).unwrap_or_else(|e| fail(e));
+            multi.synchronize().unwrap_or_else(|e| fail(e));
+        });
         drop(ms);
         // Lanes sharing a GPU share its SMs: the model's devices are the distinct ones.
         let nf = n as f64;

@@ -2,19 +2,24 @@
 //! calls (kicks, drifts, predictor, corrector, step selection), for leapfrog and
 //! Hermite on a Plummer sphere. `--n N` (default 65,536), `--steps S` (default 3).
 
+use clap::Parser;
 use nbody::cpu::{CpuExecutor, Parallelism};
 use nbody::integrators::{ics, Hermite, Leapfrog, State, StepTiming};
 
+/// The integrators' share of a step outside the force calls, on the CPU.
+#[derive(Parser, Debug)]
+#[command(name = "nbody-step-bench")]
+struct Args {
+    /// Particles.
+    #[arg(long, default_value_t = 65_536)]
+    n: usize,
+    /// Timed steps (after one warm-up step).
+    #[arg(long, default_value_t = 3)]
+    steps: usize,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str, default: usize| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    let (n, steps) = (arg("--n", 65_536), arg("--steps", 3));
+    let Args { n, steps } = Args::parse();
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
     let mut cpu = CpuExecutor::new(Parallelism::Threads(threads));
     let (p, v) = ics::plummer::<f64>(n, 1);

@@ -7,15 +7,41 @@
 //! `--leaf`, `--group` (default `BarnesHut::for_cpu` or `for_gpu`); with cuda, `--resident N` first times the
 //! batched and dense kernels alone on N resident particles.
 
+use clap::Parser;
+use nbody::bench::median_of;
 use nbody::core::{Executor, Field, InteractionList, Pair, Params, Particle, Span};
 use nbody::tree::BarnesHut;
 use std::time::Instant;
 
-fn median(mut f: impl FnMut() -> f64, reps: usize) -> f64 {
-    f();
-    let mut t: Vec<f64> = (0..reps).map(|_| f()).collect();
-    t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
+/// The batched (leaf-kernel) rate against the dense one, and the example tree code
+/// against direct summation.
+#[derive(Parser, Debug)]
+#[command(name = "nbody-tree-bench")]
+struct Args {
+    /// cpu, or cuda (with the `cuda` feature).
+    #[arg(long, default_value = "cpu")]
+    executor: String,
+    /// Particles for the batched runs.
+    #[arg(long, default_value_t = 65_536)]
+    n: usize,
+    /// Particles for the tree code.
+    #[arg(long, default_value_t = 65_536)]
+    tree: usize,
+    /// Opening angle.
+    #[arg(long, default_value_t = 0.5)]
+    theta: f64,
+    /// Leaf size (default: `BarnesHut::for_cpu` or `for_gpu`).
+    #[arg(long)]
+    leaf: Option<usize>,
+    /// Target group size (default: `BarnesHut::for_cpu` or `for_gpu`).
+    #[arg(long)]
+    group: Option<usize>,
+    /// With cuda: first times the batched and dense kernels alone on N resident particles.
+    #[arg(long, value_name = "N")]
+    resident: Option<usize>,
+    /// Skips the direct summation the tree code is compared against.
+    #[arg(long)]
+    no_direct: bool,
 }
 
 struct Xorshift(u64);
@@ -82,19 +108,15 @@ fn resident_rates(gpu: &mut nbody::cuda::CudaExecutor, n: usize) -> Result<(), n
     Ok(())
 }
 
-fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
+fn run<E: Executor<f32>>(exec: &mut E, args: &Args) {
+    let (n, tree_n, theta) = (args.n, args.tree, args.theta);
     let (bodies, _) = nbody::integrators::ics::plummer::<f32>(n, 1);
     let params = Params::softened(1.0f32 / 256.0).acceleration_only();
     let dense_n = n.min(16_384);
     let mut out = vec![Field::zero(); n];
-    let dense = median(
-        || {
-            let t = Instant::now();
-            exec.accelerations(&bodies[..dense_n], &bodies[..dense_n], &params, &mut out[..dense_n]).unwrap();
-            t.elapsed().as_secs_f64()
-        },
-        5,
-    );
+    let dense = median_of(5, || {
+        exec.accelerations(&bodies[..dense_n], &bodies[..dense_n], &params, &mut out[..dense_n]).unwrap();
+    });
     let dense_rate = (dense_n * dense_n) as f64 / dense;
     println!("dense, N = {dense_n}: {dense_rate:.3e} interactions/s");
     println!("{:>6} {:>7} {:>14} {:>10}", "group", "list", "interact/s", "of dense");
@@ -103,14 +125,7 @@ fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
         for list_len in [1000usize, 3000, 5000] {
             let (pairs, spans) = synthetic_list(n, group, list_len, &mut rng);
             let list = InteractionList { pairs: &pairs, source_spans: &spans };
-            let secs = median(
-                || {
-                    let t = Instant::now();
-                    exec.accelerations_batch(&bodies, &list, &params, &mut out).unwrap();
-                    t.elapsed().as_secs_f64()
-                },
-                3,
-            );
+            let secs = median_of(3, || exec.accelerations_batch(&bodies, &list, &params, &mut out).unwrap());
             let rate = list.interactions() as f64 / secs;
             println!("{group:>6} {list_len:>7} {rate:>14.3e} {:>9.0}%", 100.0 * rate / dense_rate);
         }
@@ -119,9 +134,8 @@ fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
     let p = Params::softened(1.0f32 / 256.0);
     let mut field = vec![Field::zero(); tree_n];
     let defaults = if exec.name() == "cuda" { BarnesHut::for_gpu(theta) } else { BarnesHut::for_cpu(theta) };
-    let flag = |name: &str| std::env::args().skip_while(|a| a != name).nth(1).and_then(|v| v.parse().ok());
-    let leaf_size = flag("--leaf").unwrap_or(defaults.leaf_size);
-    let group_size = flag("--group").unwrap_or(defaults.group_size);
+    let leaf_size = args.leaf.unwrap_or(defaults.leaf_size);
+    let group_size = args.group.unwrap_or(defaults.group_size);
     let bh = BarnesHut { theta, leaf_size, group_size };
     bh.forces(&tree_bodies, &p, exec, &mut field).unwrap(); // warm-up
     field.iter_mut().for_each(|f| *f = Field::zero());
@@ -138,7 +152,7 @@ fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
         stats.groups,
         stats.spans
     );
-    if std::env::args().any(|a| a == "--no-direct") {
+    if args.no_direct {
         println!("{summary}");
         return;
     }
@@ -165,28 +179,24 @@ fn run<E: Executor<f32>>(exec: &mut E, n: usize, tree_n: usize, theta: f64) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let n: usize = arg("--n").and_then(|v| v.parse().ok()).unwrap_or(65_536);
-    let tree_n: usize = arg("--tree").and_then(|v| v.parse().ok()).unwrap_or(65_536);
-    let theta: f64 = arg("--theta").and_then(|v| v.parse().ok()).unwrap_or(0.5);
-    match arg("--executor").as_deref().unwrap_or("cpu") {
+    let args = Args::parse();
+    match args.executor.as_str() {
         "cpu" => {
             let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
             println!("executor: cpu, {threads} threads");
-            run(&mut nbody::cpu::CpuExecutor::new(nbody::cpu::Parallelism::Threads(threads)), n, tree_n, theta);
+            run(&mut nbody::cpu::CpuExecutor::new(nbody::cpu::Parallelism::Threads(threads)), &args);
         }
         #[cfg(feature = "cuda")]
         "cuda" => match nbody::cuda::CudaExecutor::new() {
             Ok(mut gpu) => {
                 println!("executor: cuda, {}", gpu.info().name);
-                if let Some(r) = arg("--resident").and_then(|v| v.parse().ok()) {
+                if let Some(r) = args.resident {
                     if let Err(e) = resident_rates(&mut gpu, r) {
                         eprintln!("error: {e}");
                         std::process::exit(1);
                     }
                 }
-                run(&mut gpu, n, tree_n, theta);
+                run(&mut gpu, &args);
             }
             Err(e) => {
                 eprintln!("error: {e}");
