@@ -97,20 +97,23 @@ unsafe fn drive<S: Simd, const U: usize, const POT: bool, const MASK: bool>(
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
 ) {
-    let bs = U * S::LANES;
-    for t0 in (0..src.len()).step_by(TILE) {
-        let tile = src.slice(t0, (t0 + TILE).min(src.len()));
-        for b in (0..part.len()).step_by(bs) {
-            let r = b..b + bs;
-            let [ax, ay, az, phi] = &mut part.acc;
-            let mut blk = Block {
-                pos: [&part.pos[0][r.clone()], &part.pos[1][r.clone()], &part.pos[2][r.clone()]],
-                vel: [&[], &[], &[]],
-                acc: [&mut ax[r.clone()], &mut ay[r.clone()], &mut az[r.clone()], &mut phi[r]],
-                jerk: [&mut [], &mut [], &mut []],
-            };
-            accumulate::<S, U, POT, MASK>(&mut blk, &tile, eps2);
-            add_into(&part.acc, &mut part.total, b, bs);
+    // SAFETY: the caller's contract: this CPU has the backend's features, and every part holds whole blocks.
+    unsafe {
+        let bs = U * S::LANES;
+        for t0 in (0..src.len()).step_by(TILE) {
+            let tile = src.slice(t0, (t0 + TILE).min(src.len()));
+            for b in (0..part.len()).step_by(bs) {
+                let r = b..b + bs;
+                let [ax, ay, az, phi] = &mut part.acc;
+                let mut blk = Block {
+                    pos: [&part.pos[0][r.clone()], &part.pos[1][r.clone()], &part.pos[2][r.clone()]],
+                    vel: [&[], &[], &[]],
+                    acc: [&mut ax[r.clone()], &mut ay[r.clone()], &mut az[r.clone()], &mut phi[r]],
+                    jerk: [&mut [], &mut [], &mut []],
+                };
+                accumulate::<S, U, POT, MASK>(&mut blk, &tile, eps2);
+                add_into(&part.acc, &mut part.total, b, bs);
+            }
         }
     }
 }
@@ -132,34 +135,37 @@ unsafe fn drive_jerk<S: Simd, const POT: bool, const MASK: bool>(
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
 ) {
-    let bs = S::LANES;
-    if let Some(search) = &mut part.search {
-        search.found.nearest.clear();
-        search.found.nearest.resize(part.pos[0].len(), (S::T::from_f64(f64::INFINITY), u32::MAX));
-    }
-    for t0 in (0..src.len()).step_by(TILE) {
-        let tile = src.slice(t0, (t0 + TILE).min(src.len()));
-        for b in (0..part.len()).step_by(bs) {
-            let r = b..b + bs;
-            let [ax, ay, az, phi] = &mut part.acc;
-            let [jx, jy, jz] = &mut part.jerk;
-            let mut blk = Block {
-                pos: [&part.pos[0][r.clone()], &part.pos[1][r.clone()], &part.pos[2][r.clone()]],
-                vel: [&part.vel[0][r.clone()], &part.vel[1][r.clone()], &part.vel[2][r.clone()]],
-                acc: [&mut ax[r.clone()], &mut ay[r.clone()], &mut az[r.clone()], &mut phi[r.clone()]],
-                jerk: [&mut jx[r.clone()], &mut jy[r.clone()], &mut jz[r]],
-            };
-            accumulate_jerk::<S, POT, MASK>(&mut blk, &tile, eps2);
-            if let Some(search) = &mut part.search {
-                match bs {
-                    16 => scan_tile::<S::T, 16>(part.pos, search, b, &tile, t0),
-                    8 => scan_tile::<S::T, 8>(part.pos, search, b, &tile, t0),
-                    4 => scan_tile::<S::T, 4>(part.pos, search, b, &tile, t0),
-                    _ => (b..b + bs).for_each(|l| scan_tile::<S::T, 1>(part.pos, search, l, &tile, t0)),
+    // SAFETY: the caller's contract: this CPU has the backend's features, and every part holds whole blocks.
+    unsafe {
+        let bs = S::LANES;
+        if let Some(search) = &mut part.search {
+            search.found.nearest.clear();
+            search.found.nearest.resize(part.pos[0].len(), (S::T::from_f64(f64::INFINITY), u32::MAX));
+        }
+        for t0 in (0..src.len()).step_by(TILE) {
+            let tile = src.slice(t0, (t0 + TILE).min(src.len()));
+            for b in (0..part.len()).step_by(bs) {
+                let r = b..b + bs;
+                let [ax, ay, az, phi] = &mut part.acc;
+                let [jx, jy, jz] = &mut part.jerk;
+                let mut blk = Block {
+                    pos: [&part.pos[0][r.clone()], &part.pos[1][r.clone()], &part.pos[2][r.clone()]],
+                    vel: [&part.vel[0][r.clone()], &part.vel[1][r.clone()], &part.vel[2][r.clone()]],
+                    acc: [&mut ax[r.clone()], &mut ay[r.clone()], &mut az[r.clone()], &mut phi[r.clone()]],
+                    jerk: [&mut jx[r.clone()], &mut jy[r.clone()], &mut jz[r]],
+                };
+                accumulate_jerk::<S, POT, MASK>(&mut blk, &tile, eps2);
+                if let Some(search) = &mut part.search {
+                    match bs {
+                        16 => scan_tile::<S::T, 16>(part.pos, search, b, &tile, t0),
+                        8 => scan_tile::<S::T, 8>(part.pos, search, b, &tile, t0),
+                        4 => scan_tile::<S::T, 4>(part.pos, search, b, &tile, t0),
+                        _ => (b..b + bs).for_each(|l| scan_tile::<S::T, 1>(part.pos, search, l, &tile, t0)),
+                    }
                 }
+                add_into(&part.acc, &mut part.total[..4], b, bs);
+                add_into(&part.jerk, &mut part.total[4..], b, bs);
             }
-            add_into(&part.acc, &mut part.total[..4], b, bs);
-            add_into(&part.jerk, &mut part.total[4..], b, bs);
         }
     }
 }

@@ -69,41 +69,44 @@ pub(crate) unsafe fn accumulate<S: Simd, const U: usize, const POT: bool, const 
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
 ) {
-    let l = S::LANES;
-    let load = |s: &[S::T], u: usize| S::load(s.as_ptr().add(u * l));
-    let xi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[0], u));
-    let yi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[1], u));
-    let zi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[2], u));
-    let zero = S::splat(S::T::from_f64(0.0));
-    let (mut ax, mut ay, mut az, mut phi) = ([zero; U], [zero; U], [zero; U], [zero; U]);
-    let e2 = S::splat(eps2);
-    let n = src.len();
-    let (sx, sy, sz, sm) = (src.x.as_ptr(), src.y.as_ptr(), src.z.as_ptr(), src.m.as_ptr());
-    for j in 0..n {
-        let (xj, yj, zj) = (S::splat(*sx.add(j)), S::splat(*sy.add(j)), S::splat(*sz.add(j)));
-        let mj = S::splat(*sm.add(j));
-        for u in 0..U {
-            let dx = S::sub(xj, xi[u]);
-            let dy = S::sub(yj, yi[u]);
-            let dz = S::sub(zj, zi[u]);
-            // eps² folded into the first FMA: r² = ((eps² + dx²) + dy²) + dz².
-            let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
-            let (m_rinv, m_rinv3) = S::weights::<MASK>(r2, mj);
-            ax[u] = S::fma(dx, m_rinv3, ax[u]);
-            ay[u] = S::fma(dy, m_rinv3, ay[u]);
-            az[u] = S::fma(dz, m_rinv3, az[u]);
-            if POT {
-                phi[u] = S::sub(phi[u], m_rinv);
+    // SAFETY: the caller's contract: this CPU has the backend's features, and the block and tile lengths are as documented above.
+    unsafe {
+        let l = S::LANES;
+        let load = |s: &[S::T], u: usize| S::load(s.as_ptr().add(u * l));
+        let xi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[0], u));
+        let yi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[1], u));
+        let zi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[2], u));
+        let zero = S::splat(S::T::from_f64(0.0));
+        let (mut ax, mut ay, mut az, mut phi) = ([zero; U], [zero; U], [zero; U], [zero; U]);
+        let e2 = S::splat(eps2);
+        let n = src.len();
+        let (sx, sy, sz, sm) = (src.x.as_ptr(), src.y.as_ptr(), src.z.as_ptr(), src.m.as_ptr());
+        for j in 0..n {
+            let (xj, yj, zj) = (S::splat(*sx.add(j)), S::splat(*sy.add(j)), S::splat(*sz.add(j)));
+            let mj = S::splat(*sm.add(j));
+            for u in 0..U {
+                let dx = S::sub(xj, xi[u]);
+                let dy = S::sub(yj, yi[u]);
+                let dz = S::sub(zj, zi[u]);
+                // eps² folded into the first FMA: r² = ((eps² + dx²) + dy²) + dz².
+                let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
+                let (m_rinv, m_rinv3) = S::weights::<MASK>(r2, mj);
+                ax[u] = S::fma(dx, m_rinv3, ax[u]);
+                ay[u] = S::fma(dy, m_rinv3, ay[u]);
+                az[u] = S::fma(dz, m_rinv3, az[u]);
+                if POT {
+                    phi[u] = S::sub(phi[u], m_rinv);
+                }
             }
         }
-    }
-    // The sums are kept in units of 1 / ACC_SCALE and 1 / PHI_SCALE (`Simd::weights`).
-    let (acc_scale, phi_scale) = (S::splat(S::T::from_f64(S::ACC_SCALE)), S::splat(S::T::from_f64(S::PHI_SCALE)));
-    for u in 0..U {
-        S::store(blk.acc[0].as_mut_ptr().add(u * l), S::mul(ax[u], acc_scale));
-        S::store(blk.acc[1].as_mut_ptr().add(u * l), S::mul(ay[u], acc_scale));
-        S::store(blk.acc[2].as_mut_ptr().add(u * l), S::mul(az[u], acc_scale));
-        S::store(blk.acc[3].as_mut_ptr().add(u * l), S::mul(phi[u], phi_scale));
+        // The sums are kept in units of 1 / ACC_SCALE and 1 / PHI_SCALE (`Simd::weights`).
+        let (acc_scale, phi_scale) = (S::splat(S::T::from_f64(S::ACC_SCALE)), S::splat(S::T::from_f64(S::PHI_SCALE)));
+        for u in 0..U {
+            S::store(blk.acc[0].as_mut_ptr().add(u * l), S::mul(ax[u], acc_scale));
+            S::store(blk.acc[1].as_mut_ptr().add(u * l), S::mul(ay[u], acc_scale));
+            S::store(blk.acc[2].as_mut_ptr().add(u * l), S::mul(az[u], acc_scale));
+            S::store(blk.acc[3].as_mut_ptr().add(u * l), S::mul(phi[u], phi_scale));
+        }
     }
 }
 
@@ -118,42 +121,45 @@ pub(crate) unsafe fn accumulate_jerk<S: Simd, const POT: bool, const MASK: bool>
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
 ) {
-    let ld = |s: &[S::T]| S::load(s.as_ptr());
-    let (xi, yi, zi) = (ld(blk.pos[0]), ld(blk.pos[1]), ld(blk.pos[2]));
-    let (vxi, vyi, vzi) = (ld(blk.vel[0]), ld(blk.vel[1]), ld(blk.vel[2]));
-    let zero = S::splat(S::T::from_f64(0.0));
-    let (mut ax, mut ay, mut az, mut phi) = (zero, zero, zero, zero);
-    let (mut jx, mut jy, mut jz) = (zero, zero, zero);
-    let (e2, three) = (S::splat(eps2), S::splat(S::T::from_f64(3.0)));
-    for j in 0..src.len() {
-        let g = |s: &[S::T]| S::splat(*s.get_unchecked(j));
-        let (dx, dy, dz) = (S::sub(g(src.x), xi), S::sub(g(src.y), yi), S::sub(g(src.z), zi));
-        let (dvx, dvy, dvz) = (S::sub(g(src.vx), vxi), S::sub(g(src.vy), vyi), S::sub(g(src.vz), vzi));
-        let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
-        let rinv = S::rsqrt::<MASK>(r2);
-        // Multiplied in this order so a massless source stays 0 where 1/r² overflows.
-        let m_rinv = S::mul(g(src.m), rinv);
-        let m_rinv3 = S::mul(S::mul(m_rinv, rinv), rinv);
-        ax = S::fma(dx, m_rinv3, ax);
-        ay = S::fma(dy, m_rinv3, ay);
-        az = S::fma(dz, m_rinv3, az);
-        if POT {
-            phi = S::sub(phi, m_rinv);
+    // SAFETY: the caller's contract: this CPU has the backend's features, and the block and tile lengths are as documented above.
+    unsafe {
+        let ld = |s: &[S::T]| S::load(s.as_ptr());
+        let (xi, yi, zi) = (ld(blk.pos[0]), ld(blk.pos[1]), ld(blk.pos[2]));
+        let (vxi, vyi, vzi) = (ld(blk.vel[0]), ld(blk.vel[1]), ld(blk.vel[2]));
+        let zero = S::splat(S::T::from_f64(0.0));
+        let (mut ax, mut ay, mut az, mut phi) = (zero, zero, zero, zero);
+        let (mut jx, mut jy, mut jz) = (zero, zero, zero);
+        let (e2, three) = (S::splat(eps2), S::splat(S::T::from_f64(3.0)));
+        for j in 0..src.len() {
+            let g = |s: &[S::T]| S::splat(*s.get_unchecked(j));
+            let (dx, dy, dz) = (S::sub(g(src.x), xi), S::sub(g(src.y), yi), S::sub(g(src.z), zi));
+            let (dvx, dvy, dvz) = (S::sub(g(src.vx), vxi), S::sub(g(src.vy), vyi), S::sub(g(src.vz), vzi));
+            let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
+            let rinv = S::rsqrt::<MASK>(r2);
+            // Multiplied in this order so a massless source stays 0 where 1/r² overflows.
+            let m_rinv = S::mul(g(src.m), rinv);
+            let m_rinv3 = S::mul(S::mul(m_rinv, rinv), rinv);
+            ax = S::fma(dx, m_rinv3, ax);
+            ay = S::fma(dy, m_rinv3, ay);
+            az = S::fma(dz, m_rinv3, az);
+            if POT {
+                phi = S::sub(phi, m_rinv);
+            }
+            let rv = S::fma(dz, dvz, S::fma(dy, dvy, S::mul(dx, dvx)));
+            let alpha = S::mul(S::mul(S::mul(three, rv), rinv), rinv);
+            jx = S::fma(m_rinv3, S::fnma(alpha, dx, dvx), jx);
+            jy = S::fma(m_rinv3, S::fnma(alpha, dy, dvy), jy);
+            jz = S::fma(m_rinv3, S::fnma(alpha, dz, dvz), jz);
         }
-        let rv = S::fma(dz, dvz, S::fma(dy, dvy, S::mul(dx, dvx)));
-        let alpha = S::mul(S::mul(S::mul(three, rv), rinv), rinv);
-        jx = S::fma(m_rinv3, S::fnma(alpha, dx, dvx), jx);
-        jy = S::fma(m_rinv3, S::fnma(alpha, dy, dvy), jy);
-        jz = S::fma(m_rinv3, S::fnma(alpha, dz, dvz), jz);
+        let st = |s: &mut [S::T], v: S::V| S::store(s.as_mut_ptr(), v);
+        st(blk.acc[0], ax);
+        st(blk.acc[1], ay);
+        st(blk.acc[2], az);
+        st(blk.acc[3], phi);
+        st(blk.jerk[0], jx);
+        st(blk.jerk[1], jy);
+        st(blk.jerk[2], jz);
     }
-    let st = |s: &mut [S::T], v: S::V| S::store(s.as_mut_ptr(), v);
-    st(blk.acc[0], ax);
-    st(blk.acc[1], ay);
-    st(blk.acc[2], az);
-    st(blk.acc[3], phi);
-    st(blk.jerk[0], jx);
-    st(blk.jerk[1], jy);
-    st(blk.jerk[2], jz);
 }
 
 /// The neighbour search over one tile for the `L` targets of a block starting at `b` of

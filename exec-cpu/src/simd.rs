@@ -4,6 +4,12 @@
 //! compiled with `#[target_feature(enable = ...)]`, and only there do the intrinsics
 //! become single instructions. Calling a backend outside such an entry point is
 //! undefined behaviour on a CPU without the feature, hence `unsafe`.
+//!
+//! That precondition is the only one, and it is the caller's: every function here is an
+//! `unsafe fn` whose body is a few intrinsics, so the workspace's
+//! `unsafe_op_in_unsafe_fn` is allowed in this module alone (an `unsafe` block with the
+//! same comment in each of some sixty one-line bodies would say nothing more).
+#![allow(unsafe_op_in_unsafe_fn)]
 
 use nbody_core::Real;
 
