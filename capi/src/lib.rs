@@ -143,11 +143,13 @@ pub struct NbodyProjection {
 }
 
 /// An executor behind an opaque handle.
+#[derive(Debug)]
 pub struct NbodyExecutor {
     kind: Kind,
 }
 
 // Boxed: the handle is already a heap object, and the executors differ in size.
+#[derive(Debug)]
 enum Kind {
     Cpu(Box<CpuExecutor>),
     Mixed(Box<MixedExecutor>),

@@ -60,10 +60,10 @@ impl Isa {
 }
 
 /// A kernel entry point: adds the sources' pull into one part's sums.
-pub type KernelFn<T> = unsafe fn(&mut Part<'_, T>, &SourcesSoa<'_, T>, T);
+pub(crate) type KernelFn<T> = unsafe fn(&mut Part<'_, T>, &SourcesSoa<'_, T>, T);
 
 /// Copies sources into SoA lanes and checks them ([`gather`]).
-pub type GatherFn<T> = unsafe fn(&[Particle<T>], &[Velocity<T>], &mut [&mut [T]; 7]) -> bool;
+pub(crate) type GatherFn<T> = unsafe fn(&[Particle<T>], &[Velocity<T>], &mut [&mut [T]; 7]) -> bool;
 
 /// [`gather`] compiled for `isa`: the copy and the check are a leaf call's largest cost
 /// after its interactions, and SSE2 runs them at a quarter of AVX-512's width.
@@ -192,7 +192,10 @@ macro_rules! entry_points {
                 if isa == Isa::$isa {
                     $(#[$feat])?
                     unsafe fn k<const P: bool, const M: bool>(part: &mut Part<'_, $t>, src: &SourcesSoa<'_, $t>, eps2: $t) {
-                        drive::<$s, $u, P, M>(part, src, eps2)
+                        // SAFETY: drive's contract is the caller's (this CPU has the entry point's features, parts hold whole blocks).
+                        unsafe {
+                            drive::<$s, $u, P, M>(part, src, eps2)
+                        }
                     }
                     return by_flags!(k, pot, mask);
                 }
@@ -205,7 +208,10 @@ macro_rules! entry_points {
                 if isa == Isa::$isa {
                     $(#[$feat])?
                     unsafe fn k<const P: bool, const M: bool>(part: &mut Part<'_, $t>, src: &SourcesSoa<'_, $t>, eps2: $t) {
-                        drive_jerk::<$s, P, M>(part, src, eps2)
+                        // SAFETY: drive's contract is the caller's (this CPU has the entry point's features, parts hold whole blocks).
+                        unsafe {
+                            drive_jerk::<$s, P, M>(part, src, eps2)
+                        }
                     }
                     return by_flags!(k, pot, mask);
                 }
@@ -219,10 +225,13 @@ macro_rules! entry_points {
 /// never returns there; the portable kernel is always a correct answer.
 fn unreachable_isa<T: Real>(_isa: Isa) -> KernelFn<T> {
     unsafe fn k<T: Real>(part: &mut Part<'_, T>, src: &SourcesSoa<'_, T>, eps2: T) {
-        if eps2 == T::zero() {
-            drive::<Portable<T>, 1, true, true>(part, src, eps2)
-        } else {
-            drive::<Portable<T>, 1, true, false>(part, src, eps2)
+        // SAFETY: drive's contract is the caller's (this CPU has the entry point's features, parts hold whole blocks).
+        unsafe {
+            if eps2 == T::zero() {
+                drive::<Portable<T>, 1, true, true>(part, src, eps2)
+            } else {
+                drive::<Portable<T>, 1, true, false>(part, src, eps2)
+            }
         }
     }
     k::<T>

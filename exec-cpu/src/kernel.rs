@@ -16,7 +16,7 @@ use nbody_core::Real;
 pub(crate) const TILE: usize = 512;
 
 /// SoA sources (positions, masses, and for the jerk kernel velocities).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct SourcesSoa<'a, T> {
     pub x: &'a [T],
     pub y: &'a [T],
@@ -69,7 +69,7 @@ pub(crate) unsafe fn accumulate<S: Simd, const U: usize, const POT: bool, const 
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
 ) {
-    // SAFETY: the caller's contract: this CPU has the backend's features, and the block and tile lengths are as documented above.
+    // SAFETY: the caller's contract: this CPU has the backend's features, and the lengths are as above.
     unsafe {
         let l = S::LANES;
         let load = |s: &[S::T], u: usize| S::load(s.as_ptr().add(u * l));
@@ -121,7 +121,7 @@ pub(crate) unsafe fn accumulate_jerk<S: Simd, const POT: bool, const MASK: bool>
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
 ) {
-    // SAFETY: the caller's contract: this CPU has the backend's features, and the block and tile lengths are as documented above.
+    // SAFETY: the caller's contract: this CPU has the backend's features, and the lengths are as above.
     unsafe {
         let ld = |s: &[S::T]| S::load(s.as_ptr());
         let (xi, yi, zi) = (ld(blk.pos[0]), ld(blk.pos[1]), ld(blk.pos[2]));

@@ -63,6 +63,7 @@ impl Parallelism {
 
 /// The CPU executor. Keeps its scratch (SoA copies, accumulators) and its thread pool
 /// across calls, so the hot path does not allocate once sizes stop growing.
+#[derive(Debug)]
 pub struct CpuExecutor {
     isa: Isa,
     pool: Option<team::Team>,
@@ -208,9 +209,10 @@ impl CpuExecutor {
         let work = scratch.split(sources);
         let bad = std::sync::atomic::AtomicBool::new(false);
         let run = |(mut part, src): (scratch::Part<'_, T>, scratch::Sources<'_, T>)| {
-            // SAFETY: `gather` and `kernel` suit this CPU (dispatch checked their
-            // features) and every part holds whole blocks (`stage` padded the targets).
+            // SAFETY: `gather` suits this CPU (dispatch checked its features).
             match unsafe { src.stage(gather) } {
+                // SAFETY: so does `kernel`, and every part holds whole blocks (`stage`
+                // padded the targets).
                 Some(src) => unsafe { kernel(&mut part, &src, eps2) },
                 None => bad.store(true, std::sync::atomic::Ordering::Relaxed),
             }

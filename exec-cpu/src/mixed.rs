@@ -33,13 +33,14 @@ use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particl
 ///     .accelerations(&bodies, &bodies, &Params::softened(0.01).with_overlap_identical(), &mut out)?;
 /// # Ok::<(), nbody_core::Error>(())
 /// ```
+#[derive(Debug)]
 pub struct MixedExecutor {
     full: crate::CpuExecutor,
     scratch: Scratch,
 }
 
 /// Per-call and per-thread buffers.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Scratch {
     /// Targets x, y, z (f64, padded to blocks) and sums ax, ay, az, phi (f64).
     tpos: [Vec<f64>; 3],
@@ -53,7 +54,7 @@ struct Scratch {
     threads: Vec<ThreadBuf>,
 }
 
-#[derive(Default, Clone)]
+#[derive(Default, Clone, Debug)]
 struct ThreadBuf {
     tile: [Vec<f32>; 3],
     targets: [Vec<f32>; 3],
@@ -61,14 +62,14 @@ struct ThreadBuf {
 }
 
 /// One thread's share: whole blocks of targets and their f64 sums.
-pub struct MixedPart<'a> {
+pub(crate) struct MixedPart<'a> {
     pos: [&'a [f64]; 3],
     acc: [&'a mut [f64]; 4],
     buf: &'a mut ThreadBuf,
 }
 
 /// Sources as the mixed kernel reads them.
-pub struct MixedSources<'a> {
+pub(crate) struct MixedSources<'a> {
     pos: [&'a [f64]; 3],
     mass: &'a [f32],
 }
@@ -226,64 +227,67 @@ unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
     src: &MixedSources<'_>,
     eps2: f32,
 ) {
-    let bs = U * S::LANES;
-    debug_assert_eq!(BLOCK % bs, 0);
-    let n = src.mass.len();
-    let buf = &mut *part.buf;
-    for b in (0..part.pos[0].len()).step_by(BLOCK) {
-        let r = b..b + BLOCK;
-        // Centre of the block's bounding box (f64), per axis; but the origin where the box
-        // is wider than its distance from it (a sparse block): offsets are then never
-        // larger than the coordinates, and the error never worse than plain f32's.
-        let c: [f64; 3] = core::array::from_fn(|k| {
-            let xs = &part.pos[k][r.clone()];
-            let (lo, hi) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
-            let mid = 0.5 * (lo + hi);
-            if hi - lo >= mid.abs() {
-                0.0
-            } else {
-                mid
+    // SAFETY: the caller's contract: this CPU has the backend's features.
+    unsafe {
+        let bs = U * S::LANES;
+        debug_assert_eq!(BLOCK % bs, 0);
+        let n = src.mass.len();
+        let buf = &mut *part.buf;
+        for b in (0..part.pos[0].len()).step_by(BLOCK) {
+            let r = b..b + BLOCK;
+            // Centre of the block's bounding box (f64), per axis; but the origin where the box
+            // is wider than its distance from it (a sparse block): offsets are then never
+            // larger than the coordinates, and the error never worse than plain f32's.
+            let c: [f64; 3] = core::array::from_fn(|k| {
+                let xs = &part.pos[k][r.clone()];
+                let (lo, hi) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
+                let mid = 0.5 * (lo + hi);
+                if hi - lo >= mid.abs() {
+                    0.0
+                } else {
+                    mid
+                }
+            });
+            for ((dst, pos), ck) in buf.targets.iter_mut().zip(&part.pos).zip(c) {
+                offsets(dst, &pos[r.clone()], ck);
             }
-        });
-        for ((dst, pos), ck) in buf.targets.iter_mut().zip(&part.pos).zip(c) {
-            offsets(dst, &pos[r.clone()], ck);
-        }
-        let mut total = [[0.0f64; BLOCK]; 4];
-        for t0 in (0..n).step_by(TILE) {
-            let t1 = (t0 + TILE).min(n);
-            for ((dst, pos), ck) in buf.tile.iter_mut().zip(&src.pos).zip(c) {
-                offsets(dst, &pos[t0..t1], ck);
-            }
-            buf.sums.iter_mut().for_each(|v| v.fill(0.0));
-            let len = t1 - t0;
-            let tile = SourcesSoa {
-                x: &buf.tile[0][..len],
-                y: &buf.tile[1][..len],
-                z: &buf.tile[2][..len],
-                m: &src.mass[t0..t1],
-                vx: &[],
-                vy: &[],
-                vz: &[],
-            };
-            for v in (0..BLOCK).step_by(bs) {
-                let q = v..v + bs;
-                let [ax, ay, az, phi] = &mut buf.sums;
-                let mut blk = Block {
-                    pos: [&buf.targets[0][q.clone()], &buf.targets[1][q.clone()], &buf.targets[2][q.clone()]],
-                    vel: [&[], &[], &[]],
-                    acc: [&mut ax[q.clone()], &mut ay[q.clone()], &mut az[q.clone()], &mut phi[q]],
-                    jerk: [&mut [], &mut [], &mut []],
+            let mut total = [[0.0f64; BLOCK]; 4];
+            for t0 in (0..n).step_by(TILE) {
+                let t1 = (t0 + TILE).min(n);
+                for ((dst, pos), ck) in buf.tile.iter_mut().zip(&src.pos).zip(c) {
+                    offsets(dst, &pos[t0..t1], ck);
+                }
+                buf.sums.iter_mut().for_each(|v| v.fill(0.0));
+                let len = t1 - t0;
+                let tile = SourcesSoa {
+                    x: &buf.tile[0][..len],
+                    y: &buf.tile[1][..len],
+                    z: &buf.tile[2][..len],
+                    m: &src.mass[t0..t1],
+                    vx: &[],
+                    vy: &[],
+                    vz: &[],
                 };
-                accumulate::<S, U, POT, MASK>(&mut blk, &tile, eps2);
-            }
-            for (tot, sum) in total.iter_mut().zip(&buf.sums) {
-                for (t, &s) in tot.iter_mut().zip(sum) {
-                    *t += s as f64;
+                for v in (0..BLOCK).step_by(bs) {
+                    let q = v..v + bs;
+                    let [ax, ay, az, phi] = &mut buf.sums;
+                    let mut blk = Block {
+                        pos: [&buf.targets[0][q.clone()], &buf.targets[1][q.clone()], &buf.targets[2][q.clone()]],
+                        vel: [&[], &[], &[]],
+                        acc: [&mut ax[q.clone()], &mut ay[q.clone()], &mut az[q.clone()], &mut phi[q]],
+                        jerk: [&mut [], &mut [], &mut []],
+                    };
+                    accumulate::<S, U, POT, MASK>(&mut blk, &tile, eps2);
+                }
+                for (tot, sum) in total.iter_mut().zip(&buf.sums) {
+                    for (t, &s) in tot.iter_mut().zip(sum) {
+                        *t += s as f64;
+                    }
                 }
             }
-        }
-        for (dst, tot) in part.acc.iter_mut().zip(&total) {
-            dst[r.clone()].copy_from_slice(tot);
+            for (dst, tot) in part.acc.iter_mut().zip(&total) {
+                dst[r.clone()].copy_from_slice(tot);
+            }
         }
     }
 }
@@ -295,16 +299,22 @@ macro_rules! mixed_entry {
                 if isa == Isa::$isa {
                     $(#[$feat])?
                     unsafe fn k<const P: bool, const M: bool>(part: &mut MixedPart<'_>, src: &MixedSources<'_>, eps2: f32) {
-                        drive::<$s, $u, P, M>(part, src, eps2)
+                        // SAFETY: drive's contract is the caller's (this CPU has the entry point's features).
+                        unsafe {
+                            drive::<$s, $u, P, M>(part, src, eps2)
+                        }
                     }
                     return crate::dispatch::by_flags!(k, pot, mask);
                 }
             )*
             unsafe fn portable(part: &mut MixedPart<'_>, src: &MixedSources<'_>, eps2: f32) {
-                if eps2 == 0.0 {
-                    drive::<Portable<f32>, 1, true, true>(part, src, eps2)
-                } else {
-                    drive::<Portable<f32>, 1, true, false>(part, src, eps2)
+                // SAFETY: drive's contract is the caller's (the portable backend needs no feature).
+                unsafe {
+                    if eps2 == 0.0 {
+                        drive::<Portable<f32>, 1, true, true>(part, src, eps2)
+                    } else {
+                        drive::<Portable<f32>, 1, true, false>(part, src, eps2)
+                    }
                 }
             }
             portable

@@ -9,7 +9,7 @@ use nbody_core::{Bodies, Field, Jerk, Particle, Real, Velocity};
 pub(crate) const BLOCK: usize = 32;
 
 /// Reusable SoA buffers of one precision. They only grow.
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct Scratch<T> {
     /// Target x, y, z, vx, vy, vz.
     tpos: [Vec<T>; 6],
@@ -37,13 +37,14 @@ pub struct Scratch<T> {
 /// What one part's neighbour scan found: per target of the part its nearest source
 /// (`(r², index)`, index `u32::MAX` if none) and the `(target in part, source)` pairs
 /// within the radius, per target in increasing source order.
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct Found<T> {
     pub nearest: Vec<(T, u32)>,
     pub pairs: Vec<(u32, u32)>,
 }
 
 /// A part's share of a neighbour search.
+#[derive(Debug)]
 pub struct PartSearch<'a, T> {
     /// Index of the part's first source in the call's sources.
     pub source_start: usize,
@@ -53,6 +54,7 @@ pub struct PartSearch<'a, T> {
 }
 
 /// The slices one thread works on: whole blocks of targets and their sums.
+#[derive(Debug)]
 pub struct Part<'a, T> {
     pub pos: [&'a [T]; 3],
     pub vel: [&'a [T]; 3],
@@ -66,7 +68,7 @@ pub struct Part<'a, T> {
 /// A part's sources: staged by the caller, or a run of the call's sources the part
 /// copies into its own stretch of the SoA lanes (and checks) on its own thread, so a leaf
 /// call's copying runs in parallel too.
-pub enum Sources<'a, T: Real> {
+pub(crate) enum Sources<'a, T: Real> {
     Staged(SourcesSoa<'a, T>),
     Unstaged { pos: &'a [Particle<T>], vel: &'a [Velocity<T>], lanes: [&'a mut [T]; 7] },
 }

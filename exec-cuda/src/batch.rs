@@ -32,6 +32,7 @@ pub(crate) struct Buffers {
 }
 
 /// An interaction list expanded and uploaded ([`crate::CudaExecutor::upload_list`]).
+#[derive(Debug)]
 pub struct DeviceList {
     pub(crate) items: DeviceBuffer<u8>,
     pub(crate) spans: DeviceBuffer<u8>,

@@ -197,6 +197,12 @@ pub struct Model<'a> {
     pub record: f64,
 }
 
+impl core::fmt::Debug for Model<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Model").field("costs", self.costs).field("record", &self.record).finish_non_exhaustive()
+    }
+}
+
 impl Model<'_> {
     /// One kernel launch of `nt` targets against `ns` sources.
     pub fn kernel(&self, nt: f64, ns: f64) -> f64 {

@@ -69,6 +69,7 @@ impl JParticle {
 /// assert!(out[0].ax > 0.99);
 /// # Ok::<(), nbody_core::Error>(())
 /// ```
+#[derive(Debug)]
 pub struct DeviceJMemory {
     /// Addresses the buffers hold (a multiple of [`SOURCE_PAD`]).
     capacity: usize,

@@ -88,6 +88,7 @@ impl DeviceReal for f64 {
 
 /// The CUDA executor. Holds its context, module, stream and scratch buffers; create one
 /// per device and reuse it.
+#[derive(Debug)]
 pub struct CudaExecutor {
     // Fields drop in order: every buffer before the module, stream and context.
     scratch: [Scratch; jerk::SLOTS],

@@ -16,7 +16,7 @@ pub(crate) fn alloc(bytes: usize) -> Result<DeviceBuffer<u8>, Error> {
 }
 
 /// A grow-only device buffer, reused across calls so the hot path does not allocate.
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub(crate) struct Scratch {
     buf: Option<DeviceBuffer<u8>>,
 }
@@ -70,6 +70,7 @@ pub(crate) fn ptr(buf: &DeviceSlice<u8>) -> DevicePointer<u8> {
 /// Particles that live on the device, padded with massless particles to a multiple of
 /// [`crate::SOURCE_PAD`], validated when uploaded. Made by
 /// [`crate::CudaExecutor::upload`]; an integrator keeps them there across steps.
+#[derive(Debug)]
 pub struct DeviceParticles<T: Real> {
     pub(crate) buf: DeviceBuffer<u8>,
     pub(crate) len: usize,
@@ -98,6 +99,7 @@ impl<T: Real + DeviceCopy> DeviceParticles<T> {
 }
 
 /// Outputs `[ax, ay, az, phi]` that live on the device; kernels add into them.
+#[derive(Debug)]
 pub struct DeviceFields<T: Real> {
     pub(crate) buf: DeviceBuffer<u8>,
     pub(crate) len: usize,

@@ -85,6 +85,7 @@ impl CudaExecutor {
 /// gpu.accelerations(&bodies, &bodies, &Params::softened(0.01).with_overlap_identical(), &mut field)?;
 /// # Ok::<(), nbody_core::Error>(())
 /// ```
+#[derive(Debug)]
 pub struct CudaMixedExecutor {
     gpu: CudaExecutor,
 }

@@ -422,6 +422,7 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
 }
 
 /// One lane's part of a [`MultiState`].
+#[derive(Debug)]
 struct Part<T: DeviceReal> {
     /// This lane's particles (indices into the system).
     own: Range<usize>,
@@ -437,6 +438,7 @@ struct Part<T: DeviceReal> {
 /// A system spread over the devices of a [`MultiDevice`]: each device owns a
 /// contiguous slice of the particles (positions, velocities, field) and holds a copy of
 /// every other device's positions, refreshed after each drift.
+#[derive(Debug)]
 pub struct MultiState<T: DeviceReal> {
     parts: Vec<Part<T>>,
     /// Region offsets (in particles) in every lane's `all` buffer.

@@ -9,6 +9,7 @@ use cust::memory::DeviceBuffer;
 use nbody_core::{validate, Array, Error, Field, Params, Particle, Velocity};
 
 /// Positions, velocities and the last field of a system, all on the device.
+#[derive(Debug)]
 pub struct DeviceState<T: DeviceReal> {
     pos: DeviceParticles<T>,
     vel: DeviceBuffer<u8>,

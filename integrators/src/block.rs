@@ -19,6 +19,7 @@ use nbody_core::{Bodies, Error, Executor, Field, Jerk, Overlap, Params, Particle
 /// assert!(h.mean_active_fraction() <= 1.0);
 /// # Ok::<(), nbody_core::Error>(())
 /// ```
+#[derive(Debug)]
 pub struct BlockHermite<T: Real> {
     eta: f64,
     dt_max: f64,

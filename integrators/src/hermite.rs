@@ -16,6 +16,7 @@ use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, Real, V
 /// assert!((s.time - 0.5).abs() < 1e-15);
 /// # Ok::<(), nbody_core::Error>(())
 /// ```
+#[derive(Debug)]
 pub struct Hermite<T: Real> {
     eta: f64,
     params: Params<T>,

@@ -28,6 +28,7 @@ type Derivatives = (Vec<V3>, Vec<V3>, Vec<V3>);
 /// assert!(((e1 - e0) / e0).abs() < 1e-10);
 /// # Ok::<(), nbody_core::Error>(())
 /// ```
+#[derive(Debug)]
 pub struct Hermite6<T: Real> {
     eta: f64,
     fixed: Option<f64>,

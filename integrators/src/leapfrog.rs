@@ -17,6 +17,7 @@ use nbody_core::{Error, Executor, Field, Params, Real};
 /// assert!((s.time - 1.0).abs() < 1e-12);
 /// # Ok::<(), nbody_core::Error>(())
 /// ```
+#[derive(Debug)]
 pub struct Leapfrog<T: Real> {
     dt: f64,
     params: Params<T>,

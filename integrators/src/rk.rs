@@ -30,6 +30,7 @@ const B4: [f64; 7] =
 /// assert_eq!(s.time, 1.0);
 /// # Ok::<(), nbody_core::Error>(())
 /// ```
+#[derive(Debug)]
 pub struct DormandPrince<T: Real> {
     rtol: f64,
     atol: f64,

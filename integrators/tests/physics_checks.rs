@@ -9,7 +9,7 @@ use nbody_integrators::{ics, Criterion, DormandPrince, Hermite, Hermite6, Leapfr
 use std::f64::consts::PI;
 
 /// Max |x - y| over positions.
-pub fn max_position_difference(a: &State<f64>, b: &State<f64>) -> f64 {
+pub(crate) fn max_position_difference(a: &State<f64>, b: &State<f64>) -> f64 {
     a.pos
         .iter()
         .zip(&b.pos)
@@ -20,7 +20,7 @@ pub fn max_position_difference(a: &State<f64>, b: &State<f64>) -> f64 {
 /// Leapfrog, e = 0.5, 1000 steps a period, 10 periods. The energy error of a symplectic
 /// integrator oscillates with the orbit (largest at pericentre: 1.05e-4 here) and returns
 /// at the same phase; it must not grow from period to period.
-pub fn kepler_leapfrog<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
+pub(crate) fn kepler_leapfrog<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
     let (p, v) = ics::kepler::<f64>(0.5, 0.5, 0.5);
     let mut s = State::new(p, v);
     let period = 2.0 * PI;
@@ -80,7 +80,7 @@ fn kepler_energy_error<E: Executor<f64>>(
 /// Hermite 4 (Makino & Aarseth's P(EC) scheme), e = 0.5, 10 periods, eta = 0.01 as the
 /// step's fraction of the acceleration time scale (dt = eta |a| / |a'|): |dE/E| < 1e-9
 /// at every period end (7.2e-10 measured).
-pub fn kepler_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
+pub(crate) fn kepler_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
     let mut h = Hermite::new(0.01, 0.0).map_err(|x| x.to_string())?.with_criterion(Criterion::AccelerationOverJerk);
     let err = kepler_hermite_error(&mut h, e)?;
     if err < 1e-9 {
@@ -93,7 +93,7 @@ pub fn kepler_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
 /// The same orbit with Aarseth's criterion (eta inside the square root, so eta = 0.01 is
 /// a 10x longer step): fourth order (a quarter of eta, half the step, cuts the error at
 /// least 16x), and with time-symmetric steps and P(EC)^2 the error stops drifting.
-pub fn kepler_hermite_aarseth<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
+pub(crate) fn kepler_hermite_aarseth<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
     let run = |eta: f64, e: &mut E| -> Result<f64, String> {
         kepler_hermite_error(&mut Hermite::new(eta, 0.0).map_err(|x| x.to_string())?, e)
     };
@@ -111,7 +111,7 @@ pub fn kepler_hermite_aarseth<E: Executor<f64>>(e: &mut E) -> Result<(), String>
     }
 }
 
-pub fn figure_eight<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
+pub(crate) fn figure_eight<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
     let (p, v) = ics::figure_eight::<f64>();
     let start = State::new(p.clone(), v.clone());
     let mut s = start.clone();
@@ -133,7 +133,7 @@ pub fn figure_eight<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
     }
 }
 
-pub fn leapfrog_reversible<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
+pub(crate) fn leapfrog_reversible<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
     let (p, v) = ics::plummer::<f64>(64, 5);
     let start = State::new(p, v);
     let mut s = start.clone();
@@ -153,7 +153,7 @@ pub fn leapfrog_reversible<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
     }
 }
 
-pub fn plummer_energy_and_momentum<T: Real, E: Executor<T>>(
+pub(crate) fn plummer_energy_and_momentum<T: Real, E: Executor<T>>(
     e: &mut E,
     momentum_bound: Option<f64>,
 ) -> Result<(), String> {
@@ -186,7 +186,7 @@ pub fn plummer_energy_and_momentum<T: Real, E: Executor<T>>(
 
 /// Block steps on a Plummer sphere: energy is conserved as with shared steps, and most
 /// block steps move only part of the system (N_i < N_j).
-pub fn plummer_block_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
+pub(crate) fn plummer_block_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
     let (p, v) = ics::plummer::<f64>(512, 9);
     let mut s = State::new(p, v);
     let dt_max = 1.0 / 64.0;
@@ -209,7 +209,7 @@ pub fn plummer_block_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> 
 
 /// Block steps on the Kepler orbit (both bodies share every step) match the shared-step
 /// integrator's accuracy.
-pub fn kepler_block_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
+pub(crate) fn kepler_block_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
     let (p, v) = ics::kepler::<f64>(0.5, 0.5, 0.5);
     let mut s = State::new(p, v);
     let dt_max = 2.0 * PI / 16.0;
@@ -237,7 +237,7 @@ fn kepler_hermite6_return<E: Executor<f64>>(mut h: Hermite6<f64>, e: &mut E) -> 
 /// period of the e = 0.5 Kepler orbit, halving the step cuts the return error by about
 /// 2^6 = 64 (69 measured; at least 40 asked); with adaptive steps at eta = 0.1 the energy error over
 /// 10 periods stays below 1e-9.
-pub fn kepler_hermite6_sixth_order<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
+pub(crate) fn kepler_hermite6_sixth_order<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
     let run = |steps: f64, e: &mut E| {
         kepler_hermite6_return(Hermite6::fixed(2.0 * PI / steps, 0.0).map_err(|x| x.to_string())?, e)
     };

@@ -55,6 +55,7 @@ pub fn density_image_size(panels: usize, pixels: usize) -> (u32, u32) {
 
 /// One panel of a density picture: a `pixels²` grid of mass (row 0 at the top) and its
 /// caption.
+#[derive(Debug)]
 pub struct Panel<'a> {
     /// Row-major mass per cell.
     pub grid: &'a [f64],
@@ -156,6 +157,7 @@ pub fn energy_png(path: &Path, title: &str, samples: &[(f64, f64)]) -> Result<()
 }
 
 /// One line of the benchmark plot: a label and (N, interactions per second) points.
+#[derive(Debug)]
 pub struct Series {
     /// Legend text, e.g. "cpu f32".
     pub label: String,

@@ -6,10 +6,10 @@ use nbody_core::{Bodies, Error, Executor, Field, InteractionList, Jerk, Params, 
 use nbody_integrators::{BlockHermite, Checkpoint, Diagnostics, DormandPrince, Hermite, Leapfrog, State, Words};
 
 /// One row of a snapshot: x, y, z, m, vx, vy, vz.
-pub type Row = [f64; 7];
+pub(super) type Row = [f64; 7];
 
 /// A running simulation.
-pub trait Simulation {
+pub(super) trait Simulation {
     /// Simulated time.
     fn time(&self) -> f64;
     /// Advances towards `until` by one step (one adaptive Runge-Kutta stretch); true
@@ -34,7 +34,7 @@ pub trait Simulation {
 
 /// An executor that counts the interactions it is asked for, so rates are exact for
 /// every integrator (block steps, Runge-Kutta stages, diagnostics).
-pub struct Counting<'e, T: Real> {
+pub(super) struct Counting<'e, T: Real> {
     inner: &'e mut dyn Executor<T>,
     interactions: f64,
     /// Under MPI, every rank's sources: each call pulls this rank's targets towards all
@@ -101,7 +101,7 @@ impl<T: Real> Executor<T> for Counting<'_, T> {
 }
 
 /// The integrators, as one type.
-pub enum Integrator<T: Real> {
+pub(super) enum Integrator<T: Real> {
     /// Fixed-step leapfrog.
     Leapfrog(Leapfrog<T>),
     /// Shared-step Hermite.
@@ -113,7 +113,7 @@ pub enum Integrator<T: Real> {
 }
 
 /// A system on the host, any integrator, any executor.
-pub struct Host<'e, T: Real> {
+pub(super) struct Host<'e, T: Real> {
     state: State<T>,
     integrator: Integrator<T>,
     exec: Counting<'e, T>,
@@ -122,13 +122,13 @@ pub struct Host<'e, T: Real> {
 
 impl<'e, T: Real> Host<'e, T> {
     /// A simulation of `state` advanced by `integrator` with forces from `exec`.
-    pub fn new(state: State<T>, integrator: Integrator<T>, exec: &'e mut dyn Executor<T>) -> Self {
+    pub(super) fn new(state: State<T>, integrator: Integrator<T>, exec: &'e mut dyn Executor<T>) -> Self {
         Self { state, integrator, exec: Counting { inner: exec, interactions: 0.0, all_sources: None }, steps: 0 }
     }
 
     /// For a distributed executor: each call's sources are this rank's share of `n`.
     #[cfg(feature = "mpi")]
-    pub fn with_all_sources(mut self, n: usize) -> Self {
+    pub(super) fn with_all_sources(mut self, n: usize) -> Self {
         self.exec.all_sources = Some(n);
         self
     }
@@ -224,7 +224,7 @@ impl<T: Real> Simulation for Host<'_, T> {
 }
 
 /// Snapshot rows of positions and velocities.
-pub fn rows<T: Real>(pos: &[Particle<T>], vel: &[nbody_core::Velocity<T>]) -> Vec<Row> {
+pub(super) fn rows<T: Real>(pos: &[Particle<T>], vel: &[nbody_core::Velocity<T>]) -> Vec<Row> {
     pos.iter()
         .zip(vel)
         .map(|(p, v)| {
@@ -235,7 +235,7 @@ pub fn rows<T: Real>(pos: &[Particle<T>], vel: &[nbody_core::Velocity<T>]) -> Ve
 }
 
 #[cfg(feature = "cuda")]
-pub use device::{DeviceHermiteSim, DeviceLeapfrog};
+pub(super) use device::{DeviceHermiteSim, DeviceLeapfrog};
 
 #[cfg(feature = "cuda")]
 mod device {
@@ -247,7 +247,7 @@ mod device {
 
     /// Executors that keep a system on their device(s) and step it there: one GPU
     /// ([`CudaExecutor`], [`DeviceState`]) or several ([`MultiDevice`], [`MultiState`]).
-    pub trait Resident<T: DeviceReal> {
+    pub(crate) trait Resident<T: DeviceReal> {
         /// The system on the device(s).
         type State;
         /// Uploads the system.
@@ -333,7 +333,7 @@ mod device {
 
     /// A leapfrog whose particles stay on the GPU(s); only diagnostics, snapshots and
     /// pictures copy them back.
-    pub struct DeviceLeapfrog<T: DeviceReal, E: Resident<T>> {
+    pub(crate) struct DeviceLeapfrog<T: DeviceReal, E: Resident<T>> {
         exec: E,
         state: E::State,
         params: Params<T>,
@@ -346,7 +346,7 @@ mod device {
 
     impl<T: DeviceReal, E: Resident<T>> DeviceLeapfrog<T, E> {
         /// Uploads the system.
-        pub fn new(mut exec: E, s: &State<T>, dt: f64, eps: T) -> Result<Self, Error> {
+        pub(crate) fn new(mut exec: E, s: &State<T>, dt: f64, eps: T) -> Result<Self, Error> {
             let params = Params::softened(eps).with_overlap_identical();
             nbody_core::validate::params(&params)?;
             let state = exec.upload(&s.pos, &s.vel)?;
@@ -423,7 +423,7 @@ mod device {
 
     /// Hermite (shared or block steps) with every particle's state on one GPU
     /// ([`DeviceHermite`]); diagnostics, snapshots and pictures copy the particles back.
-    pub struct DeviceHermiteSim<T: DeviceReal> {
+    pub(crate) struct DeviceHermiteSim<T: DeviceReal> {
         gpu: CudaExecutor,
         h: DeviceHermite<T>,
         params: Params<T>,
@@ -434,7 +434,7 @@ mod device {
 
     impl<T: DeviceReal> DeviceHermiteSim<T> {
         /// Uploads the system.
-        pub fn new(mut gpu: CudaExecutor, s: &State<T>, eta: f64, eps: T, steps: Steps) -> Result<Self, Error> {
+        pub(crate) fn new(mut gpu: CudaExecutor, s: &State<T>, eta: f64, eps: T, steps: Steps) -> Result<Self, Error> {
             let h = DeviceHermite::new(&mut gpu, &s.pos, &s.vel, s.time, eta, eps, steps)?;
             let params = Params::softened(eps).with_overlap_identical();
             Ok(Self { gpu, h, params, pos: s.pos.clone(), vel: s.vel.clone(), extra: 0.0 })
@@ -502,7 +502,7 @@ mod device {
 /// A simulation whose particles are spread over the ranks of a [`super::team::Team`]:
 /// snapshots gather every rank's rows (in rank order) onto every rank.
 #[cfg(feature = "mpi")]
-pub struct Gathered<'a> {
+pub(super) struct Gathered<'a> {
     /// This rank's part.
     pub sim: Box<dyn Simulation + 'a>,
     /// The ranks.

@@ -12,14 +12,14 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRu
 use std::cell::RefCell;
 
 /// One check of the suite.
-pub type Check<E> = fn(&mut E, f64) -> Result<(), String>;
+pub(crate) type Check<E> = fn(&mut E, f64) -> Result<(), String>;
 
 /// Cases per property: enough to hit every overlap mode, both softening paths and
 /// sizes from empty to a few tiles, and fast on the reference in debug builds.
 const CASES: u32 = 64;
 
 /// Every check, by name.
-pub fn all<T: Real, E: Executor<T>>() -> Vec<(&'static str, Check<E>)> {
+pub(crate) fn all<T: Real, E: Executor<T>>() -> Vec<(&'static str, Check<E>)> {
     vec![
         ("matches_oracle", matches_oracle::<T, E>),
         ("jerk_matches_oracle", jerk_matches_oracle::<T, E>),

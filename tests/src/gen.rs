@@ -30,27 +30,27 @@ pub struct Case {
 }
 
 /// A coordinate: a multiple of 2⁻¹⁶ in [−1, 1].
-pub fn coordinate() -> impl Strategy<Value = f64> {
+pub(crate) fn coordinate() -> impl Strategy<Value = f64> {
     (-65_536i32..=65_536).prop_map(|k| k as f64 / 65_536.0)
 }
 
 /// A mass: zero in one case of eight, else a multiple of 2⁻¹⁰ in (0, 1].
-pub fn mass() -> impl Strategy<Value = f64> {
+pub(crate) fn mass() -> impl Strategy<Value = f64> {
     prop_oneof![1 => Just(0.0), 7 => (1u32..=1024).prop_map(|k| k as f64 / 1024.0)]
 }
 
 /// A particle row.
-pub fn row() -> impl Strategy<Value = [f64; 4]> {
+pub(crate) fn row() -> impl Strategy<Value = [f64; 4]> {
     (coordinate(), coordinate(), coordinate(), mass()).prop_map(|(x, y, z, m)| [x, y, z, m])
 }
 
 /// Softening: 0 (masked path) or a multiple of 1/256 up to 1/4.
-pub fn softening() -> impl Strategy<Value = f64> {
+pub(crate) fn softening() -> impl Strategy<Value = f64> {
     prop_oneof![1 => Just(0.0), 3 => (1u32..=64).prop_map(|k| k as f64 / 256.0)]
 }
 
 /// Random calls with up to `max_targets` targets and `max_sources` further sources.
-pub fn cases(max_targets: usize, max_sources: usize) -> impl Strategy<Value = Case> {
+pub(crate) fn cases(max_targets: usize, max_sources: usize) -> impl Strategy<Value = Case> {
     (
         vec(row(), 0..=max_targets),
         vec(row(), 0..=max_sources),

@@ -91,7 +91,7 @@ impl<T: Real> Buffers<T> {
 
 /// Nearest source and radius lists agree with the f64 distances; forces and jerks with
 /// the oracle; prior contents are merged, not overwritten.
-pub fn neighbours_match_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+pub(crate) fn neighbours_match_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let strategy = (cases(40, 600), 0usize..12, any::<u32>());
     crate::checks::prop(e, strategy, |e, (c, capacity, seed)| check_case(e, &c, capacity, seed, u))
 }
@@ -99,7 +99,7 @@ pub fn neighbours_match_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Re
 /// One call of few targets against many sources (a block step's active particles, or a
 /// tree leaf against a long list): the case where executors split the sources over
 /// threads or thread blocks and combine the pieces.
-pub fn neighbours_few_targets_many_sources<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+pub(crate) fn neighbours_few_targets_many_sources<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let c = big_case(37, 30_000, (5, 12_345, 25));
     for (eps, capacity) in [(1.0 / 64.0, 40), (0.0, 3)] {
         check_case(e, &Case { eps, ..c.clone() }, capacity, 7, u)?;
@@ -109,7 +109,7 @@ pub fn neighbours_few_targets_many_sources<T: Real, E: Executor<T>>(e: &mut E, u
 
 /// Many targets (more than a GPU kernel's few-target variants take), with and without
 /// neighbours: the jerk and the neighbours against the oracle.
-pub fn jerk_many_targets<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+pub(crate) fn jerk_many_targets<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let c = big_case(1_100, 1_200, (40, 300, 1_000));
     check_case(e, &c, 6, 11, u)?;
     let (t, s, p) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>());
@@ -281,7 +281,7 @@ fn check_list(
 }
 
 /// Bad neighbour buffers are refused before anything is written.
-pub fn neighbour_bad_input<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<(), String> {
+pub(crate) fn neighbour_bad_input<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<(), String> {
     let rows = [[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 1.0], [0.0, 2.0, 0.0, 1.0]];
     let ps = crate::particles::<T>(&rows);
     let vs = vec![nbody_core::Velocity::new(T::zero(), T::zero(), T::zero()); 3];

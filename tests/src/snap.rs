@@ -56,7 +56,7 @@ fn exact_snap(c: &Case, eps: f64) -> Vec<([f64; 3], f64, [f64; 3], f64)> {
 
 /// Acceleration, jerk and snap against the oracle on random calls (every overlap mode,
 /// both softening paths, accumulation into prior outputs).
-pub fn snap_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+pub(crate) fn snap_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     crate::checks::prop(e, cases(24, 48), |e, c: Case| {
         let (t, s, p, before) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>(), c.before::<T>());
         let (tv, sv) = c.velocities::<T>();
