@@ -220,3 +220,24 @@ impl<T: Real> Hermite6<T> {
 fn field<T: Real>(a: V3) -> Field<T> {
     Field::new(T::from_f64(a[0]), T::from_f64(a[1]), T::from_f64(a[2]), T::zero())
 }
+
+impl<T: Real> crate::Checkpoint for Hermite6<T> {
+    fn save(&self, out: &mut Vec<u64>) {
+        crate::checkpoint::put(out, self.dt);
+        out.push(u64::from(self.started));
+        out.push(self.steps as u64);
+        for v in [&self.acc, &self.jerk, &self.snap, &self.crackle] {
+            crate::checkpoint::put_triples(out, v);
+        }
+    }
+
+    fn restore(&mut self, w: &mut crate::Words<'_>) -> Result<(), Error> {
+        self.dt = w.f64()?;
+        self.started = w.word()? != 0;
+        self.steps = w.word()? as usize;
+        for v in [&mut self.acc, &mut self.jerk, &mut self.snap, &mut self.crackle] {
+            *v = crate::checkpoint::take_triples(w)?;
+        }
+        Ok(())
+    }
+}

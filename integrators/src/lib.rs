@@ -11,6 +11,8 @@
 //! - [`Hermite6`]: 6th-order Hermite (acceleration, jerk and snap from the kernel),
 //!   shared adaptive or fixed step.
 //! - [`DormandPrince`]: adaptive embedded Runge-Kutta 5(4).
+//! - [`Integrator`]: the interface all of them share (step towards a time, diagnostics,
+//!   checkpoints), for drivers that choose one at run time.
 //! - [`ics`]: Plummer sphere, cold sphere, Kepler orbit, figure-eight.
 //! - [`diagnostics`]: energies, momenta, centre of mass, virial ratio.
 //!
@@ -27,6 +29,7 @@ mod checkpoint;
 mod hermite;
 mod hermite6;
 pub mod ics;
+mod integrator;
 mod leapfrog;
 mod rk;
 mod state;
@@ -35,6 +38,7 @@ pub use block::BlockHermite;
 pub use checkpoint::{Checkpoint, Words};
 pub use hermite::{Criterion, Hermite};
 pub use hermite6::Hermite6;
+pub use integrator::Integrator;
 pub use leapfrog::Leapfrog;
 pub use rk::DormandPrince;
 pub use state::{diagnostics, diagnostics_combined, Diagnostics, State, StepTiming};

@@ -3,7 +3,7 @@
 
 use nbody_core::Real;
 use nbody_cpu::{CpuExecutor, Parallelism};
-use nbody_integrators::{ics, BlockHermite, Checkpoint, DormandPrince, Hermite, Leapfrog, State, Words};
+use nbody_integrators::{ics, BlockHermite, Checkpoint, DormandPrince, Hermite, Hermite6, Leapfrog, State, Words};
 
 fn continues_bit_for_bit<T: Real, I: Checkpoint>(
     make: impl Fn() -> I,
@@ -68,6 +68,16 @@ fn dormand_prince() {
         |i, s, e| {
             let t = s.time + 1.0 / 128.0;
             i.advance_to(s, e, t).unwrap();
+        },
+    );
+}
+
+#[test]
+fn hermite6() {
+    continues_bit_for_bit::<f64, _>(
+        || Hermite6::new(0.1, 0.01).unwrap(),
+        |i, s, e| {
+            i.step(s, e, 1.0).unwrap();
         },
     );
 }

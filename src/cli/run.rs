@@ -5,7 +5,7 @@
 use super::files::{particles, read_table, write_atomic, write_table, COLUMNS};
 use super::plot::{density_png, energy_png, Panel};
 use super::settings::{InitialConditions, IntegratorKind, RunArgs, RunSettings};
-use super::sim::{Host, Integrator, Row, Simulation};
+use super::sim::{Host, Row, Simulation};
 use super::team::{ReportedElsewhere, Team};
 use super::{ExecutorKind, Precision};
 use anyhow::{bail, Context, Result};
@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nbody_core::projection::{Plane, Projection};
 use nbody_core::{Executor, Particle, Real, Reference, Velocity};
 use nbody_cpu::{CpuExecutor, CpuReal, MixedExecutor, Parallelism};
-use nbody_integrators::{ics, BlockHermite, Diagnostics, DormandPrince, Hermite, Leapfrog, State, Words};
+use nbody_integrators::{ics, BlockHermite, Diagnostics, DormandPrince, Hermite, Integrator, Leapfrog, State, Words};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
@@ -265,13 +265,13 @@ fn power_of_two_below(x: f64) -> f64 {
     2f64.powi(x.log2().floor() as i32)
 }
 
-fn integrator<T: Real>(s: &RunSettings, block_dt: f64) -> Result<Integrator<T>> {
+fn integrator<T: Real>(s: &RunSettings, block_dt: f64) -> Result<Box<dyn Integrator<T>>> {
     let eps = T::from_f64(s.eps);
     Ok(match s.integrator {
-        IntegratorKind::Leapfrog => Integrator::Leapfrog(Leapfrog::new(s.dt, eps)?),
-        IntegratorKind::Hermite => Integrator::Hermite(Hermite::new(s.eta, eps)?),
-        IntegratorKind::BlockHermite => Integrator::Block(BlockHermite::new(s.eta, block_dt, eps)?),
-        IntegratorKind::Rk => Integrator::Rk(DormandPrince::new(s.tolerance, s.tolerance, eps)?),
+        IntegratorKind::Leapfrog => Box::new(Leapfrog::new(s.dt, eps)?),
+        IntegratorKind::Hermite => Box::new(Hermite::new(s.eta, eps)?),
+        IntegratorKind::BlockHermite => Box::new(BlockHermite::new(s.eta, block_dt, eps)?),
+        IntegratorKind::Rk => Box::new(DormandPrince::new(s.tolerance, s.tolerance, eps)?),
     })
 }
 

@@ -3,7 +3,7 @@
 
 use nbody_core::projection::Projection;
 use nbody_core::{Bodies, Error, Executor, Field, InteractionList, Jerk, Params, Particle, Real};
-use nbody_integrators::{BlockHermite, Checkpoint, Diagnostics, DormandPrince, Hermite, Leapfrog, State, Words};
+use nbody_integrators::{Checkpoint, Diagnostics, Integrator, State, Words};
 
 /// One row of a snapshot: x, y, z, m, vx, vy, vz.
 pub(super) type Row = [f64; 7];
@@ -100,29 +100,17 @@ impl<T: Real> Executor<T> for Counting<'_, T> {
     }
 }
 
-/// The integrators, as one type.
-pub(super) enum Integrator<T: Real> {
-    /// Fixed-step leapfrog.
-    Leapfrog(Leapfrog<T>),
-    /// Shared-step Hermite.
-    Hermite(Hermite<T>),
-    /// Block-step Hermite.
-    Block(BlockHermite<T>),
-    /// Dormand-Prince.
-    Rk(DormandPrince<T>),
-}
-
 /// A system on the host, any integrator, any executor.
 pub(super) struct Host<'e, T: Real> {
     state: State<T>,
-    integrator: Integrator<T>,
+    integrator: Box<dyn Integrator<T>>,
     exec: Counting<'e, T>,
     steps: u64,
 }
 
 impl<'e, T: Real> Host<'e, T> {
     /// A simulation of `state` advanced by `integrator` with forces from `exec`.
-    pub(super) fn new(state: State<T>, integrator: Integrator<T>, exec: &'e mut dyn Executor<T>) -> Self {
+    pub(super) fn new(state: State<T>, integrator: Box<dyn Integrator<T>>, exec: &'e mut dyn Executor<T>) -> Self {
         Self { state, integrator, exec: Counting { inner: exec, interactions: 0.0, all_sources: None }, steps: 0 }
     }
 
@@ -141,35 +129,10 @@ impl<T: Real> Simulation for Host<'_, T> {
 
     fn step(&mut self, until: f64) -> Result<bool, Error> {
         let (s, e) = (&mut self.state, &mut self.exec);
-        match &mut self.integrator {
-            Integrator::Leapfrog(lf) => {
-                // A fixed step lands within half a step of `until`.
-                let half = 0.5 * lf.dt().abs();
-                if s.time < until - half {
-                    lf.step(s, e)?;
-                    self.steps += 1;
-                }
-                Ok(s.time >= until - half)
-            }
-            Integrator::Hermite(h) => {
-                if s.time < until {
-                    h.step(s, e, until - s.time)?;
-                    self.steps += 1;
-                }
-                Ok(s.time >= until)
-            }
-            Integrator::Block(b) => {
-                if s.time < until {
-                    b.step(s, e)?;
-                    self.steps += 1;
-                }
-                Ok(s.time >= until)
-            }
-            Integrator::Rk(rk) => {
-                self.steps += rk.advance_to(s, e, until)? as u64;
-                Ok(true)
-            }
+        if !self.integrator.reached(s, until) {
+            self.steps += self.integrator.step_towards(s, e, until)?;
         }
+        Ok(self.integrator.reached(s, until))
     }
 
     fn steps(&self) -> u64 {
@@ -181,13 +144,7 @@ impl<T: Real> Simulation for Host<'_, T> {
     }
 
     fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
-        let (s, e) = (&self.state, &mut self.exec);
-        match &mut self.integrator {
-            Integrator::Leapfrog(lf) => lf.diagnostics(s, e),
-            Integrator::Hermite(h) => h.diagnostics(s, e),
-            Integrator::Block(b) => b.diagnostics(s, e),
-            Integrator::Rk(rk) => rk.diagnostics(s, e),
-        }
+        self.integrator.diagnostics(&self.state, &mut self.exec)
     }
 
     fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
@@ -201,12 +158,7 @@ impl<T: Real> Simulation for Host<'_, T> {
     fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
         let mut w = vec![self.steps, self.exec.interactions.to_bits()];
         self.state.save(&mut w);
-        match &self.integrator {
-            Integrator::Leapfrog(i) => i.save(&mut w),
-            Integrator::Hermite(i) => i.save(&mut w),
-            Integrator::Block(i) => i.save(&mut w),
-            Integrator::Rk(i) => i.save(&mut w),
-        }
+        self.integrator.save(&mut w);
         Ok(Some(w))
     }
 
@@ -214,12 +166,7 @@ impl<T: Real> Simulation for Host<'_, T> {
         self.steps = w.word()?;
         self.exec.interactions = w.f64()?;
         self.state.restore(w)?;
-        match &mut self.integrator {
-            Integrator::Leapfrog(i) => i.restore(w),
-            Integrator::Hermite(i) => i.restore(w),
-            Integrator::Block(i) => i.restore(w),
-            Integrator::Rk(i) => i.restore(w),
-        }
+        self.integrator.restore(w)
     }
 }
 
