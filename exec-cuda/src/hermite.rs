@@ -7,6 +7,7 @@
 
 use crate::device::{self, cuda};
 use crate::jerk::{JerkBuffers, Staged};
+use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded, Scratch};
 use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
 use cust::launch;
@@ -282,10 +283,10 @@ impl<T: DeviceReal> DeviceHermite<T> {
             (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
         let (idx, tpos, tvel, field, jout) =
             (ptr(&self.idx), ptr(&self.tpos), ptr(&self.tvel), ptr(&self.field), ptr(&self.jerk_out));
-        let f = exec.function(&format!("nbody_hermite_gather_{}", T::TAG))?;
+        let f = exec.function(Kernel::HermiteGather { tag: T::TAG })?;
         // SAFETY: idx holds na indices below n; the target buffers hold n records.
         unsafe {
-            launch!(f<<<(na as u32).div_ceil(THREADS), THREADS, 0, stream>>>(na as i32, idx, ppos, pvel, tpos, tvel, field, jout))
+            launch!(f<<<(na as u32).div_ceil(THREADS), THREADS, 0, stream>>>(count(na)?, idx, ppos, pvel, tpos, tvel, field, jout))
         }
         .map_err(cuda("launching the Hermite gather"))?;
         let bufs =
@@ -307,11 +308,11 @@ impl<T: DeviceReal> DeviceHermite<T> {
         };
         let want = ptr(&self.want_dev);
         let (eta, dt_min) = (self.eta, self.dt_min());
-        let f = exec.function(&format!("nbody_hermite_correct_{}", T::TAG))?;
+        let f = exec.function(Kernel::HermiteCorrect { tag: T::TAG })?;
         // SAFETY: as above; want holds n doubles.
         unsafe {
             launch!(f<<<(na as u32).div_ceil(THREADS), THREADS, 0, stream>>>(
-                na as i32, idx, t, start as i32, block, eta, dt_max, dt_min, pos, vel, acc, jerk, tj, field, jout, want
+                count(na)?, idx, t, i32::from(start), block, eta, dt_max, dt_min, pos, vel, acc, jerk, tj, field, jout, want
             ))
         }
         .map_err(cuda("launching the Hermite corrector"))?;
@@ -361,18 +362,18 @@ impl<T: DeviceReal> std::fmt::Debug for DeviceHermite<T> {
 /// Every buffer holds at least `n` records.
 pub(crate) unsafe fn predict(
     exec: &CudaExecutor,
-    tag: &str,
+    tag: &'static str,
     n: usize,
     t: f64,
     [pos, vel, acc, jerk]: [&DeviceBuffer<u8>; 4],
     tj: &DeviceBuffer<u8>,
     [ppos, pvel]: [cust::memory::DevicePointer<u8>; 2],
 ) -> Result<(), Error> {
-    let f = exec.function(&format!("nbody_hermite_predict_{tag}"))?;
+    let f = exec.function(Kernel::HermitePredict { tag })?;
     let (pos, vel, acc, jerk, tj, stream) = (ptr(pos), ptr(vel), ptr(acc), ptr(jerk), ptr(tj), &exec.stream);
     // SAFETY: the caller's contract.
     unsafe {
-        launch!(f<<<(n as u32).div_ceil(THREADS), THREADS, 0, stream>>>(n as i32, t, pos, vel, acc, jerk, tj, ppos, pvel))
+        launch!(f<<<(n as u32).div_ceil(THREADS), THREADS, 0, stream>>>(count(n)?, t, pos, vel, acc, jerk, tj, ppos, pvel))
     }
     .map_err(cuda("launching the predictor"))
 }

@@ -3,6 +3,7 @@
 //! blocks when the targets are few, and the host side of the neighbour results.
 
 use crate::device::cuda;
+use crate::kernels::{count, Kernel};
 use crate::memory::{download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
 use cust::launch;
@@ -281,17 +282,20 @@ impl CudaExecutor {
     /// Each launch adds into the staged outputs.
     pub(crate) fn launch_jerk<T: DeviceReal>(&self, st: &Staged, params: &Params<T>) -> Result<(), Error> {
         let (n, plan, extra) = (st.n, st.plan, st.extra);
-        let neigh = st.neighbours as u8;
+        let neighbours = st.neighbours;
         let (tag, (eps2, masked)) = (self.kernel_tag::<T>(), self.kernel_eps2(params));
-        let (pot, masked) = (params.potential as u8, masked as u8);
+        let potential = params.potential;
         let (t0, s0, len) = params.overlap.resolve(n);
         let JerkBuffers { targets: tx, target_vel: txv, sources: sx, source_vel: sxv, out: o, jerk: jo } = st.bufs;
         let (g, stream) = (params.g, &self.stream);
-        let name = format!(
-            "nbody_jerk_{tag}_tp{}_ni{}_p{pot}_m{masked}_n{neigh}",
-            plan.threads_per_target, plan.targets_per_thread
-        );
-        let f = self.function(&name)?;
+        let f = self.function(Kernel::Jerk {
+            tag,
+            threads_per_target: plan.threads_per_target,
+            targets_per_thread: plan.targets_per_thread,
+            potential,
+            masked,
+            neighbours,
+        })?;
         let grid = (plan.blocks(n), plan.chunks as u32);
         debug_assert!(st.padded.is_multiple_of(SOURCE_PAD) && plan.chunk.is_multiple_of(BLOCK));
         // SAFETY: targets, velocities and outputs hold n records, sources and their
@@ -299,17 +303,17 @@ impl CudaExecutor {
         // stage_jerk for this plan (null only where the kernel does not touch them).
         unsafe {
             launch!(f<<<grid, BLOCK as u32, 0, stream>>>(
-                tx, txv, n as i32, sx, sxv, st.n_src as i32, st.padded as i32, plan.chunk as i32, o, jo, eps2, g,
-                t0 as i32, s0 as i32, len as i32, extra
+                tx, txv, count(n)?, sx, sxv, count(st.n_src)?, count(st.padded)?, count(plan.chunk)?, o, jo, eps2, g,
+                count(t0)?, count(s0)?, count(len)?, extra
             ))
         }
         .map_err(cuda("launching the jerk kernel"))?;
         if plan.chunks > 1 {
-            let f = self.function(&format!("nbody_jerk_reduce_{tag}_p{pot}_m{masked}_n{neigh}"))?;
+            let f = self.function(Kernel::JerkReduce { tag, potential, masked, neighbours })?;
             // SAFETY: the partial buffers hold chunks x n entries written above.
             unsafe {
                 launch!(f<<<n.div_ceil(BLOCK) as u32, BLOCK as u32, 0, stream>>>(
-                    tx, n as i32, plan.chunks as i32, o, jo, eps2, g, t0 as i32, len as i32, extra
+                    tx, count(n)?, count(plan.chunks)?, o, jo, eps2, g, count(t0)?, count(len)?, extra
                 ))
             }
             .map_err(cuda("launching the jerk reduction"))?;

@@ -7,6 +7,7 @@
 
 use crate::device::{self, cuda};
 use crate::jerk::{JerkBuffers, Staged};
+use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded, Scratch};
 use crate::{CudaExecutor, SOURCE_PAD};
 use cust::launch;
@@ -240,7 +241,7 @@ impl DeviceJMemory {
             return Err(Error::InvalidParameter { name: "nj", requirement: "at most the addresses set" });
         }
         let mut seen = vec![false; nj];
-        if own.iter().any(|&a| a >= nj as i32 || (a >= 0 && std::mem::replace(&mut seen[a as usize], true))) {
+        if own.iter().any(|&a| a >= 0 && (a as usize >= nj || std::mem::replace(&mut seen[a as usize], true))) {
             return Err(Error::InvalidParameter { name: "own", requirement: "distinct addresses below nj, or -1" });
         }
         out.fill(Field::zero());
@@ -290,11 +291,11 @@ impl DeviceJMemory {
             let (a, r) = (ptr(&up.index(at_addr..)), ptr(&up.index(at_rec..)));
             let (pos, vel, acc, jerk, tj) =
                 (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
-            let f = gpu.function("nbody_jmem_scatter")?;
+            let f = gpu.function(Kernel::JmemScatter)?;
             // SAFETY: k addresses below capacity (grown above) and k records of 160 bytes;
             // the j-memory buffers hold capacity records.
             unsafe {
-                launch!(f<<<(k as u32).div_ceil(THREADS), THREADS, 0, stream>>>(k as i32, a, r, pos, vel, acc, jerk, tj))
+                launch!(f<<<(k as u32).div_ceil(THREADS), THREADS, 0, stream>>>(count(k)?, a, r, pos, vel, acc, jerk, tj))
             }
             .map_err(cuda("launching the j-memory update"))?;
             self.addresses.clear();
@@ -310,10 +311,10 @@ impl DeviceJMemory {
         // SAFETY: the j-memory holds capacity >= nj records; ppos and pvel capacity >= padded.
         unsafe { crate::hermite::predict(gpu, "f64", nj, time, j, &self.tj, [ppos, pvel])? };
         let stream = &gpu.stream;
-        let f = gpu.function("nbody_jmem_place")?;
+        let f = gpu.function(Kernel::JmemPlace)?;
         // SAFETY: ni targets, velocities, addresses (checked below nj) and outputs.
         unsafe {
-            launch!(f<<<(ni as u32).div_ceil(THREADS), THREADS, 0, stream>>>(ni as i32, own_d, tpos, tvel, ppos, pvel, field, jout))
+            launch!(f<<<(ni as u32).div_ceil(THREADS), THREADS, 0, stream>>>(count(ni)?, own_d, tpos, tvel, ppos, pvel, field, jout))
         }
         .map_err(cuda("launching the i-particle placement"))?;
         let bufs =

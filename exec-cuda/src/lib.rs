@@ -33,6 +33,7 @@ mod device;
 mod hermite;
 mod jerk;
 mod jmemory;
+mod kernels;
 mod memory;
 mod mixed;
 mod multi;
@@ -63,6 +64,7 @@ use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use cust::{function::Function, launch};
 use device::cuda;
+use kernels::{count, Kernel};
 use memory::{alloc, download, ptr, upload_padded, Scratch};
 use nbody_core::projection::Projection;
 use nbody_core::{
@@ -305,8 +307,12 @@ impl CudaExecutor {
         }
         device::make_current(&self.context)?;
         let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
-        let name = format!("nbody_shuffle_{tag}_ni{targets_per_thread}_p{}_m{}", params.potential as u8, masked as u8);
-        let f = self.function(&name)?;
+        let f = self.function(Kernel::Shuffle {
+            tag,
+            targets_per_thread: targets_per_thread as usize,
+            potential: params.potential,
+            masked,
+        })?;
         let (t0, _, len) = params.overlap.resolve(targets.len());
         let (n, padded, stream) = (targets.len(), sources.padded_len(), &self.stream);
         let blocks = n.div_ceil(128 * targets_per_thread as usize) as u32;
@@ -314,7 +320,7 @@ impl CudaExecutor {
         // SAFETY: n targets and outputs, `padded` sources (a multiple of 32) of T lanes.
         unsafe {
             launch!(f<<<blocks, 128, 0, stream>>>(
-                tp, n as i32, sp, padded as i32, op, eps2, g, t0 as i32, len as i32
+                tp, count(n)?, sp, count(padded)?, op, eps2, g, count(t0)?, count(len)?
             ))
         }
         .map_err(cuda("launching the warp-shuffle kernel"))
@@ -372,8 +378,8 @@ impl CudaExecutor {
         Ok(best)
     }
 
-    fn function(&self, name: &str) -> Result<Function<'_>, Error> {
-        self.module.get_function(name).map_err(cuda("finding a kernel"))
+    fn function(&self, kernel: kernels::Kernel) -> Result<Function<'_>, Error> {
+        self.module.get_function(kernel.name()).map_err(cuda("finding a kernel"))
     }
 
     /// Launches the tiled kernel; `sources_padded` is a multiple of [`SOURCE_PAD`].
@@ -392,7 +398,7 @@ impl CudaExecutor {
             return Ok(());
         }
         let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
-        let f = self.function(&config.kernel_name(tag, params.potential, masked))?;
+        let f = self.function(Kernel::Tiled { config, tag, potential: params.potential, masked })?;
         let (t0, _, len) = params.overlap.resolve(n_targets);
         let stream = &self.stream;
         let block = if self.sabotage.replace(false) { 4096 } else { config.block };
@@ -409,18 +415,17 @@ impl CudaExecutor {
         // holds chunks x n_targets records when chunks > 1 (null and unused otherwise).
         unsafe {
             launch!(f<<<(blocks, chunks as u32), block, 0, stream>>>(
-                ptr(targets), n_targets as i32, ptr(sources), sources_padded as i32, ptr(out),
-                eps2, g, t0 as i32, len as i32, chunk as i32, partial
+                ptr(targets), count(n_targets)?, ptr(sources), count(sources_padded)?, ptr(out),
+                eps2, g, count(t0)?, count(len)?, count(chunk)?, partial
             ))
         }
         .map_err(cuda("launching the tiled kernel"))?;
         if chunks > 1 {
-            let f =
-                self.function(&format!("nbody_tiled_reduce_{tag}_p{}_m{}", params.potential as u8, masked as u8))?;
+            let f = self.function(Kernel::TiledReduce { tag, potential: params.potential, masked })?;
             // SAFETY: `partial` holds chunks x n_targets records written above.
             unsafe {
                 launch!(f<<<n_targets.div_ceil(256) as u32, 256, 0, stream>>>(
-                    ptr(targets), n_targets as i32, chunks as i32, partial, ptr(out), eps2, g, t0 as i32, len as i32
+                    ptr(targets), count(n_targets)?, count(chunks)?, partial, ptr(out), eps2, g, count(t0)?, count(len)?
                 ))
             }
             .map_err(cuda("launching the tiled reduction"))?;
@@ -438,7 +443,7 @@ impl CudaExecutor {
         params: &Params<T>,
     ) -> Result<(), Error> {
         let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
-        let f = self.function(&format!("nbody_batch_{tag}_p{}_m{}", params.potential as u8, masked as u8))?;
+        let f = self.function(Kernel::Batch { tag, potential: params.potential, masked })?;
         let stream = &self.stream;
         let (ps, it, sp, off, o) = (b.particles, b.items, b.spans, b.offsets, b.out);
         // SAFETY: items index spans, spans index particles (validated), out has one
@@ -446,10 +451,10 @@ impl CudaExecutor {
         unsafe { launch!(f<<<n_items as u32, batch::BLOCK, 0, stream>>>(ps, it, sp, off, o, eps2, g)) }
             .map_err(cuda("launching the batched kernel"))?;
         if params.potential && !masked && n > 0 {
-            let f = self.function(&format!("nbody_self_potential_{tag}"))?;
+            let f = self.function(Kernel::SelfPotential { tag })?;
             let counts = b.self_counts;
             // SAFETY: particles, self counts and out all hold n entries.
-            unsafe { launch!(f<<<n.div_ceil(256) as u32, 256, 0, stream>>>(ps, counts, n as i32, o, eps2, g)) }
+            unsafe { launch!(f<<<n.div_ceil(256) as u32, 256, 0, stream>>>(ps, counts, count(n)?, o, eps2, g)) }
                 .map_err(cuda("launching the self-potential fix-up"))?;
         }
         Ok(())
@@ -546,16 +551,16 @@ impl CudaExecutor {
         let g = self.scratch[EXTRA_A].reserve(std::mem::size_of_val(grid))?;
         upload_padded(g, bytemuck::cast_slice(grid), 0)?;
         let gp = ptr(g);
-        let f = self.function(&format!("nbody_project_{}", T::TAG))?;
+        let f = self.function(Kernel::Project { tag: T::TAG })?;
         let (h, v) = projection.plane.axes();
         let half = projection.half_width;
         let (left, top) = (projection.centre[0] - half, projection.centre[1] + half);
         let scale = projection.pixels as f64 / (2.0 * half);
-        let (pixels, stream) = (projection.pixels as i32, &self.stream);
+        let (pixels, stream) = (count(projection.pixels)?, &self.stream);
         // SAFETY: n particles of T lanes; the grid holds pixels² doubles.
         unsafe {
             launch!(f<<<n.div_ceil(256) as u32, 256, 0, stream>>>(
-                particles, n as i32, gp, pixels, h as i32, v as i32, left, top, scale
+                particles, count(n)?, gp, pixels, count(h)?, count(v)?, left, top, scale
             ))
         }
         .map_err(cuda("launching the density map"))?;

@@ -8,6 +8,7 @@
 //! computes the force of the sources it holds.
 
 use crate::device::cuda;
+use crate::kernels::Kernel;
 use crate::memory::{alloc, download, upload_padded};
 use crate::pipeline::Marker;
 use crate::{CudaExecutor, DeviceFields, DeviceReal, SOURCE_PAD};
@@ -749,9 +750,9 @@ impl MultiDevice {
                 if n == 0 {
                     return Ok(());
                 }
-                exec.kick_or_drift("kick", &part.vel, &part.field.buf, n, half)?;
+                exec.kick_or_drift(Kernel::Kick { tag: T::TAG }, &part.vel, &part.field.buf, n, half)?;
                 exec.kick_or_drift(
-                    "drift",
+                    Kernel::Drift { tag: T::TAG },
                     &part.all.index(at..at + s.padded[k] * psize),
                     &part.vel,
                     n,
@@ -769,7 +770,7 @@ impl MultiDevice {
                 if n == 0 {
                     return Ok(());
                 }
-                exec.kick_or_drift("kick", &part.vel, &part.field.buf, n, half)
+                exec.kick_or_drift(Kernel::Kick { tag: T::TAG }, &part.vel, &part.field.buf, n, half)
             };
             run(&mut lane.exec).map_err(on_device(lane.ordinal))?;
         }

@@ -2,6 +2,7 @@
 //! diagnostics or snapshots are copied back.
 
 use crate::device::cuda;
+use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal};
 use cust::launch;
@@ -91,17 +92,17 @@ impl CudaExecutor {
 
     pub(crate) fn kick_or_drift<T: DeviceReal>(
         &self,
-        kernel: &str,
+        kernel: Kernel,
         a: &cust::memory::DeviceSlice<u8>,
         b: &cust::memory::DeviceSlice<u8>,
         n: usize,
         h: T,
     ) -> Result<(), Error> {
-        let f = self.function(&format!("nbody_{kernel}_{}", T::TAG))?;
+        let f = self.function(kernel)?;
         let stream = &self.stream;
         let (pa, pb) = (ptr(a), ptr(b));
         // SAFETY: both buffers hold at least n four-lane records of T.
-        unsafe { launch!(f<<<n.div_ceil(256) as u32, 256, 0, stream>>>(pa, pb, n as i32, h)) }
+        unsafe { launch!(f<<<n.div_ceil(256) as u32, 256, 0, stream>>>(pa, pb, count(n)?, h)) }
             .map_err(cuda("launching a kick or drift"))
     }
 
@@ -119,10 +120,10 @@ impl CudaExecutor {
         }
         let n = s.len();
         let half = T::from_f64(0.5 * dt);
-        self.kick_or_drift("kick", &s.vel, &s.field.buf, n, half)?;
-        self.kick_or_drift("drift", &s.pos.buf, &s.vel, n, T::from_f64(dt))?;
+        self.kick_or_drift(Kernel::Kick { tag: T::TAG }, &s.vel, &s.field.buf, n, half)?;
+        self.kick_or_drift(Kernel::Drift { tag: T::TAG }, &s.pos.buf, &s.vel, n, T::from_f64(dt))?;
         self.force(s, params)?;
-        self.kick_or_drift("kick", &s.vel, &s.field.buf, n, half)?;
+        self.kick_or_drift(Kernel::Kick { tag: T::TAG }, &s.vel, &s.field.buf, n, half)?;
         s.time += dt;
         Ok(())
     }

@@ -1,0 +1,129 @@
+//! The kernels of gravity.cu as one typed table: each launch names what it runs by a
+//! [`Kernel`], whose [`Kernel::name`] is the one place the exported names are spelled,
+//! and passes counts through [`count`], which refuses what a kernel's `int` cannot hold
+//! (a count past 2^31 would otherwise wrap into a negative length on the device).
+
+use crate::config::LaunchConfig;
+use nbody_core::Error;
+
+/// A kernel of the module. `tag` is the precision family (`f32`, `f64`, `mixed`);
+/// `potential` and `masked` pick the instantiation (potential summed; zero-distance
+/// pairs masked, for eps = 0).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kernel {
+    /// The tiled acceleration kernel of one launch configuration.
+    Tiled { config: LaunchConfig, tag: &'static str, potential: bool, masked: bool },
+    /// Adds a source-split tiled launch's partial sums in order.
+    TiledReduce { tag: &'static str, potential: bool, masked: bool },
+    /// The warp-shuffle variant with `targets_per_thread` targets per thread.
+    Shuffle { tag: &'static str, targets_per_thread: usize, potential: bool, masked: bool },
+    /// The batched (interaction list) kernel.
+    Batch { tag: &'static str, potential: bool, masked: bool },
+    /// Removes the self terms a batched launch counted.
+    SelfPotential { tag: &'static str },
+    /// Density map deposit.
+    Project { tag: &'static str },
+    /// `v += a h` on resident particles.
+    Kick { tag: &'static str },
+    /// `x += v h` on resident particles.
+    Drift { tag: &'static str },
+    /// The jerk kernel (with the nearest neighbour and lists when `neighbours`).
+    Jerk {
+        tag: &'static str,
+        threads_per_target: usize,
+        targets_per_thread: usize,
+        potential: bool,
+        masked: bool,
+        neighbours: bool,
+    },
+    /// Adds a source-split jerk launch's partial sums in order.
+    JerkReduce { tag: &'static str, potential: bool, masked: bool, neighbours: bool },
+    /// Hermite: every particle predicted to a time.
+    HermitePredict { tag: &'static str },
+    /// Hermite: the active particles' predicted states gathered as targets.
+    HermiteGather { tag: &'static str },
+    /// Hermite: the active particles corrected and given new steps.
+    HermiteCorrect { tag: &'static str },
+    /// GRAPE-6 j-memory: updated records scattered to their addresses.
+    JmemScatter,
+    /// GRAPE-6 j-memory: i-particles placed at the positions the code passed.
+    JmemPlace,
+}
+
+impl Kernel {
+    /// The name gravity.cu exports it under.
+    ///
+    /// ```ignore
+    /// assert_eq!(Kernel::Kick { tag: "f32" }.name(), "nbody_kick_f32");
+    /// ```
+    pub(crate) fn name(&self) -> String {
+        let b = |x: bool| x as u8;
+        match *self {
+            Kernel::Tiled { config, tag, potential, masked } => config.kernel_name(tag, potential, masked),
+            Kernel::TiledReduce { tag, potential, masked } => {
+                format!("nbody_tiled_reduce_{tag}_p{}_m{}", b(potential), b(masked))
+            }
+            Kernel::Shuffle { tag, targets_per_thread, potential, masked } => {
+                format!("nbody_shuffle_{tag}_ni{targets_per_thread}_p{}_m{}", b(potential), b(masked))
+            }
+            Kernel::Batch { tag, potential, masked } => format!("nbody_batch_{tag}_p{}_m{}", b(potential), b(masked)),
+            Kernel::SelfPotential { tag } => format!("nbody_self_potential_{tag}"),
+            Kernel::Project { tag } => format!("nbody_project_{tag}"),
+            Kernel::Kick { tag } => format!("nbody_kick_{tag}"),
+            Kernel::Drift { tag } => format!("nbody_drift_{tag}"),
+            Kernel::Jerk { tag, threads_per_target, targets_per_thread, potential, masked, neighbours } => format!(
+                "nbody_jerk_{tag}_tp{threads_per_target}_ni{targets_per_thread}_p{}_m{}_n{}",
+                b(potential),
+                b(masked),
+                b(neighbours)
+            ),
+            Kernel::JerkReduce { tag, potential, masked, neighbours } => {
+                format!("nbody_jerk_reduce_{tag}_p{}_m{}_n{}", b(potential), b(masked), b(neighbours))
+            }
+            Kernel::HermitePredict { tag } => format!("nbody_hermite_predict_{tag}"),
+            Kernel::HermiteGather { tag } => format!("nbody_hermite_gather_{tag}"),
+            Kernel::HermiteCorrect { tag } => format!("nbody_hermite_correct_{tag}"),
+            Kernel::JmemScatter => "nbody_jmem_scatter".into(),
+            Kernel::JmemPlace => "nbody_jmem_place".into(),
+        }
+    }
+}
+
+/// `n` as a kernel's `int` argument, or an error where it does not fit.
+pub(crate) fn count(n: usize) -> Result<i32, Error> {
+    i32::try_from(n).map_err(|_| Error::InvalidParameter { name: "count", requirement: "below 2^31 per kernel launch" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_exported_ones() {
+        assert_eq!(Kernel::Kick { tag: "f32" }.name(), "nbody_kick_f32");
+        assert_eq!(
+            Kernel::Jerk {
+                tag: "f64",
+                threads_per_target: 4,
+                targets_per_thread: 2,
+                potential: true,
+                masked: false,
+                neighbours: true
+            }
+            .name(),
+            "nbody_jerk_f64_tp4_ni2_p1_m0_n1"
+        );
+        assert_eq!(
+            Kernel::TiledReduce { tag: "mixed", potential: false, masked: true }.name(),
+            "nbody_tiled_reduce_mixed_p0_m1"
+        );
+        assert_eq!(Kernel::JmemPlace.name(), "nbody_jmem_place");
+    }
+
+    #[test]
+    fn counts_past_an_int_are_refused() {
+        assert_eq!(count(7), Ok(7));
+        assert_eq!(count(i32::MAX as usize), Ok(i32::MAX));
+        assert!(count(i32::MAX as usize + 1).is_err());
+    }
+}
