@@ -1,7 +1,12 @@
 //! Turns an interaction list into equal-sized work items for one batched launch.
 
+use crate::device::{self, cuda};
+use crate::kernels::{count, Kernel};
+use crate::memory::{alloc, ptr, upload_padded};
+use crate::{DeviceFields, DeviceParticles, DeviceReal};
+use cust::launch;
 use cust::memory::{DeviceBuffer, DevicePointer};
-use nbody_core::{InteractionList, Span};
+use nbody_core::{validate, Error, InteractionList, Params, Span};
 
 /// Threads per block of the batched kernel: 32 targets x 4 threads each.
 pub(crate) const BLOCK: u32 = 128;
@@ -155,6 +160,99 @@ pub(crate) fn expand(list: &InteractionList<'_>, n: usize) -> Expanded {
         }
     });
     Expanded { items, spans, offsets, self_counts: counts.into_iter().map(AtomicU32::into_inner).collect() }
+}
+
+impl crate::CudaExecutor {
+    /// The batched kernel over `n_items` items, then the self-potential fix-up over the
+    /// `n` particles (softened potential only).
+    pub(crate) fn launch_batch<T: DeviceReal>(
+        &self,
+        b: &Buffers,
+        n_items: usize,
+        n: usize,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
+        let f = self.function(Kernel::Batch { tag, potential: params.potential, masked })?;
+        let stream = &self.stream;
+        let (ps, it, sp, off, o) = (b.particles, b.items, b.spans, b.offsets, b.out);
+        // SAFETY: items index spans, spans index particles (validated), out has one
+        // entry per particle.
+        unsafe { launch!(f<<<n_items as u32, BLOCK, 0, stream>>>(ps, it, sp, off, o, eps2, g)) }
+            .map_err(cuda("launching the batched kernel"))?;
+        if params.potential && !masked && n > 0 {
+            let f = self.function(Kernel::SelfPotential { tag })?;
+            let counts = b.self_counts;
+            // SAFETY: particles, self counts and out all hold n entries.
+            unsafe { launch!(f<<<n.div_ceil(256) as u32, 256, 0, stream>>>(ps, counts, count(n)?, o, eps2, g)) }
+                .map_err(cuda("launching the self-potential fix-up"))?;
+        }
+        Ok(())
+    }
+
+    /// Expands and uploads an interaction list over `n` particles, for
+    /// [`crate::CudaExecutor::accelerations_batch_resident`]: a tree code whose list serves
+    /// several calls (or whose particles stay on the device) pays for it once.
+    ///
+    /// ```no_run
+    /// use nbody_core::{InteractionList, Pair, Params, Particle, Span};
+    /// let mut gpu = nbody_cuda::CudaExecutor::new()?;
+    /// let ps = vec![Particle::new(0.0f32, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+    /// let spans = [Span::new(0, 2)];
+    /// let pairs = [Pair { targets: Span::new(0, 2), sources: Span::new(0, 1) }];
+    /// let list = gpu.upload_list(&InteractionList { pairs: &pairs, source_spans: &spans }, ps.len())?;
+    /// let set = gpu.upload(&ps)?;
+    /// let mut out = gpu.zeroed_fields::<f32>(ps.len())?;
+    /// gpu.accelerations_batch_resident(&set, &list, &Params::softened(0.01), &mut out)?;
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn upload_list(&mut self, list: &InteractionList<'_>, n: usize) -> Result<DeviceList, Error> {
+        list.validate(n)?;
+        device::make_current(&self.context)?;
+        let ex = expand(list, n);
+        let up = |data: &[u8]| -> Result<DeviceBuffer<u8>, Error> {
+            let mut buf = alloc(data.len())?;
+            upload_padded(&mut buf, data, 0)?;
+            Ok(buf)
+        };
+        Ok(DeviceList {
+            items: up(bytemuck::cast_slice(&ex.items))?,
+            spans: up(bytemuck::cast_slice(&ex.spans))?,
+            offsets: up(bytemuck::cast_slice(&ex.offsets))?,
+            self_counts: up(bytemuck::cast_slice(&ex.self_counts))?,
+            n_items: ex.items.len(),
+            particles: n,
+            interactions: list.interactions(),
+        })
+    }
+
+    /// [`nbody_core::Executor::accelerations_batch`] on the device: particles, list and output all
+    /// resident; returns once the launches are queued (a download or
+    /// [`crate::timing::time_with_events`] waits for them).
+    pub fn accelerations_batch_resident<T: DeviceReal>(
+        &mut self,
+        particles: &DeviceParticles<T>,
+        list: &DeviceList,
+        params: &Params<T>,
+        out: &mut DeviceFields<T>,
+    ) -> Result<(), Error> {
+        validate::params(params)?;
+        validate::length("interaction list particles", particles.len(), list.particles)?;
+        validate::length("output", particles.len(), out.len())?;
+        if list.n_items == 0 {
+            return Ok(());
+        }
+        device::make_current(&self.context)?;
+        let bufs = Buffers {
+            particles: ptr(&particles.buf),
+            items: ptr(&list.items),
+            spans: ptr(&list.spans),
+            offsets: ptr(&list.offsets),
+            self_counts: ptr(&list.self_counts),
+            out: ptr(&out.buf),
+        };
+        self.launch_batch(&bufs, list.n_items, particles.len(), params)
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,238 @@
+//! Device-resident particle sets and fields, and the tiled kernel's launches on them
+//! (host-slice calls stage into scratch and launch the same way).
+
+use crate::device::{self, cuda};
+use crate::kernels::{count, Kernel};
+use crate::memory::{alloc, download, ptr, upload_padded};
+use crate::{
+    choose_for_on, ladder, split_sources, timing, CudaExecutor, DeviceFields, DeviceParticles, DeviceReal,
+    LaunchConfig, SHUFFLE_TARGETS_PER_THREAD, SOURCE_PAD,
+};
+use cust::launch;
+use nbody_core::{validate, Array, Error, Field, Overlap, Params, Particle};
+
+impl CudaExecutor {
+    /// Uploads particles (validated: finite, non-negative masses) into a device-resident
+    /// set padded with massless particles.
+    pub fn upload<T: DeviceReal>(&mut self, particles: &[Particle<T>]) -> Result<DeviceParticles<T>, Error> {
+        validate::particles(particles, Array::Particles)?;
+        device::make_current(&self.context)?;
+        let padded = particles.len().next_multiple_of(SOURCE_PAD);
+        let mut buf = alloc(padded * size_of::<Particle<T>>())?;
+        upload_padded(&mut buf, bytemuck::cast_slice(particles), padded * size_of::<Particle<T>>())?;
+        Ok(DeviceParticles::new(buf, particles.len()))
+    }
+
+    /// Replaces the contents of a device set of the same length.
+    pub fn update<T: DeviceReal>(
+        &mut self,
+        set: &mut DeviceParticles<T>,
+        particles: &[Particle<T>],
+    ) -> Result<(), Error> {
+        validate::length("particles", set.len(), particles.len())?;
+        validate::particles(particles, Array::Particles)?;
+        device::make_current(&self.context)?;
+        let total = set.padded_len() * size_of::<Particle<T>>();
+        upload_padded(&mut set.buf, bytemuck::cast_slice(particles), total)
+    }
+
+    /// `n` zeroed outputs on the device.
+    pub fn zeroed_fields<T: DeviceReal>(&mut self, n: usize) -> Result<DeviceFields<T>, Error> {
+        device::make_current(&self.context)?;
+        let mut buf = alloc(DeviceFields::<T>::bytes(n))?;
+        upload_padded(&mut buf, &[], DeviceFields::<T>::bytes(n))?;
+        Ok(DeviceFields::new(buf, n))
+    }
+
+    /// Zeroes device outputs.
+    pub fn clear<T: DeviceReal>(&mut self, fields: &mut DeviceFields<T>) -> Result<(), Error> {
+        device::make_current(&self.context)?;
+        upload_padded(&mut fields.buf, &[], DeviceFields::<T>::bytes(fields.len))
+    }
+
+    /// Copies device outputs to the host.
+    pub fn download<T: DeviceReal>(&mut self, fields: &DeviceFields<T>, out: &mut [Field<T>]) -> Result<(), Error> {
+        validate::length("output", fields.len(), out.len())?;
+        device::make_current(&self.context)?;
+        self.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+        download(&fields.buf, bytemuck::cast_slice_mut(out))
+    }
+
+    /// Adds the field of device-resident `sources` on device-resident `targets` into
+    /// `out`, all on the GPU. `Overlap::Identical` requires `targets` and `sources` to be
+    /// the same set; `Overlap::Shared` ranges are checked against the lengths (the
+    /// particles themselves are not compared, since they are on the device).
+    pub fn accelerations_resident<T: DeviceReal>(
+        &mut self,
+        targets: &DeviceParticles<T>,
+        sources: &DeviceParticles<T>,
+        params: &Params<T>,
+        out: &mut DeviceFields<T>,
+    ) -> Result<(), Error> {
+        self.check_resident(targets, sources, params, out)?;
+        device::make_current(&self.context)?;
+        let config = self.config_for::<T>(targets.len(), sources.len(), params)?;
+        self.launch_tiled(config, &targets.buf, targets.len(), &sources.buf, sources.padded_len(), &out.buf, params)
+    }
+
+    /// [`CudaExecutor::accelerations_resident`] through the warp-shuffle variant of the
+    /// kernel (each warp's sources broadcast from registers by `__shfl_sync`, no shared
+    /// memory, no barriers; 128 threads, one per target, `targets_per_thread` of
+    /// [`SHUFFLE_TARGETS_PER_THREAD`] targets each): for comparing the two ways of
+    /// sharing sources (`nbody-cuda-bench --shuffle`). The tiled kernel is the faster
+    /// (see README), so no call chooses this one by itself.
+    ///
+    /// ```no_run
+    /// use nbody_core::Params;
+    /// let mut gpu = nbody_cuda::CudaExecutor::new()?;
+    /// let (p, _) = nbody_integrators::ics::plummer::<f32>(65_536, 1);
+    /// let set = gpu.upload(&p)?;
+    /// let mut out = gpu.zeroed_fields::<f32>(p.len())?;
+    /// let params = Params::softened(0.01f32).with_overlap_identical();
+    /// gpu.accelerations_resident_shuffle(&set, &set, &params, &mut out, 4)?;
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn accelerations_resident_shuffle<T: DeviceReal>(
+        &mut self,
+        targets: &DeviceParticles<T>,
+        sources: &DeviceParticles<T>,
+        params: &Params<T>,
+        out: &mut DeviceFields<T>,
+        targets_per_thread: u32,
+    ) -> Result<(), Error> {
+        self.check_resident(targets, sources, params, out)?;
+        if !SHUFFLE_TARGETS_PER_THREAD.contains(&targets_per_thread) {
+            return Err(Error::InvalidParameter { name: "targets_per_thread", requirement: "1, 2 or 4" });
+        }
+        if targets.is_empty() {
+            return Ok(());
+        }
+        device::make_current(&self.context)?;
+        let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
+        let f = self.function(Kernel::Shuffle {
+            tag,
+            targets_per_thread: targets_per_thread as usize,
+            potential: params.potential,
+            masked,
+        })?;
+        let (t0, _, len) = params.overlap.resolve(targets.len());
+        let (n, padded, stream) = (targets.len(), sources.padded_len(), &self.stream);
+        let blocks = n.div_ceil(128 * targets_per_thread as usize) as u32;
+        let (tp, sp, op) = (ptr(&targets.buf), ptr(&sources.buf), ptr(&out.buf));
+        // SAFETY: n targets and outputs, `padded` sources (a multiple of 32) of T lanes.
+        unsafe {
+            launch!(f<<<blocks, 128, 0, stream>>>(
+                tp, count(n)?, sp, count(padded)?, op, eps2, g, count(t0)?, count(len)?
+            ))
+        }
+        .map_err(cuda("launching the warp-shuffle kernel"))
+    }
+
+    /// The checks of a resident call: parameters, lengths, and an overlap that fits.
+    pub(crate) fn check_resident<T: DeviceReal>(
+        &self,
+        targets: &DeviceParticles<T>,
+        sources: &DeviceParticles<T>,
+        params: &Params<T>,
+        out: &DeviceFields<T>,
+    ) -> Result<(), Error> {
+        validate::params(params)?;
+        validate::length("output", targets.len(), out.len())?;
+        if params.overlap == Overlap::Identical && !std::ptr::eq(targets, sources) {
+            return Err(Error::InvalidParameter {
+                name: "overlap",
+                requirement: "Identical only for the same device set",
+            });
+        }
+        let (t0, s0, len) = params.overlap.resolve(targets.len());
+        if t0 + len > targets.len() || s0 + len > sources.len() {
+            let (array, end, n) = if t0 + len > targets.len() {
+                (Array::Targets, t0 + len, targets.len())
+            } else {
+                (Array::Sources, s0 + len, sources.len())
+            };
+            return Err(Error::OverlapOutOfRange { array, end, len: n });
+        }
+        Ok(())
+    }
+
+    /// The kernel variant for this call: forced, tuned, or the heuristic's.
+    pub(crate) fn config_for<T: DeviceReal>(
+        &mut self,
+        n_t: usize,
+        n_s: usize,
+        params: &Params<T>,
+    ) -> Result<LaunchConfig, Error> {
+        if let Some(c) = self.forced {
+            return Ok(c);
+        }
+        if !self.autotune {
+            let rungs = ladder(self.kernel_tag::<T>());
+            return Ok(choose_for_on(rungs, n_t, n_s.next_multiple_of(SOURCE_PAD), self.info.sm_count));
+        }
+        let key = (
+            self.kernel_tag::<T>(),
+            params.potential,
+            self.kernel_eps2(params).1,
+            n_t.max(1).ilog2(),
+            n_s.max(1).ilog2(),
+        );
+        if let Some(c) = self.tuned.get(&key) {
+            return Ok(*c);
+        }
+        let best = timing::tune::<T>(self, n_t, n_s, params)?;
+        self.tuned.insert(key, best);
+        Ok(best)
+    }
+
+    /// Launches the tiled kernel; `sources_padded` is a multiple of [`SOURCE_PAD`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch_tiled<T: DeviceReal>(
+        &self,
+        config: LaunchConfig,
+        targets: &cust::memory::DeviceSlice<u8>,
+        n_targets: usize,
+        sources: &cust::memory::DeviceSlice<u8>,
+        sources_padded: usize,
+        out: &cust::memory::DeviceSlice<u8>,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        if n_targets == 0 {
+            return Ok(());
+        }
+        let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
+        let f = self.function(Kernel::Tiled { config, tag, potential: params.potential, masked })?;
+        let (t0, _, len) = params.overlap.resolve(n_targets);
+        let stream = &self.stream;
+        let block = if self.sabotage.replace(false) { 4096 } else { config.block };
+        let blocks = config.blocks(n_targets);
+        let (chunk, chunks) = split_sources(blocks as usize, sources_padded, config.block as usize, self.info.sm_count);
+        let mut partials = self.split_partials.borrow_mut();
+        let partial = if chunks > 1 {
+            ptr(partials.reserve(chunks * n_targets * 4 * size_of::<T>())?)
+        } else {
+            cust::memory::DevicePointer::null()
+        };
+        // SAFETY: the buffers hold n_targets targets, sources_padded sources and
+        // n_targets outputs of T lanes, as the kernel's signature expects; `partial`
+        // holds chunks x n_targets records when chunks > 1 (null and unused otherwise).
+        unsafe {
+            launch!(f<<<(blocks, chunks as u32), block, 0, stream>>>(
+                ptr(targets), count(n_targets)?, ptr(sources), count(sources_padded)?, ptr(out),
+                eps2, g, count(t0)?, count(len)?, count(chunk)?, partial
+            ))
+        }
+        .map_err(cuda("launching the tiled kernel"))?;
+        if chunks > 1 {
+            let f = self.function(Kernel::TiledReduce { tag, potential: params.potential, masked })?;
+            // SAFETY: `partial` holds chunks x n_targets records written above.
+            unsafe {
+                launch!(f<<<n_targets.div_ceil(256) as u32, 256, 0, stream>>>(
+                    ptr(targets), count(n_targets)?, count(chunks)?, partial, ptr(out), eps2, g, count(t0)?, count(len)?
+                ))
+            }
+            .map_err(cuda("launching the tiled reduction"))?;
+        }
+        Ok(())
+    }
+}
