@@ -1,7 +1,7 @@
 //! `nbody accel`: the kernel on particle files, for users of other languages.
 
+use super::executors::{host_executor, CliReal};
 use super::files::{particles, read_table, write_table};
-use super::run::{host_executor, CliReal};
 use super::{ExecutorKind, Precision};
 use anyhow::{bail, Result};
 use clap::Args;

@@ -1,9 +1,9 @@
 //! `nbody bench`: interactions per second against N for each executor and precision
 //! compiled in, beside the plain scalar loop, as a table, JSON and a PNG plot.
 
+use super::executors::parallelism;
 use super::files::write_atomic;
 use super::plot::{bench_png, Series};
-use super::run::parallelism;
 use crate::bench::{median_time, scalar_loop};
 use anyhow::{bail, Result};
 use clap::Args;

@@ -11,9 +11,12 @@
 pub mod accel;
 pub mod bench;
 pub mod checkpoint;
+mod drive;
+pub mod executors;
 pub mod files;
 pub mod fuzz;
 pub mod info;
+mod outputs;
 pub mod plot;
 pub mod resources;
 pub mod run;
