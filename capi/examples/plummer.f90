@@ -1,6 +1,7 @@
 ! Forces through the C ABI from Fortran 2003 (iso_c_binding), checked against a plain
 ! double loop. The library uses its records in place: double records must be 32-byte
 ! aligned, so the array comes from C's aligned_alloc and is viewed with c_f_pointer.
+! Codes that keep one array per coordinate call the SoA entry point with plain arrays.
 ! Build: gfortran plummer.f90 $(pkg-config --libs nbody) -o plummer_f
 program plummer_f
   use, intrinsic :: iso_c_binding
@@ -24,6 +25,15 @@ program plummer_f
       integer(c_size_t), value :: nt, ns, nout
       type(nbody_params) :: params
     end function
+    integer(c_int) function nbody_accelerations_soa_f64(e, nt, tx, ty, tz, tm, ns, sx, sy, sz, sm, params, &
+                                                        ax, ay, az, phi) bind(c)
+      import :: c_int, c_ptr, c_size_t, c_double, nbody_params
+      type(c_ptr), value :: e
+      integer(c_size_t), value :: nt, ns
+      real(c_double), intent(in) :: tx(*), ty(*), tz(*), tm(*), sx(*), sy(*), sz(*), sm(*)
+      type(nbody_params) :: params
+      real(c_double), intent(inout) :: ax(*), ay(*), az(*), phi(*)
+    end function
     type(c_ptr) function nbody_last_error() bind(c)
       import :: c_ptr
     end function
@@ -46,7 +56,8 @@ program plummer_f
   type(c_ptr) :: exec, pp, po
   real(c_double), pointer :: p(:, :), out(:, :)
   type(nbody_params) :: prm
-  real(c_double) :: a(3), d(3), r2, inv, worst, u(3)
+  real(c_double) :: a(3), d(3), r2, inv, worst, u(3), soa_diff
+  real(c_double), allocatable :: x(:), y(:), z(:), m(:), ax(:), ay(:), az(:), phi(:)
   integer :: i, j, status
   integer(c_size_t) :: nn
 
@@ -84,6 +95,20 @@ program plummer_f
     worst = max(worst, sqrt(sum((out(1:3, i) - a)**2) / sum(a * a)))
   end do
   print '(a, es10.3)', 'fortran: max relative acceleration error ', worst
+
+  ! The same system as plain arrays, one per coordinate: the same forces, bit for bit.
+  allocate(x(n), y(n), z(n), m(n), ax(n), ay(n), az(n), phi(n))
+  x = p(1, :); y = p(2, :); z = p(3, :); m = p(4, :)
+  ax = 0.0d0; ay = 0.0d0; az = 0.0d0; phi = 0.0d0
+  status = nbody_accelerations_soa_f64(exec, nn, x, y, z, m, nn, x, y, z, m, prm, ax, ay, az, phi)
+  if (status /= 0) then
+    call print_error()
+    stop 1
+  end if
+  soa_diff = maxval(abs(ax - out(1, :))) + maxval(abs(ay - out(2, :))) + maxval(abs(az - out(3, :))) &
+           + maxval(abs(phi - out(4, :)))
+  print '(a, es10.3)', 'fortran soa: max difference from the records ', soa_diff
+  if (soa_diff /= 0.0d0) stop 'FAILED: SoA differs'
 
   ! A short output buffer is an error with a message, not a crash.
   status = nbody_accelerations_f64(exec, pp, nn, pp, nn, prm, po, nn - 1)

@@ -258,6 +258,57 @@ enum NbodyStatus nbody_accelerations_f64(struct NbodyExecutor *e,
                                          size_t n_out);
 
 /**
+ * [`nbody_accelerations_f32`] on plain arrays, one per coordinate (what Fortran codes
+ * and many C codes keep): targets `tx, ty, tz, tm` and sources `sx, sy, sz, sm`, the
+ * field added into `ax, ay, az, phi` (`phi` only if `params->potential`, and it may
+ * be null otherwise). Any alignment of `float`; the arrays are gathered into the
+ * executor's own records.
+ *
+ * # Safety
+ * Each target and output array must hold `n_targets` values and each source array
+ * `n_sources` (or be null with a count of 0); outputs must not overlap anything else.
+ */
+enum NbodyStatus nbody_accelerations_soa_f32(struct NbodyExecutor *e,
+                                             size_t n_targets,
+                                             const float *tx,
+                                             const float *ty,
+                                             const float *tz,
+                                             const float *tm,
+                                             size_t n_sources,
+                                             const float *sx,
+                                             const float *sy,
+                                             const float *sz,
+                                             const float *sm,
+                                             const struct NbodyParams *params,
+                                             float *ax,
+                                             float *ay,
+                                             float *az,
+                                             float *phi);
+
+/**
+ * [`nbody_accelerations_soa_f32`] for doubles.
+ *
+ * # Safety
+ * As [`nbody_accelerations_soa_f32`].
+ */
+enum NbodyStatus nbody_accelerations_soa_f64(struct NbodyExecutor *e,
+                                             size_t n_targets,
+                                             const double *tx,
+                                             const double *ty,
+                                             const double *tz,
+                                             const double *tm,
+                                             size_t n_sources,
+                                             const double *sx,
+                                             const double *sy,
+                                             const double *sz,
+                                             const double *sm,
+                                             const struct NbodyParams *params,
+                                             double *ax,
+                                             double *ay,
+                                             double *az,
+                                             double *phi);
+
+/**
  * Adds acceleration (potential) and jerk into `out` and `jerk` (`n_targets` records
  * each). Velocities are `[vx, vy, vz, 0]` records, one per particle.
  *

@@ -37,7 +37,8 @@ pub mod grape;
 
 use nbody_core::projection::{Plane, Projection};
 use nbody_core::{
-    Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Span, Velocity,
+    Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, SoaRef, Span,
+    Velocity,
 };
 use nbody_cpu::{CpuExecutor, MixedExecutor, Parallelism};
 use std::cell::RefCell;
@@ -146,6 +147,15 @@ pub struct NbodyProjection {
 #[derive(Debug)]
 pub struct NbodyExecutor {
     kind: Kind,
+    /// Records gathered from the SoA entry points' arrays, reused across calls.
+    soa: SoaScratch,
+}
+
+/// The AoS copies an SoA call works on (both precisions), grown as needed.
+#[derive(Debug, Default)]
+struct SoaScratch {
+    f32: (Vec<Particle<f32>>, Vec<Particle<f32>>, Vec<Field<f32>>),
+    f64: (Vec<Particle<f64>>, Vec<Particle<f64>>, Vec<Field<f64>>),
 }
 
 // Boxed: the handle is already a heap object, and the executors differ in size.
@@ -267,8 +277,11 @@ fn executor<'a>(e: *mut NbodyExecutor) -> Result<&'a mut NbodyExecutor, Failure>
 }
 
 /// The executors a precision can use.
-trait CReal: Real {
+trait CReal: Real + bytemuck::Pod {
     fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Executor<Self>) -> R) -> Result<R, Failure>;
+    /// This precision's SoA scratch: targets, sources, fields.
+    #[allow(clippy::type_complexity)]
+    fn soa(s: &mut SoaScratch) -> &mut (Vec<Particle<Self>>, Vec<Particle<Self>>, Vec<Field<Self>>);
 }
 
 impl CReal for f32 {
@@ -283,6 +296,10 @@ impl CReal for f32 {
             Kind::Cuda(x) => Ok(f(x.as_mut())),
         }
     }
+
+    fn soa(s: &mut SoaScratch) -> &mut (Vec<Particle<f32>>, Vec<Particle<f32>>, Vec<Field<f32>>) {
+        &mut s.f32
+    }
 }
 
 impl CReal for f64 {
@@ -294,6 +311,10 @@ impl CReal for f64 {
             Kind::Cuda(x) => Ok(f(x.as_mut())),
         }
     }
+
+    fn soa(s: &mut SoaScratch) -> &mut (Vec<Particle<f64>>, Vec<Particle<f64>>, Vec<Field<f64>>) {
+        &mut s.f64
+    }
 }
 
 fn new_handle(kind: Kind, out: *mut *mut NbodyExecutor) -> Result<(), Failure> {
@@ -301,7 +322,7 @@ fn new_handle(kind: Kind, out: *mut *mut NbodyExecutor) -> Result<(), Failure> {
         return Err(null("out"));
     }
     // SAFETY: `out` is non-null and points to a handle slot the caller owns.
-    unsafe { *out = Box::into_raw(Box::new(NbodyExecutor { kind })) };
+    unsafe { *out = Box::into_raw(Box::new(NbodyExecutor { kind, soa: SoaScratch::default() })) };
     Ok(())
 }
 
@@ -436,6 +457,125 @@ pub unsafe extern "C" fn nbody_accelerations_f64(
     n_out: usize,
 ) -> NbodyStatus {
     accelerations(e, targets, n_targets, sources, n_sources, params, out, n_out)
+}
+
+/// Four plain arrays of `n` values each at `ptrs` (x, y, z, m or ax, ay, az, phi).
+///
+/// # Safety
+/// Each pointer must hold `n` values (or be null with `n == 0`).
+unsafe fn lanes<'a, T: CReal>(ptrs: [*const T; 4], n: usize, names: [&str; 4]) -> Result<[&'a [T]; 4], Failure> {
+    // SAFETY: the caller's promise, for each array.
+    let lane = |k: usize| unsafe { records(ptrs[k], n, names[k]) };
+    Ok([lane(0)?, lane(1)?, lane(2)?, lane(3)?])
+}
+
+/// The SoA calls: the arrays are gathered into AoS records (the executor's scratch),
+/// computed, and the fields added back into the four output arrays.
+#[allow(clippy::too_many_arguments)]
+fn accelerations_soa<T: CReal>(
+    e: *mut NbodyExecutor,
+    n_targets: usize,
+    targets: [*const T; 4],
+    n_sources: usize,
+    sources: [*const T; 4],
+    p: *const NbodyParams,
+    out: [*mut T; 4],
+) -> NbodyStatus {
+    guard(|| {
+        let e = executor(e)?;
+        let p = params::<T>(p)?;
+        // SAFETY: the caller promises each array holds its count of values and the
+        // outputs alias nothing else.
+        let mut no_phi = Vec::new();
+        let (t, s, [ax, ay, az, phi]) = unsafe {
+            let t = lanes(targets, n_targets, ["tx", "ty", "tz", "tm"])?;
+            let s = lanes(sources, n_sources, ["sx", "sy", "sz", "sm"])?;
+            let names = ["ax", "ay", "az", "phi"];
+            let o = |k: usize| records_mut(out[k], n_targets, names[k]);
+            let phi = if out[3].is_null() && !p.potential {
+                // No potential asked for: `phi` may be null.
+                no_phi.resize(n_targets, T::zero());
+                no_phi.as_mut_slice()
+            } else {
+                o(3)?
+            };
+            (t, s, [o(0)?, o(1)?, o(2)?, phi])
+        };
+        let (t, s) = (SoaRef::new(t[0], t[1], t[2], t[3])?, SoaRef::new(s[0], s[1], s[2], s[3])?);
+        let mut scratch = std::mem::take(T::soa(&mut e.soa));
+        let (taos, saos, fields) = &mut scratch;
+        taos.resize(n_targets, Particle::new(T::zero(), T::zero(), T::zero(), T::zero()));
+        saos.resize(n_sources, Particle::new(T::zero(), T::zero(), T::zero(), T::zero()));
+        t.to_aos(taos)?;
+        s.to_aos(saos)?;
+        fields.clear();
+        fields.extend((0..n_targets).map(|i| Field::new(ax[i], ay[i], az[i], phi[i])));
+        let result = T::with(e, |x| x.accelerations(taos, saos, &p, fields));
+        if matches!(result, Ok(Ok(()))) {
+            for (i, f) in fields.iter().enumerate() {
+                (ax[i], ay[i], az[i], phi[i]) = (f.ax, f.ay, f.az, f.phi);
+            }
+        }
+        *T::soa(&mut e.soa) = scratch;
+        result?.map_err(Failure::from)
+    })
+}
+
+/// [`nbody_accelerations_f32`] on plain arrays, one per coordinate (what Fortran codes
+/// and many C codes keep): targets `tx, ty, tz, tm` and sources `sx, sy, sz, sm`, the
+/// field added into `ax, ay, az, phi` (`phi` only if `params->potential`, and it may
+/// be null otherwise). Any alignment of `float`; the arrays are gathered into the
+/// executor's own records.
+///
+/// # Safety
+/// Each target and output array must hold `n_targets` values and each source array
+/// `n_sources` (or be null with a count of 0); outputs must not overlap anything else.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_accelerations_soa_f32(
+    e: *mut NbodyExecutor,
+    n_targets: usize,
+    tx: *const f32,
+    ty: *const f32,
+    tz: *const f32,
+    tm: *const f32,
+    n_sources: usize,
+    sx: *const f32,
+    sy: *const f32,
+    sz: *const f32,
+    sm: *const f32,
+    params: *const NbodyParams,
+    ax: *mut f32,
+    ay: *mut f32,
+    az: *mut f32,
+    phi: *mut f32,
+) -> NbodyStatus {
+    accelerations_soa(e, n_targets, [tx, ty, tz, tm], n_sources, [sx, sy, sz, sm], params, [ax, ay, az, phi])
+}
+
+/// [`nbody_accelerations_soa_f32`] for doubles.
+///
+/// # Safety
+/// As [`nbody_accelerations_soa_f32`].
+#[no_mangle]
+pub unsafe extern "C" fn nbody_accelerations_soa_f64(
+    e: *mut NbodyExecutor,
+    n_targets: usize,
+    tx: *const f64,
+    ty: *const f64,
+    tz: *const f64,
+    tm: *const f64,
+    n_sources: usize,
+    sx: *const f64,
+    sy: *const f64,
+    sz: *const f64,
+    sm: *const f64,
+    params: *const NbodyParams,
+    ax: *mut f64,
+    ay: *mut f64,
+    az: *mut f64,
+    phi: *mut f64,
+) -> NbodyStatus {
+    accelerations_soa(e, n_targets, [tx, ty, tz, tm], n_sources, [sx, sy, sz, sm], params, [ax, ay, az, phi])
 }
 
 /// The arrays of a jerk call.

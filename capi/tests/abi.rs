@@ -150,3 +150,87 @@ fn nbody_integrators_free_plummer(n: usize) -> (Vec<nbody_core::Particle<f64>>, 
         (0..n as u64).map(|i| Velocity::new(u(7 * i + 3) - 0.5, u(7 * i + 4) - 0.5, u(7 * i + 5) - 0.5)).collect();
     (pos, vel)
 }
+
+/// The SoA entry points: plain arrays in, fields added into plain arrays; the same
+/// results as the record entry point, bad values named by index, `phi` optional only
+/// without the potential.
+#[test]
+fn soa_arrays_match_the_records() {
+    let (pos, _) = nbody_integrators_free_plummer(257);
+    let n = pos.len();
+    let lane = |k: usize| -> Vec<f64> { pos.iter().map(|p| [p.x, p.y, p.z, p.m][k]).collect() };
+    let (x, y, z, m) = (lane(0), lane(1), lane(2), lane(3));
+    let e = cpu();
+    let params = |potential: i32| NbodyParams {
+        g: 1.0,
+        eps: 0.01,
+        potential,
+        overlap: NbodyOverlap::Identical as i32,
+        target_start: 0,
+        source_start: 0,
+        shared_len: 0,
+    };
+    let mut want = vec![Field::<f64>::zero(); n];
+    // SAFETY: 257 aligned records in and out.
+    let s = unsafe {
+        nbody_accelerations_f64(
+            e,
+            pos.as_ptr().cast(),
+            n,
+            pos.as_ptr().cast(),
+            n,
+            &params(1),
+            want.as_mut_ptr().cast(),
+            n,
+        )
+    };
+    assert_eq!(s, NbodyStatus::Ok, "{}", last_error());
+    let (mut ax, mut ay, mut az, mut phi) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    let call = |x: &[f64], p: &NbodyParams, ax: &mut [f64], ay: &mut [f64], az: &mut [f64], phi: *mut f64| {
+        // SAFETY: every array holds n values; the outputs are distinct.
+        unsafe {
+            nbody_accelerations_soa_f64(
+                e,
+                n,
+                x.as_ptr(),
+                y.as_ptr(),
+                z.as_ptr(),
+                m.as_ptr(),
+                n,
+                x.as_ptr(),
+                y.as_ptr(),
+                z.as_ptr(),
+                m.as_ptr(),
+                p,
+                ax.as_mut_ptr(),
+                ay.as_mut_ptr(),
+                az.as_mut_ptr(),
+                phi,
+            )
+        }
+    };
+    // Twice: the second call adds into what the first wrote (x + x is exact).
+    for times in [1.0, 2.0] {
+        let s = call(&x, &params(1), &mut ax, &mut ay, &mut az, phi.as_mut_ptr());
+        assert_eq!(s, NbodyStatus::Ok, "{}", last_error());
+        for i in 0..n {
+            let w = want[i];
+            assert_eq!([ax[i], ay[i], az[i], phi[i]], [w.ax, w.ay, w.az, w.phi].map(|v| times * v), "particle {i}");
+        }
+    }
+    // Without the potential, phi may be null; with it, a null phi is refused.
+    let (mut bx, mut by, mut bz) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    assert_eq!(call(&x, &params(0), &mut bx, &mut by, &mut bz, std::ptr::null_mut()), NbodyStatus::Ok);
+    assert_eq!(bx[7], want[7].ax);
+    assert_eq!(call(&x, &params(1), &mut bx, &mut by, &mut bz, std::ptr::null_mut()), NbodyStatus::NullPointer);
+    assert!(last_error().contains("phi"), "{}", last_error());
+    // A NaN is named by its index; the outputs are left as they were.
+    let mut bad = x.clone();
+    bad[200] = f64::NAN;
+    let before = bx.clone();
+    assert_eq!(call(&bad, &params(0), &mut bx, &mut by, &mut bz, std::ptr::null_mut()), NbodyStatus::BadInput);
+    assert!(last_error().contains("targets[200]"), "{}", last_error());
+    assert_eq!(bx, before);
+    // SAFETY: the handle came from nbody_cpu_new.
+    unsafe { nbody_executor_free(e) };
+}

@@ -135,11 +135,7 @@ pub fn call<T: Real>(
     p: &Params<T>,
     out_len: usize,
 ) -> Result<(), Error> {
-    params(p)?;
-    length("output", targets.len(), out_len)?;
-    particles(targets, Array::Targets)?;
-    particles(sources, Array::Sources)?;
-    overlap(&p.overlap, targets, sources)
+    call_checks(targets, sources, p, out_len, true)
 }
 
 /// [`call`] less the source particles' check, for an executor that makes it with
@@ -159,9 +155,23 @@ pub fn call_but_sources<T: Real>(
     p: &Params<T>,
     out_len: usize,
 ) -> Result<(), Error> {
+    call_checks(targets, sources, p, out_len, false)
+}
+
+/// [`call`]'s checks in their order, the source particles' only with `sources_too`.
+fn call_checks<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    p: &Params<T>,
+    out_len: usize,
+    sources_too: bool,
+) -> Result<(), Error> {
     params(p)?;
     length("output", targets.len(), out_len)?;
     particles(targets, Array::Targets)?;
+    if sources_too {
+        particles(sources, Array::Sources)?;
+    }
     overlap(&p.overlap, targets, sources)
 }
 
