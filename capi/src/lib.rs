@@ -154,8 +154,16 @@ pub struct NbodyExecutor {
 /// The AoS copies an SoA call works on (both precisions), grown as needed.
 #[derive(Debug, Default)]
 struct SoaScratch {
-    f32: (Vec<Particle<f32>>, Vec<Particle<f32>>, Vec<Field<f32>>),
-    f64: (Vec<Particle<f64>>, Vec<Particle<f64>>, Vec<Field<f64>>),
+    f32: Records<f32>,
+    f64: Records<f64>,
+}
+
+/// One precision's records for an SoA call.
+#[derive(Debug, Default)]
+struct Records<T: Real> {
+    targets: Vec<Particle<T>>,
+    sources: Vec<Particle<T>>,
+    fields: Vec<Field<T>>,
 }
 
 // Boxed: the handle is already a heap object, and the executors differ in size.
@@ -279,9 +287,8 @@ fn executor<'a>(e: *mut NbodyExecutor) -> Result<&'a mut NbodyExecutor, Failure>
 /// The executors a precision can use.
 trait CReal: Real + bytemuck::Pod {
     fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Executor<Self>) -> R) -> Result<R, Failure>;
-    /// This precision's SoA scratch: targets, sources, fields.
-    #[allow(clippy::type_complexity)]
-    fn soa(s: &mut SoaScratch) -> &mut (Vec<Particle<Self>>, Vec<Particle<Self>>, Vec<Field<Self>>);
+    /// This precision's SoA scratch.
+    fn soa(s: &mut SoaScratch) -> &mut Records<Self>;
 }
 
 impl CReal for f32 {
@@ -297,7 +304,7 @@ impl CReal for f32 {
         }
     }
 
-    fn soa(s: &mut SoaScratch) -> &mut (Vec<Particle<f32>>, Vec<Particle<f32>>, Vec<Field<f32>>) {
+    fn soa(s: &mut SoaScratch) -> &mut Records<f32> {
         &mut s.f32
     }
 }
@@ -312,7 +319,7 @@ impl CReal for f64 {
         }
     }
 
-    fn soa(s: &mut SoaScratch) -> &mut (Vec<Particle<f64>>, Vec<Particle<f64>>, Vec<Field<f64>>) {
+    fn soa(s: &mut SoaScratch) -> &mut Records<f64> {
         &mut s.f64
     }
 }
@@ -484,9 +491,9 @@ fn accelerations_soa<T: CReal>(
     guard(|| {
         let e = executor(e)?;
         let p = params::<T>(p)?;
+        let mut no_phi = Vec::new();
         // SAFETY: the caller promises each array holds its count of values and the
         // outputs alias nothing else.
-        let mut no_phi = Vec::new();
         let (t, s, [ax, ay, az, phi]) = unsafe {
             let t = lanes(targets, n_targets, ["tx", "ty", "tz", "tm"])?;
             let s = lanes(sources, n_sources, ["sx", "sy", "sz", "sm"])?;
@@ -503,7 +510,7 @@ fn accelerations_soa<T: CReal>(
         };
         let (t, s) = (SoaRef::new(t[0], t[1], t[2], t[3])?, SoaRef::new(s[0], s[1], s[2], s[3])?);
         let mut scratch = std::mem::take(T::soa(&mut e.soa));
-        let (taos, saos, fields) = &mut scratch;
+        let Records { targets: taos, sources: saos, fields } = &mut scratch;
         taos.resize(n_targets, Particle::new(T::zero(), T::zero(), T::zero(), T::zero()));
         saos.resize(n_sources, Particle::new(T::zero(), T::zero(), T::zero(), T::zero()));
         t.to_aos(taos)?;
