@@ -348,7 +348,7 @@ impl DeviceJMemory {
         if !gpu.kernel_eps2(params).1 {
             for (f, (&a, p)) in out.iter_mut().zip(own.iter().zip(targets.pos)) {
                 if a >= 0 {
-                    f.phi += p.m / params.eps;
+                    f.phi += nbody_core::kernel::self_potential(p.m, params.eps2());
                 }
             }
         }
