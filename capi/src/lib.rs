@@ -35,10 +35,9 @@
 
 pub mod grape;
 
-use nbody_core::projection::{Plane, Projection};
+use nbody_core::projection::{Plane, Projecting, Projection};
 use nbody_core::{
-    Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, SoaRef, Span,
-    Velocity,
+    Bodies, Error, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, SoaRef, Span, Velocity,
 };
 use nbody_cpu::{CpuExecutor, MixedExecutor, Parallelism};
 use std::cell::RefCell;
@@ -286,13 +285,13 @@ fn executor<'a>(e: *mut NbodyExecutor) -> Result<&'a mut NbodyExecutor, Failure>
 
 /// The executors a precision can use.
 trait CReal: Real + bytemuck::Pod {
-    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Executor<Self>) -> R) -> Result<R, Failure>;
+    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Projecting<Self>) -> R) -> Result<R, Failure>;
     /// This precision's SoA scratch.
     fn soa(s: &mut SoaScratch) -> &mut Records<Self>;
 }
 
 impl CReal for f32 {
-    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Executor<f32>) -> R) -> Result<R, Failure> {
+    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Projecting<f32>) -> R) -> Result<R, Failure> {
         match &mut e.kind {
             Kind::Cpu(x) => Ok(f(x.as_mut())),
             Kind::Mixed(_) => Err(Failure(
@@ -310,7 +309,7 @@ impl CReal for f32 {
 }
 
 impl CReal for f64 {
-    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Executor<f64>) -> R) -> Result<R, Failure> {
+    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Projecting<f64>) -> R) -> Result<R, Failure> {
         match &mut e.kind {
             Kind::Cpu(x) => Ok(f(x.as_mut())),
             Kind::Mixed(x) => Ok(f(x.as_mut())),

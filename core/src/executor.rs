@@ -1,7 +1,6 @@
 //! The contract every executor meets.
 
 use crate::neighbours::Neighbours;
-use crate::projection::Projection;
 use crate::{validate, Array, Error, Field, Jerk, Overlap, Params, Particle, Real, Velocity};
 
 /// Positions and velocities of one set of bodies, for the jerk kernel.
@@ -284,13 +283,6 @@ pub trait Executor<T: Real> {
         Ok(())
     }
 
-    /// Adds the mass of `particles` into the density map `grid` of `projection` (see
-    /// [`Projection::deposit`], the default). Executors override it to run in parallel
-    /// or where the particles live.
-    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
-        projection.deposit(particles, grid)
-    }
-
     /// The smallest `x` over every process taking part in this executor's calls.
     ///
     /// An executor whose calls span several processes (each owning a slice of the
@@ -378,9 +370,6 @@ macro_rules! forward_executor {
                 out: &mut [Field<T>],
             ) -> Result<(), Error> {
                 (**self).accelerations_batch(particles, list, params, out)
-            }
-            fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
-                (**self).project(particles, projection, grid)
             }
             fn combine_min(&mut self, x: f64) -> f64 {
                 (**self).combine_min(x)

@@ -123,3 +123,46 @@ impl Projection {
         }
     }
 }
+
+/// Density maps drawn by an executor: in parallel, or where the particles live. Apart
+/// from [`crate::Executor`], whose entry points are all about forces; a driver that
+/// wants both holds a [`Projecting`] executor.
+///
+/// ```
+/// use nbody_core::projection::{Plane, Project, Projection};
+/// use nbody_core::{Particle, Reference};
+/// let p = Projection { plane: Plane::XY, centre: [0.0, 0.0], half_width: 1.0, pixels: 2 };
+/// let mut grid = [0.0; 4];
+/// Project::<f64>::project(&mut Reference, &[Particle::new(0.5, 0.5, 0.0, 1.0)], &p, &mut grid)?;
+/// assert_eq!(grid.iter().sum::<f64>(), 1.0);
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+pub trait Project<T: Real> {
+    /// Adds the mass of `particles` into the density map `grid` of `projection` (see
+    /// [`Projection::deposit`], the default).
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        projection.deposit(particles, grid)
+    }
+}
+
+impl<T: Real> Project<T> for crate::Reference {}
+
+impl<T: Real, E: Project<T> + ?Sized> Project<T> for &mut E {
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        (**self).project(particles, projection, grid)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<T: Real, E: Project<T> + ?Sized> Project<T> for alloc::boxed::Box<E> {
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        (**self).project(particles, projection, grid)
+    }
+}
+
+/// An executor that also draws density maps, as one trait object
+/// (`Box<dyn Projecting<T>>`, which upcasts to `dyn Executor<T>`): what a driver that
+/// chooses its executor at run time holds. Every type that is both is one.
+pub trait Projecting<T: Real>: crate::Executor<T> + Project<T> {}
+
+impl<T: Real, E: crate::Executor<T> + Project<T> + ?Sized> Projecting<T> for E {}

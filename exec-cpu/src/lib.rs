@@ -435,7 +435,9 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         });
         Ok(())
     }
+}
 
+impl<T: CpuReal> nbody_core::projection::Project<T> for CpuExecutor {
     /// Each thread deposits a contiguous run of particles into its own grid; the grids
     /// are then added in a fixed order, so the map does not depend on scheduling.
     fn project(

@@ -166,7 +166,9 @@ impl Executor<f64> for MixedExecutor {
     ) -> Result<(), Error> {
         self.full.accelerations_jerk(targets, sources, params, out, jerk)
     }
+}
 
+impl nbody_core::projection::Project<f64> for MixedExecutor {
     /// Deposits with the threads of the f64 executor it carries.
     fn project(
         &mut self,

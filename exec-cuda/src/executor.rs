@@ -115,7 +115,9 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
             me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))
         })
     }
+}
 
+impl<T: DeviceReal> nbody_core::projection::Project<T> for CudaExecutor {
     /// Deposits on the device (atomic adds into a grid of doubles): the particles go up,
     /// only the grid comes back.
     fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {

@@ -204,7 +204,9 @@ impl Executor<f64> for CudaMixedExecutor {
         validate::mixed_extent(particles, &[])?;
         self.gpu.accelerations_batch(particles, list, params, out)
     }
+}
 
+impl nbody_core::projection::Project<f64> for CudaMixedExecutor {
     fn project(&mut self, particles: &[Particle<f64>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
         self.gpu.project(particles, projection, grid)
     }

@@ -401,7 +401,9 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
         parts.iter().for_each(|part| nbody_core::kernel::add_fields(out, part, params.potential));
         Ok(())
     }
+}
 
+impl<T: DeviceReal> nbody_core::projection::Project<T> for MultiDevice {
     fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
         if self.lanes.len() == 1 {
             let ordinal = self.lanes[0].ordinal;

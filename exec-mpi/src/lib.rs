@@ -330,17 +330,6 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
         })
     }
 
-    /// Adds the mass of every rank's `particles` into `grid`, on every rank.
-    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
-        let mut mine = vec![0.0; grid.len()];
-        let outcome = self.inner.project(particles, projection, &mut mine);
-        self.agree_outcome(outcome)?;
-        let mut all = vec![0.0; grid.len()];
-        self.comm.all_reduce_into(&mine[..], &mut all[..], SystemOperation::sum());
-        grid.iter_mut().zip(&all).for_each(|(g, a)| *g += a);
-        Ok(())
-    }
-
     fn combine_min(&mut self, x: f64) -> f64 {
         let mut m = x;
         self.comm.all_reduce_into(&x, &mut m, SystemOperation::min());
@@ -350,6 +339,21 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
     fn combine_sum(&mut self, values: &mut [f64]) {
         let mine = values.to_vec();
         self.comm.all_reduce_into(&mine[..], values, SystemOperation::sum());
+    }
+}
+
+impl<T: Real, E: Executor<T> + nbody_core::projection::Project<T>> nbody_core::projection::Project<T>
+    for Distributed<E>
+{
+    /// Adds the mass of every rank's `particles` into `grid`, on every rank.
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        let mut mine = vec![0.0; grid.len()];
+        let outcome = self.inner.project(particles, projection, &mut mine);
+        self.agree_outcome(outcome)?;
+        let mut all = vec![0.0; grid.len()];
+        self.comm.all_reduce_into(&mine[..], &mut all[..], SystemOperation::sum());
+        grid.iter_mut().zip(&all).for_each(|(g, a)| *g += a);
+        Ok(())
     }
 }
 

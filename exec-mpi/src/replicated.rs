@@ -155,7 +155,11 @@ impl<T: Real, E: Executor<T>> Executor<T> for Replicated<E> {
         add_fields(out, &total, params.potential);
         Ok(())
     }
+}
 
+impl<T: Real, E: Executor<T> + nbody_core::projection::Project<T>> nbody_core::projection::Project<T>
+    for Replicated<E>
+{
     /// Each rank deposits its slice of the particles; the maps are summed.
     fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
         validate::particles(particles, Array::Particles)?;

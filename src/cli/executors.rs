@@ -3,31 +3,32 @@
 
 use super::ExecutorKind;
 use anyhow::{bail, Result};
-use nbody_core::{Executor, Reference};
+use nbody_core::projection::Projecting;
+use nbody_core::Reference;
 use nbody_cpu::{CpuExecutor, CpuReal, MixedExecutor, Parallelism};
 
 /// The precisions the command runs in: those of every executor compiled in.
 #[cfg(feature = "cuda")]
 pub trait CliReal: CpuReal + nbody_cuda::DeviceReal {
     /// The mixed-precision executor, where it exists for this precision.
-    fn mixed(par: Parallelism) -> Result<Box<dyn Executor<Self>>>;
+    fn mixed(par: Parallelism) -> Result<Box<dyn Projecting<Self>>>;
     /// `gpu` as this precision's host-slice executor: mixed (f64 only) when it was
     /// opened as the mixed-precision one.
-    fn cuda(gpu: nbody_cuda::CudaExecutor, kind: ExecutorKind) -> Result<Box<dyn Executor<Self>>>;
+    fn cuda(gpu: nbody_cuda::CudaExecutor, kind: ExecutorKind) -> Result<Box<dyn Projecting<Self>>>;
 }
 /// The precisions the command runs in: those of every executor compiled in.
 #[cfg(not(feature = "cuda"))]
 pub trait CliReal: CpuReal {
     /// The mixed-precision executor, where it exists for this precision.
-    fn mixed(par: Parallelism) -> Result<Box<dyn Executor<Self>>>;
+    fn mixed(par: Parallelism) -> Result<Box<dyn Projecting<Self>>>;
 }
 
 impl CliReal for f32 {
-    fn mixed(_: Parallelism) -> Result<Box<dyn Executor<f32>>> {
+    fn mixed(_: Parallelism) -> Result<Box<dyn Projecting<f32>>> {
         bail!("--executor mixed computes f64 results: use --precision f64")
     }
     #[cfg(feature = "cuda")]
-    fn cuda(gpu: nbody_cuda::CudaExecutor, kind: ExecutorKind) -> Result<Box<dyn Executor<f32>>> {
+    fn cuda(gpu: nbody_cuda::CudaExecutor, kind: ExecutorKind) -> Result<Box<dyn Projecting<f32>>> {
         if kind == ExecutorKind::CudaMixed {
             bail!("--executor cuda-mixed computes f64 results: use --precision f64")
         }
@@ -36,11 +37,11 @@ impl CliReal for f32 {
 }
 
 impl CliReal for f64 {
-    fn mixed(par: Parallelism) -> Result<Box<dyn Executor<f64>>> {
+    fn mixed(par: Parallelism) -> Result<Box<dyn Projecting<f64>>> {
         Ok(Box::new(MixedExecutor::new(par)))
     }
     #[cfg(feature = "cuda")]
-    fn cuda(gpu: nbody_cuda::CudaExecutor, kind: ExecutorKind) -> Result<Box<dyn Executor<f64>>> {
+    fn cuda(gpu: nbody_cuda::CudaExecutor, kind: ExecutorKind) -> Result<Box<dyn Projecting<f64>>> {
         Ok(if kind == ExecutorKind::CudaMixed {
             Box::new(nbody_cuda::CudaMixedExecutor::from_executor(gpu))
         } else {
@@ -88,7 +89,7 @@ pub fn multi_device(list: &str) -> Result<nbody_cuda::MultiDevice> {
 
 /// A host executor of the kind asked for (`cuda` runs through the host-slice entry
 /// points; the leapfrog uses the device-resident path instead).
-pub fn host_executor<T: CliReal>(kind: ExecutorKind, threads: usize) -> Result<Box<dyn Executor<T>>> {
+pub fn host_executor<T: CliReal>(kind: ExecutorKind, threads: usize) -> Result<Box<dyn Projecting<T>>> {
     Ok(match kind {
         ExecutorKind::Cpu => Box::new(CpuExecutor::new(parallelism(threads))),
         ExecutorKind::Mixed => T::mixed(parallelism(threads))?,

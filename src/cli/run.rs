@@ -12,7 +12,8 @@ use super::sim::Host;
 use super::team::{ReportedElsewhere, Team};
 use super::{ExecutorKind, Precision};
 use anyhow::{Context, Result};
-use nbody_core::{Executor, Particle, Real, Velocity};
+use nbody_core::projection::Projecting;
+use nbody_core::{Particle, Real, Velocity};
 use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State};
 use std::path::Path;
 use std::process::ExitCode;
@@ -191,7 +192,7 @@ pub(super) fn evolve<T: CliReal>(
     // Block steps land on multiples of their largest step: every output time is one.
     let block_dt = power_of_two_below(s.dt.min(s.energy_every).min(s.snapshot_every).min(s.t_end));
     let grid = if s.integrator == IntegratorKind::BlockHermite { block_dt } else { 0.0 };
-    let mut exec: Box<dyn Executor<T>> = match gpu {
+    let mut exec: Box<dyn Projecting<T>> = match gpu {
         #[cfg(feature = "cuda")]
         Some(_) if s.executor == ExecutorKind::Cuda && s.devices.is_some() => {
             let multi = multi_device(s.devices.as_deref().unwrap_or("all"))?;

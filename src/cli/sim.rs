@@ -1,7 +1,7 @@
 //! What `nbody run` drives: a system with an integrator and an executor behind one
 //! object-safe interface, so the run loop is written once for every combination.
 
-use nbody_core::projection::Projection;
+use nbody_core::projection::{Project, Projecting, Projection};
 use nbody_core::{Bodies, Error, Executor, Field, InteractionList, Jerk, Params, Particle, Real};
 use nbody_integrators::{Checkpoint, Diagnostics, Integrator, State, Words};
 
@@ -35,7 +35,7 @@ pub(super) trait Simulation {
 /// An executor that counts the interactions it is asked for, so rates are exact for
 /// every integrator (block steps, Runge-Kutta stages, diagnostics).
 pub(super) struct Counting<'e, T: Real> {
-    inner: &'e mut dyn Executor<T>,
+    inner: &'e mut dyn Projecting<T>,
     interactions: f64,
     /// Under MPI, every rank's sources: each call pulls this rank's targets towards all
     /// of them, though it passes only its own.
@@ -87,16 +87,18 @@ impl<T: Real> Executor<T> for Counting<'_, T> {
         self.inner.accelerations_batch(particles, list, params, out)
     }
 
-    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
-        self.inner.project(particles, projection, grid)
-    }
-
     fn combine_min(&mut self, x: f64) -> f64 {
         self.inner.combine_min(x)
     }
 
     fn combine_sum(&mut self, values: &mut [f64]) {
         self.inner.combine_sum(values)
+    }
+}
+
+impl<T: Real> Project<T> for Counting<'_, T> {
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        self.inner.project(particles, projection, grid)
     }
 }
 
@@ -110,7 +112,7 @@ pub(super) struct Host<'e, T: Real> {
 
 impl<'e, T: Real> Host<'e, T> {
     /// A simulation of `state` advanced by `integrator` with forces from `exec`.
-    pub(super) fn new(state: State<T>, integrator: Box<dyn Integrator<T>>, exec: &'e mut dyn Executor<T>) -> Self {
+    pub(super) fn new(state: State<T>, integrator: Box<dyn Integrator<T>>, exec: &'e mut dyn Projecting<T>) -> Self {
         Self { state, integrator, exec: Counting { inner: exec, interactions: 0.0, all_sources: None }, steps: 0 }
     }
 
@@ -428,7 +430,7 @@ mod device {
 
         fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
             self.download()?;
-            nbody_core::Executor::<T>::project(&mut self.gpu, &self.pos, projection, grid)
+            nbody_core::projection::Project::<T>::project(&mut self.gpu, &self.pos, projection, grid)
         }
 
         /// Not yet: the integrator's per-particle times, steps and derivatives live on the

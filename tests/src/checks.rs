@@ -3,6 +3,7 @@
 use crate::gen::{cases, coordinate, mass, row, softening, Case};
 use crate::{compare, exact, lanes, particles, tolerance};
 use nbody_core::oracle::{self, Exact};
+use nbody_core::projection::Projecting;
 use nbody_core::{
     Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Span, Velocity,
 };
@@ -19,7 +20,7 @@ pub(crate) type Check<E> = fn(&mut E, f64) -> Result<(), String>;
 const CASES: u32 = 64;
 
 /// Every check, by name.
-pub(crate) fn all<T: Real, E: Executor<T>>() -> Vec<(&'static str, Check<E>)> {
+pub(crate) fn all<T: Real, E: Projecting<T>>() -> Vec<(&'static str, Check<E>)> {
     vec![
         ("matches_oracle", matches_oracle::<T, E>),
         ("jerk_matches_oracle", jerk_matches_oracle::<T, E>),
@@ -58,7 +59,7 @@ pub(crate) fn prop<S: Strategy, X>(
     runner.run(&strategy, |v| f(&mut exec.borrow_mut(), v).map_err(TestCaseError::fail)).map_err(|e| e.to_string())
 }
 
-fn call<T: Real, E: Executor<T>>(
+fn call<T: Real, E: Projecting<T>>(
     e: &mut E,
     targets: &[Particle<T>],
     sources: &[Particle<T>],
@@ -113,7 +114,7 @@ fn bounds(a: &[Exact], b: &[Exact]) -> Vec<(f64, f64)> {
     a.iter().zip(b).map(|(x, y)| (x.acc_bound + y.acc_bound, x.phi_bound + y.phi_bound)).collect()
 }
 
-fn matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn matches_oracle<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     prop(e, cases(48, 96), |e, c: Case| {
         let (t, s, p, before) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>(), c.before::<T>());
         let out = call(e, &t, &s, &p, &before)?;
@@ -121,7 +122,7 @@ fn matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), Stri
     })
 }
 
-fn jerk_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn jerk_matches_oracle<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     prop(e, cases(32, 64), |e, c: Case| {
         let (t, s, p, before) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>(), c.before::<T>());
         let (tv, sv) = c.velocities::<T>();
@@ -146,7 +147,7 @@ fn jerk_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(),
     })
 }
 
-fn masked_coincident_pairs<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn masked_coincident_pairs<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     // eps = 0 and every target duplicated among the sources, once as itself and once as
     // a separate copy: zero-distance pairs must add nothing, and nothing may be NaN.
     prop(e, vec(row(), 1..40), |e, rows| {
@@ -166,7 +167,7 @@ fn masked_coincident_pairs<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result
     })
 }
 
-fn self_interaction_subtraction<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn self_interaction_subtraction<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     // phi with targets = sources equals the explicit i != j sum, computed by leaving
     // particle i out of the sources.
     let strategy = (vec(row(), 2..24), (1u32..=64).prop_map(|k| k as f64 / 256.0));
@@ -192,7 +193,7 @@ fn self_interaction_subtraction<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> R
     })
 }
 
-fn newton_third_law<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn newton_third_law<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     prop(e, (vec(row(), 0..80), softening()), |e, (rows, eps)| {
         let ps = particles::<T>(&rows);
         let p = Params::softened(T::from_f64(eps)).with_overlap_identical();
@@ -209,7 +210,7 @@ fn newton_third_law<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), St
     })
 }
 
-fn translation_invariance<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn translation_invariance<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     // Integer shifts keep 2^-16-grid coordinates exact in f32: the shifted system is
     // exactly a translate, so only the executor's rounding may differ.
     prop(e, (cases(32, 64), [-8i32..=8, -8i32..=8, -8i32..=8]), |e, (c, shift)| {
@@ -236,7 +237,7 @@ fn permutation(n: usize, mut seed: u64) -> Vec<usize> {
     idx
 }
 
-fn permutation_invariance<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn permutation_invariance<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     prop(e, (cases(32, 64), any::<u64>()), |e, (c, seed)| {
         let (t, s) = (c.targets::<T>(), c.sources::<T>());
         let p = c.params::<T>().with_overlap(Overlap::Disjoint);
@@ -257,7 +258,7 @@ fn permutation_invariance<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<
     })
 }
 
-fn linearity_in_source_masses<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn linearity_in_source_masses<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     // a(m) = a(m1) + a(m2) with m = m1 + m2 split exactly, and a(2m) = 2 a(m).
     prop(e, (cases(32, 64), vec(0u32..=1024, 160)), |e, (c, split)| {
         let (t, s) = (c.targets::<T>(), c.sources::<T>());
@@ -282,7 +283,7 @@ fn linearity_in_source_masses<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Res
     })
 }
 
-fn chunked_sources_accumulate<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn chunked_sources_accumulate<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     prop(e, (cases(32, 96), vec(any::<u16>(), 0..5)), |e, (c, cuts)| {
         let (t, s, p) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>());
         let mut edges: Vec<usize> = cuts.iter().map(|&k| k as usize % (s.len() + 1)).collect();
@@ -299,7 +300,7 @@ fn chunked_sources_accumulate<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Res
     })
 }
 
-fn massless_padding<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn massless_padding<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let pad = vec((coordinate(), coordinate(), coordinate()), 1..40);
     prop(e, (cases(32, 64), pad), |e, (c, pad)| {
         let (t, s, p) = (c.targets::<T>(), c.sources::<T>(), c.params::<T>());
@@ -318,7 +319,7 @@ fn massless_padding<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), St
     })
 }
 
-fn two_body_closed_form<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn two_body_closed_form<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let strategy = ((coordinate(), coordinate(), coordinate()), mass(), mass(), softening());
     prop(e, strategy, |e, ((x, y, z), m1, m2, eps)| {
         if x == 0.0 && y == 0.0 && z == 0.0 {
@@ -347,7 +348,7 @@ fn two_body_closed_form<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<()
     })
 }
 
-fn batch_matches_pairwise<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn batch_matches_pairwise<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let strategy =
         (vec(row(), 1..96), softening(), vec(any::<(u16, u16, u8)>(), 0..12), vec(any::<(u16, u16)>(), 1..16));
     prop(e, strategy, |e, (rows, eps, pair_seeds, span_seeds)| {
@@ -415,7 +416,7 @@ fn refuses<T: Real>(
     Ok(())
 }
 
-fn bad_input_is_an_error<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<(), String> {
+fn bad_input_is_an_error<T: Real, E: Projecting<T>>(e: &mut E, _u: f64) -> Result<(), String> {
     let good =
         particles::<T>(&[[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.5]]);
     let p = Params::softened(T::from_f64(0.1));
@@ -515,7 +516,7 @@ fn bad_input_is_an_error<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<
 /// A leaf's shape (few targets, many sources: executors may split the sources over
 /// threads and check each run as they copy it): the first bad source is named wherever
 /// it lies, before an overlap's mismatch, and nothing is written.
-fn bad_sources_of_a_leaf<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), String> {
+fn bad_sources_of_a_leaf<T: Real, E: Projecting<T>>(e: &mut E) -> Result<(), String> {
     let ns = 3_000;
     let sources: Vec<Particle<T>> = (0..ns)
         .map(|i| {
@@ -551,7 +552,7 @@ fn bad_sources_of_a_leaf<T: Real, E: Executor<T>>(e: &mut E) -> Result<(), Strin
     Ok(())
 }
 
-fn empty_inputs<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn empty_inputs<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let ps = particles::<T>(&[[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 1.0]]);
     let p = Params::softened(T::from_f64(0.1));
     call(e, &[], &ps, &p, &[])?;
@@ -571,7 +572,7 @@ fn empty_inputs<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String
 /// must not produce NaN: huge coordinates (1e18 in f32), coordinates near 1e-18 (with
 /// eps in range), subnormal separations (masked when they square to zero), eps so small
 /// that eps² underflows (masked), eps tiny against separations, coincident particles.
-fn numeric_edges_stay_finite<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<(), String> {
+fn numeric_edges_stay_finite<T: Real, E: Projecting<T>>(e: &mut E, _u: f64) -> Result<(), String> {
     let f32_like = T::NAME == "f32";
     let tiny = if f32_like { 1e-40 } else { 1e-310 }; // subnormal in T
     let big = if f32_like { 1e18 } else { 1e150 }; // r² stays finite
@@ -620,7 +621,7 @@ fn numeric_edges_stay_finite<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Res
 
 /// The executor's density map equals the plain deposit (to summation order), for
 /// systems below and above any parallel threshold, and a bad window is an error.
-fn density_map_matches_deposit<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<(), String> {
+fn density_map_matches_deposit<T: Real, E: Projecting<T>>(e: &mut E, _u: f64) -> Result<(), String> {
     use nbody_core::projection::{Plane, Projection};
     // A fixed scramble of the index: uniform enough, and the same on every run.
     let u = |k: u64| (k.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11) as f64 / (1u64 << 53) as f64;
@@ -652,7 +653,7 @@ fn density_map_matches_deposit<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> R
 
 /// One call of 37 targets against 30,025 sources, with and without the potential and
 /// softening: where executors split the sources over threads or thread blocks.
-fn few_targets_many_sources<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+fn few_targets_many_sources<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let c = crate::neighbours::big_case(37, 30_000, (5, 12_345, 25));
     for (eps, potential) in [(1.0 / 64.0, true), (1.0 / 64.0, false), (0.0, true)] {
         let c = Case { eps, potential, ..c.clone() };

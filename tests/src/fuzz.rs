@@ -4,7 +4,8 @@
 
 use crate::{compare, exact};
 use arbitrary::{Arbitrary, Unstructured};
-use nbody_core::{Bodies, Executor, Jerk, Velocity};
+use nbody_core::projection::Projecting;
+use nbody_core::{Bodies, Jerk, Velocity};
 use nbody_core::{Field, Overlap, Params, Particle, Real};
 
 /// The range in which valid input gives finite output (the input policy in the README):
@@ -94,7 +95,7 @@ fn in_finite_range<T: Real>(c: &Case<T>) -> bool {
 /// Fuzz target (a): any input to the entry points is either refused with an error,
 /// leaving the output untouched, or accepted; inside [`FINITE_RANGE`] accepted input
 /// gives finite output. Never a panic.
-pub fn entry_points<T: Real, E: Executor<T>>(exec: &mut E, data: &[u8]) {
+pub fn entry_points<T: Real, E: Projecting<T>>(exec: &mut E, data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(c) = case::<T>(&mut u) else { return };
     let n = c.targets.len();
@@ -132,7 +133,7 @@ pub fn entry_points<T: Real, E: Executor<T>>(exec: &mut E, data: &[u8]) {
 
 /// The density map on arbitrary particles and windows: an error leaves the grid as it
 /// was; success adds only finite, non-negative mass, no more than the particles hold.
-fn density_map<T: Real, E: Executor<T>>(exec: &mut E, particles: &[Particle<T>], u: &mut Unstructured<'_>) {
+fn density_map<T: Real, E: Projecting<T>>(exec: &mut E, particles: &[Particle<T>], u: &mut Unstructured<'_>) {
     use nbody_core::projection::{Plane, Projection};
     let (Ok(plane), Ok(cx), Ok(cy), Ok(half), Ok(pixels)) =
         (u8::arbitrary(u), f64::arbitrary(u), f64::arbitrary(u), f64::arbitrary(u), u16::arbitrary(u))
@@ -160,7 +161,7 @@ fn density_map<T: Real, E: Executor<T>>(exec: &mut E, particles: &[Particle<T>],
 
 /// Fuzz target (b): on valid input of moderate size, the executor agrees with the f64
 /// oracle within the suite's tolerance for unit roundoff `u`.
-pub fn against_oracle<T: Real, E: Executor<T>>(exec: &mut E, data: &[u8], unit_roundoff: f64) {
+pub fn against_oracle<T: Real, E: Projecting<T>>(exec: &mut E, data: &[u8], unit_roundoff: f64) {
     let mut u = Unstructured::new(data);
     let Ok(mut c) = case::<T>(&mut u) else { return };
     // Keep to valid input inside the finite range: what is left must be accepted and be

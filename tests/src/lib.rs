@@ -31,7 +31,8 @@ mod snap;
 pub use gen::Case;
 pub use libtest_mimic::{self, Arguments, Failed, Trial};
 use nbody_core::oracle::{self, Exact};
-use nbody_core::{Error, Executor, Field, Params, Particle, Real};
+use nbody_core::projection::Projecting;
+use nbody_core::{Error, Field, Params, Particle, Real};
 use std::sync::Arc;
 
 /// Roundings per interaction an executor may spend beyond plain summation: the
@@ -47,7 +48,7 @@ pub fn tolerance(u: f64, n_sources: usize) -> f64 {
 
 /// Builds the suite's trials for one executor and precision. `make` creates a fresh
 /// executor for each check; if it returns [`Error::NoDevice`] the checks are ignored.
-pub fn suite<T: Real, E: Executor<T> + 'static>(
+pub fn suite<T: Real, E: Projecting<T> + 'static>(
     prefix: &str,
     make: impl Fn() -> Result<E, Error> + Send + Sync + 'static,
 ) -> Vec<Trial> {
@@ -57,7 +58,7 @@ pub fn suite<T: Real, E: Executor<T> + 'static>(
 /// [`suite`] for an executor whose arithmetic is less precise than its interface type:
 /// tolerances use the unit roundoff `u` (e.g. `f32::EPSILON` for a mixed-precision
 /// executor behind an f64 interface).
-pub fn suite_with_roundoff<T: Real, E: Executor<T> + 'static>(
+pub fn suite_with_roundoff<T: Real, E: Projecting<T> + 'static>(
     prefix: &str,
     u: f64,
     make: impl Fn() -> Result<E, Error> + Send + Sync + 'static,
