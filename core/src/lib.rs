@@ -41,6 +41,7 @@ pub mod projection;
 mod real;
 mod reference;
 pub mod rsqrt;
+pub mod stepping;
 pub mod validate;
 
 pub use error::{Array, Error};

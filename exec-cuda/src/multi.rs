@@ -739,45 +739,37 @@ impl MultiDevice {
         dt: f64,
     ) -> Result<(), Error> {
         validate::params(params)?;
-        if !s.fresh {
-            self.force(s, params)?;
+        nbody_core::stepping::kick_drift_kick(&mut OnDevices { gpus: self, s, params, drifted: false }, dt)?;
+        s.time += dt;
+        Ok(())
+    }
+}
+
+/// A system spread over the lanes as [`nbody_core::stepping`] steps it: each lane kicks
+/// and drifts its own slice (the drift writes straight into its copy of all positions);
+/// after a drift the slices are exchanged and each lane starts its force as the others'
+/// arrive.
+struct OnDevices<'a, T: DeviceReal> {
+    gpus: &'a mut MultiDevice,
+    s: &'a mut MultiState<T>,
+    params: &'a Params<T>,
+    /// A drift since the last field: the positions must be exchanged first.
+    drifted: bool,
+}
+
+impl<T: DeviceReal> nbody_core::stepping::KickDrift<T> for OnDevices<'_, T> {
+    fn field_is_current(&self) -> bool {
+        self.s.fresh
+    }
+
+    fn compute_field(&mut self) -> Result<(), Error> {
+        if !self.drifted {
+            return self.gpus.force_after(self.s, self.params, None);
         }
-        let half = T::from_f64(0.5 * dt);
-        let psize = std::mem::size_of::<Particle<T>>();
-        for (k, (lane, part)) in self.lanes.iter_mut().zip(&s.parts).enumerate() {
-            let n = part.own.len();
-            let at = s.offsets[k] * psize;
-            let run = |exec: &mut CudaExecutor| -> Result<(), Error> {
-                crate::device::make_current(&exec.context)?;
-                if n == 0 {
-                    return Ok(());
-                }
-                exec.kick_or_drift(Kernel::Kick { tag: T::TAG }, &part.vel, &part.field.buf, n, half)?;
-                exec.kick_or_drift(
-                    Kernel::Drift { tag: T::TAG },
-                    &part.all.index(at..at + s.padded[k] * psize),
-                    &part.vel,
-                    n,
-                    T::from_f64(dt),
-                )
-            };
-            run(&mut lane.exec).map_err(on_device(lane.ordinal))?;
-        }
-        let arrived = self.exchange(s)?;
-        self.force_after(s, params, Some(&arrived))?;
-        for (lane, part) in self.lanes.iter_mut().zip(&s.parts) {
-            let n = part.own.len();
-            let run = |exec: &mut CudaExecutor| -> Result<(), Error> {
-                crate::device::make_current(&exec.context)?;
-                if n == 0 {
-                    return Ok(());
-                }
-                exec.kick_or_drift(Kernel::Kick { tag: T::TAG }, &part.vel, &part.field.buf, n, half)
-            };
-            run(&mut lane.exec).map_err(on_device(lane.ordinal))?;
-        }
-        // The arrival events and staging buffers are done with once every stream is.
-        for lane in &self.lanes {
+        let arrived = self.gpus.exchange(self.s)?;
+        self.gpus.force_after(self.s, self.params, Some(&arrived))?;
+        // The arrival events and staging buffers are done with once every copy is.
+        for lane in &self.gpus.lanes {
             crate::device::make_current(&lane.exec.context).map_err(on_device(lane.ordinal))?;
             lane.exec
                 .copy_stream
@@ -785,7 +777,48 @@ impl MultiDevice {
                 .map_err(cuda("exchanging positions"))
                 .map_err(on_device(lane.ordinal))?;
         }
-        s.time += dt;
+        self.drifted = false;
         Ok(())
     }
+
+    fn kick(&mut self, h: T) -> Result<(), Error> {
+        let s = &*self.s;
+        each_lane(self.gpus, s, |exec, k| {
+            let part = &s.parts[k];
+            exec.kick_or_drift(Kernel::Kick { tag: T::TAG }, &part.vel, &part.field.buf, part.own.len(), h)
+        })
+    }
+
+    fn drift(&mut self, h: T) -> Result<(), Error> {
+        let psize = std::mem::size_of::<Particle<T>>();
+        let s = &*self.s;
+        each_lane(self.gpus, s, |exec, k| {
+            let part = &s.parts[k];
+            let at = s.offsets[k] * psize;
+            let own = part.all.index(at..at + s.padded[k] * psize);
+            exec.kick_or_drift(Kernel::Drift { tag: T::TAG }, &own, &part.vel, part.own.len(), h)
+        })?;
+        self.s.fresh = false;
+        self.drifted = true;
+        Ok(())
+    }
+}
+
+/// Runs `f(exec, k)` on every lane `k` that owns particles, naming the lane on failure.
+fn each_lane<T: DeviceReal>(
+    gpus: &mut MultiDevice,
+    s: &MultiState<T>,
+    f: impl Fn(&mut CudaExecutor, usize) -> Result<(), Error>,
+) -> Result<(), Error> {
+    for (k, (lane, part)) in gpus.lanes.iter_mut().zip(&s.parts).enumerate() {
+        let run = |exec: &mut CudaExecutor| -> Result<(), Error> {
+            crate::device::make_current(&exec.context)?;
+            if part.own.is_empty() {
+                return Ok(());
+            }
+            f(exec, k)
+        };
+        run(&mut lane.exec).map_err(on_device(lane.ordinal))?;
+    }
+    Ok(())
 }

@@ -115,16 +115,38 @@ impl CudaExecutor {
         dt: f64,
     ) -> Result<(), Error> {
         crate::device::make_current(&self.context)?;
-        if !s.fresh {
-            self.force(s, params)?;
-        }
-        let n = s.len();
-        let half = T::from_f64(0.5 * dt);
-        self.kick_or_drift(Kernel::Kick { tag: T::TAG }, &s.vel, &s.field.buf, n, half)?;
-        self.kick_or_drift(Kernel::Drift { tag: T::TAG }, &s.pos.buf, &s.vel, n, T::from_f64(dt))?;
-        self.force(s, params)?;
-        self.kick_or_drift(Kernel::Kick { tag: T::TAG }, &s.vel, &s.field.buf, n, half)?;
+        nbody_core::stepping::kick_drift_kick(&mut OnDevice { exec: self, s, params }, dt)?;
         s.time += dt;
+        Ok(())
+    }
+}
+
+/// A resident system as [`nbody_core::stepping`] steps it: kick and drift kernels, the
+/// tiled kernel for the field.
+struct OnDevice<'a, T: DeviceReal> {
+    exec: &'a mut CudaExecutor,
+    s: &'a mut DeviceState<T>,
+    params: &'a Params<T>,
+}
+
+impl<T: DeviceReal> nbody_core::stepping::KickDrift<T> for OnDevice<'_, T> {
+    fn field_is_current(&self) -> bool {
+        self.s.fresh
+    }
+
+    fn compute_field(&mut self) -> Result<(), Error> {
+        self.exec.force(self.s, self.params)
+    }
+
+    fn kick(&mut self, h: T) -> Result<(), Error> {
+        let s = &*self.s;
+        self.exec.kick_or_drift(Kernel::Kick { tag: T::TAG }, &s.vel, &s.field.buf, s.len(), h)
+    }
+
+    fn drift(&mut self, h: T) -> Result<(), Error> {
+        let s = &mut *self.s;
+        self.exec.kick_or_drift(Kernel::Drift { tag: T::TAG }, &s.pos.buf, &s.vel, s.len(), h)?;
+        s.fresh = false;
         Ok(())
     }
 }

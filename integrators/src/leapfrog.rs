@@ -70,14 +70,8 @@ impl<T: Real> Leapfrog<T> {
     /// Advances `s` by one step.
     pub fn step<E: Executor<T>>(&mut self, s: &mut State<T>, e: &mut E) -> Result<(), Error> {
         let start = std::time::Instant::now();
-        if !self.fresh || self.field.len() != s.len() {
-            self.force(s, e)?;
-        }
-        let half = T::from_f64(0.5 * self.dt);
-        kick(s, &self.field, half);
-        drift(s, T::from_f64(self.dt));
-        self.force(s, e)?;
-        kick(s, &self.field, half);
+        let dt = self.dt;
+        nbody_core::stepping::kick_drift_kick(&mut OnHost { lf: self, s, e }, dt)?;
         s.time += self.dt;
         self.timing.total += start.elapsed();
         Ok(())
@@ -89,6 +83,35 @@ impl<T: Real> Leapfrog<T> {
             self.force(s, e)?;
         }
         Ok(diagnostics_combined(s, &self.field, e))
+    }
+}
+
+/// A host system as [`nbody_core::stepping`] steps it: the state, and the field the
+/// leapfrog keeps for it.
+struct OnHost<'a, T: Real, E> {
+    lf: &'a mut Leapfrog<T>,
+    s: &'a mut State<T>,
+    e: &'a mut E,
+}
+
+impl<T: Real, E: Executor<T>> nbody_core::stepping::KickDrift<T> for OnHost<'_, T, E> {
+    fn field_is_current(&self) -> bool {
+        self.lf.fresh && self.lf.field.len() == self.s.len()
+    }
+
+    fn compute_field(&mut self) -> Result<(), Error> {
+        self.lf.force(self.s, self.e)
+    }
+
+    fn kick(&mut self, h: T) -> Result<(), Error> {
+        kick(self.s, &self.lf.field, h);
+        Ok(())
+    }
+
+    fn drift(&mut self, h: T) -> Result<(), Error> {
+        drift(self.s, h);
+        self.lf.fresh = false;
+        Ok(())
     }
 }
 
