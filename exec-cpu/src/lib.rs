@@ -256,16 +256,23 @@ impl CpuExecutor {
 /// A source failed `validate::particles` while it was copied.
 struct BadSources;
 
-/// The error `full` (the whole check) names, where a partial check (`fast`, or the
-/// copy's) failed: the same error, in the same order, as checking everything first.
-fn first_error(full: Result<(), Error>, fast: Error) -> Error {
-    full.err().unwrap_or(fast)
-}
-
-/// What to report when the copy found a bad source: `full` names it (the copy's check
-/// and `validate::particles` agree bit for bit, so it does).
-fn bad_sources(full: Result<(), Error>) -> Error {
-    first_error(full, Error::NonFinite { array: nbody_core::Array::Sources, index: 0 })
+/// A call whose source particles `run` checks as it copies them: the other checks
+/// (`but_sources`) first, then `run` unless the call is empty. Any failure is reported
+/// as the whole check (`full`) names it, so errors and their order are those of
+/// checking everything first (the copy's check and `validate::particles` agree bit for
+/// bit, so `full` does name the copy's failure).
+fn checked(
+    but_sources: Result<(), Error>,
+    full: impl Fn() -> Result<(), Error>,
+    empty: bool,
+    run: impl FnOnce() -> Result<(), BadSources>,
+) -> Result<(), Error> {
+    let named = |fallback: Error| full().err().unwrap_or(fallback);
+    but_sources.map_err(named)?;
+    if empty {
+        return full();
+    }
+    run().map_err(|_| named(Error::NonFinite { array: nbody_core::Array::Sources, index: 0 }))
 }
 
 /// A batched call's share for one thread: a contiguous run of particle indices (whose
@@ -318,14 +325,22 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
         let n_out = out.len();
-        let full = || validate::call(targets, sources, params, n_out);
-        validate::call_but_sources(targets, sources, params, out.len()).map_err(|e| first_error(full(), e))?;
-        if targets.is_empty() || sources.is_empty() {
-            return full();
-        }
         let none: &[nbody_core::Velocity<T>] = &[];
-        self.run(Bodies { pos: targets, vel: none }, Bodies { pos: sources, vel: none }, params, out, None, None)
-            .map_err(|_| bad_sources(full()))
+        checked(
+            validate::call_but_sources(targets, sources, params, n_out),
+            || validate::call(targets, sources, params, n_out),
+            targets.is_empty() || sources.is_empty(),
+            || {
+                self.run(
+                    Bodies { pos: targets, vel: none },
+                    Bodies { pos: sources, vel: none },
+                    params,
+                    out,
+                    None,
+                    None,
+                )
+            },
+        )
     }
 
     fn accelerations_jerk(
@@ -337,13 +352,12 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         jerk: &mut [Jerk<T>],
     ) -> Result<(), Error> {
         let (n_out, n_jerk) = (out.len(), jerk.len());
-        let full = || validate::jerk_call(&targets, &sources, params, n_out, n_jerk);
-        validate::jerk_call_but_sources(&targets, &sources, params, out.len(), jerk.len())
-            .map_err(|e| first_error(full(), e))?;
-        if targets.pos.is_empty() || sources.pos.is_empty() {
-            return full();
-        }
-        self.run(targets, sources, params, out, Some(jerk), None).map_err(|_| bad_sources(full()))
+        checked(
+            validate::jerk_call_but_sources(&targets, &sources, params, n_out, n_jerk),
+            || validate::jerk_call(&targets, &sources, params, n_out, n_jerk),
+            targets.pos.is_empty() || sources.pos.is_empty(),
+            || self.run(targets, sources, params, out, Some(jerk), None),
+        )
     }
 
     /// Finds neighbours in the jerk kernel's pass: each source tile, while in L1, is
@@ -359,13 +373,12 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
     ) -> Result<(), Error> {
         neighbours.validate(targets.pos.len(), sources.pos.len())?;
         let (n_out, n_jerk) = (out.len(), jerk.len());
-        let full = || validate::jerk_call(&targets, &sources, params, n_out, n_jerk);
-        validate::jerk_call_but_sources(&targets, &sources, params, out.len(), jerk.len())
-            .map_err(|e| first_error(full(), e))?;
-        if targets.pos.is_empty() || sources.pos.is_empty() {
-            return full();
-        }
-        self.run(targets, sources, params, out, Some(jerk), Some(neighbours)).map_err(|_| bad_sources(full()))
+        checked(
+            validate::jerk_call_but_sources(&targets, &sources, params, n_out, n_jerk),
+            || validate::jerk_call(&targets, &sources, params, n_out, n_jerk),
+            targets.pos.is_empty() || sources.pos.is_empty(),
+            || self.run(targets, sources, params, out, Some(jerk), Some(neighbours)),
+        )
     }
 
     /// Spreads the pairs over the threads: the particle range is cut into runs of equal
