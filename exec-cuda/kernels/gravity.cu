@@ -195,6 +195,35 @@ __device__ __forceinline__ void finish(typename V4<T>::type *out, int i, T m_i, 
     out[i] = o;
 }
 
+// Copies one 16-byte-aligned record from global into shared memory. On sm_80 and later
+// it goes straight there (cp.async): no register holds it and the thread does not wait
+// for it until copies_wait; before sm_80 it is an ordinary load and store.
+template <typename R> __device__ __forceinline__ void copy_async(R *smem, const R *gmem) {
+#if __CUDA_ARCH__ >= 800
+    static_assert(sizeof(R) % 16 == 0, "cp.async copies 16-byte pieces");
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+#pragma unroll
+    for (int k = 0; k < (int)(sizeof(R) / 16); ++k)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + 16 * k), "l"((const char *)gmem + 16 * k));
+#else
+    *smem = *gmem;
+#endif
+}
+// Waits for this thread's copy_async copies (a barrier then publishes them to the block).
+__device__ __forceinline__ void copies_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+
+// Source tiles of the tiled kernel hold K blocks' worth of sources (8 KB per buffer) where
+// particles go into shared memory unchanged (T == C), so a block meets a barrier once per
+// K x B sources; the mixed kernels move each source into their frame on the way, through
+// registers, one block's worth per tile.
+template <typename T, typename C, int B> struct TileBlocks {
+    enum { value = IsMixed<T, C>::value || 8192 / (B * (int)sizeof(Pt<T, C>)) < 1 ? 1 : 8192 / (B * (int)sizeof(Pt<T, C>)) };
+};
+
 // The tiled kernel. Block of B threads = B/TP target groups x TP slices; each group holds
 // NI targets. Sources are padded with massless particles to a multiple of B. When the
 // targets cannot fill the GPU, gridDim.y > 1 blocks share a target group, each summing
@@ -209,11 +238,12 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
                                       int chunk, typename V4<T>::type *__restrict__ partial) {
     typedef typename V4<T>::type v4;
     const bool MIXED = IsMixed<T, C>::value;
+    const int K = TileBlocks<T, C, B>::value, L = K * B;
     const int FLUSH = 32 * TP / B > 1 ? 32 * TP / B : 1;
     const C eps2 = (C)eps2_;
     // Two tiles: while one is read, the next is stored into the other, so each tile costs
     // one barrier, not two.
-    __shared__ Pt<T, C> tile[2][B];
+    __shared__ Pt<T, C> tile[2][L];
     const int slice = threadIdx.x % TP;
     const int block_first = blockIdx.x * (B / TP) * NI;
     const int first = block_first + threadIdx.x / TP * NI;
@@ -229,20 +259,46 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         sx[k] = 0; sy[k] = 0; sz[k] = 0; sphi[k] = 0;
     }
     const int begin = blockIdx.y * chunk, end = min(begin + chunk, n_sources_padded);
-    if (begin < end) tile[0][threadIdx.x] = frame.apply(sources[begin + threadIdx.x]);
+    // A tile holds K sub-tiles of B sources (the chunk's last tile may hold fewer); the
+    // mixed kernels' single sub-tile goes through the frame.
+    if (MIXED) {
+        if (begin < end) tile[0][threadIdx.x] = frame.apply(sources[begin + threadIdx.x]);
+    } else {
+        for (int q = 0; q < K && begin + q * B < end; ++q)
+            copy_async((v4 *)&tile[0][q * B + threadIdx.x], &sources[begin + q * B + threadIdx.x]);
+        copies_wait();
+    }
     __syncthreads();
     int buf = 0, tiles = 0;
-    for (int base = begin; base < end; base += B, buf ^= 1) {
-        // The next tile's global load is issued first and lands while this one is computed.
-        const bool more = base + B < end;
+    for (int base = begin; base < end; base += L, buf ^= 1) {
+        // The next tile's loads are issued first and land while this one is computed.
+        const bool more = base + L < end;
         v4 next;
-        if (more) next = sources[base + B + threadIdx.x];
-        // B / TP iterations, known at compile time: fully unrolled when short.
-#pragma unroll(B / TP < 16 ? B / TP : 16)
-        for (int jj = 0; jj < B / TP; ++jj) {
-            const Pt<T, C> s = tile[buf][jj * TP + slice];
+        if (more) {
+            if (MIXED) next = sources[base + L + threadIdx.x];
+            else
+                for (int q = 0; q < K && base + L + q * B < end; ++q)
+                    copy_async((v4 *)&tile[buf ^ 1][q * B + threadIdx.x], &sources[base + L + q * B + threadIdx.x]);
+        }
+        if (K == 1 || end - base >= L) {
+            // L / TP iterations, known at compile time: fully unrolled when short.
+#pragma unroll(L / TP < 16 ? L / TP : 16)
+            for (int jj = 0; jj < L / TP; ++jj) {
+                const Pt<T, C> s = tile[buf][jj * TP + slice];
 #pragma unroll
-            for (int k = 0; k < NI; ++k) interact<T, C, POT, MASKED>(ti[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
+                for (int k = 0; k < NI; ++k) interact<T, C, POT, MASKED>(ti[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
+            }
+        } else {
+            // The chunk's last tile, partly filled: its sub-tiles one at a time.
+            for (int q = 0; q < (end - base) / B; ++q) {
+#pragma unroll(B / TP < 16 ? B / TP : 16)
+                for (int jj = 0; jj < B / TP; ++jj) {
+                    const Pt<T, C> s = tile[buf][q * B + jj * TP + slice];
+#pragma unroll
+                    for (int k = 0; k < NI; ++k)
+                        interact<T, C, POT, MASKED>(ti[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
+                }
+            }
         }
         if (MIXED && (++tiles % FLUSH == 0 || !more)) {
 #pragma unroll
@@ -253,7 +309,10 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         }
         // Nobody reads tile[buf ^ 1] in this iteration: everyone finished it before the
         // barrier that ended the previous one.
-        if (more) tile[buf ^ 1][threadIdx.x] = frame.apply(next);
+        if (more) {
+            if (MIXED) tile[buf ^ 1][threadIdx.x] = frame.apply(next);
+            else copies_wait();
+        }
         __syncthreads();
     }
 #pragma unroll
@@ -644,8 +703,16 @@ __device__ __forceinline__ void shuffled(const typename V4<T>::type *__restrict_
 }
 
 // Exported entry points: nbody_<kind>_<f32|f64|mixed>_..., names built by the host code.
+// The f32 tiled kernels say "at least one block per SM" so that ptxas is free to spend
+// registers: with only the block size it packed (256,4,4) into 63 registers and bunched
+// each source's reciprocal square roots together, stalling on the MUFU queue; with this
+// it takes about 80 and spaces them out (H100, N = 2^20: +4%; exec-cuda/scripts/
+// tiled-experiments.cu). The f64 and mixed kernels would take 150 and lose blocks.
+#define TILED_BOUNDS_f32(B) __launch_bounds__(B, 1)
+#define TILED_BOUNDS_f64(B) __launch_bounds__(B)
+#define TILED_BOUNDS_mixed(B) __launch_bounds__(B)
 #define TILED(T, C, NAME, B, TP, NI, POT, MASKED)                                                                       \
-    extern "C" __global__ void __launch_bounds__(B) nbody_tiled_##NAME##_b##B##_tp##TP##_ni##NI##_p##POT##_m##MASKED( \
+    extern "C" __global__ void TILED_BOUNDS_##NAME(B) nbody_tiled_##NAME##_b##B##_tp##TP##_ni##NI##_p##POT##_m##MASKED( \
         const V4<T>::type *targets, int n_targets, const V4<T>::type *sources, int n_sources_padded,                  \
         V4<T>::type *out, T eps2, T g, int self_t0, int self_len, int chunk, V4<T>::type *partial) {                   \
         tiled<T, C, B, TP, NI, POT, MASKED>(targets, n_targets, sources, n_sources_padded, out, eps2, g, self_t0,      \

@@ -3,9 +3,12 @@
 
 Usage: sass_per_interaction.py FATBIN > exec-cuda/sass-counts.txt
 
-For each kernel, the inner loop is the backward branch whose body holds the most
-MUFU.RSQ* instructions (one reciprocal square root per interaction); instructions per
-interaction = instructions in that body (NOPs excluded) / MUFU.RSQ count. The benchmark
+For each kernel, the inner loop is the innermost backward branch (no other backward
+branch inside its body) whose body holds the most MUFU.RSQ* instructions (one
+reciprocal square root per interaction); where two such loops tie (the tiled kernel's
+loop over a full tile and its loop over a chunk's partly filled last tile), the one with
+fewer instructions, the full tile's. Instructions per interaction = instructions in that
+body (NOPs excluded) / MUFU.RSQ count. The benchmark
 divides the device's issue rate by this number for its issue-bound ceiling.
 """
 import re
@@ -23,17 +26,18 @@ for body in functions:
     instrs = []
     for m in line_re.finditer(body):
         instrs.append((int(m.group(1), 16), m.group(2).strip()))
-    best = None
+    loops = []
     for addr, text in instrs:
         b = re.search(r"BRA (?:`\(\.L_x_\d+\) )?0x([0-9a-f]+)", text)
-        if not b:
-            continue
-        target = int(b.group(1), 16)
-        if target >= addr:
-            continue
+        if b and int(b.group(1), 16) < addr:
+            loops.append((int(b.group(1), 16), addr))
+    best = None
+    for target, addr in loops:
+        if any(target <= t and a < addr for t, a in loops if (t, a) != (target, addr)):
+            continue  # an outer loop
         loop = [t for a, t in instrs if target <= a <= addr and not t.startswith("NOP")]
         rsq = sum(1 for t in loop if "MUFU.RSQ" in t)
-        if rsq and (best is None or rsq > best[1]):
+        if rsq and (best is None or (rsq, -len(loop)) > (best[1], -best[0])):
             best = (len(loop), rsq)
     if best:
         print(f"{name} {best[0] / best[1]:.3f}")

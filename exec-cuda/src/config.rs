@@ -178,6 +178,31 @@ pub fn split_sources(blocks: usize, n_sources_padded: usize, block: usize, sm_co
     (chunk, n_sources_padded.div_ceil(chunk).max(1))
 }
 
+/// Chunks for a launch whose blocks already fill the GPU, so that its last wave is full:
+/// `blocks` blocks (each summing all `n_sources_padded` sources), of which one wave
+/// (`slots`: blocks resident per multiprocessor x multiprocessors) runs at a time. With
+/// 4,096 blocks on 396 slots the last of 11 waves is a third full and a tenth of the
+/// run is lost; cut into 5 chunks the same work is 51.7 waves (H100, f32, N = 2^20:
+/// +2.6%; exec-cuda/scripts/tiled-experiments.cu). Returns the fewest chunks in
+/// `1..=most` whose waves are within half a percent of the fullest, each chunk at least
+/// [`MIN_CHUNK_TILES`] tiles of `block`.
+///
+/// ```
+/// use nbody_cuda::balance_waves;
+/// assert_eq!(balance_waves(4096, 396, 1 << 20, 256, 16), 5);
+/// assert_eq!(balance_waves(528, 528, 1 << 20, 256, 16), 1); // exactly one full wave
+/// assert_eq!(balance_waves(4096, 396, 1 << 20, 256, 1), 1); // no room for partial sums
+/// ```
+pub fn balance_waves(blocks: usize, slots: usize, n_sources_padded: usize, block: usize, most: usize) -> usize {
+    let most = most.min(n_sources_padded / (MIN_CHUNK_TILES * block)).max(1);
+    let fullness = |chunks: usize| {
+        let waves = (blocks * chunks) as f64 / slots.max(1) as f64;
+        waves / waves.ceil()
+    };
+    let best = (1..=most).map(fullness).fold(0.0, f64::max);
+    (1..=most).find(|&c| fullness(c) >= best - 0.005).unwrap_or(1)
+}
+
 /// Sources are padded with massless particles to a multiple of this (the largest block),
 /// so no variant needs a bounds test in its inner loop.
 pub const SOURCE_PAD: usize = 256;

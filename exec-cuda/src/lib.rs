@@ -46,8 +46,8 @@ pub mod timing;
 
 pub use batch::DeviceList;
 pub use config::{
-    choose, choose_for, choose_for_on, choose_on, instructions_per_interaction, ladder, split_sources, LaunchConfig,
-    CANDIDATES, LADDER, MIXED_LADDER, SOURCE_PAD,
+    balance_waves, choose, choose_for, choose_for_on, choose_on, instructions_per_interaction, ladder, split_sources,
+    LaunchConfig, CANDIDATES, LADDER, MIXED_LADDER, SOURCE_PAD,
 };
 pub use device::DeviceInfo;
 pub use hermite::{DeviceHermite, Steps};

@@ -5,10 +5,14 @@ use crate::device::{self, cuda};
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded};
 use crate::{
-    choose_for_on, ladder, split_sources, timing, CudaExecutor, DeviceFields, DeviceParticles, DeviceReal,
-    LaunchConfig, SHUFFLE_TARGETS_PER_THREAD, SOURCE_PAD,
+    balance_waves, choose_for_on, ladder, split_sources, timing, CudaExecutor, DeviceFields, DeviceParticles,
+    DeviceReal, LaunchConfig, SHUFFLE_TARGETS_PER_THREAD, SOURCE_PAD,
 };
 use cust::launch;
+
+/// Device memory a launch may take for partial sums when it splits its sources only to
+/// fill its last wave ([`balance_waves`]): 8 chunks of 2^20 f32 targets.
+const PARTIALS_BUDGET: usize = 128 << 20;
 use nbody_core::{validate, Array, Error, Field, Overlap, Params, Particle};
 
 impl CudaExecutor {
@@ -206,7 +210,22 @@ impl CudaExecutor {
         let stream = &self.stream;
         let block = if self.sabotage.replace(false) { 4096 } else { config.block };
         let blocks = config.blocks(n_targets);
-        let (chunk, chunks) = split_sources(blocks as usize, sources_padded, config.block as usize, self.info.sm_count);
+        let (mut chunk, mut chunks) =
+            split_sources(blocks as usize, sources_padded, config.block as usize, self.info.sm_count);
+        if chunks == 1 {
+            // The targets fill the GPU: split the sources only to fill the last wave, within
+            // a budget for the partial sums.
+            let resident = f
+                .max_active_blocks_per_multiprocessor(cust::function::BlockSize::x(config.block), 0)
+                .map_err(cuda("asking a kernel's occupancy"))?;
+            let slots = resident as usize * self.info.sm_count as usize;
+            let most = PARTIALS_BUDGET / (n_targets * 4 * size_of::<T>()).max(1);
+            let balanced = balance_waves(blocks as usize, slots, sources_padded, config.block as usize, most);
+            if balanced > 1 {
+                chunk = sources_padded.div_ceil(balanced).next_multiple_of(config.block as usize);
+                chunks = sources_padded.div_ceil(chunk);
+            }
+        }
         let mut partials = self.split_partials.borrow_mut();
         let partial = if chunks > 1 {
             ptr(partials.reserve(chunks * n_targets * 4 * size_of::<T>())?)
