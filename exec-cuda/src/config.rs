@@ -178,29 +178,38 @@ pub fn split_sources(blocks: usize, n_sources_padded: usize, block: usize, sm_co
     (chunk, n_sources_padded.div_ceil(chunk).max(1))
 }
 
-/// Chunks for a launch whose blocks already fill the GPU, so that its last wave is full:
-/// `blocks` blocks (each summing all `n_sources_padded` sources), of which one wave
-/// (`slots`: blocks resident per multiprocessor x multiprocessors) runs at a time. With
-/// 4,096 blocks on 396 slots the last of 11 waves is a third full and a tenth of the
-/// run is lost; cut into 5 chunks the same work is 51.7 waves (H100, f32, N = 2^20:
-/// +2.6%; exec-cuda/scripts/tiled-experiments.cu). Returns the fewest chunks in
-/// `1..=most` whose waves are within half a percent of the fullest, each chunk at least
-/// [`MIN_CHUNK_TILES`] tiles of `block`.
+/// The chunk count for a tiled launch of `blocks` blocks over `n_sources_padded`
+/// sources that fills its last wave: one wave (`slots`: blocks resident per
+/// multiprocessor x multiprocessors) runs at a time, so 4,096 blocks on 396 slots leave
+/// the last of 11 waves a third full and lose a tenth of the run, while the same work cut
+/// into 5 chunks is 51.7 waves (H100, f32, N = 2^20: +2.6%; exec-cuda/scripts/
+/// tiled-experiments.cu). Returns the fewest chunks in `least..=most` whose waves are
+/// within half a percent of the fullest there, each chunk at least [`MIN_CHUNK_TILES`]
+/// tiles of `block`; `least` is [`split_sources`]'s count (what fills the GPU at all).
 ///
 /// ```
 /// use nbody_cuda::balance_waves;
-/// assert_eq!(balance_waves(4096, 396, 1 << 20, 256, 16), 5);
-/// assert_eq!(balance_waves(528, 528, 1 << 20, 256, 16), 1); // exactly one full wave
-/// assert_eq!(balance_waves(4096, 396, 1 << 20, 256, 1), 1); // no room for partial sums
+/// assert_eq!(balance_waves(4096, 396, 1 << 20, 256, 1, 16), 5);
+/// assert_eq!(balance_waves(528, 528, 1 << 20, 256, 1, 16), 1); // exactly one full wave
+/// assert_eq!(balance_waves(4096, 396, 1 << 20, 256, 1, 1), 1); // no room for partial sums
+/// assert_eq!(balance_waves(512, 396, 1 << 16, 256, 2, 64), 10); // 2 fill the GPU, 10 fill the waves
 /// ```
-pub fn balance_waves(blocks: usize, slots: usize, n_sources_padded: usize, block: usize, most: usize) -> usize {
-    let most = most.min(n_sources_padded / (MIN_CHUNK_TILES * block)).max(1);
+pub fn balance_waves(
+    blocks: usize,
+    slots: usize,
+    n_sources_padded: usize,
+    block: usize,
+    least: usize,
+    most: usize,
+) -> usize {
+    let least = least.max(1);
+    let most = most.min(n_sources_padded / (MIN_CHUNK_TILES * block)).max(least);
     let fullness = |chunks: usize| {
         let waves = (blocks * chunks) as f64 / slots.max(1) as f64;
         waves / waves.ceil()
     };
-    let best = (1..=most).map(fullness).fold(0.0, f64::max);
-    (1..=most).find(|&c| fullness(c) >= best - 0.005).unwrap_or(1)
+    let best = (least..=most).map(fullness).fold(0.0, f64::max);
+    (least..=most).find(|&c| fullness(c) >= best - 0.005).unwrap_or(least)
 }
 
 /// Sources are padded with massless particles to a multiple of this (the largest block),

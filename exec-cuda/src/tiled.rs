@@ -212,19 +212,17 @@ impl CudaExecutor {
         let blocks = config.blocks(n_targets);
         let (mut chunk, mut chunks) =
             split_sources(blocks as usize, sources_padded, config.block as usize, self.info.sm_count);
-        if chunks == 1 {
-            // The targets fill the GPU: split the sources only to fill the last wave, within
-            // a budget for the partial sums.
-            let resident = f
-                .max_active_blocks_per_multiprocessor(cust::function::BlockSize::x(config.block), 0)
-                .map_err(cuda("asking a kernel's occupancy"))?;
-            let slots = resident as usize * self.info.sm_count as usize;
-            let most = PARTIALS_BUDGET / (n_targets * 4 * size_of::<T>()).max(1);
-            let balanced = balance_waves(blocks as usize, slots, sources_padded, config.block as usize, most);
-            if balanced > 1 {
-                chunk = sources_padded.div_ceil(balanced).next_multiple_of(config.block as usize);
-                chunks = sources_padded.div_ceil(chunk);
-            }
+        // More chunks than fill the GPU where they fill the last wave too, within a budget
+        // for the partial sums.
+        let resident = f
+            .max_active_blocks_per_multiprocessor(cust::function::BlockSize::x(config.block), 0)
+            .map_err(cuda("asking a kernel's occupancy"))?;
+        let slots = resident as usize * self.info.sm_count as usize;
+        let most = PARTIALS_BUDGET / (n_targets * 4 * size_of::<T>()).max(1);
+        let balanced = balance_waves(blocks as usize, slots, sources_padded, config.block as usize, chunks, most);
+        if balanced != chunks {
+            chunk = sources_padded.div_ceil(balanced).next_multiple_of(config.block as usize);
+            chunks = sources_padded.div_ceil(chunk);
         }
         let mut partials = self.split_partials.borrow_mut();
         let partial = if chunks > 1 {
