@@ -224,6 +224,20 @@ template <typename T, typename C, int B> struct TileBlocks {
     enum { value = IsMixed<T, C>::value || 8192 / (B * (int)sizeof(Pt<T, C>)) < 1 ? 1 : 8192 / (B * (int)sizeof(Pt<T, C>)) };
 };
 
+// Adds the N sources of `tile` into NI targets' sums, each of the TP slices taking every
+// TP-th source from its own: N / TP iterations known at compile time, fully unrolled
+// when short.
+template <typename T, typename C, int N, int TP, int NI, bool POT, bool MASKED>
+__device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const Pt<T, C> (&ti)[NI], C eps2,
+                                         C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI]) {
+#pragma unroll(N / TP < 16 ? N / TP : 16)
+    for (int jj = 0; jj < N / TP; ++jj) {
+        const Pt<T, C> s = tile[jj * TP + slice];
+#pragma unroll
+        for (int k = 0; k < NI; ++k) interact<T, C, POT, MASKED>(ti[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
+    }
+}
+
 // The tiled kernel. Block of B threads = B/TP target groups x TP slices; each group holds
 // NI targets. Sources are padded with massless particles to a multiple of B. When the
 // targets cannot fill the GPU, gridDim.y > 1 blocks share a target group, each summing
@@ -281,24 +295,11 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
                     copy_async((v4 *)&tile[buf ^ 1][q * B + threadIdx.x], &sources[base + L + q * B + threadIdx.x]);
         }
         if (K == 1 || end - base >= L) {
-            // L / TP iterations, known at compile time: fully unrolled when short.
-#pragma unroll(L / TP < 16 ? L / TP : 16)
-            for (int jj = 0; jj < L / TP; ++jj) {
-                const Pt<T, C> s = tile[buf][jj * TP + slice];
-#pragma unroll
-                for (int k = 0; k < NI; ++k) interact<T, C, POT, MASKED>(ti[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
-            }
+            sum_tile<T, C, L, TP, NI, POT, MASKED>(tile[buf], slice, ti, eps2, ax, ay, az, phi);
         } else {
             // The chunk's last tile, partly filled: its sub-tiles one at a time.
-            for (int q = 0; q < (end - base) / B; ++q) {
-#pragma unroll(B / TP < 16 ? B / TP : 16)
-                for (int jj = 0; jj < B / TP; ++jj) {
-                    const Pt<T, C> s = tile[buf][q * B + jj * TP + slice];
-#pragma unroll
-                    for (int k = 0; k < NI; ++k)
-                        interact<T, C, POT, MASKED>(ti[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
-                }
-            }
+            for (int q = 0; q < (end - base) / B; ++q)
+                sum_tile<T, C, B, TP, NI, POT, MASKED>(tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi);
         }
         if (MIXED && (++tiles % FLUSH == 0 || !more)) {
 #pragma unroll
