@@ -11,6 +11,8 @@
 //! - [`Params`] and [`Overlap`]: G, softening, potential on/off, which targets are also
 //!   sources (self-interaction subtraction).
 //! - [`rsqrt`]: exact and Newton-refined bit-trick reciprocal square roots.
+//! - [`resident::Resident`]: executors that hold a system in their own memory and step
+//!   it there (the leapfrog written once over it).
 //! - [`Executor`]: the contract every executor meets; [`Reference`] implements it in the
 //!   caller's precision and [`oracle`] recomputes everything in f64 for tests.
 //!
@@ -40,6 +42,7 @@ mod params;
 pub mod projection;
 mod real;
 mod reference;
+pub mod resident;
 pub mod rsqrt;
 pub mod stepping;
 pub mod validate;

@@ -67,3 +67,33 @@ fn hermite6() {
 fn dormand_prince() {
     same(|| DormandPrince::new(1e-8, 1e-8, 0.05).unwrap(), 0.25, |i, s, e| i.advance_to(s, e, 0.25).unwrap() as u64);
 }
+
+/// The leapfrog written once over `Resident` (here on the host, with a CPU executor's
+/// force calls) takes the host leapfrog's steps bit for bit.
+#[test]
+fn resident_leapfrog_is_the_host_leapfrog() {
+    use nbody_core::resident::{OnHost, Resident};
+    use nbody_core::Params;
+    let (p, v) = ics::plummer::<f64>(128, 5);
+    let dt = 1.0 / 64.0;
+    let mut host = State::new(p.clone(), v.clone());
+    let mut lf = Leapfrog::new(dt, 0.05).unwrap();
+    let mut cpu = CpuExecutor::new(Parallelism::Threads(2));
+    let mut resident = OnHost::new(CpuExecutor::new(Parallelism::Threads(2)));
+    let mut s = resident.upload_state(&p, &v).unwrap();
+    let params = Params::softened(0.05);
+    for _ in 0..16 {
+        lf.step(&mut host, &mut cpu).unwrap();
+        resident.leapfrog_step(&mut s, &params, dt).unwrap();
+    }
+    let (mut pos, mut vel) = (p.clone(), v.clone());
+    resident.download_state(&s, &mut pos, &mut vel).unwrap();
+    assert_eq!((pos, vel), (host.pos.clone(), host.vel.clone()));
+    assert_eq!(OnHost::<CpuExecutor>::time(&s), host.time);
+    let mut field = vec![nbody_core::Field::zero(); p.len()];
+    resident.download_field(&mut s, &params, &mut field).unwrap();
+    assert_eq!(field, lf.field());
+    // A handle from another executor is refused, not used.
+    let mut other = OnHost::new(CpuExecutor::new(Parallelism::Threads(1)));
+    assert!(other.leapfrog_step(&mut s, &params, dt).is_err());
+}
