@@ -113,6 +113,8 @@ pub struct CudaExecutor {
     copy_stream: Stream,
     module: Module,
     info: DeviceInfo,
+    /// Stamps the resident systems this executor makes ([`nbody_core::resident::Owner`]).
+    owner: nbody_core::resident::Owner,
     context: Context,
 }
 
@@ -157,6 +159,7 @@ impl CudaExecutor {
             stream,
             module,
             info,
+            owner: nbody_core::resident::Owner::new(),
             context,
         })
     }

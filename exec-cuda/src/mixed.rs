@@ -118,6 +118,7 @@ impl CudaMixedExecutor {
     /// device-resident API.
     ///
     /// ```no_run
+    /// use nbody_core::resident::Resident;
     /// use nbody_core::Params;
     /// let mut mixed = nbody_cuda::CudaMixedExecutor::new()?;
     /// let (p, v) = nbody_integrators::ics::plummer::<f64>(4096, 1);

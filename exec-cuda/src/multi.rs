@@ -14,6 +14,7 @@ use crate::pipeline::Marker;
 use crate::{CudaExecutor, DeviceFields, DeviceReal, SOURCE_PAD};
 use cust::memory::{CopyDestination, DeviceBuffer, LockedBuffer};
 use nbody_core::projection::Projection;
+use nbody_core::resident::{Owner, Resident};
 use nbody_core::{
     validate, validate_batch, Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params,
     Particle, Velocity,
@@ -110,6 +111,8 @@ pub struct MultiDevice {
     peer: PeerAccess,
     /// Test hook: exchange through pinned host memory even where peer copies work.
     staged: bool,
+    /// Stamps the resident systems this executor makes.
+    owner: Owner,
 }
 
 impl std::fmt::Debug for MultiDevice {
@@ -147,7 +150,8 @@ impl MultiDevice {
             lanes.push(Lane { ordinal, exec: CudaExecutor::on_device(ordinal).map_err(on_device(ordinal))? });
         }
         let peer = PeerAccess::probe(ordinals)?;
-        let mut me = Self { weights: vec![1.0 / ordinals.len() as f64; ordinals.len()], lanes, peer, staged: false };
+        let weights = vec![1.0 / ordinals.len() as f64; ordinals.len()];
+        let mut me = Self { weights, lanes, peer, staged: false, owner: Owner::new() };
         me.enable_peer_access()?;
         if me.lanes.len() > 1 {
             me.calibrate()?;
@@ -449,8 +453,11 @@ pub struct MultiState<T: DeviceReal> {
     padded: Vec<usize>,
     n: usize,
     fresh: bool,
+    /// A drift since the last field: the positions must be exchanged first.
+    drifted: bool,
     /// Simulated time.
     pub time: f64,
+    owner: Owner,
     _t: std::marker::PhantomData<T>,
 }
 
@@ -476,92 +483,6 @@ fn bytes_of<R>(n: usize) -> usize {
 }
 
 impl MultiDevice {
-    /// Uploads a system (validated) to stay on the devices, each owning its share.
-    pub fn upload_state<T: DeviceReal>(
-        &mut self,
-        pos: &[Particle<T>],
-        vel: &[Velocity<T>],
-    ) -> Result<MultiState<T>, Error> {
-        validate::particles(pos, Array::Particles)?;
-        validate::velocities(vel, pos.len(), Array::Velocities)?;
-        let slices = self.split(pos.len());
-        let padded: Vec<usize> = slices.iter().map(|r| r.len().next_multiple_of(SOURCE_PAD)).collect();
-        let offsets: Vec<usize> = padded.iter().scan(0, |a, &p| Some(std::mem::replace(a, *a + p))).collect();
-        let total: usize = padded.iter().sum();
-        let mut parts = Vec::with_capacity(self.lanes.len());
-        for (k, lane) in self.lanes.iter_mut().enumerate() {
-            let mut up = || -> Result<Part<T>, Error> {
-                crate::device::make_current(&lane.exec.context)?;
-                let mut all = alloc(bytes_of::<Particle<T>>(total))?;
-                upload_padded(&mut all, &[], bytes_of::<Particle<T>>(total))?;
-                for (r, &off) in slices.iter().zip(&offsets) {
-                    let data: &[u8] = bytemuck::cast_slice(&pos[r.clone()]);
-                    if !data.is_empty() {
-                        let at = bytes_of::<Particle<T>>(off);
-                        all.index(at..at + data.len()).copy_from(data).map_err(cuda("copying to the device"))?;
-                    }
-                }
-                let own = slices[k].clone();
-                let vbytes = bytes_of::<Velocity<T>>(padded[k]);
-                let mut v = alloc(vbytes)?;
-                upload_padded(&mut v, bytemuck::cast_slice(&vel[own.clone()]), vbytes)?;
-                let field = lane.exec.zeroed_fields::<T>(padded[k])?;
-                Ok(Part { own, all, vel: v, field, staging: None })
-            };
-            parts.push(up().map_err(on_device(lane.ordinal))?);
-        }
-        Ok(MultiState { parts, offsets, padded, n: pos.len(), fresh: false, time: 0.0, _t: Default::default() })
-    }
-
-    /// Copies positions and velocities back, in system order.
-    pub fn download_state<T: DeviceReal>(
-        &mut self,
-        state: &MultiState<T>,
-        pos: &mut [Particle<T>],
-        vel: &mut [Velocity<T>],
-    ) -> Result<(), Error> {
-        validate::length("positions", state.n, pos.len())?;
-        validate::length("velocities", state.n, vel.len())?;
-        for (k, (lane, part)) in self.lanes.iter_mut().zip(&state.parts).enumerate() {
-            let r = part.own.clone();
-            let mut get = || -> Result<(), Error> {
-                crate::device::make_current(&lane.exec.context)?;
-                lane.exec.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
-                let at = bytes_of::<Particle<T>>(state.offsets[k]);
-                download(
-                    &part.all.index(at..at + bytes_of::<Particle<T>>(r.len())),
-                    bytemuck::cast_slice_mut(&mut pos[r.clone()]),
-                )?;
-                download(&part.vel, bytemuck::cast_slice_mut(&mut vel[r.clone()]))
-            };
-            get().map_err(on_device(lane.ordinal))?;
-        }
-        Ok(())
-    }
-
-    /// The field at the current positions, in system order.
-    pub fn download_field<T: DeviceReal>(
-        &mut self,
-        state: &mut MultiState<T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        validate::length("output", state.n, out.len())?;
-        if !state.fresh {
-            self.force(state, params)?;
-        }
-        for (lane, part) in self.lanes.iter_mut().zip(&state.parts) {
-            let r = part.own.clone();
-            let mut get = || -> Result<(), Error> {
-                crate::device::make_current(&lane.exec.context)?;
-                lane.exec.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
-                download(&part.field.buf, bytemuck::cast_slice_mut(&mut out[r.clone()]))
-            };
-            get().map_err(on_device(lane.ordinal))?;
-        }
-        Ok(())
-    }
-
     /// Density map of the resident particles: each device deposits its own slice.
     pub fn project_resident<T: DeviceReal>(
         &mut self,
@@ -569,6 +490,7 @@ impl MultiDevice {
         projection: &Projection,
         grid: &mut [f64],
     ) -> Result<(), Error> {
+        self.owner.check(state.owner)?;
         projection.validate(grid.len())?;
         let mut total = vec![0.0; grid.len()];
         for (k, (lane, part)) in self.lanes.iter_mut().zip(&state.parts).enumerate() {
@@ -643,6 +565,7 @@ impl MultiDevice {
     /// Recomputes the field of the resident system on every device (queued; a
     /// download or [`MultiDevice::synchronize`] waits for it).
     pub fn force<T: DeviceReal>(&mut self, s: &mut MultiState<T>, params: &Params<T>) -> Result<(), Error> {
+        self.owner.check(s.owner)?;
         validate::params(params)?;
         self.force_after(s, params, None)
     }
@@ -728,48 +651,119 @@ impl MultiDevice {
         }
         Ok(arrived)
     }
+}
 
-    /// One kick-drift-kick leapfrog step of `dt` across the devices: each kicks and
-    /// drifts its own slice, the slices are exchanged, and each device starts the force
-    /// on its own slice while the others' arrive.
-    pub fn leapfrog_step<T: DeviceReal>(
+/// A system spread over the devices ([`MultiState`]): each lane kicks and drifts its own
+/// slice (the drift writes straight into its copy of all positions); after a drift the
+/// slices are exchanged and each lane starts its force as the others' arrive. The
+/// leapfrog step is [`Resident::leapfrog_step`]'s.
+impl<T: DeviceReal> Resident<T> for MultiDevice {
+    type State = MultiState<T>;
+
+    fn upload_state(&mut self, pos: &[Particle<T>], vel: &[Velocity<T>]) -> Result<MultiState<T>, Error> {
+        validate::particles(pos, Array::Particles)?;
+        validate::velocities(vel, pos.len(), Array::Velocities)?;
+        let slices = self.split(pos.len());
+        let padded: Vec<usize> = slices.iter().map(|r| r.len().next_multiple_of(SOURCE_PAD)).collect();
+        let offsets: Vec<usize> = padded.iter().scan(0, |a, &p| Some(std::mem::replace(a, *a + p))).collect();
+        let total: usize = padded.iter().sum();
+        let mut parts = Vec::with_capacity(self.lanes.len());
+        for (k, lane) in self.lanes.iter_mut().enumerate() {
+            let mut up = || -> Result<Part<T>, Error> {
+                crate::device::make_current(&lane.exec.context)?;
+                let mut all = alloc(bytes_of::<Particle<T>>(total))?;
+                upload_padded(&mut all, &[], bytes_of::<Particle<T>>(total))?;
+                for (r, &off) in slices.iter().zip(&offsets) {
+                    let data: &[u8] = bytemuck::cast_slice(&pos[r.clone()]);
+                    if !data.is_empty() {
+                        let at = bytes_of::<Particle<T>>(off);
+                        all.index(at..at + data.len()).copy_from(data).map_err(cuda("copying to the device"))?;
+                    }
+                }
+                let own = slices[k].clone();
+                let vbytes = bytes_of::<Velocity<T>>(padded[k]);
+                let mut v = alloc(vbytes)?;
+                upload_padded(&mut v, bytemuck::cast_slice(&vel[own.clone()]), vbytes)?;
+                let field = lane.exec.zeroed_fields::<T>(padded[k])?;
+                Ok(Part { own, all, vel: v, field, staging: None })
+            };
+            parts.push(up().map_err(on_device(lane.ordinal))?);
+        }
+        Ok(MultiState {
+            parts,
+            offsets,
+            padded,
+            n: pos.len(),
+            fresh: false,
+            drifted: false,
+            time: 0.0,
+            owner: self.owner,
+            _t: Default::default(),
+        })
+    }
+
+    fn download_state(
         &mut self,
-        s: &mut MultiState<T>,
-        params: &Params<T>,
-        dt: f64,
+        state: &MultiState<T>,
+        pos: &mut [Particle<T>],
+        vel: &mut [Velocity<T>],
     ) -> Result<(), Error> {
-        validate::params(params)?;
-        nbody_core::stepping::kick_drift_kick(&mut OnDevices { gpus: self, s, params, drifted: false }, dt)?;
-        s.time += dt;
+        self.owner.check(state.owner)?;
+        validate::length("positions", state.n, pos.len())?;
+        validate::length("velocities", state.n, vel.len())?;
+        for (k, (lane, part)) in self.lanes.iter_mut().zip(&state.parts).enumerate() {
+            let r = part.own.clone();
+            let mut get = || -> Result<(), Error> {
+                crate::device::make_current(&lane.exec.context)?;
+                lane.exec.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+                let at = bytes_of::<Particle<T>>(state.offsets[k]);
+                download(
+                    &part.all.index(at..at + bytes_of::<Particle<T>>(r.len())),
+                    bytemuck::cast_slice_mut(&mut pos[r.clone()]),
+                )?;
+                download(&part.vel, bytemuck::cast_slice_mut(&mut vel[r.clone()]))
+            };
+            get().map_err(on_device(lane.ordinal))?;
+        }
         Ok(())
     }
-}
 
-/// A system spread over the lanes as [`nbody_core::stepping`] steps it: each lane kicks
-/// and drifts its own slice (the drift writes straight into its copy of all positions);
-/// after a drift the slices are exchanged and each lane starts its force as the others'
-/// arrive.
-struct OnDevices<'a, T: DeviceReal> {
-    gpus: &'a mut MultiDevice,
-    s: &'a mut MultiState<T>,
-    params: &'a Params<T>,
-    /// A drift since the last field: the positions must be exchanged first.
-    drifted: bool,
-}
-
-impl<T: DeviceReal> nbody_core::stepping::KickDrift<T> for OnDevices<'_, T> {
-    fn field_is_current(&self) -> bool {
-        self.s.fresh
+    fn download_field(
+        &mut self,
+        state: &mut MultiState<T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.owner.check(state.owner)?;
+        validate::length("output", state.n, out.len())?;
+        if !state.fresh {
+            self.force(state, params)?;
+        }
+        for (lane, part) in self.lanes.iter_mut().zip(&state.parts) {
+            let r = part.own.clone();
+            let mut get = || -> Result<(), Error> {
+                crate::device::make_current(&lane.exec.context)?;
+                lane.exec.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+                download(&part.field.buf, bytemuck::cast_slice_mut(&mut out[r.clone()]))
+            };
+            get().map_err(on_device(lane.ordinal))?;
+        }
+        Ok(())
     }
 
-    fn compute_field(&mut self) -> Result<(), Error> {
-        if !self.drifted {
-            return self.gpus.force_after(self.s, self.params, None);
+    fn field_is_current(s: &MultiState<T>) -> bool {
+        s.fresh
+    }
+
+    fn compute_field(&mut self, s: &mut MultiState<T>, params: &Params<T>) -> Result<(), Error> {
+        self.owner.check(s.owner)?;
+        if !s.drifted {
+            return self.force_after(s, params, None);
         }
-        let arrived = self.gpus.exchange(self.s)?;
-        self.gpus.force_after(self.s, self.params, Some(&arrived))?;
+        let arrived = self.exchange(s)?;
+        self.force_after(s, params, Some(&arrived))?;
         // The arrival events and staging buffers are done with once every copy is.
-        for lane in &self.gpus.lanes {
+        for lane in &self.lanes {
             crate::device::make_current(&lane.exec.context).map_err(on_device(lane.ordinal))?;
             lane.exec
                 .copy_stream
@@ -777,30 +771,39 @@ impl<T: DeviceReal> nbody_core::stepping::KickDrift<T> for OnDevices<'_, T> {
                 .map_err(cuda("exchanging positions"))
                 .map_err(on_device(lane.ordinal))?;
         }
-        self.drifted = false;
+        s.drifted = false;
         Ok(())
     }
 
-    fn kick(&mut self, h: T) -> Result<(), Error> {
-        let s = &*self.s;
-        each_lane(self.gpus, s, |exec, k| {
+    fn kick(&mut self, s: &mut MultiState<T>, h: T) -> Result<(), Error> {
+        self.owner.check(s.owner)?;
+        let s = &*s;
+        each_lane(self, s, |exec, k| {
             let part = &s.parts[k];
             exec.kick_or_drift(Kernel::Kick { tag: T::TAG }, &part.vel, &part.field.buf, part.own.len(), h)
         })
     }
 
-    fn drift(&mut self, h: T) -> Result<(), Error> {
+    fn drift(&mut self, s: &mut MultiState<T>, h: T) -> Result<(), Error> {
+        self.owner.check(s.owner)?;
         let psize = std::mem::size_of::<Particle<T>>();
-        let s = &*self.s;
-        each_lane(self.gpus, s, |exec, k| {
+        each_lane(self, s, |exec, k| {
             let part = &s.parts[k];
             let at = s.offsets[k] * psize;
             let own = part.all.index(at..at + s.padded[k] * psize);
             exec.kick_or_drift(Kernel::Drift { tag: T::TAG }, &own, &part.vel, part.own.len(), h)
         })?;
-        self.s.fresh = false;
-        self.drifted = true;
+        s.fresh = false;
+        s.drifted = true;
         Ok(())
+    }
+
+    fn time(s: &MultiState<T>) -> f64 {
+        s.time
+    }
+
+    fn set_time(s: &mut MultiState<T>, t: f64) {
+        s.time = t;
     }
 }
 

@@ -1,5 +1,5 @@
-//! A leapfrog whose particles never leave the GPU: kick and drift are kernels, and only
-//! diagnostics or snapshots are copied back.
+//! Systems that never leave the GPU ([`Resident`] for [`CudaExecutor`]): kick and drift
+//! are kernels, and only diagnostics or snapshots are copied back.
 
 use crate::device::cuda;
 use crate::kernels::{count, Kernel};
@@ -7,6 +7,7 @@ use crate::memory::{alloc, download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal};
 use cust::launch;
 use cust::memory::DeviceBuffer;
+use nbody_core::resident::{Owner, Resident};
 use nbody_core::{validate, Array, Error, Field, Params, Particle, Velocity};
 
 /// Positions, velocities and the last field of a system, all on the device.
@@ -18,6 +19,7 @@ pub struct DeviceState<T: DeviceReal> {
     fresh: bool,
     /// Simulated time.
     pub time: f64,
+    owner: Owner,
 }
 
 impl<T: DeviceReal> DeviceState<T> {
@@ -39,49 +41,7 @@ impl<T: DeviceReal> DeviceState<T> {
 }
 
 impl CudaExecutor {
-    /// Uploads a system (validated) to stay on the device.
-    pub fn upload_state<T: DeviceReal>(
-        &mut self,
-        pos: &[Particle<T>],
-        vel: &[Velocity<T>],
-    ) -> Result<DeviceState<T>, Error> {
-        validate::velocities(vel, pos.len(), Array::Velocities)?;
-        let p = self.upload(pos)?;
-        let bytes = p.padded_len() * size_of::<Velocity<T>>();
-        let mut v = alloc(bytes)?;
-        upload_padded(&mut v, bytemuck::cast_slice(vel), bytes)?;
-        let field = self.zeroed_fields(pos.len())?;
-        Ok(DeviceState { pos: p, vel: v, field, fresh: false, time: 0.0 })
-    }
-
-    /// Copies positions and velocities back (a snapshot).
-    pub fn download_state<T: DeviceReal>(
-        &mut self,
-        state: &DeviceState<T>,
-        pos: &mut [Particle<T>],
-        vel: &mut [Velocity<T>],
-    ) -> Result<(), Error> {
-        validate::length("positions", state.len(), pos.len())?;
-        validate::length("velocities", state.len(), vel.len())?;
-        crate::device::make_current(&self.context)?;
-        self.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
-        download(&state.pos.buf, bytemuck::cast_slice_mut(pos))?;
-        download(&state.vel, bytemuck::cast_slice_mut(vel))
-    }
-
-    /// The field (accelerations and potentials) at the current positions, copied back.
-    pub fn download_field<T: DeviceReal>(
-        &mut self,
-        state: &mut DeviceState<T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        if !state.fresh {
-            self.force(state, params)?;
-        }
-        self.download(&state.field, out)
-    }
-
+    /// Recomputes the field of `s` at its positions.
     fn force<T: DeviceReal>(&mut self, s: &mut DeviceState<T>, params: &Params<T>) -> Result<(), Error> {
         self.clear(&mut s.field)?;
         let p = params.with_overlap(nbody_core::Overlap::Identical);
@@ -106,47 +66,93 @@ impl CudaExecutor {
             .map_err(cuda("launching a kick or drift"))
     }
 
-    /// One kick-drift-kick leapfrog step of `dt` on the device; `params` gives G, eps and
-    /// whether the potential is computed (targets = sources is implied).
-    pub fn leapfrog_step<T: DeviceReal>(
+    /// Makes this executor's context current and checks that it made `s`.
+    fn own<T: DeviceReal>(&self, s: &DeviceState<T>) -> Result<(), Error> {
+        self.owner.check(s.owner)?;
+        crate::device::make_current(&self.context)
+    }
+}
+
+/// A system that never leaves the GPU: kick and drift are kernels, the field is the
+/// tiled kernel's, and only diagnostics or snapshots are copied back. The leapfrog step
+/// is [`Resident::leapfrog_step`]'s.
+///
+/// ```no_run
+/// use nbody_core::resident::Resident;
+/// use nbody_core::{Params, Particle, Velocity};
+/// let mut gpu = nbody_cuda::CudaExecutor::new()?;
+/// let p = vec![Particle::new(0.0f32, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+/// let v = vec![Velocity::new(0.0f32, 0.0, 0.0); 2];
+/// let mut state = gpu.upload_state(&p, &v)?;
+/// gpu.leapfrog_step(&mut state, &Params::softened(0.01), 1.0 / 256.0)?;
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+impl<T: DeviceReal> Resident<T> for CudaExecutor {
+    type State = DeviceState<T>;
+
+    fn upload_state(&mut self, pos: &[Particle<T>], vel: &[Velocity<T>]) -> Result<DeviceState<T>, Error> {
+        validate::velocities(vel, pos.len(), Array::Velocities)?;
+        let p = self.upload(pos)?;
+        let bytes = p.padded_len() * size_of::<Velocity<T>>();
+        let mut v = alloc(bytes)?;
+        upload_padded(&mut v, bytemuck::cast_slice(vel), bytes)?;
+        let field = self.zeroed_fields(pos.len())?;
+        Ok(DeviceState { pos: p, vel: v, field, fresh: false, time: 0.0, owner: self.owner })
+    }
+
+    fn download_state(
         &mut self,
-        s: &mut DeviceState<T>,
-        params: &Params<T>,
-        dt: f64,
+        state: &DeviceState<T>,
+        pos: &mut [Particle<T>],
+        vel: &mut [Velocity<T>],
     ) -> Result<(), Error> {
-        crate::device::make_current(&self.context)?;
-        nbody_core::stepping::kick_drift_kick(&mut OnDevice { exec: self, s, params }, dt)?;
-        s.time += dt;
-        Ok(())
-    }
-}
-
-/// A resident system as [`nbody_core::stepping`] steps it: kick and drift kernels, the
-/// tiled kernel for the field.
-struct OnDevice<'a, T: DeviceReal> {
-    exec: &'a mut CudaExecutor,
-    s: &'a mut DeviceState<T>,
-    params: &'a Params<T>,
-}
-
-impl<T: DeviceReal> nbody_core::stepping::KickDrift<T> for OnDevice<'_, T> {
-    fn field_is_current(&self) -> bool {
-        self.s.fresh
+        self.own(state)?;
+        validate::length("positions", state.len(), pos.len())?;
+        validate::length("velocities", state.len(), vel.len())?;
+        self.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+        download(&state.pos.buf, bytemuck::cast_slice_mut(pos))?;
+        download(&state.vel, bytemuck::cast_slice_mut(vel))
     }
 
-    fn compute_field(&mut self) -> Result<(), Error> {
-        self.exec.force(self.s, self.params)
+    fn download_field(
+        &mut self,
+        state: &mut DeviceState<T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.own(state)?;
+        if !state.fresh {
+            self.force(state, params)?;
+        }
+        self.download(&state.field, out)
     }
 
-    fn kick(&mut self, h: T) -> Result<(), Error> {
-        let s = &*self.s;
-        self.exec.kick_or_drift(Kernel::Kick { tag: T::TAG }, &s.vel, &s.field.buf, s.len(), h)
+    fn field_is_current(s: &DeviceState<T>) -> bool {
+        s.fresh
     }
 
-    fn drift(&mut self, h: T) -> Result<(), Error> {
-        let s = &mut *self.s;
-        self.exec.kick_or_drift(Kernel::Drift { tag: T::TAG }, &s.pos.buf, &s.vel, s.len(), h)?;
+    fn compute_field(&mut self, s: &mut DeviceState<T>, params: &Params<T>) -> Result<(), Error> {
+        self.own(s)?;
+        self.force(s, params)
+    }
+
+    fn kick(&mut self, s: &mut DeviceState<T>, h: T) -> Result<(), Error> {
+        self.own(s)?;
+        self.kick_or_drift(Kernel::Kick { tag: T::TAG }, &s.vel, &s.field.buf, s.len(), h)
+    }
+
+    fn drift(&mut self, s: &mut DeviceState<T>, h: T) -> Result<(), Error> {
+        self.own(s)?;
+        self.kick_or_drift(Kernel::Drift { tag: T::TAG }, &s.pos.buf, &s.vel, s.len(), h)?;
         s.fresh = false;
         Ok(())
+    }
+
+    fn time(s: &DeviceState<T>) -> f64 {
+        s.time
+    }
+
+    fn set_time(s: &mut DeviceState<T>, t: f64) {
+        s.time = t;
     }
 }

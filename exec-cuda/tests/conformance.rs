@@ -3,6 +3,7 @@
 //! creating the executor says so.
 
 use nbody_conformance::{accuracy, exact, run, suite, suite_with_roundoff, Failed, Trial};
+use nbody_core::resident::Resident;
 use nbody_core::{Error, Executor, Field, Params};
 use nbody_cuda::{CudaExecutor, CudaMixedExecutor, DeviceReal, MultiDevice};
 
@@ -434,6 +435,15 @@ fn leapfrog_against_host(gpu: &mut CudaExecutor, tolerance: f64) -> Result<(), F
         .fold(0.0, f64::max);
     if worst > tolerance || worst.is_nan() {
         return Err(format!("device and host leapfrog differ by {worst:e} after 16 steps").into());
+    }
+    // A state belongs to the executor that uploaded it: another refuses it, untouched.
+    let mut other = CudaExecutor::new().map_err(gpu_err)?;
+    if other.leapfrog_step(&mut dev, &params, dt).is_ok() || other.download_state(&dev, &mut pos, &mut vel).is_ok() {
+        return Err("another executor used this executor's resident state".into());
+    }
+    gpu.download_state(&dev, &mut pos, &mut vel).map_err(gpu_err)?;
+    if pos.iter().zip(&host.pos).any(|(a, b)| (a.x - b.x).abs() > tolerance) {
+        return Err("the refused step changed the state".into());
     }
     Ok(())
 }

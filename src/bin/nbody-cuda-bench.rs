@@ -7,6 +7,7 @@
 
 use clap::Parser;
 use nbody::core as nbody_core;
+use nbody::core::resident::Resident;
 use nbody::core::{oracle, Executor, Field, Params, Particle};
 use nbody::cuda::{
     instructions_per_interaction, timing, CudaExecutor, CudaMixedExecutor, DeviceReal, LaunchConfig, CANDIDATES,

@@ -13,6 +13,7 @@
 
 use clap::Parser;
 use nbody::bench::median_of;
+use nbody::core::resident::Resident;
 use nbody::core::{oracle, Executor, Field, Overlap, Params, Particle};
 use nbody::cuda::costs::{Costs, Model};
 use nbody::cuda::{timing, CudaExecutor, DeviceReal, MultiDevice};

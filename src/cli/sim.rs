@@ -190,79 +190,27 @@ pub(super) use device::{DeviceHermiteSim, DeviceLeapfrog};
 mod device {
     use super::{rows, Row, Simulation};
     use nbody_core::projection::Projection;
+    use nbody_core::resident::Resident;
     use nbody_core::{Error, Field, Params, Particle, Velocity};
     use nbody_cuda::{CudaExecutor, DeviceHermite, DeviceReal, DeviceState, MultiDevice, MultiState, Steps};
     use nbody_integrators::{diagnostics, Checkpoint, Diagnostics, State, Words};
 
-    /// Executors that keep a system on their device(s) and step it there: one GPU
-    /// ([`CudaExecutor`], [`DeviceState`]) or several ([`MultiDevice`], [`MultiState`]).
-    pub(crate) trait Resident<T: DeviceReal> {
-        /// The system on the device(s).
-        type State;
-        /// Uploads the system.
-        fn upload(&mut self, pos: &[Particle<T>], vel: &[Velocity<T>]) -> Result<Self::State, Error>;
-        /// One kick-drift-kick step.
-        fn step(&mut self, s: &mut Self::State, params: &Params<T>, dt: f64) -> Result<(), Error>;
-        /// Simulated time of the state.
-        fn time(s: &Self::State) -> f64;
-        /// Positions and velocities back.
-        fn positions(&mut self, s: &Self::State, pos: &mut [Particle<T>], vel: &mut [Velocity<T>])
-            -> Result<(), Error>;
-        /// The field at the current positions, back.
-        fn field(&mut self, s: &mut Self::State, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error>;
+    /// Resident executors ([`Resident`]: one GPU, several) that also draw density maps of
+    /// the system they hold.
+    pub(crate) trait ResidentMaps<T: DeviceReal>: Resident<T> {
         /// Density map on the device(s).
         fn project(&mut self, s: &Self::State, projection: &Projection, grid: &mut [f64]) -> Result<(), Error>;
-        /// Sets the simulated time of the state.
-        fn set_time(s: &mut Self::State, t: f64);
     }
 
-    impl<T: DeviceReal> Resident<T> for CudaExecutor {
-        type State = DeviceState<T>;
-        fn upload(&mut self, pos: &[Particle<T>], vel: &[Velocity<T>]) -> Result<Self::State, Error> {
-            self.upload_state(pos, vel)
-        }
-        fn step(&mut self, s: &mut Self::State, params: &Params<T>, dt: f64) -> Result<(), Error> {
-            self.leapfrog_step(s, params, dt)
-        }
-        fn time(s: &Self::State) -> f64 {
-            s.time
-        }
-        fn positions(&mut self, s: &Self::State, p: &mut [Particle<T>], v: &mut [Velocity<T>]) -> Result<(), Error> {
-            self.download_state(s, p, v)
-        }
-        fn field(&mut self, s: &mut Self::State, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error> {
-            self.download_field(s, params, out)
-        }
-        fn project(&mut self, s: &Self::State, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+    impl<T: DeviceReal> ResidentMaps<T> for CudaExecutor {
+        fn project(&mut self, s: &DeviceState<T>, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
             self.project_resident(s.positions(), projection, grid)
         }
-        fn set_time(s: &mut Self::State, t: f64) {
-            s.time = t;
-        }
     }
 
-    impl<T: DeviceReal> Resident<T> for MultiDevice {
-        type State = MultiState<T>;
-        fn upload(&mut self, pos: &[Particle<T>], vel: &[Velocity<T>]) -> Result<Self::State, Error> {
-            self.upload_state(pos, vel)
-        }
-        fn step(&mut self, s: &mut Self::State, params: &Params<T>, dt: f64) -> Result<(), Error> {
-            self.leapfrog_step(s, params, dt)
-        }
-        fn time(s: &Self::State) -> f64 {
-            s.time
-        }
-        fn positions(&mut self, s: &Self::State, p: &mut [Particle<T>], v: &mut [Velocity<T>]) -> Result<(), Error> {
-            self.download_state(s, p, v)
-        }
-        fn field(&mut self, s: &mut Self::State, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error> {
-            self.download_field(s, params, out)
-        }
-        fn project(&mut self, s: &Self::State, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+    impl<T: DeviceReal> ResidentMaps<T> for MultiDevice {
+        fn project(&mut self, s: &MultiState<T>, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
             self.project_resident(s, projection, grid)
-        }
-        fn set_time(s: &mut Self::State, t: f64) {
-            s.time = t;
         }
     }
 
@@ -282,7 +230,7 @@ mod device {
 
     /// A leapfrog whose particles stay on the GPU(s); only diagnostics, snapshots and
     /// pictures copy them back.
-    pub(crate) struct DeviceLeapfrog<T: DeviceReal, E: Resident<T>> {
+    pub(crate) struct DeviceLeapfrog<T: DeviceReal, E: ResidentMaps<T>> {
         exec: E,
         state: E::State,
         params: Params<T>,
@@ -293,22 +241,22 @@ mod device {
         vel: Vec<Velocity<T>>,
     }
 
-    impl<T: DeviceReal, E: Resident<T>> DeviceLeapfrog<T, E> {
+    impl<T: DeviceReal, E: ResidentMaps<T>> DeviceLeapfrog<T, E> {
         /// Uploads the system.
         pub(crate) fn new(mut exec: E, s: &State<T>, dt: f64, eps: T) -> Result<Self, Error> {
             let params = Params::softened(eps).with_overlap_identical();
             nbody_core::validate::params(&params)?;
-            let state = exec.upload(&s.pos, &s.vel)?;
+            let state = exec.upload_state(&s.pos, &s.vel)?;
             let (pos, vel) = (s.pos.clone(), s.vel.clone());
             Ok(Self { exec, state, params, dt, steps: 0, interactions: 0.0, pos, vel })
         }
 
         fn download(&mut self) -> Result<(), Error> {
-            self.exec.positions(&self.state, &mut self.pos, &mut self.vel)
+            self.exec.download_state(&self.state, &mut self.pos, &mut self.vel)
         }
     }
 
-    impl<T: DeviceReal, E: Resident<T>> Simulation for DeviceLeapfrog<T, E> {
+    impl<T: DeviceReal, E: ResidentMaps<T>> Simulation for DeviceLeapfrog<T, E> {
         fn time(&self) -> f64 {
             E::time(&self.state)
         }
@@ -316,7 +264,7 @@ mod device {
         fn step(&mut self, until: f64) -> Result<bool, Error> {
             let half = 0.5 * self.dt;
             if E::time(&self.state) < until - half {
-                self.exec.step(&mut self.state, &self.params, self.dt)?;
+                self.exec.leapfrog_step(&mut self.state, &self.params, self.dt)?;
                 self.steps += 1;
                 self.interactions += (self.pos.len() as f64).powi(2);
             }
@@ -334,7 +282,7 @@ mod device {
         fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
             self.download()?;
             let mut field = vec![Field::zero(); self.pos.len()];
-            self.exec.field(&mut self.state, &self.params, &mut field)?;
+            self.exec.download_field(&mut self.state, &self.params, &mut field)?;
             Ok(diagnostics_of(&mut self.pos, &mut self.vel, E::time(&self.state), &field))
         }
 
@@ -345,7 +293,7 @@ mod device {
 
         fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
             // On the device(s): only the grid comes back.
-            self.exec.project(&self.state, projection, grid)
+            ResidentMaps::project(&mut self.exec, &self.state, projection, grid)
         }
 
         fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
@@ -363,7 +311,7 @@ mod device {
             self.interactions = w.f64()?;
             let mut s = State::new(Vec::new(), Vec::new());
             s.restore(w)?;
-            self.state = self.exec.upload(&s.pos, &s.vel)?;
+            self.state = self.exec.upload_state(&s.pos, &s.vel)?;
             E::set_time(&mut self.state, s.time);
             (self.pos, self.vel) = (s.pos, s.vel);
             Ok(())
