@@ -317,58 +317,58 @@ pub trait Executor<T: Real> {
 macro_rules! forward_executor {
     ($(#[$attr:meta])* $ty:ty) => {
         $(#[$attr])*
-        impl<T: Real, E: Executor<T> + ?Sized> Executor<T> for $ty {
+        impl<T: $crate::Real, E: $crate::Executor<T> + ?Sized> $crate::Executor<T> for $ty {
             fn name(&self) -> &'static str {
                 (**self).name()
             }
             fn accelerations(
                 &mut self,
-                targets: &[Particle<T>],
-                sources: &[Particle<T>],
-                params: &Params<T>,
-                out: &mut [Field<T>],
-            ) -> Result<(), Error> {
+                targets: &[$crate::Particle<T>],
+                sources: &[$crate::Particle<T>],
+                params: &$crate::Params<T>,
+                out: &mut [$crate::Field<T>],
+            ) -> Result<(), $crate::Error> {
                 (**self).accelerations(targets, sources, params, out)
             }
             fn accelerations_jerk(
                 &mut self,
-                targets: Bodies<'_, T>,
-                sources: Bodies<'_, T>,
-                params: &Params<T>,
-                out: &mut [Field<T>],
-                jerk: &mut [Jerk<T>],
-            ) -> Result<(), Error> {
+                targets: $crate::Bodies<'_, T>,
+                sources: $crate::Bodies<'_, T>,
+                params: &$crate::Params<T>,
+                out: &mut [$crate::Field<T>],
+                jerk: &mut [$crate::Jerk<T>],
+            ) -> Result<(), $crate::Error> {
                 (**self).accelerations_jerk(targets, sources, params, out, jerk)
             }
             fn accelerations_jerk_neighbours(
                 &mut self,
-                targets: Bodies<'_, T>,
-                sources: Bodies<'_, T>,
-                params: &Params<T>,
-                out: &mut [Field<T>],
-                jerk: &mut [Jerk<T>],
-                neighbours: &mut Neighbours<'_, T>,
-            ) -> Result<(), Error> {
+                targets: $crate::Bodies<'_, T>,
+                sources: $crate::Bodies<'_, T>,
+                params: &$crate::Params<T>,
+                out: &mut [$crate::Field<T>],
+                jerk: &mut [$crate::Jerk<T>],
+                neighbours: &mut $crate::neighbours::Neighbours<'_, T>,
+            ) -> Result<(), $crate::Error> {
                 (**self).accelerations_jerk_neighbours(targets, sources, params, out, jerk, neighbours)
             }
             fn accelerations_snap(
                 &mut self,
-                targets: Kinematics<'_, T>,
-                sources: Kinematics<'_, T>,
-                params: &Params<T>,
-                out: &mut [Field<T>],
-                jerk: &mut [Jerk<T>],
-                snap: &mut [Jerk<T>],
-            ) -> Result<(), Error> {
+                targets: $crate::Kinematics<'_, T>,
+                sources: $crate::Kinematics<'_, T>,
+                params: &$crate::Params<T>,
+                out: &mut [$crate::Field<T>],
+                jerk: &mut [$crate::Jerk<T>],
+                snap: &mut [$crate::Jerk<T>],
+            ) -> Result<(), $crate::Error> {
                 (**self).accelerations_snap(targets, sources, params, out, jerk, snap)
             }
             fn accelerations_batch(
                 &mut self,
-                particles: &[Particle<T>],
-                list: &InteractionList<'_>,
-                params: &Params<T>,
-                out: &mut [Field<T>],
-            ) -> Result<(), Error> {
+                particles: &[$crate::Particle<T>],
+                list: &$crate::InteractionList<'_>,
+                params: &$crate::Params<T>,
+                out: &mut [$crate::Field<T>],
+            ) -> Result<(), $crate::Error> {
                 (**self).accelerations_batch(particles, list, params, out)
             }
             fn combine_min(&mut self, x: f64) -> f64 {
@@ -380,6 +380,8 @@ macro_rules! forward_executor {
         }
     };
 }
+
+pub(crate) use forward_executor;
 
 forward_executor!(
     /// `&mut E` is an executor wherever `E` is.

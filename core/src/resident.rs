@@ -151,10 +151,10 @@ impl<T: Real, E: Resident<T> + ?Sized> KickDrift<T> for Stepping<'_, T, E> {
 /// ```
 #[cfg(feature = "alloc")]
 #[derive(Debug)]
-pub struct OnHost<E> {
+pub struct OnHost<E: ?Sized> {
+    owner: Owner,
     /// The executor that computes the field.
     pub exec: E,
-    owner: Owner,
 }
 
 #[cfg(feature = "alloc")]
@@ -178,32 +178,25 @@ pub struct HostState<T: Real> {
 }
 
 #[cfg(feature = "alloc")]
-impl<T: Real, E: Executor<T>> Executor<T> for OnHost<E> {
-    fn name(&self) -> &'static str {
-        self.exec.name()
-    }
-
-    fn accelerations(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.exec.accelerations(targets, sources, params, out)
-    }
-
-    fn accelerations_jerk(
-        &mut self,
-        targets: crate::Bodies<'_, T>,
-        sources: crate::Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [crate::Jerk<T>],
-    ) -> Result<(), Error> {
-        self.exec.accelerations_jerk(targets, sources, params, out, jerk)
+impl<E: ?Sized> core::ops::Deref for OnHost<E> {
+    type Target = E;
+    fn deref(&self) -> &E {
+        &self.exec
     }
 }
+
+#[cfg(feature = "alloc")]
+impl<E: ?Sized> core::ops::DerefMut for OnHost<E> {
+    fn deref_mut(&mut self) -> &mut E {
+        &mut self.exec
+    }
+}
+
+crate::executor::forward_executor!(
+    /// Forces come from the executor inside.
+    #[cfg(feature = "alloc")]
+    OnHost<E>
+);
 
 #[cfg(feature = "alloc")]
 impl<T: Real, E: Executor<T>> Resident<T> for OnHost<E> {
@@ -260,21 +253,13 @@ impl<T: Real, E: Executor<T>> Resident<T> for OnHost<E> {
 
     fn kick(&mut self, s: &mut HostState<T>, h: T) -> Result<(), Error> {
         self.owner.check(s.owner)?;
-        for (v, a) in s.vel.iter_mut().zip(&s.field) {
-            v.vx = v.vx + a.ax * h;
-            v.vy = v.vy + a.ay * h;
-            v.vz = v.vz + a.az * h;
-        }
+        crate::stepping::kick(&mut s.vel, &s.field, h);
         Ok(())
     }
 
     fn drift(&mut self, s: &mut HostState<T>, h: T) -> Result<(), Error> {
         self.owner.check(s.owner)?;
-        for (p, v) in s.pos.iter_mut().zip(&s.vel) {
-            p.x = p.x + v.vx * h;
-            p.y = p.y + v.vy * h;
-            p.z = p.z + v.vz * h;
-        }
+        crate::stepping::drift(&mut s.pos, &s.vel, h);
         s.fresh = false;
         Ok(())
     }

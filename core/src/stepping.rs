@@ -3,7 +3,7 @@
 //! step through [`kick_drift_kick`], each saying only how to kick, drift and compute the
 //! field of its own system ([`KickDrift`]).
 
-use crate::{Error, Real};
+use crate::{Error, Field, Particle, Real, Velocity};
 
 /// The operations a leapfrog step is made of, on one system.
 pub trait KickDrift<T: Real> {
@@ -45,4 +45,36 @@ pub fn kick_drift_kick<T: Real, S: KickDrift<T> + ?Sized>(system: &mut S, dt: f6
     system.drift(T::from_f64(dt))?;
     system.compute_field()?;
     system.kick(half)
+}
+
+/// `v += a h` for every body: the host kick of every leapfrog on the host.
+///
+/// ```
+/// use nbody_core::{stepping::kick, Field, Velocity};
+/// let mut v = [Velocity::new(1.0f64, 0.0, 0.0)];
+/// kick(&mut v, &[Field::new(2.0, 0.0, 0.0, 0.0)], 0.5);
+/// assert_eq!(v[0].vx, 2.0);
+/// ```
+pub fn kick<T: Real>(vel: &mut [Velocity<T>], field: &[Field<T>], h: T) {
+    for (v, f) in vel.iter_mut().zip(field) {
+        v.vx = v.vx + f.ax * h;
+        v.vy = v.vy + f.ay * h;
+        v.vz = v.vz + f.az * h;
+    }
+}
+
+/// `x += v h` for every body: the host drift of every leapfrog on the host.
+///
+/// ```
+/// use nbody_core::{stepping::drift, Particle, Velocity};
+/// let mut p = [Particle::new(0.0f64, 0.0, 0.0, 1.0)];
+/// drift(&mut p, &[Velocity::new(0.0, 4.0, 0.0)], 0.25);
+/// assert_eq!(p[0].y, 1.0);
+/// ```
+pub fn drift<T: Real>(pos: &mut [Particle<T>], vel: &[Velocity<T>], h: T) {
+    for (p, v) in pos.iter_mut().zip(vel) {
+        p.x = p.x + v.vx * h;
+        p.y = p.y + v.vy * h;
+        p.z = p.z + v.vz * h;
+    }
 }

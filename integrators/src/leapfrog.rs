@@ -104,32 +104,14 @@ impl<T: Real, E: Executor<T>> nbody_core::stepping::KickDrift<T> for OnHost<'_, 
     }
 
     fn kick(&mut self, h: T) -> Result<(), Error> {
-        kick(self.s, &self.lf.field, h);
+        nbody_core::stepping::kick(&mut self.s.vel, &self.lf.field, h);
         Ok(())
     }
 
     fn drift(&mut self, h: T) -> Result<(), Error> {
-        drift(self.s, h);
+        nbody_core::stepping::drift(&mut self.s.pos, &self.s.vel, h);
         self.lf.fresh = false;
         Ok(())
-    }
-}
-
-/// `v += a h`.
-pub(crate) fn kick<T: Real>(s: &mut State<T>, field: &[Field<T>], h: T) {
-    for (v, f) in s.vel.iter_mut().zip(field) {
-        v.vx = v.vx + f.ax * h;
-        v.vy = v.vy + f.ay * h;
-        v.vz = v.vz + f.az * h;
-    }
-}
-
-/// `x += v h`.
-pub(crate) fn drift<T: Real>(s: &mut State<T>, h: T) {
-    for (p, v) in s.pos.iter_mut().zip(&s.vel) {
-        p.x = p.x + v.vx * h;
-        p.y = p.y + v.vy * h;
-        p.z = p.z + v.vz * h;
     }
 }
 
