@@ -1,4 +1,4 @@
-//! Particle layouts: AoS records padded to four lanes, and SoA views.
+//! Particle layouts: AoS records padded to four lanes, and a view of SoA arrays.
 //!
 //! Every AoS record is four `T` lanes, aligned to its own size (16 bytes for f32, 32 for
 //! f64) and `bytemuck::Pod`, so a `&[f32]` of length `4n`, a memory-mapped file or a GPU
@@ -223,19 +223,6 @@ pub struct SoaRef<'a, T> {
     pub m: &'a [T],
 }
 
-/// Mutable SoA particles: four slices of one length.
-#[derive(Debug)]
-pub struct SoaMut<'a, T> {
-    /// x coordinates.
-    pub x: &'a mut [T],
-    /// y coordinates.
-    pub y: &'a mut [T],
-    /// z coordinates.
-    pub z: &'a mut [T],
-    /// Masses.
-    pub m: &'a mut [T],
-}
-
 fn check_lanes(lengths: [usize; 4]) -> Result<usize, Error> {
     let n = lengths[0];
     for (found, what) in lengths[1..].iter().zip(["y", "z", "m"]) {
@@ -285,97 +272,6 @@ impl<'a, T: Real> SoaRef<'a, T> {
             *p = self.get(i);
         }
         Ok(())
-    }
-}
-
-impl<'a, T: Real> SoaMut<'a, T> {
-    /// Views four mutable slices as particles; they must have one length.
-    pub fn new(x: &'a mut [T], y: &'a mut [T], z: &'a mut [T], m: &'a mut [T]) -> Result<Self, Error> {
-        check_lanes([x.len(), y.len(), z.len(), m.len()])?;
-        Ok(Self { x, y, z, m })
-    }
-
-    /// Number of particles.
-    pub fn len(&self) -> usize {
-        self.x.len()
-    }
-
-    /// True when there are no particles.
-    pub fn is_empty(&self) -> bool {
-        self.x.is_empty()
-    }
-
-    /// Fills these slices from AoS records; lengths must match.
-    ///
-    /// ```
-    /// use nbody_core::{Particle, SoaMut};
-    /// let aos = [Particle::new(1.0f32, 2.0, 3.0, 4.0)];
-    /// let (mut x, mut y, mut z, mut m) = ([0.0f32], [0.0], [0.0], [0.0]);
-    /// SoaMut::new(&mut x, &mut y, &mut z, &mut m).unwrap().fill_from_aos(&aos).unwrap();
-    /// assert_eq!((x[0], m[0]), (1.0, 4.0));
-    /// ```
-    pub fn fill_from_aos(&mut self, src: &[Particle<T>]) -> Result<(), Error> {
-        if src.len() != self.len() {
-            return Err(Error::LengthMismatch { what: "AoS source", expected: self.len(), found: src.len() });
-        }
-        for (i, p) in src.iter().enumerate() {
-            self.x[i] = p.x;
-            self.y[i] = p.y;
-            self.z[i] = p.z;
-            self.m[i] = p.m;
-        }
-        Ok(())
-    }
-
-    /// Reborrows as a read-only view.
-    pub fn as_ref(&self) -> SoaRef<'_, T> {
-        SoaRef { x: self.x, y: self.y, z: self.z, m: self.m }
-    }
-}
-
-/// Owned SoA particles (needs the `alloc` feature).
-///
-/// ```
-/// use nbody_core::{Particle, Soa};
-/// let aos = vec![Particle::new(1.0f32, 2.0, 3.0, 4.0); 3];
-/// let soa = Soa::from_aos(&aos);
-/// assert_eq!(soa.view().x, &[1.0; 3]);
-/// assert_eq!(soa.to_aos(), aos);
-/// ```
-#[cfg(feature = "alloc")]
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Soa<T> {
-    /// x coordinates.
-    x: alloc::vec::Vec<T>,
-    /// y coordinates.
-    y: alloc::vec::Vec<T>,
-    /// z coordinates.
-    z: alloc::vec::Vec<T>,
-    /// Masses.
-    m: alloc::vec::Vec<T>,
-}
-
-#[cfg(feature = "alloc")]
-impl<T: Real> Soa<T> {
-    /// Copies AoS records into new SoA vectors.
-    pub fn from_aos(src: &[Particle<T>]) -> Self {
-        Self {
-            x: src.iter().map(|p| p.x).collect(),
-            y: src.iter().map(|p| p.y).collect(),
-            z: src.iter().map(|p| p.z).collect(),
-            m: src.iter().map(|p| p.m).collect(),
-        }
-    }
-
-    /// Copies back into AoS records.
-    pub fn to_aos(&self) -> alloc::vec::Vec<Particle<T>> {
-        let view = self.view();
-        (0..view.len()).map(|i| view.get(i)).collect()
-    }
-
-    /// Borrows as a view (the four vectors always have one length).
-    pub fn view(&self) -> SoaRef<'_, T> {
-        SoaRef { x: &self.x, y: &self.y, z: &self.z, m: &self.m }
     }
 }
 

@@ -5,7 +5,8 @@
 //!
 //! - [`Real`]: f32 and f64 through one trait.
 //! - [`layout`]: AoS [`Particle`] `[x, y, z, m]` padded to 16/32 bytes (`bytemuck::Pod`),
-//!   output [`Field`] `[ax, ay, az, phi]`, [`Velocity`], [`Jerk`], SoA views.
+//!   output [`Field`] `[ax, ay, az, phi]`, [`Velocity`], [`Jerk`], and [`SoaRef`], a view of four
+//!   coordinate arrays.
 //! - [`kernel`]: the softened pair interaction, with and without jerk.
 //! - [`neighbours`]: nearest source and sources within a radius, found in the force pass.
 //! - [`Params`] and [`Overlap`]: G, softening, potential on/off, which targets are also
@@ -49,9 +50,7 @@ pub mod validate;
 
 pub use error::{Array, Error};
 pub use executor::{snap_reference, validate_batch, Bodies, Executor, InteractionList, Kinematics, Pair, Span};
-#[cfg(feature = "alloc")]
-pub use layout::Soa;
-pub use layout::{Field, Jerk, Particle, SoaMut, SoaRef, Velocity};
+pub use layout::{Field, Jerk, Particle, SoaRef, Velocity};
 pub use params::{Overlap, Params};
 pub use real::Real;
 pub use reference::Reference;
