@@ -194,20 +194,20 @@ __device__ __forceinline__ void tiled_s(const float4 *__restrict__ targets, int 
     }
 }
 
-#define SCALED(B, TP, NI, K, POT)                                                                                      \
-    extern "C" __global__ void __launch_bounds__(B, 1)                                                                 \
-        s_b##B##_tp##TP##_ni##NI##_k##K##_p##POT(const float4 *t, int nt, const float4 *s, int ns, float4 *o,        \
+#define SCALED(B, TP, NI, K, POT, MINB)                                                                                \
+    extern "C" __global__ void __launch_bounds__(B, MINB)                                                              \
+        s_b##B##_tp##TP##_ni##NI##_k##K##_p##POT##_m##MINB(const float4 *t, int nt, const float4 *s, int ns, float4 *o,        \
                                                   float e, float g, int c, float4 *pa) {                               \
         tiled_s<B, TP, NI, K, POT>(t, nt, s, ns, o, e, g, c, pa);                                                      \
     }
-SCALED(256, 4, 4, 1, 0)
-SCALED(256, 4, 4, 2, 0)
-SCALED(128, 4, 4, 2, 0)
-SCALED(128, 1, 4, 2, 0)
-SCALED(128, 2, 8, 2, 0)
-SCALED(128, 4, 8, 2, 0)
-SCALED(256, 4, 4, 2, 1)
-SCALED(128, 4, 8, 2, 1)
+SCALED(128, 2, 8, 2, 0, 1)
+SCALED(128, 2, 8, 1, 0, 1)
+SCALED(128, 1, 8, 1, 0, 1)
+SCALED(256, 2, 8, 1, 0, 1)
+SCALED(128, 2, 8, 1, 0, 5)
+SCALED(128, 2, 8, 1, 0, 6)
+SCALED(128, 2, 4, 1, 0, 1)
+SCALED(128, 2, 8, 1, 1, 1)
 
 #define VARIANT(B, TP, NI, K, ASYNC, MINB, POT)                                                                        \
     extern "C" __global__ void __launch_bounds__(B, MINB)                                                              \
@@ -228,13 +228,13 @@ struct Variant {
     {"x_b" #B "_tp" #TP "_ni" #NI "_k" #K "_a" #A "_m" #M "_p" #P, x_b##B##_tp##TP##_ni##NI##_k##K##_a##A##_m##M##_p##P, \
      B, TP, NI, K * B},
 #define LIST(X)                                                                                                        \
-    X(256, 4, 4, 4, 1, 1, 0)                                                                                           \
-    X(256, 4, 4, 4, 1, 1, 1)
+    X(256, 4, 4, 4, 1, 1, 0)
 
 LIST(V)
-#define S(B, TP, NI, K, P) {"s_b" #B "_tp" #TP "_ni" #NI "_k" #K "_p" #P, s_b##B##_tp##TP##_ni##NI##_k##K##_p##P, B, TP, NI, K * B},
-static const Variant VARIANTS[] = {LIST(E) S(256, 4, 4, 1, 0) S(256, 4, 4, 2, 0) S(128, 4, 4, 2, 0) S(128, 1, 4, 2, 0)
-                                   S(128, 2, 8, 2, 0) S(128, 4, 8, 2, 0) S(256, 4, 4, 2, 1) S(128, 4, 8, 2, 1)};
+#define S(B, TP, NI, K, P, M) {"s_b" #B "_tp" #TP "_ni" #NI "_k" #K "_p" #P "_m" #M, s_b##B##_tp##TP##_ni##NI##_k##K##_p##P##_m##M, B, TP, NI, K * B},
+static const Variant VARIANTS[] = {LIST(E) S(128, 2, 8, 2, 0, 1) S(128, 2, 8, 1, 0, 1) S(128, 1, 8, 1, 0, 1)
+                                   S(256, 2, 8, 1, 0, 1) S(128, 2, 8, 1, 0, 5) S(128, 2, 8, 1, 0, 6)
+                                   S(128, 2, 4, 1, 0, 1) S(128, 2, 8, 1, 1, 1)};
 
 // One launch of a variant over y source chunks (y > 1: partial sums, then the library's
 // reduce kernel, as the library's source-split launches do).
