@@ -33,6 +33,31 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
 
+// Combines the TP slices' sums and writes them: partial sums of a source chunk, or the
+// finished field.
+template <int TP, int NI, bool POT>
+__device__ __forceinline__ void write_sums(float (&ax)[NI], float (&ay)[NI], float (&az)[NI], float (&phi)[NI],
+                                           const float (&mi)[NI], int slice, int first, int n_targets,
+                                           float4 *__restrict__ out, float4 *__restrict__ partial, float eps2,
+                                           float g) {
+#pragma unroll
+    for (int k = 0; k < NI; ++k) {
+        if (TP > 1) {
+            ax[k] = lane_sum<TP>(ax[k]); ay[k] = lane_sum<TP>(ay[k]); az[k] = lane_sum<TP>(az[k]);
+            if (POT) phi[k] = lane_sum<TP>(phi[k]);
+        }
+    }
+    if (slice == 0) {
+#pragma unroll
+        for (int k = 0; k < NI; ++k)
+            if (first + k < n_targets && gridDim.y > 1)
+                partial[(size_t)blockIdx.y * n_targets + first + k] = make_float4(ax[k], ay[k], az[k], phi[k]);
+            else if (first + k < n_targets)
+                finish<float, float, POT, false>(out, first + k, mi[k], eps2, g, ax[k], ay[k], az[k], phi[k], 0,
+                                                 n_targets);
+    }
+}
+
 // The tiled kernel with a tile of K x B sources (f32 only, one chunk of sources).
 template <int B, int TP, int NI, int K, bool ASYNC, bool POT>
 __device__ __forceinline__ void tiled_k(const float4 *__restrict__ targets, int n_targets,
@@ -86,22 +111,10 @@ __device__ __forceinline__ void tiled_k(const float4 *__restrict__ targets, int 
         }
         __syncthreads();
     }
+    float mi[NI];
 #pragma unroll
-    for (int k = 0; k < NI; ++k) {
-        if (TP > 1) {
-            ax[k] = lane_sum<TP>(ax[k]); ay[k] = lane_sum<TP>(ay[k]); az[k] = lane_sum<TP>(az[k]);
-            if (POT) phi[k] = lane_sum<TP>(phi[k]);
-        }
-    }
-    if (slice == 0) {
-#pragma unroll
-        for (int k = 0; k < NI; ++k)
-            if (first + k < n_targets && gridDim.y > 1)
-                partial[(size_t)blockIdx.y * n_targets + first + k] = make_float4(ax[k], ay[k], az[k], phi[k]);
-            else if (first + k < n_targets)
-                finish<float, float, POT, false>(out, first + k, ti[k].p.w, eps2, g, ax[k], ay[k], az[k], phi[k], 0,
-                                                 n_targets);
-    }
+    for (int k = 0; k < NI; ++k) mi[k] = ti[k].p.w;
+    write_sums<TP, NI, POT>(ax, ay, az, phi, mi, slice, first, n_targets, out, partial, eps2, g);
 }
 
 // Mass-scaled sources: each source is staged as X = c x (c = m^-1/2), with e = eps^2 c^2
@@ -176,22 +189,7 @@ __device__ __forceinline__ void tiled_s(const float4 *__restrict__ targets, int 
         }
         __syncthreads();
     }
-#pragma unroll
-    for (int k = 0; k < NI; ++k) {
-        if (TP > 1) {
-            ax[k] = lane_sum<TP>(ax[k]); ay[k] = lane_sum<TP>(ay[k]); az[k] = lane_sum<TP>(az[k]);
-            if (POT) phi[k] = lane_sum<TP>(phi[k]);
-        }
-    }
-    if (slice == 0) {
-#pragma unroll
-        for (int k = 0; k < NI; ++k)
-            if (first + k < n_targets && gridDim.y > 1)
-                partial[(size_t)blockIdx.y * n_targets + first + k] = make_float4(ax[k], ay[k], az[k], phi[k]);
-            else if (first + k < n_targets)
-                finish<float, float, POT, false>(out, first + k, mi[k], eps2, g, ax[k], ay[k], az[k], phi[k], 0,
-                                                 n_targets);
-    }
+    write_sums<TP, NI, POT>(ax, ay, az, phi, mi, slice, first, n_targets, out, partial, eps2, g);
 }
 
 #define SCALED(B, TP, NI, K, POT, MINB)                                                                                \
