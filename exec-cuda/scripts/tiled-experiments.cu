@@ -244,17 +244,17 @@ static void launch(const Variant &v, const float4 *d_p, int n, int n_pad, float4
     CHECK(cudaGetLastError());
 }
 
-static float time_it(const Variant &v, const float4 *d_p, int n, int n_pad, float4 *d_o, int y, float4 *d_part,
-                     int reps) {
+// Median of `reps` timings of `run` with CUDA events, after one warm-up run.
+template <typename F> static float median_ms(int reps, F run) {
     cudaEvent_t a, b;
     CHECK(cudaEventCreate(&a));
     CHECK(cudaEventCreate(&b));
-    launch(v, d_p, n, n_pad, d_o, y, d_part); // warm-up
+    run(); // warm-up
     CHECK(cudaDeviceSynchronize());
     std::vector<float> ms;
     for (int r = 0; r < reps; ++r) {
         CHECK(cudaEventRecord(a));
-        launch(v, d_p, n, n_pad, d_o, y, d_part);
+        run();
         CHECK(cudaEventRecord(b));
         CHECK(cudaEventSynchronize(b));
         float t;
@@ -263,6 +263,11 @@ static float time_it(const Variant &v, const float4 *d_p, int n, int n_pad, floa
     }
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
+}
+
+static float time_it(const Variant &v, const float4 *d_p, int n, int n_pad, float4 *d_o, int y, float4 *d_part,
+                     int reps) {
+    return median_ms(reps, [&] { launch(v, d_p, n, n_pad, d_o, y, d_part); });
 }
 
 // The chunk count in 1..16 whose blocks fill the last wave best (fewest chunks on a tie).
@@ -317,24 +322,10 @@ int main(int argc, char **argv) {
         std::vector<float4> ref(n), got(n);
         for (auto &bse : bases) {
             dim3 grid((n + bse.b / bse.tp * bse.ni - 1) / (bse.b / bse.tp * bse.ni));
-            cudaEvent_t a, b;
-            CHECK(cudaEventCreate(&a));
-            CHECK(cudaEventCreate(&b));
-            CHECK(cudaMemset(d_ref, 0, n * sizeof(float4)));
-            bse.k<<<grid, bse.b>>>(d_p, n, d_p, n_pad, d_ref, 1e-4f, 1.0f, 0, n, n_pad, nullptr);
-            CHECK(cudaDeviceSynchronize());
-            std::vector<float> ms;
-            for (int r = 0; r < reps; ++r) {
-                CHECK(cudaEventRecord(a));
+            const float ms = median_ms(reps, [&] {
                 bse.k<<<grid, bse.b>>>(d_p, n, d_p, n_pad, d_o, 1e-4f, 1.0f, 0, n, n_pad, nullptr);
-                CHECK(cudaEventRecord(b));
-                CHECK(cudaEventSynchronize(b));
-                float t;
-                CHECK(cudaEventElapsedTime(&t, a, b));
-                ms.push_back(t);
-            }
-            std::sort(ms.begin(), ms.end());
-            printf("%8d %-28s %9.3f ms %.3e /s\n", n, bse.name, ms[ms.size() / 2], inter / (ms[ms.size() / 2] * 1e-3));
+            });
+            printf("%8d %-28s %9.3f ms %.3e /s\n", n, bse.name, ms, inter / (ms * 1e-3));
         }
         // The reference for the checks: the first baseline, once, into d_ref (with potential).
         CHECK(cudaMemset(d_ref, 0, n * sizeof(float4)));
