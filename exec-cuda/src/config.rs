@@ -173,8 +173,13 @@ const BLOCKS_PER_SM: usize = 4;
 pub fn split_sources(blocks: usize, n_sources_padded: usize, block: usize, sm_count: u32) -> (usize, usize) {
     let want = BLOCKS_PER_SM * sm_count as usize;
     let most = (n_sources_padded / (MIN_CHUNK_TILES * block)).max(1);
-    let chunks = want.div_ceil(blocks.max(1)).clamp(1, most);
-    let chunk = n_sources_padded.div_ceil(chunks).next_multiple_of(block).max(block);
+    chunk_sources(n_sources_padded, want.div_ceil(blocks.max(1)).clamp(1, most), block)
+}
+
+/// `(chunk, chunks)` for cutting `n_sources_padded` sources into about `chunks` chunks of
+/// a multiple of `block` (the last may be shorter; rounding up may leave fewer chunks).
+pub(crate) fn chunk_sources(n_sources_padded: usize, chunks: usize, block: usize) -> (usize, usize) {
+    let chunk = n_sources_padded.div_ceil(chunks.max(1)).next_multiple_of(block).max(block);
     (chunk, n_sources_padded.div_ceil(chunk).max(1))
 }
 

@@ -9,7 +9,7 @@ use nbody_core::Error;
 /// A kernel of the module. `tag` is the precision family (`f32`, `f64`, `mixed`);
 /// `potential` and `masked` pick the instantiation (potential summed; zero-distance
 /// pairs masked, for eps = 0).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Kernel {
     /// The tiled acceleration kernel of one launch configuration.
     Tiled { config: LaunchConfig, tag: &'static str, potential: bool, masked: bool },

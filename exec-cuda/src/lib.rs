@@ -103,6 +103,9 @@ pub struct CudaExecutor {
     /// Partial sums of a source-split tiled launch (grown as needed; behind a RefCell
     /// because launches borrow the executor's other buffers while they reserve it).
     split_partials: std::cell::RefCell<Scratch>,
+    /// Blocks per multiprocessor of each tiled kernel launched so far (the driver's
+    /// occupancy answer, which does not change).
+    resident_blocks: std::cell::RefCell<HashMap<kernels::Kernel, u32>>,
     /// f64 calls run the mixed-precision kernels ([`CudaMixedExecutor`]).
     mixed: bool,
     /// Test hook: the next tiled launch asks for an impossible block size, so the
@@ -156,6 +159,7 @@ impl CudaExecutor {
             mixed: false,
             sabotage: std::cell::Cell::new(false),
             split_partials: Default::default(),
+            resident_blocks: Default::default(),
             stream,
             module,
             info,

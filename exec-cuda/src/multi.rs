@@ -757,6 +757,7 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
 
     fn compute_field(&mut self, s: &mut MultiState<T>, params: &Params<T>) -> Result<(), Error> {
         self.owner.check(s.owner)?;
+        validate::params(params)?;
         if !s.drifted {
             return self.force_after(s, params, None);
         }

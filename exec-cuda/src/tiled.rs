@@ -5,15 +5,15 @@ use crate::device::{self, cuda};
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded};
 use crate::{
-    balance_waves, choose_for_on, ladder, split_sources, timing, CudaExecutor, DeviceFields, DeviceParticles,
-    DeviceReal, LaunchConfig, SHUFFLE_TARGETS_PER_THREAD, SOURCE_PAD,
+    balance_waves, choose_for_on, config::chunk_sources, ladder, split_sources, timing, CudaExecutor, DeviceFields,
+    DeviceParticles, DeviceReal, LaunchConfig, SHUFFLE_TARGETS_PER_THREAD, SOURCE_PAD,
 };
 use cust::launch;
+use nbody_core::{validate, Array, Error, Field, Overlap, Params, Particle};
 
 /// Device memory a launch may take for partial sums when it splits its sources only to
 /// fill its last wave ([`balance_waves`]): 8 chunks of 2^20 f32 targets.
 const PARTIALS_BUDGET: usize = 128 << 20;
-use nbody_core::{validate, Array, Error, Field, Overlap, Params, Particle};
 
 impl CudaExecutor {
     /// Uploads particles (validated: finite, non-negative masses) into a device-resident
@@ -189,6 +189,19 @@ impl CudaExecutor {
         Ok(best)
     }
 
+    /// Blocks of `block` threads of `kernel` one multiprocessor holds at once, asked of
+    /// the driver once per kernel (launches run on every force call).
+    fn resident_blocks(&self, kernel: Kernel, f: &cust::function::Function<'_>, block: u32) -> Result<u32, Error> {
+        if let Some(&n) = self.resident_blocks.borrow().get(&kernel) {
+            return Ok(n);
+        }
+        let n = f
+            .max_active_blocks_per_multiprocessor(cust::function::BlockSize::x(block), 0)
+            .map_err(cuda("asking a kernel's occupancy"))?;
+        self.resident_blocks.borrow_mut().insert(kernel, n);
+        Ok(n)
+    }
+
     /// Launches the tiled kernel; `sources_padded` is a multiple of [`SOURCE_PAD`].
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn launch_tiled<T: DeviceReal>(
@@ -205,7 +218,8 @@ impl CudaExecutor {
             return Ok(());
         }
         let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
-        let f = self.function(Kernel::Tiled { config, tag, potential: params.potential, masked })?;
+        let kernel = Kernel::Tiled { config, tag, potential: params.potential, masked };
+        let f = self.function(kernel)?;
         let (t0, _, len) = params.overlap.resolve(n_targets);
         let stream = &self.stream;
         let block = if self.sabotage.replace(false) { 4096 } else { config.block };
@@ -214,15 +228,11 @@ impl CudaExecutor {
             split_sources(blocks as usize, sources_padded, config.block as usize, self.info.sm_count);
         // More chunks than fill the GPU where they fill the last wave too, within a budget
         // for the partial sums.
-        let resident = f
-            .max_active_blocks_per_multiprocessor(cust::function::BlockSize::x(config.block), 0)
-            .map_err(cuda("asking a kernel's occupancy"))?;
-        let slots = resident as usize * self.info.sm_count as usize;
+        let slots = self.resident_blocks(kernel, &f, config.block)? as usize * self.info.sm_count as usize;
         let most = PARTIALS_BUDGET / (n_targets * 4 * size_of::<T>()).max(1);
         let balanced = balance_waves(blocks as usize, slots, sources_padded, config.block as usize, chunks, most);
         if balanced != chunks {
-            chunk = sources_padded.div_ceil(balanced).next_multiple_of(config.block as usize);
-            chunks = sources_padded.div_ceil(chunk);
+            (chunk, chunks) = chunk_sources(sources_padded, balanced, config.block as usize);
         }
         let mut partials = self.split_partials.borrow_mut();
         let partial = if chunks > 1 {
