@@ -154,6 +154,29 @@ impl InteractionList<'_> {
 /// conformance suite (the `nbody-conformance` crate) holds it to, and returns an
 /// [`Error`] for every bad input before touching the output.
 ///
+/// # One front door, unchecked hooks
+///
+/// The entry points callers use ([`Executor::accelerations`] and its siblings) are
+/// provided: each validates its input ([`crate::validate`]), returns at once when
+/// there is nothing to compute, and only then calls the matching `*_unchecked` hook,
+/// which is what an executor implements. The hooks are `unsafe`: they may assume the
+/// checks passed (a bad overlap that reached a device kernel would read out of
+/// bounds), so only a door, or a hook forwarding to another executor's hook, calls
+/// them. A hook may still fail (a device error, a rule of its own such as a mixed
+/// executor's extent) and then leaves the outputs untouched.
+///
+/// Two kinds of executor override the doors themselves, and say so: one that checks
+/// sources while it copies them (the CPU executor, where a separate pass would cost as
+/// much as a leaf's interactions), and one whose calls are collective across processes
+/// (MPI: every rank must take part even with nothing of its own to compute, and the
+/// ranks agree on errors). A wrapper that forwards to another executor forwards the
+/// doors as well as the hooks, so that such overrides are kept.
+///
+/// The self term of the softened potential (a target that is also a source pulls on
+/// itself with `m / ε`) is removed by each hook, not by the door: an executor removes
+/// what its own kernel added ([`crate::kernel::self_potential`] in its own precision and
+/// reciprocal square root), which cancels exactly.
+///
 /// Static dispatch: code generic over `E: Executor<T>` swaps executors at compile time.
 ///
 /// ```
@@ -168,13 +191,80 @@ impl InteractionList<'_> {
 /// let bodies = [Particle::new(-1.0f64, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
 /// assert!(total_ax(&mut Reference, &bodies).abs() < 1e-15); // Newton's third law
 /// ```
+///
+/// An executor of its own implements the two required hooks (here by handing the work
+/// to the reference, whose hooks may be called because ours were called by a door):
+///
+/// ```
+/// use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, Reference};
+///
+/// struct Loud;
+/// impl Executor<f64> for Loud {
+///     fn name(&self) -> &'static str {
+///         "loud"
+///     }
+///     unsafe fn accelerations_unchecked(
+///         &mut self,
+///         targets: &[Particle<f64>],
+///         sources: &[Particle<f64>],
+///         params: &Params<f64>,
+///         out: &mut [Field<f64>],
+///     ) -> Result<(), Error> {
+///         println!("{} x {}", targets.len(), sources.len());
+///         // SAFETY: our caller met the contract, which is the reference's too.
+///         unsafe { Reference.accelerations_unchecked(targets, sources, params, out) }
+///     }
+///     unsafe fn accelerations_jerk_unchecked(
+///         &mut self,
+///         targets: Bodies<'_, f64>,
+///         sources: Bodies<'_, f64>,
+///         params: &Params<f64>,
+///         out: &mut [Field<f64>],
+///         jerk: &mut [Jerk<f64>],
+///     ) -> Result<(), Error> {
+///         // SAFETY: as above.
+///         unsafe { Reference.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+///     }
+/// }
+/// let p = [Particle::new(0.0, 0.0, 0.0, 1.0)];
+/// let mut out = [Field::zero()];
+/// // The door refuses what the hook must never see.
+/// assert!(Loud.accelerations(&p, &p, &Params::softened(-1.0), &mut out).is_err());
+/// Loud.accelerations(&p, &p, &Params::softened(0.1).with_overlap_identical(), &mut out)?;
+/// assert_eq!(out[0].ax, 0.0);
+/// # Ok::<(), Error>(())
+/// ```
 pub trait Executor<T: Real> {
     /// A short name for reports, e.g. `"reference"`.
     fn name(&self) -> &'static str;
 
     /// Adds the acceleration (and, if `params.potential`, the potential) that `sources`
     /// exert on each of `targets` into `out` (`out.len() == targets.len()`).
+    ///
+    /// The door: [`validate::call`], nothing on empty input, then
+    /// [`Executor::accelerations_unchecked`].
     fn accelerations(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        validate::call(targets, sources, params, out.len())?;
+        if targets.is_empty() || sources.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: validated just above, and neither set is empty.
+        unsafe { self.accelerations_unchecked(targets, sources, params, out) }
+    }
+
+    /// The work of [`Executor::accelerations`].
+    ///
+    /// # Safety
+    ///
+    /// [`validate::call`]`(targets, sources, params, out.len())` returned `Ok`, and
+    /// neither `targets` nor `sources` is empty.
+    unsafe fn accelerations_unchecked(
         &mut self,
         targets: &[Particle<T>],
         sources: &[Particle<T>],
@@ -184,7 +274,32 @@ pub trait Executor<T: Real> {
 
     /// [`Executor::accelerations`] plus the jerk (for Hermite integrators), added into
     /// `jerk`. The potential follows `params.potential`.
+    ///
+    /// The door: [`validate::jerk_call`], nothing on empty input, then
+    /// [`Executor::accelerations_jerk_unchecked`].
     fn accelerations_jerk(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
+        if targets.pos.is_empty() || sources.pos.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: validated just above, and neither set is empty.
+        unsafe { self.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+    }
+
+    /// The work of [`Executor::accelerations_jerk`].
+    ///
+    /// # Safety
+    ///
+    /// [`validate::jerk_call`]`(&targets, &sources, params, out.len(), jerk.len())`
+    /// returned `Ok`, and neither set is empty.
+    unsafe fn accelerations_jerk_unchecked(
         &mut self,
         targets: Bodies<'_, T>,
         sources: Bodies<'_, T>,
@@ -196,9 +311,10 @@ pub trait Executor<T: Real> {
     /// [`Executor::accelerations_jerk`] plus neighbour information (the nearest source
     /// of each target, and optionally the sources within a radius; see
     /// [`crate::neighbours`]), merged into `neighbours`. Bad input of any kind leaves every
-    /// output untouched. The default runs the force call, then
-    /// [`crate::neighbours::search`]; executors override it to find neighbours in the
-    /// force pass itself.
+    /// output untouched.
+    ///
+    /// The door: `neighbours.validate`, [`validate::jerk_call`], nothing on empty input,
+    /// then [`Executor::accelerations_jerk_neighbours_unchecked`].
     ///
     /// ```
     /// use nbody_core::neighbours::{Nearest, Neighbours};
@@ -223,16 +339,43 @@ pub trait Executor<T: Real> {
         neighbours: &mut Neighbours<'_, T>,
     ) -> Result<(), Error> {
         neighbours.validate(targets.pos.len(), sources.pos.len())?;
-        self.accelerations_jerk(targets, sources, params, out, jerk)?;
+        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
+        if targets.pos.is_empty() || sources.pos.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: validated just above, and neither set is empty.
+        unsafe { self.accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours) }
+    }
+
+    /// The work of [`Executor::accelerations_jerk_neighbours`]. The default runs the
+    /// jerk hook, then [`crate::neighbours::search`]; executors override it to find
+    /// neighbours in the force pass itself.
+    ///
+    /// # Safety
+    ///
+    /// What [`Executor::accelerations_jerk_unchecked`] asks, and
+    /// `neighbours.validate(targets.pos.len(), sources.pos.len())` returned `Ok`.
+    unsafe fn accelerations_jerk_neighbours_unchecked(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        neighbours: &mut Neighbours<'_, T>,
+    ) -> Result<(), Error> {
+        // SAFETY: our caller's contract includes the jerk hook's.
+        unsafe { self.accelerations_jerk_unchecked(targets, sources, params, out, jerk)? };
         crate::neighbours::search(targets.pos, sources.pos, &params.overlap, neighbours);
         Ok(())
     }
 
     /// [`Executor::accelerations_jerk`] plus the snap (the acceleration's second time
     /// derivative, [`crate::kernel::pair_snap`]), added into `snap`, for sixth-order
-    /// Hermite; the bodies carry their accelerations. The default runs the plain loops
-    /// of [`crate::Reference`] on the caller's thread, in the caller's precision: every
-    /// executor offers it, none faster yet.
+    /// Hermite; the bodies carry their accelerations.
+    ///
+    /// The door: [`validate::snap_call`], nothing on empty input, then
+    /// [`Executor::accelerations_snap_unchecked`].
     ///
     /// ```
     /// use nbody_core::{Executor, Field, Jerk, Kinematics, Params, Particle, Reference, Velocity};
@@ -258,13 +401,40 @@ pub trait Executor<T: Real> {
         jerk: &mut [Jerk<T>],
         snap: &mut [Jerk<T>],
     ) -> Result<(), Error> {
-        snap_reference(targets, sources, params, out, jerk, snap)
+        validate::snap_call(&targets, &sources, params, out.len(), jerk.len(), snap.len())?;
+        if targets.pos.is_empty() || sources.pos.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: validated just above, and neither set is empty.
+        unsafe { self.accelerations_snap_unchecked(targets, sources, params, out, jerk, snap) }
+    }
+
+    /// The work of [`Executor::accelerations_snap`]. The default runs the plain loops
+    /// of [`crate::Reference`] on the caller's thread, in the caller's precision: every
+    /// executor offers it, none faster yet.
+    ///
+    /// # Safety
+    ///
+    /// [`validate::snap_call`] returned `Ok` on these arguments, and neither set is empty.
+    unsafe fn accelerations_snap_unchecked(
+        &mut self,
+        targets: Kinematics<'_, T>,
+        sources: Kinematics<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        snap: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        snap_loops(targets, sources, params, out, jerk, snap);
+        Ok(())
     }
 
     /// Runs every pair of `list` over `particles`, adding into `out` (one entry per
     /// particle). `params.overlap` is ignored: each pair's overlap follows from its spans
-    /// ([`Overlap::between`]). The default runs the pairs one call at a time; executors
-    /// override it to run the whole list at once.
+    /// ([`Overlap::between`]).
+    ///
+    /// The door: [`validate_batch`], nothing when the list asks for no interaction, then
+    /// [`Executor::accelerations_batch_unchecked`].
     fn accelerations_batch(
         &mut self,
         particles: &[Particle<T>],
@@ -273,11 +443,37 @@ pub trait Executor<T: Real> {
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
         validate_batch(particles, list, params, out.len())?;
-        for pair in list.pairs {
+        if list.interactions() == 0 {
+            return Ok(());
+        }
+        // SAFETY: validated just above, and some pair has work.
+        unsafe { self.accelerations_batch_unchecked(particles, list, params, out) }
+    }
+
+    /// The work of [`Executor::accelerations_batch`]. The default runs the pairs one
+    /// hook call at a time; executors override it to run the whole list at once.
+    ///
+    /// # Safety
+    ///
+    /// [`validate_batch`]`(particles, list, params, out.len())` returned `Ok`.
+    unsafe fn accelerations_batch_unchecked(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        for pair in list.pairs.iter().filter(|p| !p.targets.is_empty()) {
             let t = pair.targets.range();
-            for s in list.sources_of(pair) {
+            for s in list.sources_of(pair).iter().filter(|s| !s.is_empty()) {
                 let p = params.with_overlap(Overlap::between(t.clone(), s.range()));
-                self.accelerations(&particles[t.clone()], &particles[s.range()], &p, &mut out[t.clone()])?;
+                // SAFETY: both spans lie in `particles` (the list was validated) and are
+                // not empty, and the particles, parameters and output were validated; the
+                // overlap `between` two spans of one array names the particles they
+                // share, identical by construction.
+                unsafe {
+                    self.accelerations_unchecked(&particles[t.clone()], &particles[s.range()], &p, &mut out[t.clone()])?
+                };
             }
         }
         Ok(())
@@ -313,7 +509,7 @@ pub trait Executor<T: Real> {
     }
 }
 
-/// An executor that forwards every entry point to the one it points to.
+/// An executor that forwards every entry point, doors and hooks, to the one it points to.
 macro_rules! forward_executor {
     ($(#[$attr:meta])* $ty:ty) => {
         $(#[$attr])*
@@ -330,6 +526,16 @@ macro_rules! forward_executor {
             ) -> Result<(), $crate::Error> {
                 (**self).accelerations(targets, sources, params, out)
             }
+            unsafe fn accelerations_unchecked(
+                &mut self,
+                targets: &[$crate::Particle<T>],
+                sources: &[$crate::Particle<T>],
+                params: &$crate::Params<T>,
+                out: &mut [$crate::Field<T>],
+            ) -> Result<(), $crate::Error> {
+                // SAFETY: the same call, the same contract.
+                unsafe { (**self).accelerations_unchecked(targets, sources, params, out) }
+            }
             fn accelerations_jerk(
                 &mut self,
                 targets: $crate::Bodies<'_, T>,
@@ -339,6 +545,17 @@ macro_rules! forward_executor {
                 jerk: &mut [$crate::Jerk<T>],
             ) -> Result<(), $crate::Error> {
                 (**self).accelerations_jerk(targets, sources, params, out, jerk)
+            }
+            unsafe fn accelerations_jerk_unchecked(
+                &mut self,
+                targets: $crate::Bodies<'_, T>,
+                sources: $crate::Bodies<'_, T>,
+                params: &$crate::Params<T>,
+                out: &mut [$crate::Field<T>],
+                jerk: &mut [$crate::Jerk<T>],
+            ) -> Result<(), $crate::Error> {
+                // SAFETY: the same call, the same contract.
+                unsafe { (**self).accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
             }
             fn accelerations_jerk_neighbours(
                 &mut self,
@@ -351,6 +568,18 @@ macro_rules! forward_executor {
             ) -> Result<(), $crate::Error> {
                 (**self).accelerations_jerk_neighbours(targets, sources, params, out, jerk, neighbours)
             }
+            unsafe fn accelerations_jerk_neighbours_unchecked(
+                &mut self,
+                targets: $crate::Bodies<'_, T>,
+                sources: $crate::Bodies<'_, T>,
+                params: &$crate::Params<T>,
+                out: &mut [$crate::Field<T>],
+                jerk: &mut [$crate::Jerk<T>],
+                neighbours: &mut $crate::neighbours::Neighbours<'_, T>,
+            ) -> Result<(), $crate::Error> {
+                // SAFETY: the same call, the same contract.
+                unsafe { (**self).accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours) }
+            }
             fn accelerations_snap(
                 &mut self,
                 targets: $crate::Kinematics<'_, T>,
@@ -362,6 +591,18 @@ macro_rules! forward_executor {
             ) -> Result<(), $crate::Error> {
                 (**self).accelerations_snap(targets, sources, params, out, jerk, snap)
             }
+            unsafe fn accelerations_snap_unchecked(
+                &mut self,
+                targets: $crate::Kinematics<'_, T>,
+                sources: $crate::Kinematics<'_, T>,
+                params: &$crate::Params<T>,
+                out: &mut [$crate::Field<T>],
+                jerk: &mut [$crate::Jerk<T>],
+                snap: &mut [$crate::Jerk<T>],
+            ) -> Result<(), $crate::Error> {
+                // SAFETY: the same call, the same contract.
+                unsafe { (**self).accelerations_snap_unchecked(targets, sources, params, out, jerk, snap) }
+            }
             fn accelerations_batch(
                 &mut self,
                 particles: &[$crate::Particle<T>],
@@ -370,6 +611,16 @@ macro_rules! forward_executor {
                 out: &mut [$crate::Field<T>],
             ) -> Result<(), $crate::Error> {
                 (**self).accelerations_batch(particles, list, params, out)
+            }
+            unsafe fn accelerations_batch_unchecked(
+                &mut self,
+                particles: &[$crate::Particle<T>],
+                list: &$crate::InteractionList<'_>,
+                params: &$crate::Params<T>,
+                out: &mut [$crate::Field<T>],
+            ) -> Result<(), $crate::Error> {
+                // SAFETY: the same call, the same contract.
+                unsafe { (**self).accelerations_batch_unchecked(particles, list, params, out) }
             }
             fn combine_min(&mut self, x: f64) -> f64 {
                 (**self).combine_min(x)
@@ -393,26 +644,16 @@ forward_executor!(
     alloc::boxed::Box<E>
 );
 
-/// The snap call in plain loops (see [`Executor::accelerations_snap`]): validates
-/// everything first, then adds into the outputs.
-pub fn snap_reference<T: Real>(
+/// The snap call in plain loops (see [`Executor::accelerations_snap_unchecked`]), on
+/// validated input.
+fn snap_loops<T: Real>(
     targets: Kinematics<'_, T>,
     sources: Kinematics<'_, T>,
     params: &Params<T>,
     out: &mut [Field<T>],
     jerk: &mut [Jerk<T>],
     snap: &mut [Jerk<T>],
-) -> Result<(), Error> {
-    let (tb, sb) = (Bodies { pos: targets.pos, vel: targets.vel }, Bodies { pos: sources.pos, vel: sources.vel });
-    validate::jerk_call(&tb, &sb, params, out.len(), jerk.len())?;
-    validate::length("snap output", targets.pos.len(), snap.len())?;
-    validate::accelerations(targets.acc, targets.pos.len(), Array::TargetAccelerations)?;
-    validate::accelerations(sources.acc, sources.pos.len(), Array::SourceAccelerations)?;
-    // A shared particle has one acceleration; two would give its pair with itself a snap.
-    let (t0, s0, len) = params.overlap.resolve(targets.pos.len());
-    if let Some(k) = (0..len).find(|&k| targets.acc[t0 + k].acceleration() != sources.acc[s0 + k].acceleration()) {
-        return Err(Error::OverlapMismatch { target: t0 + k, source: s0 + k });
-    }
+) {
     let (eps2, masked) = (params.eps2(), params.masked());
     for i in 0..targets.pos.len() {
         let t = [targets.pos[i].position(), targets.vel[i].components(), targets.acc[i].acceleration()];
@@ -426,7 +667,6 @@ pub fn snap_reference<T: Real>(
         crate::kernel::finish_jerk(params.g, &jsums, &mut jerk[i]);
         crate::kernel::finish_jerk(params.g, &ssums, &mut snap[i]);
     }
-    Ok(())
 }
 
 /// What a batched call checks before it computes anything.

@@ -49,7 +49,7 @@ pub mod stepping;
 pub mod validate;
 
 pub use error::{Array, Error};
-pub use executor::{snap_reference, validate_batch, Bodies, Executor, InteractionList, Kinematics, Pair, Span};
+pub use executor::{validate_batch, Bodies, Executor, InteractionList, Kinematics, Pair, Span};
 pub use layout::{Field, Jerk, Particle, SoaRef, Velocity};
 pub use params::{Overlap, Params};
 pub use real::Real;

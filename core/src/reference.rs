@@ -1,7 +1,7 @@
 //! The scalar reference executor: the kernel of [`crate::kernel`] in plain loops.
 
 use crate::kernel::{self, self_potential};
-use crate::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle, Real};
+use crate::{Bodies, Error, Executor, Field, Jerk, Params, Particle, Real};
 
 /// The scalar reference executor: plain loops over [`kernel::pair`], computing in the
 /// caller's precision. Slow and obviously right; every faster executor is tested
@@ -23,14 +23,13 @@ impl<T: Real> Executor<T> for Reference {
         "reference"
     }
 
-    fn accelerations(
+    unsafe fn accelerations_unchecked(
         &mut self,
         targets: &[Particle<T>],
         sources: &[Particle<T>],
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        validate::call(targets, sources, params, out.len())?;
         let (eps2, masked) = (params.eps2(), params.masked());
         for (i, (t, o)) in targets.iter().zip(out.iter_mut()).enumerate() {
             let mut sums = Field::zero();
@@ -43,7 +42,7 @@ impl<T: Real> Executor<T> for Reference {
         Ok(())
     }
 
-    fn accelerations_jerk(
+    unsafe fn accelerations_jerk_unchecked(
         &mut self,
         targets: Bodies<'_, T>,
         sources: Bodies<'_, T>,
@@ -51,7 +50,6 @@ impl<T: Real> Executor<T> for Reference {
         out: &mut [Field<T>],
         jerk: &mut [Jerk<T>],
     ) -> Result<(), Error> {
-        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
         let (eps2, masked) = (params.eps2(), params.masked());
         for i in 0..targets.pos.len() {
             let (xi, vi) = (targets.pos[i].position(), targets.vel[i].components());

@@ -9,7 +9,7 @@
 //! assert_eq!(validate::particles(&ps, Array::Sources), Err(Error::NegativeMass { array: Array::Sources, index: 1 }));
 //! ```
 
-use crate::{Array, Bodies, Error, Overlap, Params, Particle, Real, Velocity};
+use crate::{Array, Bodies, Error, Kinematics, Overlap, Params, Particle, Real, Velocity};
 
 /// Checks every particle is finite with a non-negative mass; names the first offender.
 pub fn particles<T: Real>(ps: &[Particle<T>], array: Array) -> Result<(), Error> {
@@ -198,6 +198,37 @@ pub fn jerk_call_but_sources<T: Real>(
 ) -> Result<(), Error> {
     call_but_sources(targets.pos, sources.pos, p, out_len)?;
     jerk_extras(targets, sources, p, jerk_len)
+}
+
+/// Everything a snap call checks: the jerk call's checks, then the snap output length,
+/// both acceleration arrays, and one acceleration per shared particle.
+///
+/// ```
+/// use nbody_core::{validate, Field, Kinematics, Params, Particle, Velocity};
+/// let (p, v) = ([Particle::new(0.0f64, 0.0, 0.0, 1.0)], [Velocity::new(0.0, 0.0, 0.0)]);
+/// let a = [Field::new(f64::NAN, 0.0, 0.0, 0.0)];
+/// let k = Kinematics { pos: &p, vel: &v, acc: &a };
+/// assert!(validate::snap_call(&k, &k, &Params::softened(0.1), 1, 1, 1).is_err());
+/// ```
+pub fn snap_call<T: Real>(
+    targets: &Kinematics<'_, T>,
+    sources: &Kinematics<'_, T>,
+    p: &Params<T>,
+    out_len: usize,
+    jerk_len: usize,
+    snap_len: usize,
+) -> Result<(), Error> {
+    let (tb, sb) = (Bodies { pos: targets.pos, vel: targets.vel }, Bodies { pos: sources.pos, vel: sources.vel });
+    jerk_call(&tb, &sb, p, out_len, jerk_len)?;
+    length("snap output", targets.pos.len(), snap_len)?;
+    accelerations(targets.acc, targets.pos.len(), Array::TargetAccelerations)?;
+    accelerations(sources.acc, sources.pos.len(), Array::SourceAccelerations)?;
+    // A shared particle has one acceleration; two would give its pair with itself a snap.
+    let (t0, s0, len) = p.overlap.resolve(targets.pos.len());
+    match (0..len).find(|&k| targets.acc[t0 + k].acceleration() != sources.acc[s0 + k].acceleration()) {
+        Some(k) => Err(Error::OverlapMismatch { target: t0 + k, source: s0 + k }),
+        None => Ok(()),
+    }
 }
 
 /// What a jerk call checks beyond an acceleration call.

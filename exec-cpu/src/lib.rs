@@ -256,23 +256,27 @@ impl CpuExecutor {
 /// A source failed `validate::particles` while it was copied.
 struct BadSources;
 
-/// A call whose source particles `run` checks as it copies them: the other checks
-/// (`but_sources`) first, then `run` unless the call is empty. Any failure is reported
-/// as the whole check (`full`) names it, so errors and their order are those of
-/// checking everything first (the copy's check and `validate::particles` agree bit for
-/// bit, so `full` does name the copy's failure).
-fn checked(
+/// The CPU executor's door (it overrides the trait's, see [`Executor`]): the other
+/// checks (`but_sources`) first, nothing on empty input, then `hook`, which checks the
+/// source particles as it copies them. Any failure is reported as the whole check
+/// (`full`) names it, so errors and their order are those of checking everything first.
+fn door(
     but_sources: Result<(), Error>,
     full: impl Fn() -> Result<(), Error>,
     empty: bool,
-    run: impl FnOnce() -> Result<(), BadSources>,
+    hook: impl FnOnce() -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let named = |fallback: Error| full().err().unwrap_or(fallback);
-    but_sources.map_err(named)?;
+    but_sources.map_err(|e| full().err().unwrap_or(e))?;
     if empty {
         return full();
     }
-    run().map_err(|_| named(Error::NonFinite { array: nbody_core::Array::Sources, index: 0 }))
+    hook()
+}
+
+/// A copy's failed source check, named as the whole check (`full`) names it (the
+/// copy's check and `validate::particles` agree bit for bit, so `full` does fail).
+fn named(run: Result<(), BadSources>, full: impl Fn() -> Result<(), Error>) -> Result<(), Error> {
+    run.map_err(|_| full().err().unwrap_or(Error::NonFinite { array: nbody_core::Array::Sources, index: 0 }))
 }
 
 /// A batched call's share for one thread: a contiguous run of particle indices (whose
@@ -317,6 +321,7 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         "cpu"
     }
 
+    /// Overrides the door: the sources are checked while they are copied.
     fn accelerations(
         &mut self,
         targets: &[Particle<T>],
@@ -325,24 +330,32 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
         let n_out = out.len();
-        let none: &[nbody_core::Velocity<T>] = &[];
-        checked(
+        door(
             validate::call_but_sources(targets, sources, params, n_out),
             || validate::call(targets, sources, params, n_out),
             targets.is_empty() || sources.is_empty(),
-            || {
-                self.run(
-                    Bodies { pos: targets, vel: none },
-                    Bodies { pos: sources, vel: none },
-                    params,
-                    out,
-                    None,
-                    None,
-                )
-            },
+            // SAFETY: every check but the sources' passed and neither set is empty; this
+            // executor's hook checks the sources itself as it copies them.
+            || unsafe { self.accelerations_unchecked(targets, sources, params, out) },
         )
     }
 
+    /// Checks the sources as it copies them, so it may be called by a door that has not.
+    unsafe fn accelerations_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        let none: &[nbody_core::Velocity<T>] = &[];
+        let n_out = out.len();
+        let run =
+            self.run(Bodies { pos: targets, vel: none }, Bodies { pos: sources, vel: none }, params, out, None, None);
+        named(run, || validate::call(targets, sources, params, n_out))
+    }
+
+    /// Overrides the door: the sources are checked while they are copied.
     fn accelerations_jerk(
         &mut self,
         targets: Bodies<'_, T>,
@@ -352,16 +365,30 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         jerk: &mut [Jerk<T>],
     ) -> Result<(), Error> {
         let (n_out, n_jerk) = (out.len(), jerk.len());
-        checked(
+        door(
             validate::jerk_call_but_sources(&targets, &sources, params, n_out, n_jerk),
             || validate::jerk_call(&targets, &sources, params, n_out, n_jerk),
             targets.pos.is_empty() || sources.pos.is_empty(),
-            || self.run(targets, sources, params, out, Some(jerk), None),
+            // SAFETY: as in `accelerations`.
+            || unsafe { self.accelerations_jerk_unchecked(targets, sources, params, out, jerk) },
         )
     }
 
-    /// Finds neighbours in the jerk kernel's pass: each source tile, while in L1, is
-    /// scanned for the block's nearest and within-radius sources right after its forces.
+    /// Checks the sources as it copies them, so it may be called by a door that has not.
+    unsafe fn accelerations_jerk_unchecked(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        let (n_out, n_jerk) = (out.len(), jerk.len());
+        let run = self.run(targets, sources, params, out, Some(jerk), None);
+        named(run, || validate::jerk_call(&targets, &sources, params, n_out, n_jerk))
+    }
+
+    /// Overrides the door: the sources are checked while they are copied.
     fn accelerations_jerk_neighbours(
         &mut self,
         targets: Bodies<'_, T>,
@@ -373,25 +400,42 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
     ) -> Result<(), Error> {
         neighbours.validate(targets.pos.len(), sources.pos.len())?;
         let (n_out, n_jerk) = (out.len(), jerk.len());
-        checked(
+        door(
             validate::jerk_call_but_sources(&targets, &sources, params, n_out, n_jerk),
             || validate::jerk_call(&targets, &sources, params, n_out, n_jerk),
             targets.pos.is_empty() || sources.pos.is_empty(),
-            || self.run(targets, sources, params, out, Some(jerk), Some(neighbours)),
+            // SAFETY: as in `accelerations`, and the neighbours were validated.
+            || unsafe { self.accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours) },
         )
+    }
+
+    /// Finds neighbours in the jerk kernel's pass: each source tile, while in L1, is
+    /// scanned for the block's nearest and within-radius sources right after its forces.
+    /// Checks the sources as it copies them.
+    unsafe fn accelerations_jerk_neighbours_unchecked(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        neighbours: &mut Neighbours<'_, T>,
+    ) -> Result<(), Error> {
+        let (n_out, n_jerk) = (out.len(), jerk.len());
+        let run = self.run(targets, sources, params, out, Some(jerk), Some(neighbours));
+        named(run, || validate::jerk_call(&targets, &sources, params, n_out, n_jerk))
     }
 
     /// Spreads the pairs over the threads: the particle range is cut into runs of equal
     /// work, each thread owns the outputs of its run (no atomics), and pairs straddling
     /// a cut are split there.
-    fn accelerations_batch(
+    unsafe fn accelerations_batch_unchecked(
         &mut self,
         particles: &[Particle<T>],
         list: &nbody_core::InteractionList<'_>,
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        nbody_core::validate_batch(particles, list, params, out.len())?;
         let cuts = balanced_cuts(particles.len(), list, self.threads);
         while self.workers.len() < cuts.len().saturating_sub(1) {
             self.workers.push(CpuExecutor::with_isa(Parallelism::Sequential, self.isa));

@@ -103,17 +103,14 @@ impl Executor<f64> for MixedExecutor {
         "cpu-mixed"
     }
 
-    fn accelerations(
+    /// Refuses a system wider than [`MAX_EXTENT`].
+    unsafe fn accelerations_unchecked(
         &mut self,
         targets: &[Particle<f64>],
         sources: &[Particle<f64>],
         params: &Params<f64>,
         out: &mut [Field<f64>],
     ) -> Result<(), Error> {
-        validate::call(targets, sources, params, out.len())?;
-        if targets.is_empty() || sources.is_empty() {
-            return Ok(());
-        }
         validate::mixed_extent(targets, sources)?;
         let eps32 = params.eps as f32;
         let eps2 = eps32 * eps32;
@@ -156,7 +153,8 @@ impl Executor<f64> for MixedExecutor {
         Ok(())
     }
 
-    fn accelerations_jerk(
+    /// In f64, by the CPU executor it carries.
+    unsafe fn accelerations_jerk_unchecked(
         &mut self,
         targets: Bodies<'_, f64>,
         sources: Bodies<'_, f64>,
@@ -164,7 +162,22 @@ impl Executor<f64> for MixedExecutor {
         out: &mut [Field<f64>],
         jerk: &mut [Jerk<f64>],
     ) -> Result<(), Error> {
-        self.full.accelerations_jerk(targets, sources, params, out, jerk)
+        // SAFETY: the same call, the same contract.
+        unsafe { self.full.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+    }
+
+    /// In f64, by the CPU executor it carries (neighbours found in its force pass).
+    unsafe fn accelerations_jerk_neighbours_unchecked(
+        &mut self,
+        targets: Bodies<'_, f64>,
+        sources: Bodies<'_, f64>,
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+        neighbours: &mut nbody_core::neighbours::Neighbours<'_, f64>,
+    ) -> Result<(), Error> {
+        // SAFETY: the same call, the same contract.
+        unsafe { self.full.accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours) }
     }
 }
 

@@ -16,17 +16,14 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         }
     }
 
-    fn accelerations(
+    unsafe fn accelerations_unchecked(
         &mut self,
         targets: &[Particle<T>],
         sources: &[Particle<T>],
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        validate::call(targets, sources, params, out.len())?;
-        if targets.is_empty() {
-            return Ok(());
-        }
+        self.check_mixed_extent::<T>(targets, sources)?;
         self.guarded(|me| {
             if sources.len() >= pipeline::PIPELINE_MIN_SOURCES {
                 return me.accelerations_pipelined(targets, sources, params, out);
@@ -44,7 +41,7 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         })
     }
 
-    fn accelerations_jerk(
+    unsafe fn accelerations_jerk_unchecked(
         &mut self,
         targets: Bodies<'_, T>,
         sources: Bodies<'_, T>,
@@ -52,17 +49,14 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         out: &mut [Field<T>],
         jerk: &mut [Jerk<T>],
     ) -> Result<(), Error> {
-        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
-        if targets.pos.is_empty() {
-            return Ok(());
-        }
+        self.check_mixed_extent::<T>(targets.pos, sources.pos)?;
         self.run_jerk(targets, sources, params, out, jerk, None)
     }
 
     /// Finds neighbours in the jerk kernel's pass (see the jerk kernel in
     /// kernels/gravity.cu): nearest per thread, combined across the threads of a target
     /// and the chunks of a split launch; list entries appended through atomic counters.
-    fn accelerations_jerk_neighbours(
+    unsafe fn accelerations_jerk_neighbours_unchecked(
         &mut self,
         targets: Bodies<'_, T>,
         sources: Bodies<'_, T>,
@@ -71,22 +65,18 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         jerk: &mut [Jerk<T>],
         neighbours: &mut nbody_core::neighbours::Neighbours<'_, T>,
     ) -> Result<(), Error> {
-        neighbours.validate(targets.pos.len(), sources.pos.len())?;
-        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
-        if targets.pos.is_empty() {
-            return Ok(());
-        }
+        self.check_mixed_extent::<T>(targets.pos, sources.pos)?;
         self.run_jerk(targets, sources, params, out, jerk, Some(neighbours))
     }
 
-    fn accelerations_batch(
+    unsafe fn accelerations_batch_unchecked(
         &mut self,
         particles: &[Particle<T>],
         list: &InteractionList<'_>,
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        nbody_core::validate_batch(particles, list, params, out.len())?;
+        self.check_mixed_extent::<T>(particles, &[])?;
         let ex = batch::expand(list, particles.len());
         if ex.items.is_empty() {
             return Ok(());

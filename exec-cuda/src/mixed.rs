@@ -31,6 +31,20 @@ impl CudaExecutor {
         }
     }
 
+    /// Refuses, for the mixed kernels, targets and sources wider than
+    /// [`validate::MIXED_MAX_EXTENT`] (their f32 offsets would overflow); other kernels
+    /// take any finite input.
+    pub(crate) fn check_mixed_extent<T: DeviceReal>(
+        &self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+    ) -> Result<(), Error> {
+        if self.kernel_tag::<T>() == "mixed" {
+            validate::mixed_extent(targets, sources)?;
+        }
+        Ok(())
+    }
+
     /// eps² as the kernels take it, and whether they mask coincident pairs. The mixed
     /// kernels square eps in f32 (their arithmetic), and mask where that square is not
     /// a normal f32 (the GPU flushes subnormals, so it would vanish from r²).
@@ -147,27 +161,25 @@ impl CudaMixedExecutor {
     }
 }
 
+/// Every hook is the CUDA executor's underneath, which runs the mixed kernels for f64
+/// and refuses systems wider than [`validate::MIXED_MAX_EXTENT`].
 impl Executor<f64> for CudaMixedExecutor {
     fn name(&self) -> &'static str {
         "cuda-mixed"
     }
 
-    fn accelerations(
+    unsafe fn accelerations_unchecked(
         &mut self,
         targets: &[Particle<f64>],
         sources: &[Particle<f64>],
         params: &Params<f64>,
         out: &mut [Field<f64>],
     ) -> Result<(), Error> {
-        validate::call(targets, sources, params, out.len())?;
-        if targets.is_empty() || sources.is_empty() {
-            return Ok(());
-        }
-        validate::mixed_extent(targets, sources)?;
-        self.gpu.accelerations(targets, sources, params, out)
+        // SAFETY: the same call, the same contract.
+        unsafe { self.gpu.accelerations_unchecked(targets, sources, params, out) }
     }
 
-    fn accelerations_jerk(
+    unsafe fn accelerations_jerk_unchecked(
         &mut self,
         targets: Bodies<'_, f64>,
         sources: Bodies<'_, f64>,
@@ -175,12 +187,11 @@ impl Executor<f64> for CudaMixedExecutor {
         out: &mut [Field<f64>],
         jerk: &mut [Jerk<f64>],
     ) -> Result<(), Error> {
-        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
-        validate::mixed_extent(targets.pos, sources.pos)?;
-        self.gpu.accelerations_jerk(targets, sources, params, out, jerk)
+        // SAFETY: the same call, the same contract.
+        unsafe { self.gpu.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
     }
 
-    fn accelerations_jerk_neighbours(
+    unsafe fn accelerations_jerk_neighbours_unchecked(
         &mut self,
         targets: Bodies<'_, f64>,
         sources: Bodies<'_, f64>,
@@ -189,21 +200,19 @@ impl Executor<f64> for CudaMixedExecutor {
         jerk: &mut [Jerk<f64>],
         neighbours: &mut Neighbours<'_, f64>,
     ) -> Result<(), Error> {
-        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
-        validate::mixed_extent(targets.pos, sources.pos)?;
-        self.gpu.accelerations_jerk_neighbours(targets, sources, params, out, jerk, neighbours)
+        // SAFETY: the same call, the same contract.
+        unsafe { self.gpu.accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours) }
     }
 
-    fn accelerations_batch(
+    unsafe fn accelerations_batch_unchecked(
         &mut self,
         particles: &[Particle<f64>],
         list: &InteractionList<'_>,
         params: &Params<f64>,
         out: &mut [Field<f64>],
     ) -> Result<(), Error> {
-        nbody_core::validate_batch(particles, list, params, out.len())?;
-        validate::mixed_extent(particles, &[])?;
-        self.gpu.accelerations_batch(particles, list, params, out)
+        // SAFETY: the same call, the same contract.
+        unsafe { self.gpu.accelerations_batch_unchecked(particles, list, params, out) }
     }
 }
 

@@ -16,8 +16,7 @@ use cust::memory::{CopyDestination, DeviceBuffer, LockedBuffer};
 use nbody_core::projection::Projection;
 use nbody_core::resident::{Owner, Resident};
 use nbody_core::{
-    validate, validate_batch, Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params,
-    Particle, Velocity,
+    validate, Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Velocity,
 };
 use std::ops::Range;
 
@@ -305,7 +304,9 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
         "cuda-multi"
     }
 
-    fn accelerations(
+    /// Each lane takes a run of the targets through its own door (a lane's run may be
+    /// empty); one lane is called directly.
+    unsafe fn accelerations_unchecked(
         &mut self,
         targets: &[Particle<T>],
         sources: &[Particle<T>],
@@ -314,9 +315,10 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
     ) -> Result<(), Error> {
         if self.lanes.len() == 1 {
             let ordinal = self.lanes[0].ordinal;
-            return self.lanes[0].exec.accelerations(targets, sources, params, out).map_err(on_device(ordinal));
+            // SAFETY: the same call, the same contract.
+            let r = unsafe { self.lanes[0].exec.accelerations_unchecked(targets, sources, params, out) };
+            return r.map_err(on_device(ordinal));
         }
-        validate::call(targets, sources, params, out.len())?;
         let pieces = self.split(targets.len());
         let n = targets.len();
         let results = self.each(|k, exec| {
@@ -332,7 +334,8 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
         Ok(())
     }
 
-    fn accelerations_jerk(
+    /// As [`Executor::accelerations_unchecked`].
+    unsafe fn accelerations_jerk_unchecked(
         &mut self,
         targets: Bodies<'_, T>,
         sources: Bodies<'_, T>,
@@ -342,12 +345,10 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
     ) -> Result<(), Error> {
         if self.lanes.len() == 1 {
             let ordinal = self.lanes[0].ordinal;
-            return self.lanes[0]
-                .exec
-                .accelerations_jerk(targets, sources, params, out, jerk)
-                .map_err(on_device(ordinal));
+            // SAFETY: the same call, the same contract.
+            let r = unsafe { self.lanes[0].exec.accelerations_jerk_unchecked(targets, sources, params, out, jerk) };
+            return r.map_err(on_device(ordinal));
         }
-        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
         let n = targets.pos.len();
         let pieces = self.split(n);
         let results = self.each(|k, exec| {
@@ -368,7 +369,7 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
     /// Pairs are dealt to the devices in contiguous runs of about equal interaction
     /// counts (by weight); each device runs its pairs over the whole particle array and
     /// the outputs are summed.
-    fn accelerations_batch(
+    unsafe fn accelerations_batch_unchecked(
         &mut self,
         particles: &[Particle<T>],
         list: &InteractionList<'_>,
@@ -377,9 +378,10 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
     ) -> Result<(), Error> {
         if self.lanes.len() == 1 {
             let ordinal = self.lanes[0].ordinal;
-            return self.lanes[0].exec.accelerations_batch(particles, list, params, out).map_err(on_device(ordinal));
+            // SAFETY: the same call, the same contract.
+            let r = unsafe { self.lanes[0].exec.accelerations_batch_unchecked(particles, list, params, out) };
+            return r.map_err(on_device(ordinal));
         }
-        validate_batch(particles, list, params, out.len())?;
         let work: Vec<usize> = list
             .pairs
             .iter()

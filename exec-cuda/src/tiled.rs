@@ -16,10 +16,12 @@ use nbody_core::{validate, Array, Error, Field, Overlap, Params, Particle};
 const PARTIALS_BUDGET: usize = 128 << 20;
 
 impl CudaExecutor {
-    /// Uploads particles (validated: finite, non-negative masses) into a device-resident
-    /// set padded with massless particles.
+    /// Uploads particles (validated: finite, non-negative masses, and for the mixed
+    /// kernels no wider than [`validate::MIXED_MAX_EXTENT`]) into a device-resident set
+    /// padded with massless particles.
     pub fn upload<T: DeviceReal>(&mut self, particles: &[Particle<T>]) -> Result<DeviceParticles<T>, Error> {
         validate::particles(particles, Array::Particles)?;
+        self.check_mixed_extent::<T>(particles, &[])?;
         device::make_current(&self.context)?;
         let padded = particles.len().next_multiple_of(SOURCE_PAD);
         let mut buf = alloc(padded * size_of::<Particle<T>>())?;
@@ -35,6 +37,7 @@ impl CudaExecutor {
     ) -> Result<(), Error> {
         validate::length("particles", set.len(), particles.len())?;
         validate::particles(particles, Array::Particles)?;
+        self.check_mixed_extent::<T>(particles, &[])?;
         device::make_current(&self.context)?;
         let total = set.padded_len() * size_of::<Particle<T>>();
         upload_padded(&mut set.buf, bytemuck::cast_slice(particles), total)

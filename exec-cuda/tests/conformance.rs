@@ -4,7 +4,7 @@
 
 use nbody_conformance::{accuracy, exact, run, suite, suite_with_roundoff, Failed, Trial};
 use nbody_core::resident::Resident;
-use nbody_core::{Error, Executor, Field, Params};
+use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle};
 use nbody_cuda::{CudaExecutor, CudaMixedExecutor, DeviceReal, MultiDevice};
 
 fn main() {
@@ -32,6 +32,7 @@ fn main() {
         gpu("plummer_65536_accuracy_mixed_at_origin_and_shifted", mixed_accuracy),
         gpu("mixed_every_launch_config_matches_the_oracle", mixed_every_config),
         gpu("mixed_device_leapfrog_matches_the_host_leapfrog", mixed_device_leapfrog),
+        gpu("mixed_kernels_refuse_wide_systems_on_every_path", mixed_wide),
         gpu("j_memory_matches_host_prediction_and_the_reference", || j_memory(false)),
         gpu("warp_shuffle_variant_matches_the_oracle", warp_shuffle),
         gpu("mixed_j_memory_matches_host_prediction_and_the_reference", || j_memory(true)),
@@ -255,6 +256,41 @@ fn mixed_every_config() -> Result<(), Failed> {
 /// less than 1e-9 (f32 positions would be off by 1e-8 after one step).
 fn mixed_device_leapfrog() -> Result<(), Failed> {
     leapfrog_against_host(CudaMixedExecutor::new().map_err(gpu_err)?.executor(), 1e-9)
+}
+
+/// A system wider than the mixed kernels' f32 offsets allow is refused on every entry
+/// point, through the mixed executor and through the CUDA executor underneath it (whose
+/// f64 calls run the same kernels), with the outputs untouched; f64 on a plain CUDA
+/// executor takes it.
+fn mixed_wide() -> Result<(), Failed> {
+    let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
+    let p = [Particle::new(0.0, 0.0, 0.0, 1.0), Particle::new(1e19, 0.0, 0.0, 1.0)];
+    let v = [nbody_core::Velocity::new(0.0, 0.0, 0.0); 2];
+    let b = Bodies { pos: &p, vel: &v };
+    let params = Params::softened(0.01).with_overlap_identical();
+    let before = [Field::new(1.0, 2.0, 3.0, 4.0); 2];
+    let refused = |r: Result<(), Error>, what: &str| match r {
+        Err(Error::InvalidParameter { name: "coordinates", .. }) => Ok(()),
+        other => Err(Failed::from(format!("{what}: {other:?}, expected a refusal of the coordinates"))),
+    };
+    let (mut out, mut jerk) = (before, [Jerk::zero(); 2]);
+    refused(mixed.accelerations(&p, &p, &params, &mut out), "mixed accelerations")?;
+    refused(mixed.accelerations_jerk(b, b, &params, &mut out, &mut jerk), "mixed jerk")?;
+    let gpu = mixed.executor();
+    refused(gpu.accelerations(&p, &p, &params, &mut out), "the executor underneath, accelerations")?;
+    refused(gpu.accelerations_jerk(b, b, &params, &mut out, &mut jerk), "the executor underneath, jerk")?;
+    let spans = [nbody_core::Span::new(0, 2)];
+    let pairs = [nbody_core::Pair { targets: nbody_core::Span::new(0, 2), sources: nbody_core::Span::new(0, 1) }];
+    let list = nbody_core::InteractionList { pairs: &pairs, source_spans: &spans };
+    refused(gpu.accelerations_batch(&p, &list, &params, &mut out), "the executor underneath, batch")?;
+    refused(gpu.upload(&p).map(|_| ()), "the executor underneath, a resident upload")?;
+    if out != before || jerk != [Jerk::zero(); 2] {
+        return Err("a refused call changed an output".into());
+    }
+    let mut plain = CudaExecutor::new().map_err(gpu_err)?;
+    plain.accelerations(&p, &p, &params, &mut out).map_err(gpu_err)?;
+    let want = exact(&p, &p, &params).map_err(gpu_err)?;
+    nbody_conformance::compare(&out, &before, &want, 2, true, 1e-12).map_err(Failed::from)
 }
 
 fn check_against_oracle<T: DeviceReal>(gpu: &mut CudaExecutor, nt: usize, ns: usize, what: &str) -> Result<(), Failed> {

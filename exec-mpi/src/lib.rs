@@ -54,7 +54,7 @@ use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use nbody_core::kernel::{add_fields, add_jerks};
 use nbody_core::projection::Projection;
-use nbody_core::{validate, Bodies, Error, Executor, Field, InteractionList, Jerk, Params, Particle, Real};
+use nbody_core::{validate, Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Params, Particle, Real};
 
 /// How a [`Distributed`] executor moves sources between ranks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,6 +224,74 @@ impl<E> Distributed<E> {
     }
 }
 
+impl<E> Distributed<E> {
+    /// One call on this rank's slices, with every rank: agree on this rank's checks
+    /// (`checked`) and everyone's counts, run the scheme, agree on its outcome, and only
+    /// then add into the outputs (`jerk` when the call has one).
+    #[allow(clippy::too_many_arguments)] // a call's own arguments, plus its checks
+    fn collective<T: Real>(
+        &mut self,
+        checked: Result<(), Error>,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: Option<&mut [Jerk<T>]>,
+    ) -> Result<(), Error>
+    where
+        E: Executor<T>,
+    {
+        let counts = self.agree(checked, targets.pos.len(), sources.pos.len())?;
+        let n_sources: usize = counts.iter().map(|c| c[1] as usize).sum();
+        let mut part = vec![Field::zero(); targets.pos.len()];
+        let mut jpart = jerk.as_ref().map(|_| vec![Jerk::zero(); targets.pos.len()]);
+        let outcome = match self.resolved(n_sources) {
+            Scheme::TwoD { .. } => {
+                let grid = self.grid.as_ref().expect("resolved only with a grid");
+                let j = jpart.as_deref_mut();
+                grid.run(&mut self.inner, &counts, targets, sources, params, &mut part, j, &mut self.interactions)
+            }
+            _ => {
+                let j = jpart.as_deref_mut();
+                ring::run(
+                    &self.comm,
+                    &mut self.inner,
+                    &counts,
+                    targets,
+                    sources,
+                    params,
+                    &mut part,
+                    j,
+                    &mut self.interactions,
+                )
+            }
+        };
+        self.agree_outcome(outcome)?;
+        add_fields(out, &part, params.potential);
+        if let (Some(jerk), Some(jpart)) = (jerk, jpart) {
+            add_jerks(jerk, &jpart);
+        }
+        Ok(())
+    }
+}
+
+/// Why a [`Distributed`] executor refuses an entry point.
+fn unsupported(operation: &'static str) -> Error {
+    let reason = match operation {
+        "accelerations_batch" => {
+            "a list indexes one particle array, which no rank holds whole: run each rank's list on inner_mut(), or use Replicated"
+        }
+        "accelerations_snap" => "the snap's source accelerations are not passed between ranks yet: use Replicated",
+        _ => "neighbours are not gathered across ranks yet: use Replicated, or the per-rank executor",
+    };
+    Error::Unsupported { operation, reason }
+}
+
+/// Overrides the doors: a rank takes part in every call, even with no targets or
+/// sources of its own (the others need its sources, or its share of a collective), and
+/// the ranks agree on errors. The hooks run the same collective with this rank's checks
+/// taken as passed. Neighbours, interaction lists and the snap are refused alike on
+/// every rank.
 impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
     fn name(&self) -> &'static str {
         "mpi"
@@ -236,21 +304,20 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        let counts = self.agree(validate::call(targets, sources, params, out.len()), targets.len(), sources.len())?;
-        let n_sources: usize = counts.iter().map(|c| c[1] as usize).sum();
-        let mut part = vec![Field::zero(); targets.len()];
-        let b = Bodies { pos: targets, vel: &[] };
-        let s = Bodies { pos: sources, vel: &[] };
-        let outcome = match self.resolved(n_sources) {
-            Scheme::TwoD { .. } => {
-                let grid = self.grid.as_ref().expect("resolved only with a grid");
-                grid.run(&mut self.inner, &counts, b, s, params, &mut part, None, &mut self.interactions)
-            }
-            _ => ring::run(&self.comm, &mut self.inner, &counts, b, s, params, &mut part, None, &mut self.interactions),
-        };
-        self.agree_outcome(outcome)?;
-        add_fields(out, &part, params.potential);
-        Ok(())
+        let checked = validate::call(targets, sources, params, out.len());
+        let (t, s) = (Bodies { pos: targets, vel: &[] }, Bodies { pos: sources, vel: &[] });
+        self.collective(checked, t, s, params, out, None)
+    }
+
+    unsafe fn accelerations_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        let (t, s) = (Bodies { pos: targets, vel: &[] }, Bodies { pos: sources, vel: &[] });
+        self.collective(Ok(()), t, s, params, out, None)
     }
 
     fn accelerations_jerk(
@@ -262,45 +329,20 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
         jerk: &mut [Jerk<T>],
     ) -> Result<(), Error> {
         let checked = validate::jerk_call(&targets, &sources, params, out.len(), jerk.len());
-        let counts = self.agree(checked, targets.pos.len(), sources.pos.len())?;
-        let n_sources: usize = counts.iter().map(|c| c[1] as usize).sum();
-        let mut part = vec![Field::zero(); targets.pos.len()];
-        let mut jpart = vec![Jerk::zero(); targets.pos.len()];
-        let outcome = match self.resolved(n_sources) {
-            Scheme::TwoD { .. } => {
-                let grid = self.grid.as_ref().expect("resolved only with a grid");
-                grid.run(
-                    &mut self.inner,
-                    &counts,
-                    targets,
-                    sources,
-                    params,
-                    &mut part,
-                    Some(&mut jpart),
-                    &mut self.interactions,
-                )
-            }
-            _ => ring::run(
-                &self.comm,
-                &mut self.inner,
-                &counts,
-                targets,
-                sources,
-                params,
-                &mut part,
-                Some(&mut jpart),
-                &mut self.interactions,
-            ),
-        };
-        self.agree_outcome(outcome)?;
-        add_fields(out, &part, params.potential);
-        add_jerks(jerk, &jpart);
-        Ok(())
+        self.collective(checked, targets, sources, params, out, Some(jerk))
     }
 
-    /// Refused: an interaction list indexes one particle array, which no rank holds
-    /// whole. Each rank's own list runs on [`Distributed::inner_mut`]; [`Replicated`]
-    /// splits a list over ranks that all hold the particles.
+    unsafe fn accelerations_jerk_unchecked(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        self.collective(Ok(()), targets, sources, params, out, Some(jerk))
+    }
+
     /// Refused: neighbour indices would name positions in slices other ranks hold.
     fn accelerations_jerk_neighbours(
         &mut self,
@@ -311,12 +353,50 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
         _jerk: &mut [Jerk<T>],
         _neighbours: &mut nbody_core::neighbours::Neighbours<'_, T>,
     ) -> Result<(), Error> {
-        Err(Error::Unsupported {
-            operation: "accelerations_jerk_neighbours on a Distributed executor",
-            reason: "neighbours are not gathered across ranks yet: use Replicated, or the per-rank executor",
-        })
+        Err(unsupported("accelerations_jerk_neighbours"))
     }
 
+    unsafe fn accelerations_jerk_neighbours_unchecked(
+        &mut self,
+        _targets: Bodies<'_, T>,
+        _sources: Bodies<'_, T>,
+        _params: &Params<T>,
+        _out: &mut [Field<T>],
+        _jerk: &mut [Jerk<T>],
+        _neighbours: &mut nbody_core::neighbours::Neighbours<'_, T>,
+    ) -> Result<(), Error> {
+        Err(unsupported("accelerations_jerk_neighbours"))
+    }
+
+    /// Refused: the snap needs every rank's source accelerations, which the ring and
+    /// the 2-D scheme do not carry (the trait's plain loops would see this rank's only).
+    fn accelerations_snap(
+        &mut self,
+        _targets: Kinematics<'_, T>,
+        _sources: Kinematics<'_, T>,
+        _params: &Params<T>,
+        _out: &mut [Field<T>],
+        _jerk: &mut [Jerk<T>],
+        _snap: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        Err(unsupported("accelerations_snap"))
+    }
+
+    unsafe fn accelerations_snap_unchecked(
+        &mut self,
+        _targets: Kinematics<'_, T>,
+        _sources: Kinematics<'_, T>,
+        _params: &Params<T>,
+        _out: &mut [Field<T>],
+        _jerk: &mut [Jerk<T>],
+        _snap: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        Err(unsupported("accelerations_snap"))
+    }
+
+    /// Refused: an interaction list indexes one particle array, which no rank holds
+    /// whole. Each rank's own list runs on [`Distributed::inner_mut`]; [`Replicated`]
+    /// splits a list over ranks that all hold the particles.
     fn accelerations_batch(
         &mut self,
         _particles: &[Particle<T>],
@@ -324,10 +404,17 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
         _params: &Params<T>,
         _out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        Err(Error::Unsupported {
-            operation: "accelerations_batch on a Distributed executor",
-            reason: "a list indexes one particle array, which no rank holds whole: run each rank's list on inner_mut(), or use Replicated",
-        })
+        Err(unsupported("accelerations_batch"))
+    }
+
+    unsafe fn accelerations_batch_unchecked(
+        &mut self,
+        _particles: &[Particle<T>],
+        _list: &InteractionList<'_>,
+        _params: &Params<T>,
+        _out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        Err(unsupported("accelerations_batch"))
     }
 
     fn combine_min(&mut self, x: f64) -> f64 {

@@ -10,7 +10,10 @@
 //! for the distributed executor over every rank count.
 
 use nbody_conformance::{compare, exact, mpirun, suite, wait_within, Arguments, Failed, Trial};
-use nbody_core::{Array, Bodies, Error, Executor, Field, Jerk, Params, Particle, Velocity};
+use nbody_core::neighbours::{Nearest, Neighbours};
+use nbody_core::{
+    Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Pair, Params, Particle, Span, Velocity,
+};
 use nbody_cpu::{CpuExecutor, Parallelism};
 use nbody_mpi::mpi::topology::SimpleCommunicator;
 use nbody_mpi::mpi::traits::*;
@@ -161,6 +164,39 @@ fn distributed_trials(size: usize, tag: &str, scheme: Scheme) -> Vec<Trial> {
             exec.accelerations(p, p, &params, &mut out).map_err(|e| format!("the call after a refusal: {e}"))?;
             let want = exact(&good, &good, &params).map_err(|e| e.to_string())?;
             compare(&out, &vec![Field::zero(); p.len()], &want[mine], 40, true, f64::EPSILON).map_err(Failed::from)
+        }),
+        // What the ranks cannot compute together yet is refused on every rank alike
+        // (the snap once fell through to the trait's plain loops over this rank's
+        // sources only), and leaves the outputs alone.
+        Trial::test(format!("mpi{size}-{tag}/refused_entry_points"), move || {
+            let mut exec = distributed(scheme)?;
+            let (pos, vel) = system(40);
+            let mine = slice(40, size, rank);
+            let (p, v) = (&pos[mine.clone()], &vel[mine.clone()]);
+            let acc = vec![Field::new(0.1, 0.2, 0.3, 0.0); p.len()];
+            let params = Params::softened(0.01).with_overlap_identical();
+            let before = vec![Field::new(1.0, 2.0, 3.0, 4.0); p.len()];
+            let (mut out, mut jerk, mut snap) =
+                (before.clone(), vec![Jerk::zero(); p.len()], vec![Jerk::zero(); p.len()]);
+            let k = Kinematics { pos: p, vel: v, acc: &acc };
+            let snapped = exec.accelerations_snap(k, k, &params, &mut out, &mut jerk, &mut snap);
+            let spans = [Span::new(0, p.len() as u32)];
+            let pairs = [Pair { targets: Span::new(0, p.len() as u32), sources: Span::new(0, 1) }];
+            let list = InteractionList { pairs: &pairs, source_spans: &spans };
+            let batched = exec.accelerations_batch(p, &list, &params, &mut out);
+            let mut near = vec![Nearest::none(); p.len()];
+            let mut nb = Neighbours { nearest: &mut near, within: None, index_offset: 0 };
+            let b = Bodies { pos: p, vel: v };
+            let found = exec.accelerations_jerk_neighbours(b, b, &params, &mut out, &mut jerk, &mut nb);
+            for (what, got) in [("snap", snapped), ("batch", batched), ("neighbours", found)] {
+                if !matches!(got, Err(Error::Unsupported { .. })) {
+                    return Err(format!("rank {rank}: {what} gave {got:?}, expected Unsupported").into());
+                }
+            }
+            if out != before || jerk.iter().chain(&snap).any(|j| *j != Jerk::zero()) {
+                return Err(format!("rank {rank}: a refused call changed an output").into());
+            }
+            Ok(())
         }),
         Trial::test(format!("mpi{size}-{tag}/combine_over_ranks"), move || {
             let mut exec = distributed(scheme)?;

@@ -2,7 +2,7 @@
 //! object-safe interface, so the run loop is written once for every combination.
 
 use nbody_core::projection::{Project, Projecting, Projection};
-use nbody_core::{Bodies, Error, Executor, Field, InteractionList, Jerk, Params, Particle, Real};
+use nbody_core::{Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Params, Particle, Real};
 use nbody_integrators::{Checkpoint, Diagnostics, Integrator, State, Words};
 
 /// One row of a snapshot: x, y, z, m, vx, vy, vz.
@@ -48,6 +48,8 @@ impl<T: Real> Counting<'_, T> {
     }
 }
 
+/// Forwards the doors (the inner executor may override them, as MPI's do) and the
+/// hooks, counting the interactions each door asks for.
 impl<T: Real> Executor<T> for Counting<'_, T> {
     fn name(&self) -> &'static str {
         self.inner.name()
@@ -64,6 +66,18 @@ impl<T: Real> Executor<T> for Counting<'_, T> {
         self.inner.accelerations(targets, sources, params, out)
     }
 
+    unsafe fn accelerations_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.count(targets.len(), sources.len());
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner.accelerations_unchecked(targets, sources, params, out) }
+    }
+
     fn accelerations_jerk(
         &mut self,
         targets: Bodies<'_, T>,
@@ -76,6 +90,46 @@ impl<T: Real> Executor<T> for Counting<'_, T> {
         self.inner.accelerations_jerk(targets, sources, params, out, jerk)
     }
 
+    unsafe fn accelerations_jerk_unchecked(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        self.count(targets.pos.len(), sources.pos.len());
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+    }
+
+    fn accelerations_snap(
+        &mut self,
+        targets: Kinematics<'_, T>,
+        sources: Kinematics<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        snap: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        self.count(targets.pos.len(), sources.pos.len());
+        self.inner.accelerations_snap(targets, sources, params, out, jerk, snap)
+    }
+
+    unsafe fn accelerations_snap_unchecked(
+        &mut self,
+        targets: Kinematics<'_, T>,
+        sources: Kinematics<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        snap: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        self.count(targets.pos.len(), sources.pos.len());
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner.accelerations_snap_unchecked(targets, sources, params, out, jerk, snap) }
+    }
+
     fn accelerations_batch(
         &mut self,
         particles: &[Particle<T>],
@@ -85,6 +139,18 @@ impl<T: Real> Executor<T> for Counting<'_, T> {
     ) -> Result<(), Error> {
         self.interactions += list.interactions() as f64;
         self.inner.accelerations_batch(particles, list, params, out)
+    }
+
+    unsafe fn accelerations_batch_unchecked(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.interactions += list.interactions() as f64;
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner.accelerations_batch_unchecked(particles, list, params, out) }
     }
 
     fn combine_min(&mut self, x: f64) -> f64 {

@@ -1,0 +1,138 @@
+//! The trait's doors: they validate, return early on empty input, and only then call a
+//! hook; an executor that implements only the hooks gets every check for free.
+
+use nbody_core::neighbours::{Nearest, Neighbours};
+use nbody_core::{
+    Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Pair, Params, Particle, Reference, Span,
+    Velocity,
+};
+
+/// Counts hook calls and hands the work to the reference's hooks.
+#[derive(Default)]
+struct Hooks {
+    calls: usize,
+}
+
+impl Executor<f64> for Hooks {
+    fn name(&self) -> &'static str {
+        "hooks"
+    }
+
+    unsafe fn accelerations_unchecked(
+        &mut self,
+        targets: &[Particle<f64>],
+        sources: &[Particle<f64>],
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+    ) -> Result<(), Error> {
+        assert!(!targets.is_empty() && !sources.is_empty(), "a door passed empty input to a hook");
+        self.calls += 1;
+        // SAFETY: our caller met the contract, which is the reference's too.
+        unsafe { Reference.accelerations_unchecked(targets, sources, params, out) }
+    }
+
+    unsafe fn accelerations_jerk_unchecked(
+        &mut self,
+        targets: Bodies<'_, f64>,
+        sources: Bodies<'_, f64>,
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+    ) -> Result<(), Error> {
+        assert!(!targets.pos.is_empty() && !sources.pos.is_empty(), "a door passed empty input to a hook");
+        self.calls += 1;
+        // SAFETY: as above.
+        unsafe { Reference.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+    }
+}
+
+/// Positions, velocities and accelerations of five bodies.
+type System = (Vec<Particle<f64>>, Vec<Velocity<f64>>, Vec<Field<f64>>);
+
+fn bodies() -> System {
+    let p = (0..5).map(|i| Particle::new(i as f64, 0.5 * i as f64, -0.25, 1.0 + i as f64)).collect();
+    let v = (0..5).map(|i| Velocity::new(0.1 * i as f64, 0.0, -0.2)).collect();
+    let a = (0..5).map(|i| Field::new(0.3, -0.1 * i as f64, 0.0, 0.0)).collect();
+    (p, v, a)
+}
+
+/// Bad input of every kind is refused by the door, before any hook runs and with the
+/// outputs untouched; the errors are those the reference gives.
+#[test]
+fn doors_refuse_bad_input_before_the_hook() {
+    let (mut p, v, _) = bodies();
+    p[3].m = -1.0;
+    let params = Params::softened(0.1).with_overlap_identical();
+    let mut h = Hooks::default();
+    let mut out = vec![Field::new(7.0, 7.0, 7.0, 7.0); 5];
+    let want = Reference.accelerations(&p, &p, &params, &mut out.clone());
+    assert_eq!(h.accelerations(&p, &p, &params, &mut out), want);
+    assert!(matches!(want, Err(Error::NegativeMass { index: 3, .. })));
+    let b = Bodies { pos: &p, vel: &v };
+    let mut jerk = vec![Jerk::zero(); 5];
+    assert!(h.accelerations_jerk(b, b, &params, &mut out, &mut jerk).is_err());
+    let (good, ..) = bodies();
+    let short = Bodies { pos: &good, vel: &v[..4] };
+    assert!(matches!(
+        h.accelerations_jerk(short, short, &params, &mut out, &mut jerk),
+        Err(Error::LengthMismatch { .. })
+    ));
+    assert!(h.accelerations(&good, &good, &Params::softened(f64::NAN), &mut out).is_err());
+    assert_eq!(h.calls, 0);
+    assert!(out.iter().all(|f| *f == Field::new(7.0, 7.0, 7.0, 7.0)));
+    assert!(jerk.iter().all(|j| *j == Jerk::zero()));
+}
+
+/// Empty targets or sources: `Ok` with nothing computed and no hook called.
+#[test]
+fn doors_return_early_on_empty_input() {
+    let (p, v, a) = bodies();
+    let mut h = Hooks::default();
+    let params = Params::softened(0.1);
+    let mut out = vec![Field::zero(); 5];
+    h.accelerations(&p, &[], &params, &mut out).unwrap();
+    h.accelerations(&[], &p, &params, &mut []).unwrap();
+    let (b, none) = (Bodies { pos: &p, vel: &v }, Bodies { pos: &[], vel: &[] });
+    let mut jerk = vec![Jerk::zero(); 5];
+    h.accelerations_jerk(b, none, &params, &mut out, &mut jerk).unwrap();
+    let mut near = vec![Nearest::none(); 5];
+    let mut nb = Neighbours { nearest: &mut near, within: None, index_offset: 0 };
+    h.accelerations_jerk_neighbours(b, none, &params, &mut out, &mut jerk, &mut nb).unwrap();
+    let k = Kinematics { pos: &p, vel: &v, acc: &a };
+    let knone = Kinematics { pos: &[], vel: &[], acc: &[] };
+    let mut snap = vec![Jerk::zero(); 5];
+    h.accelerations_snap(k, knone, &params, &mut out, &mut jerk, &mut snap).unwrap();
+    let spans = [Span::new(2, 2)];
+    let pairs = [Pair { targets: Span::new(0, 5), sources: Span::new(0, 1) }];
+    h.accelerations_batch(&p, &InteractionList { pairs: &pairs, source_spans: &spans }, &params, &mut out).unwrap();
+    assert_eq!(h.calls, 0);
+    assert!(out.iter().all(|f| *f == Field::zero()) && near.iter().all(|n| n.index == Nearest::<f64>::none().index));
+}
+
+/// With only the two hooks written, every entry point (neighbours, snap, batch by their
+/// provided hooks) gives what the reference gives, bit for bit.
+#[test]
+fn two_hooks_give_every_entry_point() {
+    let (p, v, a) = bodies();
+    let params = Params::softened(0.1).with_overlap_identical();
+    let run = |e: &mut dyn Executor<f64>| {
+        let b = Bodies { pos: &p, vel: &v };
+        let k = Kinematics { pos: &p, vel: &v, acc: &a };
+        let (mut out, mut jerk, mut snap) = (vec![Field::zero(); 5], vec![Jerk::zero(); 5], vec![Jerk::zero(); 5]);
+        e.accelerations(&p, &p, &params, &mut out).unwrap();
+        e.accelerations_jerk(b, b, &params, &mut out, &mut jerk).unwrap();
+        let mut near = vec![Nearest::none(); 5];
+        let mut nb = Neighbours { nearest: &mut near, within: None, index_offset: 0 };
+        e.accelerations_jerk_neighbours(b, b, &params, &mut out, &mut jerk, &mut nb).unwrap();
+        e.accelerations_snap(k, k, &params, &mut out, &mut jerk, &mut snap).unwrap();
+        let spans = [Span::new(0, 3), Span::new(3, 5)];
+        let pairs = [Pair { targets: Span::new(0, 5), sources: Span::new(0, 2) }];
+        let list = InteractionList { pairs: &pairs, source_spans: &spans };
+        e.accelerations_batch(&p, &list, &params, &mut out).unwrap();
+        (out, jerk, snap, near.iter().map(|n| n.index).collect::<Vec<_>>())
+    };
+    let mut h = Hooks::default();
+    assert_eq!(run(&mut h), run(&mut Reference));
+    // accelerations, jerk, neighbours, and one per non-empty source span of the batch.
+    assert_eq!(h.calls, 5);
+}
