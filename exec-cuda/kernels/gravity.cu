@@ -112,6 +112,9 @@ template <typename T, typename C> struct Frame {
 };
 template <> struct Frame<double, float> {
     double x, y, z;
+    // The box of the block's targets in the frame (rounded outwards), and the squared
+    // distance beyond which a source box is far (see far_tile).
+    float lo[3], hi[3], far2;
     __device__ __forceinline__ Pt<double, float> apply(const double4 &p) const {
         const double d[3] = {p.x - x, p.y - y, p.z - z};
         float hi[3], lo[3];
@@ -133,6 +136,17 @@ template <> struct Frame<double, float> {
 
 template <typename T, typename C> struct IsMixed { enum { value = 0 }; };
 template <> struct IsMixed<double, float> { enum { value = 1 }; };
+
+// Mixed precision, far sources. The double-single separation costs six more FADDs per
+// interaction than a float one; it matters only for sources near the block's targets.
+// Dropping the low parts (a float difference of the frame offsets) errs by at most
+// 2^-24 (|s - c| + |t - c|) + 2^-24 |d| <= 2^-24 (2 |d| + 2 R) for targets within R of
+// the centre c; for sources at least FAR_REACHES R from every target that is below
+// 2^-24 (2 + 2 / FAR_REACHES) |d|, within a factor 3 of the double-single path's own
+// rounding, so tiles whose box is that far from the targets' box take the float path.
+// The accuracy does not depend on the order of the particles; the speed does (sorted
+// particles make most tiles far).
+#define FAR_REACHES 3.0
 
 // The frame of the points p[first, first + count) clipped to n (at least one is real):
 // per axis the middle of their bounding box, or 0 where the box is wider than its middle
@@ -159,7 +173,7 @@ __device__ __forceinline__ Frame<double, float> block_frame<double, float>(const
         if (threadIdx.x % 32 == 0) bounds[k][threadIdx.x / 32] = b[k];
     }
     __syncthreads();
-    double c[3];
+    double c[3], box[6];
 #pragma unroll
     for (int k = 0; k < 3; ++k) {
         double lo = bounds[k][0], hi = -bounds[k + 3][0];
@@ -169,12 +183,63 @@ __device__ __forceinline__ Frame<double, float> block_frame<double, float>(const
         }
         const double mid = 0.5 * (lo + hi);
         c[k] = hi - lo >= fabs(mid) ? 0.0 : mid;
+        box[k] = lo - c[k];
+        box[k + 3] = hi - c[k];
     }
     // Everyone has read the bounds before any later use of shared memory overwrites them.
     __syncthreads();
     Frame<double, float> f;
     f.x = c[0]; f.y = c[1]; f.z = c[2];
+    double reach2 = 0.0; // the largest squared distance of a target from the centre, at most
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+        f.lo[k] = __double2float_rd(box[k]);
+        f.hi[k] = __double2float_ru(box[k + 3]);
+        const double r = fmax(-box[k], box[k + 3]);
+        reach2 = fma(r, r, reach2);
+    }
+    // Far: at least FAR_REACHES reaches from every target (a little more, for rounding).
+    f.far2 = __double2float_ru(FAR_REACHES * FAR_REACHES * 1.001 * reach2);
     return f;
+}
+
+
+// Notes the box (in the frame) of this warp's sources of a tile into box[buf][.][warp]:
+// minima of x, y, z and of -x, -y, -z.
+// (Overloads, not specialisations: the other kernels' boxes have one lane, and no use.)
+template <typename T, typename C, int W> __device__ __forceinline__ void note_box(const Pt<T, C> &, C (*)[W]) {}
+__device__ __forceinline__ void note_box(const Pt<double, float> &s, float (*box)[32]) {
+    float b[6] = {s.p.x, s.p.y, s.p.z, -s.p.x, -s.p.y, -s.p.z};
+#pragma unroll
+    for (int k = 0; k < 6; ++k) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) b[k] = fminf(b[k], __shfl_xor_sync(0xffffffffu, b[k], off));
+        if (threadIdx.x % 32 == 0) box[k][threadIdx.x / 32] = b[k];
+    }
+}
+
+// True when the tile whose warps noted `box` lies FAR_REACHES reaches from the frame's
+// targets (the same answer in every thread); B, the block size, makes the loop over
+// warps short and unrolled.
+template <int B, typename T, typename C, int W>
+__device__ __forceinline__ bool far_tile(const C (*)[W], const Frame<T, C> &) {
+    return false;
+}
+template <int B> __device__ __forceinline__ bool far_tile(const float (*box)[32], const Frame<double, float> &f) {
+    float gap2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+        float lo = box[k][0], hi = -box[k + 3][0];
+#pragma unroll
+        for (int w = 1; w < B / 32; ++w) {
+            lo = fminf(lo, box[k][w]);
+            hi = fmaxf(hi, -box[k + 3][w]);
+        }
+        // The gap between the boxes on this axis, rounded down.
+        const float gap = fmaxf(0.0f, fmaxf(__fsub_rd(lo, f.hi[k]), __fsub_rd(f.lo[k], hi)));
+        gap2 = __fmaf_rd(gap, gap, gap2);
+    }
+    return gap2 >= f.far2;
 }
 
 // Adds G * sums into out[i]; the potential only when POT; subtracts the self term for
@@ -238,6 +303,23 @@ __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const 
     }
 }
 
+// sum_tile for a far tile of the mixed kernels: the float parts only (see FAR_REACHES).
+template <typename T, typename C, int N, int TP, int NI, bool POT, bool MASKED>
+__device__ __forceinline__ void sum_tile_far(const Pt<T, C> *tile, int slice, const Pt<T, C> (&ti)[NI], C eps2,
+                                             C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI]) {
+#pragma unroll(N / TP < 16 ? N / TP : 16)
+    for (int jj = 0; jj < N / TP; ++jj) {
+        Pt<C, C> s;
+        s.p = tile[jj * TP + slice].p;
+#pragma unroll
+        for (int k = 0; k < NI; ++k) {
+            Pt<C, C> t;
+            t.p = ti[k].p;
+            interact<C, C, POT, MASKED>(t, s, eps2, ax[k], ay[k], az[k], phi[k]);
+        }
+    }
+}
+
 // The tiled kernel. Block of B threads = B/TP target groups x TP slices; each group holds
 // NI targets. Sources are padded with massless particles to a multiple of B. When the
 // targets cannot fill the GPU, gridDim.y > 1 blocks share a target group, each summing
@@ -258,6 +340,8 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     // Two tiles: while one is read, the next is stored into the other, so each tile costs
     // one barrier, not two.
     __shared__ Pt<T, C> tile[2][L];
+    // Mixed: the boxes of both tiles' sources, per warp (note_box, far_tile).
+    __shared__ C boxes[2][6][IsMixed<T, C>::value ? 32 : 1];
     const int slice = threadIdx.x % TP;
     const int block_first = blockIdx.x * (B / TP) * NI;
     const int first = block_first + threadIdx.x / TP * NI;
@@ -276,7 +360,10 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     // A tile holds K sub-tiles of B sources (the chunk's last tile may hold fewer); the
     // mixed kernels' single sub-tile goes through the frame.
     if (MIXED) {
-        if (begin < end) tile[0][threadIdx.x] = frame.apply(sources[begin + threadIdx.x]);
+        if (begin < end) {
+            tile[0][threadIdx.x] = frame.apply(sources[begin + threadIdx.x]);
+            note_box(tile[0][threadIdx.x], boxes[0]);
+        }
     } else {
         for (int q = 0; q < K && begin + q * B < end; ++q)
             copy_async((v4 *)&tile[0][q * B + threadIdx.x], &sources[begin + q * B + threadIdx.x]);
@@ -294,7 +381,9 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
                 for (int q = 0; q < K && base + L + q * B < end; ++q)
                     copy_async((v4 *)&tile[buf ^ 1][q * B + threadIdx.x], &sources[base + L + q * B + threadIdx.x]);
         }
-        if (K == 1 || end - base >= L) {
+        if (MIXED && far_tile<B>(boxes[buf], frame)) {
+            sum_tile_far<T, C, L, TP, NI, POT, MASKED>(tile[buf], slice, ti, eps2, ax, ay, az, phi);
+        } else if (K == 1 || end - base >= L) {
             sum_tile<T, C, L, TP, NI, POT, MASKED>(tile[buf], slice, ti, eps2, ax, ay, az, phi);
         } else {
             // The chunk's last tile, partly filled: its sub-tiles one at a time.
@@ -311,8 +400,12 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         // Nobody reads tile[buf ^ 1] in this iteration: everyone finished it before the
         // barrier that ended the previous one.
         if (more) {
-            if (MIXED) tile[buf ^ 1][threadIdx.x] = frame.apply(next);
-            else copies_wait();
+            if (MIXED) {
+                tile[buf ^ 1][threadIdx.x] = frame.apply(next);
+                note_box(tile[buf ^ 1][threadIdx.x], boxes[buf ^ 1]);
+            } else {
+                copies_wait();
+            }
         }
         __syncthreads();
     }

@@ -7,7 +7,10 @@ For each kernel, the inner loop is the innermost backward branch (no other backw
 branch inside its body) whose body holds the most MUFU.RSQ* instructions (one
 reciprocal square root per interaction); where two such loops tie (the tiled kernel's
 loop over a full tile and its loop over a chunk's partly filled last tile), the one with
-fewer instructions, the full tile's. Instructions per interaction = instructions in that
+fewer instructions, the full tile's. The mixed kernels' tie is between their
+double-single loop and the float loop they take for far source tiles; there the one
+with more instructions, the double-single loop, which any order of particles can take
+for every tile. Instructions per interaction = instructions in that
 body (NOPs excluded) / MUFU.RSQ count. The benchmark
 divides the device's issue rate by this number for its issue-bound ceiling.
 """
@@ -31,13 +34,15 @@ for body in functions:
         b = re.search(r"BRA (?:`\(\.L_x_\d+\) )?0x([0-9a-f]+)", text)
         if b and int(b.group(1), 16) < addr:
             loops.append((int(b.group(1), 16), addr))
+    # Mixed kernels: the double-single loop (more instructions) of a tie; others: fewer.
+    sign = 1 if "_mixed_" in name else -1
     best = None
     for target, addr in loops:
         if any(target <= t and a < addr for t, a in loops if (t, a) != (target, addr)):
             continue  # an outer loop
         loop = [t for a, t in instrs if target <= a <= addr and not t.startswith("NOP")]
         rsq = sum(1 for t in loop if "MUFU.RSQ" in t)
-        if rsq and (best is None or (rsq, -len(loop)) > (best[1], -best[0])):
+        if rsq and (best is None or (rsq, sign * len(loop)) > (best[1], sign * best[0])):
             best = (len(loop), rsq)
     if best:
         print(f"{name} {best[0] / best[1]:.3f}")

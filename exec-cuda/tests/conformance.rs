@@ -227,8 +227,12 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
 /// Every launch configuration of the mixed kernels against the oracle, at f32's roundoff.
 fn mixed_every_config() -> Result<(), Failed> {
     let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
-    let (all, _) = nbody_integrators::ics::plummer::<f64>(1500, 11);
-    for c in nbody_cuda::CANDIDATES {
+    let (random, _) = nbody_integrators::ics::plummer::<f64>(1500, 11);
+    // In Morton order too, where blocks meet far source tiles (the float path).
+    let mut order = Vec::new();
+    nbody_core::layout::morton_order(&random, &mut order);
+    let sorted: Vec<_> = order.iter().map(|&i| random[i as usize]).collect();
+    for (c, all) in nbody_cuda::CANDIDATES.iter().flat_map(|c| [(*c, &random), (*c, &sorted)]) {
         mixed.executor().force_config(Some(c));
         for (nt, ns) in [(700, 1500), (1, 300)] {
             let (targets, sources) = (&all[..nt], &all[..ns]);

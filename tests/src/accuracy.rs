@@ -50,20 +50,30 @@ pub fn check(name: &str, (max, median): (f64, f64), bound: f64) -> Result<(), Fa
 
 /// The mixed-precision figures: the max error below `bound` at the origin and with the
 /// sphere shifted by 1e4 on every axis, and shifted at most twice the error at the
-/// origin. Prints plain f32's error on the shifted sphere beside them when `plain` is
-/// given (reported, not asserted).
+/// origin; then the same sphere in Morton order (where a mixed GPU kernel takes its
+/// float path for the far source tiles), also below `bound` at the origin and shifted.
+/// Prints plain f32's error on the shifted sphere beside them when `plain` is given
+/// (reported, not asserted).
 pub fn mixed_at_origin_and_shifted<E: Executor<f64>, F: Executor<f32>>(
     mixed: &mut E,
     plain: Option<&mut F>,
     bound: f64,
 ) -> Result<(), Failed> {
     let b = plummer::<f64>();
-    let shifted: Vec<_> = b.iter().map(|p| Particle::new(p.x + 1e4, p.y + 1e4, p.z + 1e4, p.m)).collect();
+    let shift = |b: &[Particle<f64>]| -> Vec<Particle<f64>> {
+        b.iter().map(|p| Particle::new(p.x + 1e4, p.y + 1e4, p.z + 1e4, p.m)).collect()
+    };
+    let shifted = shift(&b);
     let at_origin = error(mixed, &b)?;
     let far = error(mixed, &shifted)?;
     let name = mixed.name();
     check(&format!("{name} at the origin"), at_origin, bound)?;
     check(&format!("{name} shifted by 1e4"), far, bound)?;
+    let mut order = Vec::new();
+    nbody_core::layout::morton_order(&b, &mut order);
+    let sorted: Vec<_> = order.iter().map(|&i| b[i as usize]).collect();
+    check(&format!("{name} in Morton order at the origin"), error(mixed, &sorted)?, bound)?;
+    check(&format!("{name} in Morton order shifted by 1e4"), error(mixed, &shift(&sorted))?, bound)?;
     if let Some(plain) = plain {
         let shifted32: Vec<_> = shifted.iter().map(|p| p.cast::<f32>()).collect();
         let (max, median) = error_against(plain, &shifted32, &shifted)?;
