@@ -134,6 +134,9 @@ template <> struct Frame<double, float> {
     }
 };
 
+// A compile-time flag passed as a value (to a generic lambda).
+template <bool V> struct Bool { static const bool value = V; };
+
 template <typename T, typename C> struct IsMixed { enum { value = 0 }; };
 template <> struct IsMixed<double, float> { enum { value = 1 }; };
 
@@ -530,41 +533,59 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
         best[q] = T(1) / T(0);
         arg[q] = NO_NEIGHBOUR;
     }
+    // Mixed, without neighbours: tiles far from the targets take float separations (see
+    // FAR_REACHES); neighbour searches keep the double-single distances for every tile.
+    __shared__ C boxes[6][IsMixed<T, C>::value ? 32 : 1];
     const int begin = blockIdx.y * chunk, end = min(begin + chunk, n_sources_padded);
     for (int base = begin; base < end; base += B) {
         __syncthreads();
         tile_x[threadIdx.x] = fx.apply(sources[base + threadIdx.x]);
         tile_v[threadIdx.x] = fv.velocity(source_vel[base + threadIdx.x]);
+        if (MIXED && !NEIGH) note_box(tile_x[threadIdx.x], boxes);
         __syncthreads();
+        // The tile's sums, with double-single or (FAR) float separations.
+        auto sum_tile = [&](auto far) {
+            const bool FAR = decltype(far)::value;
 #pragma unroll(NI > 1 ? 2 : 4)
-        for (int jj = 0; jj < B / TP; ++jj) {
-            const int k = jj * TP + slice;
-            const Pt<T, C> sx = tile_x[k];
-            const c4 sv = tile_v[k];
+            for (int jj = 0; jj < B / TP; ++jj) {
+                const int k = jj * TP + slice;
+                const Pt<T, C> sx = tile_x[k];
+                const c4 sv = tile_v[k];
 #pragma unroll
-            for (int q = 0; q < NI; ++q) {
-                C dx, dy, dz, rinv, m_rinv3;
-                interact<T, C, POT, MASKED>(p[q], sx, eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz, rinv, m_rinv3);
-                C dvx = sv.x - v[q].x, dvy = sv.y - v[q].y, dvz = sv.z - v[q].z;
-                C alpha = ((C(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz))) * rinv) * rinv;
-                jx[q] = fma(m_rinv3, fma(-alpha, dx, dvx), jx[q]);
-                jy[q] = fma(m_rinv3, fma(-alpha, dy, dvy), jy[q]);
-                jz[q] = fma(m_rinv3, fma(-alpha, dz, dvz), jz[q]);
-                if (NEIGH) {
-                    const int j = base + k;
-                    const T d2 = (T)((dx * dx + dy * dy) + dz * dz);
-                    const bool other = j != own[q] && j < n_sources;
-                    if (other && d2 < best[q]) {
-                        best[q] = d2;
-                        arg[q] = j;
+                for (int q = 0; q < NI; ++q) {
+                    C dx, dy, dz, rinv, m_rinv3;
+                    if (FAR) {
+                        Pt<C, C> s1, t1;
+                        s1.p = sx.p;
+                        t1.p = p[q].p;
+                        interact<C, C, POT, MASKED>(t1, s1, eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz, rinv, m_rinv3);
+                    } else {
+                        interact<T, C, POT, MASKED>(p[q], sx, eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz, rinv,
+                                                    m_rinv3);
                     }
-                    if (other && d2 <= h2[q]) {
-                        const u32 slot = atomicAdd(&x.counts[first + q], 1u);
-                        if (slot < (u32)x.capacity) x.lists[(size_t)(first + q) * x.capacity + slot] = (u32)j;
+                    C dvx = sv.x - v[q].x, dvy = sv.y - v[q].y, dvz = sv.z - v[q].z;
+                    C alpha = ((C(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz))) * rinv) * rinv;
+                    jx[q] = fma(m_rinv3, fma(-alpha, dx, dvx), jx[q]);
+                    jy[q] = fma(m_rinv3, fma(-alpha, dy, dvy), jy[q]);
+                    jz[q] = fma(m_rinv3, fma(-alpha, dz, dvz), jz[q]);
+                    if (NEIGH) {
+                        const int j = base + k;
+                        const T d2 = (T)((dx * dx + dy * dy) + dz * dz);
+                        const bool other = j != own[q] && j < n_sources;
+                        if (other && d2 < best[q]) {
+                            best[q] = d2;
+                            arg[q] = j;
+                        }
+                        if (other && d2 <= h2[q]) {
+                            const u32 slot = atomicAdd(&x.counts[first + q], 1u);
+                            if (slot < (u32)x.capacity) x.lists[(size_t)(first + q) * x.capacity + slot] = (u32)j;
+                        }
                     }
                 }
             }
-        }
+        };
+        if (MIXED && !NEIGH && far_tile<B>(boxes, fx)) sum_tile(Bool<true>());
+        else sum_tile(Bool<false>());
         // Mixed precision: each tile's float sums (B / TP interactions) go into doubles.
         if (MIXED) {
 #pragma unroll

@@ -92,8 +92,8 @@ fn main() {
     }
     if args.jerk {
         let mut jerk_rows = Vec::new();
-        if let Err(e) =
-            jerk::<f64>(&mut gpu, quick, &mut jerk_rows).and_then(|_| jerk::<f32>(&mut gpu, quick, &mut jerk_rows))
+        if let Err(e) = jerk::<f64>(&mut gpu, quick, morton, &mut jerk_rows)
+            .and_then(|_| jerk::<f32>(&mut gpu, quick, morton, &mut jerk_rows))
         {
             eprintln!("error: {e}");
             std::process::exit(1);
@@ -106,7 +106,7 @@ fn main() {
         let done = CudaMixedExecutor::new().and_then(|mut m| {
             run::<f64>(m.executor(), sizes32, all, shuffle, morton, &mut rows)?;
             if jerk_too {
-                jerk::<f64>(m.executor(), quick, &mut rows)?;
+                jerk::<f64>(m.executor(), quick, morton, &mut rows)?;
             }
             Ok(())
         });
@@ -261,11 +261,23 @@ fn run<T: DeviceReal>(
 /// The jerk kernel's rate (acceleration, potential and jerk; then with the nearest
 /// neighbour too), dense (N x N) and for few targets against 2^20 sources, after the
 /// few-target call was checked against the f64 oracle.
-fn jerk<T: DeviceReal>(gpu: &mut CudaExecutor, quick: bool, rows: &mut Vec<Value>) -> Result<(), nbody_core::Error> {
+fn jerk<T: DeviceReal>(
+    gpu: &mut CudaExecutor,
+    quick: bool,
+    morton: bool,
+    rows: &mut Vec<Value>,
+) -> Result<(), nbody_core::Error> {
     use nbody::core::{Bodies, Jerk};
     let (name, _) = names::<T>(gpu);
     let big = if quick { 1 << 18 } else { 1 << 20 };
     let (bodies, vel) = nbody_integrators::ics::plummer::<T>(big, 3);
+    let (bodies, vel) = if morton {
+        let mut order = Vec::new();
+        nbody::core::layout::morton_order(&bodies, &mut order);
+        order.iter().map(|&i| (bodies[i as usize], vel[i as usize])).unzip()
+    } else {
+        (bodies, vel)
+    };
     let params = Params::softened(T::from_f64(1.0 / 256.0));
     // Check: 256 targets (copies of bodies, so the oracle counts their self pairs as the
     // kernel does with a disjoint overlap) against every body.
