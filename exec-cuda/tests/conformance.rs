@@ -230,11 +230,9 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
 /// Every launch configuration of the mixed kernels against the oracle, at f32's roundoff.
 fn mixed_every_config() -> Result<(), Failed> {
     let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
-    let (random, _) = nbody_integrators::ics::plummer::<f64>(1500, 11);
+    let (random, vel) = nbody_integrators::ics::plummer::<f64>(1500, 11);
     // In Morton order too, where blocks meet far source tiles (the float path).
-    let mut order = Vec::new();
-    nbody_core::layout::morton_order(&random, &mut order);
-    let sorted: Vec<_> = order.iter().map(|&i| random[i as usize]).collect();
+    let (sorted, _) = nbody_integrators::ics::morton_sorted(&random, &vel);
     for (c, all) in nbody_cuda::CANDIDATES.iter().flat_map(|c| [(*c, &random), (*c, &sorted)]) {
         mixed.executor().force_config(Some(c));
         for (nt, ns) in [(700, 1500), (1, 300)] {
@@ -272,9 +270,7 @@ fn mixed_device_leapfrog() -> Result<(), Failed> {
 fn mixed_jerk_orders() -> Result<(), Failed> {
     let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
     let (pos, vel) = nbody_integrators::ics::plummer::<f64>(16_384, 5);
-    let mut order = Vec::new();
-    nbody_core::layout::morton_order(&pos, &mut order);
-    let sorted: (Vec<_>, Vec<_>) = order.iter().map(|&i| (pos[i as usize], vel[i as usize])).unzip();
+    let sorted = nbody_integrators::ics::morton_sorted(&pos, &vel);
     for (what, (p, v)) in [("generated order", (pos.clone(), vel.clone())), ("Morton order", sorted)] {
         let params = Params::softened(1.0 / 256.0).with_overlap_identical();
         let b = Bodies { pos: &p, vel: &v };

@@ -135,6 +135,22 @@ fn isotropic(rng: &mut ChaCha8Rng, r: f64) -> [f64; 3] {
     [r * sin_theta * phi.cos(), r * sin_theta * phi.sin(), r * cos_theta]
 }
 
+/// The bodies reordered along a Morton (Z-order) curve ([`nbody_core::layout::morton_order`]),
+/// velocities alongside: the spatial order a tree code keeps, in which blocks of
+/// consecutive bodies are compact.
+///
+/// ```
+/// let (p, v) = nbody_integrators::ics::plummer::<f64>(1000, 1);
+/// let (sp, sv) = nbody_integrators::ics::morton_sorted(&p, &v);
+/// let k = p.iter().position(|q| *q == sp[0]).unwrap();
+/// assert_eq!((sp.len(), sv[0]), (1000, v[k]));
+/// ```
+pub fn morton_sorted<T: Real>(pos: &[Particle<T>], vel: &[Velocity<T>]) -> (Vec<Particle<T>>, Vec<Velocity<T>>) {
+    let mut order = Vec::new();
+    nbody_core::layout::morton_order(pos, &mut order);
+    order.iter().map(|&i| (pos[i as usize], vel[i as usize])).unzip()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

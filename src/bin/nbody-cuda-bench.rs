@@ -146,15 +146,15 @@ fn main() {
     }
 }
 
-/// A Plummer sphere of `n` bodies from `seed`, in Morton order when `morton`.
-fn sphere<T: DeviceReal>(n: usize, seed: u64, morton: bool) -> Vec<Particle<T>> {
-    let (bodies, _) = nbody_integrators::ics::plummer::<T>(n, seed);
-    if !morton {
-        return bodies;
+/// A Plummer sphere of `n` bodies from `seed` (positions, velocities), in Morton order
+/// when `morton`.
+fn sphere<T: DeviceReal>(n: usize, seed: u64, morton: bool) -> (Vec<Particle<T>>, Vec<nbody::core::Velocity<T>>) {
+    let (bodies, vel) = nbody_integrators::ics::plummer::<T>(n, seed);
+    if morton {
+        nbody_integrators::ics::morton_sorted(&bodies, &vel)
+    } else {
+        (bodies, vel)
     }
-    let mut order = Vec::new();
-    nbody::core::layout::morton_order(&bodies, &mut order);
-    order.iter().map(|&i| bodies[i as usize]).collect()
 }
 
 /// Max relative acceleration error of the GPU against the f64 oracle on 256 targets of
@@ -162,7 +162,7 @@ fn sphere<T: DeviceReal>(n: usize, seed: u64, morton: bool) -> Vec<Particle<T>> 
 /// pass before anything is timed.
 fn check<T: DeviceReal>(gpu: &mut CudaExecutor, morton: bool) -> Result<f64, nbody_core::Error> {
     let n = 16_384;
-    let bodies = sphere::<T>(n, 9, morton);
+    let (bodies, _) = sphere::<T>(n, 9, morton);
     let params = Params::softened(T::from_f64(1.0 / 256.0));
     let targets: Vec<Particle<T>> = bodies.iter().step_by(64).copied().collect();
     let mut out = vec![Field::zero(); targets.len()];
@@ -211,7 +211,7 @@ fn run<T: DeviceReal>(
         "N", "pot", "config (B,TP,NI)", "time", "interact/s", "GFLOP/s", "instr/i", "of issue"
     );
     for &n in sizes {
-        let bodies = sphere::<T>(n, 1, morton);
+        let (bodies, _) = sphere::<T>(n, 1, morton);
         let set = gpu.upload(&bodies)?;
         let mut out = gpu.zeroed_fields::<T>(n)?;
         for potential in [false, true] {
@@ -270,14 +270,7 @@ fn jerk<T: DeviceReal>(
     use nbody::core::{Bodies, Jerk};
     let (name, _) = names::<T>(gpu);
     let big = if quick { 1 << 18 } else { 1 << 20 };
-    let (bodies, vel) = nbody_integrators::ics::plummer::<T>(big, 3);
-    let (bodies, vel) = if morton {
-        let mut order = Vec::new();
-        nbody::core::layout::morton_order(&bodies, &mut order);
-        order.iter().map(|&i| (bodies[i as usize], vel[i as usize])).unzip()
-    } else {
-        (bodies, vel)
-    };
+    let (bodies, vel) = sphere::<T>(big, 3, morton);
     let params = Params::softened(T::from_f64(1.0 / 256.0));
     // Check: 256 targets (copies of bodies, so the oracle counts their self pairs as the
     // kernel does with a disjoint overlap) against every body.
