@@ -433,8 +433,9 @@ pub trait Executor<T: Real> {
     /// particle). `params.overlap` is ignored: each pair's overlap follows from its spans
     /// ([`Overlap::between`]).
     ///
-    /// The door: [`validate_batch`], nothing when the list asks for no interaction, then
-    /// [`Executor::accelerations_batch_unchecked`].
+    /// The door: [`validate_batch`], nothing when the list has no pair, then
+    /// [`Executor::accelerations_batch_unchecked`] (which skips empty spans itself: the
+    /// door does not walk the spans again to count interactions).
     fn accelerations_batch(
         &mut self,
         particles: &[Particle<T>],
@@ -443,10 +444,10 @@ pub trait Executor<T: Real> {
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
         validate_batch(particles, list, params, out.len())?;
-        if list.interactions() == 0 {
+        if list.pairs.is_empty() {
             return Ok(());
         }
-        // SAFETY: validated just above, and some pair has work.
+        // SAFETY: validated just above.
         unsafe { self.accelerations_batch_unchecked(particles, list, params, out) }
     }
 

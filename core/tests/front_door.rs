@@ -105,6 +105,7 @@ fn doors_return_early_on_empty_input() {
     let spans = [Span::new(2, 2)];
     let pairs = [Pair { targets: Span::new(0, 5), sources: Span::new(0, 1) }];
     h.accelerations_batch(&p, &InteractionList { pairs: &pairs, source_spans: &spans }, &params, &mut out).unwrap();
+    h.accelerations_batch(&p, &InteractionList { pairs: &[], source_spans: &[] }, &params, &mut out).unwrap();
     assert_eq!(h.calls, 0);
     assert!(out.iter().all(|f| *f == Field::zero()) && near.iter().all(|n| n.index == Nearest::<f64>::none().index));
 }
