@@ -333,3 +333,29 @@ pub fn morton_order<T: Real>(particles: &[Particle<T>], order: &mut alloc::vec::
     order.clear();
     order.extend(keyed.iter().map(|&(_, i)| i));
 }
+
+/// `items` in the order `order` names (`out[k] = items[order[k]]`), as [`morton_order`]
+/// gives it; [`scatter`] puts them back. Needs the `alloc` feature.
+///
+/// ```
+/// use nbody_core::layout::{gather, scatter};
+/// let order = [2, 0, 1];
+/// let sorted = gather(&['a', 'b', 'c'], &order);
+/// assert_eq!(sorted, ['c', 'a', 'b']);
+/// let mut back = ['-'; 3];
+/// scatter(&sorted, &order, &mut back);
+/// assert_eq!(back, ['a', 'b', 'c']);
+/// ```
+#[cfg(feature = "alloc")]
+pub fn gather<R: Copy>(items: &[R], order: &[u32]) -> alloc::vec::Vec<R> {
+    order.iter().map(|&i| items[i as usize]).collect()
+}
+
+/// Undoes [`gather`]: `out[order[k]] = sorted[k]`. `order` must be a permutation of
+/// `0..out.len()` as long as `sorted` (panics on an index out of range).
+#[cfg(feature = "alloc")]
+pub fn scatter<R: Copy>(sorted: &[R], order: &[u32], out: &mut [R]) {
+    for (&x, &i) in sorted.iter().zip(order) {
+        out[i as usize] = x;
+    }
+}

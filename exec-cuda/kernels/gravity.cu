@@ -52,6 +52,14 @@ template <> struct Pt<double, float> {
     float4 lo;
 };
 
+// The float parts of a particle in a mixed kernel's frame (for far tiles, see
+// FAR_REACHES); the particle itself elsewhere.
+template <typename T, typename C> __device__ __forceinline__ Pt<C, C> high(const Pt<T, C> &a) {
+    Pt<C, C> h;
+    h.p = a.p;
+    return h;
+}
+
 template <typename T, typename C>
 __device__ __forceinline__ void separation(const Pt<T, C> &s, const Pt<T, C> &t, C &dx, C &dy, C &dz) {
     dx = s.p.x - t.p.x; dy = s.p.y - t.p.y; dz = s.p.z - t.p.z;
@@ -295,31 +303,17 @@ template <typename T, typename C, int B> struct TileBlocks {
 
 // Adds the N sources of `tile` into NI targets' sums, each of the TP slices taking every
 // TP-th source from its own: N / TP iterations known at compile time, fully unrolled
-// when short.
-template <typename T, typename C, int N, int TP, int NI, bool POT, bool MASKED>
+// when short. FAR (a mixed kernel's far tile): the float parts only.
+template <typename T, typename C, int N, int TP, int NI, bool POT, bool MASKED, bool FAR>
 __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const Pt<T, C> (&ti)[NI], C eps2,
                                          C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI]) {
 #pragma unroll(N / TP < 16 ? N / TP : 16)
     for (int jj = 0; jj < N / TP; ++jj) {
         const Pt<T, C> s = tile[jj * TP + slice];
 #pragma unroll
-        for (int k = 0; k < NI; ++k) interact<T, C, POT, MASKED>(ti[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
-    }
-}
-
-// sum_tile for a far tile of the mixed kernels: the float parts only (see FAR_REACHES).
-template <typename T, typename C, int N, int TP, int NI, bool POT, bool MASKED>
-__device__ __forceinline__ void sum_tile_far(const Pt<T, C> *tile, int slice, const Pt<T, C> (&ti)[NI], C eps2,
-                                             C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI]) {
-#pragma unroll(N / TP < 16 ? N / TP : 16)
-    for (int jj = 0; jj < N / TP; ++jj) {
-        Pt<C, C> s;
-        s.p = tile[jj * TP + slice].p;
-#pragma unroll
         for (int k = 0; k < NI; ++k) {
-            Pt<C, C> t;
-            t.p = ti[k].p;
-            interact<C, C, POT, MASKED>(t, s, eps2, ax[k], ay[k], az[k], phi[k]);
+            if (FAR) interact<C, C, POT, MASKED>(high(ti[k]), high(s), eps2, ax[k], ay[k], az[k], phi[k]);
+            else interact<T, C, POT, MASKED>(ti[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
         }
     }
 }
@@ -386,13 +380,13 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
                     copy_async((v4 *)&tile[buf ^ 1][q * B + threadIdx.x], &sources[base + L + q * B + threadIdx.x]);
         }
         if (MIXED && far_tile<B>(boxes[buf], frame)) {
-            sum_tile_far<T, C, L, TP, NI, POT, MASKED>(tile[buf], slice, ti, eps2, ax, ay, az, phi);
+            sum_tile<T, C, L, TP, NI, POT, MASKED, true>(tile[buf], slice, ti, eps2, ax, ay, az, phi);
         } else if (K == 1 || end - base >= L) {
-            sum_tile<T, C, L, TP, NI, POT, MASKED>(tile[buf], slice, ti, eps2, ax, ay, az, phi);
+            sum_tile<T, C, L, TP, NI, POT, MASKED, false>(tile[buf], slice, ti, eps2, ax, ay, az, phi);
         } else {
             // The chunk's last tile, partly filled: its sub-tiles one at a time.
             for (int q = 0; q < (end - base) / B; ++q)
-                sum_tile<T, C, B, TP, NI, POT, MASKED>(tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi);
+                sum_tile<T, C, B, TP, NI, POT, MASKED, false>(tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi);
         }
         if (MIXED && (++tiles % FLUSH == 0 || !more)) {
 #pragma unroll
@@ -554,15 +548,12 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
 #pragma unroll
                 for (int q = 0; q < NI; ++q) {
                     C dx, dy, dz, rinv, m_rinv3;
-                    if (FAR) {
-                        Pt<C, C> s1, t1;
-                        s1.p = sx.p;
-                        t1.p = p[q].p;
-                        interact<C, C, POT, MASKED>(t1, s1, eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz, rinv, m_rinv3);
-                    } else {
+                    if (FAR)
+                        interact<C, C, POT, MASKED>(high(p[q]), high(sx), eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz,
+                                                    rinv, m_rinv3);
+                    else
                         interact<T, C, POT, MASKED>(p[q], sx, eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz, rinv,
                                                     m_rinv3);
-                    }
                     C dvx = sv.x - v[q].x, dvy = sv.y - v[q].y, dvz = sv.z - v[q].z;
                     C alpha = ((C(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz))) * rinv) * rinv;
                     jx[q] = fma(m_rinv3, fma(-alpha, dx, dvx), jx[q]);
