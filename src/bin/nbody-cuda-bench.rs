@@ -137,6 +137,23 @@ fn main() {
             }
         }
     }
+    if let (Some(n), true) = (args.leapfrog, args.mixed) {
+        let done = CudaMixedExecutor::new().and_then(|mut m| mixed_leapfrog_cost(m.executor(), n));
+        match done {
+            Ok((step, caller, sorted)) => println!(
+                "device leapfrog mixed, N = {n}: {:.3} ms/step over {MIXED_STEPS} steps (state in Morton order, sorted \
+                 again every {} drifts); force alone {:.3} ms on the caller's order, {:.3} ms sorted",
+                step * 1e3,
+                nbody::cuda::DeviceState::<f64>::resort_interval(n),
+                caller * 1e3,
+                sorted * 1e3
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
     if let Some(path) = json_path {
         if let Err(e) = std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap_or_default()) {
             eprintln!("error: writing {path}: {e}");
@@ -458,4 +475,29 @@ fn leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(f64, f64), nbody_c
     let identical = params.with_overlap_identical();
     let force = timing::time_with_events(gpu, 3, |g| g.accelerations_resident(&set, &set, &identical, &mut out))?;
     Ok((step, force))
+}
+
+/// Steps of the mixed device leapfrog timed together, so that re-sorts count.
+const MIXED_STEPS: usize = 64;
+
+/// Seconds per mixed device leapfrog step over [`MIXED_STEPS`] steps of a Plummer
+/// sphere in the generator's order (the state sorts itself), then one force call on the
+/// particles in the caller's order and one on a Morton-sorted copy (median of 3 each).
+fn mixed_leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(f64, f64, f64), nbody_core::Error> {
+    let (p, v) = nbody_integrators::ics::plummer::<f64>(n, 1);
+    let mut state = gpu.upload_state(&p, &v)?;
+    let params = Params::softened(1.0 / 256.0);
+    gpu.leapfrog_step(&mut state, &params, 1.0 / 256.0)?; // warm-up
+    let steps = timing::time_with_events(gpu, 1, |g| {
+        (0..MIXED_STEPS).try_for_each(|_| g.leapfrog_step(&mut state, &params, 1.0 / 256.0))
+    })?;
+    let identical = params.with_overlap_identical();
+    let mut force = |bodies: &[Particle<f64>]| {
+        let set = gpu.upload(bodies)?;
+        let mut out = gpu.zeroed_fields::<f64>(n)?;
+        timing::time_with_events(gpu, 3, |g| g.accelerations_resident(&set, &set, &identical, &mut out))
+    };
+    let caller = force(&p)?;
+    let sorted = force(&nbody_integrators::ics::morton_sorted(&p, &v).0)?;
+    Ok((steps / MIXED_STEPS as f64, caller, sorted))
 }
