@@ -15,9 +15,11 @@ use nbody_core::{validate, Array, Error, Field, Params, Particle, Velocity};
 ///
 /// On a mixed executor ([`crate::CudaMixedExecutor`]) the state keeps its particles in
 /// Morton order (sorted at upload, and again every [`DeviceState::resort_interval`]
-/// drifts as they move, or as [`DeviceState::set_resort_every`] says): the mixed kernels run compact source tiles in plain float
-/// (2^20 bodies on an H100: 1.75e12 interactions/s sorted, 1.45e12 in a generator's
-/// random order). Downloads give particles and fields back in the caller's order.
+/// drifts as they move, or as [`DeviceState::set_resort_every`] says), where the mixed
+/// kernels run compact source tiles in plain float. At 2^20 bodies on an H100, with the
+/// potential: a force call takes 859 ms in a generator's random order and 733 ms
+/// sorted, and a leapfrog step of this state 763 ms. Downloads give particles and
+/// fields back in the caller's order.
 #[derive(Debug)]
 pub struct DeviceState<T: DeviceReal> {
     pos: DeviceParticles<T>,
@@ -66,16 +68,20 @@ impl<T: DeviceReal> DeviceState<T> {
         self.order.as_deref()
     }
 
-    /// Drifts between two Morton sorts of a sorted state: a sort costs a copy of the
-    /// state both ways and a host sort, about 150 ns a particle, so it comes every
-    /// 2^25 / N drifts (at least 16), under 1% of the force time at any N.
+    /// Drifts between two Morton sorts of a sorted state: 2^23 / N, at least 8. A sort
+    /// (the state down, a host sort, the state up) cost about 100 ms at N = 2^20 on the
+    /// H100's host, where the force took 733 ms sorted and particles stepped by 1/256
+    /// cost 3.6% more force time after 8 steps and 11% after 64; every 8 drifts was the
+    /// fastest of 8, 16, 32 and never (763, 765, 777, 801 ms per step). Below 2^20 the
+    /// sort's share of the force grows as 1/N, so it comes more rarely, staying under
+    /// about 2% of the force time.
     ///
     /// ```
-    /// assert_eq!(nbody_cuda::DeviceState::<f64>::resort_interval(1 << 20), 32);
-    /// assert_eq!(nbody_cuda::DeviceState::<f64>::resort_interval(1 << 10), 32_768);
+    /// assert_eq!(nbody_cuda::DeviceState::<f64>::resort_interval(1 << 20), 8);
+    /// assert_eq!(nbody_cuda::DeviceState::<f64>::resort_interval(1 << 16), 128);
     /// ```
     pub fn resort_interval(n: usize) -> usize {
-        ((1usize << 25) / n.max(1)).max(16)
+        ((1usize << 23) / n.max(1)).max(8)
     }
 
     /// Sorts a sorted state again every `drifts` drifts instead of

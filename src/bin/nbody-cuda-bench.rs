@@ -138,20 +138,9 @@ fn main() {
         }
     }
     if let (Some(n), true) = (args.leapfrog, args.mixed) {
-        let done = CudaMixedExecutor::new().and_then(|mut m| mixed_leapfrog_cost(m.executor(), n));
-        match done {
-            Ok((step, caller, sorted)) => println!(
-                "device leapfrog mixed, N = {n}: {:.3} ms/step over {MIXED_STEPS} steps (state in Morton order, sorted \
-                 again every {} drifts); force alone {:.3} ms on the caller's order, {:.3} ms sorted",
-                step * 1e3,
-                nbody::cuda::DeviceState::<f64>::resort_interval(n),
-                caller * 1e3,
-                sorted * 1e3
-            ),
-            Err(e) => {
-                eprintln!("error: {e}");
-                std::process::exit(1);
-            }
+        if let Err(e) = CudaMixedExecutor::new().and_then(|mut m| mixed_leapfrog_cost(m.executor(), n)) {
+            eprintln!("error: {e}");
+            std::process::exit(1);
         }
     }
     if let Some(path) = json_path {
@@ -477,20 +466,16 @@ fn leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(f64, f64), nbody_c
     Ok((step, force))
 }
 
-/// Steps of the mixed device leapfrog timed together, so that re-sorts count.
+/// Steps of the mixed device leapfrog timed per run.
 const MIXED_STEPS: usize = 64;
 
-/// Seconds per mixed device leapfrog step over [`MIXED_STEPS`] steps of a Plummer
-/// sphere in the generator's order (the state sorts itself), then one force call on the
-/// particles in the caller's order and one on a Morton-sorted copy (median of 3 each).
-fn mixed_leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(f64, f64, f64), nbody_core::Error> {
+/// The mixed device leapfrog on a Plummer sphere in the generator's order (the state
+/// sorts itself): ms per step over [`MIXED_STEPS`] steps for several re-sort intervals
+/// (each step timed with events, re-sorts included), and one force call on the
+/// particles in the caller's order and on a Morton-sorted copy.
+fn mixed_leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(), nbody_core::Error> {
     let (p, v) = nbody_integrators::ics::plummer::<f64>(n, 1);
-    let mut state = gpu.upload_state(&p, &v)?;
     let params = Params::softened(1.0 / 256.0);
-    gpu.leapfrog_step(&mut state, &params, 1.0 / 256.0)?; // warm-up
-    let steps = timing::time_with_events(gpu, 1, |g| {
-        (0..MIXED_STEPS).try_for_each(|_| g.leapfrog_step(&mut state, &params, 1.0 / 256.0))
-    })?;
     let identical = params.with_overlap_identical();
     let mut force = |bodies: &[Particle<f64>]| {
         let set = gpu.upload(bodies)?;
@@ -499,5 +484,33 @@ fn mixed_leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(f64, f64, f6
     };
     let caller = force(&p)?;
     let sorted = force(&nbody_integrators::ics::morton_sorted(&p, &v).0)?;
-    Ok((steps / MIXED_STEPS as f64, caller, sorted))
+    println!(
+        "\ndevice leapfrog mixed, N = {n}, {MIXED_STEPS} steps of 1/256; force alone {:.1} ms in the caller's order, \
+         {:.1} ms sorted",
+        caller * 1e3,
+        sorted * 1e3
+    );
+    let default = nbody::cuda::DeviceState::<f64>::resort_interval(n);
+    for every in [8, 16, 32, usize::MAX] {
+        let mut state = gpu.upload_state(&p, &v)?;
+        state.set_resort_every(every);
+        gpu.leapfrog_step(&mut state, &params, 1.0 / 256.0)?; // warm-up
+        let times = (0..MIXED_STEPS)
+            .map(|_| timing::time_with_events(gpu, 1, |g| g.leapfrog_step(&mut state, &params, 1.0 / 256.0)))
+            .collect::<Result<Vec<f64>, _>>()?;
+        let mean = |t: &[f64]| 1e3 * t.iter().sum::<f64>() / t.len() as f64;
+        let groups: Vec<String> = times.chunks(8).map(|c| format!("{:.0}", mean(c))).collect();
+        let label = match every {
+            usize::MAX => "never".to_string(),
+            e if e == default => format!("{e} (default)"),
+            e => e.to_string(),
+        };
+        println!(
+            "  sorted at upload, again every {label:>11} drifts: {:.1} ms/step ({:.3e} interactions/s); per 8 steps: {}",
+            mean(&times),
+            (n * n) as f64 / (mean(&times) * 1e-3),
+            groups.join(" ")
+        );
+    }
+    Ok(())
 }
