@@ -69,6 +69,27 @@ pub(crate) unsafe fn accumulate<S: Simd, const U: usize, const POT: bool, const 
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
 ) {
+    // SAFETY: the caller's contract.
+    unsafe { accumulate_split::<S, U, POT, MASK, false>(blk, [&[]; 3], src, [&[]; 3], eps2) }
+}
+
+/// [`accumulate`] on coordinates split in two, `x + low` (double-single), when `LOW`:
+/// each separation is `(x_j - x_i) + (low_j - low_i)`, exact to the working precision
+/// for close pairs, where the high parts' difference is exact and the low parts add
+/// what rounding the coordinates dropped (the mixed executor's near tiles). Without
+/// `LOW` the low parts are not read.
+///
+/// # Safety
+/// As for [`accumulate`]; with `LOW`, `low_targets` hold `U * S::LANES` values and
+/// `low_sources` one per source.
+#[inline(always)]
+pub(crate) unsafe fn accumulate_split<S: Simd, const U: usize, const POT: bool, const MASK: bool, const LOW: bool>(
+    blk: &mut Block<'_, S::T>,
+    low_targets: [&[S::T]; 3],
+    src: &SourcesSoa<'_, S::T>,
+    low_sources: [&[S::T]; 3],
+    eps2: S::T,
+) {
     // SAFETY: the caller's contract: this CPU has the backend's features, and the lengths are as above.
     unsafe {
         let l = S::LANES;
@@ -77,17 +98,26 @@ pub(crate) unsafe fn accumulate<S: Simd, const U: usize, const POT: bool, const 
         let yi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[1], u));
         let zi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[2], u));
         let zero = S::splat(S::T::from_f64(0.0));
+        let low_i =
+            |k: usize| -> [S::V; U] { core::array::from_fn(|u| if LOW { load(low_targets[k], u) } else { zero }) };
+        let (lxi, lyi, lzi) = (low_i(0), low_i(1), low_i(2));
         let (mut ax, mut ay, mut az, mut phi) = ([zero; U], [zero; U], [zero; U], [zero; U]);
         let e2 = S::splat(eps2);
         let n = src.len();
         let (sx, sy, sz, sm) = (src.x.as_ptr(), src.y.as_ptr(), src.z.as_ptr(), src.m.as_ptr());
+        let [lx, ly, lz] = low_sources.map(|s| s.as_ptr());
         for j in 0..n {
             let (xj, yj, zj) = (S::splat(*sx.add(j)), S::splat(*sy.add(j)), S::splat(*sz.add(j)));
             let mj = S::splat(*sm.add(j));
+            let low_j = |p: *const S::T| if LOW { S::splat(*p.add(j)) } else { zero };
+            let (lxj, lyj, lzj) = (low_j(lx), low_j(ly), low_j(lz));
             for u in 0..U {
-                let dx = S::sub(xj, xi[u]);
-                let dy = S::sub(yj, yi[u]);
-                let dz = S::sub(zj, zi[u]);
+                // (x_j - x_i) - (low_i - low_j): the backends have no add.
+                let split =
+                    |hi: S::V, low_i: S::V, low_j: S::V| if LOW { S::sub(hi, S::sub(low_i, low_j)) } else { hi };
+                let dx = split(S::sub(xj, xi[u]), lxi[u], lxj);
+                let dy = split(S::sub(yj, yi[u]), lyi[u], lyj);
+                let dz = split(S::sub(zj, zi[u]), lzi[u], lzj);
                 // eps² folded into the first FMA: r² = ((eps² + dx²) + dy²) + dz².
                 let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
                 let (m_rinv, m_rinv3) = S::weights::<MASK>(r2, mj);

@@ -2,15 +2,24 @@
 //! relative to the centre of its target block.
 //!
 //! Plain f32 loses `|x| · 2^-24` of every coordinate, so its error grows with the
-//! distance of the system from the origin. Here each block of 32 targets converts the
+//! distance of the system from the origin. Here each block of 16 targets converts the
 //! sources, tile by tile, to f32 offsets from the block's centre (f64 subtraction, then
 //! rounding): the rounding is relative to the offsets, not to the absolute positions, and
 //! a system shifted by 1e4 keeps the error it had at the origin. Blocks are formed from
-//! the targets in Morton order, so each is compact and its offsets are small. Partial
-//! sums of a tile are f32 and are added into f64 sums.
+//! the targets in Morton order, so most are compact; sources are taken in Morton order
+//! too, so most tiles are compact and far from a given block.
+//!
+//! A rounded offset errs by `2^-24 |offset|`, which is not small beside a close pair's
+//! separation when the block is wide (16 targets of a Morton run can straddle a jump of
+//! the curve: 4.0e-6 on the 65,536-body Plummer sphere shifted by 1e4 with rounded
+//! offsets alone). So a tile near the block (closer than the block's reach, its targets'
+//! largest distance from the centre) also gets the low parts of the offsets, and its
+//! separations are exact for close pairs (double-single, as the GPU's mixed kernels
+//! do); a far tile's float separations err by at most `2^-22 |d|` (see `is_far`).
+//! Partial sums of a tile are f32 and are added into f64 sums.
 
 use crate::dispatch::Isa;
-use crate::kernel::{accumulate, Block, SourcesSoa, TILE};
+use crate::kernel::{accumulate_split, Block, SourcesSoa};
 use crate::simd::{Portable, Simd};
 use crate::Parallelism;
 use nbody_core::kernel::self_potential;
@@ -45,11 +54,15 @@ struct Scratch {
     /// Targets x, y, z (f64, padded to blocks) and sums ax, ay, az, phi (f64).
     tpos: [Vec<f64>; 3],
     acc: [Vec<f64>; 4],
-    /// Sources x, y, z (f64) and masses (f32).
+    /// Sources x, y, z (f64) and masses (f32), in Morton order, and the bounding box of
+    /// each tile of them (lo x, y, z, hi x, y, z).
     src: [Vec<f64>; 3],
     mass: Vec<f32>,
+    boxes: Vec<[f64; 6]>,
     /// Targets in Morton order: slot k of the padded arrays holds target `order[k]`.
     order: Vec<u32>,
+    /// Sources in Morton order (when they are not the targets).
+    src_order: Vec<u32>,
     /// Per thread: a relative source tile (x, y, z) and a block's relative targets and sums.
     threads: Vec<ThreadBuf>,
 }
@@ -57,7 +70,9 @@ struct Scratch {
 #[derive(Default, Clone, Debug)]
 struct ThreadBuf {
     tile: [Vec<f32>; 3],
+    tile_low: [Vec<f32>; 3],
     targets: [Vec<f32>; 3],
+    targets_low: [Vec<f32>; 3],
     sums: [Vec<f32>; 4],
 }
 
@@ -68,10 +83,11 @@ pub(crate) struct MixedPart<'a> {
     buf: &'a mut ThreadBuf,
 }
 
-/// Sources as the mixed kernel reads them.
+/// Sources as the mixed kernel reads them: in Morton order, with each tile's box.
 pub(crate) struct MixedSources<'a> {
     pos: [&'a [f64]; 3],
     mass: &'a [f32],
+    boxes: &'a [[f64; 6]],
 }
 
 /// Targets per block, each block with its own centre. Small, so the offsets that are
@@ -120,7 +136,7 @@ impl Executor<f64> for MixedExecutor {
         let parts = self.full.threads().min(targets.len().div_ceil(BLOCK)).max(1);
         let s = &mut self.scratch;
         stage(s, targets, sources, parts);
-        let Scratch { tpos, acc, src, mass, threads, .. } = s;
+        let Scratch { tpos, acc, src, mass, boxes, threads, .. } = s;
         let per = (tpos[0].len() / BLOCK).div_ceil(parts) * BLOCK;
         let mut pos = tpos.each_ref().map(|v| v.chunks(per));
         let mut sums = acc.each_mut().map(|v| v.chunks_mut(per));
@@ -133,7 +149,7 @@ impl Executor<f64> for MixedExecutor {
                 Some(MixedPart { pos: p, acc: a, buf })
             })
             .collect();
-        let srcs = MixedSources { pos: [&src[0], &src[1], &src[2]], mass };
+        let srcs = MixedSources { pos: [&src[0], &src[1], &src[2]], mass, boxes };
         let run = |mut part: MixedPart<'_>| {
             // SAFETY: `kernel` suits this CPU and every part holds whole blocks.
             unsafe { kernel(&mut part, &srcs, eps2) }
@@ -193,6 +209,15 @@ impl nbody_core::projection::Project<f64> for MixedExecutor {
     }
 }
 
+/// Sources per tile, each tile with its box; a far tile's f32 sums go into the f64
+/// totals once.
+const TILE: usize = 512;
+/// Sources per f32 partial sum in a near tile. In Morton order a near tile holds a
+/// target's close neighbours, whose large pulls cancel, so the rounding of a long f32
+/// sum weighs on the small total (65,536-body Plummer sphere shifted by 1e4, AMD EPYC:
+/// max error 1.5e-6 with sums of 512, 3.9e-7 with 128); far tiles keep 512, as every
+/// tile of 128 cost 20% at N = 16,384.
+const NEAR_RUN: usize = 128;
 /// Offsets are rounded to f32 and squared: the system must span less than this (see
 /// [`nbody_core::validate::MIXED_MAX_EXTENT`]).
 pub const MAX_EXTENT: f64 = validate::MIXED_MAX_EXTENT;
@@ -211,28 +236,75 @@ fn stage(s: &mut Scratch, targets: &[Particle<f64>], sources: &[Particle<f64>], 
         v.clear();
         v.resize(padded, 0.0);
     }
+    // The sum is over all sources, so their order is ours to choose.
+    let order = if core::ptr::eq(targets, sources) {
+        &s.order
+    } else {
+        morton_order(sources, &mut s.src_order);
+        &s.src_order
+    };
     for (k, v) in s.src.iter_mut().enumerate() {
         v.clear();
-        v.extend(sources.iter().map(|p| p.position()[k]));
+        v.extend(order.iter().map(|&i| sources[i as usize].position()[k]));
     }
     s.mass.clear();
-    s.mass.extend(sources.iter().map(|p| p.m as f32));
+    s.mass.extend(order.iter().map(|&i| sources[i as usize].m as f32));
+    s.boxes.clear();
+    s.boxes.extend((0..sources.len()).step_by(TILE).map(|t0| {
+        let t1 = (t0 + TILE).min(sources.len());
+        let mut b =
+            [f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
+        for k in 0..3 {
+            for &x in &s.src[k][t0..t1] {
+                b[k] = b[k].min(x);
+                b[k + 3] = b[k + 3].max(x);
+            }
+        }
+        b
+    }));
     if s.threads.len() < parts {
         s.threads.resize(parts, ThreadBuf::default());
     }
     for t in &mut s.threads[..parts] {
-        t.tile.iter_mut().for_each(|v| v.resize(TILE, 0.0));
-        t.targets.iter_mut().for_each(|v| v.resize(BLOCK, 0.0));
+        t.tile.iter_mut().chain(&mut t.tile_low).for_each(|v| v.resize(TILE, 0.0));
+        t.targets.iter_mut().chain(&mut t.targets_low).for_each(|v| v.resize(BLOCK, 0.0));
         t.sums.iter_mut().for_each(|v| v.resize(BLOCK, 0.0));
     }
 }
 
-/// `dst[i] = (xs[i] - centre)` rounded to f32: the subtraction exact-ish in f64 first.
+/// `dst[i] = (xs[i] - centre)` rounded to f32 (the subtraction in f64 first), and where
+/// `low` is given the f32 of what that rounding dropped.
 #[inline(always)]
-fn offsets(dst: &mut [f32], xs: &[f64], centre: f64) {
-    for (d, &x) in dst.iter_mut().zip(xs) {
-        *d = (x - centre) as f32;
+fn offsets(dst: &mut [f32], low: Option<&mut [f32]>, xs: &[f64], centre: f64) {
+    match low {
+        None => {
+            for (d, &x) in dst.iter_mut().zip(xs) {
+                *d = (x - centre) as f32;
+            }
+        }
+        Some(low) => {
+            for ((d, l), &x) in dst.iter_mut().zip(low).zip(xs) {
+                let o = x - centre;
+                *d = o as f32;
+                *l = (o - *d as f64) as f32;
+            }
+        }
     }
+}
+
+/// Whether a tile with box `tile` is far enough from a block (box `block`, every target
+/// within `reach` of its centre `c`) for float offsets: a float separation errs by at
+/// most `2^-24 (|s - c| + |t - c| + |d|) <= 2^-24 (2 |d| + 2 reach)`, which is at most
+/// `2^-22 |d|` when every pair is at least `reach` apart.
+#[inline(always)]
+fn is_far(tile: &[f64; 6], block: &[f64; 6], reach2: f64) -> bool {
+    let gap2: f64 = (0..3)
+        .map(|k| {
+            let gap = (tile[k] - block[k + 3]).max(block[k] - tile[k + 3]).max(0.0);
+            gap * gap
+        })
+        .sum();
+    gap2 >= reach2
 }
 
 /// Blocks outer (each has its own centre), source tiles inner.
@@ -250,12 +322,14 @@ unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
         let buf = &mut *part.buf;
         for b in (0..part.pos[0].len()).step_by(BLOCK) {
             let r = b..b + BLOCK;
-            // Centre of the block's bounding box (f64), per axis; but the origin where the box
-            // is wider than its distance from it (a sparse block): offsets are then never
-            // larger than the coordinates, and the error never worse than plain f32's.
+            // The block's box; its centre per axis, but the origin where the box is wider
+            // than its distance from it (a sparse block): offsets are then never larger
+            // than the coordinates, and the error never worse than plain f32's.
+            let mut bbox = [0.0; 6];
             let c: [f64; 3] = core::array::from_fn(|k| {
                 let xs = &part.pos[k][r.clone()];
                 let (lo, hi) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
+                (bbox[k], bbox[k + 3]) = (lo, hi);
                 let mid = 0.5 * (lo + hi);
                 if hi - lo >= mid.abs() {
                     0.0
@@ -263,40 +337,56 @@ unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
                     mid
                 }
             });
-            for ((dst, pos), ck) in buf.targets.iter_mut().zip(&part.pos).zip(c) {
-                offsets(dst, &pos[r.clone()], ck);
+            let reach2 = (0..BLOCK)
+                .map(|i| (0..3).map(|k| (part.pos[k][b + i] - c[k]).powi(2)).sum::<f64>())
+                .fold(0.0, f64::max);
+            let [tx, ty, tz] = &mut buf.targets;
+            let [lx, ly, lz] = &mut buf.targets_low;
+            for ((dst, low), k) in [(tx, lx), (ty, ly), (tz, lz)].into_iter().zip(0..3) {
+                offsets(dst, Some(low), &part.pos[k][r.clone()], c[k]);
             }
             let mut total = [[0.0f64; BLOCK]; 4];
-            for t0 in (0..n).step_by(TILE) {
+            for (t0, tile_box) in (0..n).step_by(TILE).zip(src.boxes) {
                 let t1 = (t0 + TILE).min(n);
-                for ((dst, pos), ck) in buf.tile.iter_mut().zip(&src.pos).zip(c) {
-                    offsets(dst, &pos[t0..t1], ck);
+                let far = is_far(tile_box, &bbox, reach2);
+                for (((dst, low), pos), ck) in buf.tile.iter_mut().zip(&mut buf.tile_low).zip(&src.pos).zip(c) {
+                    offsets(dst, (!far).then(|| &mut low[..t1 - t0]), &pos[t0..t1], ck);
                 }
-                buf.sums.iter_mut().for_each(|v| v.fill(0.0));
-                let len = t1 - t0;
-                let tile = SourcesSoa {
-                    x: &buf.tile[0][..len],
-                    y: &buf.tile[1][..len],
-                    z: &buf.tile[2][..len],
-                    m: &src.mass[t0..t1],
-                    vx: &[],
-                    vy: &[],
-                    vz: &[],
-                };
-                for v in (0..BLOCK).step_by(bs) {
-                    let q = v..v + bs;
-                    let [ax, ay, az, phi] = &mut buf.sums;
-                    let mut blk = Block {
-                        pos: [&buf.targets[0][q.clone()], &buf.targets[1][q.clone()], &buf.targets[2][q.clone()]],
-                        vel: [&[], &[], &[]],
-                        acc: [&mut ax[q.clone()], &mut ay[q.clone()], &mut az[q.clone()], &mut phi[q]],
-                        jerk: [&mut [], &mut [], &mut []],
+                // A near tile's f32 sums go into the totals every NEAR_RUN sources.
+                let run = if far { TILE } else { NEAR_RUN };
+                for s0 in (0..t1 - t0).step_by(run) {
+                    let s1 = (s0 + run).min(t1 - t0);
+                    buf.sums.iter_mut().for_each(|v| v.fill(0.0));
+                    let tile = SourcesSoa {
+                        x: &buf.tile[0][s0..s1],
+                        y: &buf.tile[1][s0..s1],
+                        z: &buf.tile[2][s0..s1],
+                        m: &src.mass[t0 + s0..t0 + s1],
+                        vx: &[],
+                        vy: &[],
+                        vz: &[],
                     };
-                    accumulate::<S, U, POT, MASK>(&mut blk, &tile, eps2);
-                }
-                for (tot, sum) in total.iter_mut().zip(&buf.sums) {
-                    for (t, &s) in tot.iter_mut().zip(sum) {
-                        *t += s as f64;
+                    let tile_low = buf.tile_low.each_ref().map(|v| &v[s0..s1]);
+                    for v in (0..BLOCK).step_by(bs) {
+                        let q = v..v + bs;
+                        let [ax, ay, az, phi] = &mut buf.sums;
+                        let mut blk = Block {
+                            pos: [&buf.targets[0][q.clone()], &buf.targets[1][q.clone()], &buf.targets[2][q.clone()]],
+                            vel: [&[], &[], &[]],
+                            acc: [&mut ax[q.clone()], &mut ay[q.clone()], &mut az[q.clone()], &mut phi[q.clone()]],
+                            jerk: [&mut [], &mut [], &mut []],
+                        };
+                        let low = buf.targets_low.each_ref().map(|t| &t[q.clone()]);
+                        if far {
+                            accumulate_split::<S, U, POT, MASK, false>(&mut blk, low, &tile, tile_low, eps2);
+                        } else {
+                            accumulate_split::<S, U, POT, MASK, true>(&mut blk, low, &tile, tile_low, eps2);
+                        }
+                    }
+                    for (tot, sum) in total.iter_mut().zip(&buf.sums) {
+                        for (t, &s) in tot.iter_mut().zip(sum) {
+                            *t += s as f64;
+                        }
                     }
                 }
             }

@@ -76,6 +76,9 @@ fn main() {
             let mut plain = CpuExecutor::new(Parallelism::Threads(2));
             accuracy::mixed_at_origin_and_shifted(&mut mixed, Some(&mut plain), 2e-6)
         }),
+        Trial::test("cpu::plummer_65536_accuracy_mixed_in_morton_order", || {
+            accuracy::mixed_in_morton_order(&mut MixedExecutor::new(Parallelism::Threads(2)), 2e-6)
+        }),
     ]);
     run(trials);
 }
