@@ -683,6 +683,8 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
     const C eps2 = (C)eps2_;
     const int B = 128, TP = 4;
     __shared__ Pt<T, C> tile[B];
+    // Mixed: the tile's box, per warp (note_box, far_tile).
+    __shared__ C boxes[6][IsMixed<T, C>::value ? 32 : 1];
     const Item item = items[blockIdx.x];
     const int slice = threadIdx.x % TP;
     const int i = item.t0 + threadIdx.x / TP;
@@ -708,9 +710,17 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
         }
         __syncthreads();
         tile[threadIdx.x] = q;
+        if (MIXED) note_box(q, boxes);
         __syncthreads();
+        // A far tile (mixed, see FAR_REACHES) in float, as in the tiled kernel.
+        if (MIXED && far_tile<B>(boxes, frame)) {
 #pragma unroll 8
-        for (int j = slice; j < B; j += TP) interact<T, C, POT, MASKED>(p, tile[j], eps2, ax, ay, az, phi);
+            for (int j = slice; j < B; j += TP)
+                interact<C, C, POT, MASKED>(high(p), high(tile[j]), eps2, ax, ay, az, phi);
+        } else {
+#pragma unroll 8
+            for (int j = slice; j < B; j += TP) interact<T, C, POT, MASKED>(p, tile[j], eps2, ax, ay, az, phi);
+        }
         if (MIXED) {
             sx += ax; sy += ay; sz += az; sphi += phi;
             ax = 0; ay = 0; az = 0; phi = 0;

@@ -49,6 +49,10 @@ struct Args {
     /// The share of a device-resident leapfrog step of N particles spent outside the force.
     #[arg(long, value_name = "N")]
     leapfrog: Option<usize>,
+    /// With --mixed: the mixed batched kernel on N resident particles, leaves of 32
+    /// targets against every leaf as a span, in the generator's order and in Morton order.
+    #[arg(long, value_name = "N")]
+    batch: Option<usize>,
     /// Writes the results as JSON here.
     #[arg(long, value_name = "PATH")]
     json: Option<String>,
@@ -139,6 +143,12 @@ fn main() {
     }
     if let (Some(n), true) = (args.leapfrog, args.mixed) {
         if let Err(e) = CudaMixedExecutor::new().and_then(|mut m| mixed_leapfrog_cost(m.executor(), n)) {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    }
+    if let (Some(n), true) = (args.batch, args.mixed) {
+        if let Err(e) = CudaMixedExecutor::new().and_then(|mut m| mixed_batch_rates(m.executor(), n)) {
             eprintln!("error: {e}");
             std::process::exit(1);
         }
@@ -511,6 +521,33 @@ fn mixed_leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(), nbody_cor
             (n * n) as f64 / (mean(&times) * 1e-3),
             groups.join(" ")
         );
+    }
+    Ok(())
+}
+
+/// The mixed batched kernel alone (CUDA events, median of 3) on `n` resident particles:
+/// leaves of 32 targets, each against every leaf as a source span (a tree list opened
+/// all the way), in the generator's order (tiles near every leaf: double-single
+/// throughout) and in Morton order (far tiles in float).
+fn mixed_batch_rates(gpu: &mut CudaExecutor, n: usize) -> Result<(), nbody_core::Error> {
+    use nbody::core::{InteractionList, Pair, Span};
+    let (p, v) = nbody_integrators::ics::plummer::<f64>(n, 1);
+    let spans: Vec<Span> = (0..n as u32).step_by(32).map(|a| Span::new(a, (a + 32).min(n as u32))).collect();
+    let pairs: Vec<Pair> =
+        spans.iter().map(|&targets| Pair { targets, sources: Span::new(0, spans.len() as u32) }).collect();
+    let list = InteractionList { pairs: &pairs, source_spans: &spans };
+    let params = Params::softened(1.0 / 256.0).acceleration_only();
+    println!("\nmixed batched kernel, N = {n}, leaves of 32 against every leaf:");
+    for (what, bodies) in
+        [("generated order", p.clone()), ("Morton order", nbody_integrators::ics::morton_sorted(&p, &v).0)]
+    {
+        let set = gpu.upload(&bodies)?;
+        let mut fields = gpu.zeroed_fields::<f64>(n)?;
+        let dl = gpu.upload_list(&list, n)?;
+        gpu.accelerations_batch_resident(&set, &dl, &params, &mut fields)?;
+        let secs =
+            timing::time_with_events(gpu, 3, |g| g.accelerations_batch_resident(&set, &dl, &params, &mut fields))?;
+        println!("  {what:>16}: {:.3e} interactions/s", dl.interactions() as f64 / secs);
     }
     Ok(())
 }
