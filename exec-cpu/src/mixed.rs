@@ -250,17 +250,10 @@ fn stage(s: &mut Scratch, targets: &[Particle<f64>], sources: &[Particle<f64>], 
     s.mass.clear();
     s.mass.extend(order.iter().map(|&i| sources[i as usize].m as f32));
     s.boxes.clear();
+    let src = &s.src;
     s.boxes.extend((0..sources.len()).step_by(TILE).map(|t0| {
         let t1 = (t0 + TILE).min(sources.len());
-        let mut b =
-            [f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
-        for k in 0..3 {
-            for &x in &s.src[k][t0..t1] {
-                b[k] = b[k].min(x);
-                b[k + 3] = b[k + 3].max(x);
-            }
-        }
-        b
+        bounding_box(src.each_ref().map(|v| &v[t0..t1]))
     }));
     if s.threads.len() < parts {
         s.threads.resize(parts, ThreadBuf::default());
@@ -290,6 +283,19 @@ fn offsets(dst: &mut [f32], low: Option<&mut [f32]>, xs: &[f64], centre: f64) {
             }
         }
     }
+}
+
+/// The bounding box of points given by their coordinates: lo x, y, z, hi x, y, z.
+#[inline(always)]
+fn bounding_box(xyz: [&[f64]; 3]) -> [f64; 6] {
+    let mut b = [f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
+    for (k, xs) in xyz.into_iter().enumerate() {
+        for &x in xs {
+            b[k] = b[k].min(x);
+            b[k + 3] = b[k + 3].max(x);
+        }
+    }
+    b
 }
 
 /// Whether a tile with box `tile` is far enough from a block (box `block`, every target
@@ -325,11 +331,9 @@ unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
             // The block's box; its centre per axis, but the origin where the box is wider
             // than its distance from it (a sparse block): offsets are then never larger
             // than the coordinates, and the error never worse than plain f32's.
-            let mut bbox = [0.0; 6];
+            let bbox = bounding_box(part.pos.each_ref().map(|v| &v[r.clone()]));
             let c: [f64; 3] = core::array::from_fn(|k| {
-                let xs = &part.pos[k][r.clone()];
-                let (lo, hi) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
-                (bbox[k], bbox[k + 3]) = (lo, hi);
+                let (lo, hi) = (bbox[k], bbox[k + 3]);
                 let mid = 0.5 * (lo + hi);
                 if hi - lo >= mid.abs() {
                     0.0

@@ -148,7 +148,7 @@ fn isotropic(rng: &mut ChaCha8Rng, r: f64) -> [f64; 3] {
 pub fn morton_sorted<T: Real>(pos: &[Particle<T>], vel: &[Velocity<T>]) -> (Vec<Particle<T>>, Vec<Velocity<T>>) {
     let mut order = Vec::new();
     nbody_core::layout::morton_order(pos, &mut order);
-    order.iter().map(|&i| (pos[i as usize], vel[i as usize])).unzip()
+    (nbody_core::layout::gather(pos, &order), nbody_core::layout::gather(vel, &order))
 }
 
 #[cfg(test)]

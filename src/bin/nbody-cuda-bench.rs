@@ -141,14 +141,13 @@ fn main() {
             }
         }
     }
-    if let (Some(n), true) = (args.leapfrog, args.mixed) {
-        if let Err(e) = CudaMixedExecutor::new().and_then(|mut m| mixed_leapfrog_cost(m.executor(), n)) {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    }
-    if let (Some(n), true) = (args.batch, args.mixed) {
-        if let Err(e) = CudaMixedExecutor::new().and_then(|mut m| mixed_batch_rates(m.executor(), n)) {
+    // The mixed resident leapfrog and batched kernel, on one mixed executor.
+    if args.mixed && (args.leapfrog.is_some() || args.batch.is_some()) {
+        let done = CudaMixedExecutor::new().and_then(|mut m| {
+            args.leapfrog.map_or(Ok(()), |n| mixed_leapfrog_cost(m.executor(), n))?;
+            args.batch.map_or(Ok(()), |n| mixed_batch_rates(m.executor(), n))
+        });
+        if let Err(e) = done {
             eprintln!("error: {e}");
             std::process::exit(1);
         }
