@@ -132,6 +132,38 @@ fn accel_matches_the_reference() {
     }
 }
 
+/// Every backend this build and machine offer (as `nbody info` lists them) runs
+/// `nbody accel --executor BACKEND` and a short `nbody run`, and agrees with the reference.
+#[test]
+fn every_offered_backend_runs_through_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, _) = nbody::integrators::ics::plummer::<f64>(200, 9);
+    let flat: Vec<f64> = src.iter().flat_map(|p| [p.x, p.y, p.z, p.m]).collect();
+    write_table(&dir.path().join("src.csv"), &["x", "y", "z", "m"], &flat).unwrap();
+    let mut want = vec![Field::zero(); src.len()];
+    Reference.accelerations(&src, &src, &Params::softened(0.01).with_overlap_identical(), &mut want).unwrap();
+    let info = String::from_utf8_lossy(&nbody(&["info"], dir.path()).stdout).into_owned();
+    for offer in nbody_backends::offered() {
+        let b = offer.backend.to_string();
+        assert!(info.contains(&format!("  {b} ")), "nbody info does not list {b}:\n{info}");
+        let o =
+            nbody(&["accel", "--sources", "src.csv", "--eps", "0.01", "--out", "o.npy", "--executor", &b], dir.path());
+        assert!(o.status.success(), "{b}: {}", stderr(&o));
+        let got = read_table(&dir.path().join("o.npy")).unwrap().values;
+        let tol = if b.contains("mixed") { 2e-5 } else { 1e-12 };
+        for (g, w) in got.chunks(4).zip(&want) {
+            let scale = (w.ax * w.ax + w.ay * w.ay + w.az * w.az).sqrt();
+            for (a, x) in g[..3].iter().zip([w.ax, w.ay, w.az]) {
+                assert!((a - x).abs() <= tol * scale, "{b}: {a} vs {x}");
+            }
+        }
+        let o = nbody(&["run", "--n", "64", "--t-end", "0.01", "--quiet", "--out", "r", "--executor", &b], dir.path());
+        assert!(o.status.success(), "run --executor {b}: {}", stderr(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("executor = \"{b}\"")), "{b}");
+        std::fs::remove_dir_all(dir.path().join("r")).unwrap();
+    }
+}
+
 /// Each bad input: its exit code, and one stderr line containing `needle`.
 #[test]
 fn bad_input_gives_one_clear_line_and_an_exit_code() {
@@ -176,7 +208,13 @@ fn bad_input_gives_one_clear_line_and_an_exit_code() {
         (&["run", "--t-end", "1e10", "--dt", "1e-3"], 1, "more than 2^40"),
         (&["run", "--n", "64", "--integrator", "hermite", "--t-end", "1e300"], 1, "would take about"),
         (&["run", "--executor", "cuda", "--devices", "0,x"], 1, "--devices must be all or device ordinals"),
-        (&["run", "--executor", "cuda-mixed", "--precision", "f32"], 1, "cuda-mixed computes f64 results"),
+        (&["run", "--executor", "cuda-mixed", "--precision", "f32"], 1, "cuda-mixed:0 computes f64 results"),
+        (&["run", "--executor", "mixed", "--precision", "f32"], 1, "--executor mixed computes f64 results"),
+        (&["run", "--executor", "cpu:100000", "--n", "64"], 1, "this machine runs"),
+        (&["run", "--threads", "100000", "--n", "64"], 1, "this machine runs"),
+        (&["run", "--executor", "cpu:1", "--threads", "2"], 1, "disagree"),
+        (&["run", "--executor", "gpu"], 2, "unknown family"),
+        (&["accel", "--sources", "ok.csv", "--out", "o.npy", "--executor", "cpu:100000"], 1, "this machine runs"),
         (&["run", "--executor", "cuda-mixed", "--devices", "0"], 1, "--devices picks GPUs: it needs --executor cuda"),
     ];
     for &(args, code, needle) in cases {
@@ -201,7 +239,7 @@ fn cuda_without_a_device_is_a_clear_error() {
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(err.starts_with(&format!("error: --executor {kind}: ")), "{err}");
+        assert!(err.starts_with(&format!("error: --executor {kind}:0: ")), "{err}");
         assert!(o.stdout.is_empty(), "printed before refusing");
     }
 }

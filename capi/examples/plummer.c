@@ -48,8 +48,9 @@ int main(void) {
   plummer(p, n);
   memset(out, 0, n * 4 * sizeof(double));
 
+  /* Any backend string of the registry: "cpu" takes every core, "cpu:2" two threads. */
   NbodyExecutor *cpu = NULL;
-  expect(nbody_cpu_new(2, &cpu), NBODY_STATUS_OK, NULL, "nbody_cpu_new");
+  expect(nbody_open("cpu", &cpu), NBODY_STATUS_OK, NULL, "nbody_open cpu");
   NbodyParams prm = {1.0, eps, 1, NBODY_OVERLAP_IDENTICAL, 0, 0, 0};
   expect(nbody_accelerations_f64(cpu, p, n, p, n, &prm, out, n), NBODY_STATUS_OK, NULL, "accelerations, double");
 
@@ -111,7 +112,10 @@ int main(void) {
   p[4 * 5 + 1] = keep;
   NbodyExecutor *mixed = NULL;
   expect(nbody_mixed_new(1, &mixed), NBODY_STATUS_OK, NULL, "nbody_mixed_new");
-  expect(nbody_accelerations_f32(mixed, q, n, q, n, &prm, qo, n), NBODY_STATUS_UNSUPPORTED, "double", "float on mixed");
+  expect(nbody_accelerations_f32(mixed, q, n, q, n, &prm, qo, n), NBODY_STATUS_UNSUPPORTED, "f64", "float on mixed");
+  NbodyExecutor *refused = NULL;
+  expect(nbody_open("gpu", &refused), NBODY_STATUS_BAD_PARAMETER, "unknown family", "an unknown backend");
+  expect(nbody_open("cpu:100000", &refused), NBODY_STATUS_BAD_PARAMETER, "at most", "more threads than cores");
   NbodyExecutor *gpu = NULL;
   NbodyStatus g = nbody_cuda_new(0, &gpu);
   if (g == NBODY_STATUS_OK) {

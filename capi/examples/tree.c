@@ -86,7 +86,7 @@ int main(void) {
     pairs[n_pairs++] = (NbodyPair){{(uint32_t)start[c], (uint32_t)start[c + 1]}, {(uint32_t)first, (uint32_t)n_spans}};
   }
   NbodyExecutor *cpu = NULL;
-  if (nbody_cpu_new(2, &cpu) != NBODY_STATUS_OK) return printf("%s\n", nbody_last_error()), 1;
+  if (nbody_open("cpu", &cpu) != NBODY_STATUS_OK) return printf("%s\n", nbody_last_error()), 1;
   NbodyParams prm = {1.0, eps, 1, NBODY_OVERLAP_DISJOINT, 0, 0, 0};
   double *tree = aligned_alloc(32, total * 4 * sizeof(double));
   memset(tree, 0, total * 4 * sizeof(double));

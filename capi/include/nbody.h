@@ -179,8 +179,30 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * Opens the executor `backend` names (a NUL-terminated backend string: `"cpu"`,
+ * `"cpu:8"`, `"mixed"`, `"reference"`, `"cuda:0"`, `"cuda-mixed:0"`, `"cuda:0,1"`,
+ * `"cuda:all"`; see the README). The handle goes into `*out`. An unknown string or
+ * more threads than the machine runs at once is `BadParameter`; a GPU backend without
+ * CUDA or a device, `NoDevice`. The mixed backends take the `_f64` calls only.
+ *
+ * ```
+ * use nbody_c::*;
+ * let mut exec = std::ptr::null_mut();
+ * assert_eq!(unsafe { nbody_open(c"cpu:1".as_ptr(), &mut exec) }, NbodyStatus::Ok);
+ * unsafe { nbody_executor_free(exec) };
+ * assert_eq!(unsafe { nbody_open(c"gpu".as_ptr(), &mut exec) }, NbodyStatus::BadParameter);
+ * ```
+ *
+ * # Safety
+ * `backend` must be null (an error) or a NUL-terminated string; `out` null (an error)
+ * or writable storage for one pointer.
+ */
+enum NbodyStatus nbody_open(const char *backend, struct NbodyExecutor **out);
+
+/**
  * Creates a CPU executor with `threads` threads (0 or 1: the calling thread only, for
- * codes that bring their own threads). The handle goes into `*out`.
+ * codes that bring their own threads; at most the cores the machine runs at once):
+ * `nbody_open("cpu:<threads>")`. The handle goes into `*out`.
  *
  * # Safety
  * `out` must be null (an error) or point to writable storage for one pointer.
@@ -197,8 +219,9 @@ enum NbodyStatus nbody_cpu_new(uint32_t threads, struct NbodyExecutor **out);
 enum NbodyStatus nbody_mixed_new(uint32_t threads, struct NbodyExecutor **out);
 
 /**
- * Creates a CUDA executor on device `device`. `NoDevice` when the library was built
- * without CUDA or there is no such device.
+ * Creates a CUDA executor on device `device` (`nbody_open("cuda:<device>")`; the
+ * mixed-precision kernels: `nbody_open("cuda-mixed:<device>")`). `NoDevice` when the
+ * library was built without CUDA or there is no such device.
  *
  * # Safety
  * As [`nbody_cpu_new`].

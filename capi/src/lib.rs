@@ -4,8 +4,11 @@
 //! `include/nbody.h` is generated from this file by cbindgen and kept in the repository
 //! (a test fails when it is stale).
 //!
-//! - Executors are opaque handles: [`nbody_cpu_new`], [`nbody_mixed_new`],
-//!   [`nbody_cuda_new`], freed by [`nbody_executor_free`].
+//! - Executors are opaque handles: [`nbody_open`] takes any backend string of the
+//!   registry (`"cpu:8"`, `"mixed"`, `"cuda:0"`, `"cuda-mixed:1"`, `"cuda:0,1"`; the same
+//!   strings as the command's `--executor` and Python's `executor=`);
+//!   [`nbody_cpu_new`], [`nbody_mixed_new`] and [`nbody_cuda_new`] are shorthands.
+//!   [`nbody_executor_free`] frees one.
 //! - Particles are the library's own records, `[x, y, z, m]` of `float` (16-byte
 //!   aligned) or `double` (32-byte aligned), used in place; outputs are `[ax, ay, az,
 //!   phi]`, velocities `[vx, vy, vz, 0]` and jerks `[jx, jy, jz, 0]` of the same shape.
@@ -35,13 +38,13 @@
 
 pub mod grape;
 
+use nbody_backends::{Backend, BackendError, BackendReal, Opened};
 use nbody_core::projection::{Plane, Projecting, Projection};
 use nbody_core::{
     Bodies, Error, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, SoaRef, Span, Velocity,
 };
-use nbody_cpu::{CpuExecutor, MixedExecutor, Parallelism};
 use std::cell::RefCell;
-use std::ffi::{c_char, CString};
+use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// What a call returns.
@@ -145,7 +148,7 @@ pub struct NbodyProjection {
 /// An executor behind an opaque handle.
 #[derive(Debug)]
 pub struct NbodyExecutor {
-    kind: Kind,
+    opened: Opened,
     /// Records gathered from the SoA entry points' arrays, reused across calls.
     soa: SoaScratch,
 }
@@ -163,15 +166,6 @@ struct Records<T: Real> {
     targets: Vec<Particle<T>>,
     sources: Vec<Particle<T>>,
     fields: Vec<Field<T>>,
-}
-
-// Boxed: the handle is already a heap object, and the executors differ in size.
-#[derive(Debug)]
-enum Kind {
-    Cpu(Box<CpuExecutor>),
-    Mixed(Box<MixedExecutor>),
-    #[cfg(feature = "cuda")]
-    Cuda(Box<nbody_cuda::CudaExecutor>),
 }
 
 thread_local! {
@@ -193,6 +187,18 @@ impl From<Error> for Failure {
             Error::Device { .. } | Error::OnDevice { .. } => NbodyStatus::Device,
             Error::Unsupported { .. } => NbodyStatus::Unsupported,
             _ => NbodyStatus::BadParameter,
+        };
+        Failure(status, e.to_string())
+    }
+}
+
+impl From<BackendError> for Failure {
+    fn from(e: BackendError) -> Self {
+        let status = match &e {
+            BackendError::Parse { .. } | BackendError::Threads { .. } => NbodyStatus::BadParameter,
+            BackendError::Precision { .. } => NbodyStatus::Unsupported,
+            BackendError::NotCompiled { .. } => NbodyStatus::NoDevice,
+            BackendError::Open { source, .. } => Failure::from(*source).0,
         };
         Failure(status, e.to_string())
     }
@@ -283,63 +289,81 @@ fn executor<'a>(e: *mut NbodyExecutor) -> Result<&'a mut NbodyExecutor, Failure>
     unsafe { e.as_mut() }.ok_or_else(|| null("executor"))
 }
 
-/// The executors a precision can use.
-trait CReal: Real + bytemuck::Pod {
-    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Projecting<Self>) -> R) -> Result<R, Failure>;
+/// The precisions of the C calls: each reaches the handle's executor through the
+/// registry (which refuses f32 on the mixed families) and has its own SoA scratch.
+trait CReal: BackendReal + bytemuck::Pod {
+    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Projecting<Self>) -> R) -> Result<R, Failure> {
+        Ok(f(e.opened.get::<Self>()?))
+    }
     /// This precision's SoA scratch.
     fn soa(s: &mut SoaScratch) -> &mut Records<Self>;
 }
 
 impl CReal for f32 {
-    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Projecting<f32>) -> R) -> Result<R, Failure> {
-        match &mut e.kind {
-            Kind::Cpu(x) => Ok(f(x.as_mut())),
-            Kind::Mixed(_) => Err(Failure(
-                NbodyStatus::Unsupported,
-                "the mixed executor computes double results: call the _f64 functions".into(),
-            )),
-            #[cfg(feature = "cuda")]
-            Kind::Cuda(x) => Ok(f(x.as_mut())),
-        }
-    }
-
     fn soa(s: &mut SoaScratch) -> &mut Records<f32> {
         &mut s.f32
     }
 }
 
 impl CReal for f64 {
-    fn with<R>(e: &mut NbodyExecutor, f: impl FnOnce(&mut dyn Projecting<f64>) -> R) -> Result<R, Failure> {
-        match &mut e.kind {
-            Kind::Cpu(x) => Ok(f(x.as_mut())),
-            Kind::Mixed(x) => Ok(f(x.as_mut())),
-            #[cfg(feature = "cuda")]
-            Kind::Cuda(x) => Ok(f(x.as_mut())),
-        }
-    }
-
     fn soa(s: &mut SoaScratch) -> &mut Records<f64> {
         &mut s.f64
     }
 }
 
-fn new_handle(kind: Kind, out: *mut *mut NbodyExecutor) -> Result<(), Failure> {
+fn new_handle(backend: Backend, out: *mut *mut NbodyExecutor) -> Result<(), Failure> {
     if out.is_null() {
         return Err(null("out"));
     }
+    let opened = backend.open()?;
     // SAFETY: `out` is non-null and points to a handle slot the caller owns.
-    unsafe { *out = Box::into_raw(Box::new(NbodyExecutor { kind, soa: SoaScratch::default() })) };
+    unsafe { *out = Box::into_raw(Box::new(NbodyExecutor { opened, soa: SoaScratch::default() })) };
     Ok(())
 }
 
+/// The CPU backends of a thread count as C passes it: 0 or 1, the calling thread only.
+fn threads(threads: u32) -> Option<usize> {
+    Some((threads as usize).max(1))
+}
+
+/// Opens the executor `backend` names (a NUL-terminated backend string: `"cpu"`,
+/// `"cpu:8"`, `"mixed"`, `"reference"`, `"cuda:0"`, `"cuda-mixed:0"`, `"cuda:0,1"`,
+/// `"cuda:all"`; see the README). The handle goes into `*out`. An unknown string or
+/// more threads than the machine runs at once is `BadParameter`; a GPU backend without
+/// CUDA or a device, `NoDevice`. The mixed backends take the `_f64` calls only.
+///
+/// ```
+/// use nbody_c::*;
+/// let mut exec = std::ptr::null_mut();
+/// assert_eq!(unsafe { nbody_open(c"cpu:1".as_ptr(), &mut exec) }, NbodyStatus::Ok);
+/// unsafe { nbody_executor_free(exec) };
+/// assert_eq!(unsafe { nbody_open(c"gpu".as_ptr(), &mut exec) }, NbodyStatus::BadParameter);
+/// ```
+///
+/// # Safety
+/// `backend` must be null (an error) or a NUL-terminated string; `out` null (an error)
+/// or writable storage for one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_open(backend: *const c_char, out: *mut *mut NbodyExecutor) -> NbodyStatus {
+    guard(|| {
+        if backend.is_null() {
+            return Err(null("backend"));
+        }
+        // SAFETY: non-null, and the caller promises a NUL-terminated string.
+        let text = unsafe { CStr::from_ptr(backend) }.to_string_lossy();
+        new_handle(text.parse::<Backend>()?, out)
+    })
+}
+
 /// Creates a CPU executor with `threads` threads (0 or 1: the calling thread only, for
-/// codes that bring their own threads). The handle goes into `*out`.
+/// codes that bring their own threads; at most the cores the machine runs at once):
+/// `nbody_open("cpu:<threads>")`. The handle goes into `*out`.
 ///
 /// # Safety
 /// `out` must be null (an error) or point to writable storage for one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn nbody_cpu_new(threads: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
-    guard(|| new_handle(Kind::Cpu(Box::new(CpuExecutor::new(Parallelism::threads(threads as usize)))), out))
+    guard(|| new_handle(Backend::Cpu { threads: self::threads(threads) }, out))
 }
 
 /// Creates the mixed-precision executor (double results, float interactions on offsets
@@ -349,30 +373,25 @@ pub unsafe extern "C" fn nbody_cpu_new(threads: u32, out: *mut *mut NbodyExecuto
 /// As [`nbody_cpu_new`].
 #[no_mangle]
 pub unsafe extern "C" fn nbody_mixed_new(threads: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
-    guard(|| new_handle(Kind::Mixed(Box::new(MixedExecutor::new(Parallelism::threads(threads as usize)))), out))
+    guard(|| new_handle(Backend::Mixed { threads: self::threads(threads) }, out))
 }
 
-/// Creates a CUDA executor on device `device`. `NoDevice` when the library was built
-/// without CUDA or there is no such device.
+/// Creates a CUDA executor on device `device` (`nbody_open("cuda:<device>")`; the
+/// mixed-precision kernels: `nbody_open("cuda-mixed:<device>")`). `NoDevice` when the
+/// library was built without CUDA or there is no such device.
 ///
 /// # Safety
 /// As [`nbody_cpu_new`].
 #[no_mangle]
 pub unsafe extern "C" fn nbody_cuda_new(device: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
     guard(|| {
-        #[cfg(feature = "cuda")]
-        {
-            let exec = nbody_cuda::CudaExecutor::on_device(device)?;
-            new_handle(Kind::Cuda(Box::new(exec)), out)
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            let _ = (device, out);
-            Err(Failure(
-                NbodyStatus::NoDevice,
-                "this libnbody_c was built without CUDA (build nbody-capi with --features cuda)".into(),
-            ))
-        }
+        new_handle(
+            Backend::Cuda {
+                devices: nbody_backends::Devices::One(device),
+                arithmetic: nbody_backends::Arithmetic::Native,
+            },
+            out,
+        )
     })
 }
 

@@ -8,7 +8,7 @@ use nbody_core::{Bodies, Executor, Field, Jerk, Params, Reference, Velocity};
 fn cpu() -> *mut NbodyExecutor {
     let mut e = std::ptr::null_mut();
     // SAFETY: `e` is a valid slot for the handle.
-    assert_eq!(unsafe { nbody_cpu_new(2, &mut e) }, NbodyStatus::Ok);
+    assert_eq!(unsafe { nbody_open(c"cpu".as_ptr(), &mut e) }, NbodyStatus::Ok);
     e
 }
 

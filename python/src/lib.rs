@@ -1,9 +1,10 @@
 //! The Python extension `nbody._nbody`: thin conversions between numpy arrays and the
 //! library's records, around the same executors and integrators the Rust API has.
 
-use nbody_core::{Error, Executor, Field, Params, Particle, Real, Velocity};
-use nbody_cpu::{CpuExecutor, MixedExecutor, Parallelism};
-use nbody_integrators::{diagnostics_combined, ics, BlockHermite, DormandPrince, Hermite, Leapfrog, State};
+use nbody_backends::{Backend, BackendError, BackendReal};
+use nbody_core::projection::Projecting;
+use nbody_core::{Error, Field, Params, Particle, Real, Velocity};
+use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State};
 use numpy::ndarray::ArrayView2;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -11,9 +12,9 @@ use pyo3::prelude::*;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// Executors of one kind kept between calls, so a call does not start threads; each
-/// call takes one (or makes one) and gives it back.
-type Pool<T> = Mutex<HashMap<(String, usize), Vec<Box<dyn Executor<T> + Send>>>>;
+/// Executors of one backend kept between calls, so a call does not start threads; each
+/// call takes one (or opens one) and gives it back.
+type Pool<T> = Mutex<HashMap<String, Vec<Box<dyn Projecting<T> + Send>>>>;
 
 static POOL32: std::sync::LazyLock<Pool<f32>> = std::sync::LazyLock::new(Default::default);
 static POOL64: std::sync::LazyLock<Pool<f64>> = std::sync::LazyLock::new(Default::default);
@@ -33,48 +34,13 @@ fn runtime(e: Error) -> PyErr {
 }
 
 /// The precisions the package computes in.
-trait PyReal: Real + numpy::Element + Send + Sync + MaybeCuda {
+trait PyReal: BackendReal + numpy::Element {
     fn pool() -> &'static Pool<Self>;
-    fn make(kind: &str, threads: usize) -> PyResult<Box<dyn Executor<Self> + Send>>;
-}
-
-/// The CUDA executor where compiled in.
-trait MaybeCuda: Real {
-    fn cuda() -> PyResult<Box<dyn Executor<Self> + Send>>;
-}
-
-#[cfg(feature = "cuda")]
-impl<T: nbody_cuda::DeviceReal + Send> MaybeCuda for T {
-    fn cuda() -> PyResult<Box<dyn Executor<Self> + Send>> {
-        Ok(Box::new(nbody_cuda::CudaExecutor::new().map_err(runtime)?))
-    }
-}
-
-#[cfg(not(feature = "cuda"))]
-impl<T: Real> MaybeCuda for T {
-    fn cuda() -> PyResult<Box<dyn Executor<Self> + Send>> {
-        Err(PyRuntimeError::new_err(
-            "executor 'cuda': this nbody was built without CUDA (pip install with the cuda feature)",
-        ))
-    }
-}
-
-fn unknown_executor(kind: &str) -> PyErr {
-    value_error(format!("executor must be 'cpu', 'mixed', 'cuda' or 'reference' (got {kind:?})"))
 }
 
 impl PyReal for f32 {
     fn pool() -> &'static Pool<f32> {
         &POOL32
-    }
-    fn make(kind: &str, threads: usize) -> PyResult<Box<dyn Executor<f32> + Send>> {
-        match kind {
-            "cpu" => Ok(Box::new(CpuExecutor::new(Parallelism::threads(threads)))),
-            "reference" => Ok(Box::new(nbody_core::Reference)),
-            "cuda" => <Self as MaybeCuda>::cuda(),
-            "mixed" => Err(value_error("executor 'mixed' computes float64 results: use precision='f64'")),
-            other => Err(unknown_executor(other)),
-        }
     }
 }
 
@@ -82,25 +48,37 @@ impl PyReal for f64 {
     fn pool() -> &'static Pool<f64> {
         &POOL64
     }
-    fn make(kind: &str, threads: usize) -> PyResult<Box<dyn Executor<f64> + Send>> {
-        match kind {
-            "cpu" => Ok(Box::new(CpuExecutor::new(Parallelism::threads(threads)))),
-            "mixed" => Ok(Box::new(MixedExecutor::new(Parallelism::threads(threads)))),
-            "reference" => Ok(Box::new(nbody_core::Reference)),
-            "cuda" => <Self as MaybeCuda>::cuda(),
-            other => Err(unknown_executor(other)),
+}
+
+/// A registry error as Python sees it: a bad string or precision is a ValueError, a
+/// missing device or build a RuntimeError.
+fn backend_error(e: BackendError) -> PyErr {
+    match e {
+        BackendError::Parse { .. } | BackendError::Precision { .. } | BackendError::Threads { .. } => {
+            PyValueError::new_err(format!("executor: {e}"))
         }
+        _ => PyRuntimeError::new_err(format!("executor: {e}")),
     }
+}
+
+/// The backend of `executor=` and `threads=` (the registry's grammar: "cpu", "cpu:8",
+/// "mixed", "reference", "cuda:0", "cuda-mixed:0", "cuda:0,1"), checked for `T`.
+fn backend<T: PyReal>(executor: &str, threads: Option<usize>) -> PyResult<Backend> {
+    if threads == Some(0) {
+        return Err(value_error("threads must be at least 1"));
+    }
+    let b = executor.parse::<Backend>().and_then(|b| b.and_threads(threads)).map_err(backend_error)?;
+    b.check_precision(T::NAME).and_then(|()| b.check()).map_err(backend_error)?;
+    Ok(b)
 }
 
 /// Takes a pooled executor, runs `f` with it (without the GIL), gives it back.
 fn with_executor<T: PyReal, R: Send>(
     py: Python<'_>,
-    kind: &str,
-    threads: usize,
-    f: impl FnOnce(&mut dyn Executor<T>) -> R + Send,
+    backend: &Backend,
+    f: impl FnOnce(&mut dyn Projecting<T>) -> R + Send,
 ) -> PyResult<R> {
-    let key = (kind.to_owned(), threads);
+    let key = backend.to_string();
     let taken = T::pool()
         .lock()
         .map_err(|_| PyRuntimeError::new_err("executor pool poisoned"))?
@@ -108,7 +86,7 @@ fn with_executor<T: PyReal, R: Send>(
         .and_then(Vec::pop);
     let mut exec = match taken {
         Some(e) => e,
-        None => T::make(kind, threads)?,
+        None => backend.open_for::<T>().map_err(backend_error)?,
     };
     let r = py.detach(|| f(exec.as_mut()));
     if let Ok(mut pool) = T::pool().lock() {
@@ -213,13 +191,12 @@ fn compute<'py, T: PyReal>(
     eps: f64,
     g: f64,
     potential: bool,
-    kind: &str,
-    threads: usize,
+    backend: &Backend,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let mut params = Params::softened(T::from_f64(eps)).with_g(T::from_f64(g));
     params.potential = potential;
     let n = targets.as_ref().map_or(sources.len(), Vec::len);
-    let out = with_executor::<T, _>(py, kind, threads, |e| {
+    let out = with_executor::<T, _>(py, backend, |e| {
         let mut out = vec![Field::zero(); n];
         let r = match &targets {
             Some(t) => e.accelerations(t, sources, &params, &mut out),
@@ -269,19 +246,17 @@ fn accelerations<'py>(
         }
         None => None,
     };
-    let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if threads == 0 {
-        return Err(value_error("threads must be at least 1"));
-    }
     let zeros = |t: &Vec<[f64; 3]>| vec![0.0; t.len()];
     match precision {
         "f64" => {
+            let b = backend::<f64>(executor, threads)?;
             let t = target_rows.as_ref().map(|t| records::<f64>(t, &zeros(t)));
-            compute::<f64>(py, &records(&rows, &m), t, eps, G, potential, executor, threads)
+            compute::<f64>(py, &records(&rows, &m), t, eps, G, potential, &b)
         }
         "f32" => {
+            let b = backend::<f32>(executor, threads)?;
             let t = target_rows.as_ref().map(|t| records::<f32>(t, &zeros(t)));
-            compute::<f32>(py, &records(&rows, &m), t, eps, G, potential, executor, threads)
+            compute::<f32>(py, &records(&rows, &m), t, eps, G, potential, &b)
         }
         other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     }
@@ -295,7 +270,7 @@ fn _rust_seconds(py: Python<'_>, n: usize, reps: usize, threads: usize, precisio
     fn time<T: PyReal>(py: Python<'_>, n: usize, reps: usize, threads: usize) -> PyResult<f64> {
         let (ps, _) = ics::plummer::<T>(n, 1);
         let params = Params::softened(T::from_f64(0.01)).with_overlap_identical();
-        with_executor::<T, _>(py, "cpu", threads, |e| {
+        with_executor::<T, _>(py, &backend::<T>("cpu", Some(threads))?, |e| {
             let mut out = vec![Field::zero(); n];
             let mut times = Vec::new();
             for k in 0..=reps {
@@ -316,55 +291,25 @@ fn _rust_seconds(py: Python<'_>, n: usize, reps: usize, threads: usize, precisio
     }
 }
 
-/// One integrator, in one precision.
-enum Stepper<T: Real> {
-    Leapfrog(Leapfrog<T>),
-    Hermite(Hermite<T>),
-    Block(BlockHermite<T>),
-    Rk(DormandPrince<T>),
-}
-
-/// A system, its integrator and executor, in one precision.
+/// A system, its integrator and executor, in one precision: the integrator behind the
+/// one trait every integrator implements, so stepping is written once.
 struct Run<T: PyReal> {
     state: State<T>,
-    stepper: Stepper<T>,
-    exec: Box<dyn Executor<T> + Send>,
+    integrator: Box<dyn Integrator<T> + Send>,
+    exec: Box<dyn Projecting<T> + Send>,
     steps: u64,
 }
 
 impl<T: PyReal> Run<T> {
+    /// One step towards `until` (one adaptive stretch for Runge-Kutta).
     fn step(&mut self, until: f64) -> Result<(), Error> {
-        let (s, e) = (&mut self.state, &mut self.exec);
-        match &mut self.stepper {
-            Stepper::Leapfrog(lf) => lf.step(s, e)?,
-            Stepper::Hermite(h) => {
-                h.step(s, e, (until - s.time).max(0.0))?;
-            }
-            Stepper::Block(b) => {
-                b.step(s, e)?;
-            }
-            Stepper::Rk(rk) => {
-                rk.advance_to(s, e, until)?;
-            }
-        }
-        self.steps += 1;
+        self.steps += self.integrator.step_towards(&mut self.state, self.exec.as_mut(), until)?;
         Ok(())
     }
 
+    /// Steps until the integrator has reached `t` (a leapfrog: within half a step).
     fn evolve(&mut self, t: f64) -> Result<(), Error> {
-        while self.state.time < t {
-            let half = match &self.stepper {
-                Stepper::Leapfrog(lf) => 0.5 * lf.dt(),
-                _ => 0.0,
-            };
-            if self.state.time >= t - half {
-                break;
-            }
-            self.step(t)?;
-            if let Stepper::Rk(_) = self.stepper {
-                break;
-            }
-        }
+        self.steps += self.integrator.advance_to(&mut self.state, self.exec.as_mut(), t)?;
         Ok(())
     }
 }
@@ -373,7 +318,6 @@ impl<T: PyReal> Run<T> {
 #[pyclass(module = "nbody._nbody", unsendable)]
 struct Simulation {
     run: Sim,
-    eps: f64,
 }
 
 enum Sim {
@@ -390,13 +334,19 @@ macro_rules! each {
     };
 }
 
-fn stepper<T: Real>(integrator: &str, dt: f64, eta: f64, tolerance: f64, eps: f64) -> PyResult<Stepper<T>> {
+fn integrator<T: Real>(
+    name: &str,
+    dt: f64,
+    eta: f64,
+    tolerance: f64,
+    eps: f64,
+) -> PyResult<Box<dyn Integrator<T> + Send>> {
     let e = T::from_f64(eps);
-    Ok(match integrator {
-        "leapfrog" => Stepper::Leapfrog(Leapfrog::new(dt, e).map_err(runtime)?),
-        "hermite" => Stepper::Hermite(Hermite::new(eta, e).map_err(runtime)?),
-        "block-hermite" => Stepper::Block(BlockHermite::new(eta, dt, e).map_err(runtime)?),
-        "rk" => Stepper::Rk(DormandPrince::new(tolerance, tolerance, e).map_err(runtime)?),
+    Ok(match name {
+        "leapfrog" => Box::new(Leapfrog::new(dt, e).map_err(runtime)?),
+        "hermite" => Box::new(Hermite::new(eta, e).map_err(runtime)?),
+        "block-hermite" => Box::new(BlockHermite::new(eta, dt, e).map_err(runtime)?),
+        "rk" => Box::new(DormandPrince::new(tolerance, tolerance, e).map_err(runtime)?),
         other => {
             return Err(value_error(format!(
                 "integrator must be 'leapfrog', 'hermite', 'block-hermite' or 'rk' (got {other:?})"
@@ -408,21 +358,21 @@ fn stepper<T: Real>(integrator: &str, dt: f64, eta: f64, tolerance: f64, eps: f6
 #[allow(clippy::too_many_arguments)]
 fn build<T: PyReal>(
     rows: &[[f64; 7]],
-    integrator: &str,
+    name: &str,
     dt: f64,
     eta: f64,
     tolerance: f64,
     eps: f64,
     executor: &str,
-    threads: usize,
+    threads: Option<usize>,
 ) -> PyResult<Run<T>> {
     let c = T::from_f64;
     let pos = rows.iter().map(|r| Particle::new(c(r[0]), c(r[1]), c(r[2]), c(r[3]))).collect();
     let vel = rows.iter().map(|r| Velocity::new(c(r[4]), c(r[5]), c(r[6]))).collect();
     Ok(Run {
         state: State::new(pos, vel),
-        stepper: stepper(integrator, dt, eta, tolerance, eps)?,
-        exec: T::make(executor, threads)?,
+        integrator: integrator(name, dt, eta, tolerance, eps)?,
+        exec: backend::<T>(executor, threads)?.open_for::<T>().map_err(backend_error)?,
         steps: 0,
     })
 }
@@ -488,13 +438,12 @@ impl Simulation {
         if rows.is_empty() {
             return Err(value_error("a simulation needs at least one particle"));
         }
-        let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let run = match precision {
             "f64" => Sim::F64(build(&rows, integrator, dt, eta, tolerance, eps, executor, threads)?),
             "f32" => Sim::F32(build(&rows, integrator, dt, eta, tolerance, eps, executor, threads)?),
             other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
         };
-        Ok(Self { run, eps })
+        Ok(Self { run })
     }
 
     /// One step (one block step; one adaptive stretch for "rk"); returns the time.
@@ -551,25 +500,25 @@ impl Simulation {
 
     /// Kinetic, potential and total energy now (one force evaluation).
     fn energies(&mut self, py: Python<'_>) -> PyResult<(f64, f64, f64)> {
-        let eps = self.eps;
         let run = &mut self.run;
         py.detach(|| {
-            each!(run, r => {
-                let mut field = vec![Field::zero(); r.state.len()];
-                let params = Params::softened(Real::from_f64(eps)).with_overlap_identical();
-                r.exec.accelerations(&r.state.pos, &r.state.pos, &params, &mut field).map(|_| {
-                    let d = diagnostics_combined(&r.state, &field, &mut r.exec);
-                    (d.kinetic, d.potential, d.total)
-                })
-            })
+            each!(run, r => r.integrator.diagnostics(&r.state, r.exec.as_mut()).map(|d| (d.kinetic, d.potential, d.total)))
         })
         .map_err(runtime)
     }
 }
 
+/// The backend strings this build and machine offer, as `executor=` takes them (the
+/// command's `--executor` and the C ABI's `nbody_open` take the same).
+#[pyfunction]
+fn backends() -> Vec<String> {
+    nbody_backends::offered().into_iter().map(|o| o.backend.to_string()).collect()
+}
+
 /// Direct-summation gravity on numpy arrays.
 #[pymodule]
 fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add_function(wrap_pyfunction!(accelerations, m)?)?;
     m.add_function(wrap_pyfunction!(_rust_seconds, m)?)?;
     m.add_class::<Simulation>()?;

@@ -1,8 +1,8 @@
 //! `nbody accel`: the kernel on particle files, for users of other languages.
 
-use super::executors::{host_executor, CliReal};
+use super::executors::{host_executor, option_error, Backend, CliReal};
 use super::files::{particles, read_table, write_table};
-use super::{ExecutorKind, Precision};
+use super::Precision;
 use anyhow::{bail, Result};
 use clap::Args;
 use nbody_core::{Field, Params, Particle, Real};
@@ -28,9 +28,9 @@ pub struct AccelArgs {
     /// Gravitational constant.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub g: f64,
-    /// Executor.
-    #[arg(long, value_enum, default_value_t = ExecutorKind::Cpu)]
-    pub executor: ExecutorKind,
+    /// Executor, as a backend string (see `nbody run --help`) [default: cpu].
+    #[arg(long, value_name = "BACKEND")]
+    pub executor: Option<Backend>,
     /// Precision of the computation (files are read and written in f64).
     #[arg(long, value_enum, default_value_t = Precision::F64)]
     pub precision: Precision,
@@ -47,10 +47,9 @@ pub fn accel(a: &AccelArgs) -> Result<ExitCode> {
     if !(a.g.is_finite() && a.g > 0.0) {
         bail!("--g must be positive and finite (got {})", a.g);
     }
-    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |t| t.get()));
-    if threads == 0 {
-        bail!("--threads must be at least 1");
-    }
+    let backend = super::settings::backend(a.executor.clone(), a.threads, None, false)?;
+    backend.check_precision(a.precision.name()).map_err(option_error)?;
+    backend.check().map_err(option_error)?;
     super::files::Format::of(&a.out)?;
     let (sources, _) = particles(&read_table(&a.sources)?, &a.sources.display().to_string())?;
     let targets = match &a.targets {
@@ -62,8 +61,8 @@ pub fn accel(a: &AccelArgs) -> Result<ExitCode> {
     super::resources::check_host(&format!("{n_t} targets x {} sources", sources.len()), need)?;
     let start = std::time::Instant::now();
     let field = match a.precision {
-        Precision::F32 => compute::<f32>(a, &sources, targets.as_deref(), threads)?,
-        Precision::F64 => compute::<f64>(a, &sources, targets.as_deref(), threads)?,
+        Precision::F32 => compute::<f32>(a, &backend, &sources, targets.as_deref())?,
+        Precision::F64 => compute::<f64>(a, &backend, &sources, targets.as_deref())?,
     };
     let seconds = start.elapsed().as_secs_f64();
     write_table(&a.out, &["ax", "ay", "az", "phi"], &field)?;
@@ -71,7 +70,7 @@ pub fn accel(a: &AccelArgs) -> Result<ExitCode> {
         "{} targets x {} sources on {} ({}) in {:.3} s -> {}",
         n_t,
         sources.len(),
-        a.executor.name(),
+        backend,
         a.precision.name(),
         seconds,
         a.out.display()
@@ -81,9 +80,9 @@ pub fn accel(a: &AccelArgs) -> Result<ExitCode> {
 
 fn compute<T: CliReal>(
     a: &AccelArgs,
+    backend: &Backend,
     sources: &[Particle<f64>],
     targets: Option<&[Particle<f64>]>,
-    threads: usize,
 ) -> Result<Vec<f64>> {
     let c = |ps: &[Particle<f64>]| -> Vec<Particle<T>> {
         ps.iter()
@@ -98,7 +97,7 @@ fn compute<T: CliReal>(
         None => (src.as_slice(), params.with_overlap_identical()),
     };
     let mut out = vec![Field::zero(); tgt.len()];
-    let mut exec = host_executor::<T>(a.executor, threads)?;
+    let mut exec = host_executor::<T>(backend)?;
     exec.accelerations(tgt, &src, &params, &mut out)?;
     Ok(out.iter().flat_map(|f| [f.ax, f.ay, f.az, f.phi].map(Real::to_f64)).collect())
 }

@@ -63,7 +63,7 @@ fn resolved(mut a: RunArgs) {
         }
         assert!(s.eps.is_finite() && s.eps >= 0.0, "eps = {} accepted", s.eps);
         assert!(s.snapshot_every > 0.0 && s.energy_every > 0.0);
-        assert!((16..=4096).contains(&s.pixels) && s.threads > 0);
+        assert!((16..=4096).contains(&s.pixels) && s.executor.threads().is_none_or(|t| t > 0));
         assert!((0.0..1.0).contains(&s.eccentricity));
         // What is echoed reads back as the same settings.
         let back = RunArgs::from_toml(&s.to_toml()).expect("echoed settings parse");

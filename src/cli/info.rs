@@ -1,7 +1,6 @@
 //! `nbody info`: version, executors, CPU features, CUDA devices.
 
 use anyhow::Result;
-use nbody_cpu::Isa;
 use std::process::ExitCode;
 
 /// What `info` prints, as text.
@@ -11,14 +10,11 @@ use std::process::ExitCode;
 /// ```
 pub fn report() -> String {
     let mut o = format!("nbody {}\n", env!("CARGO_PKG_VERSION"));
-    let cores = std::thread::available_parallelism().map_or(1, |t| t.get());
-    o += "executors compiled in:\n";
-    o += &format!("  cpu        SIMD kernels, f32 and f64; {} on this CPU, {cores} threads\n", Isa::detect().name());
-    o += "  mixed      f32 interactions on block offsets, f64 results\n";
-    o += "  reference  scalar loops (the contract every executor is tested against)\n";
-    if cfg!(feature = "cuda") {
-        o += "  cuda       CUDA kernels through cust, f32 and f64\n";
-    } else {
+    o += "backends (--executor; the same strings in the C ABI, NBODY_GRAPE_EXECUTOR and Python):\n";
+    for offer in nbody_backends::offered() {
+        o += &format!("  {:<12} {}\n", offer.backend.to_string(), offer.about);
+    }
+    if !nbody_backends::cuda_compiled() {
         o += "  (cuda not compiled in: build with --features cuda)\n";
     }
     o += &format!("CPU SIMD features detected: {}\n", cpu_features().join(" "));

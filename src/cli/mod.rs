@@ -56,41 +56,6 @@ pub enum Command {
     Info,
 }
 
-/// Which executor computes the forces.
-#[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum ExecutorKind {
-    /// SIMD kernels on every core.
-    Cpu,
-    /// f32 interactions on offsets from nearby block centres, f64 results (f64 only).
-    Mixed,
-    /// The GPU (needs the `cuda` feature and a device).
-    Cuda,
-    /// The GPU in mixed precision: f32 interactions on exact separations, f64 sums and
-    /// results (f64 only; needs the `cuda` feature and a device).
-    CudaMixed,
-    /// Plain scalar loops in the chosen precision: slow, the contract made executable.
-    Reference,
-}
-
-impl ExecutorKind {
-    /// Whether it runs on the GPU.
-    pub fn is_cuda(self) -> bool {
-        matches!(self, ExecutorKind::Cuda | ExecutorKind::CudaMixed)
-    }
-
-    /// The name used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            ExecutorKind::Cpu => "cpu",
-            ExecutorKind::Mixed => "mixed",
-            ExecutorKind::Cuda => "cuda",
-            ExecutorKind::CudaMixed => "cuda-mixed",
-            ExecutorKind::Reference => "reference",
-        }
-    }
-}
-
 /// Floating-point precision of particles and kernels.
 #[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]

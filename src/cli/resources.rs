@@ -4,8 +4,9 @@
 //! amount is then reserved once, fallibly, so that a wrong estimate is still an error,
 //! not an abort.
 
+use super::executors::Backend;
 use super::settings::IntegratorKind;
-use super::{ExecutorKind, Precision};
+use super::Precision;
 use anyhow::{bail, Result};
 
 /// Bytes of one four-lane record in `precision`.
@@ -20,7 +21,7 @@ fn record(precision: Precision) -> u128 {
 /// and velocity records), the rows it is broadcast as, this process's share converted,
 /// the state in the run's precision, snapshot rows and their flat copy, the
 /// integrator's own arrays and the executor's scratch.
-pub fn run_bytes(n: usize, precision: Precision, integrator: IntegratorKind, executor: ExecutorKind) -> u128 {
+pub fn run_bytes(n: usize, precision: Precision, integrator: IntegratorKind, executor: &Backend) -> u128 {
     let r = record(precision);
     let system = 64 + 56 + 64;
     let snapshots = 56 + 56;
@@ -34,9 +35,9 @@ pub fn run_bytes(n: usize, precision: Precision, integrator: IntegratorKind, exe
         IntegratorKind::Rk => 16 * r,
     };
     let exec = match executor {
-        ExecutorKind::Cpu => r,
-        ExecutorKind::Mixed => 3 * 32,
-        ExecutorKind::Cuda | ExecutorKind::CudaMixed | ExecutorKind::Reference => 0,
+        Backend::Cpu { .. } => r,
+        Backend::Mixed { .. } => 3 * 32,
+        Backend::Cuda { .. } | Backend::Reference => 0,
     };
     n as u128 * (system + snapshots + 2 * r + integ + exec)
 }
@@ -126,7 +127,8 @@ mod tests {
 
     #[test]
     fn a_hundred_billion_particles_do_not_fit() {
-        let need = run_bytes(100_000_000_000, Precision::F64, IntegratorKind::Leapfrog, ExecutorKind::Cpu);
+        let need =
+            run_bytes(100_000_000_000, Precision::F64, IntegratorKind::Leapfrog, &Backend::Cpu { threads: None });
         assert!(need > 10u128 << 40, "{}", human(need));
         let e = check_host("--n 100000000000", need).unwrap_err().to_string();
         assert!(e.starts_with("--n 100000000000 needs about") && e.contains("TiB"), "{e}");

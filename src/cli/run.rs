@@ -3,15 +3,15 @@
 //! step and still writes everything.
 
 use super::drive::drive;
-#[cfg(feature = "cuda")]
-use super::executors::{cuda_executor, multi_device};
-use super::executors::{host_executor, CliReal, Gpu};
+use super::executors::{open, option_error, Backend, CliReal, Opened};
 use super::files::{particles, read_table, write_atomic};
 use super::settings::{InitialConditions, IntegratorKind, RunArgs, RunSettings};
-use super::sim::Host;
+use super::sim::{Host, Simulation};
 use super::team::{ReportedElsewhere, Team};
-use super::{ExecutorKind, Precision};
+use super::Precision;
 use anyhow::{Context, Result};
+#[cfg(feature = "cuda")]
+use nbody_backends::Executor as Opens;
 use nbody_core::projection::Projecting;
 use nbody_core::{Particle, Real, Velocity};
 use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State};
@@ -40,36 +40,27 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
         }
         None => (args, None),
     };
-    #[allow(unused_mut)]
-    let mut gpu: Gpu = None;
     // Only an unset executor makes the default depend on whether a device is there.
-    #[cfg(feature = "cuda")]
-    if args.executor.is_none() && args.config.is_none() {
-        gpu = nbody_cuda::CudaExecutor::new().ok();
+    let mut found = None;
+    if args.executor.is_none() && args.config.is_none() && nbody_backends::cuda_compiled() {
+        found = "cuda".parse::<Backend>().ok().and_then(|b| b.open().ok());
     }
     // Every rank resolves the same settings; rank 0 alone reports a mistake in them.
-    let mut s = args.resolve(gpu.is_some()).map_err(|e| if team.is_root() { e } else { ReportedElsewhere.into() })?;
+    let mut s = args.resolve(found.is_some()).map_err(|e| if team.is_root() { e } else { ReportedElsewhere.into() })?;
     if team.size() > 1 && s.integrator == IntegratorKind::Rk {
         let e = anyhow::anyhow!(
             "--integrator rk does not run across MPI ranks: use leapfrog, hermite or block-hermite (or one process)"
         );
         return Err(if team.is_root() { e } else { ReportedElsewhere.into() });
     }
-    if s.executor.is_cuda() && gpu.is_none() {
-        // Fail before anything is printed or written.
-        #[cfg(feature = "cuda")]
-        {
-            gpu = Some(cuda_executor(s.executor)?);
-        }
-        #[cfg(not(feature = "cuda"))]
-        anyhow::bail!(
-            "--executor {}: this nbody was built without CUDA (build with --features cuda)",
-            s.executor.name()
-        );
-    }
+    // Opened before anything is printed or written, so a missing device fails first.
+    let mut opened = match found {
+        Some(o) => o,
+        None => open(&s.executor)?,
+    };
     // Before anything large is allocated: will it fit? (Files: once their size is known.)
     if s.ic != InitialConditions::File || resume.is_some() {
-        check_memory(&s, s.n, &gpu)?;
+        check_memory(&s, s.n, &mut opened)?;
     }
     // Rank 0 owns the files: it builds the system, every rank receives it and keeps its
     // share. A resumed run takes its system from the checkpoint instead.
@@ -79,7 +70,7 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
         let system = team.on_root(|| {
             let system = initial_conditions(&s)?;
             if s.ic == InitialConditions::File {
-                check_memory(&s, system.0.len(), &gpu)?;
+                check_memory(&s, system.0.len(), &mut opened)?;
             }
             Ok(system)
         })?;
@@ -117,24 +108,22 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
     let interrupted = match s.precision {
-        Precision::F32 => evolve::<f32>(&s, convert(&pos, &vel), &stop, gpu, team, resume)?,
-        Precision::F64 => evolve::<f64>(&s, convert(&pos, &vel), &stop, gpu, team, resume)?,
+        Precision::F32 => evolve::<f32>(&s, convert(&pos, &vel), &stop, opened, team, resume)?,
+        Precision::F64 => evolve::<f64>(&s, convert(&pos, &vel), &stop, opened, team, resume)?,
     };
     Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
 }
 
 /// Refuses a run of `n` particles that needs more host (or device) memory than there is.
-pub(super) fn check_memory(s: &RunSettings, n: usize, gpu: &Gpu) -> Result<()> {
-    let what = format!("a run of {n} particles ({}, {:?}, {})", s.precision.name(), s.integrator, s.executor.name());
-    super::resources::check_host(&what, super::resources::run_bytes(n, s.precision, s.integrator, s.executor))?;
+pub(super) fn check_memory(s: &RunSettings, n: usize, opened: &mut Opened) -> Result<()> {
+    let what = format!("a run of {n} particles ({}, {:?}, {})", s.precision.name(), s.integrator, s.executor.family());
+    super::resources::check_host(&what, super::resources::run_bytes(n, s.precision, s.integrator, &s.executor))?;
     #[cfg(feature = "cuda")]
-    if let Some(g) = gpu {
-        if s.executor.is_cuda() {
-            let need = super::resources::device_bytes(n, s.precision);
-            super::resources::check_device(&what, need, g.free_memory().ok())?;
-        }
+    if let Some(free) = opened.free_device_memory() {
+        let need = super::resources::device_bytes(n, s.precision);
+        super::resources::check_device(&what, need, Some(free))?;
     }
-    let _ = gpu;
+    let _ = opened;
     Ok(())
 }
 
@@ -185,70 +174,89 @@ pub(super) fn evolve<T: CliReal>(
     s: &RunSettings,
     state: State<T>,
     stop: &AtomicBool,
-    gpu: Gpu,
+    opened: Opened,
     team: &Team,
     resume: Option<super::checkpoint::Saved>,
 ) -> Result<bool> {
     // Block steps land on multiples of their largest step: every output time is one.
     let block_dt = power_of_two_below(s.dt.min(s.energy_every).min(s.snapshot_every).min(s.t_end));
     let grid = if s.integrator == IntegratorKind::BlockHermite { block_dt } else { 0.0 };
-    let mut exec: Box<dyn Projecting<T>> = match gpu {
+    let (sim, label) = simulation(s, state, opened, team, block_dt, resume.is_some())?;
+    drive(s, sim, &label, grid, stop, team, resume)
+}
+
+/// The simulation a run drives and its label: the executor's device-resident path for
+/// the integrator where it has one (one process), the host path over its forces
+/// otherwise (under MPI, across the ranks).
+fn simulation<'t, T: CliReal>(
+    s: &RunSettings,
+    state: State<T>,
+    opened: Opened,
+    team: &'t Team,
+    block_dt: f64,
+    resuming: bool,
+) -> Result<(Box<dyn Simulation + 't>, String)> {
+    let backend = opened.backend().clone();
+    #[cfg(feature = "cuda")]
+    let eps = T::from_f64(s.eps);
+    let alone = team.size() == 1;
+    let _ = (alone, resuming);
+    Ok(match (opened.into_executor(), s.integrator) {
         #[cfg(feature = "cuda")]
-        Some(_) if s.executor == ExecutorKind::Cuda && s.devices.is_some() => {
-            let multi = multi_device(s.devices.as_deref().unwrap_or("all"))?;
-            let label = format!("cuda on devices {:?} (weights {:?})", multi.devices(), multi.weights());
-            if s.integrator == IntegratorKind::Leapfrog && team.size() == 1 {
-                let sim = super::sim::DeviceLeapfrog::new(multi, &state, s.dt, T::from_f64(s.eps))?;
-                return drive(
-                    s,
-                    Box::new(sim),
-                    &format!("{label}, device-resident leapfrog"),
-                    grid,
-                    stop,
-                    team,
-                    resume,
-                );
-            }
-            Box::new(multi)
-        }
+        (Opens::Cuda(gpu), IntegratorKind::Leapfrog) if alone => (
+            Box::new(super::sim::DeviceLeapfrog::new(*gpu, &state, s.dt, eps)?),
+            format!("{backend} (device-resident leapfrog)"),
+        ),
         #[cfg(feature = "cuda")]
-        Some(gpu) if s.executor.is_cuda() => {
-            if s.integrator == IntegratorKind::Leapfrog && team.size() == 1 {
-                let sim = super::sim::DeviceLeapfrog::new(gpu, &state, s.dt, T::from_f64(s.eps))?;
-                let label = format!("{} (device-resident leapfrog)", s.executor.name());
-                return drive(s, Box::new(sim), &label, grid, stop, team, resume);
-            }
+        (Opens::Devices(multi), IntegratorKind::Leapfrog) if alone => (
+            Box::new(super::sim::DeviceLeapfrog::new(*multi, &state, s.dt, eps)?),
+            format!("{backend} (device-resident leapfrog)"),
+        ),
+        #[cfg(feature = "cuda")]
+        (Opens::Cuda(gpu), IntegratorKind::Hermite | IntegratorKind::BlockHermite) if alone && !resuming => {
             let steps = match s.integrator {
-                IntegratorKind::Hermite => Some(nbody_cuda::Steps::Shared),
-                IntegratorKind::BlockHermite => Some(nbody_cuda::Steps::Block { dt_max: block_dt }),
-                _ => None,
+                IntegratorKind::Hermite => nbody_cuda::Steps::Shared,
+                _ => nbody_cuda::Steps::Block { dt_max: block_dt },
             };
-            if let (Some(steps), 1, None) = (steps, team.size(), &resume) {
-                let sim = super::sim::DeviceHermiteSim::new(gpu, &state, s.eta, T::from_f64(s.eps), steps)?;
-                let label = format!("{} (device-resident Hermite)", s.executor.name());
-                return drive(s, Box::new(sim), &label, grid, stop, team, resume);
-            }
-            T::cuda(gpu, s.executor)?
+            (
+                Box::new(super::sim::DeviceHermiteSim::new(*gpu, &state, s.eta, eps, steps)?),
+                format!("{backend} (device-resident Hermite)"),
+            )
         }
-        _ => host_executor::<T>(s.executor, s.threads)?,
+        (host, _) => {
+            let exec = Opened::from_parts(backend, host).into_boxed::<T>().map_err(option_error)?;
+            on_host(s, state, exec, team, block_dt)?
+        }
+    })
+}
+
+/// A simulation stepped on the host with forces from `exec` (across the ranks of an
+/// MPI job, each rank's share).
+fn on_host<'t, T: CliReal>(
+    s: &RunSettings,
+    state: State<T>,
+    exec: Box<dyn Projecting<T> + Send>,
+    team: &'t Team,
+    block_dt: f64,
+) -> Result<(Box<dyn Simulation + 't>, String)> {
+    let label = match s.executor.threads() {
+        Some(t) => format!("{} ({t} threads)", s.executor),
+        None => s.executor.to_string(),
     };
-    let label = match s.executor {
-        ExecutorKind::Cpu | ExecutorKind::Mixed => format!("{} ({} threads)", s.executor.name(), s.threads),
-        other => other.name().to_owned(),
-    };
+    let integrator = integrator(s, block_dt)?;
     #[cfg(feature = "mpi")]
     if let Some(world) = team.world() {
         // Sources visit every rank (ring or 2-D, by nbody-mpi's cost rule); integrators
         // reduce their shared steps and diagnostics over the ranks through the executor.
         let scheme = nbody_mpi::Scheme::Auto;
-        let mut dist = nbody_mpi::Distributed::new(exec, world, scheme)?;
+        let dist = nbody_mpi::Distributed::new(exec, world, scheme)?;
         let label =
             format!("{label} on each of {} MPI ranks ({:?} scheme)", team.size(), scheme.resolve(s.n, team.size()));
-        let sim = Host::new(state, integrator(s, block_dt)?, &mut dist).with_all_sources(s.n);
-        return drive(s, Box::new(super::sim::Gathered { sim: Box::new(sim), team }), &label, grid, stop, team, resume);
+        let sim = Host::new(state, integrator, Box::new(dist)).with_all_sources(s.n);
+        return Ok((Box::new(super::sim::Gathered { sim: Box::new(sim), team }), label));
     }
-    let sim = Host::new(state, integrator(s, block_dt)?, exec.as_mut());
-    drive(s, Box::new(sim), &label, grid, stop, team, resume)
+    let _ = team;
+    Ok((Box::new(Host::new(state, integrator, exec)), label))
 }
 
 /// Output times: multiples of `every` (rounded up to multiples of `grid` when set),

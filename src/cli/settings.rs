@@ -2,9 +2,11 @@
 //! (`--config FILE`); the command line wins, then the file, then the defaults. Every
 //! value is checked before anything runs, and errors name the setting.
 
-use super::{ExecutorKind, Precision};
+use super::executors::{option_error, Backend};
+use super::Precision;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use nbody_backends::{Arithmetic, Devices};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -80,17 +82,22 @@ pub struct RunArgs {
     /// Softening length [default: 1/64 for plummer and cold-sphere and files, 0 otherwise].
     #[arg(long, allow_negative_numbers = true)]
     pub eps: Option<f64>,
-    /// Executor [default: cuda when compiled in with a device, else cpu].
-    #[arg(long, value_enum)]
-    pub executor: Option<ExecutorKind>,
+    /// Executor, as a backend string: cpu[:THREADS], mixed[:THREADS], reference,
+    /// cuda[:DEVICE], cuda-mixed[:DEVICE], cuda:DEVICE,DEVICE,... or cuda:all (`nbody
+    /// info` lists what this build offers) [default: cuda when compiled in with a
+    /// device, else cpu].
+    #[arg(long, value_name = "BACKEND")]
+    #[serde(default, with = "backend_string")]
+    pub executor: Option<Backend>,
     /// Precision [default: f64].
     #[arg(long, value_enum)]
     pub precision: Option<Precision>,
-    /// CPU threads [default: all cores].
+    /// CPU threads, at most the cores the machine runs at once (the same as
+    /// --executor cpu:THREADS) [default: all cores].
     #[arg(long)]
     pub threads: Option<usize>,
     /// GPUs for --executor cuda: "all" or ordinals such as 0,1 (repeats run several
-    /// executors on one GPU) [default: device 0 alone].
+    /// executors on one GPU; the same as --executor cuda:0,1) [default: device 0 alone].
     #[arg(long, value_name = "LIST")]
     pub devices: Option<String>,
     /// Output folder [default: nbody-out].
@@ -147,15 +154,11 @@ pub struct RunSettings {
     pub t_end: f64,
     /// Softening.
     pub eps: f64,
-    /// Executor.
-    pub executor: ExecutorKind,
+    /// Executor (a backend string: threads and devices included).
+    #[serde(serialize_with = "backend_string::serialize_one")]
+    pub executor: Backend,
     /// Precision.
     pub precision: Precision,
-    /// CPU threads.
-    pub threads: usize,
-    /// GPUs of a multi-device run (`all` or ordinals), with the CUDA executor.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub devices: Option<String>,
     /// Output folder.
     pub out: PathBuf,
     /// Time between snapshots.
@@ -264,24 +267,10 @@ impl RunArgs {
         if !(0.0..1.0).contains(&eccentricity) {
             bail!("--eccentricity must be in [0, 1) (got {eccentricity})");
         }
-        let executor = args.executor.unwrap_or(if cuda_available { ExecutorKind::Cuda } else { ExecutorKind::Cpu });
         let precision = args.precision.unwrap_or(Precision::F64);
-        if matches!(executor, ExecutorKind::Mixed | ExecutorKind::CudaMixed) && precision == Precision::F32 {
-            bail!("--executor {} computes f64 results: use --precision f64", executor.name());
-        }
-        let cores = std::thread::available_parallelism().map_or(1, |t| t.get());
-        let threads = args.threads.unwrap_or(cores);
-        if threads == 0 {
-            bail!("--threads must be at least 1");
-        }
-        if let Some(d) = &args.devices {
-            if executor != ExecutorKind::Cuda {
-                bail!("--devices picks GPUs: it needs --executor cuda");
-            }
-            if d != "all" && (d.is_empty() || d.split(',').any(|x| x.trim().parse::<u32>().is_err())) {
-                bail!("--devices must be all or device ordinals separated by commas, such as 0,1 (got {d})");
-            }
-        }
+        let executor = backend(args.executor, args.threads, args.devices.as_deref(), cuda_available)?;
+        executor.check_precision(precision.name()).map_err(option_error)?;
+        executor.check().map_err(option_error)?;
         super::resources::check_steps(args.integrator.unwrap_or(IntegratorKind::Leapfrog), dt, t_end)?;
         let snapshot_every = args.snapshot_every.unwrap_or(t_end);
         positive("--snapshot-every", snapshot_every)?;
@@ -310,8 +299,6 @@ impl RunArgs {
             eps,
             executor,
             precision,
-            threads,
-            devices: args.devices.map(|d| d.split(',').map(str::trim).collect::<Vec<_>>().join(",")),
             out: args.out.unwrap_or_else(|| PathBuf::from("nbody-out")),
             snapshot_every,
             checkpoint_every,
@@ -327,6 +314,61 @@ impl RunSettings {
     /// The settings as TOML, readable back with `--config`.
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_default()
+    }
+}
+
+/// The backend of `--executor`, `--threads` and `--devices` (the last two are the
+/// older spellings of `cpu:THREADS` and `cuda:DEVICES`; given with a backend that says
+/// otherwise, they are an error, not a silent choice).
+pub(super) fn backend(
+    executor: Option<Backend>,
+    threads: Option<usize>,
+    devices: Option<&str>,
+    cuda: bool,
+) -> Result<Backend> {
+    let given = executor.is_some();
+    let gpu = Backend::Cuda { devices: Devices::One(0), arithmetic: Arithmetic::Native };
+    let b = executor.unwrap_or(if cuda { gpu } else { Backend::Cpu { threads: None } });
+    if threads == Some(0) {
+        bail!("--threads must be at least 1");
+    }
+    let mut b = b
+        .and_threads(threads)
+        .map_err(|_| anyhow::anyhow!("--threads and --executor disagree: give the threads once"))?;
+    if let Some(d) = devices {
+        let Backend::Cuda { arithmetic: Arithmetic::Native, devices: on } = &b else {
+            bail!("--devices picks GPUs: it needs --executor cuda");
+        };
+        let asked: Backend = format!("cuda:{d}").parse().map_err(|_| {
+            anyhow::anyhow!("--devices must be all or device ordinals separated by commas, such as 0,1 (got {d})")
+        })?;
+        if given && *on != Devices::One(0) && b != asked {
+            bail!("--devices {d} and --executor {b} disagree: give the devices once");
+        }
+        b = asked;
+    }
+    Ok(b)
+}
+
+/// Backends in TOML as their strings (`executor = "cpu:8"`).
+mod backend_string {
+    use super::Backend;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(b: &Option<Backend>, s: S) -> Result<S::Ok, S::Error> {
+        match b {
+            Some(b) => s.serialize_str(&b.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn serialize_one<S: Serializer>(b: &Backend, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&b.to_string())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Backend>, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map(Some).map_err(serde::de::Error::custom)
     }
 }
 

@@ -35,7 +35,7 @@ pub(super) trait Simulation {
 /// An executor that counts the interactions it is asked for, so rates are exact for
 /// every integrator (block steps, Runge-Kutta stages, diagnostics).
 pub(super) struct Counting<'e, T: Real> {
-    inner: &'e mut dyn Projecting<T>,
+    inner: Box<dyn Projecting<T> + 'e>,
     interactions: f64,
     /// Under MPI, every rank's sources: each call pulls this rank's targets towards all
     /// of them, though it passes only its own.
@@ -178,7 +178,7 @@ pub(super) struct Host<'e, T: Real> {
 
 impl<'e, T: Real> Host<'e, T> {
     /// A simulation of `state` advanced by `integrator` with forces from `exec`.
-    pub(super) fn new(state: State<T>, integrator: Box<dyn Integrator<T>>, exec: &'e mut dyn Projecting<T>) -> Self {
+    pub(super) fn new(state: State<T>, integrator: Box<dyn Integrator<T>>, exec: Box<dyn Projecting<T> + 'e>) -> Self {
         Self { state, integrator, exec: Counting { inner: exec, interactions: 0.0, all_sources: None }, steps: 0 }
     }
 

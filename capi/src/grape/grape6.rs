@@ -375,7 +375,7 @@ pub extern "C" fn g6_reset(id: i32) -> i32 {
             b.inputs = None;
             b.dirty.clear();
             #[cfg(feature = "cuda")]
-            if let (Some(d), Engine::Cuda(gpu)) = (&mut b.device, &mut b.engine) {
+            if let (Some(d), Some(gpu)) = (&mut b.device, b.engine.gpu()) {
                 d.clear(gpu).map_err(super::describe)?;
             }
             b.last = Err("no force was computed yet".into());
@@ -507,10 +507,7 @@ fn prepare(b: &Board, mut c: Call, a: &Args<'_>) -> Call {
 /// then serves every call).
 #[cfg(feature = "cuda")]
 fn device_j(engine: &mut Engine) -> DeviceJ {
-    match engine {
-        Engine::Cuda(gpu) => nbody_cuda::DeviceJMemory::new(gpu).ok(),
-        _ => None,
-    }
+    engine.gpu().and_then(|gpu| nbody_cuda::DeviceJMemory::new(gpu).ok())
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -593,8 +590,8 @@ fn forces_on_device(
     jerk: &mut [Jerk<f64>],
     neighbours: Option<&mut Neighbours<'_, f64>>,
 ) -> Result<(), String> {
-    match (&mut b.device, &mut b.engine) {
-        (Some(d), Engine::Cuda(gpu)) => {
+    match (&mut b.device, b.engine.gpu()) {
+        (Some(d), Some(gpu)) => {
             for &a in &b.dirty {
                 if let Some(p) = b.j[a as usize] {
                     let (x, m, v, a2, j, t) = (p.x, p.mass, p.v, p.a, p.j, p.t);

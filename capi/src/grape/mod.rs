@@ -5,89 +5,60 @@
 //! `include/grape6.h` and `include/grape5.h` (not in `nbody.h`: GRAPE codes bring
 //! their own declarations).
 //!
-//! Both run in double precision with G = 1 on the executor `NBODY_GRAPE_EXECUTOR`
-//! names: `cpu` (the default without CUDA; `NBODY_GRAPE_THREADS` threads, default every
-//! core), `mixed`, `cuda` / `cuda:N` (the default when the library has CUDA and finds a
-//! device), or `cuda-mixed` / `cuda-mixed:N` (the GPU's mixed-precision kernels). A failure (bad input, no device) is printed once to stderr as
+//! Both run in double precision with G = 1 on the backend `NBODY_GRAPE_EXECUTOR` names,
+//! in the registry's grammar (the command's `--executor` strings): `cpu` or `cpu:N`
+//! (the default without CUDA; without `:N`, `NBODY_GRAPE_THREADS` threads, default
+//! every core), `mixed`, `reference`, `cuda` / `cuda:N` (the default when the library
+//! has CUDA and finds a device), `cuda-mixed` / `cuda-mixed:N` (the GPU's
+//! mixed-precision kernels), or `cuda:0,1` / `cuda:all` (several GPUs as one executor;
+//! the device j-memory is then not used). A failure (bad input, no device) is printed once to stderr as
 //! `nbody grape: ...`, kept for `nbody_last_error`, and returned as -1 where the call
 //! returns an int; GRAPE's `void` calls report it at the next call that returns one.
 
 pub mod grape5;
 pub mod grape6;
 
+use nbody_backends::{Backend, Opened};
 use nbody_core::{Error, Executor};
-use nbody_cpu::{CpuExecutor, MixedExecutor, Parallelism};
 
-/// The executor behind a GRAPE interface (boxed: they differ in size).
-pub(crate) enum Engine {
-    Cpu(Box<CpuExecutor>),
-    Mixed(Box<MixedExecutor>),
-    #[cfg(feature = "cuda")]
-    Cuda(Box<nbody_cuda::CudaExecutor>),
-}
+/// The executor behind a GRAPE interface: a backend of the registry, opened once.
+pub(crate) struct Engine(Opened);
 
 impl Engine {
     /// The executor `NBODY_GRAPE_EXECUTOR` names (see the module docs).
     pub(crate) fn from_env() -> Result<Self, String> {
         let threads = match std::env::var("NBODY_GRAPE_THREADS") {
-            Ok(t) => t.trim().parse::<usize>().map_err(|_| format!("NBODY_GRAPE_THREADS={t}: not a thread count"))?,
-            Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            Ok(t) => Some(
+                t.trim().parse::<usize>().map_err(|_| format!("NBODY_GRAPE_THREADS={t}: not a thread count"))?.max(1),
+            ),
+            Err(_) => None,
         };
         let which = std::env::var("NBODY_GRAPE_EXECUTOR").unwrap_or_default();
-        match which.trim() {
-            "cpu" => Ok(Engine::Cpu(Box::new(CpuExecutor::new(Parallelism::threads(threads))))),
-            "mixed" => Ok(Engine::Mixed(Box::new(MixedExecutor::new(Parallelism::threads(threads))))),
-            "" => Ok(Self::default_device()
-                .unwrap_or_else(|| Engine::Cpu(Box::new(CpuExecutor::new(Parallelism::threads(threads)))))),
-            cuda if cuda.starts_with("cuda") => Self::cuda(cuda),
-            other => Err(format!("NBODY_GRAPE_EXECUTOR={other}: use cpu, mixed, cuda[:N] or cuda-mixed[:N]")),
-        }
+        let named = |b: Backend| match (b, threads) {
+            (b @ (Backend::Cpu { threads: None } | Backend::Mixed { threads: None }), Some(t)) => b.with_threads(t),
+            (b, _) => b,
+        };
+        let opened = match which.trim() {
+            "" => match "cuda".parse::<Backend>().map(|b| b.open()) {
+                Ok(Ok(gpu)) => Ok(gpu),
+                _ => named(Backend::Cpu { threads: None }).open(),
+            },
+            text => named(text.parse().map_err(|e| format!("NBODY_GRAPE_EXECUTOR: {e}"))?).open(),
+        };
+        opened.map(Engine).map_err(|e| format!("NBODY_GRAPE_EXECUTOR: {e}"))
     }
 
+    /// Its one GPU, where it runs on one (for the device j-memory).
     #[cfg(feature = "cuda")]
-    fn default_device() -> Option<Self> {
-        nbody_cuda::CudaExecutor::new().ok().map(|e| Engine::Cuda(Box::new(e)))
-    }
-
-    #[cfg(not(feature = "cuda"))]
-    fn default_device() -> Option<Self> {
-        None
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda(name: &str) -> Result<Self, String> {
-        // cuda-mixed[:N]: the same executor running its mixed-precision kernels.
-        let (mixed, plain) = match name.strip_prefix("cuda-mixed") {
-            Some(rest) => (true, format!("cuda{rest}")),
-            None => (false, name.to_owned()),
-        };
-        if plain != "cuda" && !plain.starts_with("cuda:") {
-            return Err(format!("NBODY_GRAPE_EXECUTOR={name}: use cpu, mixed, cuda[:N] or cuda-mixed[:N]"));
+    pub(crate) fn gpu(&mut self) -> Option<&mut nbody_cuda::CudaExecutor> {
+        match self.0.executor_mut() {
+            nbody_backends::Executor::Cuda(gpu) => Some(gpu.as_mut()),
+            _ => None,
         }
-        let ordinal = match plain.strip_prefix("cuda:") {
-            Some(n) => n.parse::<u32>().map_err(|_| format!("NBODY_GRAPE_EXECUTOR={name}: not a device number"))?,
-            None => 0,
-        };
-        let opened = if mixed {
-            nbody_cuda::CudaMixedExecutor::on_device(ordinal).map(nbody_cuda::CudaMixedExecutor::into_executor)
-        } else {
-            nbody_cuda::CudaExecutor::on_device(ordinal)
-        };
-        opened.map(|e| Engine::Cuda(Box::new(e))).map_err(|e| format!("{name}: {e}"))
-    }
-
-    #[cfg(not(feature = "cuda"))]
-    fn cuda(name: &str) -> Result<Self, String> {
-        Err(format!("NBODY_GRAPE_EXECUTOR={name}: this libnbody_c was built without CUDA"))
     }
 
     pub(crate) fn get(&mut self) -> &mut dyn Executor<f64> {
-        match self {
-            Engine::Cpu(e) => e.as_mut(),
-            Engine::Mixed(e) => e.as_mut(),
-            #[cfg(feature = "cuda")]
-            Engine::Cuda(e) => e.as_mut(),
-        }
+        self.0.f64()
     }
 }
 

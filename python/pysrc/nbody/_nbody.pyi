@@ -1,13 +1,15 @@
 """Type stubs of the compiled extension (see nbody/__init__.py)."""
 
-from typing import Literal, Optional, Tuple
+from typing import List, Literal, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
 
 __version__: str
 
-Executor = Literal["cpu", "mixed", "cuda", "reference"]
+# A backend string of the registry: "cpu", "cpu:8", "mixed", "mixed:8", "reference",
+# "cuda", "cuda:1", "cuda-mixed", "cuda-mixed:1", "cuda:0,1", "cuda:all".
+Executor = str
 Precision = Literal["f32", "f64"]
 FloatArray = npt.NDArray[np.floating]
 
@@ -28,6 +30,15 @@ def accelerations(
     strides. Results are float64 for precision "f64" and float32 for "f32". The GIL is
     released while the forces are computed. Bad input raises ValueError naming the
     argument and the index; a device failure raises RuntimeError."""
+
+def backends() -> List[str]:
+    """The backend strings this build and machine offer, as `executor=` takes them
+    (the command's --executor and the C ABI's nbody_open take the same).
+
+    >>> import nbody
+    >>> "cpu" in nbody.backends()
+    True
+    """
 
 def _rust_seconds(n: int, reps: int = 20, threads: int = 1, precision: Precision = "f64") -> float:
     """Seconds per call of the same computation timed inside Rust (benchmarks)."""
