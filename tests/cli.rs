@@ -299,3 +299,81 @@ fn ctrl_c_stops_after_the_current_step_and_still_writes_everything() {
     let snap = read_table(&out.join("snapshot-00001.npy")).unwrap();
     assert_eq!(snap.rows(), 512);
 }
+
+/// Starts `nbody` in `dir` with `args`, output piped.
+fn spawn(args: &[&str], dir: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_nbody"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn signal(child: &std::process::Child, sig: &str) {
+    assert!(Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap().success());
+}
+
+/// A second run into a folder that a run is writing is refused in one line naming the
+/// holder; a folder holding a finished run's outputs is refused unless --overwrite (which
+/// replaces them) or --resume.
+#[test]
+fn an_output_folder_belongs_to_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = spawn(&["--n", "512", "--t-end", "100000", "--quiet", "--executor", "cpu:1"], dir.path());
+    let out = dir.path().join("nbody-out");
+    let start = Instant::now();
+    while !out.join("settings.toml").exists() {
+        assert!(start.elapsed() < Duration::from_secs(120), "the run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = nbody(&["--n", "64", "--t-end", "0.01", "--seed", "2", "--quiet"], dir.path());
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("being written by another run") && err.contains(&format!("process {}", first.id())), "{err}");
+    signal(&first, "-TERM");
+    assert_eq!(first.wait_with_output().unwrap().status.code(), Some(130));
+    let settings = std::fs::read_to_string(out.join("settings.toml")).unwrap();
+    assert!(settings.contains("seed = 1"), "the refused run wrote into the folder:\n{settings}");
+
+    let o = nbody(&["--n", "64", "--t-end", "0.01", "--seed", "2", "--quiet"], dir.path());
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("holds another run's outputs") && err.contains("--overwrite"), "{err}");
+    let o = nbody(&["--n", "64", "--t-end", "0.01", "--seed", "2", "--quiet", "--overwrite"], dir.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let settings = std::fs::read_to_string(out.join("settings.toml")).unwrap();
+    assert!(settings.contains("seed = 2"), "{settings}");
+    let snapshots = std::fs::read_dir(&out).unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok());
+    let snapshots: Vec<String> = snapshots.filter(|n| n.starts_with("snapshot-")).collect();
+    assert_eq!(snapshots.len(), 2, "only this run's start and end: {snapshots:?}");
+}
+
+/// SIGTERM asks for a stop after the current step; a second SIGTERM ends the run at
+/// once, even in the middle of a step that would take far longer.
+#[test]
+fn a_second_sigterm_stops_a_long_step_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // The reference loops on 40,000 bodies: each force call takes many seconds.
+    let args = ["--n", "40000", "--t-end", "1", "--quiet", "--executor", "reference"];
+    let child = spawn(&args, dir.path());
+    let out = dir.path().join("nbody-out");
+    let start = Instant::now();
+    while !out.join("settings.toml").exists() {
+        assert!(start.elapsed() < Duration::from_secs(120), "the run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(&child, "-TERM");
+    std::thread::sleep(Duration::from_millis(200));
+    let asked = Instant::now();
+    signal(&child, "-TERM");
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(asked.elapsed() < Duration::from_secs(10), "took {:?} after the second SIGTERM", asked.elapsed());
+    let names = std::fs::read_dir(&out).unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok());
+    for name in names {
+        assert!(!name.starts_with(".tmp"), "half-written file {name} left behind");
+    }
+}

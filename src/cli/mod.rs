@@ -14,6 +14,7 @@ pub mod checkpoint;
 mod drive;
 pub mod executors;
 pub mod files;
+pub mod folder;
 pub mod fuzz;
 pub mod info;
 mod outputs;

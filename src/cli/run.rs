@@ -5,6 +5,7 @@
 use super::drive::drive;
 use super::executors::{open, option_error, Backend, CliReal, Opened};
 use super::files::{particles, read_table, write_atomic};
+use super::folder::Claim;
 use super::settings::{InitialConditions, IntegratorKind, RunArgs, RunSettings};
 use super::sim::{Host, Simulation};
 use super::team::{ReportedElsewhere, Team};
@@ -24,8 +25,23 @@ use std::sync::Arc;
 /// `team`, each owning a contiguous share of the particles; rank 0 reads and writes the
 /// files and prints.
 pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
+    // Ctrl-C and SIGTERM from the start: the first asks the run to stop (before its
+    // first step, or after the current one, writing everything); a second ends the
+    // process at once (every output is written to a temporary name and renamed, so
+    // nothing is left half-written).
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        // Fails only if a handler is already set (a second run in one process): keep it.
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        });
+    }
     // --resume DIR: the settings, the loop and the system come from DIR's newest valid
     // checkpoint; the run continues where it was, writing into DIR.
+    let args_overwrite = args.overwrite;
     let (args, resume) = match &args.resume {
         Some(dir) => {
             if team.size() > 1 {
@@ -36,6 +52,7 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
             let mut from = RunArgs::from_toml(&saved.settings).with_context(|| format!("{}", path.display()))?;
             from.out = Some(dir.clone());
             from.quiet = args.quiet;
+            from.overwrite = false;
             (from, Some(saved))
         }
         None => (args, None),
@@ -62,6 +79,13 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
     if s.ic != InitialConditions::File || resume.is_some() {
         check_memory(&s, s.n, &mut opened)?;
     }
+    // The output folder is this run's until it ends: locked, and not another run's.
+    let claim = match (resume.is_some(), args_overwrite) {
+        (true, _) => Claim::Resume,
+        (false, true) => Claim::Overwrite,
+        (false, false) => Claim::Fresh,
+    };
+    let _claimed = team.on_root(|| super::folder::claim(&s.out, claim))?;
     // Rank 0 owns the files: it builds the system, every rank receives it and keeps its
     // share. A resumed run takes its system from the checkpoint instead.
     let rows = if resume.is_some() {
@@ -81,6 +105,13 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
     if s.pixels_auto {
         s.pixels = super::settings::default_pixels(s.n);
     }
+    if team.any(stop.load(Ordering::SeqCst)) {
+        team.on_root(|| {
+            eprintln!("stopped before the first step: nothing written");
+            Ok(())
+        })?;
+        return Ok(ExitCode::from(130));
+    }
     team.on_root(|| {
         println!("nbody {} run", env!("CARGO_PKG_VERSION"));
         for line in s.to_toml().lines() {
@@ -94,19 +125,12 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
                 s.n.div_ceil(team.size())
             );
         }
-        std::fs::create_dir_all(&s.out).with_context(|| format!("creating the output folder {}", s.out.display()))?;
         write_atomic(&s.out.join("settings.toml"), |w| w.write_all(s.to_toml().as_bytes()))
     })?;
     let (pos, vel): System = rows[team.share(rows.len())]
         .iter()
         .map(|r| (Particle::new(r[0], r[1], r[2], r[3]), Velocity::new(r[4], r[5], r[6])))
         .unzip();
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        // Fails only if a handler is already set (a second run in one process): keep it.
-        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
-    }
     let interrupted = match s.precision {
         Precision::F32 => evolve::<f32>(&s, convert(&pos, &vel), &stop, opened, team, resume)?,
         Precision::F64 => evolve::<f64>(&s, convert(&pos, &vel), &stop, opened, team, resume)?,

@@ -125,6 +125,11 @@ pub struct RunArgs {
     #[arg(long)]
     #[serde(skip)]
     pub quiet: bool,
+    /// Replace the outputs of another run found in --out (a run refuses a folder that
+    /// holds another run's outputs otherwise).
+    #[arg(long, conflicts_with = "resume")]
+    #[serde(skip)]
+    pub overwrite: bool,
 }
 
 /// Every setting of a run, resolved and checked.
@@ -215,6 +220,7 @@ impl RunArgs {
             resume: self.resume,
             pixels: self.pixels.or(file.pixels),
             quiet: self.quiet,
+            overwrite: self.overwrite,
         }
     }
 
