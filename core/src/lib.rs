@@ -35,6 +35,7 @@ extern crate alloc;
 
 mod error;
 mod executor;
+pub mod forward;
 pub mod kernel;
 pub mod layout;
 pub mod neighbours;

@@ -192,11 +192,17 @@ impl<E: ?Sized> core::ops::DerefMut for OnHost<E> {
     }
 }
 
-crate::executor::forward_executor!(
-    /// Forces come from the executor inside.
-    #[cfg(feature = "alloc")]
-    OnHost<E>
-);
+/// Forces come from the executor inside.
+#[cfg(feature = "alloc")]
+impl<E: ?Sized> crate::forward::Forward for OnHost<E> {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        &self.exec
+    }
+    fn inner_mut(&mut self) -> &mut E {
+        &mut self.exec
+    }
+}
 
 #[cfg(feature = "alloc")]
 impl<T: Real, E: Executor<T>> Resident<T> for OnHost<E> {

@@ -17,9 +17,9 @@
 //! blocks of 256, 1.2e-4 unsorted; 9e-8 with the low parts, sorted or not).
 
 use crate::{CudaExecutor, DeviceReal};
-use nbody_core::neighbours::Neighbours;
+use nbody_core::forward::Forward;
 use nbody_core::projection::Projection;
-use nbody_core::{validate, Bodies, Error, Executor, Field, InteractionList, Jerk, Params, Particle};
+use nbody_core::{validate, Error, Executor, Params, Particle};
 
 impl CudaExecutor {
     /// The kernel family that runs calls in `T`: `"mixed"` for f64 on a mixed executor.
@@ -161,58 +161,23 @@ impl CudaMixedExecutor {
     }
 }
 
-/// Every hook is the CUDA executor's underneath, which runs the mixed kernels for f64
-/// and refuses systems wider than [`validate::MIXED_MAX_EXTENT`].
-impl Executor<f64> for CudaMixedExecutor {
-    fn name(&self) -> &'static str {
-        "cuda-mixed"
+/// Every door and hook is the CUDA executor's underneath (through [`Forward`], so none
+/// can be missed), which runs the mixed kernels for f64 and refuses systems wider than
+/// [`validate::MIXED_MAX_EXTENT`]. The wrapper is an executor for f64 only.
+impl Forward for CudaMixedExecutor {
+    // As a trait object of f64 only: the wrapper has no f32 calls.
+    type Inner = dyn Executor<f64>;
+
+    fn inner(&self) -> &Self::Inner {
+        &self.gpu
     }
 
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<f64>],
-        sources: &[Particle<f64>],
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-    ) -> Result<(), Error> {
-        // SAFETY: the same call, the same contract.
-        unsafe { self.gpu.accelerations_unchecked(targets, sources, params, out) }
+    fn inner_mut(&mut self) -> &mut Self::Inner {
+        &mut self.gpu
     }
 
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, f64>,
-        sources: Bodies<'_, f64>,
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-        jerk: &mut [Jerk<f64>],
-    ) -> Result<(), Error> {
-        // SAFETY: the same call, the same contract.
-        unsafe { self.gpu.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
-    }
-
-    unsafe fn accelerations_jerk_neighbours_unchecked(
-        &mut self,
-        targets: Bodies<'_, f64>,
-        sources: Bodies<'_, f64>,
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-        jerk: &mut [Jerk<f64>],
-        neighbours: &mut Neighbours<'_, f64>,
-    ) -> Result<(), Error> {
-        // SAFETY: the same call, the same contract.
-        unsafe { self.gpu.accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours) }
-    }
-
-    unsafe fn accelerations_batch_unchecked(
-        &mut self,
-        particles: &[Particle<f64>],
-        list: &InteractionList<'_>,
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-    ) -> Result<(), Error> {
-        // SAFETY: the same call, the same contract.
-        unsafe { self.gpu.accelerations_batch_unchecked(particles, list, params, out) }
+    fn own_name(&self) -> Option<&'static str> {
+        Some("cuda-mixed")
     }
 }
 

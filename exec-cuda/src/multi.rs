@@ -13,6 +13,7 @@ use crate::memory::{alloc, download, upload_padded};
 use crate::pipeline::Marker;
 use crate::{CudaExecutor, DeviceFields, DeviceReal, SOURCE_PAD};
 use cust::memory::{CopyDestination, DeviceBuffer, LockedBuffer};
+use nbody_core::neighbours::{Neighbours, Within};
 use nbody_core::projection::Projection;
 use nbody_core::resident::{Owner, Resident};
 use nbody_core::{
@@ -362,6 +363,64 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
         for (r, (piece, jpiece)) in pieces.iter().zip(results) {
             out[r.clone()].copy_from_slice(&piece);
             jerk[r.clone()].copy_from_slice(&jpiece);
+        }
+        Ok(())
+    }
+
+    /// As [`Executor::accelerations_jerk_unchecked`], each device finding its targets'
+    /// neighbours in its own force pass (on copies of its share of the buffers).
+    unsafe fn accelerations_jerk_neighbours_unchecked(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        neighbours: &mut Neighbours<'_, T>,
+    ) -> Result<(), Error> {
+        if self.lanes.len() == 1 {
+            let ordinal = self.lanes[0].ordinal;
+            // SAFETY: the same call, the same contract.
+            let r = unsafe {
+                self.lanes[0]
+                    .exec
+                    .accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours)
+            };
+            return r.map_err(on_device(ordinal));
+        }
+        let n = targets.pos.len();
+        let pieces = self.split(n);
+        let offset = neighbours.index_offset;
+        let (nearest, within) = (&*neighbours.nearest, neighbours.within.as_ref());
+        let results = self.each(|k, exec| {
+            let r = pieces[k].clone();
+            let (mut piece, mut jpiece) = (out[r.clone()].to_vec(), jerk[r.clone()].to_vec());
+            let mut near = nearest[r.clone()].to_vec();
+            let mut lists = within
+                .map(|w| (w.counts[r.clone()].to_vec(), w.indices[r.start * w.capacity..r.end * w.capacity].to_vec()));
+            let mut mine = Neighbours {
+                nearest: &mut near,
+                within: match (&mut lists, within) {
+                    (Some((counts, indices)), Some(w)) => {
+                        Some(Within { radius2: &w.radius2[r.clone()], capacity: w.capacity, indices, counts })
+                    }
+                    _ => None,
+                },
+                index_offset: offset,
+            };
+            let p = params.with_overlap(params.overlap.restrict_targets(n, r.clone()));
+            let t = Bodies { pos: &targets.pos[r.clone()], vel: &targets.vel[r] };
+            exec.accelerations_jerk_neighbours(t, sources, &p, &mut piece, &mut jpiece, &mut mine)?;
+            Ok((piece, jpiece, near, lists))
+        })?;
+        for (r, (piece, jpiece, near, lists)) in pieces.iter().zip(results) {
+            out[r.clone()].copy_from_slice(&piece);
+            jerk[r.clone()].copy_from_slice(&jpiece);
+            neighbours.nearest[r.clone()].copy_from_slice(&near);
+            if let (Some(w), Some((counts, indices))) = (neighbours.within.as_mut(), lists) {
+                w.counts[r.clone()].copy_from_slice(&counts);
+                w.indices[r.start * w.capacity..r.end * w.capacity].copy_from_slice(&indices);
+            }
         }
         Ok(())
     }

@@ -1,8 +1,9 @@
 //! What `nbody run` drives: a system with an integrator and an executor behind one
 //! object-safe interface, so the run loop is written once for every combination.
 
+use nbody_core::forward::{Call, Forward};
 use nbody_core::projection::{Project, Projecting, Projection};
-use nbody_core::{Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Params, Particle, Real};
+use nbody_core::{Error, Particle, Real};
 use nbody_integrators::{Checkpoint, Diagnostics, Integrator, State, Words};
 
 /// One row of a snapshot: x, y, z, m, vx, vy, vz.
@@ -42,123 +43,27 @@ pub(super) struct Counting<'e, T: Real> {
     all_sources: Option<usize>,
 }
 
-impl<T: Real> Counting<'_, T> {
-    fn count(&mut self, targets: usize, sources: usize) {
-        self.interactions += targets as f64 * self.all_sources.unwrap_or(sources) as f64;
-    }
-}
+/// Every door and hook reaches the inner executor's own (MPI's collective doors, a
+/// GPU's neighbour search), counted on the way.
+impl<'e, T: Real> Forward for Counting<'e, T> {
+    type Inner = dyn Projecting<T> + 'e;
 
-/// Forwards the doors (the inner executor may override them, as MPI's do) and the
-/// hooks, counting the interactions each door asks for.
-impl<T: Real> Executor<T> for Counting<'_, T> {
-    fn name(&self) -> &'static str {
-        self.inner.name()
+    fn inner(&self) -> &Self::Inner {
+        self.inner.as_ref()
     }
 
-    fn accelerations(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.count(targets.len(), sources.len());
-        self.inner.accelerations(targets, sources, params, out)
+    fn inner_mut(&mut self) -> &mut Self::Inner {
+        self.inner.as_mut()
     }
 
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.count(targets.len(), sources.len());
-        // SAFETY: the same call, the same contract.
-        unsafe { self.inner.accelerations_unchecked(targets, sources, params, out) }
-    }
-
-    fn accelerations_jerk(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
-        self.count(targets.pos.len(), sources.pos.len());
-        self.inner.accelerations_jerk(targets, sources, params, out, jerk)
-    }
-
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
-        self.count(targets.pos.len(), sources.pos.len());
-        // SAFETY: the same call, the same contract.
-        unsafe { self.inner.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
-    }
-
-    fn accelerations_snap(
-        &mut self,
-        targets: Kinematics<'_, T>,
-        sources: Kinematics<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        snap: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
-        self.count(targets.pos.len(), sources.pos.len());
-        self.inner.accelerations_snap(targets, sources, params, out, jerk, snap)
-    }
-
-    unsafe fn accelerations_snap_unchecked(
-        &mut self,
-        targets: Kinematics<'_, T>,
-        sources: Kinematics<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        snap: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
-        self.count(targets.pos.len(), sources.pos.len());
-        // SAFETY: the same call, the same contract.
-        unsafe { self.inner.accelerations_snap_unchecked(targets, sources, params, out, jerk, snap) }
-    }
-
-    fn accelerations_batch(
-        &mut self,
-        particles: &[Particle<T>],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.interactions += list.interactions() as f64;
-        self.inner.accelerations_batch(particles, list, params, out)
-    }
-
-    unsafe fn accelerations_batch_unchecked(
-        &mut self,
-        particles: &[Particle<T>],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.interactions += list.interactions() as f64;
-        // SAFETY: the same call, the same contract.
-        unsafe { self.inner.accelerations_batch_unchecked(particles, list, params, out) }
-    }
-
-    fn combine_min(&mut self, x: f64) -> f64 {
-        self.inner.combine_min(x)
-    }
-
-    fn combine_sum(&mut self, values: &mut [f64]) {
-        self.inner.combine_sum(values)
+    fn before(&mut self, call: &Call<'_>) {
+        self.interactions += match (*call, self.all_sources) {
+            (Call::Batch { .. }, _) | (_, None) => call.interactions() as f64,
+            (
+                Call::Accelerations { targets, .. } | Call::Jerk { targets, .. } | Call::Snap { targets, .. },
+                Some(all),
+            ) => targets as f64 * all as f64,
+        };
     }
 }
 
@@ -514,4 +419,37 @@ impl Simulation for Gathered<'_> {
             reason: "runs across ranks write no checkpoints yet",
         })
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Counting;
+    use nbody_conformance::wrappers::{every_door_reaches, Probe};
+
+    /// The run loop's counter reaches the executor's own hook at every door (a device's
+    /// neighbour search, MPI's collective doors) and counts what each asks for.
+    #[test]
+    fn counting_reaches_every_hook_and_counts() {
+        let probe = Probe::default();
+        let log = probe.log.clone();
+        let mut counting = Counting { inner: Box::new(ProbeMaps(probe)), interactions: 0.0, all_sources: None };
+        every_door_reaches(&mut counting, &log).unwrap();
+        // Four calls of 6 x 6 and two batches of 6 x 6.
+        assert_eq!(counting.interactions, 6.0 * 36.0);
+    }
+
+    /// The probe with the plain density map, as the command's executors all have one.
+    struct ProbeMaps(Probe);
+
+    impl nbody_core::forward::Forward for ProbeMaps {
+        type Inner = Probe;
+        fn inner(&self) -> &Probe {
+            &self.0
+        }
+        fn inner_mut(&mut self) -> &mut Probe {
+            &mut self.0
+        }
+    }
+
+    impl nbody_core::projection::Project<f64> for ProbeMaps {}
 }

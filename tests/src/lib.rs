@@ -27,6 +27,7 @@ pub mod fuzz;
 mod gen;
 mod neighbours;
 mod snap;
+pub mod wrappers;
 
 pub use gen::Case;
 pub use libtest_mimic::{self, Arguments, Failed, Trial};

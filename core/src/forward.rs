@@ -1,0 +1,276 @@
+//! Wrappers by construction: an executor that wraps another implements [`Forward`]
+//! (which executor is inside, and optionally what to do before each call), and every
+//! door and hook of [`Executor`] is forwarded for it by one blanket implementation. A
+//! wrapper therefore cannot lose a device path by forgetting an entry point: whatever
+//! the inner executor overrides (its neighbour search, its batched kernel), the wrapper
+//! reaches.
+
+use crate::executor::{Bodies, Executor, InteractionList, Kinematics};
+use crate::neighbours::Neighbours;
+use crate::{Error, Field, Jerk, Params, Particle, Real};
+
+/// What a call asks for, as a wrapper's [`Forward::before`] sees it.
+#[derive(Clone, Copy, Debug)]
+pub enum Call<'a> {
+    /// Acceleration (and potential).
+    Accelerations {
+        /// Targets.
+        targets: usize,
+        /// Sources.
+        sources: usize,
+    },
+    /// With the jerk; `neighbours` when the call finds neighbours too.
+    Jerk {
+        /// Targets.
+        targets: usize,
+        /// Sources.
+        sources: usize,
+        /// Whether neighbours are found in the same pass.
+        neighbours: bool,
+    },
+    /// With the jerk and the snap.
+    Snap {
+        /// Targets.
+        targets: usize,
+        /// Sources.
+        sources: usize,
+    },
+    /// A batched interaction list over `particles` particles.
+    Batch {
+        /// Particles the list indexes.
+        particles: usize,
+        /// The list (its interactions are counted only by a wrapper that asks).
+        list: &'a InteractionList<'a>,
+    },
+}
+
+impl Call<'_> {
+    /// Pair interactions the call computes.
+    ///
+    /// ```
+    /// use nbody_core::forward::Call;
+    /// assert_eq!(Call::Accelerations { targets: 3, sources: 4 }.interactions(), 12);
+    /// ```
+    pub fn interactions(&self) -> usize {
+        match *self {
+            Call::Accelerations { targets, sources }
+            | Call::Jerk { targets, sources, .. }
+            | Call::Snap { targets, sources } => targets * sources,
+            Call::Batch { list, .. } => list.interactions(),
+        }
+    }
+}
+
+/// An executor that wraps another: every door and hook of [`Executor`] goes to
+/// [`Forward::inner_mut`], after [`Forward::before`] has seen the call. The wrapper is
+/// an `Executor<T>` for every `T` its inner executor is one for.
+///
+/// ```
+/// use nbody_core::forward::{Call, Forward};
+/// use nbody_core::{Executor, Field, Params, Particle, Reference};
+///
+/// /// Counts the pair interactions asked of the executor inside.
+/// struct Counted<E> { inner: E, pairs: usize }
+///
+/// impl<E> Forward for Counted<E> {
+///     type Inner = E;
+///     fn inner(&self) -> &E { &self.inner }
+///     fn inner_mut(&mut self) -> &mut E { &mut self.inner }
+///     fn before(&mut self, call: &Call<'_>) { self.pairs += call.interactions(); }
+/// }
+///
+/// let mut e = Counted { inner: Reference, pairs: 0 };
+/// let ps = [Particle::new(0.0, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+/// let mut out = [Field::zero(); 2];
+/// e.accelerations(&ps, &ps, &Params::softened(0.1).with_overlap_identical(), &mut out)?;
+/// assert_eq!((e.pairs, Executor::<f64>::name(&e)), (4, "reference"));
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+pub trait Forward {
+    /// The executor inside (an `Executor<T>` for every `T` the wrapper serves).
+    type Inner: ?Sized;
+
+    /// The executor inside.
+    fn inner(&self) -> &Self::Inner;
+
+    /// The executor inside, to call.
+    fn inner_mut(&mut self) -> &mut Self::Inner;
+
+    /// Sees every call (door or hook) before it is forwarded. Default: nothing.
+    fn before(&mut self, call: &Call<'_>) {
+        let _ = call;
+    }
+
+    /// The name the wrapper reports, where it has its own (default: the inner
+    /// executor's).
+    fn own_name(&self) -> Option<&'static str> {
+        None
+    }
+}
+
+impl<T: Real, W: Forward + ?Sized> Executor<T> for W
+where
+    W::Inner: Executor<T>,
+{
+    fn name(&self) -> &'static str {
+        self.own_name().unwrap_or_else(|| self.inner().name())
+    }
+
+    fn accelerations(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Accelerations { targets: targets.len(), sources: sources.len() });
+        self.inner_mut().accelerations(targets, sources, params, out)
+    }
+
+    unsafe fn accelerations_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Accelerations { targets: targets.len(), sources: sources.len() });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().accelerations_unchecked(targets, sources, params, out) }
+    }
+
+    fn accelerations_jerk(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Jerk { targets: targets.pos.len(), sources: sources.pos.len(), neighbours: false });
+        self.inner_mut().accelerations_jerk(targets, sources, params, out, jerk)
+    }
+
+    unsafe fn accelerations_jerk_unchecked(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Jerk { targets: targets.pos.len(), sources: sources.pos.len(), neighbours: false });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+    }
+
+    fn accelerations_jerk_neighbours(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        neighbours: &mut Neighbours<'_, T>,
+    ) -> Result<(), Error> {
+        self.before(&Call::Jerk { targets: targets.pos.len(), sources: sources.pos.len(), neighbours: true });
+        self.inner_mut().accelerations_jerk_neighbours(targets, sources, params, out, jerk, neighbours)
+    }
+
+    unsafe fn accelerations_jerk_neighbours_unchecked(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        neighbours: &mut Neighbours<'_, T>,
+    ) -> Result<(), Error> {
+        self.before(&Call::Jerk { targets: targets.pos.len(), sources: sources.pos.len(), neighbours: true });
+        // SAFETY: the same call, the same contract.
+        unsafe {
+            self.inner_mut().accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours)
+        }
+    }
+
+    fn accelerations_snap(
+        &mut self,
+        targets: Kinematics<'_, T>,
+        sources: Kinematics<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        snap: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Snap { targets: targets.pos.len(), sources: sources.pos.len() });
+        self.inner_mut().accelerations_snap(targets, sources, params, out, jerk, snap)
+    }
+
+    unsafe fn accelerations_snap_unchecked(
+        &mut self,
+        targets: Kinematics<'_, T>,
+        sources: Kinematics<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        snap: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Snap { targets: targets.pos.len(), sources: sources.pos.len() });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().accelerations_snap_unchecked(targets, sources, params, out, jerk, snap) }
+    }
+
+    fn accelerations_batch(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Batch { particles: particles.len(), list });
+        self.inner_mut().accelerations_batch(particles, list, params, out)
+    }
+
+    unsafe fn accelerations_batch_unchecked(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Batch { particles: particles.len(), list });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().accelerations_batch_unchecked(particles, list, params, out) }
+    }
+
+    fn combine_min(&mut self, x: f64) -> f64 {
+        self.inner_mut().combine_min(x)
+    }
+
+    fn combine_sum(&mut self, values: &mut [f64]) {
+        self.inner_mut().combine_sum(values)
+    }
+}
+
+/// `&mut E` is an executor wherever `E` is.
+impl<E: ?Sized> Forward for &mut E {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        self
+    }
+    fn inner_mut(&mut self) -> &mut E {
+        self
+    }
+}
+
+/// A boxed executor (`Box<dyn Executor<T>>`, chosen at run time) is an executor.
+#[cfg(feature = "alloc")]
+impl<E: ?Sized> Forward for alloc::boxed::Box<E> {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        self
+    }
+    fn inner_mut(&mut self) -> &mut E {
+        self
+    }
+}

@@ -1,0 +1,145 @@
+//! Wrappers reach the executor inside: a [`Probe`] overrides every hook and records
+//! which ones ran; [`every_door_reaches`] calls each door of a wrapper around a probe
+//! and fails when a call ended anywhere but the probe's own hook for it (the trait's
+//! default host loops, say, instead of a device's neighbour search).
+
+use nbody_core::neighbours::{Nearest, Neighbours};
+use nbody_core::{
+    Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Pair, Params, Particle, Reference, Span,
+    Velocity,
+};
+use std::sync::{Arc, Mutex};
+
+/// The hooks a probe saw, in order.
+pub type Log = Arc<Mutex<Vec<&'static str>>>;
+
+/// An executor that overrides every hook, records it, and computes with the reference.
+#[derive(Debug, Default, Clone)]
+pub struct Probe {
+    /// The hooks reached so far.
+    pub log: Log,
+}
+
+impl Probe {
+    fn saw(&self, hook: &'static str) {
+        self.log.lock().expect("probe log").push(hook);
+    }
+}
+
+impl Executor<f64> for Probe {
+    fn name(&self) -> &'static str {
+        "probe"
+    }
+
+    unsafe fn accelerations_unchecked(
+        &mut self,
+        targets: &[Particle<f64>],
+        sources: &[Particle<f64>],
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+    ) -> Result<(), Error> {
+        self.saw("accelerations");
+        // SAFETY: our caller met the contract, which is the reference's too.
+        unsafe { Reference.accelerations_unchecked(targets, sources, params, out) }
+    }
+
+    unsafe fn accelerations_jerk_unchecked(
+        &mut self,
+        targets: Bodies<'_, f64>,
+        sources: Bodies<'_, f64>,
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+    ) -> Result<(), Error> {
+        self.saw("jerk");
+        // SAFETY: as above.
+        unsafe { Reference.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+    }
+
+    unsafe fn accelerations_jerk_neighbours_unchecked(
+        &mut self,
+        targets: Bodies<'_, f64>,
+        sources: Bodies<'_, f64>,
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+        neighbours: &mut Neighbours<'_, f64>,
+    ) -> Result<(), Error> {
+        self.saw("neighbours");
+        // SAFETY: as above.
+        unsafe { Reference.accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours) }
+    }
+
+    unsafe fn accelerations_snap_unchecked(
+        &mut self,
+        targets: Kinematics<'_, f64>,
+        sources: Kinematics<'_, f64>,
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+        snap: &mut [Jerk<f64>],
+    ) -> Result<(), Error> {
+        self.saw("snap");
+        // SAFETY: as above.
+        unsafe { Reference.accelerations_snap_unchecked(targets, sources, params, out, jerk, snap) }
+    }
+
+    unsafe fn accelerations_batch_unchecked(
+        &mut self,
+        particles: &[Particle<f64>],
+        list: &InteractionList<'_>,
+        params: &Params<f64>,
+        out: &mut [Field<f64>],
+    ) -> Result<(), Error> {
+        self.saw("batch");
+        // SAFETY: as above.
+        unsafe { Reference.accelerations_batch_unchecked(particles, list, params, out) }
+    }
+}
+
+/// Calls every door of `wrapper` (made around `probe`) once and checks that each call
+/// reached exactly the probe's own hook for it, in order, and gave the reference's
+/// answer. Returns a message naming the first door that went elsewhere.
+///
+/// ```
+/// use nbody_conformance::wrappers::{every_door_reaches, Probe};
+/// let probe = Probe::default();
+/// let log = probe.log.clone();
+/// every_door_reaches(Box::new(probe), &log).unwrap();
+/// ```
+pub fn every_door_reaches(mut wrapper: impl Executor<f64>, log: &Log) -> Result<(), String> {
+    let n = 6;
+    let pos: Vec<Particle<f64>> =
+        (0..n).map(|i| Particle::new(i as f64, 0.5 * (i as f64).sin(), -0.25 * i as f64, 1.0 + i as f64)).collect();
+    let vel: Vec<Velocity<f64>> = (0..n).map(|i| Velocity::new(0.1 * i as f64, 0.0, -0.2)).collect();
+    let acc: Vec<Field<f64>> = (0..n).map(|i| Field::new(0.3, -0.1 * i as f64, 0.0, 0.0)).collect();
+    let p = Params::softened(0.05).with_overlap_identical();
+    let body = Bodies { pos: &pos, vel: &vel };
+    let kin = Kinematics { pos: &pos, vel: &vel, acc: &acc };
+    let mut out = vec![Field::zero(); n];
+    let (mut jerk, mut snap) = (vec![Jerk::zero(); n], vec![Jerk::zero(); n]);
+    let mut nearest = vec![Nearest::none(); n];
+    let mut nb = Neighbours { nearest: &mut nearest, within: None, index_offset: 0 };
+    let pairs = [Pair { targets: Span::new(0, n as u32), sources: Span::new(0, 1) }];
+    let spans = [Span::new(0, n as u32)];
+    let list = InteractionList { pairs: &pairs, source_spans: &spans };
+    let e = |door: &str, r: Result<(), Error>| r.map_err(|e| format!("{door}: {e}"));
+    e("accelerations", wrapper.accelerations(&pos, &pos, &p, &mut out))?;
+    e("jerk", wrapper.accelerations_jerk(body, body, &p, &mut out, &mut jerk))?;
+    e("neighbours", wrapper.accelerations_jerk_neighbours(body, body, &p, &mut out, &mut jerk, &mut nb))?;
+    e("snap", wrapper.accelerations_snap(kin, kin, &p, &mut out, &mut jerk, &mut snap))?;
+    e("batch", wrapper.accelerations_batch(&pos, &list, &p, &mut out))?;
+    let seen = log.lock().map_err(|_| "probe log poisoned".to_owned())?.clone();
+    let want = ["accelerations", "jerk", "neighbours", "snap", "batch"];
+    if seen != want {
+        return Err(format!("{}: the doors reached {seen:?}, not the probe's own hooks {want:?}", wrapper.name()));
+    }
+    let mut reference = vec![Field::zero(); n];
+    Reference.accelerations_batch(&pos, &list, &p, &mut reference).map_err(|e| e.to_string())?;
+    let mut again = vec![Field::zero(); n];
+    wrapper.accelerations_batch(&pos, &list, &p, &mut again).map_err(|e| e.to_string())?;
+    if again != reference {
+        return Err(format!("{}: the batch differs from the reference", wrapper.name()));
+    }
+    Ok(())
+}
