@@ -27,6 +27,7 @@ pub use nbody_core::{
     Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Reference, Span,
     Velocity,
 };
+pub use nbody_backends as backends;
 pub use nbody_cpu as cpu;
 #[cfg(feature = "cuda")]
 pub use nbody_cuda as cuda;
@@ -43,3 +44,13 @@ pub mod tree;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The examples of docs/executors-and-integrators.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/executors-and-integrators.md")]
+pub struct ExecutorDocDoctests;
+
+/// The examples of docs/tree-and-fmm.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tree-and-fmm.md")]
+pub struct TreeDocDoctests;
