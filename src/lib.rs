@@ -22,12 +22,12 @@
 
 #![warn(missing_docs)]
 
+pub use nbody_backends as backends;
 pub use nbody_core as core;
 pub use nbody_core::{
     Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Reference, Span,
     Velocity,
 };
-pub use nbody_backends as backends;
 pub use nbody_cpu as cpu;
 #[cfg(feature = "cuda")]
 pub use nbody_cuda as cuda;
