@@ -385,6 +385,18 @@ impl Backend {
         Ok(())
     }
 
+    /// What a front end checks before any work, for calls in `precision` (`"f32"` or
+    /// `"f64"`): [`Backend::check_precision`], then [`Backend::check`].
+    ///
+    /// ```
+    /// let b: nbody_backends::Backend = "mixed:1".parse().unwrap();
+    /// assert!(b.check_for("f64").is_ok() && b.check_for("f32").is_err());
+    /// ```
+    pub fn check_for(&self, precision: &'static str) -> Result<(), BackendError> {
+        self.check_precision(precision)?;
+        self.check()
+    }
+
     /// Opens the executor: both precisions through [`Opened::get`].
     ///
     /// ```

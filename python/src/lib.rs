@@ -68,7 +68,7 @@ fn backend<T: PyReal>(executor: &str, threads: Option<usize>) -> PyResult<Backen
         return Err(value_error("threads must be at least 1"));
     }
     let b = executor.parse::<Backend>().and_then(|b| b.and_threads(threads)).map_err(backend_error)?;
-    b.check_precision(T::NAME).and_then(|()| b.check()).map_err(backend_error)?;
+    b.check_for(T::NAME).map_err(backend_error)?;
     Ok(b)
 }
 

@@ -1,6 +1,6 @@
 //! `nbody accel`: the kernel on particle files, for users of other languages.
 
-use super::executors::{host_executor, option_error, Backend, CliReal};
+use super::executors::{host_executor, Backend, CliReal};
 use super::files::{particles, read_table, write_table};
 use super::Precision;
 use anyhow::{bail, Result};
@@ -47,9 +47,7 @@ pub fn accel(a: &AccelArgs) -> Result<ExitCode> {
     if !(a.g.is_finite() && a.g > 0.0) {
         bail!("--g must be positive and finite (got {})", a.g);
     }
-    let backend = super::settings::backend(a.executor.clone(), a.threads, None, false)?;
-    backend.check_precision(a.precision.name()).map_err(option_error)?;
-    backend.check().map_err(option_error)?;
+    let backend = super::settings::backend(a.executor.clone(), a.threads, None, false, a.precision)?;
     super::files::Format::of(&a.out)?;
     let (sources, _) = particles(&read_table(&a.sources)?, &a.sources.display().to_string())?;
     let targets = match &a.targets {

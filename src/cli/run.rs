@@ -142,12 +142,10 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
 pub(super) fn check_memory(s: &RunSettings, n: usize, opened: &mut Opened) -> Result<()> {
     let what = format!("a run of {n} particles ({}, {:?}, {})", s.precision.name(), s.integrator, s.executor.family());
     super::resources::check_host(&what, super::resources::run_bytes(n, s.precision, s.integrator, &s.executor))?;
-    #[cfg(feature = "cuda")]
     if let Some(free) = opened.free_device_memory() {
         let need = super::resources::device_bytes(n, s.precision);
         super::resources::check_device(&what, need, Some(free))?;
     }
-    let _ = opened;
     Ok(())
 }
 

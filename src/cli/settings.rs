@@ -274,9 +274,7 @@ impl RunArgs {
             bail!("--eccentricity must be in [0, 1) (got {eccentricity})");
         }
         let precision = args.precision.unwrap_or(Precision::F64);
-        let executor = backend(args.executor, args.threads, args.devices.as_deref(), cuda_available)?;
-        executor.check_precision(precision.name()).map_err(option_error)?;
-        executor.check().map_err(option_error)?;
+        let executor = backend(args.executor, args.threads, args.devices.as_deref(), cuda_available, precision)?;
         super::resources::check_steps(args.integrator.unwrap_or(IntegratorKind::Leapfrog), dt, t_end)?;
         let snapshot_every = args.snapshot_every.unwrap_or(t_end);
         positive("--snapshot-every", snapshot_every)?;
@@ -325,12 +323,14 @@ impl RunSettings {
 
 /// The backend of `--executor`, `--threads` and `--devices` (the last two are the
 /// older spellings of `cpu:THREADS` and `cuda:DEVICES`; given with a backend that says
-/// otherwise, they are an error, not a silent choice).
+/// otherwise, they are an error, not a silent choice), checked for calls in `precision`
+/// before any work.
 pub(super) fn backend(
     executor: Option<Backend>,
     threads: Option<usize>,
     devices: Option<&str>,
     cuda: bool,
+    precision: Precision,
 ) -> Result<Backend> {
     let given = executor.is_some();
     let gpu = Backend::Cuda { devices: Devices::One(0), arithmetic: Arithmetic::Native };
@@ -353,6 +353,7 @@ pub(super) fn backend(
         }
         b = asked;
     }
+    b.check_for(precision.name()).map_err(option_error)?;
     Ok(b)
 }
 

@@ -8,7 +8,7 @@
 //! Both run in double precision with G = 1 on the backend `NBODY_GRAPE_EXECUTOR` names,
 //! in the registry's grammar (the command's `--executor` strings): `cpu` or `cpu:N`
 //! (the default without CUDA; without `:N`, `NBODY_GRAPE_THREADS` threads, default
-//! every core), `mixed`, `reference`, `cuda` / `cuda:N` (the default when the library
+//! every core; both naming different counts is an error), `mixed`, `reference`, `cuda` / `cuda:N` (the default when the library
 //! has CUDA and finds a device), `cuda-mixed` / `cuda-mixed:N` (the GPU's
 //! mixed-precision kernels), or `cuda:0,1` / `cuda:all` (several GPUs as one executor;
 //! the device j-memory is then not used). A failure (bad input, no device) is printed once to stderr as
@@ -34,16 +34,13 @@ impl Engine {
             Err(_) => None,
         };
         let which = std::env::var("NBODY_GRAPE_EXECUTOR").unwrap_or_default();
-        let named = |b: Backend| match (b, threads) {
-            (b @ (Backend::Cpu { threads: None } | Backend::Mixed { threads: None }), Some(t)) => b.with_threads(t),
-            (b, _) => b,
-        };
+        let named = |b: Backend| b.and_threads(threads).and_then(|b| b.open());
         let opened = match which.trim() {
             "" => match "cuda".parse::<Backend>().map(|b| b.open()) {
                 Ok(Ok(gpu)) => Ok(gpu),
-                _ => named(Backend::Cpu { threads: None }).open(),
+                _ => named(Backend::Cpu { threads: None }),
             },
-            text => named(text.parse().map_err(|e| format!("NBODY_GRAPE_EXECUTOR: {e}"))?).open(),
+            text => named(text.parse().map_err(|e| format!("NBODY_GRAPE_EXECUTOR: {e}"))?),
         };
         opened.map(Engine).map_err(|e| format!("NBODY_GRAPE_EXECUTOR: {e}"))
     }
