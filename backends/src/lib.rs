@@ -166,16 +166,6 @@ impl std::error::Error for BackendError {
     }
 }
 
-impl BackendError {
-    /// The executor's error underneath, where opening failed.
-    pub fn executor_error(&self) -> Option<&nbody_core::Error> {
-        match self {
-            BackendError::Open { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
-
 /// The grammar, as every parse error states it.
 pub const GRAMMAR: &str =
     "use reference, cpu[:THREADS], mixed[:THREADS], cuda[:DEVICE], cuda-mixed[:DEVICE] or cuda:DEVICE,DEVICE,... / cuda:all";
