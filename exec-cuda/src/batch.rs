@@ -172,7 +172,7 @@ impl crate::CudaExecutor {
         n: usize,
         params: &Params<T>,
     ) -> Result<(), Error> {
-        let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
+        let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params), params.g);
         let f = self.function(Kernel::Batch { tag, potential: params.potential, masked })?;
         let stream = &self.stream;
         let (ps, it, sp, off, o) = (b.particles, b.items, b.spans, b.offsets, b.out);

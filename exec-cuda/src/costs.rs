@@ -80,7 +80,7 @@ impl Costs {
         crate::device::make_current(&a.context)?;
         let mut c = Costs::default();
         let mut scratch = alloc(64)?;
-        let f = a.function(crate::kernels::Kernel::Kick { tag: "f32" })?;
+        let f = a.function(crate::kernels::Kernel::Kick { tag: crate::Family::F32 })?;
         let stream = &a.stream;
         let small = |buf: &DeviceBuffer<u8>| -> Result<(), Error> {
             let p = crate::memory::ptr(buf);

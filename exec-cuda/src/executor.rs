@@ -9,10 +9,9 @@ use nbody_core::{validate, Array, Bodies, Error, Field, InteractionList, Jerk, P
 
 impl<T: DeviceReal> Executor<T> for CudaExecutor {
     fn name(&self) -> &'static str {
-        if self.kernel_tag::<T>() == "mixed" {
-            "cuda-mixed"
-        } else {
-            "cuda"
+        match self.family::<T>() {
+            crate::Family::Mixed => "cuda-mixed",
+            crate::Family::F32 | crate::Family::F64 => "cuda",
         }
     }
 

@@ -277,13 +277,15 @@ impl<T: DeviceReal> DeviceHermite<T> {
         upload_padded(&mut self.idx, bytemuck::cast_slice(&self.active), 0)?;
         let (ppos, pvel) = (ptr(&self.ppos), ptr(&self.pvel));
         // SAFETY: every buffer holds n records (the predicted ones `padded`).
-        unsafe { predict(exec, T::TAG, n, t, [&self.pos, &self.vel, &self.acc, &self.jerk], &self.tj, [ppos, pvel])? };
+        unsafe {
+            predict(exec, T::FAMILY, n, t, [&self.pos, &self.vel, &self.acc, &self.jerk], &self.tj, [ppos, pvel])?
+        };
         let stream = &exec.stream;
         let (pos, vel, acc, jerk, tj) =
             (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
         let (idx, tpos, tvel, field, jout) =
             (ptr(&self.idx), ptr(&self.tpos), ptr(&self.tvel), ptr(&self.field), ptr(&self.jerk_out));
-        let f = exec.function(Kernel::HermiteGather { tag: T::TAG })?;
+        let f = exec.function(Kernel::HermiteGather { tag: T::FAMILY })?;
         // SAFETY: idx holds na indices below n; the target buffers hold n records.
         unsafe {
             launch!(f<<<(na as u32).div_ceil(THREADS), THREADS, 0, stream>>>(count(na)?, idx, ppos, pvel, tpos, tvel, field, jout))
@@ -308,7 +310,7 @@ impl<T: DeviceReal> DeviceHermite<T> {
         };
         let want = ptr(&self.want_dev);
         let (eta, dt_min) = (self.eta, self.dt_min());
-        let f = exec.function(Kernel::HermiteCorrect { tag: T::TAG })?;
+        let f = exec.function(Kernel::HermiteCorrect { tag: T::FAMILY })?;
         // SAFETY: as above; want holds n doubles.
         unsafe {
             launch!(f<<<(na as u32).div_ceil(THREADS), THREADS, 0, stream>>>(
@@ -362,7 +364,7 @@ impl<T: DeviceReal> std::fmt::Debug for DeviceHermite<T> {
 /// Every buffer holds at least `n` records.
 pub(crate) unsafe fn predict(
     exec: &CudaExecutor,
-    tag: &'static str,
+    tag: crate::Family,
     n: usize,
     t: f64,
     [pos, vel, acc, jerk]: [&DeviceBuffer<u8>; 4],

@@ -56,7 +56,7 @@ impl Plan {
     /// (and in f64, `wide`, two targets per thread from [`TWO_PER_THREAD`] up; or
     /// `per_thread` if given);
     /// then, if the blocks cannot fill the GPU, the sources are cut into chunks
-    /// ([`crate::split_sources`]) that separate blocks sum, combined afterwards in chunk
+    /// ([`crate::tuning::split_sources`]) that separate blocks sum, combined afterwards in chunk
     /// order.
     pub(crate) fn new(
         n_targets: usize,
@@ -73,7 +73,7 @@ impl Plan {
             None => 1,
         };
         let blocks = n_targets.div_ceil(BLOCK / threads_per_target * targets_per_thread).max(1);
-        let (chunk, chunks) = crate::split_sources(blocks, n_sources_padded, BLOCK, sm_count);
+        let (chunk, chunks) = crate::tuning::split_sources(blocks, n_sources_padded, BLOCK, sm_count);
         Plan { threads_per_target, targets_per_thread, chunk, chunks }
     }
 
@@ -283,7 +283,7 @@ impl CudaExecutor {
     pub(crate) fn launch_jerk<T: DeviceReal>(&self, st: &Staged, params: &Params<T>) -> Result<(), Error> {
         let (n, plan, extra) = (st.n, st.plan, st.extra);
         let neighbours = st.neighbours;
-        let (tag, (eps2, masked)) = (self.kernel_tag::<T>(), self.kernel_eps2(params));
+        let (tag, (eps2, masked)) = (self.family::<T>(), self.kernel_eps2(params));
         let potential = params.potential;
         let (t0, s0, len) = params.overlap.resolve(n);
         let JerkBuffers { targets: tx, target_vel: txv, sources: sx, source_vel: sxv, out: o, jerk: jo } = st.bufs;

@@ -309,7 +309,7 @@ impl DeviceJMemory {
         let (ppos, pvel) = (ptr(&self.ppos), ptr(&self.pvel));
         let j = [&self.pos, &self.vel, &self.acc, &self.jerk];
         // SAFETY: the j-memory holds capacity >= nj records; ppos and pvel capacity >= padded.
-        unsafe { crate::hermite::predict(gpu, "f64", nj, time, j, &self.tj, [ppos, pvel])? };
+        unsafe { crate::hermite::predict(gpu, crate::Family::F64, nj, time, j, &self.tj, [ppos, pvel])? };
         let stream = &gpu.stream;
         let f = gpu.function(Kernel::JmemPlace)?;
         // SAFETY: ni targets, velocities, addresses (checked below nj) and outputs.

@@ -3,33 +3,70 @@
 //! and passes counts through [`count`], which refuses what a kernel's `int` cannot hold
 //! (a count past 2^31 would otherwise wrap into a negative length on the device).
 
-use crate::config::LaunchConfig;
+use crate::tuning::LaunchConfig;
 use nbody_core::Error;
 
-/// A kernel of the module. `tag` is the precision family (`f32`, `f64`, `mixed`);
+/// The arithmetic a kernel runs in: the f32 and f64 kernels, and the mixed kernels
+/// (f64 particles and sums, each interaction in f32 on double-single separations) that
+/// a [`crate::CudaMixedExecutor`] runs for f64 calls. Its [`Family::tag`] is the part of
+/// every kernel name that says which.
+///
+/// ```
+/// use nbody_cuda::{DeviceReal, Family};
+/// assert_eq!(Family::Mixed.tag(), "mixed");
+/// assert_eq!(<f32 as DeviceReal>::FAMILY, Family::F32);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// f32 particles, f32 arithmetic.
+    F32,
+    /// f64 particles, f64 arithmetic.
+    F64,
+    /// f64 particles and sums, f32 interactions.
+    Mixed,
+}
+
+impl Family {
+    /// The name gravity.cu's kernels carry for this family.
+    pub const fn tag(self) -> &'static str {
+        match self {
+            Family::F32 => "f32",
+            Family::F64 => "f64",
+            Family::Mixed => "mixed",
+        }
+    }
+}
+
+impl core::fmt::Display for Family {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.tag())
+    }
+}
+
+/// A kernel of the module. `tag` is the precision [`Family`];
 /// `potential` and `masked` pick the instantiation (potential summed; zero-distance
 /// pairs masked, for eps = 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Kernel {
     /// The tiled acceleration kernel of one launch configuration.
-    Tiled { config: LaunchConfig, tag: &'static str, potential: bool, masked: bool },
+    Tiled { config: LaunchConfig, tag: Family, potential: bool, masked: bool },
     /// Adds a source-split tiled launch's partial sums in order.
-    TiledReduce { tag: &'static str, potential: bool, masked: bool },
+    TiledReduce { tag: Family, potential: bool, masked: bool },
     /// The warp-shuffle variant with `targets_per_thread` targets per thread.
-    Shuffle { tag: &'static str, targets_per_thread: usize, potential: bool, masked: bool },
+    Shuffle { tag: Family, targets_per_thread: usize, potential: bool, masked: bool },
     /// The batched (interaction list) kernel.
-    Batch { tag: &'static str, potential: bool, masked: bool },
+    Batch { tag: Family, potential: bool, masked: bool },
     /// Removes the self terms a batched launch counted.
-    SelfPotential { tag: &'static str },
+    SelfPotential { tag: Family },
     /// Density map deposit.
-    Project { tag: &'static str },
+    Project { tag: Family },
     /// `v += a h` on resident particles.
-    Kick { tag: &'static str },
+    Kick { tag: Family },
     /// `x += v h` on resident particles.
-    Drift { tag: &'static str },
+    Drift { tag: Family },
     /// The jerk kernel (with the nearest neighbour and lists when `neighbours`).
     Jerk {
-        tag: &'static str,
+        tag: Family,
         threads_per_target: usize,
         targets_per_thread: usize,
         potential: bool,
@@ -37,13 +74,13 @@ pub(crate) enum Kernel {
         neighbours: bool,
     },
     /// Adds a source-split jerk launch's partial sums in order.
-    JerkReduce { tag: &'static str, potential: bool, masked: bool, neighbours: bool },
+    JerkReduce { tag: Family, potential: bool, masked: bool, neighbours: bool },
     /// Hermite: every particle predicted to a time.
-    HermitePredict { tag: &'static str },
+    HermitePredict { tag: Family },
     /// Hermite: the active particles' predicted states gathered as targets.
-    HermiteGather { tag: &'static str },
+    HermiteGather { tag: Family },
     /// Hermite: the active particles corrected and given new steps.
-    HermiteCorrect { tag: &'static str },
+    HermiteCorrect { tag: Family },
     /// GRAPE-6 j-memory: updated records scattered to their addresses.
     JmemScatter,
     /// GRAPE-6 j-memory: i-particles placed at the positions the code passed.
@@ -54,7 +91,7 @@ impl Kernel {
     /// The name gravity.cu exports it under.
     ///
     /// ```ignore
-    /// assert_eq!(Kernel::Kick { tag: "f32" }.name(), "nbody_kick_f32");
+    /// assert_eq!(Kernel::Kick { tag: Family::F32 }.name(), "nbody_kick_f32");
     /// ```
     pub(crate) fn name(&self) -> String {
         let b = |x: bool| x as u8;
@@ -100,10 +137,10 @@ mod tests {
 
     #[test]
     fn names_are_the_exported_ones() {
-        assert_eq!(Kernel::Kick { tag: "f32" }.name(), "nbody_kick_f32");
+        assert_eq!(Kernel::Kick { tag: Family::F32 }.name(), "nbody_kick_f32");
         assert_eq!(
             Kernel::Jerk {
-                tag: "f64",
+                tag: Family::F64,
                 threads_per_target: 4,
                 targets_per_thread: 2,
                 potential: true,
@@ -114,7 +151,7 @@ mod tests {
             "nbody_jerk_f64_tp4_ni2_p1_m0_n1"
         );
         assert_eq!(
-            Kernel::TiledReduce { tag: "mixed", potential: false, masked: true }.name(),
+            Kernel::TiledReduce { tag: Family::Mixed, potential: false, masked: true }.name(),
             "nbody_tiled_reduce_mixed_p0_m1"
         );
         assert_eq!(Kernel::JmemPlace.name(), "nbody_jmem_place");

@@ -27,7 +27,6 @@
 #![warn(missing_docs)]
 
 mod batch;
-mod config;
 pub mod costs;
 mod device;
 mod executor;
@@ -43,23 +42,18 @@ mod project;
 mod resident;
 mod tiled;
 pub mod timing;
+pub mod tuning;
 
 pub use batch::DeviceList;
-pub use config::{
-    balance_waves, choose, choose_for, choose_for_on, choose_on, instructions_per_interaction, ladder, split_sources,
-    LaunchConfig, CANDIDATES, LADDER, MIXED_LADDER, SOURCE_PAD,
-};
 pub use device::DeviceInfo;
 pub use hermite::{DeviceHermite, Steps};
 pub use jmemory::{DeviceJMemory, JParticle};
+pub use kernels::Family;
 pub use memory::{DeviceFields, DeviceParticles};
 pub use mixed::CudaMixedExecutor;
 pub use multi::{MultiDevice, MultiState, PeerAccess};
 pub use resident::DeviceState;
-
-/// Targets per thread of the warp-shuffle kernel variants compiled into the fatbin
-/// (kernels/gravity.cu's `SHUFFLE_ALL` lists the same).
-pub const SHUFFLE_TARGETS_PER_THREAD: [u32; 3] = [1, 2, 4];
+pub use tuning::SOURCE_PAD;
 
 use cust::context::Context;
 use cust::function::Function;
@@ -70,21 +64,23 @@ use device::cuda;
 use memory::{download, upload_padded, Scratch};
 use nbody_core::{Error, Field, Particle, Real};
 use std::collections::HashMap;
+use tuning::LaunchConfig;
 
 const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gravity.fatbin"));
 
 /// The precisions the kernels are compiled for.
 pub trait DeviceReal: Real + DeviceCopy {
-    /// Kernel name suffix, `"f32"` or `"f64"`.
-    const TAG: &'static str;
+    /// The kernels that run this precision ([`Family::F64`] for f64; a mixed
+    /// executor runs [`Family::Mixed`] instead, see [`CudaExecutor::family`]).
+    const FAMILY: Family;
 }
 
 impl DeviceReal for f32 {
-    const TAG: &'static str = "f32";
+    const FAMILY: Family = Family::F32;
 }
 
 impl DeviceReal for f64 {
-    const TAG: &'static str = "f64";
+    const FAMILY: Family = Family::F64;
 }
 
 /// The CUDA executor. Holds its context, module, stream and scratch buffers; create one
@@ -95,7 +91,7 @@ pub struct CudaExecutor {
     scratch: [Scratch; jerk::SLOTS],
     /// Pinned host staging for the two-stream source upload (pipeline.rs).
     pinned: [Option<cust::memory::LockedBuffer<u8>>; 2],
-    tuned: HashMap<(&'static str, bool, bool, u32, u32), LaunchConfig>,
+    tuned: HashMap<(Family, bool, bool, u32, u32), LaunchConfig>,
     autotune: bool,
     forced: Option<LaunchConfig>,
     /// Targets per thread of the jerk kernel, when forced (benchmarks).
@@ -106,10 +102,11 @@ pub struct CudaExecutor {
     /// Blocks per multiprocessor of each tiled kernel launched so far (the driver's
     /// occupancy answer, which does not change).
     resident_blocks: std::cell::RefCell<HashMap<kernels::Kernel, u32>>,
-    /// f64 calls run the mixed-precision kernels ([`CudaMixedExecutor`]).
-    mixed: bool,
-    /// Test hook: the next tiled launch asks for an impossible block size, so the
-    /// driver refuses it (see [`CudaExecutor::fail_next_launch`]).
+    /// The kernels of f64 calls: [`Family::F64`], or [`Family::Mixed`] on a
+    /// [`CudaMixedExecutor`].
+    f64_family: Family,
+    /// Test hook (feature `testing`): the next tiled launch asks for an impossible block
+    /// size, so the driver refuses it (see `CudaExecutor::fail_next_launch`).
     sabotage: std::cell::Cell<bool>,
     stream: Stream,
     /// Uploads that overlap the kernels on `stream`.
@@ -156,7 +153,7 @@ impl CudaExecutor {
             autotune: false,
             forced: None,
             jerk_per_thread: None,
-            mixed: false,
+            f64_family: Family::F64,
             sabotage: std::cell::Cell::new(false),
             split_partials: Default::default(),
             resident_blocks: Default::default(),
@@ -197,7 +194,7 @@ impl CudaExecutor {
         &self.info
     }
 
-    /// Times every [`CANDIDATES`] variant once per precision and size class (powers of
+    /// Times every [`tuning::CANDIDATES`] variant once per precision and size class (powers of
     /// two of N_i and N_j) on the first call of that class, and uses the fastest after.
     pub fn set_autotune(&mut self, on: bool) {
         self.autotune = on;
@@ -206,7 +203,7 @@ impl CudaExecutor {
     /// Makes the next tiled-kernel launch fail in the driver (a block of 4,096 threads,
     /// over every GPU's limit), for tests that a failed launch loses nothing: the call
     /// returns an error, outputs keep their contents and the executor stays usable.
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn fail_next_launch(&mut self) {
         self.sabotage.set(true);
     }

@@ -16,18 +16,26 @@
 //! on the 65,536-body Plummer sphere shifted by 1e4: 5.8e-6 with one rounding on sorted
 //! blocks of 256, 1.2e-4 unsorted; 9e-8 with the low parts, sorted or not).
 
-use crate::{CudaExecutor, DeviceReal};
+use crate::{CudaExecutor, DeviceReal, Family};
 use nbody_core::forward::Forward;
 use nbody_core::projection::Projection;
 use nbody_core::{validate, Error, Executor, Params, Particle};
 
 impl CudaExecutor {
-    /// The kernel family that runs calls in `T`: `"mixed"` for f64 on a mixed executor.
-    pub(crate) fn kernel_tag<T: DeviceReal>(&self) -> &'static str {
-        if self.mixed && T::TAG == "f64" {
-            "mixed"
-        } else {
-            T::TAG
+    /// The kernel family that runs this executor's calls in `T`: [`Family::Mixed`] for
+    /// f64 on a mixed executor, else `T`'s own.
+    ///
+    /// ```no_run
+    /// use nbody_cuda::{CudaMixedExecutor, Family};
+    /// let gpu = CudaMixedExecutor::new()?.into_executor();
+    /// assert_eq!(gpu.family::<f64>(), Family::Mixed);
+    /// assert_eq!(gpu.family::<f32>(), Family::F32);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn family<T: DeviceReal>(&self) -> Family {
+        match T::FAMILY {
+            Family::F64 => self.f64_family,
+            family => family,
         }
     }
 
@@ -39,7 +47,7 @@ impl CudaExecutor {
         targets: &[Particle<T>],
         sources: &[Particle<T>],
     ) -> Result<(), Error> {
-        if self.kernel_tag::<T>() == "mixed" {
+        if self.family::<T>() == Family::Mixed {
             validate::mixed_extent(targets, sources)?;
         }
         Ok(())
@@ -49,7 +57,7 @@ impl CudaExecutor {
     /// kernels square eps in f32 (their arithmetic), and mask where that square is not
     /// a normal f32 (the GPU flushes subnormals, so it would vanish from r²).
     pub(crate) fn kernel_eps2<T: DeviceReal>(&self, params: &Params<T>) -> (T, bool) {
-        if self.kernel_tag::<T>() == "mixed" {
+        if self.family::<T>() == Family::Mixed {
             let e = params.eps.to_f64() as f32;
             let e2 = e * e;
             (T::from_f64(e2 as f64), e2 < f32::MIN_POSITIVE)
@@ -67,14 +75,14 @@ impl CudaExecutor {
     /// # Ok::<(), nbody_core::Error>(())
     /// ```
     pub fn is_mixed(&self) -> bool {
-        self.mixed
+        self.f64_family == Family::Mixed
     }
 
     /// Whether the jerk kernel may hold two targets per thread: where each source's
     /// shared-memory load is large (f64: +5% at N = 65,536 on the H100; mixed, whose
     /// positions carry low parts), not in f32 (it lost 3-7% there).
     pub(crate) fn two_per_thread<T: DeviceReal>(&self) -> bool {
-        self.kernel_tag::<T>() != "f32"
+        self.family::<T>() != Family::F32
     }
 }
 
@@ -124,7 +132,7 @@ impl CudaMixedExecutor {
     /// # Ok::<(), nbody_core::Error>(())
     /// ```
     pub fn from_executor(mut gpu: CudaExecutor) -> Self {
-        gpu.mixed = true;
+        gpu.f64_family = Family::Mixed;
         Self { gpu }
     }
 

@@ -226,14 +226,14 @@ impl MultiDevice {
     /// Sends every exchange of [`MultiDevice::leapfrog_step`] through pinned host
     /// memory, as between devices without peer access (so that path is tested on
     /// machines whose devices all have it).
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn force_staged_exchange(&mut self, on: bool) {
         self.staged = on;
     }
 
     /// Makes lane `lane`'s next tiled launch fail in the driver (see
     /// [`CudaExecutor::fail_next_launch`]).
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn fail_next_launch_on(&mut self, lane: usize) {
         self.lanes[lane].exec.fail_next_launch();
     }
@@ -842,7 +842,7 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
         let s = &*s;
         each_lane(self, s, |exec, k| {
             let part = &s.parts[k];
-            exec.kick_or_drift(Kernel::Kick { tag: T::TAG }, &part.vel, &part.field.buf, part.own.len(), h)
+            exec.kick_or_drift(Kernel::Kick { tag: T::FAMILY }, &part.vel, &part.field.buf, part.own.len(), h)
         })
     }
 
@@ -853,7 +853,7 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
             let part = &s.parts[k];
             let at = s.offsets[k] * psize;
             let own = part.all.index(at..at + s.padded[k] * psize);
-            exec.kick_or_drift(Kernel::Drift { tag: T::TAG }, &own, &part.vel, part.own.len(), h)
+            exec.kick_or_drift(Kernel::Drift { tag: T::FAMILY }, &own, &part.vel, part.own.len(), h)
         })?;
         s.fresh = false;
         s.drifted = true;

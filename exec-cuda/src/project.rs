@@ -37,7 +37,7 @@ impl CudaExecutor {
         let g = self.scratch[EXTRA_A].reserve(std::mem::size_of_val(grid))?;
         upload_padded(g, bytemuck::cast_slice(grid), 0)?;
         let gp = ptr(g);
-        let f = self.function(Kernel::Project { tag: T::TAG })?;
+        let f = self.function(Kernel::Project { tag: T::FAMILY })?;
         let (h, v) = projection.plane.axes();
         let half = projection.half_width;
         let (left, top) = (projection.centre[0] - half, projection.centre[1] + half);

@@ -176,7 +176,7 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
 
     fn upload_state(&mut self, pos: &[Particle<T>], vel: &[Velocity<T>]) -> Result<DeviceState<T>, Error> {
         validate::velocities(vel, pos.len(), Array::Velocities)?;
-        let order = if self.kernel_tag::<T>() == "mixed" {
+        let order = if self.family::<T>() == crate::Family::Mixed {
             // Checked before sorting, so an error names the caller's index.
             validate::particles(pos, Array::Particles)?;
             let mut order = Vec::new();
@@ -246,12 +246,12 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
 
     fn kick(&mut self, s: &mut DeviceState<T>, h: T) -> Result<(), Error> {
         self.own(s)?;
-        self.kick_or_drift(Kernel::Kick { tag: T::TAG }, &s.vel, &s.field.buf, s.len(), h)
+        self.kick_or_drift(Kernel::Kick { tag: T::FAMILY }, &s.vel, &s.field.buf, s.len(), h)
     }
 
     fn drift(&mut self, s: &mut DeviceState<T>, h: T) -> Result<(), Error> {
         self.own(s)?;
-        self.kick_or_drift(Kernel::Drift { tag: T::TAG }, &s.pos.buf, &s.vel, s.len(), h)?;
+        self.kick_or_drift(Kernel::Drift { tag: T::FAMILY }, &s.pos.buf, &s.vel, s.len(), h)?;
         s.fresh = false;
         s.drifts_since_sort += 1;
         if s.order.is_some() && s.drifts_since_sort >= s.resort_every {

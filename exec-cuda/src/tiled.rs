@@ -4,10 +4,10 @@
 use crate::device::{self, cuda};
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded};
-use crate::{
-    balance_waves, choose_for_on, config::chunk_sources, ladder, split_sources, timing, CudaExecutor, DeviceFields,
-    DeviceParticles, DeviceReal, LaunchConfig, SHUFFLE_TARGETS_PER_THREAD, SOURCE_PAD,
+use crate::tuning::{
+    balance_waves, choose_for_on, chunk_sources, ladder, split_sources, LaunchConfig, SHUFFLE_TARGETS_PER_THREAD,
 };
+use crate::{timing, CudaExecutor, DeviceFields, DeviceParticles, DeviceReal, SOURCE_PAD};
 use cust::launch;
 use nbody_core::{validate, Array, Error, Field, Overlap, Params, Particle};
 
@@ -115,7 +115,7 @@ impl CudaExecutor {
             return Ok(());
         }
         device::make_current(&self.context)?;
-        let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
+        let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params), params.g);
         let f = self.function(Kernel::Shuffle {
             tag,
             targets_per_thread: targets_per_thread as usize,
@@ -174,16 +174,11 @@ impl CudaExecutor {
             return Ok(c);
         }
         if !self.autotune {
-            let rungs = ladder(self.kernel_tag::<T>());
+            let rungs = ladder(self.family::<T>());
             return Ok(choose_for_on(rungs, n_t, n_s.next_multiple_of(SOURCE_PAD), self.info.sm_count));
         }
-        let key = (
-            self.kernel_tag::<T>(),
-            params.potential,
-            self.kernel_eps2(params).1,
-            n_t.max(1).ilog2(),
-            n_s.max(1).ilog2(),
-        );
+        let key =
+            (self.family::<T>(), params.potential, self.kernel_eps2(params).1, n_t.max(1).ilog2(), n_s.max(1).ilog2());
         if let Some(c) = self.tuned.get(&key) {
             return Ok(*c);
         }
@@ -220,7 +215,7 @@ impl CudaExecutor {
         if n_targets == 0 {
             return Ok(());
         }
-        let (tag, (eps2, masked), g) = (self.kernel_tag::<T>(), self.kernel_eps2(params), params.g);
+        let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params), params.g);
         let kernel = Kernel::Tiled { config, tag, potential: params.potential, masked };
         let f = self.function(kernel)?;
         let (t0, _, len) = params.overlap.resolve(n_targets);

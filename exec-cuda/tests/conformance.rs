@@ -90,7 +90,7 @@ fn warp_shuffle() -> Result<(), Failed> {
         for (nt, ns) in [(700, 1500), (1, 33), (129, 300)] {
             let (targets, sources) = (&all[..nt], &all[..ns]);
             let (t, s) = (gpu.upload(targets).map_err(gpu_err)?, gpu.upload(sources).map_err(gpu_err)?);
-            for ni in nbody_cuda::SHUFFLE_TARGETS_PER_THREAD {
+            for ni in nbody_cuda::tuning::SHUFFLE_TARGETS_PER_THREAD {
                 for eps in [0.0, 0.01] {
                     for potential in [false, true] {
                         let mut params = Params::softened(T::from_f64(eps));
@@ -235,7 +235,7 @@ fn mixed_every_config() -> Result<(), Failed> {
     let (random, vel) = nbody_integrators::ics::plummer::<f64>(1500, 11);
     // In Morton order too, where blocks meet far source tiles (the float path).
     let (sorted, _) = nbody_integrators::ics::morton_sorted(&random, &vel);
-    for (c, all) in nbody_cuda::CANDIDATES.iter().flat_map(|c| [(*c, &random), (*c, &sorted)]) {
+    for (c, all) in nbody_cuda::tuning::CANDIDATES.iter().flat_map(|c| [(*c, &random), (*c, &sorted)]) {
         mixed.executor().force_config(Some(c));
         for (nt, ns) in [(700, 1500), (1, 300)] {
             let (targets, sources) = (&all[..nt], &all[..ns]);
@@ -461,7 +461,7 @@ fn check_against_oracle<T: DeviceReal>(gpu: &mut CudaExecutor, nt: usize, ns: us
 
 fn every_config() -> Result<(), Failed> {
     let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
-    for c in nbody_cuda::CANDIDATES {
+    for c in nbody_cuda::tuning::CANDIDATES {
         gpu.force_config(Some(c));
         check_against_oracle::<f32>(&mut gpu, 700, 1500, &format!("{c:?} f32"))?;
         check_against_oracle::<f64>(&mut gpu, 700, 1500, &format!("{c:?} f64"))?;

@@ -9,9 +9,8 @@ use clap::Parser;
 use nbody::core as nbody_core;
 use nbody::core::resident::Resident;
 use nbody::core::{oracle, Executor, Field, Params, Particle};
-use nbody::cuda::{
-    instructions_per_interaction, timing, CudaExecutor, CudaMixedExecutor, DeviceReal, LaunchConfig, CANDIDATES,
-};
+use nbody::cuda::tuning::{instructions_per_interaction, LaunchConfig, CANDIDATES};
+use nbody::cuda::{timing, CudaExecutor, CudaMixedExecutor, DeviceReal, Family};
 use nbody::integrators as nbody_integrators;
 use serde_json::{json, Value};
 
@@ -232,17 +231,14 @@ fn run<T: DeviceReal>(
         for potential in [false, true] {
             let mut params = Params::softened(T::from_f64(1.0 / 256.0)).with_overlap_identical();
             params.potential = potential;
-            let chosen = nbody::cuda::choose_on(nbody::cuda::ladder(tag), n, info.sm_count);
+            let chosen = nbody::cuda::tuning::choose_on(nbody::cuda::tuning::ladder(tag), n, info.sm_count);
             let configs: Vec<LaunchConfig> = if all && !potential { CANDIDATES.to_vec() } else { vec![chosen] };
             for c in configs {
                 let interactions = (n * n) as f64;
                 let batch = ((0.02 * 2e12 / interactions).ceil() as usize).clamp(1, 200);
                 let secs = timing::time_tiled(gpu, c, &set, &set, &params, &mut out, 7, batch)?;
                 let rate = interactions / secs;
-                let kernel = format!(
-                    "nbody_tiled_{tag}_b{}_tp{}_ni{}_p{}_m0",
-                    c.block, c.threads_per_target, c.targets_per_thread, potential as u8
-                );
+                let kernel = c.kernel_name(tag, potential, false);
                 let ipi = instructions_per_interaction(&kernel);
                 // Sorted, the mixed kernels run far tiles in their shorter float loop,
                 // so the double-single loop's count bounds nothing there.
@@ -370,7 +366,7 @@ fn jerk<T: DeviceReal>(
         let tset = gpu.upload(&tp)?;
         let mut out = gpu.zeroed_fields::<T>(nt)?;
         let tag = names::<T>(gpu).1;
-        let config = nbody::cuda::choose_for_on(nbody::cuda::ladder(tag), nt, big, gpu.info().sm_count);
+        let config = nbody::cuda::tuning::choose_for_on(nbody::cuda::tuning::ladder(tag), nt, big, gpu.info().sm_count);
         let reps = if nt * big > 1 << 36 { 3 } else { 7 };
         let secs = timing::time_tiled(gpu, config, &tset, &set, &params, &mut out, reps, 1)?;
         let rate = (nt * big) as f64 / secs;
@@ -397,7 +393,7 @@ fn shuffle_rows<T: DeviceReal>(
     gpu.download(out, &mut want)?;
     let interactions = (n * n) as f64;
     let batch = ((0.02 * 2e12 / interactions).ceil() as usize).clamp(1, 200);
-    for ni in nbody::cuda::SHUFFLE_TARGETS_PER_THREAD {
+    for ni in nbody::cuda::tuning::SHUFFLE_TARGETS_PER_THREAD {
         let mut got = vec![Field::zero(); n];
         gpu.clear(out)?;
         gpu.accelerations_resident_shuffle(set, set, params, out, ni)?;
@@ -441,14 +437,11 @@ fn shuffle_rows<T: DeviceReal>(
     Ok(())
 }
 
-/// The precision's name and kernel tag on `gpu`: f32, f64, or mixed for f64 on a
+/// The precision's name and kernel family on `gpu`: f32, f64, or mixed for f64 on a
 /// mixed-precision executor.
-fn names<T: DeviceReal>(gpu: &CudaExecutor) -> (&'static str, &'static str) {
-    if gpu.is_mixed() && T::TAG == "f64" {
-        ("mixed", "mixed")
-    } else {
-        (T::NAME, T::TAG)
-    }
+fn names<T: DeviceReal>(gpu: &CudaExecutor) -> (&'static str, Family) {
+    let family = gpu.family::<T>();
+    (family.tag(), family)
 }
 
 /// The larger of two errors, NaN if either is (a NaN must fail the check, and f64::max

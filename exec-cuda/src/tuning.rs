@@ -1,4 +1,13 @@
-//! Launch configurations of the tiled kernel and how one is chosen.
+//! Tuning: the launch configurations of the tiled kernel, the ladders and heuristics
+//! that choose one, and what benchmarks need to compare them (the SASS instruction
+//! counts, the warp-shuffle variants). Calls choose for themselves; this is for
+//! benchmarks and for [`crate::CudaExecutor::force_config`].
+
+use crate::Family;
+
+/// Targets per thread of the warp-shuffle kernel variants compiled into the fatbin
+/// (kernels/gravity.cu's `SHUFFLE_ALL` lists the same).
+pub const SHUFFLE_TARGETS_PER_THREAD: [u32; 3] = [1, 2, 4];
 
 /// One compiled variant of the tiled kernel: `block` threads, each target shared by
 /// `threads_per_target` threads (their partial sums combined with warp shuffles), each
@@ -6,11 +15,11 @@
 /// many interactions).
 ///
 /// ```
-/// use nbody_cuda::LaunchConfig;
+/// use nbody_cuda::tuning::LaunchConfig;
 /// let c = LaunchConfig { block: 128, threads_per_target: 8, targets_per_thread: 2 };
 /// assert_eq!(c.targets_per_block(), 32);
 /// assert_eq!(c.blocks(1000), 32);
-/// assert!(nbody_cuda::CANDIDATES.contains(&c));
+/// assert!(nbody_cuda::tuning::CANDIDATES.contains(&c));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LaunchConfig {
@@ -75,14 +84,15 @@ pub const LADDER: [LaunchConfig; 5] =
 pub const MIXED_LADDER: [LaunchConfig; 6] =
     [cfg(128, 1, 4), cfg(128, 2, 4), cfg(128, 4, 4), cfg(128, 8, 4), cfg(128, 32, 2), cfg(128, 32, 1)];
 
-/// The ladder for a kernel family (`"f32"`, `"f64"` or `"mixed"`).
+/// The ladder for a kernel family.
 ///
 /// ```
-/// assert_eq!(nbody_cuda::ladder("f32"), &nbody_cuda::LADDER[..]);
-/// assert_eq!(nbody_cuda::ladder("mixed")[0].block, 128);
+/// use nbody_cuda::Family;
+/// assert_eq!(nbody_cuda::tuning::ladder(Family::F32), &nbody_cuda::tuning::LADDER[..]);
+/// assert_eq!(nbody_cuda::tuning::ladder(Family::Mixed)[0].block, 128);
 /// ```
-pub fn ladder(tag: &str) -> &'static [LaunchConfig] {
-    if tag == "mixed" {
+pub fn ladder(family: Family) -> &'static [LaunchConfig] {
+    if family == Family::Mixed {
         &MIXED_LADDER
     } else {
         &LADDER
@@ -100,7 +110,7 @@ pub fn choose(n_targets: usize, sm_count: u32) -> LaunchConfig {
 /// [`choose`] on another ladder (see [`ladder`]).
 ///
 /// ```
-/// use nbody_cuda::{choose_on, LaunchConfig, MIXED_LADDER};
+/// use nbody_cuda::tuning::{choose_on, LaunchConfig, MIXED_LADDER};
 /// let c = choose_on(&MIXED_LADDER, 1 << 20, 132);
 /// assert_eq!(c, LaunchConfig { block: 128, threads_per_target: 1, targets_per_thread: 4 });
 /// ```
@@ -117,7 +127,7 @@ pub fn choose_on(ladder: &[LaunchConfig], n_targets: usize, sm_count: u32) -> La
 /// sources over thread blocks ([`split_sources`]) then fills it.
 ///
 /// ```
-/// use nbody_cuda::{choose, choose_for, LADDER};
+/// use nbody_cuda::tuning::{choose, choose_for, LADDER};
 /// assert_eq!(choose_for(256, 1 << 20, 132), LADDER[0]); // a few targets, many sources
 /// assert_eq!(choose_for(1024, 1024, 132), choose(1024, 132)); // nothing to split
 /// assert_eq!(choose_for(1 << 20, 1 << 20, 132), choose(1 << 20, 132));
@@ -129,7 +139,7 @@ pub fn choose_for(n_targets: usize, n_sources_padded: usize, sm_count: u32) -> L
 /// [`choose_for`] on another ladder (see [`ladder`]).
 ///
 /// ```
-/// use nbody_cuda::{choose_for_on, MIXED_LADDER};
+/// use nbody_cuda::tuning::{choose_for_on, MIXED_LADDER};
 /// // A few targets against many sources take the ladder's top rung (with a source split).
 /// assert_eq!(choose_for_on(&MIXED_LADDER, 256, 1 << 20, 132), MIXED_LADDER[0]);
 /// ```
@@ -166,9 +176,9 @@ const BLOCKS_PER_SM: usize = 4;
 /// `chunk` a multiple of `block`, each chunk at least [`MIN_CHUNK_TILES`] tiles.
 ///
 /// ```
-/// let (chunk, chunks) = nbody_cuda::split_sources(64, 1 << 20, 128, 132);
+/// let (chunk, chunks) = nbody_cuda::tuning::split_sources(64, 1 << 20, 128, 132);
 /// assert!(chunks > 1 && chunk % 128 == 0 && chunk * chunks >= 1 << 20);
-/// assert_eq!(nbody_cuda::split_sources(1024, 1 << 20, 128, 132).1, 1);
+/// assert_eq!(nbody_cuda::tuning::split_sources(1024, 1 << 20, 128, 132).1, 1);
 /// ```
 pub fn split_sources(blocks: usize, n_sources_padded: usize, block: usize, sm_count: u32) -> (usize, usize) {
     let want = BLOCKS_PER_SM * sm_count as usize;
@@ -193,7 +203,7 @@ pub(crate) fn chunk_sources(n_sources_padded: usize, chunks: usize, block: usize
 /// tiles of `block`; `least` is [`split_sources`]'s count (what fills the GPU at all).
 ///
 /// ```
-/// use nbody_cuda::balance_waves;
+/// use nbody_cuda::tuning::balance_waves;
 /// assert_eq!(balance_waves(4096, 396, 1 << 20, 256, 1, 16), 5);
 /// assert_eq!(balance_waves(528, 528, 1 << 20, 256, 1, 16), 1); // exactly one full wave
 /// assert_eq!(balance_waves(4096, 396, 1 << 20, 256, 1, 1), 1); // no room for partial sums
@@ -232,8 +242,15 @@ impl LaunchConfig {
         n_targets.div_ceil(self.targets_per_block() as usize) as u32
     }
 
-    /// The kernel's symbol in the fatbin.
-    pub(crate) fn kernel_name(&self, precision: &str, potential: bool, masked: bool) -> String {
+    /// The kernel's symbol in the fatbin (as [`instructions_per_interaction`] takes it).
+    ///
+    /// ```
+    /// use nbody_cuda::{tuning::LaunchConfig, Family};
+    /// let c = LaunchConfig { block: 256, threads_per_target: 4, targets_per_thread: 4 };
+    /// assert_eq!(c.kernel_name(Family::F32, false, false), "nbody_tiled_f32_b256_tp4_ni4_p0_m0");
+    /// ```
+    pub fn kernel_name(&self, family: Family, potential: bool, masked: bool) -> String {
+        let precision = family.tag();
         format!(
             "nbody_tiled_{precision}_b{}_tp{}_ni{}_p{}_m{}",
             self.block, self.threads_per_target, self.targets_per_thread, potential as u8, masked as u8
@@ -262,7 +279,7 @@ mod tests {
     fn every_candidate_has_a_sass_count() {
         for c in CANDIDATES {
             for (p, m) in [(false, false), (false, true), (true, false), (true, true)] {
-                for t in ["f32", "f64"] {
+                for t in [Family::F32, Family::F64] {
                     assert!(instructions_per_interaction(&c.kernel_name(t, p, m)).is_some(), "{c:?} {t} {p} {m}");
                 }
             }
