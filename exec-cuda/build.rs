@@ -23,6 +23,7 @@ fn nvcc() -> Option<PathBuf> {
 fn main() {
     let source = "kernels/gravity.cu";
     println!("cargo:rerun-if-changed={source}");
+    println!("cargo:rerun-if-changed=kernels/args.h");
     println!("cargo:rerun-if-env-changed=NVCC");
     let Some(nvcc) = nvcc() else {
         panic!(

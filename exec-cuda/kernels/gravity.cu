@@ -12,6 +12,8 @@
 
 typedef unsigned int u32;
 
+#include <cstddef>
+
 template <typename T> struct V4;
 template <> struct V4<float> { typedef float4 type; };
 template <> struct V4<double> { typedef double4 type; };
@@ -452,23 +454,9 @@ __device__ __forceinline__ void tiled_reduce(const typename V4<T>::type *__restr
     finish<T, C, POT, MASKED>(out, i, targets[i].w, eps2, g, ax, ay, az, phi, self_t0, self_len);
 }
 
-// What a jerk launch writes besides out and jerk_out. Neighbours (NEIGH): per target
-// the nearest source (unsoftened r^2, index; none: r^2 = +inf, index 0x7fffffff) and the
-// sources with r^2 <= h2[i], appended through counts[i] (which may pass capacity: then
-// only capacity are stored, in no particular order). Source-split launches (gridDim.y >
-// 1) write per-chunk partial sums for nbody_jerk_reduce instead of finishing.
-template <typename T> struct JerkExtra {
-    typename V4<T>::type *acc_part, *jerk_part;
-    int *near_part;
-    const T *h2;
-    u32 *counts, *lists;
-    int capacity;
-    int *near_index;
-    T *near_r2;
-    // Each target's own source index (-1: none), where the overlap cannot say it (the
-    // GRAPE-6 j-memory's scattered addresses); null: the overlap decides.
-    const int *own;
-};
+// The kernels' argument structs (JerkExtra: what a jerk launch writes besides out and
+// jerk; Item and Span of a batched launch; one *Args struct per exported kernel).
+#include "args.h"
 
 #define NO_NEIGHBOUR 0x7fffffff
 
@@ -664,12 +652,7 @@ __device__ __forceinline__ void jerk_reduce(const typename V4<T>::type *__restri
 // their sums atomically. The self terms of the softened potential are removed after, by
 // nbody_self_potential, from counts made on the host (a per-thread count over the item's
 // spans cost as much as the interactions for tree lists of one-particle monopole spans).
-struct Item {
-    u32 t0, t1, span_first, span_last;
-};
-struct Span {
-    u32 start, end;
-};
+// (Item and Span are declared in args.h.)
 
 // Batched kernel: block of 128 threads = 32 targets x 4 slices. The item's spans are read
 // as one concatenated list, so a tile of 128 is filled across span boundaries (tree lists
@@ -830,17 +813,15 @@ __device__ __forceinline__ void shuffled(const typename V4<T>::type *__restrict_
 #define TILED_BOUNDS_mixed(B) __launch_bounds__(B)
 #define TILED(T, C, NAME, B, TP, NI, POT, MASKED)                                                                       \
     extern "C" __global__ void TILED_BOUNDS_##NAME(B) nbody_tiled_##NAME##_b##B##_tp##TP##_ni##NI##_p##POT##_m##MASKED( \
-        const V4<T>::type *targets, int n_targets, const V4<T>::type *sources, int n_sources_padded,                  \
-        V4<T>::type *out, T eps2, T g, int self_t0, int self_len, int chunk, V4<T>::type *partial) {                   \
-        tiled<T, C, B, TP, NI, POT, MASKED>(targets, n_targets, sources, n_sources_padded, out, eps2, g, self_t0,      \
-                                            self_len, chunk, partial);                                                    \
+        const TiledArgs<T> a) {                                                                                        \
+        tiled<T, C, B, TP, NI, POT, MASKED>(a.targets, a.n_targets, a.sources, a.n_sources_padded, a.out, a.eps2, a.g, \
+                                            a.self_t0, a.self_len, a.chunk, a.partial);                                   \
     }
 
 #define TILED_REDUCE(T, C, NAME, POT, MASKED)                                                                           \
-    extern "C" __global__ void nbody_tiled_reduce_##NAME##_p##POT##_m##MASKED(                                         \
-        const V4<T>::type *targets, int n_targets, int chunks, const V4<T>::type *partial, V4<T>::type *out, T eps2,   \
-        T g, int self_t0, int self_len) {                                                                              \
-        tiled_reduce<T, C, POT, MASKED>(targets, n_targets, chunks, partial, out, eps2, g, self_t0, self_len);             \
+    extern "C" __global__ void nbody_tiled_reduce_##NAME##_p##POT##_m##MASKED(const TiledArgs<T> a) {                 \
+        tiled_reduce<T, C, POT, MASKED>(a.targets, a.n_targets, a.chunk, a.partial, a.out, a.eps2, a.g, a.self_t0,        \
+                                        a.self_len);                                                                   \
     }
 #define TILED_REDUCE_PM(T, C, NAME)                                                                                    \
     TILED_REDUCE(T, C, NAME, 0, 0) TILED_REDUCE(T, C, NAME, 0, 1) TILED_REDUCE(T, C, NAME, 1, 0)                       \
@@ -885,10 +866,9 @@ TILED_ALL(double, float, mixed)
 
 #define SHUFFLE(T, C, NAME, NI, POT, MASKED)                                                                           \
     extern "C" __global__ void __launch_bounds__(128) nbody_shuffle_##NAME##_ni##NI##_p##POT##_m##MASKED(             \
-        const V4<T>::type *targets, int n_targets, const V4<T>::type *sources, int n_sources_padded,                  \
-        V4<T>::type *out, T eps2, T g, int self_t0, int self_len) {                                                    \
-        shuffled<T, C, NI, POT, MASKED>(targets, n_targets, sources, n_sources_padded, out, eps2, g, self_t0,          \
-                                        self_len);                                                                     \
+        const TiledArgs<T> a) {                                                                                        \
+        shuffled<T, C, NI, POT, MASKED>(a.targets, a.n_targets, a.sources, a.n_sources_padded, a.out, a.eps2, a.g,     \
+                                        a.self_t0, a.self_len);                                                        \
     }
 #define SHUFFLE_PM(T, C, NAME, NI)                                                                                     \
     SHUFFLE(T, C, NAME, NI, 0, 0) SHUFFLE(T, C, NAME, NI, 0, 1) SHUFFLE(T, C, NAME, NI, 1, 0)                          \
@@ -901,30 +881,24 @@ SHUFFLE_ALL(double, float, mixed)
 
 #define JERK_TP(T, C, NAME, TP, NI, POT, MASKED, NEIGH)                                                               \
     extern "C" __global__ void __launch_bounds__(128)                                                                  \
-        nbody_jerk_##NAME##_tp##TP##_ni##NI##_p##POT##_m##MASKED##_n##NEIGH(                                           \
-        const V4<T>::type *targets, const V4<T>::type *target_vel, int n_targets, const V4<T>::type *sources,         \
-        const V4<T>::type *source_vel, int n_sources, int n_sources_padded, int chunk, V4<T>::type *out,               \
-        V4<T>::type *jerk, T eps2, T g, int self_t0, int self_s0, int self_len, JerkExtra<T> x) {                      \
-        tiled_jerk<T, C, 128, TP, NI, POT, MASKED, NEIGH>(targets, target_vel, n_targets, sources, source_vel, n_sources, \
-                                                       n_sources_padded, chunk, out, jerk, eps2, g, self_t0, self_s0,  \
-                                                       self_len, x);                                                   \
+        nbody_jerk_##NAME##_tp##TP##_ni##NI##_p##POT##_m##MASKED##_n##NEIGH(const JerkArgs<T> a) {                     \
+        tiled_jerk<T, C, 128, TP, NI, POT, MASKED, NEIGH>(a.targets, a.target_vel, a.n_targets, a.sources,            \
+                                                       a.source_vel, a.n_sources, a.n_sources_padded, a.chunk, a.out,  \
+                                                       a.jerk, a.eps2, a.g, a.self_t0, a.self_s0, a.self_len, a.x);    \
     }
 
 #define JERK(T, C, NAME, POT, MASKED, NEIGH)                                                                            \
     JERK_TP(T, C, NAME, 1, 1, POT, MASKED, NEIGH)                                                                         \
     JERK_TP(T, C, NAME, 1, 2, POT, MASKED, NEIGH)                                                                         \
     JERK_TP(T, C, NAME, 4, 1, POT, MASKED, NEIGH)                                                                         \
-    extern "C" __global__ void nbody_jerk_reduce_##NAME##_p##POT##_m##MASKED##_n##NEIGH(                               \
-        const V4<T>::type *targets, int n_targets, int chunks, V4<T>::type *out, V4<T>::type *jerk, T eps2, T g,       \
-        int self_t0, int self_len, JerkExtra<T> x) {                                                                   \
-        jerk_reduce<T, C, POT, MASKED, NEIGH>(targets, n_targets, chunks, out, jerk, eps2, g, self_t0, self_len, x);      \
+    extern "C" __global__ void nbody_jerk_reduce_##NAME##_p##POT##_m##MASKED##_n##NEIGH(const JerkArgs<T> a) {        \
+        jerk_reduce<T, C, POT, MASKED, NEIGH>(a.targets, a.n_targets, a.chunk, a.out, a.jerk, a.eps2, a.g, a.self_t0,     \
+                                              a.self_len, a.x);                                                        \
     }
 
 #define BATCH(T, C, NAME, POT, MASKED)                                                                                  \
-    extern "C" __global__ void __launch_bounds__(128) nbody_batch_##NAME##_p##POT##_m##MASKED(                         \
-        const V4<T>::type *particles, const Item *items, const Span *spans, const u32 *offset, V4<T>::type *out,       \
-        T eps2, T g) {                                                                                                 \
-        batched<T, C, POT, MASKED>(particles, items, spans, offset, out, eps2, g);                                        \
+    extern "C" __global__ void __launch_bounds__(128) nbody_batch_##NAME##_p##POT##_m##MASKED(const BatchArgs<T> a) { \
+        batched<T, C, POT, MASKED>(a.particles, a.items, a.spans, a.offset, a.out, a.eps2, a.g);                          \
     }
 
 #define PER_PRECISION(T, C, NAME)                                                                                       \
@@ -939,11 +913,10 @@ PER_PRECISION(double, float, mixed)
 // Removes the self terms a batched launch counted: G m_i / eps for each of target i's
 // source spans that holds it. One thread per particle.
 #define SELF_POTENTIAL(T, C, NAME)                                                                                     \
-    extern "C" __global__ void nbody_self_potential_##NAME(const V4<T>::type *particles, const u32 *self_count,       \
-                                                           int n, V4<T>::type *out, T eps2, T g) {                     \
+    extern "C" __global__ void nbody_self_potential_##NAME(const BatchArgs<T> a) {                                    \
         int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
-        if (i < n && self_count[i] != 0)                                                                               \
-            out[i].w += g * T(self_count[i]) * (T)((C)particles[i].w * rsqrt_fast((C)eps2));                           \
+        if (i < a.n && a.self_count[i] != 0)                                                                           \
+            a.out[i].w += a.g * T(a.self_count[i]) * (T)((C)a.particles[i].w * rsqrt_fast((C)a.eps2));                 \
     }
 SELF_POTENTIAL(float, float, f32)
 SELF_POTENTIAL(double, double, f64)
@@ -952,26 +925,21 @@ SELF_POTENTIAL(double, float, mixed)
 // Integrator steps on device-resident particles: velocities are [vx, vy, vz, 0], outputs
 // [ax, ay, az, phi]; positions keep their mass lane. One thread per particle.
 #define KICK_DRIFT(T, NAME)                                                                                            \
-    extern "C" __global__ void nbody_kick_##NAME(V4<T>::type *vel, const V4<T>::type *acc, int n, T h) {               \
-        int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
-        if (i < n) {                                                                                                   \
-            V4<T>::type v = vel[i], a = acc[i];                                                                        \
-            v.x += a.x * h;                                                                                            \
-            v.y += a.y * h;                                                                                            \
-            v.z += a.z * h;                                                                                            \
-            vel[i] = v;                                                                                                \
-        }                                                                                                              \
-    }                                                                                                                  \
-    extern "C" __global__ void nbody_drift_##NAME(V4<T>::type *pos, const V4<T>::type *vel, int n, T h) {              \
-        int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
-        if (i < n) {                                                                                                   \
-            V4<T>::type p = pos[i], v = vel[i];                                                                        \
-            p.x += v.x * h;                                                                                            \
-            p.y += v.y * h;                                                                                            \
-            p.z += v.z * h;                                                                                            \
-            pos[i] = p;                                                                                                \
-        }                                                                                                              \
+    extern "C" __global__ void nbody_kick_##NAME(const StepArgs<T> s) { step_add<T>(s); }                              \
+    extern "C" __global__ void nbody_drift_##NAME(const StepArgs<T> s) { step_add<T>(s); }
+
+// a[i].xyz += b[i].xyz h: a kick (velocities, accelerations) or a drift (positions,
+// velocities; the mass lane kept).
+template <typename T> __device__ __forceinline__ void step_add(const StepArgs<T> &s) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n) {
+        typename V4<T>::type x = s.a[i], d = s.b[i];
+        x.x += d.x * s.h;
+        x.y += d.y * s.h;
+        x.z += d.z * s.h;
+        s.a[i] = x;
     }
+}
 
 KICK_DRIFT(float, f32)
 KICK_DRIFT(double, f64)
@@ -981,15 +949,14 @@ KICK_DRIFT(double, f64)
 // Projection::cell, in double. One thread per particle; cells shared by particles add
 // atomically. Masses are validated on the host; NaN coordinates fail the range test.
 #define PROJECT(T, NAME)                                                                                               \
-    extern "C" __global__ void nbody_project_##NAME(const V4<T>::type *particles, int n, double *grid, int pixels,     \
-                                                    int h_axis, int v_axis, double left, double top, double scale) {   \
+    extern "C" __global__ void nbody_project_##NAME(const ProjectArgs<T> a) {                                         \
         int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
-        if (i >= n) return;                                                                                            \
-        V4<T>::type p = particles[i];                                                                                  \
+        if (i >= a.n) return;                                                                                          \
+        V4<T>::type p = a.particles[i];                                                                                \
         double x[3] = {(double)p.x, (double)p.y, (double)p.z};                                                         \
-        double col = (x[h_axis] - left) * scale, row = (top - x[v_axis]) * scale;                                      \
-        if (col >= 0.0 && col < (double)pixels && row >= 0.0 && row < (double)pixels)                                 \
-            atomicAdd(&grid[(long long)row * pixels + (long long)col], (double)p.w);                                   \
+        double col = (x[a.h_axis] - a.left) * a.scale, row = (a.top - x[a.v_axis]) * a.scale;                          \
+        if (col >= 0.0 && col < (double)a.pixels && row >= 0.0 && row < (double)a.pixels)                              \
+            atomicAdd(&a.grid[(long long)row * a.pixels + (long long)col], (double)p.w);                               \
     }
 PROJECT(float, f32)
 PROJECT(double, f64)
@@ -1012,10 +979,11 @@ __device__ __forceinline__ double quantize(double dt, double dt_max, double dt_m
 }
 
 #define HERMITE(T, NAME)                                                                                               \
-    extern "C" __global__ void nbody_hermite_predict_##NAME(int n, double t, const V4<T>::type *pos,                  \
-                                                            const V4<T>::type *vel, const V4<T>::type *acc,           \
-                                                            const V4<T>::type *jerk, const double *tj,                \
-                                                            V4<T>::type *ppos, V4<T>::type *pvel) {                   \
+    extern "C" __global__ void nbody_hermite_predict_##NAME(const HermiteArgs<T> s) {                                 \
+        const int n = s.n;                                                                                             \
+        const double t = s.t, *tj = s.tj;                                                                              \
+        const V4<T>::type *pos = s.pos, *vel = s.vel, *acc = s.acc, *jerk = s.jerk;                                    \
+        V4<T>::type *ppos = s.ppos, *pvel = s.pvel;                                                                    \
         int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
         if (i >= n) return;                                                                                            \
         const double d = t - tj[i];                                                                                    \
@@ -1031,10 +999,11 @@ __device__ __forceinline__ double quantize(double dt, double dt_max, double dt_m
         ppos[i] = px;                                                                                                  \
         pvel[i] = pv;                                                                                                  \
     }                                                                                                                  \
-    extern "C" __global__ void nbody_hermite_gather_##NAME(int na, const u32 *idx, const V4<T>::type *ppos,            \
-                                                           const V4<T>::type *pvel, V4<T>::type *tpos,                \
-                                                           V4<T>::type *tvel, V4<T>::type *field,                     \
-                                                           V4<T>::type *jerk_out) {                                   \
+    extern "C" __global__ void nbody_hermite_gather_##NAME(const HermiteArgs<T> s) {                                  \
+        const int na = s.na;                                                                                           \
+        const u32 *idx = s.idx;                                                                                        \
+        const V4<T>::type *ppos = s.ppos, *pvel = s.pvel;                                                              \
+        V4<T>::type *tpos = s.tpos, *tvel = s.tvel, *field = s.field, *jerk_out = s.jerk_out;                          \
         int k = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
         if (k >= na) return;                                                                                           \
         const u32 i = idx[k];                                                                                          \
@@ -1043,10 +1012,13 @@ __device__ __forceinline__ double quantize(double dt, double dt_max, double dt_m
         field[k] = zero4<T>();                                                                                         \
         jerk_out[k] = zero4<T>();                                                                                      \
     }                                                                                                                  \
-    extern "C" __global__ void nbody_hermite_correct_##NAME(                                                          \
-        int na, const u32 *idx, double t, int start, int block, double eta, double dt_max, double dt_min,             \
-        V4<T>::type *pos, V4<T>::type *vel, V4<T>::type *acc, V4<T>::type *jerk, double *tj,                          \
-        const V4<T>::type *field, const V4<T>::type *jerk_out, double *want) {                                        \
+    extern "C" __global__ void nbody_hermite_correct_##NAME(const HermiteArgs<T> s) {                                 \
+        const int na = s.na, start = s.start, block = s.block;                                                         \
+        const u32 *idx = s.idx;                                                                                        \
+        const double t = s.t, eta = s.eta, dt_max = s.dt_max, dt_min = s.dt_min;                                       \
+        V4<T>::type *pos = s.pos, *vel = s.vel, *acc = s.acc, *jerk = s.jerk;                                          \
+        const V4<T>::type *field = s.field, *jerk_out = s.jerk_out;                                                    \
+        double *tj = s.tj, *want = s.want;                                                                             \
         int k = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
         if (k >= na) return;                                                                                           \
         const u32 i = idx[k];                                                                                          \
@@ -1103,28 +1075,50 @@ HERMITE(double, f64)
 // the i-particles that are j-particles (own[i] >= 0, each address at most once) put at
 // the positions and velocities the code passed, so their self pair is exactly zero
 // distance, and the outputs zeroed.
-extern "C" __global__ void nbody_jmem_scatter(int k, const u32 *address, const double4 *rec, double4 *pos,
-                                              double4 *vel, double4 *acc, double4 *jerk, double *tj) {
+extern "C" __global__ void nbody_jmem_scatter(const JmemArgs s) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= k) return;
-    const u32 a = address[i];
-    const double4 *r = rec + 5 * (size_t)i;
-    pos[a] = r[0];
-    vel[a] = r[1];
-    acc[a] = r[2];
-    jerk[a] = r[3];
-    tj[a] = r[4].x;
+    if (i >= s.k) return;
+    const u32 a = s.address[i];
+    const double4 *r = s.rec + 5 * (size_t)i;
+    s.pos[a] = r[0];
+    s.vel[a] = r[1];
+    s.acc[a] = r[2];
+    s.jerk[a] = r[3];
+    s.tj[a] = r[4].x;
 }
 
-extern "C" __global__ void nbody_jmem_place(int ni, const int *own, const double4 *tpos, const double4 *tvel,
-                                            double4 *ppos, double4 *pvel, double4 *field, double4 *jerk_out) {
+extern "C" __global__ void nbody_jmem_place(const JmemArgs s) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= ni) return;
-    field[i] = zero4<double>();
-    jerk_out[i] = zero4<double>();
-    const int a = own[i];
+    if (i >= s.k) return;
+    s.field[i] = zero4<double>();
+    s.jerk_out[i] = zero4<double>();
+    const int a = s.own[i];
     if (a >= 0) {
-        ppos[a] = tpos[i];
-        pvel[a] = tvel[i];
+        s.pos[a] = s.tpos[i];
+        s.vel[a] = s.tvel[i];
     }
+}
+
+// Every argument struct's size and field offsets (args.h's NBODY_PROBED order), for the
+// host to compare with its own layout: out[k] for k < capacity; returns nothing else.
+#define NBODY_PROBE_FIELD(type, name) put(out, capacity, k, (long long)offsetof(S, name));
+#define NBODY_PROBE_STRUCT(S_, FIELDS)                                                                                 \
+    {                                                                                                                  \
+        typedef S_ S;                                                                                                  \
+        put(out, capacity, k, (long long)sizeof(S));                                                                   \
+        const int count_at = k++;                                                                                      \
+        FIELDS(NBODY_PROBE_FIELD)                                                                                      \
+        put_at(out, capacity, count_at, (long long)(k - count_at - 1));                                                   \
+    }
+__device__ __forceinline__ void put(long long *out, int capacity, int &k, long long v) {
+    if (k < capacity) out[k] = v;
+    ++k;
+}
+__device__ __forceinline__ void put_at(long long *out, int capacity, int at, long long v) {
+    if (at < capacity) out[at] = v;
+}
+extern "C" __global__ void nbody_probe_layouts(long long *out, int capacity) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    int k = 0;
+    NBODY_PROBED(NBODY_PROBE_STRUCT)
 }

@@ -1,10 +1,10 @@
 //! Turns an interaction list into equal-sized work items for one batched launch.
 
-use crate::device::{self, cuda};
+use crate::args::BatchArgs;
+use crate::device;
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, ptr, upload_padded};
 use crate::{DeviceFields, DeviceParticles, DeviceReal};
-use cust::launch;
 use cust::memory::{DeviceBuffer, DevicePointer};
 use nbody_core::{validate, Error, InteractionList, Params, Span};
 
@@ -173,19 +173,27 @@ impl crate::CudaExecutor {
         params: &Params<T>,
     ) -> Result<(), Error> {
         let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params), params.g);
-        let f = self.function(Kernel::Batch { tag, potential: params.potential, masked })?;
-        let stream = &self.stream;
-        let (ps, it, sp, off, o) = (b.particles, b.items, b.spans, b.offsets, b.out);
+        let args = BatchArgs {
+            particles: b.particles,
+            items: b.items,
+            spans: b.spans,
+            offset: b.offsets,
+            self_count: b.self_counts,
+            out: b.out,
+            eps2,
+            g,
+            n: count(n)?,
+        };
+        let kernel = Kernel::Batch { tag, potential: params.potential, masked };
         // SAFETY: items index spans, spans index particles (validated), out has one
         // entry per particle.
-        unsafe { launch!(f<<<n_items as u32, BLOCK, 0, stream>>>(ps, it, sp, off, o, eps2, g)) }
-            .map_err(cuda("launching the batched kernel"))?;
+        unsafe { self.launch(kernel, n_items as u32, BLOCK, args, "launching the batched kernel")? };
         if params.potential && !masked && n > 0 {
-            let f = self.function(Kernel::SelfPotential { tag })?;
-            let counts = b.self_counts;
             // SAFETY: particles, self counts and out all hold n entries.
-            unsafe { launch!(f<<<n.div_ceil(256) as u32, 256, 0, stream>>>(ps, counts, count(n)?, o, eps2, g)) }
-                .map_err(cuda("launching the self-potential fix-up"))?;
+            unsafe {
+                let what = "launching the self-potential fix-up";
+                self.launch(Kernel::SelfPotential { tag }, n.div_ceil(256) as u32, 256, args, what)?
+            };
         }
         Ok(())
     }

@@ -80,13 +80,16 @@ impl Costs {
         crate::device::make_current(&a.context)?;
         let mut c = Costs::default();
         let mut scratch = alloc(64)?;
-        let f = a.function(crate::kernels::Kernel::Kick { tag: crate::Family::F32 })?;
+        let kick = crate::kernels::Kernel::Kick { tag: crate::Family::F32 };
+        let f = a.function(kick)?;
         let stream = &a.stream;
+        let gpu = &*a;
         let small = |buf: &DeviceBuffer<u8>| -> Result<(), Error> {
             let p = crate::memory::ptr(buf);
+            let args = crate::args::StepArgs::<f32> { a: p, b: p, h: 0.0, n: 1 };
             // SAFETY: the buffer holds four f32 lanes for the one particle the kick
             // touches (it adds a zero acceleration to a zero velocity).
-            unsafe { cust::launch!(f<<<1, 32, 0, stream>>>(p, p, 1i32, 0.0f32)) }.map_err(cuda("launching"))
+            unsafe { gpu.launch_function(&f, kick, 1, 32, args, "launching") }
         };
         scratch.copy_from(&[0u8; 64][..]).map_err(cuda("copying"))?;
         small(&scratch)?;

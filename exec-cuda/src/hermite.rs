@@ -5,12 +5,12 @@
 //! them on the device. Per block step only the active particles' indices go up and their
 //! new steps come back.
 
+use crate::args::HermiteArgs;
 use crate::device::{self, cuda};
 use crate::jerk::{JerkBuffers, Staged};
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded, Scratch};
 use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
-use cust::launch;
 use cust::memory::DeviceBuffer;
 use nbody_core::{Error, Params, Particle, Velocity};
 
@@ -277,20 +277,46 @@ impl<T: DeviceReal> DeviceHermite<T> {
         upload_padded(&mut self.idx, bytemuck::cast_slice(&self.active), 0)?;
         let (ppos, pvel) = (ptr(&self.ppos), ptr(&self.pvel));
         // SAFETY: every buffer holds n records (the predicted ones `padded`).
-        unsafe {
-            predict(exec, T::FAMILY, n, t, [&self.pos, &self.vel, &self.acc, &self.jerk], &self.tj, [ppos, pvel])?
+        unsafe { predict::<T>(exec, n, t, [&self.pos, &self.vel, &self.acc, &self.jerk], &self.tj, [ppos, pvel])? };
+        let (tpos, tvel, field, jout) = (ptr(&self.tpos), ptr(&self.tvel), ptr(&self.field), ptr(&self.jerk_out));
+        let (block, dt_max) = match self.steps_kind {
+            Steps::Block { dt_max } => (1, dt_max),
+            Steps::Shared => (0, 0.0),
         };
-        let stream = &exec.stream;
-        let (pos, vel, acc, jerk, tj) =
-            (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
-        let (idx, tpos, tvel, field, jout) =
-            (ptr(&self.idx), ptr(&self.tpos), ptr(&self.tvel), ptr(&self.field), ptr(&self.jerk_out));
-        let f = exec.function(Kernel::HermiteGather { tag: T::FAMILY })?;
+        let args = HermiteArgs {
+            pos: ptr(&self.pos),
+            vel: ptr(&self.vel),
+            acc: ptr(&self.acc),
+            jerk: ptr(&self.jerk),
+            tj: ptr(&self.tj),
+            ppos,
+            pvel,
+            idx: ptr(&self.idx),
+            tpos,
+            tvel,
+            field,
+            jerk_out: jout,
+            want: ptr(&self.want_dev),
+            t,
+            eta: self.eta,
+            dt_max,
+            dt_min: self.dt_min(),
+            n: count(n)?,
+            na: count(na)?,
+            start: i32::from(start),
+            block,
+        };
+        let blocks = (na as u32).div_ceil(THREADS);
         // SAFETY: idx holds na indices below n; the target buffers hold n records.
         unsafe {
-            launch!(f<<<(na as u32).div_ceil(THREADS), THREADS, 0, stream>>>(count(na)?, idx, ppos, pvel, tpos, tvel, field, jout))
-        }
-        .map_err(cuda("launching the Hermite gather"))?;
+            exec.launch(
+                Kernel::HermiteGather { tag: T::FAMILY },
+                blocks,
+                THREADS,
+                args,
+                "launching the Hermite gather",
+            )?
+        };
         let bufs =
             JerkBuffers { targets: tpos, target_vel: tvel, sources: ppos, source_vel: pvel, out: field, jerk: jout };
         let staged = Staged::resident(
@@ -304,20 +330,9 @@ impl<T: DeviceReal> DeviceHermite<T> {
             (size_of::<T>(), exec.two_per_thread::<T>()),
         )?;
         exec.launch_jerk(&staged, &self.params)?;
-        let (block, dt_max) = match self.steps_kind {
-            Steps::Block { dt_max } => (1, dt_max),
-            Steps::Shared => (0, 0.0),
-        };
-        let want = ptr(&self.want_dev);
-        let (eta, dt_min) = (self.eta, self.dt_min());
-        let f = exec.function(Kernel::HermiteCorrect { tag: T::FAMILY })?;
+        let correct = Kernel::HermiteCorrect { tag: T::FAMILY };
         // SAFETY: as above; want holds n doubles.
-        unsafe {
-            launch!(f<<<(na as u32).div_ceil(THREADS), THREADS, 0, stream>>>(
-                count(na)?, idx, t, i32::from(start), block, eta, dt_max, dt_min, pos, vel, acc, jerk, tj, field, jout, want
-            ))
-        }
-        .map_err(cuda("launching the Hermite corrector"))?;
+        unsafe { exec.launch(correct, blocks, THREADS, args, "launching the Hermite corrector")? };
         exec.stream.synchronize().map_err(cuda("running the Hermite step"))
     }
 
@@ -357,25 +372,32 @@ impl<T: DeviceReal> std::fmt::Debug for DeviceHermite<T> {
 }
 
 /// Queues the predictor kernel: particles `0..n` (positions, velocities, accelerations,
-/// jerks as [x, y, z, w] of precision `tag`, times in f64) to time `t`, into `out`
+/// jerks as [x, y, z, w] of `T`, times in f64) to time `t`, into `out`
 /// (predicted positions, velocities).
 ///
 /// # Safety
 /// Every buffer holds at least `n` records.
-pub(crate) unsafe fn predict(
+pub(crate) unsafe fn predict<T: DeviceReal>(
     exec: &CudaExecutor,
-    tag: crate::Family,
     n: usize,
     t: f64,
     [pos, vel, acc, jerk]: [&DeviceBuffer<u8>; 4],
     tj: &DeviceBuffer<u8>,
     [ppos, pvel]: [cust::memory::DevicePointer<u8>; 2],
 ) -> Result<(), Error> {
-    let f = exec.function(Kernel::HermitePredict { tag })?;
-    let (pos, vel, acc, jerk, tj, stream) = (ptr(pos), ptr(vel), ptr(acc), ptr(jerk), ptr(tj), &exec.stream);
+    let args = HermiteArgs {
+        pos: ptr(pos),
+        vel: ptr(vel),
+        acc: ptr(acc),
+        jerk: ptr(jerk),
+        tj: ptr(tj),
+        ppos,
+        pvel,
+        t,
+        n: count(n)?,
+        ..HermiteArgs::empty()
+    };
+    let blocks = (n as u32).div_ceil(THREADS);
     // SAFETY: the caller's contract.
-    unsafe {
-        launch!(f<<<(n as u32).div_ceil(THREADS), THREADS, 0, stream>>>(count(n)?, t, pos, vel, acc, jerk, tj, ppos, pvel))
-    }
-    .map_err(cuda("launching the predictor"))
+    unsafe { exec.launch(Kernel::HermitePredict { tag: T::FAMILY }, blocks, THREADS, args, "launching the predictor") }
 }

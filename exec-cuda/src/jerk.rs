@@ -2,37 +2,16 @@
 //! neighbours): how many threads share a target, how the sources are split over thread
 //! blocks when the targets are few, and the host side of the neighbour results.
 
-use crate::device::cuda;
+use crate::args::{null, JerkArgs, JerkExtra};
 use crate::kernels::{count, Kernel};
 use crate::memory::{download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
-use cust::launch;
-use cust::memory::{DeviceCopy, DevicePointer};
+use cust::memory::DevicePointer;
 use nbody_core::neighbours::Neighbours;
 use nbody_core::{Bodies, Error, Field, Jerk, Params, Velocity};
 
 /// Threads per block of the jerk kernel.
 const BLOCK: usize = 128;
-
-/// The kernel's `JerkExtra<T>`: partial sums of a split launch and the neighbour buffers
-/// (null where unused).
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct JerkExtra {
-    acc_part: DevicePointer<u8>,
-    jerk_part: DevicePointer<u8>,
-    near_part: DevicePointer<u8>,
-    h2: DevicePointer<u8>,
-    counts: DevicePointer<u8>,
-    lists: DevicePointer<u8>,
-    capacity: i32,
-    near_index: DevicePointer<u8>,
-    near_r2: DevicePointer<u8>,
-    own: DevicePointer<u8>,
-}
-
-// SAFETY: plain device addresses and an int, laid out as the kernel's struct.
-unsafe impl DeviceCopy for JerkExtra {}
 
 /// How one jerk launch covers `n_targets` x `n_sources_padded`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,16 +156,16 @@ impl JerkExtra {
 
     fn none() -> Self {
         JerkExtra {
-            acc_part: DevicePointer::null(),
-            jerk_part: DevicePointer::null(),
-            near_part: DevicePointer::null(),
-            h2: DevicePointer::null(),
-            counts: DevicePointer::null(),
-            lists: DevicePointer::null(),
+            acc_part: null(),
+            jerk_part: null(),
+            near_part: null(),
+            h2: null(),
+            counts: null(),
+            lists: null(),
             capacity: 0,
-            near_index: DevicePointer::null(),
-            near_r2: DevicePointer::null(),
-            own: DevicePointer::null(),
+            near_index: null(),
+            near_r2: null(),
+            own: null(),
         }
     }
 }
@@ -287,36 +266,44 @@ impl CudaExecutor {
         let potential = params.potential;
         let (t0, s0, len) = params.overlap.resolve(n);
         let JerkBuffers { targets: tx, target_vel: txv, sources: sx, source_vel: sxv, out: o, jerk: jo } = st.bufs;
-        let (g, stream) = (params.g, &self.stream);
-        let f = self.function(Kernel::Jerk {
+        let kernel = Kernel::Jerk {
             tag,
             threads_per_target: plan.threads_per_target,
             targets_per_thread: plan.targets_per_thread,
             potential,
             masked,
             neighbours,
-        })?;
+        };
         let grid = (plan.blocks(n), plan.chunks as u32);
         debug_assert!(st.padded.is_multiple_of(SOURCE_PAD) && plan.chunk.is_multiple_of(BLOCK));
+        let args = JerkArgs {
+            targets: tx,
+            target_vel: txv,
+            sources: sx,
+            source_vel: sxv,
+            out: o,
+            jerk: jo,
+            eps2,
+            g: params.g,
+            n_targets: count(n)?,
+            n_sources: count(st.n_src)?,
+            n_sources_padded: count(st.padded)?,
+            chunk: count(plan.chunk)?,
+            self_t0: count(t0)?,
+            self_s0: count(s0)?,
+            self_len: count(len)?,
+            x: extra,
+        };
         // SAFETY: targets, velocities and outputs hold n records, sources and their
         // velocities `padded`; the partial and neighbour buffers were sized by
         // stage_jerk for this plan (null only where the kernel does not touch them).
-        unsafe {
-            launch!(f<<<grid, BLOCK as u32, 0, stream>>>(
-                tx, txv, count(n)?, sx, sxv, count(st.n_src)?, count(st.padded)?, count(plan.chunk)?, o, jo, eps2, g,
-                count(t0)?, count(s0)?, count(len)?, extra
-            ))
-        }
-        .map_err(cuda("launching the jerk kernel"))?;
+        unsafe { self.launch(kernel, grid, BLOCK as u32, args, "launching the jerk kernel")? };
         if plan.chunks > 1 {
-            let f = self.function(Kernel::JerkReduce { tag, potential, masked, neighbours })?;
+            let reduce = Kernel::JerkReduce { tag, potential, masked, neighbours };
+            let args = JerkArgs { chunk: count(plan.chunks)?, ..args };
+            let blocks = n.div_ceil(BLOCK) as u32;
             // SAFETY: the partial buffers hold chunks x n entries written above.
-            unsafe {
-                launch!(f<<<n.div_ceil(BLOCK) as u32, BLOCK as u32, 0, stream>>>(
-                    tx, count(n)?, count(plan.chunks)?, o, jo, eps2, g, count(t0)?, count(len)?, extra
-                ))
-            }
-            .map_err(cuda("launching the jerk reduction"))?;
+            unsafe { self.launch(reduce, blocks, BLOCK as u32, args, "launching the jerk reduction")? };
         }
         Ok(())
     }

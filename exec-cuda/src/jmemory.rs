@@ -5,12 +5,12 @@
 //! drop-in (nbody-capi) uses on a GPU, so a block step moves its active particles over
 //! PCIe, not the whole system.
 
+use crate::args::JmemArgs;
 use crate::device::{self, cuda};
 use crate::jerk::{JerkBuffers, Staged};
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded, Scratch};
 use crate::{CudaExecutor, SOURCE_PAD};
-use cust::launch;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use nbody_core::neighbours::Neighbours;
 use nbody_core::{validate, Array, Bodies, Error, Field, Jerk, Params};
@@ -286,18 +286,22 @@ impl DeviceJMemory {
         let (tpos, tvel, own_d) = (ptr(&up.index(at_tpos..)), ptr(&up.index(at_tvel..)), ptr(&up.index(at_own..)));
         let (field, jout) = (ptr(down), ptr(&down.index(at_jerk..)));
         if k > 0 {
-            let stream = &gpu.stream;
             // The updates set since the last call into the j-memory.
-            let (a, r) = (ptr(&up.index(at_addr..)), ptr(&up.index(at_rec..)));
-            let (pos, vel, acc, jerk, tj) =
-                (ptr(&self.pos), ptr(&self.vel), ptr(&self.acc), ptr(&self.jerk), ptr(&self.tj));
-            let f = gpu.function(Kernel::JmemScatter)?;
+            let args = JmemArgs {
+                address: ptr(&up.index(at_addr..)),
+                rec: ptr(&up.index(at_rec..)),
+                pos: ptr(&self.pos),
+                vel: ptr(&self.vel),
+                acc: ptr(&self.acc),
+                jerk: ptr(&self.jerk),
+                tj: ptr(&self.tj),
+                k: count(k)?,
+                ..JmemArgs::empty()
+            };
+            let (blocks, what) = ((k as u32).div_ceil(THREADS), "launching the j-memory update");
             // SAFETY: k addresses below capacity (grown above) and k records of 160 bytes;
             // the j-memory buffers hold capacity records.
-            unsafe {
-                launch!(f<<<(k as u32).div_ceil(THREADS), THREADS, 0, stream>>>(count(k)?, a, r, pos, vel, acc, jerk, tj))
-            }
-            .map_err(cuda("launching the j-memory update"))?;
+            unsafe { gpu.launch(Kernel::JmemScatter, blocks, THREADS, args, what)? };
             self.addresses.clear();
             self.records.clear();
         }
@@ -309,14 +313,21 @@ impl DeviceJMemory {
         let (ppos, pvel) = (ptr(&self.ppos), ptr(&self.pvel));
         let j = [&self.pos, &self.vel, &self.acc, &self.jerk];
         // SAFETY: the j-memory holds capacity >= nj records; ppos and pvel capacity >= padded.
-        unsafe { crate::hermite::predict(gpu, crate::Family::F64, nj, time, j, &self.tj, [ppos, pvel])? };
-        let stream = &gpu.stream;
-        let f = gpu.function(Kernel::JmemPlace)?;
+        unsafe { crate::hermite::predict::<f64>(gpu, nj, time, j, &self.tj, [ppos, pvel])? };
+        let args = JmemArgs {
+            own: own_d,
+            tpos,
+            tvel,
+            pos: ppos,
+            vel: pvel,
+            field,
+            jerk_out: jout,
+            k: count(ni)?,
+            ..JmemArgs::empty()
+        };
+        let (blocks, what) = ((ni as u32).div_ceil(THREADS), "launching the i-particle placement");
         // SAFETY: ni targets, velocities, addresses (checked below nj) and outputs.
-        unsafe {
-            launch!(f<<<(ni as u32).div_ceil(THREADS), THREADS, 0, stream>>>(count(ni)?, own_d, tpos, tvel, ppos, pvel, field, jout))
-        }
-        .map_err(cuda("launching the i-particle placement"))?;
+        unsafe { gpu.launch(Kernel::JmemPlace, blocks, THREADS, args, what)? };
         let bufs =
             JerkBuffers { targets: tpos, target_vel: tvel, sources: ppos, source_vel: pvel, out: field, jerk: jout };
         let staged = Staged::resident(

@@ -85,6 +85,9 @@ pub(crate) enum Kernel {
     JmemScatter,
     /// GRAPE-6 j-memory: i-particles placed at the positions the code passed.
     JmemPlace,
+    /// Writes every argument struct's layout (see [`crate::args`]).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    ProbeLayouts,
 }
 
 impl Kernel {
@@ -122,7 +125,59 @@ impl Kernel {
             Kernel::HermiteCorrect { tag } => format!("nbody_hermite_correct_{tag}"),
             Kernel::JmemScatter => "nbody_jmem_scatter".into(),
             Kernel::JmemPlace => "nbody_jmem_place".into(),
+            Kernel::ProbeLayouts => "nbody_probe_layouts".into(),
         }
+    }
+
+    /// The argument struct the kernel takes (its name in kernels/args.h; the probe
+    /// takes a pointer and a count instead).
+    pub(crate) fn args(&self) -> &'static str {
+        match self {
+            Kernel::Tiled { .. } | Kernel::TiledReduce { .. } | Kernel::Shuffle { .. } => "TiledArgs",
+            Kernel::Batch { .. } | Kernel::SelfPotential { .. } => "BatchArgs",
+            Kernel::Project { .. } => "ProjectArgs",
+            Kernel::Kick { .. } | Kernel::Drift { .. } => "StepArgs",
+            Kernel::Jerk { .. } | Kernel::JerkReduce { .. } => "JerkArgs",
+            Kernel::HermitePredict { .. } | Kernel::HermiteGather { .. } | Kernel::HermiteCorrect { .. } => {
+                "HermiteArgs"
+            }
+            Kernel::JmemScatter | Kernel::JmemPlace => "JmemArgs",
+            Kernel::ProbeLayouts => "long",
+        }
+    }
+
+    /// One kernel of every kind (for the tests that the names and arguments are those
+    /// gravity.cu exports).
+    #[cfg(test)]
+    pub(crate) fn samples() -> Vec<Kernel> {
+        use Family::{Mixed, F32, F64};
+        let config = crate::tuning::CANDIDATES[0];
+        let (potential, masked) = (true, false);
+        vec![
+            Kernel::Tiled { config, tag: Mixed, potential, masked },
+            Kernel::TiledReduce { tag: F32, potential, masked },
+            Kernel::Shuffle { tag: F64, targets_per_thread: 2, potential, masked },
+            Kernel::Batch { tag: Mixed, potential, masked },
+            Kernel::SelfPotential { tag: F32 },
+            Kernel::Project { tag: F64 },
+            Kernel::Kick { tag: F32 },
+            Kernel::Drift { tag: F64 },
+            Kernel::Jerk {
+                tag: F64,
+                threads_per_target: 4,
+                targets_per_thread: 1,
+                potential,
+                masked,
+                neighbours: true,
+            },
+            Kernel::JerkReduce { tag: Mixed, potential, masked, neighbours: false },
+            Kernel::HermitePredict { tag: F32 },
+            Kernel::HermiteGather { tag: F64 },
+            Kernel::HermiteCorrect { tag: F64 },
+            Kernel::JmemScatter,
+            Kernel::JmemPlace,
+            Kernel::ProbeLayouts,
+        ]
     }
 }
 

@@ -26,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+mod args;
 mod batch;
 pub mod costs;
 mod device;
@@ -44,6 +45,8 @@ mod tiled;
 pub mod timing;
 pub mod tuning;
 
+#[cfg(feature = "testing")]
+pub use args::probe_layouts;
 pub use batch::DeviceList;
 pub use device::DeviceInfo;
 pub use hermite::{DeviceHermite, Steps};

@@ -1,11 +1,10 @@
 //! Density maps on the device: particles deposited with atomic adds into a grid of
 //! doubles, only the grid coming back.
 
-use crate::device::cuda;
+use crate::args::ProjectArgs;
 use crate::kernels::{count, Kernel};
 use crate::memory::{ptr, upload_padded};
 use crate::{CudaExecutor, DeviceParticles, DeviceReal, EXTRA_A};
-use cust::launch;
 use nbody_core::projection::Projection;
 use nbody_core::Error;
 
@@ -37,19 +36,22 @@ impl CudaExecutor {
         let g = self.scratch[EXTRA_A].reserve(std::mem::size_of_val(grid))?;
         upload_padded(g, bytemuck::cast_slice(grid), 0)?;
         let gp = ptr(g);
-        let f = self.function(Kernel::Project { tag: T::FAMILY })?;
         let (h, v) = projection.plane.axes();
         let half = projection.half_width;
-        let (left, top) = (projection.centre[0] - half, projection.centre[1] + half);
-        let scale = projection.pixels as f64 / (2.0 * half);
-        let (pixels, stream) = (count(projection.pixels)?, &self.stream);
+        let args = ProjectArgs {
+            particles,
+            grid: gp,
+            left: projection.centre[0] - half,
+            top: projection.centre[1] + half,
+            scale: projection.pixels as f64 / (2.0 * half),
+            n: count(n)?,
+            pixels: count(projection.pixels)?,
+            h_axis: count(h)?,
+            v_axis: count(v)?,
+        };
+        let kernel = Kernel::Project { tag: T::FAMILY };
         // SAFETY: n particles of T lanes; the grid holds pixels² doubles.
-        unsafe {
-            launch!(f<<<n.div_ceil(256) as u32, 256, 0, stream>>>(
-                particles, count(n)?, gp, pixels, count(h)?, count(v)?, left, top, scale
-            ))
-        }
-        .map_err(cuda("launching the density map"))?;
+        unsafe { self.launch(kernel, n.div_ceil(256) as u32, 256, args, "launching the density map")? };
         self.sync_download(EXTRA_A, grid)
     }
 }

@@ -1,11 +1,11 @@
 //! Systems that never leave the GPU ([`Resident`] for [`CudaExecutor`]): kick and drift
 //! are kernels, and only diagnostics or snapshots are copied back.
 
+use crate::args::StepArgs;
 use crate::device::cuda;
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal};
-use cust::launch;
 use cust::memory::DeviceBuffer;
 use nbody_core::layout::{gather, morton_order, scatter};
 use nbody_core::resident::{Owner, Resident};
@@ -119,12 +119,9 @@ impl CudaExecutor {
         n: usize,
         h: T,
     ) -> Result<(), Error> {
-        let f = self.function(kernel)?;
-        let stream = &self.stream;
-        let (pa, pb) = (ptr(a), ptr(b));
+        let args = StepArgs { a: ptr(a), b: ptr(b), h, n: count(n)? };
         // SAFETY: both buffers hold at least n four-lane records of T.
-        unsafe { launch!(f<<<n.div_ceil(256) as u32, 256, 0, stream>>>(pa, pb, count(n)?, h)) }
-            .map_err(cuda("launching a kick or drift"))
+        unsafe { self.launch(kernel, n.div_ceil(256) as u32, 256, args, "launching a kick or drift") }
     }
 
     /// Puts a sorted state back in Morton order of its current positions (they move

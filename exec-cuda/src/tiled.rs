@@ -1,6 +1,7 @@
 //! Device-resident particle sets and fields, and the tiled kernel's launches on them
 //! (host-slice calls stage into scratch and launch the same way).
 
+use crate::args::{null, TiledArgs};
 use crate::device::{self, cuda};
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded};
@@ -8,7 +9,6 @@ use crate::tuning::{
     balance_waves, choose_for_on, chunk_sources, ladder, split_sources, LaunchConfig, SHUFFLE_TARGETS_PER_THREAD,
 };
 use crate::{timing, CudaExecutor, DeviceFields, DeviceParticles, DeviceReal, SOURCE_PAD};
-use cust::launch;
 use nbody_core::{validate, Array, Error, Field, Overlap, Params, Particle};
 
 /// Device memory a launch may take for partial sums when it splits its sources only to
@@ -116,23 +116,30 @@ impl CudaExecutor {
         }
         device::make_current(&self.context)?;
         let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params), params.g);
-        let f = self.function(Kernel::Shuffle {
+        let kernel = Kernel::Shuffle {
             tag,
             targets_per_thread: targets_per_thread as usize,
             potential: params.potential,
             masked,
-        })?;
+        };
         let (t0, _, len) = params.overlap.resolve(targets.len());
-        let (n, padded, stream) = (targets.len(), sources.padded_len(), &self.stream);
+        let n = targets.len();
         let blocks = n.div_ceil(128 * targets_per_thread as usize) as u32;
-        let (tp, sp, op) = (ptr(&targets.buf), ptr(&sources.buf), ptr(&out.buf));
+        let args = TiledArgs {
+            targets: ptr(&targets.buf),
+            sources: ptr(&sources.buf),
+            out: ptr(&out.buf),
+            partial: null(),
+            eps2,
+            g,
+            n_targets: count(n)?,
+            n_sources_padded: count(sources.padded_len())?,
+            self_t0: count(t0)?,
+            self_len: count(len)?,
+            chunk: 0,
+        };
         // SAFETY: n targets and outputs, `padded` sources (a multiple of 32) of T lanes.
-        unsafe {
-            launch!(f<<<blocks, 128, 0, stream>>>(
-                tp, count(n)?, sp, count(padded)?, op, eps2, g, count(t0)?, count(len)?
-            ))
-        }
-        .map_err(cuda("launching the warp-shuffle kernel"))
+        unsafe { self.launch(kernel, blocks, 128, args, "launching the warp-shuffle kernel") }
     }
 
     /// The checks of a resident call: parameters, lengths, and an overlap that fits.
@@ -219,7 +226,6 @@ impl CudaExecutor {
         let kernel = Kernel::Tiled { config, tag, potential: params.potential, masked };
         let f = self.function(kernel)?;
         let (t0, _, len) = params.overlap.resolve(n_targets);
-        let stream = &self.stream;
         let block = if self.sabotage.replace(false) { 4096 } else { config.block };
         let blocks = config.blocks(n_targets);
         let (mut chunk, mut chunks) =
@@ -233,30 +239,31 @@ impl CudaExecutor {
             (chunk, chunks) = chunk_sources(sources_padded, balanced, config.block as usize);
         }
         let mut partials = self.split_partials.borrow_mut();
-        let partial = if chunks > 1 {
-            ptr(partials.reserve(chunks * n_targets * 4 * size_of::<T>())?)
-        } else {
-            cust::memory::DevicePointer::null()
+        let partial = if chunks > 1 { ptr(partials.reserve(chunks * n_targets * 4 * size_of::<T>())?) } else { null() };
+        let args = TiledArgs {
+            targets: ptr(targets),
+            sources: ptr(sources),
+            out: ptr(out),
+            partial,
+            eps2,
+            g,
+            n_targets: count(n_targets)?,
+            n_sources_padded: count(sources_padded)?,
+            self_t0: count(t0)?,
+            self_len: count(len)?,
+            chunk: count(chunk)?,
         };
         // SAFETY: the buffers hold n_targets targets, sources_padded sources and
-        // n_targets outputs of T lanes, as the kernel's signature expects; `partial`
-        // holds chunks x n_targets records when chunks > 1 (null and unused otherwise).
+        // n_targets outputs of T lanes; `partial` holds chunks x n_targets records when
+        // chunks > 1 (null and unused otherwise).
         unsafe {
-            launch!(f<<<(blocks, chunks as u32), block, 0, stream>>>(
-                ptr(targets), count(n_targets)?, ptr(sources), count(sources_padded)?, ptr(out),
-                eps2, g, count(t0)?, count(len)?, count(chunk)?, partial
-            ))
-        }
-        .map_err(cuda("launching the tiled kernel"))?;
+            self.launch_function(&f, kernel, (blocks, chunks as u32), block, args, "launching the tiled kernel")?
+        };
         if chunks > 1 {
-            let f = self.function(Kernel::TiledReduce { tag, potential: params.potential, masked })?;
+            let reduce = Kernel::TiledReduce { tag, potential: params.potential, masked };
+            let args = TiledArgs { chunk: count(chunks)?, ..args };
             // SAFETY: `partial` holds chunks x n_targets records written above.
-            unsafe {
-                launch!(f<<<n_targets.div_ceil(256) as u32, 256, 0, stream>>>(
-                    ptr(targets), count(n_targets)?, count(chunks)?, partial, ptr(out), eps2, g, count(t0)?, count(len)?
-                ))
-            }
-            .map_err(cuda("launching the tiled reduction"))?;
+            unsafe { self.launch(reduce, n_targets.div_ceil(256) as u32, 256, args, "launching the tiled reduction")? };
         }
         Ok(())
     }

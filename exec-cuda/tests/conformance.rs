@@ -27,6 +27,7 @@ fn main() {
             Err(e) => Err(format!("expected NoDevice or a device, got {e}").into()),
             Ok(_) => Ok(()), // a device is present: nothing to check here
         }),
+        gpu("kernel_argument_layouts_match_on_the_device", argument_layouts),
         gpu("plummer_65536_accuracy_f32", || plummer_accuracy::<f32>(1e-5)),
         gpu("plummer_65536_accuracy_f64", || plummer_accuracy::<f64>(1e-13)),
         gpu("plummer_65536_accuracy_mixed_at_origin_and_shifted", mixed_accuracy),
@@ -733,6 +734,17 @@ fn multi_uneven() -> Result<(), Failed> {
         gpus.accelerations(&all[..nt], &all[..ns], &params, &mut out).map_err(gpu_err)?;
         let truth = exact(&all[..nt], &all[..ns], &params).map_err(gpu_err)?;
         nbody_conformance::compare(&out, &vec![Field::zero(); nt], &truth, ns, true, f64::EPSILON)?;
+    }
+    Ok(())
+}
+
+/// Every kernel argument struct as nvcc laid it out (size and each field's offset, from
+/// the probe kernel) against the crate's `#[repr(C)]` structs.
+fn argument_layouts() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new()?;
+    let compared = nbody_cuda::probe_layouts(&mut gpu)?;
+    if compared.len() < 15 {
+        return Err(format!("only {} structs compared: {compared:?}", compared.len()).into());
     }
     Ok(())
 }

@@ -1,0 +1,191 @@
+// The argument of every exported kernel: one struct passed by value, declared here once
+// as a field list (X-macro) and expanded into the struct and into nbody_probe_layouts,
+// which writes each struct's size and field offsets for the host to compare.
+//
+// exec-cuda/src/args.rs declares the same structs in Rust (#[repr(C)]); its unit test
+// reads this file and checks every struct field by field (names, order, C types,
+// offsets for T = float and double) without a GPU, and the conformance suite compares
+// the probe's answer on the GPU. A reordered or retyped field is then a failed test, not
+// undefined behaviour.
+//
+// One field per F(type, name); T is the struct's precision (its template parameter).
+// Counts are int (the host refuses counts past 2^31).
+
+#define NBODY_ARGS_FIELD(type, name) type name;
+
+// A batched launch's work item and source span (batch.rs builds them on the host with
+// the same layout; see the batched kernel in gravity.cu).
+struct Item {
+    u32 t0, t1, span_first, span_last;
+};
+struct Span {
+    u32 start, end;
+};
+
+// What a jerk launch writes besides out and jerk (see tiled_jerk in gravity.cu).
+// Neighbours: per target the nearest source (unsoftened r^2, index; none: r^2 = +inf,
+// index 0x7fffffff) and the sources with r^2 <= h2[i], appended through counts[i] (which
+// may pass capacity: then only capacity are stored, in no particular order).
+// Source-split launches (gridDim.y > 1) write per-chunk partial sums (acc_part,
+// jerk_part, near_part) for nbody_jerk_reduce instead of finishing. own: each target's own
+// source index (-1: none), where the overlap cannot say it (the GRAPE-6 j-memory's
+// scattered addresses); null: the overlap decides.
+#define JERK_EXTRA_FIELDS(F)                                                                                           \
+    F(typename V4<T>::type *, acc_part)                                                                                \
+    F(typename V4<T>::type *, jerk_part)                                                                               \
+    F(int *, near_part)                                                                                                \
+    F(const T *, h2)                                                                                                   \
+    F(u32 *, counts)                                                                                                   \
+    F(u32 *, lists)                                                                                                    \
+    F(int, capacity)                                                                                                   \
+    F(int *, near_index)                                                                                               \
+    F(T *, near_r2)                                                                                                    \
+    F(const int *, own)
+
+// nbody_tiled_* and nbody_shuffle_* (shuffle ignores chunk and partial), and
+// nbody_tiled_reduce_* (chunk is then the number of chunks). The self pair of target i
+// is source self_t0 + i for i < self_len. A source-split launch (gridDim.y > 1) sums
+// chunk sources per block row into partial.
+#define TILED_ARGS_FIELDS(F)                                                                                           \
+    F(const typename V4<T>::type *, targets)                                                                           \
+    F(const typename V4<T>::type *, sources)                                                                           \
+    F(typename V4<T>::type *, out)                                                                                     \
+    F(typename V4<T>::type *, partial)                                                                                 \
+    F(T, eps2)                                                                                                         \
+    F(T, g)                                                                                                            \
+    F(int, n_targets)                                                                                                  \
+    F(int, n_sources_padded)                                                                                           \
+    F(int, self_t0)                                                                                                    \
+    F(int, self_len)                                                                                                   \
+    F(int, chunk)
+
+// nbody_jerk_* and nbody_jerk_reduce_* (chunk is then the number of chunks). Target i's
+// own source is self_s0 + (i - self_t0) for self_t0 <= i < self_t0 + self_len.
+#define JERK_ARGS_FIELDS(F)                                                                                            \
+    F(const typename V4<T>::type *, targets)                                                                           \
+    F(const typename V4<T>::type *, target_vel)                                                                        \
+    F(const typename V4<T>::type *, sources)                                                                           \
+    F(const typename V4<T>::type *, source_vel)                                                                        \
+    F(typename V4<T>::type *, out)                                                                                     \
+    F(typename V4<T>::type *, jerk)                                                                                    \
+    F(T, eps2)                                                                                                         \
+    F(T, g)                                                                                                            \
+    F(int, n_targets)                                                                                                  \
+    F(int, n_sources)                                                                                                  \
+    F(int, n_sources_padded)                                                                                           \
+    F(int, chunk)                                                                                                      \
+    F(int, self_t0)                                                                                                    \
+    F(int, self_s0)                                                                                                    \
+    F(int, self_len)                                                                                                   \
+    F(JerkExtra<T>, x)
+
+// nbody_batch_*: items index spans, spans index particles, out has one entry per
+// particle. nbody_self_potential_* reads self_count (n entries) instead of the items.
+#define BATCH_ARGS_FIELDS(F)                                                                                           \
+    F(const typename V4<T>::type *, particles)                                                                         \
+    F(const Item *, items)                                                                                             \
+    F(const Span *, spans)                                                                                             \
+    F(const u32 *, offset)                                                                                             \
+    F(const u32 *, self_count)                                                                                         \
+    F(typename V4<T>::type *, out)                                                                                     \
+    F(T, eps2)                                                                                                         \
+    F(T, g)                                                                                                            \
+    F(int, n)
+
+// nbody_kick_* (a = velocities, b = accelerations) and nbody_drift_* (a = positions,
+// b = velocities): a[i] += b[i] h for i < n.
+#define STEP_ARGS_FIELDS(F)                                                                                            \
+    F(typename V4<T>::type *, a)                                                                                       \
+    F(const typename V4<T>::type *, b)                                                                                 \
+    F(T, h)                                                                                                            \
+    F(int, n)
+
+// nbody_project_*: a pixels x pixels grid of doubles, row 0 at the top; h_axis and
+// v_axis pick the coordinates; a coordinate's cell is (x - left) scale, (top - y) scale.
+#define PROJECT_ARGS_FIELDS(F)                                                                                         \
+    F(const typename V4<T>::type *, particles)                                                                         \
+    F(double *, grid)                                                                                                  \
+    F(double, left)                                                                                                    \
+    F(double, top)                                                                                                     \
+    F(double, scale)                                                                                                   \
+    F(int, n)                                                                                                          \
+    F(int, pixels)                                                                                                     \
+    F(int, h_axis)                                                                                                     \
+    F(int, v_axis)
+
+// The Hermite kernels (nbody_hermite_{predict,gather,correct}_*): the state (pos, vel,
+// acc, jerk, each particle's time tj), its prediction (ppos, pvel), the active
+// particles idx[0..na) gathered as targets (tpos, tvel) with their outputs (field,
+// jerk_out), and the corrector's step wishes (want). predict reads n and t; correct
+// reads t, start, block, eta, dt_max and dt_min.
+#define HERMITE_ARGS_FIELDS(F)                                                                                         \
+    F(typename V4<T>::type *, pos)                                                                                     \
+    F(typename V4<T>::type *, vel)                                                                                     \
+    F(typename V4<T>::type *, acc)                                                                                     \
+    F(typename V4<T>::type *, jerk)                                                                                    \
+    F(double *, tj)                                                                                                    \
+    F(typename V4<T>::type *, ppos)                                                                                    \
+    F(typename V4<T>::type *, pvel)                                                                                    \
+    F(const u32 *, idx)                                                                                                \
+    F(typename V4<T>::type *, tpos)                                                                                    \
+    F(typename V4<T>::type *, tvel)                                                                                    \
+    F(typename V4<T>::type *, field)                                                                                   \
+    F(typename V4<T>::type *, jerk_out)                                                                                \
+    F(double *, want)                                                                                                  \
+    F(double, t)                                                                                                       \
+    F(double, eta)                                                                                                     \
+    F(double, dt_max)                                                                                                  \
+    F(double, dt_min)                                                                                                  \
+    F(int, n)                                                                                                          \
+    F(int, na)                                                                                                         \
+    F(int, start)                                                                                                      \
+    F(int, block)
+
+// The GRAPE-6 j-memory kernels (double only). nbody_jmem_scatter: k records of five
+// double4 (x y z m, v, a, jerk, t) at rec written to address[i] of pos, vel, acc, jerk
+// and tj. nbody_jmem_place: the k i-particles with own[i] >= 0 put at pos/vel[own[i]]
+// (the predicted j-particles) from tpos/tvel; field and jerk_out zeroed.
+#define JMEM_ARGS_FIELDS(F)                                                                                            \
+    F(const u32 *, address)                                                                                            \
+    F(const double4 *, rec)                                                                                            \
+    F(const int *, own)                                                                                                \
+    F(const double4 *, tpos)                                                                                           \
+    F(const double4 *, tvel)                                                                                           \
+    F(double4 *, pos)                                                                                                  \
+    F(double4 *, vel)                                                                                                  \
+    F(double4 *, acc)                                                                                                  \
+    F(double4 *, jerk)                                                                                                 \
+    F(double *, tj)                                                                                                    \
+    F(double4 *, field)                                                                                                \
+    F(double4 *, jerk_out)                                                                                             \
+    F(int, k)
+
+template <typename T> struct JerkExtra { JERK_EXTRA_FIELDS(NBODY_ARGS_FIELD) };
+template <typename T> struct TiledArgs { TILED_ARGS_FIELDS(NBODY_ARGS_FIELD) };
+template <typename T> struct JerkArgs { JERK_ARGS_FIELDS(NBODY_ARGS_FIELD) };
+template <typename T> struct BatchArgs { BATCH_ARGS_FIELDS(NBODY_ARGS_FIELD) };
+template <typename T> struct StepArgs { STEP_ARGS_FIELDS(NBODY_ARGS_FIELD) };
+template <typename T> struct ProjectArgs { PROJECT_ARGS_FIELDS(NBODY_ARGS_FIELD) };
+template <typename T> struct HermiteArgs { HERMITE_ARGS_FIELDS(NBODY_ARGS_FIELD) };
+struct JmemArgs {
+    JMEM_ARGS_FIELDS(NBODY_ARGS_FIELD)
+};
+
+// The structs in the order nbody_probe_layouts writes them (args.rs's PROBED lists the
+// same): for each, its size, its field count, then every field's offset.
+#define NBODY_PROBED(P)                                                                                                \
+    P(JerkExtra<float>, JERK_EXTRA_FIELDS)                                                                             \
+    P(JerkExtra<double>, JERK_EXTRA_FIELDS)                                                                            \
+    P(TiledArgs<float>, TILED_ARGS_FIELDS)                                                                             \
+    P(TiledArgs<double>, TILED_ARGS_FIELDS)                                                                            \
+    P(JerkArgs<float>, JERK_ARGS_FIELDS)                                                                               \
+    P(JerkArgs<double>, JERK_ARGS_FIELDS)                                                                              \
+    P(BatchArgs<float>, BATCH_ARGS_FIELDS)                                                                             \
+    P(BatchArgs<double>, BATCH_ARGS_FIELDS)                                                                            \
+    P(StepArgs<float>, STEP_ARGS_FIELDS)                                                                               \
+    P(StepArgs<double>, STEP_ARGS_FIELDS)                                                                              \
+    P(ProjectArgs<float>, PROJECT_ARGS_FIELDS)                                                                         \
+    P(ProjectArgs<double>, PROJECT_ARGS_FIELDS)                                                                        \
+    P(HermiteArgs<float>, HERMITE_ARGS_FIELDS)                                                                         \
+    P(HermiteArgs<double>, HERMITE_ARGS_FIELDS)                                                                        \
+    P(JmemArgs, JMEM_ARGS_FIELDS)
