@@ -3,6 +3,9 @@
 # checks and figures of the open issues, by section; no argument runs them all.
 #   tests     CUDA conformance suite and the integrator physics checks on the GPU
 #   cli       nbody info / run / accel / bench with the CUDA executor
+#   checkpoint  runs killed with SIGKILL and resumed, against uninterrupted ones, bit for
+#             bit (tests/cli_checkpoint.rs): the device-resident leapfrog on one GPU and on
+#             two lanes of it, the device-resident Hermite (shared and block steps)
 #   tree      kernel-only batched rates and the tree code at N = 2^20 against direct
 #   leapfrog  the device-resident leapfrog's non-force share of a step at N = 2^20
 #   multi     the multi-device executor: one lane against the single-device executor,
@@ -33,6 +36,12 @@ if has cli; then
   "$OLDPWD/nbody" bench --sizes 1024,16384,65536 --seconds 0.3 --scalar-max 16384 --out bench 2>&1 | tee cli-bench.log
   rm -rf big nbody-out/snapshot-*.npy fig8/snapshot-*.npy
   cd - > /dev/null
+fi
+if has checkpoint; then
+  NBODY_BIN="$PWD/nbody" NBODY_CHECKPOINT_N=${CHECKPOINT_N:-2048} \
+    NBODY_CHECKPOINT_EXECUTORS=${CHECKPOINT_EXECUTORS:-cuda,cuda-mixed,cuda:0,0} \
+    ./cli-checkpoint --test-threads 1 --nocapture > "$OUT/checkpoint.log" 2>&1
+  echo "checkpoint exit: $?"; grep -E "resumed|panicked|test result" "$OUT/checkpoint.log"
 fi
 if has tree; then
   ./nbody-tree-bench --executor cuda --resident 262144 --n 262144 --tree 1048576 --theta 0.5 --leaf 64 2>&1 | tee "$OUT/tree.log"

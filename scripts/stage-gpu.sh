@@ -28,6 +28,15 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] in ("conformance", "physics"):
         shutil.copy(m["executable"], ".stage/cuda-" + m["target"]["name"])
 '
+# The kill-and-resume checks, run against the staged command (gpu-session.sh checkpoint).
+cargo test --release --features cuda --test cli_checkpoint --no-run --message-format=json 2>/dev/null |
+  python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "cli_checkpoint":
+        shutil.copy(m["executable"], ".stage/cli-checkpoint")
+'
 strip .stage/* 2>/dev/null || true
 cp exec-cuda/scripts/sass_per_interaction.py scripts/sanitize-gpu.sh scripts/mpi-session.sh scripts/two-gpu-session.sh .stage/
 cat > .stage/run.sh <<'RUN'

@@ -1,19 +1,45 @@
 //! Runs killed with SIGKILL at several moments and resumed with `--resume` write the
-//! same snapshots and energy.csv, bit for bit, as uninterrupted runs (CPU executor, same
-//! thread count), for every integrator; a damaged checkpoint is reported in one line and
-//! the one before it used.
+//! same snapshots and energy.csv, bit for bit, as uninterrupted runs, for every
+//! integrator; a damaged checkpoint is reported in one line and the one before it used.
+//!
+//! Here on the CPU executor (two threads). The same binary runs the device paths on a
+//! GPU machine (the device-resident leapfrog on one GPU and on several, the
+//! device-resident Hermite with shared and block steps), where the command is staged
+//! beside it: `NBODY_BIN=./nbody NBODY_CHECKPOINT_EXECUTORS=cuda,cuda:0,0
+//! ./cli-checkpoint` (`scripts/gpu-session.sh checkpoint`).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const NBODY: &str = env!("CARGO_BIN_EXE_nbody");
+/// The command under test: this build's, or `NBODY_BIN` (a staged one).
+fn nbody() -> String {
+    std::env::var("NBODY_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_nbody").to_string())
+}
 
-fn args(integrator: &str, out: &str) -> Vec<String> {
+/// The backends to test (`NBODY_CHECKPOINT_EXECUTORS`, comma-separated between
+/// backends; `cuda:0,0` stays whole): two CPU threads by default.
+fn executors() -> Vec<String> {
+    let list = std::env::var("NBODY_CHECKPOINT_EXECUTORS").unwrap_or_else(|_| "cpu:2".into());
+    let mut out: Vec<String> = Vec::new();
+    for part in list.split(',') {
+        match out.last_mut() {
+            Some(last) if part.chars().all(|c| c.is_ascii_digit()) && last.contains(':') => {
+                last.push(',');
+                last.push_str(part);
+            }
+            _ => out.push(part.to_string()),
+        }
+    }
+    out
+}
+
+fn args(executor: &str, integrator: &str, out: &str) -> Vec<String> {
+    let n = std::env::var("NBODY_CHECKPOINT_N").unwrap_or_else(|_| "600".into());
     [
         "run",
         "--n",
-        "600",
+        &n,
         "--t-end",
         "0.5",
         "--energy-every",
@@ -22,8 +48,8 @@ fn args(integrator: &str, out: &str) -> Vec<String> {
         "0.125",
         "--checkpoint-every",
         "0.03125",
-        "--threads",
-        "2",
+        "--executor",
+        executor,
         "--quiet",
         "--integrator",
         integrator,
@@ -37,7 +63,7 @@ fn args(integrator: &str, out: &str) -> Vec<String> {
 /// Runs `a` in `dir`; kills it after `after` if given. True when it finished by itself.
 fn run(dir: &Path, a: &[String], after: Option<Duration>) -> bool {
     let mut child =
-        Command::new(NBODY).args(a).current_dir(dir).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        Command::new(nbody()).args(a).current_dir(dir).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let start = Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -74,11 +100,14 @@ fn has_checkpoint(dir: &Path) -> bool {
 
 #[test]
 fn killed_and_resumed_runs_equal_uninterrupted_ones_bit_for_bit() {
-    for integrator in ["leapfrog", "hermite", "block-hermite", "rk"] {
+    for (executor, integrator) in
+        executors().iter().flat_map(|e| ["leapfrog", "hermite", "block-hermite", "rk"].map(|i| (e.as_str(), i)))
+    {
+        let label = format!("{executor} {integrator}");
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let start = Instant::now();
-        assert!(run(d, &args(integrator, "full"), None));
+        assert!(run(d, &args(executor, integrator, "full"), None));
         let whole = start.elapsed();
         let want = outputs(&d.join("full"));
         assert_eq!(want.iter().filter(|f| f.0.starts_with("snapshot")).count(), 5);
@@ -93,15 +122,16 @@ fn killed_and_resumed_runs_equal_uninterrupted_ones_bit_for_bit() {
                 resumed += 1;
                 run(d, &["run", "--resume", "part", "--quiet"].map(String::from), after)
             } else {
-                run(d, &args(integrator, "part"), after)
+                run(d, &args(executor, integrator, "part"), after)
             };
         }
-        assert!(resumed >= 1, "{integrator}: no kill landed after a checkpoint");
+        assert!(resumed >= 1, "{label}: no kill landed after a checkpoint");
         let got = outputs(&d.join("part"));
-        assert_eq!(got.len(), want.len(), "{integrator}: files");
+        assert_eq!(got.len(), want.len(), "{label}: files");
         for ((name, a), (_, b)) in got.iter().zip(&want) {
-            assert!(a == b, "{integrator}: {name} differs from the uninterrupted run's");
+            assert!(a == b, "{label}: {name} differs from the uninterrupted run's");
         }
+        println!("{label}: resumed {resumed} times, {} files equal", got.len());
     }
 }
 
@@ -109,14 +139,14 @@ fn killed_and_resumed_runs_equal_uninterrupted_ones_bit_for_bit() {
 fn a_damaged_checkpoint_is_reported_and_the_one_before_used() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    assert!(run(d, &args("leapfrog", "full"), None));
+    assert!(run(d, &args("cpu:2", "leapfrog", "full"), None));
     // An interrupted run with two checkpoints: killed after the middle of its run time.
-    let a = args("leapfrog", "part");
+    let a = args("cpu:2", "leapfrog", "part");
     let mut checkpoints = Vec::new();
     for f in [0.5, 0.6, 0.7, 0.8, 0.9, 0.95] {
         let _ = std::fs::remove_dir_all(d.join("part"));
         let start = Instant::now();
-        assert!(run(d, &args("leapfrog", "probe"), None));
+        assert!(run(d, &args("cpu:2", "leapfrog", "probe"), None));
         let whole = start.elapsed();
         run(d, &a, Some(whole.mul_f64(f)));
         checkpoints = std::fs::read_dir(d.join("part"))
@@ -136,7 +166,7 @@ fn a_damaged_checkpoint_is_reported_and_the_one_before_used() {
     let newest = &checkpoints[1];
     let bytes = std::fs::read(newest).unwrap();
     std::fs::write(newest, &bytes[..bytes.len() / 2]).unwrap();
-    let o = Command::new(NBODY).args(["run", "--resume", "part", "--quiet"]).current_dir(d).output().unwrap();
+    let o = Command::new(nbody()).args(["run", "--resume", "part", "--quiet"]).current_dir(d).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");

@@ -33,6 +33,38 @@ const MIN_FRACTION: f64 = 1.0 / 1_099_511_627_776.0;
 /// Threads per block of the per-particle kernels.
 const THREADS: u32 = 256;
 
+/// A [`DeviceHermite`] integration copied to the host, to continue it later bit for bit
+/// ([`DeviceHermite::checkpoint`], [`DeviceHermite::resume`]). Vectors hold one entry per
+/// particle: four lanes as the device keeps them (x, y, z, mass or 0), times in f64.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HermiteCheckpoint<T> {
+    /// The integration's time.
+    pub time: f64,
+    /// Whether the first force call (which sets the derivatives and first steps) was made.
+    pub started: bool,
+    /// Shared steps: the next step.
+    pub dt: f64,
+    /// Steps taken.
+    pub steps: u64,
+    /// Pair interactions computed so far.
+    pub interactions: f64,
+    /// Positions and masses.
+    pub pos: Vec<[T; 4]>,
+    /// Velocities.
+    pub vel: Vec<[T; 4]>,
+    /// Accelerations at each particle's own time.
+    pub acc: Vec<[T; 4]>,
+    /// Jerks at each particle's own time.
+    pub jerk: Vec<[T; 4]>,
+    /// Each particle's time.
+    pub t: Vec<f64>,
+    /// Block steps: each particle's step.
+    pub dt_each: Vec<f64>,
+    /// Block steps: the particles by level k (step dt_max / 2^k), in the order the
+    /// integration keeps them.
+    pub levels: Vec<Vec<u32>>,
+}
+
 /// A Hermite integration whose particles live on one GPU.
 ///
 /// ```no_run
@@ -334,6 +366,90 @@ impl<T: DeviceReal> DeviceHermite<T> {
         // SAFETY: as above; want holds n doubles.
         unsafe { exec.launch(correct, blocks, THREADS, args, "launching the Hermite corrector")? };
         exec.stream.synchronize().map_err(cuda("running the Hermite step"))
+    }
+
+    /// Everything the integration needs to continue bit for bit, copied to the host: the
+    /// particles' positions, velocities, accelerations, jerks and times from the device,
+    /// and the step bookkeeping (the next shared step, or each particle's step and the
+    /// block levels in their order). [`DeviceHermite::resume`] takes it back.
+    ///
+    /// ```no_run
+    /// use nbody_cuda::{CudaExecutor, DeviceHermite, Steps};
+    /// let mut gpu = CudaExecutor::new()?;
+    /// let (p, v) = nbody_integrators::ics::plummer::<f64>(1024, 1);
+    /// let steps = Steps::Block { dt_max: 1.0 / 16.0 };
+    /// let mut h = DeviceHermite::new(&mut gpu, &p, &v, 0.0, 0.02, 1.0 / 64.0, steps)?;
+    /// h.step(&mut gpu, 0.125)?;
+    /// let saved = h.checkpoint(&mut gpu)?;
+    /// let mut again = DeviceHermite::resume(&mut gpu, &saved, 0.02, 1.0 / 64.0, steps)?;
+    /// h.step(&mut gpu, 0.125)?;
+    /// again.step(&mut gpu, 0.125)?;
+    /// assert_eq!(h.checkpoint(&mut gpu)?, again.checkpoint(&mut gpu)?);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn checkpoint(&self, exec: &mut CudaExecutor) -> Result<HermiteCheckpoint<T>, Error> {
+        device::make_current(&exec.context)?;
+        exec.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+        let n = self.n;
+        let lanes = |buf: &DeviceBuffer<u8>| -> Result<Vec<[T; 4]>, Error> {
+            let mut v = vec![[T::zero(); 4]; n];
+            download(buf, bytemuck::cast_slice_mut(&mut v))?;
+            Ok(v)
+        };
+        let mut tj = vec![0.0; n];
+        download(&self.tj, bytemuck::cast_slice_mut(&mut tj))?;
+        Ok(HermiteCheckpoint {
+            time: self.time,
+            started: self.started,
+            dt: self.dt,
+            steps: self.block_steps,
+            interactions: self.interactions,
+            pos: lanes(&self.pos)?,
+            vel: lanes(&self.vel)?,
+            acc: lanes(&self.acc)?,
+            jerk: lanes(&self.jerk)?,
+            t: tj,
+            dt_each: self.dt_host.clone(),
+            levels: self.levels.clone(),
+        })
+    }
+
+    /// Continues an integration from [`DeviceHermite::checkpoint`]'s copy, on `exec`
+    /// (any GPU), with the same `eta`, `eps` and `steps` as the run that wrote it.
+    pub fn resume(
+        exec: &mut CudaExecutor,
+        saved: &HermiteCheckpoint<T>,
+        eta: f64,
+        eps: T,
+        steps: Steps,
+    ) -> Result<Self, Error> {
+        let n = saved.pos.len();
+        let lengths = [saved.vel.len(), saved.acc.len(), saved.jerk.len(), saved.t.len(), saved.dt_each.len()];
+        let filed: usize = saved.levels.iter().map(Vec::len).sum();
+        let bad_level = saved.levels.iter().flatten().any(|&i| i as usize >= n);
+        if lengths.iter().any(|&l| l != n) || bad_level || (saved.started && filed != n && steps != Steps::Shared) {
+            return Err(Error::InvalidParameter {
+                name: "Hermite checkpoint",
+                requirement:
+                    "one position, velocity, acceleration, jerk, time and step per particle, each particle on one level",
+            });
+        }
+        let pos: Vec<Particle<T>> = saved.pos.iter().map(|&[x, y, z, m]| Particle::new(x, y, z, m)).collect();
+        let vel: Vec<Velocity<T>> = saved.vel.iter().map(|&[x, y, z, _]| Velocity::new(x, y, z)).collect();
+        let mut h = Self::new(exec, &pos, &vel, saved.time, eta, eps, steps)?;
+        upload_padded(&mut h.acc, bytemuck::cast_slice(&saved.acc), 0)?;
+        upload_padded(&mut h.jerk, bytemuck::cast_slice(&saved.jerk), 0)?;
+        upload_padded(&mut h.tj, bytemuck::cast_slice(&saved.t), 0)?;
+        // The velocities as saved, fourth lane included (the kernels keep it as they found it).
+        upload_padded(&mut h.vel, bytemuck::cast_slice(&saved.vel), 0)?;
+        h.started = saved.started;
+        h.dt = saved.dt;
+        h.block_steps = saved.steps;
+        h.interactions = saved.interactions;
+        h.t_host = saved.t.clone();
+        h.dt_host = saved.dt_each.clone();
+        h.levels = saved.levels.clone();
+        Ok(h)
     }
 
     /// Copies positions and velocities to the host (each at its particle's own time;

@@ -49,7 +49,7 @@ pub mod tuning;
 pub use args::probe_layouts;
 pub use batch::DeviceList;
 pub use device::DeviceInfo;
-pub use hermite::{DeviceHermite, Steps};
+pub use hermite::{DeviceHermite, HermiteCheckpoint, Steps};
 pub use jmemory::{DeviceJMemory, JParticle};
 pub use kernels::Family;
 pub use memory::{DeviceFields, DeviceParticles};

@@ -7,7 +7,7 @@ mod physics_checks;
 use nbody_conformance::{run, Failed, Trial};
 use nbody_core::Error;
 use nbody_core::{Particle, Velocity};
-use nbody_cuda::{CudaExecutor, CudaMixedExecutor, DeviceHermite, Steps};
+use nbody_cuda::{CudaExecutor, CudaMixedExecutor, DeviceHermite, HermiteCheckpoint, Steps};
 use nbody_integrators::{ics, BlockHermite, Hermite, State};
 use physics_checks::*;
 
@@ -39,6 +39,8 @@ fn main() {
         ("device_block_hermite_agrees_with_block_hermite", || on_gpu(device_block_hermite)),
         ("kepler_hermite6_sixth_order", || on_gpu(kepler_hermite6_sixth_order)),
         ("device_shared_hermite_agrees_with_hermite", || on_gpu(device_shared_hermite)),
+        ("device_hermite_resumes_bit_for_bit_shared_and_block", || on_gpu(device_hermite_resumes)),
+        ("mixed_device_hermite_resumes_bit_for_bit", || on_mixed(device_hermite_resumes)),
         // The mixed-precision kernels (f32 interactions, f64 sums): the same schemes,
         // ending where the f64 reference ends to f32-interaction accuracy.
         ("mixed_device_block_hermite_agrees_with_block_hermite", || {
@@ -133,6 +135,47 @@ fn device_shared_hermite_within(gpu: &mut CudaExecutor, tolerance: f64, slack: u
     let steps = dev.steps() as usize;
     if steps.abs_diff(host_steps) > slack || worst.is_nan() || worst > tolerance * scale {
         return Err(format!("device {steps} steps, host {host_steps}; largest difference {worst:e} (scale {scale})"));
+    }
+    Ok(())
+}
+
+/// A device Hermite integration checkpointed mid-run (block steps: with particles on
+/// several levels and not synchronized) and resumed on a fresh integration continues
+/// exactly as the uninterrupted one: every position, velocity, derivative, time, step
+/// and level equal, bit for bit.
+fn device_hermite_resumes(gpu: &mut CudaExecutor) -> Result<(), String> {
+    let (p, v) = ics::plummer::<f64>(512, 3);
+    let eps = 1.0 / 64.0;
+    for steps in [Steps::Shared, Steps::Block { dt_max: 1.0 / 16.0 }] {
+        let e = |e: Error| format!("{steps:?}: {e}");
+        let mut whole = DeviceHermite::new(gpu, &p, &v, 0.0, 0.02, eps, steps).map_err(e)?;
+        for _ in 0..7 {
+            whole.step(gpu, 0.5).map_err(e)?;
+        }
+        let saved: HermiteCheckpoint<f64> = whole.checkpoint(gpu).map_err(e)?;
+        if let Steps::Block { .. } = steps {
+            if saved.levels.iter().filter(|l| !l.is_empty()).count() < 2 {
+                return Err(format!("{steps:?}: the checkpoint should hold several levels"));
+            }
+        }
+        let mut resumed = DeviceHermite::resume(gpu, &saved, 0.02, eps, steps).map_err(e)?;
+        for _ in 0..9 {
+            whole.step(gpu, 0.5).map_err(e)?;
+            resumed.step(gpu, 0.5).map_err(e)?;
+        }
+        let (a, b) = (whole.checkpoint(gpu).map_err(e)?, resumed.checkpoint(gpu).map_err(e)?);
+        if a != b {
+            let first = (0..a.pos.len()).find(|&i| a.pos[i] != b.pos[i] || a.vel[i] != b.vel[i]);
+            return Err(format!(
+                "{steps:?}: resumed run differs (time {} vs {}, first particle {first:?})",
+                a.time, b.time
+            ));
+        }
+        let mut bad = saved.clone();
+        bad.t.pop();
+        if DeviceHermite::resume(gpu, &bad, 0.02, eps, steps).is_ok() {
+            return Err(format!("{steps:?}: a checkpoint short of one time was taken"));
+        }
     }
     Ok(())
 }

@@ -203,7 +203,7 @@ pub(super) fn evolve<T: CliReal>(
     // Block steps land on multiples of their largest step: every output time is one.
     let block_dt = power_of_two_below(s.dt.min(s.energy_every).min(s.snapshot_every).min(s.t_end));
     let grid = if s.integrator == IntegratorKind::BlockHermite { block_dt } else { 0.0 };
-    let (sim, label) = simulation(s, state, opened, team, block_dt, resume.is_some())?;
+    let (sim, label) = simulation(s, state, opened, team, block_dt)?;
     drive(s, sim, &label, grid, stop, team, resume)
 }
 
@@ -216,13 +216,12 @@ fn simulation<'t, T: CliReal>(
     opened: Opened,
     team: &'t Team,
     block_dt: f64,
-    resuming: bool,
 ) -> Result<(Box<dyn Simulation + 't>, String)> {
     let backend = opened.backend().clone();
     #[cfg(feature = "cuda")]
     let eps = T::from_f64(s.eps);
     let alone = team.size() == 1;
-    let _ = (alone, resuming);
+    let _ = alone;
     Ok(match (opened.into_executor(), s.integrator) {
         #[cfg(feature = "cuda")]
         (Opens::Cuda(gpu), IntegratorKind::Leapfrog) if alone => (
@@ -235,7 +234,7 @@ fn simulation<'t, T: CliReal>(
             format!("{backend} (device-resident leapfrog)"),
         ),
         #[cfg(feature = "cuda")]
-        (Opens::Cuda(gpu), IntegratorKind::Hermite | IntegratorKind::BlockHermite) if alone && !resuming => {
+        (Opens::Cuda(gpu), IntegratorKind::Hermite | IntegratorKind::BlockHermite) if alone => {
             let steps = match s.integrator {
                 IntegratorKind::Hermite => nbody_cuda::Steps::Shared,
                 _ => nbody_cuda::Steps::Block { dt_max: block_dt },

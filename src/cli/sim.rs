@@ -163,7 +163,9 @@ mod device {
     use nbody_core::projection::Projection;
     use nbody_core::resident::Resident;
     use nbody_core::{Error, Field, Params, Particle, Velocity};
-    use nbody_cuda::{CudaExecutor, DeviceHermite, DeviceReal, DeviceState, MultiDevice, MultiState, Steps};
+    use nbody_cuda::{
+        CudaExecutor, DeviceHermite, DeviceReal, DeviceState, HermiteCheckpoint, MultiDevice, MultiState, Steps,
+    };
     use nbody_integrators::{diagnostics, Checkpoint, Diagnostics, State, Words};
 
     /// Resident executors ([`Resident`]: one GPU, several) that also draw density maps of
@@ -298,6 +300,9 @@ mod device {
         pos: Vec<Particle<T>>,
         vel: Vec<Velocity<T>>,
         extra: f64,
+        /// What the integration was made with (a resumed one is made again with them).
+        eta: f64,
+        steps: Steps,
     }
 
     impl<T: DeviceReal> DeviceHermiteSim<T> {
@@ -305,7 +310,7 @@ mod device {
         pub(crate) fn new(mut gpu: CudaExecutor, s: &State<T>, eta: f64, eps: T, steps: Steps) -> Result<Self, Error> {
             let h = DeviceHermite::new(&mut gpu, &s.pos, &s.vel, s.time, eta, eps, steps)?;
             let params = Params::softened(eps).with_overlap_identical();
-            Ok(Self { gpu, h, params, pos: s.pos.clone(), vel: s.vel.clone(), extra: 0.0 })
+            Ok(Self { gpu, h, params, pos: s.pos.clone(), vel: s.vel.clone(), extra: 0.0, eta, steps })
         }
 
         fn download(&mut self) -> Result<(), Error> {
@@ -352,17 +357,48 @@ mod device {
             nbody_core::projection::Project::<T>::project(&mut self.gpu, &self.pos, projection, grid)
         }
 
-        /// Not yet: the integrator's per-particle times, steps and derivatives live on the
-        /// device and are not saved.
+        /// Everything on the device comes back (positions, velocities, derivatives and
+        /// each particle's time) with the step bookkeeping, so the run resumes bit for bit.
         fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
-            Ok(None)
+            let c = self.h.checkpoint(&mut self.gpu)?;
+            let mut w = vec![self.extra.to_bits(), c.time.to_bits(), u64::from(c.started), c.dt.to_bits(), c.steps];
+            w.push(c.interactions.to_bits());
+            w.push(c.pos.len() as u64);
+            for lanes in [&c.pos, &c.vel, &c.acc, &c.jerk] {
+                w.extend(lanes.iter().flatten().map(|x| nbody_core::Real::to_f64(*x).to_bits()));
+            }
+            w.extend(c.t.iter().chain(&c.dt_each).map(|x| x.to_bits()));
+            w.push(c.levels.len() as u64);
+            for level in &c.levels {
+                w.push(level.len() as u64);
+                w.extend(level.iter().map(|&i| u64::from(i)));
+            }
+            Ok(Some(w))
         }
 
-        fn restore(&mut self, _: &mut Words<'_>) -> Result<(), Error> {
-            Err(Error::Unsupported {
-                operation: "--resume of a device-resident Hermite run",
-                reason: "its checkpoints are not written yet: resume with --executor cpu, or rerun",
-            })
+        fn restore(&mut self, w: &mut Words<'_>) -> Result<(), Error> {
+            self.extra = w.f64()?;
+            let (time, started, dt, steps, interactions) = (w.f64()?, w.word()? != 0, w.f64()?, w.word()?, w.f64()?);
+            // Per particle: four arrays of four lanes, a time and a step.
+            let n = w.len(18)?;
+            let mut lanes = || -> Result<Vec<[T; 4]>, Error> {
+                (0..n).map(|_| Ok([w.f64()?, w.f64()?, w.f64()?, w.f64()?].map(T::from_f64))).collect()
+            };
+            let (pos, vel, acc, jerk) = (lanes()?, lanes()?, lanes()?, lanes()?);
+            let t = (0..n).map(|_| w.f64()).collect::<Result<Vec<_>, _>>()?;
+            let dt_each = (0..n).map(|_| w.f64()).collect::<Result<Vec<_>, _>>()?;
+            let count = w.len(1)?;
+            let mut levels = Vec::with_capacity(count);
+            for _ in 0..count {
+                let len = w.len(1)?;
+                let level =
+                    (0..len).map(|_| Ok(u32::try_from(w.word()?).unwrap_or(u32::MAX))).collect::<Result<_, Error>>()?;
+                levels.push(level);
+            }
+            let c =
+                HermiteCheckpoint { time, started, dt, steps, interactions, pos, vel, acc, jerk, t, dt_each, levels };
+            self.h = DeviceHermite::resume(&mut self.gpu, &c, self.eta, self.params.eps, self.steps)?;
+            self.download()
         }
     }
 }
