@@ -154,3 +154,84 @@ fn info_names_the_mpi_library_and_the_ranks() {
     let o = alone(&["info"], dir.path());
     assert!(text(&o.stdout).contains("ranks in this job: 1"));
 }
+
+/// Snapshots and energy rows of an output folder, by name.
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("snapshot-") || n == "energy.csv"
+        })
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+/// A run across 3 ranks killed with SIGKILL (one rank, after its checkpoints) resumes
+/// from rank 0's gathered checkpoint: on 3 ranks it writes the uninterrupted run's
+/// snapshots and energy rows bit for bit; on 2 ranks, and in one process, it finishes
+/// with the same rows to within the summation order's rounding.
+#[test]
+fn killed_runs_resume_bit_for_bit_and_on_other_rank_counts() {
+    for integrator in ["leapfrog", "hermite", "block-hermite"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let args = |out: &str| -> Vec<String> {
+            ["--n", "600", "--t-end", "0.25", "--energy-every", "0.015625", "--snapshot-every", "0.125"]
+                .into_iter()
+                .chain(["--checkpoint-every", "0.03125", "--precision", "f64", "--threads", "1", "--quiet"])
+                .chain(["--integrator", integrator, "--out", out])
+                .map(String::from)
+                .collect()
+        };
+        let o = mpirun(3, &strs(&args("full")), d).output().unwrap();
+        assert!(o.status.success(), "{integrator}: {}", text(&o.stderr));
+        let want = outputs(&d.join("full"));
+        // Killed at 60% of the steps: past a checkpoint, before the end.
+        let steps = energy_rows(&d.join("full/energy.csv")).last().unwrap()[1];
+        let fault = format!("1:{}:kill", (0.6 * steps) as u64);
+        let o = mpirun(3, &strs(&args("part")), d).env("NBODY_FAULT", fault).output().unwrap();
+        assert!(!o.status.success(), "{integrator}: the killed run succeeded");
+        let checkpoints = std::fs::read_dir(d.join("part"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".nbck"))
+            .count();
+        assert!(checkpoints >= 1, "{integrator}: no checkpoint before the kill");
+        for (ranks, copy) in [(2, "part2"), (1, "part1"), (3, "part")] {
+            if copy != "part" {
+                let _ = std::fs::create_dir(d.join(copy));
+                for e in std::fs::read_dir(d.join("part")).unwrap() {
+                    let p = e.unwrap().path();
+                    if p.file_name().unwrap() != ".nbody-lock" {
+                        std::fs::copy(&p, d.join(copy).join(p.file_name().unwrap())).unwrap();
+                    }
+                }
+            }
+            let resume = ["run", "--resume", copy, "--quiet"];
+            let o = if ranks == 1 { alone(&resume, d) } else { mpirun(ranks, &resume, d).output().unwrap() };
+            assert!(o.status.success(), "{integrator} on {ranks} ranks: {}", text(&o.stderr));
+            let got = outputs(&d.join(copy));
+            assert_eq!(got.len(), want.len(), "{integrator} on {ranks} ranks: files");
+            if ranks == 3 {
+                for ((name, a), (_, b)) in got.iter().zip(&want) {
+                    assert!(a == b, "{integrator}: {name} differs from the uninterrupted run's");
+                }
+                continue;
+            }
+            let (g, w) = (energy_rows(&d.join(copy).join("energy.csv")), energy_rows(&d.join("full/energy.csv")));
+            assert_eq!(g.len(), w.len(), "{integrator} on {ranks} ranks: energy rows");
+            for (g, w) in g.iter().zip(&w) {
+                assert_eq!(g[0], w[0], "{integrator} on {ranks} ranks: times");
+                let rel = (g[4] - w[4]).abs() / w[4].abs();
+                assert!(rel <= 1e-9, "{integrator} on {ranks} ranks, t = {}: total energy {} vs {}", g[0], g[4], w[4]);
+            }
+        }
+    }
+}

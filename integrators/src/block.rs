@@ -245,4 +245,25 @@ impl<T: Real> crate::Checkpoint for BlockHermite<T> {
         self.jerk = take_triples(w)?;
         Ok(())
     }
+
+    fn save_split(&self, shared: &mut Vec<u64>, arrays: &mut Vec<Vec<u64>>) {
+        use crate::checkpoint::{put_array, put_triple_array};
+        shared.extend([u64::from(self.started), self.steps as u64, self.targets as u64]);
+        put_array(arrays, self.t.iter().copied());
+        put_array(arrays, self.dt.iter().copied());
+        put_triple_array(arrays, &self.acc);
+        put_triple_array(arrays, &self.jerk);
+    }
+
+    fn restore_split(&mut self, w: &mut crate::Words<'_>, a: &mut crate::Arrays<'_>) -> Result<(), Error> {
+        use crate::checkpoint::take_triple_array;
+        self.started = w.word()? != 0;
+        self.steps = w.word()? as usize;
+        self.targets = w.word()? as usize;
+        self.t = a.reals::<f64>(1)?;
+        self.dt = a.reals::<f64>(1)?;
+        self.acc = take_triple_array(a)?;
+        self.jerk = take_triple_array(a)?;
+        Ok(())
+    }
 }

@@ -32,6 +32,98 @@ pub trait Checkpoint {
     fn save(&self, out: &mut Vec<u64>);
     /// Takes the state back from `words` (what [`Checkpoint::save`] wrote).
     fn restore(&mut self, words: &mut Words<'_>) -> Result<(), Error>;
+
+    /// The state of one share of a system split over processes: the words every share
+    /// holds alike go to `shared`, each per-particle array (a fixed number of words per
+    /// particle, in particle order) to `arrays`, so that the shares' arrays concatenated
+    /// can be cut again for another split. The default writes everything to `shared`,
+    /// which is right for state without per-particle arrays; integrators with such
+    /// arrays override both split methods.
+    fn save_split(&self, shared: &mut Vec<u64>, arrays: &mut Vec<Vec<u64>>) {
+        let _ = arrays;
+        self.save(shared);
+    }
+
+    /// Takes one share's state back: the shared words, and this share's part of each
+    /// array [`Checkpoint::save_split`] wrote.
+    fn restore_split(&mut self, shared: &mut Words<'_>, arrays: &mut Arrays<'_>) -> Result<(), Error> {
+        let _ = arrays;
+        self.restore(shared)
+    }
+}
+
+/// One share's part of each per-particle array of a split checkpoint, in the order
+/// [`Checkpoint::save_split`] wrote them.
+///
+/// ```
+/// use nbody_integrators::{ics, Arrays, Checkpoint, State, Words};
+/// let (p, v) = ics::plummer::<f64>(8, 1);
+/// let s = State::new(p, v);
+/// let (mut shared, mut arrays) = (Vec::new(), Vec::new());
+/// s.save_split(&mut shared, &mut arrays);
+/// let mut back = State::new(Vec::new(), Vec::new());
+/// let parts: Vec<&[u64]> = arrays.iter().map(Vec::as_slice).collect();
+/// back.restore_split(&mut Words::new(&shared), &mut Arrays::new(&parts))?;
+/// assert_eq!(back, s);
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Arrays<'a> {
+    arrays: &'a [&'a [u64]],
+    at: usize,
+}
+
+impl<'a> Arrays<'a> {
+    /// This share's part of each array, in order.
+    pub fn new(arrays: &'a [&'a [u64]]) -> Self {
+        Self { arrays, at: 0 }
+    }
+
+    /// The next array as values of `T`, `per` to a particle (its length must be a
+    /// multiple of `per`).
+    pub fn reals<T: Real>(&mut self, per: usize) -> Result<Vec<T>, Error> {
+        let a = *self.arrays.get(self.at).ok_or_else(short)?;
+        self.at += 1;
+        if !a.len().is_multiple_of(per) {
+            return Err(short());
+        }
+        Ok(a.iter().map(|&w| T::from_f64(f64::from_bits(w))).collect())
+    }
+}
+
+/// Appends values as one per-particle array.
+pub(crate) fn put_array<T: Real>(arrays: &mut Vec<Vec<u64>>, xs: impl IntoIterator<Item = T>) {
+    arrays.push(xs.into_iter().map(|x| x.to_f64().to_bits()).collect());
+}
+
+/// Appends a field array (four lanes each).
+pub(crate) fn put_field_array<T: Real>(arrays: &mut Vec<Vec<u64>>, f: &[Field<T>]) {
+    put_array(arrays, f.iter().flat_map(|f| [f.ax, f.ay, f.az, f.phi]));
+}
+
+/// Reads a field array.
+pub(crate) fn take_field_array<T: Real>(a: &mut Arrays<'_>) -> Result<Vec<Field<T>>, Error> {
+    Ok(a.reals::<T>(4)?.chunks_exact(4).map(|c| Field::new(c[0], c[1], c[2], c[3])).collect())
+}
+
+/// Appends a jerk array (three lanes each).
+pub(crate) fn put_jerk_array<T: Real>(arrays: &mut Vec<Vec<u64>>, j: &[Jerk<T>]) {
+    put_array(arrays, j.iter().flat_map(|j| j.components()));
+}
+
+/// Reads a jerk array.
+pub(crate) fn take_jerk_array<T: Real>(a: &mut Arrays<'_>) -> Result<Vec<Jerk<T>>, Error> {
+    Ok(a.reals::<T>(3)?.chunks_exact(3).map(|c| Jerk::new(c[0], c[1], c[2])).collect())
+}
+
+/// Appends f64 triples as an array.
+pub(crate) fn put_triple_array(arrays: &mut Vec<Vec<u64>>, v: &[[f64; 3]]) {
+    put_array(arrays, v.iter().flatten().copied());
+}
+
+/// Reads f64 triples.
+pub(crate) fn take_triple_array(a: &mut Arrays<'_>) -> Result<Vec<[f64; 3]>, Error> {
+    Ok(a.reals::<f64>(3)?.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
 }
 
 /// Words being read back, in order.
@@ -148,6 +240,23 @@ impl<T: Real> Checkpoint for State<T> {
         out.push(self.pos.len() as u64);
         put_reals(out, self.pos.iter().flat_map(|p| [p.x, p.y, p.z, p.m]));
         put_reals(out, self.vel.iter().flat_map(|v| v.components()));
+    }
+
+    fn save_split(&self, shared: &mut Vec<u64>, arrays: &mut Vec<Vec<u64>>) {
+        put(shared, self.time);
+        put_array(arrays, self.pos.iter().flat_map(|p| [p.x, p.y, p.z, p.m]));
+        put_array(arrays, self.vel.iter().flat_map(|v| v.components()));
+    }
+
+    fn restore_split(&mut self, shared: &mut Words<'_>, arrays: &mut Arrays<'_>) -> Result<(), Error> {
+        self.time = shared.f64()?;
+        let (p, v) = (arrays.reals::<T>(4)?, arrays.reals::<T>(3)?);
+        if p.len() / 4 != v.len() / 3 {
+            return Err(short());
+        }
+        self.pos = p.chunks_exact(4).map(|c| Particle::new(c[0], c[1], c[2], c[3])).collect();
+        self.vel = v.chunks_exact(3).map(|c| Velocity::new(c[0], c[1], c[2])).collect();
+        Ok(())
     }
 
     fn restore(&mut self, w: &mut Words<'_>) -> Result<(), Error> {

@@ -302,4 +302,19 @@ impl<T: Real> crate::Checkpoint for Hermite<T> {
         self.jerk = crate::checkpoint::take_jerks(w)?;
         Ok(())
     }
+
+    fn save_split(&self, shared: &mut Vec<u64>, arrays: &mut Vec<Vec<u64>>) {
+        crate::checkpoint::put(shared, self.dt);
+        shared.push(u64::from(self.fresh));
+        crate::checkpoint::put_field_array(arrays, &self.field);
+        crate::checkpoint::put_jerk_array(arrays, &self.jerk);
+    }
+
+    fn restore_split(&mut self, w: &mut crate::Words<'_>, a: &mut crate::Arrays<'_>) -> Result<(), Error> {
+        self.dt = w.f64()?;
+        self.fresh = w.word()? != 0;
+        self.field = crate::checkpoint::take_field_array(a)?;
+        self.jerk = crate::checkpoint::take_jerk_array(a)?;
+        Ok(())
+    }
 }

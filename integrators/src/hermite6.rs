@@ -240,4 +240,23 @@ impl<T: Real> crate::Checkpoint for Hermite6<T> {
         }
         Ok(())
     }
+
+    fn save_split(&self, shared: &mut Vec<u64>, arrays: &mut Vec<Vec<u64>>) {
+        crate::checkpoint::put(shared, self.dt);
+        shared.push(u64::from(self.started));
+        shared.push(self.steps as u64);
+        for v in [&self.acc, &self.jerk, &self.snap, &self.crackle] {
+            crate::checkpoint::put_triple_array(arrays, v);
+        }
+    }
+
+    fn restore_split(&mut self, w: &mut crate::Words<'_>, a: &mut crate::Arrays<'_>) -> Result<(), Error> {
+        self.dt = w.f64()?;
+        self.started = w.word()? != 0;
+        self.steps = w.word()? as usize;
+        for v in [&mut self.acc, &mut self.jerk, &mut self.snap, &mut self.crackle] {
+            *v = crate::checkpoint::take_triple_array(a)?;
+        }
+        Ok(())
+    }
 }

@@ -128,4 +128,17 @@ impl<T: Real> crate::Checkpoint for Leapfrog<T> {
         self.field = crate::checkpoint::take_fields(w)?;
         Ok(())
     }
+
+    fn save_split(&self, shared: &mut Vec<u64>, arrays: &mut Vec<Vec<u64>>) {
+        crate::checkpoint::put(shared, self.dt);
+        shared.push(u64::from(self.fresh));
+        crate::checkpoint::put_field_array(arrays, &self.field);
+    }
+
+    fn restore_split(&mut self, w: &mut crate::Words<'_>, a: &mut crate::Arrays<'_>) -> Result<(), Error> {
+        self.dt = w.f64()?;
+        self.fresh = w.word()? != 0;
+        self.field = crate::checkpoint::take_field_array(a)?;
+        Ok(())
+    }
 }

@@ -35,7 +35,7 @@ mod rk;
 mod state;
 
 pub use block::BlockHermite;
-pub use checkpoint::{Checkpoint, Words};
+pub use checkpoint::{Arrays, Checkpoint, Words};
 pub use hermite::{Criterion, Hermite};
 pub use hermite6::Hermite6;
 pub use integrator::Integrator;

@@ -44,10 +44,6 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
     let args_overwrite = args.overwrite;
     let (args, resume) = match &args.resume {
         Some(dir) => {
-            if team.size() > 1 {
-                let e = anyhow::anyhow!("--resume: runs across MPI ranks write no checkpoints yet");
-                return Err(if team.is_root() { e } else { ReportedElsewhere.into() });
-            }
             let (path, saved) = super::checkpoint::newest(dir)?;
             let mut from = RunArgs::from_toml(&saved.settings).with_context(|| format!("{}", path.display()))?;
             from.out = Some(dir.clone());
@@ -274,7 +270,7 @@ fn on_host<'t, T: CliReal>(
         let label =
             format!("{label} on each of {} MPI ranks ({:?} scheme)", team.size(), scheme.resolve(s.n, team.size()));
         let sim = Host::new(state, integrator, Box::new(dist)).with_all_sources(s.n);
-        return Ok((Box::new(super::sim::Gathered { sim: Box::new(sim), team }), label));
+        return Ok((Box::new(super::sim::Gathered { sim: Box::new(sim), team, n: s.n }), label));
     }
     let _ = team;
     Ok((Box::new(Host::new(state, integrator, exec)), label))

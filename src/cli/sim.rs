@@ -4,10 +4,14 @@
 use nbody_core::forward::{Call, Forward};
 use nbody_core::projection::{Project, Projecting, Projection};
 use nbody_core::{Error, Particle, Real};
-use nbody_integrators::{Checkpoint, Diagnostics, Integrator, State, Words};
+use nbody_integrators::{Arrays, Checkpoint, Diagnostics, Integrator, State, Words};
 
 /// One row of a snapshot: x, y, z, m, vx, vy, vz.
 pub(super) type Row = [f64; 7];
+
+/// One share of a split checkpoint: the words every share saves alike, and this
+/// share's part of each per-particle array.
+pub(super) type Share = (Vec<u64>, Vec<Vec<u64>>);
 
 /// A running simulation.
 pub(super) trait Simulation {
@@ -31,6 +35,24 @@ pub(super) trait Simulation {
     fn save(&mut self) -> Result<Option<Vec<u64>>, Error>;
     /// Continues from what [`Simulation::save`] gave.
     fn restore(&mut self, words: &mut Words<'_>) -> Result<(), Error>;
+
+    /// For one share of a system split over processes: the words every share saves
+    /// alike and the per-particle arrays (see [`Checkpoint::save_split`]); `None` where
+    /// the simulation cannot be split.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    fn save_split(&mut self) -> Result<Option<Share>, Error> {
+        Ok(None)
+    }
+
+    /// Continues one share from [`Simulation::save_split`]'s words and this share's
+    /// part of each array.
+    fn restore_split(&mut self, shared: &mut Words<'_>, arrays: &mut Arrays<'_>) -> Result<(), Error> {
+        let _ = (shared, arrays);
+        Err(Error::Unsupported {
+            operation: "resuming one share of a split run",
+            reason: "this simulation is not split",
+        })
+    }
 }
 
 /// An executor that counts the interactions it is asked for, so rates are exact for
@@ -135,11 +157,31 @@ impl<T: Real> Simulation for Host<'_, T> {
         Ok(Some(w))
     }
 
+    /// Also takes a checkpoint gathered from MPI ranks (the whole system, in one process).
     fn restore(&mut self, w: &mut Words<'_>) -> Result<(), Error> {
         self.steps = w.word()?;
+        if self.steps == SPLIT {
+            let (own, all) = take_share(w, 1, 0, None)?;
+            let parts: Vec<&[u64]> = all.iter().map(Vec::as_slice).collect();
+            return self.restore_split(&mut Words::new(&own), &mut Arrays::new(&parts));
+        }
         self.exec.interactions = w.f64()?;
         self.state.restore(w)?;
         self.integrator.restore(w)
+    }
+
+    fn save_split(&mut self) -> Result<Option<Share>, Error> {
+        let (mut shared, mut arrays) = (vec![self.steps, self.exec.interactions.to_bits()], Vec::new());
+        self.state.save_split(&mut shared, &mut arrays);
+        self.integrator.save_split(&mut shared, &mut arrays);
+        Ok(Some((shared, arrays)))
+    }
+
+    fn restore_split(&mut self, w: &mut Words<'_>, a: &mut Arrays<'_>) -> Result<(), Error> {
+        self.steps = w.word()?;
+        self.exec.interactions = w.f64()?;
+        self.state.restore_split(w, a)?;
+        self.integrator.restore_split(w, a)
     }
 }
 
@@ -404,13 +446,55 @@ mod device {
 }
 
 /// A simulation whose particles are spread over the ranks of a [`super::team::Team`]:
-/// snapshots gather every rank's rows (in rank order) onto every rank.
+/// snapshots gather every rank's rows (in rank order) onto every rank, and so do
+/// checkpoints, which can resume on another number of ranks.
 #[cfg(feature = "mpi")]
 pub(super) struct Gathered<'a> {
     /// This rank's part.
     pub sim: Box<dyn Simulation + 'a>,
     /// The ranks.
     pub team: &'a super::team::Team,
+    /// Particles over all ranks.
+    pub n: usize,
+}
+
+/// Marks a checkpoint gathered from several ranks.
+const SPLIT: u64 = u64::from_le_bytes(*b"NBRANKS1");
+
+fn not_gathered() -> Error {
+    Error::InvalidParameter { name: "checkpoint", requirement: "one gathered from MPI ranks, of this run's particles" }
+}
+
+/// One share of a gathered checkpoint (after its `SPLIT` mark) for rank `rank` of
+/// `size`: its shared words and its part of every array (`expected`, where given, must
+/// be the saved particle count). On as many ranks as wrote it, each rank's own words
+/// (bit for bit); on another number, rank 0's shared words (time, steps and step sizes
+/// are the same on every rank) and the rank's new share of every array.
+fn take_share(w: &mut Words<'_>, size: usize, rank: usize, expected: Option<usize>) -> Result<Share, Error> {
+    let ranks = w.len(0)?;
+    let n = usize::try_from(w.word()?).map_err(|_| not_gathered())?;
+    if ranks == 0 || expected.is_some_and(|e| e != n) {
+        return Err(not_gathered());
+    }
+    let mut shared = Vec::with_capacity(ranks);
+    for _ in 0..ranks {
+        let len = w.len(1)?;
+        shared.push((0..len).map(|_| w.word()).collect::<Result<Vec<u64>, Error>>()?);
+    }
+    let share = n * rank / size..n * (rank + 1) / size;
+    let count = w.len(1)?;
+    let mut mine = Vec::with_capacity(count);
+    for _ in 0..count {
+        let len = w.len(1)?;
+        let all = (0..len).map(|_| w.word()).collect::<Result<Vec<u64>, Error>>()?;
+        let per = len.checked_div(n).unwrap_or(0);
+        if per * n != len {
+            return Err(not_gathered());
+        }
+        mine.push(all[share.start * per..share.end * per].to_vec());
+    }
+    let own = if ranks == size { shared.swap_remove(rank) } else { shared.swap_remove(0) };
+    Ok((own, mine))
 }
 
 #[cfg(feature = "mpi")]
@@ -444,16 +528,33 @@ impl Simulation for Gathered<'_> {
         self.sim.project(projection, grid)
     }
 
-    /// Not across ranks (yet): every rank would have to write its share.
+    /// Every rank's shared words and every per-particle array, gathered in rank order
+    /// (so particle order): `SPLIT`, the rank count, the particle count, each rank's
+    /// shared words (count, words), then each array (count, words). Collective.
     fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
-        Ok(None)
+        let Some((shared, arrays)) = self.sim.save_split()? else { return Ok(None) };
+        let mut w = vec![SPLIT, self.team.size() as u64, self.n as u64];
+        for words in self.team.gather_words(shared) {
+            w.push(words.len() as u64);
+            w.extend(words);
+        }
+        w.push(arrays.len() as u64);
+        for a in arrays {
+            let all = self.team.gather_words(a).concat();
+            w.push(all.len() as u64);
+            w.extend(all);
+        }
+        Ok(Some(w))
     }
 
-    fn restore(&mut self, _: &mut Words<'_>) -> Result<(), Error> {
-        Err(Error::Unsupported {
-            operation: "--resume under MPI",
-            reason: "runs across ranks write no checkpoints yet",
-        })
+    /// This rank's share of a gathered checkpoint (see [`take_share`]).
+    fn restore(&mut self, w: &mut Words<'_>) -> Result<(), Error> {
+        if w.word()? != SPLIT {
+            return Err(not_gathered());
+        }
+        let (own, mine) = take_share(w, self.team.size(), self.team.rank(), Some(self.n))?;
+        let parts: Vec<&[u64]> = mine.iter().map(Vec::as_slice).collect();
+        self.sim.restore_split(&mut Words::new(&own), &mut Arrays::new(&parts))
     }
 }
 

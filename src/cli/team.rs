@@ -206,6 +206,25 @@ impl Team {
         mine
     }
 
+    /// Every rank's words, in rank order, on every rank (collective).
+    pub fn gather_words(&self, mine: Vec<u64>) -> Vec<Vec<u64>> {
+        #[cfg(feature = "mpi")]
+        if let Some(m) = &self.mpi {
+            use nbody_mpi::mpi::datatype::PartitionMut;
+            use nbody_mpi::mpi::traits::CommunicatorCollectives;
+            let mut counts = vec![0i32; self.size()];
+            m.world.all_gather_into(&(mine.len() as i32), &mut counts[..]);
+            let displs: Vec<i32> = counts.iter().scan(0, |a, &c| Some(std::mem::replace(a, *a + c))).collect();
+            let mut all = vec![0u64; counts.iter().map(|&c| c as usize).sum()];
+            {
+                let mut part = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+                m.world.all_gather_varcount_into(&mine[..], &mut part);
+            }
+            return counts.iter().zip(&displs).map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec()).collect();
+        }
+        vec![mine]
+    }
+
     /// Fails here if the tests asked this rank to (see `NBODY_FAULT`).
     #[doc(hidden)]
     pub fn fault_point(&self, steps: u64) -> anyhow::Result<()> {
