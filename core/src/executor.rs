@@ -480,33 +480,18 @@ pub trait Executor<T: Real> {
         Ok(())
     }
 
-    /// The smallest `x` over every process taking part in this executor's calls.
-    ///
-    /// An executor whose calls span several processes (each owning a slice of the
-    /// particles, as `nbody-mpi`'s does) combines per-process values here, so an
-    /// integrator written for one process (a shared time step, a diagnostic sum) stays
-    /// correct on many. A collective call: every process calls it in the same order. The
-    /// default, for executors of one process, returns `x`.
+    /// The reductions over every process taking part in this executor's calls, for an
+    /// executor whose calls span several processes (each owning a slice of the
+    /// particles, as `nbody-mpi`'s does); `None`, the default, for executors of one
+    /// process. Integrators combine their per-process values through it (see
+    /// [`crate::collective`]).
     ///
     /// ```
     /// use nbody_core::{Executor, Reference};
-    /// assert_eq!(Executor::<f64>::combine_min(&mut Reference, 0.5), 0.5);
+    /// assert!(Executor::<f64>::collective(&mut Reference).is_none());
     /// ```
-    fn combine_min(&mut self, x: f64) -> f64 {
-        x
-    }
-
-    /// Replaces each element of `values` by its sum over every process taking part in
-    /// this executor's calls (see [`Executor::combine_min`]). The default leaves them.
-    ///
-    /// ```
-    /// use nbody_core::{Executor, Reference};
-    /// let mut v = [1.0, 2.0];
-    /// Executor::<f32>::combine_sum(&mut Reference, &mut v);
-    /// assert_eq!(v, [1.0, 2.0]);
-    /// ```
-    fn combine_sum(&mut self, values: &mut [f64]) {
-        let _ = values;
+    fn collective(&mut self) -> Option<&mut dyn crate::collective::Collective> {
+        None
     }
 }
 

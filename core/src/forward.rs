@@ -243,12 +243,8 @@ where
         unsafe { self.inner_mut().accelerations_batch_unchecked(particles, list, params, out) }
     }
 
-    fn combine_min(&mut self, x: f64) -> f64 {
-        self.inner_mut().combine_min(x)
-    }
-
-    fn combine_sum(&mut self, values: &mut [f64]) {
-        self.inner_mut().combine_sum(values)
+    fn collective(&mut self) -> Option<&mut dyn crate::collective::Collective> {
+        self.inner_mut().collective()
     }
 }
 

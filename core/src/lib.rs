@@ -33,6 +33,7 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+pub mod collective;
 mod error;
 mod executor;
 pub mod forward;

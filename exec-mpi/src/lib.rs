@@ -52,6 +52,7 @@ pub use replicated::Replicated;
 use mpi::collective::SystemOperation;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::*;
+use nbody_core::collective::Collective;
 use nbody_core::kernel::{add_fields, add_jerks};
 use nbody_core::projection::Projection;
 use nbody_core::{validate, Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Params, Particle, Real};
@@ -417,13 +418,20 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
         Err(unsupported("accelerations_batch"))
     }
 
-    fn combine_min(&mut self, x: f64) -> f64 {
+    fn collective(&mut self) -> Option<&mut dyn Collective> {
+        Some(self)
+    }
+}
+
+/// Reductions over the communicator's ranks (`MPI_Allreduce`).
+impl<E> Collective for Distributed<E> {
+    fn min(&mut self, x: f64) -> f64 {
         let mut m = x;
         self.comm.all_reduce_into(&x, &mut m, SystemOperation::min());
         m
     }
 
-    fn combine_sum(&mut self, values: &mut [f64]) {
+    fn sum(&mut self, values: &mut [f64]) {
         let mine = values.to_vec();
         self.comm.all_reduce_into(&mine[..], values, SystemOperation::sum());
     }

@@ -200,9 +200,9 @@ fn distributed_trials(size: usize, tag: &str, scheme: Scheme) -> Vec<Trial> {
         }),
         Trial::test(format!("mpi{size}-{tag}/combine_over_ranks"), move || {
             let mut exec = distributed(scheme)?;
-            let min = Executor::<f64>::combine_min(&mut exec, 10.0 + rank as f64);
+            let min = nbody_core::collective::min::<f64, _>(&mut exec, 10.0 + rank as f64);
             let mut sums = [1.0, rank as f64];
-            Executor::<f64>::combine_sum(&mut exec, &mut sums);
+            nbody_core::collective::sum::<f64, _>(&mut exec, &mut sums);
             let want = [size as f64, (size * (size - 1) / 2) as f64];
             if min != 10.0 || sums != want {
                 return Err(format!("min {min}, sums {sums:?}, expected 10 and {want:?}").into());

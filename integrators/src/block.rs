@@ -165,7 +165,7 @@ impl<T: Real> BlockHermite<T> {
         let t_next = (0..n).map(|i| self.t[i] + self.dt[i]).fold(f64::INFINITY, f64::min);
         // The block time is the earliest over every process of a distributed executor
         // (a process holding no particles, or none due, still takes part in the call).
-        let t_next = e.combine_min(t_next);
+        let t_next = nbody_core::collective::min(e, t_next);
         let (active, rest): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| self.t[i] + self.dt[i] == t_next);
         let n_active = active.len();
         self.order.clear();

@@ -173,7 +173,7 @@ impl<T: Real> Hermite<T> {
             .filter(|d| d.is_finite() && *d > 0.0)
             .fold(f64::INFINITY, f64::min);
         // A shared step: the smallest over every process of a distributed executor.
-        self.dt = e.combine_min(self.dt);
+        self.dt = nbody_core::collective::min(e, self.dt);
         if !self.dt.is_finite() {
             self.dt = ETA_START;
         }
@@ -239,7 +239,7 @@ impl<T: Real> Hermite<T> {
             self.force(&s.pos, &s.vel, e)?;
             next = self.correct(x0, v0, a0, j0, s, dt);
         }
-        let next = e.combine_min(next);
+        let next = nbody_core::collective::min(e, next);
         Ok(next)
     }
 

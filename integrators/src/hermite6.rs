@@ -135,7 +135,7 @@ impl<T: Real> Hermite6<T> {
             .map(|i| ETA_START * norm(a[i]) / norm(j[i]))
             .filter(|d| d.is_finite() && *d > 0.0)
             .fold(f64::INFINITY, f64::min);
-        self.dt = e.combine_min(dt);
+        self.dt = nbody_core::collective::min(e, dt);
         if !self.dt.is_finite() {
             self.dt = ETA_START;
         }
@@ -196,7 +196,7 @@ impl<T: Real> Hermite6<T> {
             self.crackle[i] = cr;
         }
         (self.acc, self.jerk, self.snap) = (a1, j1, s1);
-        let next = e.combine_min(next);
+        let next = nbody_core::collective::min(e, next);
         self.dt = if next.is_finite() { next.min(2.0 * dt) } else { 2.0 * dt };
         s.time += dt;
         self.steps += 1;

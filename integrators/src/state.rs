@@ -72,7 +72,7 @@ pub fn diagnostics<T: Real>(state: &State<T>, field: &[Field<T>]) -> Diagnostics
 }
 
 /// [`diagnostics`] over every process of a distributed executor: each process holds a
-/// slice of the particles, its sums are combined through [`Executor::combine_sum`]. With
+/// slice of the particles, its sums are combined through [`nbody_core::collective::sum`]. With
 /// an executor of one process it is [`diagnostics`].
 ///
 /// ```
@@ -90,7 +90,7 @@ pub fn diagnostics_combined<T: Real, E: Executor<T> + ?Sized>(
     exec: &mut E,
 ) -> Diagnostics {
     let mut s = sums(state, field);
-    exec.combine_sum(&mut s);
+    nbody_core::collective::sum(exec, &mut s);
     finish(s)
 }
 
