@@ -38,7 +38,7 @@ if has cli; then
   cd - > /dev/null
 fi
 if has checkpoint; then
-  NBODY_BIN="$PWD/nbody" NBODY_CHECKPOINT_N=${CHECKPOINT_N:-2048} \
+  NBODY_BIN="$PWD/nbody" NBODY_CHECKPOINT_N=${CHECKPOINT_N:-16384} \
     NBODY_CHECKPOINT_EXECUTORS=${CHECKPOINT_EXECUTORS:-cuda,cuda-mixed,cuda:0,0} \
     ./cli-checkpoint --test-threads 1 --nocapture > "$OUT/checkpoint.log" 2>&1
   echo "checkpoint exit: $?"; grep -E "resumed|panicked|test result" "$OUT/checkpoint.log"

@@ -60,8 +60,12 @@ fn args(executor: &str, integrator: &str, out: &str) -> Vec<String> {
     .to_vec()
 }
 
-/// Runs `a` in `dir`; kills it after `after` if given. True when it finished by itself.
+/// Runs `a` in `dir`; kills it after `after` if given, once its output folder `out`
+/// holds a checkpoint (on a fast device the whole run may take less than starting it,
+/// so a kill by the clock alone would land before the first). True when it finished
+/// by itself.
 fn run(dir: &Path, a: &[String], after: Option<Duration>) -> bool {
+    let out = a.iter().position(|x| x == "--out" || x == "--resume").map(|i| dir.join(&a[i + 1]));
     let mut child =
         Command::new(nbody()).args(a).current_dir(dir).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let start = Instant::now();
@@ -70,7 +74,7 @@ fn run(dir: &Path, a: &[String], after: Option<Duration>) -> bool {
             assert!(status.success(), "{a:?} failed");
             return true;
         }
-        if after.is_some_and(|t| start.elapsed() >= t) {
+        if after.is_some_and(|t| start.elapsed() >= t) && out.as_deref().is_some_and(has_checkpoint) {
             child.kill().unwrap(); // SIGKILL: nothing is flushed or finished
             child.wait().unwrap();
             return false;

@@ -99,9 +99,87 @@ impl<T: DeviceReal> DeviceState<T> {
     pub fn set_resort_every(&mut self, drifts: usize) {
         self.resort_every = drifts.max(1);
     }
+
+    /// Drifts since a sorted state was last sorted (0 for a state kept in the caller's
+    /// order): with [`DeviceState::order`], what [`CudaExecutor::upload_state_arranged`]
+    /// needs to make the same state again.
+    pub fn drifts_since_sort(&self) -> usize {
+        self.drifts_since_sort
+    }
 }
 
 impl CudaExecutor {
+    /// Uploads a state as [`DeviceState::order`] and [`DeviceState::drifts_since_sort`]
+    /// described a saved one: a sorted state (mixed kernels) stores the particles in
+    /// `order` (the caller's index of each stored particle) and sorts again when the
+    /// saved state would have, so a checkpointed mixed leapfrog continues bit for bit.
+    /// An executor that keeps the caller's order ignores both.
+    ///
+    /// ```no_run
+    /// use nbody_core::resident::Resident;
+    /// let mut mixed = nbody_cuda::CudaMixedExecutor::new()?;
+    /// let gpu = mixed.executor();
+    /// let (p, v) = nbody_integrators::ics::plummer::<f64>(4096, 1);
+    /// let state = gpu.upload_state(&p, &v)?;
+    /// let order = state.order().unwrap().to_vec();
+    /// let again = gpu.upload_state_arranged(&p, &v, &order, state.drifts_since_sort())?;
+    /// assert_eq!(again.order(), state.order());
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn upload_state_arranged<T: DeviceReal>(
+        &mut self,
+        pos: &[Particle<T>],
+        vel: &[Velocity<T>],
+        order: &[u32],
+        drifts_since_sort: usize,
+    ) -> Result<DeviceState<T>, Error> {
+        if self.family::<T>() != crate::Family::Mixed {
+            return self.upload_state(pos, vel);
+        }
+        validate::velocities(vel, pos.len(), Array::Velocities)?;
+        validate::particles(pos, Array::Particles)?;
+        let mut seen = vec![false; pos.len()];
+        let permutation = order.len() == pos.len()
+            && order.iter().all(|&i| (i as usize) < seen.len() && !std::mem::replace(&mut seen[i as usize], true));
+        if !permutation {
+            return Err(Error::InvalidParameter {
+                name: "order",
+                requirement: "a permutation of the particles' indices",
+            });
+        }
+        self.upload_state_in(pos, vel, Some(order.to_vec()), drifts_since_sort)
+    }
+
+    /// Uploads `pos` and `vel` stored in `order` (the caller's index of each stored
+    /// particle; `None`: as given).
+    fn upload_state_in<T: DeviceReal>(
+        &mut self,
+        pos: &[Particle<T>],
+        vel: &[Velocity<T>],
+        order: Option<Vec<u32>>,
+        drifts_since_sort: usize,
+    ) -> Result<DeviceState<T>, Error> {
+        let sorted = order.as_ref().map(|o| (gather(pos, o), gather(vel, o)));
+        let (pos, vel) = sorted.as_ref().map_or((pos, vel), |(p, v)| (&p[..], &v[..]));
+        let p = self.upload(pos)?;
+        let bytes = p.padded_len() * size_of::<Velocity<T>>();
+        let mut v = alloc(bytes)?;
+        upload_padded(&mut v, bytemuck::cast_slice(vel), bytes)?;
+        let field = self.zeroed_fields(pos.len())?;
+        let resort_every = DeviceState::<T>::resort_interval(pos.len());
+        Ok(DeviceState {
+            pos: p,
+            vel: v,
+            field,
+            fresh: false,
+            time: 0.0,
+            owner: self.owner,
+            order,
+            drifts_since_sort,
+            resort_every,
+        })
+    }
+
     /// Recomputes the field of `s` at its positions.
     fn force<T: DeviceReal>(&mut self, s: &mut DeviceState<T>, params: &Params<T>) -> Result<(), Error> {
         self.clear(&mut s.field)?;
@@ -182,25 +260,7 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
         } else {
             None
         };
-        let sorted = order.as_ref().map(|o| (gather(pos, o), gather(vel, o)));
-        let (pos, vel) = sorted.as_ref().map_or((pos, vel), |(p, v)| (&p[..], &v[..]));
-        let p = self.upload(pos)?;
-        let bytes = p.padded_len() * size_of::<Velocity<T>>();
-        let mut v = alloc(bytes)?;
-        upload_padded(&mut v, bytemuck::cast_slice(vel), bytes)?;
-        let field = self.zeroed_fields(pos.len())?;
-        let resort_every = DeviceState::<T>::resort_interval(pos.len());
-        Ok(DeviceState {
-            pos: p,
-            vel: v,
-            field,
-            fresh: false,
-            time: 0.0,
-            owner: self.owner,
-            order,
-            drifts_since_sort: 0,
-            resort_every,
-        })
+        self.upload_state_in(pos, vel, order, 0)
     }
 
     fn download_state(

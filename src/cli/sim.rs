@@ -215,11 +215,46 @@ mod device {
     pub(crate) trait ResidentMaps<T: DeviceReal>: Resident<T> {
         /// Density map on the device(s).
         fn project(&mut self, s: &Self::State, projection: &Projection, grid: &mut [f64]) -> Result<(), Error>;
+
+        /// How a state stores its particles, where that is not the caller's order (a
+        /// sorted mixed state: its order and drifts since the last sort), so a
+        /// checkpoint can make the same state again.
+        fn arrangement(s: &Self::State) -> Option<(Vec<u32>, usize)> {
+            let _ = s;
+            None
+        }
+
+        /// Uploads a state stored as [`ResidentMaps::arrangement`] said.
+        fn upload_arranged(
+            &mut self,
+            pos: &[Particle<T>],
+            vel: &[Velocity<T>],
+            arrangement: Option<(Vec<u32>, usize)>,
+        ) -> Result<Self::State, Error> {
+            let _ = arrangement;
+            self.upload_state(pos, vel)
+        }
     }
 
     impl<T: DeviceReal> ResidentMaps<T> for CudaExecutor {
         fn project(&mut self, s: &DeviceState<T>, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
             self.project_resident(s.positions(), projection, grid)
+        }
+
+        fn arrangement(s: &DeviceState<T>) -> Option<(Vec<u32>, usize)> {
+            s.order().map(|o| (o.to_vec(), s.drifts_since_sort()))
+        }
+
+        fn upload_arranged(
+            &mut self,
+            pos: &[Particle<T>],
+            vel: &[Velocity<T>],
+            arrangement: Option<(Vec<u32>, usize)>,
+        ) -> Result<DeviceState<T>, Error> {
+            match arrangement {
+                Some((order, drifts)) => self.upload_state_arranged(pos, vel, &order, drifts),
+                None => self.upload_state(pos, vel),
+            }
         }
     }
 
@@ -318,6 +353,13 @@ mod device {
             let s = State { pos: std::mem::take(&mut self.pos), vel: std::mem::take(&mut self.vel), time };
             s.save(&mut w);
             (self.pos, self.vel) = (s.pos, s.vel);
+            match E::arrangement(&self.state) {
+                Some((order, drifts)) => {
+                    w.extend([1, drifts as u64, order.len() as u64]);
+                    w.extend(order.iter().map(|&i| u64::from(i)));
+                }
+                None => w.push(0),
+            }
             Ok(Some(w))
         }
 
@@ -326,7 +368,16 @@ mod device {
             self.interactions = w.f64()?;
             let mut s = State::new(Vec::new(), Vec::new());
             s.restore(w)?;
-            self.state = self.exec.upload_state(&s.pos, &s.vel)?;
+            let arrangement = match w.word()? {
+                0 => None,
+                _ => {
+                    let drifts = w.word()? as usize;
+                    let len = w.len(1)?;
+                    let order = (0..len).map(|_| Ok(w.word()? as u32)).collect::<Result<Vec<u32>, Error>>()?;
+                    Some((order, drifts))
+                }
+            };
+            self.state = self.exec.upload_arranged(&s.pos, &s.vel, arrangement)?;
             E::set_time(&mut self.state, s.time);
             (self.pos, self.vel) = (s.pos, s.vel);
             Ok(())
@@ -437,10 +488,13 @@ mod device {
                     (0..len).map(|_| Ok(u32::try_from(w.word()?).unwrap_or(u32::MAX))).collect::<Result<_, Error>>()?;
                 levels.push(level);
             }
+            // The host copies as saved (a resumed run starts from an empty system).
+            self.pos = pos.iter().map(|&[x, y, z, m]| Particle::new(x, y, z, m)).collect();
+            self.vel = vel.iter().map(|&[x, y, z, _]| Velocity::new(x, y, z)).collect();
             let c =
                 HermiteCheckpoint { time, started, dt, steps, interactions, pos, vel, acc, jerk, t, dt_each, levels };
             self.h = DeviceHermite::resume(&mut self.gpu, &c, self.eta, self.params.eps, self.steps)?;
-            self.download()
+            Ok(())
         }
     }
 }
