@@ -161,6 +161,23 @@ impl MultiDevice {
 
     /// Shares of the targets per device, in device order (normalised to sum to 1).
     pub fn with_weights(mut self, weights: &[f64]) -> Result<Self, Error> {
+        self.set_weights(weights)?;
+        Ok(self)
+    }
+
+    /// Sets the shares of the targets per device (as [`MultiDevice::with_weights`]);
+    /// weights that already sum to 1 (within 1e-12, as [`MultiDevice::weights`] gives
+    /// them) are kept bit for bit, so a checkpointed run splits its particles again
+    /// exactly as before (its sums then run in the same order).
+    ///
+    /// ```no_run
+    /// let mut gpus = nbody_cuda::MultiDevice::on_devices(&[0, 0])?;
+    /// let saved = gpus.weights().to_vec();
+    /// gpus.set_weights(&saved)?;
+    /// assert_eq!(gpus.weights(), &saved[..]);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn set_weights(&mut self, weights: &[f64]) -> Result<(), Error> {
         let total: f64 = weights.iter().sum();
         if weights.len() != self.lanes.len() || weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) || total <= 0.0 {
             return Err(Error::InvalidParameter {
@@ -168,8 +185,9 @@ impl MultiDevice {
                 requirement: "one finite non-negative weight per device, not all zero",
             });
         }
-        self.weights = weights.iter().map(|w| w / total).collect();
-        Ok(self)
+        self.weights =
+            if (total - 1.0).abs() <= 1e-12 { weights.to_vec() } else { weights.iter().map(|w| w / total).collect() };
+        Ok(())
     }
 
     /// Times each device alone on the same call (f32, 32,768 x 32,768) and sets the

@@ -216,24 +216,18 @@ mod device {
         /// Density map on the device(s).
         fn project(&mut self, s: &Self::State, projection: &Projection, grid: &mut [f64]) -> Result<(), Error>;
 
-        /// How a state stores its particles, where that is not the caller's order (a
-        /// sorted mixed state: its order and drifts since the last sort), so a
-        /// checkpoint can make the same state again.
-        fn arrangement(s: &Self::State) -> Option<(Vec<u32>, usize)> {
-            let _ = s;
-            None
-        }
+        /// How a state stores its particles, as words for a checkpoint, so a resumed
+        /// run makes the same state again and sums in the same order: a sorted mixed
+        /// state's order and drifts since its last sort; several devices' shares.
+        fn arrangement(&self, s: &Self::State) -> Vec<u64>;
 
         /// Uploads a state stored as [`ResidentMaps::arrangement`] said.
         fn upload_arranged(
             &mut self,
             pos: &[Particle<T>],
             vel: &[Velocity<T>],
-            arrangement: Option<(Vec<u32>, usize)>,
-        ) -> Result<Self::State, Error> {
-            let _ = arrangement;
-            self.upload_state(pos, vel)
-        }
+            arrangement: &mut Words<'_>,
+        ) -> Result<Self::State, Error>;
     }
 
     impl<T: DeviceReal> ResidentMaps<T> for CudaExecutor {
@@ -241,26 +235,56 @@ mod device {
             self.project_resident(s.positions(), projection, grid)
         }
 
-        fn arrangement(s: &DeviceState<T>) -> Option<(Vec<u32>, usize)> {
-            s.order().map(|o| (o.to_vec(), s.drifts_since_sort()))
+        /// Sorted: drifts since the last sort, the order's length and the order;
+        /// in the caller's order: nothing.
+        fn arrangement(&self, s: &DeviceState<T>) -> Vec<u64> {
+            let Some(order) = s.order() else { return Vec::new() };
+            let mut w = vec![s.drifts_since_sort() as u64, order.len() as u64];
+            w.extend(order.iter().map(|&i| u64::from(i)));
+            w
         }
 
         fn upload_arranged(
             &mut self,
             pos: &[Particle<T>],
             vel: &[Velocity<T>],
-            arrangement: Option<(Vec<u32>, usize)>,
+            w: &mut Words<'_>,
         ) -> Result<DeviceState<T>, Error> {
-            match arrangement {
-                Some((order, drifts)) => self.upload_state_arranged(pos, vel, &order, drifts),
-                None => self.upload_state(pos, vel),
+            if w.is_done() {
+                return self.upload_state(pos, vel);
             }
+            let drifts = w.word()? as usize;
+            let len = w.len(1)?;
+            let order = (0..len)
+                .map(|_| Ok(u32::try_from(w.word()?).unwrap_or(u32::MAX)))
+                .collect::<Result<Vec<_>, Error>>()?;
+            self.upload_state_arranged(pos, vel, &order, drifts)
         }
     }
 
     impl<T: DeviceReal> ResidentMaps<T> for MultiDevice {
         fn project(&mut self, s: &MultiState<T>, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
             self.project_resident(s, projection, grid)
+        }
+
+        /// The devices' shares (their weights, which a calibration at opening sets and
+        /// could set otherwise in another process).
+        fn arrangement(&self, _: &MultiState<T>) -> Vec<u64> {
+            self.weights().iter().map(|w| w.to_bits()).collect()
+        }
+
+        fn upload_arranged(
+            &mut self,
+            pos: &[Particle<T>],
+            vel: &[Velocity<T>],
+            w: &mut Words<'_>,
+        ) -> Result<MultiState<T>, Error> {
+            let mut weights = Vec::new();
+            while !w.is_done() {
+                weights.push(w.f64()?);
+            }
+            self.set_weights(&weights)?;
+            self.upload_state(pos, vel)
         }
     }
 
@@ -353,13 +377,9 @@ mod device {
             let s = State { pos: std::mem::take(&mut self.pos), vel: std::mem::take(&mut self.vel), time };
             s.save(&mut w);
             (self.pos, self.vel) = (s.pos, s.vel);
-            match E::arrangement(&self.state) {
-                Some((order, drifts)) => {
-                    w.extend([1, drifts as u64, order.len() as u64]);
-                    w.extend(order.iter().map(|&i| u64::from(i)));
-                }
-                None => w.push(0),
-            }
+            let arrangement = self.exec.arrangement(&self.state);
+            w.push(arrangement.len() as u64);
+            w.extend(arrangement);
             Ok(Some(w))
         }
 
@@ -368,16 +388,9 @@ mod device {
             self.interactions = w.f64()?;
             let mut s = State::new(Vec::new(), Vec::new());
             s.restore(w)?;
-            let arrangement = match w.word()? {
-                0 => None,
-                _ => {
-                    let drifts = w.word()? as usize;
-                    let len = w.len(1)?;
-                    let order = (0..len).map(|_| Ok(w.word()? as u32)).collect::<Result<Vec<u32>, Error>>()?;
-                    Some((order, drifts))
-                }
-            };
-            self.state = self.exec.upload_arranged(&s.pos, &s.vel, arrangement)?;
+            let len = w.len(1)?;
+            let arrangement = (0..len).map(|_| w.word()).collect::<Result<Vec<u64>, Error>>()?;
+            self.state = self.exec.upload_arranged(&s.pos, &s.vel, &mut Words::new(&arrangement))?;
             E::set_time(&mut self.state, s.time);
             (self.pos, self.vel) = (s.pos, s.vel);
             Ok(())
