@@ -1,6 +1,7 @@
 //! Several devices in one process (Miki et al. 2013, section 3): [`MultiDevice`]
 //! composes one [`CudaExecutor`] per device (each with its own context, streams and
-//! scratch), splits the targets among them in proportion to their measured rates, and
+//! scratch), splits the targets among them (equally among identical devices, else in
+//! proportion to their measured rates), and
 //! runs them concurrently, one host thread per device. [`MultiState`] keeps a system on
 //! the devices across steps: each device owns a slice, kicks and drifts it, and the
 //! slices are exchanged device to device (peer copies where the devices allow them,
@@ -126,7 +127,7 @@ impl std::fmt::Debug for MultiDevice {
 const EQUAL_RATES: f64 = 0.05;
 
 impl MultiDevice {
-    /// Every visible device, weighted by measured rate.
+    /// Every visible device (shares as [`MultiDevice::on_devices`] gives them).
     pub fn new() -> Result<Self, Error> {
         let n = crate::device::count()?;
         if n == 0 {
@@ -135,8 +136,10 @@ impl MultiDevice {
         Self::on_devices(&(0..n).collect::<Vec<_>>())
     }
 
-    /// The devices `ordinals` (repeats allowed), weighted by measured rate. An ordinal
-    /// the driver does not have is an error here, not at the first call.
+    /// The devices `ordinals` (repeats allowed): equal shares where the devices are
+    /// identical (same model, SMs, clock and memory; runs are then reproducible), else
+    /// weighted by measured rate ([`MultiDevice::calibrate`]). An ordinal the driver
+    /// does not have is an error here, not at the first call.
     pub fn on_devices(ordinals: &[u32]) -> Result<Self, Error> {
         if ordinals.is_empty() {
             return Err(Error::InvalidParameter { name: "devices", requirement: "at least one device ordinal" });
@@ -153,7 +156,12 @@ impl MultiDevice {
         let weights = vec![1.0 / ordinals.len() as f64; ordinals.len()];
         let mut me = Self { weights, lanes, peer, staged: false, owner: Owner::new() };
         me.enable_peer_access()?;
-        if me.lanes.len() > 1 {
+        // Identical devices share equally without timing them: a timing's noise would
+        // otherwise give two processes different shares, and so sums in a different
+        // order (each lane's launch shape follows its share), and runs that are not
+        // reproducible.
+        let first = me.lanes[0].exec.info().clone();
+        if me.lanes.iter().any(|l| *l.exec.info() != first) {
             me.calibrate()?;
         }
         Ok(me)
