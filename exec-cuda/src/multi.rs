@@ -706,7 +706,12 @@ impl MultiDevice {
                 let send = || -> Result<Marker, Error> {
                     crate::device::make_current(&dst.exec.context)?;
                     let stream = &dst.exec.copy_stream;
+                    // After the sender's drift wrote the positions, and after the
+                    // receiver's own queued work (the last force still reading its old
+                    // copy of this region) is done: without the second wait a lagging
+                    // receiver's kernel could read positions half overwritten.
                     drifted[a].block(stream)?;
+                    drifted[b].block(stream)?;
                     let to = s.parts[b].all.as_device_ptr().as_raw() + at as u64;
                     let r = if direct[b] {
                         let from = s.parts[a].all.as_device_ptr().as_raw() + at as u64;
