@@ -66,7 +66,7 @@ fn gpu_err(e: Error) -> Failed {
 }
 
 /// Per-particle relative acceleration error on a 65,536-particle Plummer sphere, against
-/// the f64 oracle (tests/src/accuracy.rs).
+/// the f64 oracle (conformance/src/accuracy.rs).
 fn plummer_accuracy<T: DeviceReal>(bound: f64) -> Result<(), Failed> {
     let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
     accuracy::check(T::NAME, accuracy::error(&mut gpu, &accuracy::plummer::<T>())?, bound)
