@@ -1,7 +1,7 @@
 //! Instruction-set detection and the kernel entry points compiled for each.
 
 use crate::kernel::{accumulate, accumulate_jerk, scan_tile, Block, SourcesSoa, TILE};
-use crate::scratch::{gather, Part};
+use crate::scratch::{gather, GatherFn, Part};
 use crate::simd::{Portable, Simd};
 use nbody_core::{Particle, Real, Velocity};
 
@@ -61,9 +61,6 @@ impl Isa {
 
 /// A kernel entry point: adds the sources' pull into one part's sums.
 pub(crate) type KernelFn<T> = unsafe fn(&mut Part<'_, T>, &SourcesSoa<'_, T>, T);
-
-/// Copies sources into SoA lanes and checks them ([`gather`]).
-pub(crate) type GatherFn<T> = unsafe fn(&[Particle<T>], &[Velocity<T>], &mut [&mut [T]; 7]) -> bool;
 
 /// [`gather`] compiled for `isa`: the copy and the check are a leaf call's largest cost
 /// after its interactions, and SSE2 runs them at a quarter of AVX-512's width.

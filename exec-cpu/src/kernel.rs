@@ -5,9 +5,27 @@
 //! (unroll-and-jam). Sources are SoA tiles sized for L1; partial sums live in a small
 //! SoA accumulator per block between tiles.
 
-use crate::scratch::PartSearch;
 use crate::simd::Simd;
 use nbody_core::Real;
+
+/// What one part's neighbour scan found: per target of the part its nearest source
+/// (`(r², index)`, index `u32::MAX` if none) and the `(target in part, source)` pairs
+/// within the radius, per target in increasing source order.
+#[derive(Default, Debug)]
+pub struct Found<T> {
+    pub nearest: Vec<(T, u32)>,
+    pub pairs: Vec<(u32, u32)>,
+}
+
+/// A part's share of a neighbour search.
+#[derive(Debug)]
+pub struct PartSearch<'a, T> {
+    /// Index of the part's first source in the call's sources.
+    pub source_start: usize,
+    pub own: &'a [u32],
+    pub h2: &'a [T],
+    pub found: &'a mut Found<T>,
+}
 
 /// Sources per tile. Each tile's sums start from zero and are added into f64 totals:
 /// summation error then grows with sqrt(512) roundings of the working precision instead

@@ -1,8 +1,11 @@
 //! SoA staging buffers and the per-thread parts of a call.
 
-use crate::dispatch::GatherFn;
-use crate::kernel::SourcesSoa;
+use crate::kernel::{Found, PartSearch, SourcesSoa};
 use nbody_core::{Bodies, Field, Jerk, Particle, Real, Velocity};
+
+/// Copies sources into SoA lanes and checks them (`dispatch::gather`, compiled per
+/// instruction set).
+pub(crate) type GatherFn<T> = unsafe fn(&[Particle<T>], &[Velocity<T>], &mut [&mut [T]; 7]) -> bool;
 
 /// Targets are padded (with massless particles at the origin, whose sums are dropped)
 /// to a multiple of this, the largest block any backend uses.
@@ -32,25 +35,6 @@ pub struct Scratch<T> {
     h2: Vec<T>,
     found: Vec<Found<T>>,
     search: bool,
-}
-
-/// What one part's neighbour scan found: per target of the part its nearest source
-/// (`(r², index)`, index `u32::MAX` if none) and the `(target in part, source)` pairs
-/// within the radius, per target in increasing source order.
-#[derive(Default, Debug)]
-pub struct Found<T> {
-    pub nearest: Vec<(T, u32)>,
-    pub pairs: Vec<(u32, u32)>,
-}
-
-/// A part's share of a neighbour search.
-#[derive(Debug)]
-pub struct PartSearch<'a, T> {
-    /// Index of the part's first source in the call's sources.
-    pub source_start: usize,
-    pub own: &'a [u32],
-    pub h2: &'a [T],
-    pub found: &'a mut Found<T>,
 }
 
 /// The slices one thread works on: whole blocks of targets and their sums.

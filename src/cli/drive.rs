@@ -4,7 +4,6 @@
 use super::files::{write_atomic, write_table};
 use super::outputs::{windows, write_density, write_snapshot};
 use super::plot::energy_png;
-use super::run::{close, schedule};
 use super::settings::{IntegratorKind, RunSettings};
 use super::sim::{Row, Simulation};
 use super::team::Team;
@@ -368,4 +367,16 @@ pub(super) fn summary(
         s.out.display()
     );
     o
+}
+
+/// Output times: multiples of `every` (rounded up to multiples of `grid` when set),
+/// the last one `t_end`.
+pub(super) fn schedule(k: u64, every: f64, grid: f64, t_end: f64) -> f64 {
+    let t = k as f64 * every;
+    let t = if grid > 0.0 { (t / grid).ceil() * grid } else { t };
+    t.min(t_end)
+}
+
+pub(super) fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * b.abs().max(1.0)
 }

@@ -46,6 +46,9 @@ impl Format {
     }
 }
 
+/// One row of a snapshot: x, y, z, m, vx, vy, vz (as [`COLUMNS`] names them).
+pub type Row = [f64; 7];
+
 /// Column names of the particle tables, in order.
 pub const COLUMNS: [&str; 7] = ["x", "y", "z", "m", "vx", "vy", "vz"];
 

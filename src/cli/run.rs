@@ -275,15 +275,3 @@ fn on_host<'t, T: CliReal>(
     let _ = team;
     Ok((Box::new(Host::new(state, integrator, exec)), label))
 }
-
-/// Output times: multiples of `every` (rounded up to multiples of `grid` when set),
-/// the last one `t_end`.
-pub(super) fn schedule(k: u64, every: f64, grid: f64, t_end: f64) -> f64 {
-    let t = k as f64 * every;
-    let t = if grid > 0.0 { (t / grid).ceil() * grid } else { t };
-    t.min(t_end)
-}
-
-pub(super) fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-12 * b.abs().max(1.0)
-}

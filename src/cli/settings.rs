@@ -275,7 +275,7 @@ impl RunArgs {
         }
         let precision = args.precision.unwrap_or(Precision::F64);
         let executor = backend(args.executor, args.threads, args.devices.as_deref(), cuda_available, precision)?;
-        super::resources::check_steps(args.integrator.unwrap_or(IntegratorKind::Leapfrog), dt, t_end)?;
+        check_steps(args.integrator.unwrap_or(IntegratorKind::Leapfrog), dt, t_end)?;
         let snapshot_every = args.snapshot_every.unwrap_or(t_end);
         positive("--snapshot-every", snapshot_every)?;
         let energy_every = args.energy_every.unwrap_or(t_end / 128.0);
@@ -391,4 +391,35 @@ fn positive(name: &str, x: f64) -> Result<()> {
         bail!("{name} must be positive and finite (got {x})");
     }
     Ok(())
+}
+
+/// Fixed-step runs: refuses more than 2^40 steps, and a step lost against the end time
+/// in double precision.
+pub fn check_steps(integrator: IntegratorKind, dt: f64, t_end: f64) -> Result<()> {
+    // Adaptive integrators choose their own steps: the run loop watches their progress.
+    if matches!(integrator, IntegratorKind::Hermite | IntegratorKind::Rk) {
+        return Ok(());
+    }
+    if t_end + dt == t_end {
+        bail!("--dt {dt:e} is lost against --t-end {t_end:e} in double precision (t + dt == t): use a larger --dt");
+    }
+    let steps = t_end / dt;
+    if integrator == IntegratorKind::Leapfrog && steps > (1u64 << 40) as f64 {
+        bail!("--t-end / --dt is {steps:.3e} steps, more than 2^40 (1.1e12): shorten --t-end or lengthen --dt");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod step_tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_bounded() {
+        assert!(check_steps(IntegratorKind::Leapfrog, 1.0 / 256.0, 1e300).is_err());
+        assert!(check_steps(IntegratorKind::BlockHermite, 1.0 / 256.0, 1e300).is_err()); // dt lost
+        assert!(check_steps(IntegratorKind::Hermite, 1.0 / 256.0, 1e300).is_ok()); // checked while running
+        assert!(check_steps(IntegratorKind::Leapfrog, 1.0 / 256.0, 1e6).is_ok());
+        assert!(check_steps(IntegratorKind::Leapfrog, 1e-9, 1e4).is_err()); // 1e13 steps
+    }
 }

@@ -6,8 +6,7 @@ use nbody_core::projection::{Project, Projecting, Projection};
 use nbody_core::{Error, Particle, Real};
 use nbody_integrators::{Arrays, Checkpoint, Diagnostics, Integrator, State, Words};
 
-/// One row of a snapshot: x, y, z, m, vx, vy, vz.
-pub(super) type Row = [f64; 7];
+pub(super) use super::files::Row;
 
 /// One share of a split checkpoint: the words every share saves alike, and this
 /// share's part of each per-particle array.

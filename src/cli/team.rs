@@ -3,7 +3,7 @@
 //! every collective step of a run goes through here, so the run loop reads the same
 //! for one process and for many.
 
-use super::sim::Row;
+use super::files::Row;
 
 /// One process, or the ranks of an MPI job.
 pub struct Team {
