@@ -143,3 +143,74 @@ pub fn every_door_reaches(mut wrapper: impl Executor<f64>, log: &Log) -> Result<
     }
     Ok(())
 }
+
+/// What a wrapper that splits its calls (over MPI ranks, say) does with each door.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Door {
+    /// The call reaches the inner executor's own hook for it (perhaps several times,
+    /// once per piece) and nothing else.
+    Reaches,
+    /// The wrapper refuses the call with [`Error::Unsupported`], before any work.
+    Refused,
+}
+
+/// The doors in the order [`doors_reach`] calls them.
+pub const DOORS: [&str; 5] = ["accelerations", "jerk", "neighbours", "snap", "batch"];
+
+/// Calls each door of `wrapper` (made around a [`Probe`] whose log is `log`) and
+/// checks it against `expect` (one entry per [`DOORS`] entry): a door that reaches the
+/// inner executor succeeds with nothing but its own hook in the log; a refused door is
+/// [`Error::Unsupported`] and reaches nothing. Returns how often each door reached the
+/// probe: a wrapper that cuts a call into pieces (a ring over ranks) may reach it
+/// several times, or not at all on a rank with no share, so under mpirun each rank
+/// checks its own probe and the caller sums the counts over the ranks (each door that
+/// reaches must reach somewhere).
+///
+/// ```
+/// use nbody_conformance::wrappers::{doors_reach, Door, Probe};
+/// let probe = Probe::default();
+/// let log = probe.log.clone();
+/// let counts = doors_reach(Box::new(probe), &log, [Door::Reaches; 5]).unwrap();
+/// assert_eq!(counts, [1; 5]);
+/// ```
+pub fn doors_reach(mut wrapper: impl Executor<f64>, log: &Log, expect: [Door; 5]) -> Result<[usize; 5], String> {
+    let mut counts = [0; 5];
+    let n = 6;
+    let pos: Vec<Particle<f64>> =
+        (0..n).map(|i| Particle::new(i as f64, 0.5 * (i as f64).sin(), -0.25 * i as f64, 1.0 + i as f64)).collect();
+    let vel: Vec<Velocity<f64>> = (0..n).map(|i| Velocity::new(0.1 * i as f64, 0.0, -0.2)).collect();
+    let acc: Vec<Field<f64>> = (0..n).map(|i| Field::new(0.3, -0.1 * i as f64, 0.0, 0.0)).collect();
+    let p = Params::softened(0.05).with_overlap_identical();
+    let body = Bodies { pos: &pos, vel: &vel };
+    let kin = Kinematics { pos: &pos, vel: &vel, acc: &acc };
+    let pairs = [Pair { targets: Span::new(0, n as u32), sources: Span::new(0, 1) }];
+    let spans = [Span::new(0, n as u32)];
+    let list = InteractionList { pairs: &pairs, source_spans: &spans };
+    for (k, door) in DOORS.iter().enumerate() {
+        let mut out = vec![Field::zero(); n];
+        let (mut jerk, mut snap) = (vec![Jerk::zero(); n], vec![Jerk::zero(); n]);
+        let mut nearest = vec![Nearest::none(); n];
+        let mut nb = Neighbours { nearest: &mut nearest, within: None, index_offset: 0 };
+        log.lock().map_err(|_| "probe log poisoned".to_owned())?.clear();
+        let r = match k {
+            0 => wrapper.accelerations(&pos, &pos, &p, &mut out),
+            1 => wrapper.accelerations_jerk(body, body, &p, &mut out, &mut jerk),
+            2 => wrapper.accelerations_jerk_neighbours(body, body, &p, &mut out, &mut jerk, &mut nb),
+            3 => wrapper.accelerations_snap(kin, kin, &p, &mut out, &mut jerk, &mut snap),
+            _ => wrapper.accelerations_batch(&pos, &list, &p, &mut out),
+        };
+        let seen = log.lock().map_err(|_| "probe log poisoned".to_owned())?.clone();
+        let name = wrapper.name();
+        match (expect[k], r) {
+            (Door::Reaches, Ok(())) if seen.iter().all(|s| s == door) => counts[k] = seen.len(),
+            (Door::Reaches, r) => {
+                return Err(format!("{name}: {door} gave {r:?} and reached {seen:?}, not the probe's own {door}"))
+            }
+            (Door::Refused, Err(Error::Unsupported { .. })) if seen.is_empty() => {}
+            (Door::Refused, r) => {
+                return Err(format!("{name}: {door} should be refused before any work: {r:?}, reached {seen:?}"))
+            }
+        }
+    }
+    Ok(counts)
+}

@@ -36,6 +36,20 @@ impl<E> Replicated<E> {
     }
 }
 
+/// `r` on every rank when it succeeded on every rank; else this rank's own error, or
+/// [`Error::Peer`] naming the lowest rank that failed (collective, so no rank goes on
+/// alone after a failure elsewhere).
+fn agree<E>(dist: &Distributed<E>, r: Result<(), Error>) -> Result<(), Error> {
+    let mine = if r.is_err() { dist.rank() as i64 } else { i64::MAX };
+    let mut lowest = mine;
+    dist.comm().all_reduce_into(&mine, &mut lowest, SystemOperation::min());
+    match (r, lowest) {
+        (Err(e), _) => Err(e),
+        (Ok(()), i64::MAX) => Ok(()),
+        (Ok(()), rank) => Err(Error::Peer { rank: rank as usize }),
+    }
+}
+
 /// Cut points `b[0] = 0 <= ... <= b[p] = n`, rank `r` weighted `r + 1`.
 fn cuts(n: usize, p: usize) -> Vec<usize> {
     let total = p * (p + 1) / 2;
@@ -128,6 +142,44 @@ impl<T: Real, E: Executor<T>> Executor<T> for Replicated<E> {
         self.gather(&mine, out);
         self.gather(&mine_j, jerk);
         Ok(())
+    }
+
+    /// Whole on every rank, by the per-rank executor's own neighbour search (every
+    /// rank holds every particle; the lists are not split and gathered): a device keeps
+    /// its search, and every rank ends with every target's lists.
+    unsafe fn accelerations_jerk_neighbours_unchecked(
+        &mut self,
+        targets: Bodies<'_, T>,
+        sources: Bodies<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        neighbours: &mut nbody_core::neighbours::Neighbours<'_, T>,
+    ) -> Result<(), Error> {
+        // SAFETY: the same call, the same contract (validated by the door).
+        let r = unsafe {
+            self.dist
+                .inner_mut()
+                .accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours)
+        };
+        agree(&self.dist, r)
+    }
+
+    /// Whole on every rank, by the per-rank executor's own snap (see the neighbour
+    /// search above).
+    unsafe fn accelerations_snap_unchecked(
+        &mut self,
+        targets: nbody_core::Kinematics<'_, T>,
+        sources: nbody_core::Kinematics<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        jerk: &mut [Jerk<T>],
+        snap: &mut [Jerk<T>],
+    ) -> Result<(), Error> {
+        // SAFETY: the same call, the same contract (validated by the door).
+        let r =
+            unsafe { self.dist.inner_mut().accelerations_snap_unchecked(targets, sources, params, out, jerk, snap) };
+        agree(&self.dist, r)
     }
 
     /// Pair `k` runs on rank `k mod p` (the per-rank executor's batched path over the

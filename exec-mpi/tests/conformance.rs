@@ -73,6 +73,9 @@ fn under_mpirun() {
     }
     for (tag, scheme) in schemes {
         trials.extend(distributed_trials(size, tag, scheme));
+        trials.push(Trial::test(format!("mpi{size}-{tag}/wrappers_reach_the_inner_executor"), move || {
+            wrappers_reach(scheme)
+        }));
     }
     let mut args = Arguments::from_args();
     // Lockstep: every rank runs the same trials in the same order, one at a time.
@@ -210,4 +213,36 @@ fn distributed_trials(size: usize, tag: &str, scheme: Scheme) -> Vec<Trial> {
             Ok(())
         }),
     ]
+}
+
+/// Both wrappers around a probe that records which of its hooks ran: every door the
+/// wrapper offers reaches the probe's own hook for it on some rank (never the trait's
+/// default loops), and every door it refuses does no work. Distributed offers the
+/// acceleration and jerk doors (neighbours, snap and lists are refused, each with its
+/// reason); Replicated offers all five.
+fn wrappers_reach(scheme: Scheme) -> Result<(), Failed> {
+    use nbody_conformance::wrappers::{doors_reach, Door, Probe, DOORS};
+    let world = SimpleCommunicator::world();
+    let over_ranks = |counts: [usize; 5]| {
+        let mine = counts.map(|c| c as u64);
+        let mut all = [0u64; 5];
+        world.all_reduce_into(&mine[..], &mut all[..], nbody_mpi::mpi::collective::SystemOperation::sum());
+        all
+    };
+    let (r, d) = (Door::Reaches, Door::Refused);
+    let probe = Probe::default();
+    let log = probe.log.clone();
+    let dist = Distributed::new(probe, &world, scheme).map_err(|e| Failed::from(e.to_string()))?;
+    let counts = over_ranks(doors_reach(dist, &log, [r, r, d, d, d])?);
+    if counts[..2].contains(&0) {
+        return Err(format!("distributed: a door reached no rank's probe: {counts:?} for {DOORS:?}").into());
+    }
+    let probe = Probe::default();
+    let log = probe.log.clone();
+    let dist = Distributed::new(probe, &world, scheme).map_err(|e| Failed::from(e.to_string()))?;
+    let counts = over_ranks(doors_reach(Replicated::new(dist), &log, [r; 5])?);
+    if counts.contains(&0) {
+        return Err(format!("replicated: a door reached no rank's probe: {counts:?} for {DOORS:?}").into());
+    }
+    Ok(())
 }
