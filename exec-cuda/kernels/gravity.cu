@@ -970,11 +970,29 @@ PROJECT(double, f64)
 // acceleration and jerk, then its next step (block: dyadic, doubled only where the block
 // time allows, written to want[k]; shared: Aarseth's wish in want[k]). `start`: the first force call
 // sets acceleration, jerk and the first step 0.01 |a| / |a'|.
-__device__ __forceinline__ double norm3(double x, double y, double z) { return sqrt(x * x + y * y + z * z); }
+//
+// The arithmetic is nbody-integrators' `rules` module's, operation for operation, each
+// operation rounded on its own (the _rn intrinsics, which the compiler never fuses into
+// an FMA): the device path is tested bit for bit against those Rust functions
+// (exec-cuda/tests/physics.rs), so the scheme has one definition.
+__device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double dvd(double a, double b) { return __ddiv_rn(a, b); }
+__device__ __forceinline__ double norm3(double x, double y, double z) {
+    return __dsqrt_rn(add(add(mul(x, x), mul(y, y)), mul(z, z)));
+}
+// rules::predict: x + d (v + d (a / 2 + d j / 6)) and v + d (a + d j / 2).
+__device__ __forceinline__ double predict_x(double x, double v, double a, double j, double d) {
+    return add(x, mul(d, add(v, mul(d, add(mul(0.5, a), dvd(mul(d, j), 6.0))))));
+}
+__device__ __forceinline__ double predict_v(double v, double a, double j, double d) {
+    return add(v, mul(d, add(a, mul(mul(0.5, d), j))));
+}
 
 __device__ __forceinline__ double quantize(double dt, double dt_max, double dt_min) {
     double q = dt_max;
-    while (q > dt && q > dt_min) q *= 0.5;
+    while (q > dt && q > dt_min) q = mul(q, 0.5);
     return q;
 }
 
@@ -986,15 +1004,15 @@ __device__ __forceinline__ double quantize(double dt, double dt_max, double dt_m
         V4<T>::type *ppos = s.ppos, *pvel = s.pvel;                                                                    \
         int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
         if (i >= n) return;                                                                                            \
-        const double d = t - tj[i];                                                                                    \
+        const double d = sub(t, tj[i]);                                                                                \
         V4<T>::type x = pos[i], v = vel[i], a = acc[i], j = jerk[i], px, pv;                                           \
-        px.x = (T)((double)x.x + d * ((double)v.x + d * (0.5 * (double)a.x + d * (double)j.x / 6.0)));                 \
-        px.y = (T)((double)x.y + d * ((double)v.y + d * (0.5 * (double)a.y + d * (double)j.y / 6.0)));                 \
-        px.z = (T)((double)x.z + d * ((double)v.z + d * (0.5 * (double)a.z + d * (double)j.z / 6.0)));                 \
+        px.x = (T)predict_x(x.x, v.x, a.x, j.x, d);                                                                    \
+        px.y = (T)predict_x(x.y, v.y, a.y, j.y, d);                                                                    \
+        px.z = (T)predict_x(x.z, v.z, a.z, j.z, d);                                                                    \
         px.w = x.w;                                                                                                    \
-        pv.x = (T)((double)v.x + d * ((double)a.x + 0.5 * d * (double)j.x));                                           \
-        pv.y = (T)((double)v.y + d * ((double)a.y + 0.5 * d * (double)j.y));                                           \
-        pv.z = (T)((double)v.z + d * ((double)a.z + 0.5 * d * (double)j.z));                                           \
+        pv.x = (T)predict_v(v.x, a.x, j.x, d);                                                                         \
+        pv.y = (T)predict_v(v.y, a.y, j.y, d);                                                                         \
+        pv.z = (T)predict_v(v.z, a.z, j.z, d);                                                                         \
         pv.w = 0;                                                                                                      \
         ppos[i] = px;                                                                                                  \
         pvel[i] = pv;                                                                                                  \
@@ -1031,31 +1049,34 @@ __device__ __forceinline__ double quantize(double dt, double dt_max, double dt_m
         if (start) {                                                                                                   \
             acc[i] = A;                                                                                                \
             jerk[i] = J;                                                                                               \
-            const double d = 0.01 * norm3(a1[0], a1[1], a1[2]) / norm3(j1[0], j1[1], j1[2]);                           \
+            const double d = dvd(mul(0.01, norm3(a1[0], a1[1], a1[2])), norm3(j1[0], j1[1], j1[2]));                  \
             want[k] = block ? quantize(isfinite(d) && d > 0.0 ? d : dt_max, dt_max, dt_min) : d;                       \
             tj[i] = t;                                                                                                 \
             return;                                                                                                    \
         }                                                                                                              \
-        const double h = t - tj[i];                                                                                    \
+        const double h = sub(t, tj[i]);                                                                                \
         const V4<T>::type X = pos[i], Vv = vel[i], A0 = acc[i], J0 = jerk[i];                                          \
         const double x[3] = {(double)X.x, (double)X.y, (double)X.z}, v[3] = {(double)Vv.x, (double)Vv.y, (double)Vv.z}; \
         const double a0[3] = {(double)A0.x, (double)A0.y, (double)A0.z};                                               \
         const double j0[3] = {(double)J0.x, (double)J0.y, (double)J0.z};                                               \
         double x1[3], v1[3], a2[3], a3[3];                                                                             \
+        const double hh = mul(h, h), half_h = mul(0.5, h);                                                             \
         for (int c = 0; c < 3; ++c) {                                                                                  \
-            v1[c] = v[c] + 0.5 * h * (a0[c] + a1[c]) + h * h * (j0[c] - j1[c]) / 12.0;                                 \
-            x1[c] = x[c] + 0.5 * h * (v[c] + v1[c]) + h * h * (a0[c] - a1[c]) / 12.0;                                  \
-            a3[c] = (12.0 * (a0[c] - a1[c]) + 6.0 * h * (j0[c] + j1[c])) / (h * h * h);                                \
-            a2[c] = (-6.0 * (a0[c] - a1[c]) - h * (4.0 * j0[c] + 2.0 * j1[c])) / (h * h) + a3[c] * h;                  \
+            v1[c] = add(add(v[c], mul(half_h, add(a0[c], a1[c]))), dvd(mul(hh, sub(j0[c], j1[c])), 12.0));             \
+            x1[c] = add(add(x[c], mul(half_h, add(v[c], v1[c]))), dvd(mul(hh, sub(a0[c], a1[c])), 12.0));              \
+            a3[c] = dvd(add(mul(12.0, sub(a0[c], a1[c])), mul(mul(6.0, h), add(j0[c], j1[c]))), mul(hh, h));           \
+            a2[c] = add(dvd(sub(mul(-6.0, sub(a0[c], a1[c])), mul(h, add(mul(4.0, j0[c]), mul(2.0, j1[c])))), hh),      \
+                        mul(a3[c], h));                                                                                \
         }                                                                                                              \
         const double na_ = norm3(a1[0], a1[1], a1[2]), nj = norm3(j1[0], j1[1], j1[2]);                                \
         const double n2 = norm3(a2[0], a2[1], a2[2]), n3 = norm3(a3[0], a3[1], a3[2]);                                 \
-        double w = sqrt(eta * (na_ * n2 + nj * nj) / (nj * n3 + n2 * n2));                                             \
-        if (!(isfinite(w) && w > 0.0)) w = 2.0 * h;                                                                    \
+        double w = __dsqrt_rn(dvd(mul(eta, add(mul(na_, n2), mul(nj, nj))), add(mul(nj, n3), mul(n2, n2))));         \
+        if (!(isfinite(w) && w > 0.0)) w = mul(2.0, h);                                                                \
         want[k] = w;                                                                                                   \
         if (block) {                                                                                                   \
-            double nd = quantize(fmin(w, 2.0 * h), dt_max, dt_min);                                                    \
-            if (nd > h && t / nd - floor(t / nd) != 0.0) nd = h;                                                       \
+            double nd = quantize(fmin(w, mul(2.0, h)), dt_max, dt_min);                                                \
+            const double r = dvd(t, nd);                                                                               \
+            if (nd > h && sub(r, floor(r)) != 0.0) nd = h;                                                             \
             want[k] = nd;                                                                                              \
         }                                                                                                              \
         V4<T>::type P, V;                                                                                              \

@@ -517,3 +517,128 @@ pub(crate) unsafe fn predict<T: DeviceReal>(
     // SAFETY: the caller's contract.
     unsafe { exec.launch(Kernel::HermitePredict { tag: T::FAMILY }, blocks, THREADS, args, "launching the predictor") }
 }
+
+/// One particle's inputs to [`hermite_kernels`]: its state at its time `t0` and the
+/// acceleration and jerk at the predicted end of its step.
+#[cfg(feature = "testing")]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KernelCase {
+    /// Position, velocity, acceleration and jerk at `t0`.
+    pub x: [f64; 3],
+    /// Velocity at `t0`.
+    pub v: [f64; 3],
+    /// Acceleration at `t0`.
+    pub a0: [f64; 3],
+    /// Jerk at `t0`.
+    pub j0: [f64; 3],
+    /// Acceleration at the end of the step.
+    pub a1: [f64; 3],
+    /// Jerk at the end of the step.
+    pub j1: [f64; 3],
+    /// The particle's time.
+    pub t0: f64,
+}
+
+/// What the device's Hermite kernels made of a [`KernelCase`].
+#[cfg(feature = "testing")]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KernelOutcome {
+    /// Predicted position and velocity at `t`.
+    pub px: [f64; 3],
+    /// Predicted velocity.
+    pub pv: [f64; 3],
+    /// Corrected position and velocity at `t`.
+    pub x1: [f64; 3],
+    /// Corrected velocity.
+    pub v1: [f64; 3],
+    /// The shared-step corrector's wish (Aarseth, or 2 h).
+    pub want: f64,
+    /// The block-step corrector's next step.
+    pub block: f64,
+}
+
+/// Test harness (feature `testing`): runs the f64 predictor and corrector kernels (shared
+/// and block steps) on `cases` stepped to `t`, so the tests can compare them with
+/// `nbody_integrators::rules` bit for bit.
+#[cfg(feature = "testing")]
+pub fn hermite_kernels(
+    exec: &mut CudaExecutor,
+    cases: &[KernelCase],
+    t: f64,
+    eta: f64,
+    dt_max: f64,
+) -> Result<Vec<KernelOutcome>, Error> {
+    device::make_current(&exec.context)?;
+    let n = cases.len();
+    let lanes = |f: &dyn Fn(&KernelCase) -> [f64; 3], w: f64| -> Vec<[f64; 4]> {
+        cases.iter().map(f).map(|[x, y, z]| [x, y, z, w]).collect()
+    };
+    let up = |data: &[u8]| -> Result<DeviceBuffer<u8>, Error> {
+        let mut b = alloc(data.len().max(16))?;
+        upload_padded(&mut b, data, 0)?;
+        Ok(b)
+    };
+    let state = || -> Result<[DeviceBuffer<u8>; 5], Error> {
+        Ok([
+            up(bytemuck::cast_slice(&lanes(&|c| c.x, 1.0)))?,
+            up(bytemuck::cast_slice(&lanes(&|c| c.v, 0.0)))?,
+            up(bytemuck::cast_slice(&lanes(&|c| c.a0, 0.0)))?,
+            up(bytemuck::cast_slice(&lanes(&|c| c.j0, 0.0)))?,
+            up(bytemuck::cast_slice(&cases.iter().map(|c| c.t0).collect::<Vec<f64>>()))?,
+        ])
+    };
+    let [pos, vel, acc, jerk, tj] = state()?;
+    let (ppos, pvel) = (up(&vec![0u8; n * 32])?, up(&vec![0u8; n * 32])?);
+    // SAFETY: every buffer holds n records.
+    unsafe { predict::<f64>(exec, n, t, [&pos, &vel, &acc, &jerk], &tj, [ptr(&ppos), ptr(&pvel)])? };
+    let idx = up(bytemuck::cast_slice(&(0..n as u32).collect::<Vec<u32>>()))?;
+    let field = up(bytemuck::cast_slice(&lanes(&|c| c.a1, 0.0)))?;
+    let jerk_out = up(bytemuck::cast_slice(&lanes(&|c| c.j1, 0.0)))?;
+    let want = up(&vec![0u8; n * 8])?;
+    let mut out = vec![KernelOutcome::default(); n];
+    let down4 = |b: &DeviceBuffer<u8>| -> Result<Vec<[f64; 4]>, Error> {
+        let mut v = vec![[0.0; 4]; n];
+        download(b, bytemuck::cast_slice_mut(&mut v))?;
+        Ok(v)
+    };
+    exec.stream.synchronize().map_err(cuda("predicting"))?;
+    for (o, (p, q)) in out.iter_mut().zip(down4(&ppos)?.into_iter().zip(down4(&pvel)?)) {
+        (o.px, o.pv) = ([p[0], p[1], p[2]], [q[0], q[1], q[2]]);
+    }
+    for block in [0, 1] {
+        let [pos, vel, acc, jerk, tj] = state()?;
+        let args = HermiteArgs {
+            pos: ptr(&pos),
+            vel: ptr(&vel),
+            acc: ptr(&acc),
+            jerk: ptr(&jerk),
+            tj: ptr(&tj),
+            idx: ptr(&idx),
+            field: ptr(&field),
+            jerk_out: ptr(&jerk_out),
+            want: ptr(&want),
+            t,
+            eta,
+            dt_max,
+            dt_min: dt_max * MIN_FRACTION,
+            na: count(n)?,
+            block,
+            ..HermiteArgs::empty()
+        };
+        let kernel = Kernel::HermiteCorrect { tag: crate::Family::F64 };
+        // SAFETY: idx holds n indices below n; every buffer holds n records.
+        unsafe { exec.launch(kernel, (n as u32).div_ceil(THREADS), THREADS, args, "the corrector")? };
+        exec.stream.synchronize().map_err(cuda("correcting"))?;
+        let mut w = vec![0.0f64; n];
+        download(&want, bytemuck::cast_slice_mut(&mut w))?;
+        let (x1, v1) = (down4(&pos)?, down4(&vel)?);
+        for (k, o) in out.iter_mut().enumerate() {
+            if block == 0 {
+                (o.x1, o.v1, o.want) = ([x1[k][0], x1[k][1], x1[k][2]], [v1[k][0], v1[k][1], v1[k][2]], w[k]);
+            } else {
+                o.block = w[k];
+            }
+        }
+    }
+    Ok(out)
+}

@@ -49,6 +49,8 @@ pub mod tuning;
 pub use args::probe_layouts;
 pub use batch::DeviceList;
 pub use device::DeviceInfo;
+#[cfg(feature = "testing")]
+pub use hermite::{hermite_kernels, KernelCase, KernelOutcome};
 pub use hermite::{DeviceHermite, HermiteCheckpoint, Steps};
 pub use jmemory::{DeviceJMemory, JParticle};
 pub use kernels::Family;

@@ -41,6 +41,7 @@ fn main() {
         ("device_shared_hermite_agrees_with_hermite", || on_gpu(device_shared_hermite)),
         ("device_hermite_resumes_bit_for_bit_shared_and_block", || on_gpu(device_hermite_resumes)),
         ("mixed_device_hermite_resumes_bit_for_bit", || on_mixed(device_hermite_resumes)),
+        ("hermite_kernels_equal_the_rules_bit_for_bit", || on_gpu(hermite_kernels_follow_the_rules)),
         // The mixed-precision kernels (f32 interactions, f64 sums): the same schemes,
         // ending where the f64 reference ends to f32-interaction accuracy.
         ("mixed_device_block_hermite_agrees_with_block_hermite", || {
@@ -175,6 +176,53 @@ fn device_hermite_resumes(gpu: &mut CudaExecutor) -> Result<(), String> {
         bad.t.pop();
         if DeviceHermite::resume(gpu, &bad, 0.02, eps, steps).is_ok() {
             return Err(format!("{steps:?}: a checkpoint short of one time was taken"));
+        }
+    }
+    Ok(())
+}
+
+/// The device's predictor and corrector (shared and block steps) on random states give
+/// exactly what `nbody_integrators::rules` gives: the scheme has one definition.
+fn hermite_kernels_follow_the_rules(gpu: &mut CudaExecutor) -> Result<(), String> {
+    use nbody_cuda::{hermite_kernels, KernelCase};
+    use nbody_integrators::rules;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut r = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let (t, eta, dt_max) = (0.375, 0.02, 0.125);
+    let mut cases: Vec<KernelCase> = (0..4096)
+        .map(|k| {
+            let mut v3 = |s: f64| [s * r(), s * r(), s * r()];
+            // Times on the block grid below t, steps from dt_max / 2^12 to dt_max.
+            let dt = dt_max / f64::powi(2.0, k % 13);
+            KernelCase { x: v3(10.0), v: v3(1.0), a0: v3(3.0), j0: v3(30.0), a1: v3(3.0), j1: v3(30.0), t0: t - dt }
+        })
+        .collect();
+    // A particle without force: the criterion gives no finite step.
+    cases[0].a0 = [0.0; 3];
+    cases[0].a1 = [0.0; 3];
+    cases[0].j0 = [0.0; 3];
+    cases[0].j1 = [0.0; 3];
+    let got = hermite_kernels(gpu, &cases, t, eta, dt_max).map_err(|e| e.to_string())?;
+    let dt_min = dt_max / 1_099_511_627_776.0;
+    for (k, (c, g)) in cases.iter().zip(&got).enumerate() {
+        let h = t - c.t0;
+        let (px, pv) = rules::predict(c.x, c.v, c.a0, c.j0, h);
+        let (x1, v1, a2, a3) = rules::correct([c.x, c.v, c.a0, c.j0, c.a1, c.j1], h);
+        let want = rules::next_step(eta, h, c.a1, c.j1, a2, a3);
+        let block = rules::block_step(want, h, t, dt_max, dt_min);
+        let same = |a: [f64; 3], b: [f64; 3]| a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits());
+        if !(same(px, g.px) && same(pv, g.pv) && same(x1, g.x1) && same(v1, g.v1)) {
+            return Err(format!(
+                "case {k}: predictor or corrector differs: {c:?} gave {g:?}, rules {px:?} {pv:?} {x1:?} {v1:?}"
+            ));
+        }
+        if want.to_bits() != g.want.to_bits() || block.to_bits() != g.block.to_bits() {
+            return Err(format!("case {k}: steps differ: device {} and {}, rules {want} and {block}", g.want, g.block));
         }
     }
     Ok(())

@@ -41,8 +41,6 @@ pub struct BlockHermite<T: Real> {
     started: bool,
 }
 
-/// Factor of the first step: `dt0 = ETA_START · |a| / |a'|`.
-const ETA_START: f64 = 0.01;
 /// Smallest step, as a fraction of `dt_max` (2^-40): a floor against close encounters.
 const MIN_FRACTION: f64 = 1.0 / 1_099_511_627_776.0;
 
@@ -90,11 +88,7 @@ impl<T: Real> BlockHermite<T> {
 
     /// `dt_max / 2^k`, the largest such value not above `dt`.
     fn quantize(&self, dt: f64) -> f64 {
-        let mut q = self.dt_max;
-        while q > dt && q > self.dt_max * MIN_FRACTION {
-            q *= 0.5;
-        }
-        q
+        crate::rules::quantize(dt, self.dt_max, self.dt_max * MIN_FRACTION)
     }
 
     /// Force on targets `order[..n_active]` from all particles, predicted in `pred_*`.
@@ -125,8 +119,7 @@ impl<T: Real> BlockHermite<T> {
                 self.acc[i],
                 self.jerk[i],
             );
-            let px: [f64; 3] = core::array::from_fn(|k| x[k] + d * (v[k] + d * (0.5 * a[k] + d * j[k] / 6.0)));
-            let pv: [f64; 3] = core::array::from_fn(|k| v[k] + d * (a[k] + 0.5 * d * j[k]));
+            let (px, pv) = crate::rules::predict(x, v, a, j, d);
             let c = T::from_f64;
             self.pred_pos.push(Particle::new(c(px[0]), c(px[1]), c(px[2]), s.pos[i].m));
             self.pred_vel.push(Velocity::new(c(pv[0]), c(pv[1]), c(pv[2])));
@@ -148,7 +141,7 @@ impl<T: Real> BlockHermite<T> {
                     (self.field[i].acceleration().map(Real::to_f64), self.jerk_out[i].components().map(Real::to_f64));
                 self.acc[i] = a;
                 self.jerk[i] = j;
-                let d = ETA_START * crate::hermite::norm(a) / crate::hermite::norm(j);
+                let d = crate::rules::first_step(a, j);
                 self.quantize(if d.is_finite() && d > 0.0 { d } else { self.dt_max })
             })
             .collect();
@@ -178,18 +171,13 @@ impl<T: Real> BlockHermite<T> {
             let (a0, j0) = (self.acc[i], self.jerk[i]);
             let (a1, j1) =
                 (self.field[k].acceleration().map(Real::to_f64), self.jerk_out[k].components().map(Real::to_f64));
-            let (x1, v1, a2, a3) = crate::hermite::corrector([x, v, a0, j0, a1, j1], dt);
+            let (x1, v1, a2, a3) = crate::rules::correct([x, v, a0, j0, a1, j1], dt);
             let c = T::from_f64;
             s.pos[i] = Particle::new(c(x1[0]), c(x1[1]), c(x1[2]), s.pos[i].m);
             s.vel[i] = Velocity::new(c(v1[0]), c(v1[1]), c(v1[2]));
-            let want = crate::hermite::aarseth_step(self.eta, a1, j1, a2, a3);
-            let want = if want.is_finite() && want > 0.0 { want } else { 2.0 * dt };
+            let want = crate::rules::next_step(self.eta, dt, a1, j1, a2, a3);
             // Halve freely; double only where the new block time is a multiple of 2 dt.
-            let mut new_dt = self.quantize(want.min(2.0 * dt));
-            if new_dt > dt && (t_next / new_dt).fract() != 0.0 {
-                new_dt = dt;
-            }
-            self.dt[i] = new_dt;
+            self.dt[i] = crate::rules::block_step(want, dt, t_next, self.dt_max, self.dt_max * MIN_FRACTION);
             self.t[i] = t_next;
             self.acc[i] = a1;
             self.jerk[i] = j1;

@@ -41,26 +41,7 @@ pub enum Criterion {
     AccelerationOverJerk,
 }
 
-/// Factor of the first step: `dt0 = ETA_START · min |a| / |a'|`.
-const ETA_START: f64 = 0.01;
-
-pub(crate) fn norm(v: [f64; 3]) -> f64 {
-    (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt()
-}
-
-/// One particle's fourth-order Hermite corrector over `dt`, from position, velocity,
-/// acceleration and jerk at the start (`x`, `v`, `a0`, `j0`) and acceleration and jerk
-/// at the predicted end (`a1`, `j1`): the corrected position and velocity, and a'' and
-/// a''' at the end from the interpolating polynomial (for the next step's criterion).
-/// Shared by the shared-step and block-step integrators.
-pub(crate) fn corrector([x, v, a0, j0, a1, j1]: [[f64; 3]; 6], dt: f64) -> ([f64; 3], [f64; 3], [f64; 3], [f64; 3]) {
-    let v1: [f64; 3] = core::array::from_fn(|k| v[k] + 0.5 * dt * (a0[k] + a1[k]) + dt * dt * (j0[k] - j1[k]) / 12.0);
-    let x1: [f64; 3] = core::array::from_fn(|k| x[k] + 0.5 * dt * (v[k] + v1[k]) + dt * dt * (a0[k] - a1[k]) / 12.0);
-    let a3: [f64; 3] = core::array::from_fn(|k| (12.0 * (a0[k] - a1[k]) + 6.0 * dt * (j0[k] + j1[k])) / dt.powi(3));
-    let a2: [f64; 3] =
-        core::array::from_fn(|k| (-6.0 * (a0[k] - a1[k]) - dt * (4.0 * j0[k] + 2.0 * j1[k])) / (dt * dt) + a3[k] * dt);
-    (x1, v1, a2, a3)
-}
+use crate::rules::{aarseth_step, correct as corrector, norm, predict, FIRST_STEP as ETA_START};
 
 /// Refuses an accuracy parameter that is not finite and positive (every Hermite
 /// integrator takes one).
@@ -89,12 +70,6 @@ pub(crate) fn advance_shared<T: Real>(
         steps += 1;
     }
     Ok(steps)
-}
-
-/// Aarseth's step: `sqrt(eta (|a||a''| + |a'|²) / (|a'||a'''| + |a''|²))`.
-pub(crate) fn aarseth_step(eta: f64, a: [f64; 3], j: [f64; 3], a2: [f64; 3], a3: [f64; 3]) -> f64 {
-    let (na, nj, n2, n3) = (norm(a), norm(j), norm(a2), norm(a3));
-    (eta * (na * n2 + nj * nj) / (nj * n3 + n2 * n2)).sqrt()
 }
 
 impl<T: Real> Hermite<T> {
@@ -227,9 +202,7 @@ impl<T: Real> Hermite<T> {
         // Predictor: Taylor series to the jerk.
         for i in 0..s.len() {
             let (x, v, a, j) = (x0[i].position(), v0[i].components(), a0[i].acceleration(), j0[i].components());
-            let px: [f64; 3] =
-                core::array::from_fn(|k| f(x[k]) + dt * (f(v[k]) + dt * (0.5 * f(a[k]) + dt * f(j[k]) / 6.0)));
-            let pv: [f64; 3] = core::array::from_fn(|k| f(v[k]) + dt * (f(a[k]) + 0.5 * dt * f(j[k])));
+            let (px, pv) = predict(x.map(f), v.map(f), a.map(f), j.map(f), dt);
             s.pos[i] = Particle::new(T::from_f64(px[0]), T::from_f64(px[1]), T::from_f64(px[2]), x0[i].m);
             s.vel[i] = Velocity::new(T::from_f64(pv[0]), T::from_f64(pv[1]), T::from_f64(pv[2]));
         }

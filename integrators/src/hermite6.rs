@@ -43,12 +43,7 @@ pub struct Hermite6<T: Real> {
     steps: usize,
 }
 
-/// Factor of the first step: `dt0 = ETA_START · min |a| / |a'|`.
-const ETA_START: f64 = 0.01;
-
-fn norm(v: V3) -> f64 {
-    (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt()
-}
+use crate::rules::{norm, FIRST_STEP as ETA_START};
 
 /// Derivatives at the end of a step of length `h` of the quintic through a, a', a'' at
 /// both ends: (crackle, pop, a⁽⁵⁾).

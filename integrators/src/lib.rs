@@ -32,6 +32,7 @@ pub mod ics;
 mod integrator;
 mod leapfrog;
 mod rk;
+pub mod rules;
 mod state;
 
 pub use block::BlockHermite;
