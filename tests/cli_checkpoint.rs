@@ -8,6 +8,9 @@
 //! beside it: `NBODY_BIN=./nbody NBODY_CHECKPOINT_EXECUTORS=cuda,cuda:0,0
 //! ./cli-checkpoint` (`scripts/gpu-session.sh checkpoint`).
 
+mod common;
+
+use common::{has_checkpoint, outputs};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -81,25 +84,6 @@ fn run(dir: &Path, a: &[String], after: Option<Duration>) -> bool {
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-}
-
-fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy();
-            n.starts_with("snapshot-") || n == "energy.csv"
-        })
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
-        .collect();
-    files.sort();
-    files
-}
-
-fn has_checkpoint(dir: &Path) -> bool {
-    std::fs::read_dir(dir)
-        .is_ok_and(|d| d.filter_map(Result::ok).any(|e| e.file_name().to_string_lossy().ends_with(".nbck")))
 }
 
 #[test]

@@ -3,6 +3,9 @@
 //! reported once, a rank that fails (error, panic, kill -9) stops the whole job within
 //! seconds, and Ctrl-C stops every rank after the same step with every file written.
 
+mod common;
+
+use common::outputs;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -155,23 +158,8 @@ fn info_names_the_mpi_library_and_the_ranks() {
     assert!(text(&o.stdout).contains("ranks in this job: 1"));
 }
 
-/// Snapshots and energy rows of an output folder, by name.
 fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
-}
-
-fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy();
-            n.starts_with("snapshot-") || n == "energy.csv"
-        })
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
-        .collect();
-    files.sort();
-    files
 }
 
 /// A run across 3 ranks killed with SIGKILL (one rank, after its checkpoints) resumes

@@ -108,36 +108,21 @@ impl Executor<f64> for Probe {
 /// every_door_reaches(Box::new(probe), &log).unwrap();
 /// ```
 pub fn every_door_reaches(mut wrapper: impl Executor<f64>, log: &Log) -> Result<(), String> {
-    let n = 6;
-    let pos: Vec<Particle<f64>> =
-        (0..n).map(|i| Particle::new(i as f64, 0.5 * (i as f64).sin(), -0.25 * i as f64, 1.0 + i as f64)).collect();
-    let vel: Vec<Velocity<f64>> = (0..n).map(|i| Velocity::new(0.1 * i as f64, 0.0, -0.2)).collect();
-    let acc: Vec<Field<f64>> = (0..n).map(|i| Field::new(0.3, -0.1 * i as f64, 0.0, 0.0)).collect();
-    let p = Params::softened(0.05).with_overlap_identical();
-    let body = Bodies { pos: &pos, vel: &vel };
-    let kin = Kinematics { pos: &pos, vel: &vel, acc: &acc };
-    let mut out = vec![Field::zero(); n];
-    let (mut jerk, mut snap) = (vec![Jerk::zero(); n], vec![Jerk::zero(); n]);
-    let mut nearest = vec![Nearest::none(); n];
-    let mut nb = Neighbours { nearest: &mut nearest, within: None, index_offset: 0 };
-    let pairs = [Pair { targets: Span::new(0, n as u32), sources: Span::new(0, 1) }];
-    let spans = [Span::new(0, n as u32)];
-    let list = InteractionList { pairs: &pairs, source_spans: &spans };
-    let e = |door: &str, r: Result<(), Error>| r.map_err(|e| format!("{door}: {e}"));
-    e("accelerations", wrapper.accelerations(&pos, &pos, &p, &mut out))?;
-    e("jerk", wrapper.accelerations_jerk(body, body, &p, &mut out, &mut jerk))?;
-    e("neighbours", wrapper.accelerations_jerk_neighbours(body, body, &p, &mut out, &mut jerk, &mut nb))?;
-    e("snap", wrapper.accelerations_snap(kin, kin, &p, &mut out, &mut jerk, &mut snap))?;
-    e("batch", wrapper.accelerations_batch(&pos, &list, &p, &mut out))?;
+    let inputs = Inputs::new();
+    for (k, door) in DOORS.iter().enumerate() {
+        inputs.call(&mut wrapper, k).map_err(|e| format!("{door}: {e}"))?;
+    }
     let seen = log.lock().map_err(|_| "probe log poisoned".to_owned())?.clone();
-    let want = ["accelerations", "jerk", "neighbours", "snap", "batch"];
+    let want = DOORS;
     if seen != want {
         return Err(format!("{}: the doors reached {seen:?}, not the probe's own hooks {want:?}", wrapper.name()));
     }
+    let (n, p) = (inputs.pos.len(), Params::softened(0.05).with_overlap_identical());
+    let list = inputs.list();
     let mut reference = vec![Field::zero(); n];
-    Reference.accelerations_batch(&pos, &list, &p, &mut reference).map_err(|e| e.to_string())?;
+    Reference.accelerations_batch(&inputs.pos, &list, &p, &mut reference).map_err(|e| e.to_string())?;
     let mut again = vec![Field::zero(); n];
-    wrapper.accelerations_batch(&pos, &list, &p, &mut again).map_err(|e| e.to_string())?;
+    wrapper.accelerations_batch(&inputs.pos, &list, &p, &mut again).map_err(|e| e.to_string())?;
     if again != reference {
         return Err(format!("{}: the batch differs from the reference", wrapper.name()));
     }
@@ -175,30 +160,10 @@ pub const DOORS: [&str; 5] = ["accelerations", "jerk", "neighbours", "snap", "ba
 /// ```
 pub fn doors_reach(mut wrapper: impl Executor<f64>, log: &Log, expect: [Door; 5]) -> Result<[usize; 5], String> {
     let mut counts = [0; 5];
-    let n = 6;
-    let pos: Vec<Particle<f64>> =
-        (0..n).map(|i| Particle::new(i as f64, 0.5 * (i as f64).sin(), -0.25 * i as f64, 1.0 + i as f64)).collect();
-    let vel: Vec<Velocity<f64>> = (0..n).map(|i| Velocity::new(0.1 * i as f64, 0.0, -0.2)).collect();
-    let acc: Vec<Field<f64>> = (0..n).map(|i| Field::new(0.3, -0.1 * i as f64, 0.0, 0.0)).collect();
-    let p = Params::softened(0.05).with_overlap_identical();
-    let body = Bodies { pos: &pos, vel: &vel };
-    let kin = Kinematics { pos: &pos, vel: &vel, acc: &acc };
-    let pairs = [Pair { targets: Span::new(0, n as u32), sources: Span::new(0, 1) }];
-    let spans = [Span::new(0, n as u32)];
-    let list = InteractionList { pairs: &pairs, source_spans: &spans };
+    let inputs = Inputs::new();
     for (k, door) in DOORS.iter().enumerate() {
-        let mut out = vec![Field::zero(); n];
-        let (mut jerk, mut snap) = (vec![Jerk::zero(); n], vec![Jerk::zero(); n]);
-        let mut nearest = vec![Nearest::none(); n];
-        let mut nb = Neighbours { nearest: &mut nearest, within: None, index_offset: 0 };
         log.lock().map_err(|_| "probe log poisoned".to_owned())?.clear();
-        let r = match k {
-            0 => wrapper.accelerations(&pos, &pos, &p, &mut out),
-            1 => wrapper.accelerations_jerk(body, body, &p, &mut out, &mut jerk),
-            2 => wrapper.accelerations_jerk_neighbours(body, body, &p, &mut out, &mut jerk, &mut nb),
-            3 => wrapper.accelerations_snap(kin, kin, &p, &mut out, &mut jerk, &mut snap),
-            _ => wrapper.accelerations_batch(&pos, &list, &p, &mut out),
-        };
+        let r = inputs.call(&mut wrapper, k);
         let seen = log.lock().map_err(|_| "probe log poisoned".to_owned())?.clone();
         let name = wrapper.name();
         match (expect[k], r) {
@@ -213,4 +178,51 @@ pub fn doors_reach(mut wrapper: impl Executor<f64>, log: &Log, expect: [Door; 5]
         }
     }
     Ok(counts)
+}
+
+/// The six particles every door is called with.
+struct Inputs {
+    pos: Vec<Particle<f64>>,
+    vel: Vec<Velocity<f64>>,
+    acc: Vec<Field<f64>>,
+    pairs: [Pair; 1],
+    spans: [Span; 1],
+}
+
+impl Inputs {
+    fn new() -> Self {
+        let n = 6;
+        Self {
+            pos: (0..n)
+                .map(|i| Particle::new(i as f64, 0.5 * (i as f64).sin(), -0.25 * i as f64, 1.0 + i as f64))
+                .collect(),
+            vel: (0..n).map(|i| Velocity::new(0.1 * i as f64, 0.0, -0.2)).collect(),
+            acc: (0..n).map(|i| Field::new(0.3, -0.1 * i as f64, 0.0, 0.0)).collect(),
+            pairs: [Pair { targets: Span::new(0, n as u32), sources: Span::new(0, 1) }],
+            spans: [Span::new(0, n as u32)],
+        }
+    }
+
+    fn list(&self) -> InteractionList<'_> {
+        InteractionList { pairs: &self.pairs, source_spans: &self.spans }
+    }
+
+    /// Calls door `k` of [`DOORS`] on `wrapper` with fresh outputs.
+    fn call(&self, wrapper: &mut impl Executor<f64>, k: usize) -> Result<(), Error> {
+        let n = self.pos.len();
+        let p = Params::softened(0.05).with_overlap_identical();
+        let body = Bodies { pos: &self.pos, vel: &self.vel };
+        let kin = Kinematics { pos: &self.pos, vel: &self.vel, acc: &self.acc };
+        let mut out = vec![Field::zero(); n];
+        let (mut jerk, mut snap) = (vec![Jerk::zero(); n], vec![Jerk::zero(); n]);
+        let mut nearest = vec![Nearest::none(); n];
+        let mut nb = Neighbours { nearest: &mut nearest, within: None, index_offset: 0 };
+        match k {
+            0 => wrapper.accelerations(&self.pos, &self.pos, &p, &mut out),
+            1 => wrapper.accelerations_jerk(body, body, &p, &mut out, &mut jerk),
+            2 => wrapper.accelerations_jerk_neighbours(body, body, &p, &mut out, &mut jerk, &mut nb),
+            3 => wrapper.accelerations_snap(kin, kin, &p, &mut out, &mut jerk, &mut snap),
+            _ => wrapper.accelerations_batch(&self.pos, &self.list(), &p, &mut out),
+        }
+    }
 }
