@@ -319,7 +319,7 @@ impl CudaExecutor {
         let params = [(&raw mut args).cast::<core::ffi::c_void>()];
         // SAFETY: the kernel takes one parameter, a struct laid out as `A` (the layout
         // tests); the caller vouches for the addresses in it.
-        unsafe { self.stream.launch(f, grid, block, 0, &params) }.map_err(cuda(what))
+        unsafe { self.gpu.stream().launch(f, grid, block, 0, &params) }.map_err(cuda(what))
     }
 }
 
@@ -394,15 +394,15 @@ impl CudaExecutor {
     /// Runs the layout probe into `out` (one word per size, count and offset).
     #[cfg(feature = "testing")]
     fn probe(&mut self, out: &mut [i64]) -> Result<(), Error> {
-        crate::device::make_current(&self.context)?;
+        self.gpu.make_current()?;
         let mut buf = crate::memory::alloc(size_of_val(out))?;
         crate::memory::upload_padded(&mut buf, bytemuck::cast_slice(out), 0)?;
         let f = self.function(Kernel::ProbeLayouts)?;
         let (mut p, mut capacity) = (crate::memory::ptr(&buf), crate::kernels::count(out.len())?);
         let params = [(&raw mut p).cast::<core::ffi::c_void>(), (&raw mut capacity).cast::<core::ffi::c_void>()];
         // SAFETY: the probe writes at most `capacity` words of `buf`, which holds them.
-        unsafe { self.stream.launch(&f, 1, 1, 0, &params) }.map_err(cuda("launching the layout probe"))?;
-        self.stream.synchronize().map_err(cuda("running the layout probe"))?;
+        unsafe { self.gpu.stream().launch(&f, 1, 1, 0, &params) }.map_err(cuda("launching the layout probe"))?;
+        self.gpu.stream().synchronize().map_err(cuda("running the layout probe"))?;
         crate::memory::download(&buf, bytemuck::cast_slice_mut(out))
     }
 }

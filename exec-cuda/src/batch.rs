@@ -1,7 +1,6 @@
 //! Turns an interaction list into equal-sized work items for one batched launch.
 
 use crate::args::BatchArgs;
-use crate::device;
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, ptr, upload_padded};
 use crate::{DeviceFields, DeviceParticles, DeviceReal};
@@ -216,7 +215,7 @@ impl crate::CudaExecutor {
     /// ```
     pub fn upload_list(&mut self, list: &InteractionList<'_>, n: usize) -> Result<DeviceList, Error> {
         list.validate(n)?;
-        device::make_current(&self.context)?;
+        self.gpu.make_current()?;
         let ex = expand(list, n);
         let up = |data: &[u8]| -> Result<DeviceBuffer<u8>, Error> {
             let mut buf = alloc(data.len())?;
@@ -250,7 +249,7 @@ impl crate::CudaExecutor {
         if list.n_items == 0 {
             return Ok(());
         }
-        device::make_current(&self.context)?;
+        self.gpu.make_current()?;
         let bufs = Buffers {
             particles: ptr(&particles.buf),
             items: ptr(&list.items),

@@ -77,12 +77,12 @@ const SIZES: [usize; 8] = [4, 1 << 10, 1 << 14, 1 << 17, 1 << 20, 1 << 22, 1 << 
 impl Costs {
     /// Measures on `a`, with copies from `a` to `b` for the peer curve.
     pub fn measure(a: &mut CudaExecutor, b: &mut CudaExecutor) -> Result<Self, Error> {
-        crate::device::make_current(&a.context)?;
+        a.gpu.make_current()?;
         let mut c = Costs::default();
         let mut scratch = alloc(64)?;
         let kick = crate::kernels::Kernel::Kick { tag: crate::Family::F32 };
         let f = a.function(kick)?;
-        let stream = &a.stream;
+        let stream = a.gpu.stream();
         let gpu = &*a;
         let small = |buf: &DeviceBuffer<u8>| -> Result<(), Error> {
             let p = crate::memory::ptr(buf);
@@ -151,9 +151,9 @@ impl Costs {
         let mut pinned =
             unsafe { LockedBuffer::<u8>::uninitialized(largest) }.map_err(cuda("allocating pinned memory"))?;
         pinned.as_mut_slice().fill(1);
-        crate::device::make_current(&b.context)?;
+        b.gpu.make_current()?;
         let other = alloc(largest)?;
-        crate::device::make_current(&a.context)?;
+        a.gpu.make_current()?;
         let curve = |f: &mut dyn FnMut(usize) -> Result<(), Error>| -> Result<CopyCurve, Error> {
             let mut points = Vec::new();
             for &bytes in &SIZES {
@@ -173,7 +173,7 @@ impl Costs {
         c.h2d_pinned =
             curve(&mut |n| dev.index(..n).copy_from(&pinned.as_slice()[..n]).map_err(cuda("copying to the device")))?;
         c.d2h = curve(&mut |n| dev.index(..n).copy_to(&mut back[..n]).map_err(cuda("copying from the device")))?;
-        let (ca, cb) = (a.context.as_raw(), b.context.as_raw());
+        let (ca, cb) = (a.gpu.context().as_raw(), b.gpu.context().as_raw());
         let (src, dst) = (dev.as_device_ptr().as_raw(), other.as_device_ptr().as_raw());
         c.peer = curve(&mut |n| {
             // SAFETY: both buffers hold `largest` >= n bytes.

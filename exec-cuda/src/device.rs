@@ -3,6 +3,9 @@
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
 use cust::error::CudaError;
+use cust::function::Function;
+use cust::module::Module;
+use cust::stream::{Stream, StreamFlags};
 use cust::CudaFlags;
 use nbody_core::Error;
 
@@ -65,5 +68,65 @@ pub(crate) fn cuda(during: &'static str) -> impl Fn(CudaError) -> Error {
         CudaError::OutOfMemory => Error::OutOfMemory { bytes: 0 },
         CudaError::NoDevice | CudaError::InvalidDevice => Error::NoDevice,
         other => Error::Device { during, code: other as u32 },
+    }
+}
+
+/// The device side of an executor: its context, the kernels' module, its two streams
+/// and the device's properties. The rest of the executor (scratch buffers, tuning)
+/// reaches the device only through these methods.
+#[derive(Debug)]
+pub(crate) struct Gpu {
+    // Fields drop in order: the module and streams before the context.
+    stream: Stream,
+    copy_stream: Stream,
+    module: Module,
+    info: DeviceInfo,
+    owner: nbody_core::resident::Owner,
+    context: Context,
+}
+
+impl Gpu {
+    /// Opens device `ordinal` and loads the kernels.
+    pub(crate) fn open(ordinal: u32, fatbin: &[u8]) -> Result<Self, Error> {
+        let (context, info) = open(ordinal)?;
+        let module = Module::from_fatbin(fatbin, &[]).map_err(cuda("loading the kernels"))?;
+        let stream = Stream::new(StreamFlags::DEFAULT, None).map_err(cuda("creating a stream"))?;
+        let copy_stream = Stream::new(StreamFlags::DEFAULT, None).map_err(cuda("creating a stream"))?;
+        Ok(Self { stream, copy_stream, module, info, owner: nbody_core::resident::Owner::new(), context })
+    }
+
+    /// The stream the kernels run on.
+    pub(crate) fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The stream uploads overlap the kernels on.
+    pub(crate) fn copy_stream(&self) -> &Stream {
+        &self.copy_stream
+    }
+
+    /// The device's properties.
+    pub(crate) fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Stamps the resident systems this executor makes.
+    pub(crate) fn owner(&self) -> nbody_core::resident::Owner {
+        self.owner
+    }
+
+    /// The executor's context.
+    pub(crate) fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// Makes the context current on the calling thread.
+    pub(crate) fn make_current(&self) -> Result<(), Error> {
+        make_current(&self.context)
+    }
+
+    /// The kernel exported as `name`.
+    pub(crate) fn function(&self, name: &str) -> Result<Function<'_>, Error> {
+        self.module.get_function(name).map_err(cuda("finding a kernel"))
     }
 }

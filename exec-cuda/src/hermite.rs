@@ -6,7 +6,7 @@
 //! new steps come back.
 
 use crate::args::HermiteArgs;
-use crate::device::{self, cuda};
+use crate::device::cuda;
 use crate::jerk::{JerkBuffers, Staged};
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded, Scratch};
@@ -138,7 +138,7 @@ impl<T: DeviceReal> DeviceHermite<T> {
         }
         let params = Params::softened(eps).acceleration_only();
         nbody_core::validate::params(&params)?;
-        device::make_current(&exec.context)?;
+        exec.gpu.make_current()?;
         let n = pos.len();
         let padded = n.next_multiple_of(SOURCE_PAD).max(SOURCE_PAD);
         let v4 = 4 * size_of::<T>();
@@ -210,7 +210,7 @@ impl<T: DeviceReal> DeviceHermite<T> {
     /// multiples of `dt_max`, which the caller's output times must be). Returns the
     /// number of active particles.
     pub fn step(&mut self, exec: &mut CudaExecutor, until: f64) -> Result<usize, Error> {
-        device::make_current(&exec.context)?;
+        exec.gpu.make_current()?;
         if self.n == 0 || (self.steps_kind == Steps::Shared && self.started && until <= self.time) {
             self.time = until.max(self.time);
             return Ok(0);
@@ -356,7 +356,7 @@ impl<T: DeviceReal> DeviceHermite<T> {
             na,
             n,
             self.padded,
-            exec.info.sm_count,
+            exec.gpu.info().sm_count,
             exec.jerk_per_thread,
             &mut self.partials,
             (size_of::<T>(), exec.two_per_thread::<T>()),
@@ -365,7 +365,7 @@ impl<T: DeviceReal> DeviceHermite<T> {
         let correct = Kernel::HermiteCorrect { tag: T::FAMILY };
         // SAFETY: as above; want holds n doubles.
         unsafe { exec.launch(correct, blocks, THREADS, args, "launching the Hermite corrector")? };
-        exec.stream.synchronize().map_err(cuda("running the Hermite step"))
+        exec.gpu.stream().synchronize().map_err(cuda("running the Hermite step"))
     }
 
     /// Everything the integration needs to continue bit for bit, copied to the host: the
@@ -388,8 +388,8 @@ impl<T: DeviceReal> DeviceHermite<T> {
     /// # Ok::<(), nbody_core::Error>(())
     /// ```
     pub fn checkpoint(&self, exec: &mut CudaExecutor) -> Result<HermiteCheckpoint<T>, Error> {
-        device::make_current(&exec.context)?;
-        exec.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+        exec.gpu.make_current()?;
+        exec.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
         let n = self.n;
         let lanes = |buf: &DeviceBuffer<u8>| -> Result<Vec<[T; 4]>, Error> {
             let mut v = vec![[T::zero(); 4]; n];
@@ -462,8 +462,8 @@ impl<T: DeviceReal> DeviceHermite<T> {
     ) -> Result<(), Error> {
         nbody_core::validate::length("positions", self.n, pos.len())?;
         nbody_core::validate::length("velocities", self.n, vel.len())?;
-        device::make_current(&exec.context)?;
-        exec.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+        exec.gpu.make_current()?;
+        exec.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
         download(&self.pos, bytemuck::cast_slice_mut(pos))?;
         download(&self.vel, bytemuck::cast_slice_mut(vel))
     }
@@ -568,7 +568,7 @@ pub fn hermite_kernels(
     eta: f64,
     dt_max: f64,
 ) -> Result<Vec<KernelOutcome>, Error> {
-    device::make_current(&exec.context)?;
+    exec.gpu.make_current()?;
     let n = cases.len();
     let lanes = |f: &dyn Fn(&KernelCase) -> [f64; 3], w: f64| -> Vec<[f64; 4]> {
         cases.iter().map(f).map(|[x, y, z]| [x, y, z, w]).collect()
@@ -601,7 +601,7 @@ pub fn hermite_kernels(
         download(b, bytemuck::cast_slice_mut(&mut v))?;
         Ok(v)
     };
-    exec.stream.synchronize().map_err(cuda("predicting"))?;
+    exec.gpu.stream().synchronize().map_err(cuda("predicting"))?;
     for (o, (p, q)) in out.iter_mut().zip(down4(&ppos)?.into_iter().zip(down4(&pvel)?)) {
         (o.px, o.pv) = ([p[0], p[1], p[2]], [q[0], q[1], q[2]]);
     }
@@ -628,7 +628,7 @@ pub fn hermite_kernels(
         let kernel = Kernel::HermiteCorrect { tag: crate::Family::F64 };
         // SAFETY: idx holds n indices below n; every buffer holds n records.
         unsafe { exec.launch(kernel, (n as u32).div_ceil(THREADS), THREADS, args, "the corrector")? };
-        exec.stream.synchronize().map_err(cuda("correcting"))?;
+        exec.gpu.stream().synchronize().map_err(cuda("correcting"))?;
         let mut w = vec![0.0f64; n];
         download(&want, bytemuck::cast_slice_mut(&mut w))?;
         let (x1, v1) = (down4(&pos)?, down4(&vel)?);

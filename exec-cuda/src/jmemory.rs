@@ -6,7 +6,7 @@
 //! PCIe, not the whole system.
 
 use crate::args::JmemArgs;
-use crate::device::{self, cuda};
+use crate::device::cuda;
 use crate::jerk::{JerkBuffers, Staged};
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded, Scratch};
@@ -111,7 +111,7 @@ fn pack(packed: &mut Vec<u8>, piece: &[u8]) -> usize {
 impl DeviceJMemory {
     /// An empty j-memory on `gpu`'s device.
     pub fn new(gpu: &mut CudaExecutor) -> Result<Self, Error> {
-        device::make_current(&gpu.context)?;
+        gpu.gpu.make_current()?;
         let capacity = SOURCE_PAD;
         let zeroed = |records: usize, size: usize| -> Result<DeviceBuffer<u8>, Error> {
             let mut b = alloc(records * size)?;
@@ -167,7 +167,7 @@ impl DeviceJMemory {
 
     /// Forgets every j-particle.
     pub fn clear(&mut self, gpu: &mut CudaExecutor) -> Result<(), Error> {
-        device::make_current(&gpu.context)?;
+        gpu.gpu.make_current()?;
         self.addresses.clear();
         self.records.clear();
         self.len = 0;
@@ -249,10 +249,10 @@ impl DeviceJMemory {
         if ni == 0 || nj == 0 {
             return Ok(());
         }
-        device::make_current(&gpu.context)?;
+        gpu.gpu.make_current()?;
         let result = self.launch(gpu, nj, time, targets, own, &params, out, jerk, neighbours);
         if result.is_err() {
-            let _ = gpu.stream.synchronize();
+            let _ = gpu.gpu.stream().synchronize();
         }
         result
     }
@@ -335,7 +335,7 @@ impl DeviceJMemory {
             ni,
             nj,
             padded,
-            gpu.info.sm_count,
+            gpu.gpu.info().sm_count,
             gpu.jerk_per_thread,
             &mut self.partials,
             (8, gpu.two_per_thread::<f64>()),
@@ -345,7 +345,7 @@ impl DeviceJMemory {
             None => staged,
         };
         gpu.launch_jerk(&staged, params)?;
-        gpu.stream.synchronize().map_err(cuda("running the jerk kernel"))?;
+        gpu.gpu.stream().synchronize().map_err(cuda("running the jerk kernel"))?;
         self.down.resize(at_jerk + ni * 32, 0);
         download(a_ref(&self.scratch[DOWN])?, &mut self.down)?;
         bytemuck::cast_slice_mut::<_, u8>(out).copy_from_slice(&self.down[..ni * 32]);

@@ -60,11 +60,8 @@ pub use multi::{MultiDevice, MultiState, PeerAccess};
 pub use resident::DeviceState;
 pub use tuning::SOURCE_PAD;
 
-use cust::context::Context;
 use cust::function::Function;
 use cust::memory::DeviceCopy;
-use cust::module::Module;
-use cust::stream::{Stream, StreamFlags};
 use device::cuda;
 use memory::{download, upload_padded, Scratch};
 use nbody_core::{Error, Field, Particle, Real};
@@ -113,14 +110,8 @@ pub struct CudaExecutor {
     /// Test hook (feature `testing`): the next tiled launch asks for an impossible block
     /// size, so the driver refuses it (see `CudaExecutor::fail_next_launch`).
     sabotage: std::cell::Cell<bool>,
-    stream: Stream,
-    /// Uploads that overlap the kernels on `stream`.
-    copy_stream: Stream,
-    module: Module,
-    info: DeviceInfo,
-    /// Stamps the resident systems this executor makes ([`nbody_core::resident::Owner`]).
-    owner: nbody_core::resident::Owner,
-    context: Context,
+    /// The device: context, module, streams, properties (last, so it drops last).
+    gpu: device::Gpu,
 }
 
 /// Scratch slots.
@@ -146,14 +137,10 @@ impl CudaExecutor {
 
     /// Opens GPU `ordinal`.
     pub fn on_device(ordinal: u32) -> Result<Self, Error> {
-        let (context, info) = device::open(ordinal)?;
-        let module = Module::from_fatbin(FATBIN, &[]).map_err(cuda("loading the kernels"))?;
-        let stream = Stream::new(StreamFlags::DEFAULT, None).map_err(cuda("creating a stream"))?;
-        let copy_stream = Stream::new(StreamFlags::DEFAULT, None).map_err(cuda("creating a stream"))?;
+        let gpu = device::Gpu::open(ordinal, FATBIN)?;
         Ok(Self {
             scratch: Default::default(),
             pinned: [None, None],
-            copy_stream,
             tuned: HashMap::new(),
             autotune: false,
             forced: None,
@@ -162,11 +149,7 @@ impl CudaExecutor {
             sabotage: std::cell::Cell::new(false),
             split_partials: Default::default(),
             resident_blocks: Default::default(),
-            stream,
-            module,
-            info,
-            owner: nbody_core::resident::Owner::new(),
-            context,
+            gpu,
         })
     }
 
@@ -183,20 +166,20 @@ impl CudaExecutor {
 
     /// Waits until every launch queued on this executor has finished.
     pub fn synchronize(&self) -> Result<(), Error> {
-        device::make_current(&self.context)?;
-        self.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
-        self.copy_stream.synchronize().map_err(cuda("waiting for the copies"))
+        self.gpu.make_current()?;
+        self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
+        self.gpu.copy_stream().synchronize().map_err(cuda("waiting for the copies"))
     }
 
     /// Device memory free now, in bytes.
     pub fn free_memory(&self) -> Result<usize, Error> {
-        device::make_current(&self.context)?;
+        self.gpu.make_current()?;
         cust::memory::mem_get_info().map(|(free, _)| free).map_err(cuda("asking for free memory"))
     }
 
     /// The device's properties.
     pub fn info(&self) -> &DeviceInfo {
-        &self.info
+        self.gpu.info()
     }
 
     /// Times every [`tuning::CANDIDATES`] variant once per precision and size class (powers of
@@ -219,7 +202,7 @@ impl CudaExecutor {
     }
 
     fn function(&self, kernel: kernels::Kernel) -> Result<Function<'_>, Error> {
-        self.module.get_function(kernel.name()).map_err(cuda("finding a kernel"))
+        self.gpu.function(&kernel.name())
     }
 
     /// Uploads host slices into scratch (sources padded), returning the padded count.
@@ -243,18 +226,18 @@ impl CudaExecutor {
     /// Runs `f` with the context current; on failure drops the scratch buffers (a failed
     /// call may have left the device short of memory) so the next call starts clean.
     fn guarded<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R, Error>) -> Result<R, Error> {
-        device::make_current(&self.context)?;
+        self.gpu.make_current()?;
         let result = f(self);
         if result.is_err() {
-            let _ = self.stream.synchronize();
-            let _ = self.copy_stream.synchronize();
+            let _ = self.gpu.stream().synchronize();
+            let _ = self.gpu.copy_stream().synchronize();
             self.scratch.iter_mut().for_each(Scratch::release);
         }
         result
     }
 
     fn sync_download<T: DeviceReal>(&mut self, slot: usize, out: &mut [T]) -> Result<(), Error> {
-        self.stream.synchronize().map_err(cuda("running the kernel"))?;
+        self.gpu.stream().synchronize().map_err(cuda("running the kernel"))?;
         let buf = self.scratch[slot].reserve(0)?;
         download(buf, bytemuck::cast_slice_mut(out))
     }

@@ -271,10 +271,10 @@ impl MultiDevice {
                 if la.ordinal == lb.ordinal || !self.peer.can[a][b] {
                     continue;
                 }
-                crate::device::make_current(&la.exec.context).map_err(on_device(la.ordinal))?;
+                la.exec.gpu.make_current().map_err(on_device(la.ordinal))?;
                 // SAFETY: both contexts are live; enabling twice reports
                 // PEER_ACCESS_ALREADY_ENABLED, which is fine.
-                let r = unsafe { cust::sys::cuCtxEnablePeerAccess(lb.exec.context.as_raw(), 0) };
+                let r = unsafe { cust::sys::cuCtxEnablePeerAccess(lb.exec.gpu.context().as_raw(), 0) };
                 if r != cust::sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
                     check(r, la.ordinal, "enabling peer access")?;
                 }
@@ -587,7 +587,7 @@ impl MultiDevice {
             let mut g = vec![0.0; grid.len()];
             lane.exec
                 .guarded(|me| {
-                    me.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+                    me.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
                     me.launch_project::<T>(p, n, projection, &mut g)
                 })
                 .map_err(on_device(lane.ordinal))?;
@@ -609,7 +609,7 @@ impl MultiDevice {
         for (b, (lane, part)) in self.lanes.iter_mut().zip(&mut s.parts).enumerate() {
             let exec = &mut lane.exec;
             let run = |exec: &mut CudaExecutor| -> Result<(), Error> {
-                crate::device::make_current(&exec.context)?;
+                exec.gpu.make_current()?;
                 let nb = part.own.len();
                 let fbytes = bytes_of::<Field<T>>(nb.max(1));
                 // SAFETY: the field buffer holds at least fbytes; the memset is ordered
@@ -619,7 +619,7 @@ impl MultiDevice {
                         part.field.buf.as_device_ptr().as_raw(),
                         0,
                         fbytes,
-                        exec.stream.as_inner(),
+                        exec.gpu.stream().as_inner(),
                     )
                 };
                 crate::pipeline::driver(r, "clearing the field")?;
@@ -637,7 +637,7 @@ impl MultiDevice {
                 let disjoint = params.with_overlap(Overlap::Disjoint);
                 for a in (0..s.offsets.len()).filter(|&a| a != b && s.padded[a] > 0) {
                     if let Some(ev) = arrived.and_then(|m| m[b][a].as_ref()) {
-                        ev.block(&exec.stream)?;
+                        ev.block(exec.gpu.stream())?;
                     }
                     exec.launch_tiled(config, &own, nb, &region(a), s.padded[a], &part.field.buf, &disjoint)?;
                 }
@@ -666,9 +666,9 @@ impl MultiDevice {
         // Each lane's drift, marked on its stream.
         let mut drifted = Vec::with_capacity(p);
         for lane in &self.lanes {
-            crate::device::make_current(&lane.exec.context).map_err(on_device(lane.ordinal))?;
+            lane.exec.gpu.make_current().map_err(on_device(lane.ordinal))?;
             let ev = Marker::new().map_err(on_device(lane.ordinal))?;
-            ev.record(&lane.exec.stream).map_err(on_device(lane.ordinal))?;
+            ev.record(lane.exec.gpu.stream()).map_err(on_device(lane.ordinal))?;
             drifted.push(ev);
         }
         let mut arrived: Vec<Vec<Option<Marker>>> = (0..p).map(|_| (0..p).map(|_| None).collect()).collect();
@@ -686,7 +686,7 @@ impl MultiDevice {
                 // Staged: the sender's slice to pinned host memory once.
                 let lane = &self.lanes[a];
                 let mut stage = || -> Result<(), Error> {
-                    crate::device::make_current(&lane.exec.context)?;
+                    lane.exec.gpu.make_current()?;
                     drifted[a].synchronize()?;
                     let part = &mut s.parts[a];
                     if part.staging.as_ref().is_none_or(|h| h.len() < bytes) {
@@ -702,10 +702,10 @@ impl MultiDevice {
                 stage().map_err(on_device(lane.ordinal))?;
             }
             for b in (0..p).filter(|&b| b != a) {
-                let (src_ctx, dst) = (&self.lanes[a].exec.context, &self.lanes[b]);
+                let (src_ctx, dst) = (&self.lanes[a].exec.gpu.context(), &self.lanes[b]);
                 let send = || -> Result<Marker, Error> {
-                    crate::device::make_current(&dst.exec.context)?;
-                    let stream = &dst.exec.copy_stream;
+                    dst.exec.gpu.make_current()?;
+                    let stream = dst.exec.gpu.copy_stream();
                     // After the sender's drift wrote the positions, and after the
                     // receiver's own queued work (the last force still reading its old
                     // copy of this region) is done: without the second wait a lagging
@@ -720,7 +720,7 @@ impl MultiDevice {
                         unsafe {
                             cust::sys::cuMemcpyPeerAsync(
                                 to,
-                                dst.exec.context.as_raw(),
+                                dst.exec.gpu.context().as_raw(),
                                 from,
                                 src_ctx.as_raw(),
                                 bytes,
@@ -762,7 +762,7 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
         let mut parts = Vec::with_capacity(self.lanes.len());
         for (k, lane) in self.lanes.iter_mut().enumerate() {
             let mut up = || -> Result<Part<T>, Error> {
-                crate::device::make_current(&lane.exec.context)?;
+                lane.exec.gpu.make_current()?;
                 let mut all = alloc(bytes_of::<Particle<T>>(total))?;
                 upload_padded(&mut all, &[], bytes_of::<Particle<T>>(total))?;
                 for (r, &off) in slices.iter().zip(&offsets) {
@@ -806,8 +806,8 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
         for (k, (lane, part)) in self.lanes.iter_mut().zip(&state.parts).enumerate() {
             let r = part.own.clone();
             let mut get = || -> Result<(), Error> {
-                crate::device::make_current(&lane.exec.context)?;
-                lane.exec.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+                lane.exec.gpu.make_current()?;
+                lane.exec.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
                 let at = bytes_of::<Particle<T>>(state.offsets[k]);
                 download(
                     &part.all.index(at..at + bytes_of::<Particle<T>>(r.len())),
@@ -834,8 +834,8 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
         for (lane, part) in self.lanes.iter_mut().zip(&state.parts) {
             let r = part.own.clone();
             let mut get = || -> Result<(), Error> {
-                crate::device::make_current(&lane.exec.context)?;
-                lane.exec.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+                lane.exec.gpu.make_current()?;
+                lane.exec.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
                 download(&part.field.buf, bytemuck::cast_slice_mut(&mut out[r.clone()]))
             };
             get().map_err(on_device(lane.ordinal))?;
@@ -857,9 +857,10 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
         self.force_after(s, params, Some(&arrived))?;
         // The arrival events and staging buffers are done with once every copy is.
         for lane in &self.lanes {
-            crate::device::make_current(&lane.exec.context).map_err(on_device(lane.ordinal))?;
+            lane.exec.gpu.make_current().map_err(on_device(lane.ordinal))?;
             lane.exec
-                .copy_stream
+                .gpu
+                .copy_stream()
                 .synchronize()
                 .map_err(cuda("exchanging positions"))
                 .map_err(on_device(lane.ordinal))?;
@@ -908,7 +909,7 @@ fn each_lane<T: DeviceReal>(
 ) -> Result<(), Error> {
     for (k, (lane, part)) in gpus.lanes.iter_mut().zip(&s.parts).enumerate() {
         let run = |exec: &mut CudaExecutor| -> Result<(), Error> {
-            crate::device::make_current(&exec.context)?;
+            exec.gpu.make_current()?;
             if part.own.is_empty() {
                 return Ok(());
             }

@@ -127,17 +127,17 @@ impl CudaExecutor {
                 staging[data.len()..bytes].fill(0);
                 // The device buffer is free once the kernel two tiles back is done.
                 if k >= 2 {
-                    computed[b].block(&self.copy_stream)?;
+                    computed[b].block(self.gpu.copy_stream())?;
                 }
                 let dst = self.scratch[slots[b]].reserve(tile_bytes)?;
                 let src = &self.pinned[b].as_ref().expect("allocated above").as_slice()[..bytes];
                 // SAFETY: `src` is pinned and outlives the copy (this call waits for every
                 // upload before it returns); `dst` holds at least `bytes`.
-                unsafe { dst.index(..bytes).async_copy_from(src, &self.copy_stream) }
+                unsafe { dst.index(..bytes).async_copy_from(src, self.gpu.copy_stream()) }
                     .map_err(cuda("uploading a source tile"))?;
-                copied[b].record(&self.copy_stream)?;
+                copied[b].record(self.gpu.copy_stream())?;
             }
-            copied[b].block(&self.stream)?;
+            copied[b].block(self.gpu.stream())?;
             let p = params.with_overlap(params.overlap.restrict_sources(n_t, range));
             let s = &self.scratch;
             let (tb, sb, ob) = (
@@ -146,10 +146,10 @@ impl CudaExecutor {
                 s[OUT].buf_ref().ok_or(Error::NoDevice)?,
             );
             self.launch_tiled(config, tb, n_t, sb, padded, ob, &p)?;
-            computed[b].record(&self.stream)?;
+            computed[b].record(self.gpu.stream())?;
         }
-        self.copy_stream.synchronize().map_err(cuda("uploading the sources"))?;
-        self.stream.synchronize().map_err(cuda("running the kernel"))?;
+        self.gpu.copy_stream().synchronize().map_err(cuda("uploading the sources"))?;
+        self.gpu.stream().synchronize().map_err(cuda("running the kernel"))?;
         let o = self.scratch[OUT].reserve(0)?;
         download(o, bytemuck::cast_slice_mut(out))
     }

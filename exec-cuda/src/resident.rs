@@ -173,7 +173,7 @@ impl CudaExecutor {
             field,
             fresh: false,
             time: 0.0,
-            owner: self.owner,
+            owner: self.gpu.owner(),
             order,
             drifts_since_sort,
             resort_every,
@@ -208,7 +208,7 @@ impl CudaExecutor {
     /// than the mixed kernels take) leaves the state as it was.
     fn resort<T: DeviceReal>(&mut self, s: &mut DeviceState<T>) -> Result<(), Error> {
         let Some(order) = &s.order else { return Ok(()) };
-        self.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+        self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
         let n = s.len();
         let mut pos = vec![Particle::new(T::zero(), T::zero(), T::zero(), T::zero()); n];
         let mut vel = vec![Velocity::new(T::zero(), T::zero(), T::zero()); n];
@@ -227,8 +227,8 @@ impl CudaExecutor {
 
     /// Makes this executor's context current and checks that it made `s`.
     fn own<T: DeviceReal>(&self, s: &DeviceState<T>) -> Result<(), Error> {
-        self.owner.check(s.owner)?;
-        crate::device::make_current(&self.context)
+        self.gpu.owner().check(s.owner)?;
+        self.gpu.make_current()
     }
 }
 
@@ -272,7 +272,7 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
         self.own(state)?;
         validate::length("positions", state.len(), pos.len())?;
         validate::length("velocities", state.len(), vel.len())?;
-        self.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+        self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
         download_in_order(&state.pos.buf, state.order(), pos)?;
         download_in_order(&state.vel, state.order(), vel)
     }
@@ -288,7 +288,7 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
             self.force(state, params)?;
         }
         validate::length("output", state.len(), out.len())?;
-        self.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+        self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
         download_in_order(&state.field.buf, state.order(), out)
     }
 

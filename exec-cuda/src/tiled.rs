@@ -2,7 +2,7 @@
 //! (host-slice calls stage into scratch and launch the same way).
 
 use crate::args::{null, TiledArgs};
-use crate::device::{self, cuda};
+use crate::device::cuda;
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded};
 use crate::tuning::{
@@ -22,7 +22,7 @@ impl CudaExecutor {
     pub fn upload<T: DeviceReal>(&mut self, particles: &[Particle<T>]) -> Result<DeviceParticles<T>, Error> {
         validate::particles(particles, Array::Particles)?;
         self.check_mixed_extent::<T>(particles, &[])?;
-        device::make_current(&self.context)?;
+        self.gpu.make_current()?;
         let padded = particles.len().next_multiple_of(SOURCE_PAD);
         let mut buf = alloc(padded * size_of::<Particle<T>>())?;
         upload_padded(&mut buf, bytemuck::cast_slice(particles), padded * size_of::<Particle<T>>())?;
@@ -38,14 +38,14 @@ impl CudaExecutor {
         validate::length("particles", set.len(), particles.len())?;
         validate::particles(particles, Array::Particles)?;
         self.check_mixed_extent::<T>(particles, &[])?;
-        device::make_current(&self.context)?;
+        self.gpu.make_current()?;
         let total = set.padded_len() * size_of::<Particle<T>>();
         upload_padded(&mut set.buf, bytemuck::cast_slice(particles), total)
     }
 
     /// `n` zeroed outputs on the device.
     pub fn zeroed_fields<T: DeviceReal>(&mut self, n: usize) -> Result<DeviceFields<T>, Error> {
-        device::make_current(&self.context)?;
+        self.gpu.make_current()?;
         let mut buf = alloc(DeviceFields::<T>::bytes(n))?;
         upload_padded(&mut buf, &[], DeviceFields::<T>::bytes(n))?;
         Ok(DeviceFields::new(buf, n))
@@ -53,15 +53,15 @@ impl CudaExecutor {
 
     /// Zeroes device outputs.
     pub fn clear<T: DeviceReal>(&mut self, fields: &mut DeviceFields<T>) -> Result<(), Error> {
-        device::make_current(&self.context)?;
+        self.gpu.make_current()?;
         upload_padded(&mut fields.buf, &[], DeviceFields::<T>::bytes(fields.len))
     }
 
     /// Copies device outputs to the host.
     pub fn download<T: DeviceReal>(&mut self, fields: &DeviceFields<T>, out: &mut [Field<T>]) -> Result<(), Error> {
         validate::length("output", fields.len(), out.len())?;
-        device::make_current(&self.context)?;
-        self.stream.synchronize().map_err(cuda("waiting for the kernels"))?;
+        self.gpu.make_current()?;
+        self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
         download(&fields.buf, bytemuck::cast_slice_mut(out))
     }
 
@@ -77,7 +77,7 @@ impl CudaExecutor {
         out: &mut DeviceFields<T>,
     ) -> Result<(), Error> {
         self.check_resident(targets, sources, params, out)?;
-        device::make_current(&self.context)?;
+        self.gpu.make_current()?;
         let config = self.config_for::<T>(targets.len(), sources.len(), params)?;
         self.launch_tiled(config, &targets.buf, targets.len(), &sources.buf, sources.padded_len(), &out.buf, params)
     }
@@ -114,7 +114,7 @@ impl CudaExecutor {
         if targets.is_empty() {
             return Ok(());
         }
-        device::make_current(&self.context)?;
+        self.gpu.make_current()?;
         let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params), params.g);
         let kernel = Kernel::Shuffle {
             tag,
@@ -182,7 +182,7 @@ impl CudaExecutor {
         }
         if !self.autotune {
             let rungs = ladder(self.family::<T>());
-            return Ok(choose_for_on(rungs, n_t, n_s.next_multiple_of(SOURCE_PAD), self.info.sm_count));
+            return Ok(choose_for_on(rungs, n_t, n_s.next_multiple_of(SOURCE_PAD), self.gpu.info().sm_count));
         }
         let key =
             (self.family::<T>(), params.potential, self.kernel_eps2(params).1, n_t.max(1).ilog2(), n_s.max(1).ilog2());
@@ -229,10 +229,10 @@ impl CudaExecutor {
         let block = if self.sabotage.replace(false) { 4096 } else { config.block };
         let blocks = config.blocks(n_targets);
         let (mut chunk, mut chunks) =
-            split_sources(blocks as usize, sources_padded, config.block as usize, self.info.sm_count);
+            split_sources(blocks as usize, sources_padded, config.block as usize, self.gpu.info().sm_count);
         // More chunks than fill the GPU where they fill the last wave too, within a budget
         // for the partial sums.
-        let slots = self.resident_blocks(kernel, &f, config.block)? as usize * self.info.sm_count as usize;
+        let slots = self.resident_blocks(kernel, &f, config.block)? as usize * self.gpu.info().sm_count as usize;
         let most = PARTIALS_BUDGET / (n_targets * 4 * size_of::<T>()).max(1);
         let balanced = balance_waves(blocks as usize, slots, sources_padded, config.block as usize, chunks, most);
         if balanced != chunks {

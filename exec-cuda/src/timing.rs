@@ -30,11 +30,11 @@ pub fn time_tiled<T: DeviceReal>(
         let (start, stop) = (event()?, event()?);
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
-            start.record(&exec.stream).map_err(cuda("recording an event"))?;
+            start.record(exec.gpu.stream()).map_err(cuda("recording an event"))?;
             for _ in 0..batch {
                 launch(exec, out)?;
             }
-            stop.record(&exec.stream).map_err(cuda("recording an event"))?;
+            stop.record(exec.gpu.stream()).map_err(cuda("recording an event"))?;
             stop.synchronize().map_err(cuda("running the kernel"))?;
             let ms = stop.elapsed_time_f32(&start).map_err(cuda("reading an event"))?;
             times.push(ms as f64 * 1e-3 / batch as f64);
@@ -56,9 +56,9 @@ pub fn time_with_events(
     let (start, stop) = (event()?, event()?);
     let mut times = Vec::with_capacity(reps);
     for _ in 0..reps.max(1) {
-        start.record(&exec.stream).map_err(cuda("recording an event"))?;
+        start.record(exec.gpu.stream()).map_err(cuda("recording an event"))?;
         f(exec)?;
-        stop.record(&exec.stream).map_err(cuda("recording an event"))?;
+        stop.record(exec.gpu.stream()).map_err(cuda("recording an event"))?;
         stop.synchronize().map_err(cuda("running the kernels"))?;
         times.push(stop.elapsed_time_f32(&start).map_err(cuda("reading an event"))? as f64 * 1e-3);
     }
@@ -82,7 +82,7 @@ pub fn time_jerk<T: DeviceReal>(
     let (out, jerk) = (vec![nbody_core::Field::zero(); n], vec![nbody_core::Jerk::zero(); n]);
     let mut nearest = vec![Nearest::none(); n];
     let nb = Neighbours { nearest: &mut nearest, within: None, index_offset: 0 };
-    crate::device::make_current(&exec.context)?;
+    exec.gpu.make_current()?;
     let staged = exec.stage_jerk(targets, sources, &out, &jerk, neighbours.then_some(&nb))?;
     exec.launch_jerk(&staged, params)?;
     time_with_events(exec, reps, |e| e.launch_jerk(&staged, params))
