@@ -18,6 +18,9 @@ int g6_set_j_particle(int id, int address, int index, double tj, double dtj, dou
 int g6_initialize_jp_buffer(int id, int size);
 int g6_flush_jp_buffer(int id);
 int g6_reset(int id);
+int g6_reset_fofpga(int id);
+int g6_set_tunit(int tunit); /* fixed-point units of the GRAPE-6 hardware: accepted, no effect */
+int g6_set_xunit(int xunit);
 void g6calc_firsthalf(int id, int nj, int ni, const int index[], const double xi[][3], const double vi[][3],
                       const double aold[][3], const double j6old[][3], const double phiold[], double eps2,
                       const double h2[]);
@@ -38,6 +41,9 @@ int g6_set_j_particle_(const int *id, const int *address, const int *index, cons
 int g6_initialize_jp_buffer_(const int *id, const int *size);
 int g6_flush_jp_buffer_(const int *id);
 int g6_reset_(const int *id);
+int g6_reset_fofpga_(const int *id);
+int g6_set_tunit_(const void *tunit); /* int * (GRAPE-6) or double * (Sapporo2); never read */
+int g6_set_xunit_(const void *xunit);
 void g6calc_firsthalf_(const int *id, const int *nj, const int *ni, const int index[], const double xi[][3],
                        const double vi[][3], const double aold[][3], const double j6old[][3], const double phiold[],
                        const double *eps2, const double h2[]);

@@ -358,6 +358,31 @@ pub extern "C" fn g6_initialize_jp_buffer(id: i32, size: i32) -> i32 {
     shielded(-1, || status(with_board(id, |_| Ok(()))))
 }
 
+/// GRAPE-6 scales its fixed-point time format by 2^-`tunit`; the library computes in
+/// floating point, so the unit is accepted and has no effect (Sapporo2 does the same).
+/// Returns 0.
+#[no_mangle]
+pub extern "C" fn g6_set_tunit(tunit: i32) -> i32 {
+    let _ = tunit;
+    0
+}
+
+/// GRAPE-6 scales its fixed-point positions by 2^-`xunit`; accepted and without effect,
+/// as [`g6_set_tunit`]. Returns 0.
+#[no_mangle]
+pub extern "C" fn g6_set_xunit(xunit: i32) -> i32 {
+    let _ = xunit;
+    0
+}
+
+/// Resets a GRAPE-6 board's force FPGAs; there are none, so this only checks that
+/// cluster `id` is open (0, or -1 when it is not). The j-memory is kept, as on the
+/// board.
+#[no_mangle]
+pub extern "C" fn g6_reset_fofpga(id: i32) -> i32 {
+    shielded(-1, || status(with_board(id, |_| Ok(()))))
+}
+
 /// Nothing to do: j-particles are stored as they are set.
 #[no_mangle]
 pub extern "C" fn g6_flush_jp_buffer(id: i32) -> i32 {
@@ -904,6 +929,31 @@ pub unsafe extern "C" fn g6_initialize_jp_buffer_(id: *const i32, size: *const i
 pub unsafe extern "C" fn g6_flush_jp_buffer_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
     g6_flush_jp_buffer(unsafe { *id })
+}
+
+/// Fortran `g6_set_tunit`. The unit is never read: the GRAPE-6 library passes an
+/// `int *`, Sapporo2 declares a `double *`, and both are accepted.
+#[no_mangle]
+pub extern "C" fn g6_set_tunit_(tunit: *const core::ffi::c_void) -> i32 {
+    let _ = tunit;
+    0
+}
+
+/// Fortran `g6_set_xunit` (see [`g6_set_tunit_`]).
+#[no_mangle]
+pub extern "C" fn g6_set_xunit_(xunit: *const core::ffi::c_void) -> i32 {
+    let _ = xunit;
+    0
+}
+
+/// Fortran `g6_reset_fofpga`.
+///
+/// # Safety
+/// `id` points to an int.
+#[no_mangle]
+pub unsafe extern "C" fn g6_reset_fofpga_(id: *const i32) -> i32 {
+    // SAFETY: Fortran passes a valid reference.
+    g6_reset_fofpga(unsafe { *id })
 }
 
 /// Fortran `g6_reset`.
