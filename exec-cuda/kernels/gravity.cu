@@ -969,7 +969,7 @@ PROJECT(double, f64)
 // correct: each active particle's corrector from its state at its own time and the new
 // acceleration and jerk, then its next step (block: dyadic, doubled only where the block
 // time allows, written to want[k]; shared: Aarseth's wish in want[k]). `start`: the first force call
-// sets acceleration, jerk and the first step 0.01 |a| / |a'|.
+// sets acceleration and jerk (the host takes the first steps from them: rules::first_steps).
 //
 // The arithmetic is nbody-integrators' `rules` module's, operation for operation, each
 // operation rounded on its own (the _rn intrinsics, which the compiler never fuses into
@@ -1049,8 +1049,6 @@ __device__ __forceinline__ double quantize(double dt, double dt_max, double dt_m
         if (start) {                                                                                                   \
             acc[i] = A;                                                                                                \
             jerk[i] = J;                                                                                               \
-            const double d = dvd(mul(0.01, norm3(a1[0], a1[1], a1[2])), norm3(j1[0], j1[1], j1[2]));                  \
-            want[k] = block ? quantize(isfinite(d) && d > 0.0 ? d : dt_max, dt_max, dt_min) : d;                       \
             tj[i] = t;                                                                                                 \
             return;                                                                                                    \
         }                                                                                                              \

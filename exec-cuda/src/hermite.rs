@@ -13,6 +13,7 @@ use crate::memory::{alloc, download, ptr, upload_padded, Scratch};
 use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
 use cust::memory::DeviceBuffer;
 use nbody_core::{Error, Params, Particle, Velocity};
+use nbody_integrators::rules::{self, MIN_FRACTION};
 
 /// How the steps are chosen.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -28,8 +29,6 @@ pub enum Steps {
     },
 }
 
-/// Smallest block step, as a fraction of `dt_max` (as in `BlockHermite`).
-const MIN_FRACTION: f64 = 1.0 / 1_099_511_627_776.0;
 /// Threads per block of the per-particle kernels.
 const THREADS: u32 = 256;
 
@@ -219,7 +218,7 @@ impl<T: DeviceReal> DeviceHermite<T> {
             self.active = (0..self.n as u32).collect();
             self.force(exec, self.time, true)?;
             self.started = true;
-            self.after_start()?;
+            self.after_start(exec)?;
         }
         let t_next = match self.steps_kind {
             Steps::Shared => {
@@ -257,16 +256,24 @@ impl<T: DeviceReal> DeviceHermite<T> {
         Ok(na)
     }
 
-    /// After the first force call: the first shared step, or every particle's level.
-    fn after_start(&mut self) -> Result<(), Error> {
+    /// After the first force call: the first shared step, or every particle's level,
+    /// from the startup rule of `nbody_integrators::rules` on the accelerations and jerks
+    /// (downloaded once: the rule's floor is a median over every particle).
+    fn after_start(&mut self, exec: &mut CudaExecutor) -> Result<(), Error> {
+        let triples = |b: &DeviceBuffer<u8>| -> Result<Vec<[f64; 3]>, Error> {
+            let mut v = vec![[T::from_f64(0.0); 4]; self.n];
+            download(b, bytemuck::cast_slice_mut(&mut v))?;
+            Ok(v.into_iter().map(|[x, y, z, _]| [x.to_f64(), y.to_f64(), z.to_f64()]).collect())
+        };
+        let (acc, jerk) = (triples(&self.acc)?, triples(&self.jerk)?);
         match self.steps_kind {
-            Steps::Shared => {
-                download(&self.want_dev, bytemuck::cast_slice_mut(&mut self.want))?;
-                let dt = self.want.iter().copied().filter(|d| d.is_finite() && *d > 0.0).fold(f64::INFINITY, f64::min);
-                self.dt = if dt.is_finite() { dt } else { 0.01 };
-            }
-            Steps::Block { .. } => {
-                download(&self.want_dev, bytemuck::cast_slice_mut(&mut self.dt_host))?;
+            Steps::Shared => self.dt = rules::first_shared_step::<T, _>(exec, &acc, &jerk),
+            Steps::Block { dt_max } => {
+                let dt_min = self.dt_min();
+                self.dt_host = rules::first_steps::<T, _>(exec, &acc, &jerk)
+                    .into_iter()
+                    .map(|d| rules::quantize(if d.is_finite() && d > 0.0 { d } else { dt_max }, dt_max, dt_min))
+                    .collect();
                 let all: Vec<u32> = (0..self.n as u32).collect();
                 self.regroup(&all);
             }

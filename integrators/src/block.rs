@@ -41,8 +41,7 @@ pub struct BlockHermite<T: Real> {
     started: bool,
 }
 
-/// Smallest step, as a fraction of `dt_max` (2^-40): a floor against close encounters.
-const MIN_FRACTION: f64 = 1.0 / 1_099_511_627_776.0;
+use crate::rules::MIN_FRACTION;
 
 impl<T: Real> BlockHermite<T> {
     /// An integrator with accuracy `eta`, largest step `dt_max` and softening `eps`.
@@ -135,16 +134,13 @@ impl<T: Real> BlockHermite<T> {
         self.predict(s, s.time);
         self.force(n, e)?;
         self.started = true;
-        self.dt = (0..n)
-            .map(|i| {
-                let (a, j) =
-                    (self.field[i].acceleration().map(Real::to_f64), self.jerk_out[i].components().map(Real::to_f64));
-                self.acc[i] = a;
-                self.jerk[i] = j;
-                let d = crate::rules::first_step(a, j);
-                self.quantize(if d.is_finite() && d > 0.0 { d } else { self.dt_max })
-            })
-            .collect();
+        for i in 0..n {
+            self.acc[i] = self.field[i].acceleration().map(Real::to_f64);
+            self.jerk[i] = self.jerk_out[i].components().map(Real::to_f64);
+        }
+        let wish = crate::rules::first_steps(e, &self.acc, &self.jerk);
+        self.dt =
+            wish.into_iter().map(|d| self.quantize(if d.is_finite() && d > 0.0 { d } else { self.dt_max })).collect();
         Ok(())
     }
 

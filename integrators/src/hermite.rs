@@ -41,7 +41,7 @@ pub enum Criterion {
     AccelerationOverJerk,
 }
 
-use crate::rules::{aarseth_step, correct as corrector, norm, predict, FIRST_STEP as ETA_START};
+use crate::rules::{aarseth_step, correct as corrector, norm, predict};
 
 /// Refuses an accuracy parameter that is not finite and positive (every Hermite
 /// integrator takes one).
@@ -140,18 +140,10 @@ impl<T: Real> Hermite<T> {
 
     fn start<E: Executor<T>>(&mut self, s: &State<T>, e: &mut E) -> Result<(), Error> {
         self.force(&s.pos, &s.vel, e)?;
-        self.dt = self
-            .field
-            .iter()
-            .zip(&self.jerk)
-            .map(|(f, j)| ETA_START * norm(f.acceleration().map(Real::to_f64)) / norm(j.components().map(Real::to_f64)))
-            .filter(|d| d.is_finite() && *d > 0.0)
-            .fold(f64::INFINITY, f64::min);
+        let acc: Vec<[f64; 3]> = self.field.iter().map(|f| f.acceleration().map(Real::to_f64)).collect();
+        let jerk: Vec<[f64; 3]> = self.jerk.iter().map(|j| j.components().map(Real::to_f64)).collect();
         // A shared step: the smallest over every process of a distributed executor.
-        self.dt = nbody_core::collective::min(e, self.dt);
-        if !self.dt.is_finite() {
-            self.dt = ETA_START;
-        }
+        self.dt = crate::rules::first_shared_step(e, &acc, &jerk);
         self.fresh = true;
         Ok(())
     }

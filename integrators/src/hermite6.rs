@@ -43,7 +43,7 @@ pub struct Hermite6<T: Real> {
     steps: usize,
 }
 
-use crate::rules::{norm, FIRST_STEP as ETA_START};
+use crate::rules::norm;
 
 /// Derivatives at the end of a step of length `h` of the quintic through a, a', a'' at
 /// both ends: (crackle, pop, a⁽⁵⁾).
@@ -126,14 +126,7 @@ impl<T: Real> Hermite6<T> {
         let (a, _, _) = self.force(&s.pos, &s.vel, &zero, e)?;
         let acc: Vec<Field<T>> = a.iter().map(|a| field(*a)).collect();
         let (a, j, sn) = self.force(&s.pos, &s.vel, &acc, e)?;
-        let dt = (0..n)
-            .map(|i| ETA_START * norm(a[i]) / norm(j[i]))
-            .filter(|d| d.is_finite() && *d > 0.0)
-            .fold(f64::INFINITY, f64::min);
-        self.dt = nbody_core::collective::min(e, dt);
-        if !self.dt.is_finite() {
-            self.dt = ETA_START;
-        }
+        self.dt = crate::rules::first_shared_step(e, &a, &j);
         (self.acc, self.jerk, self.snap, self.crackle) = (a, j, sn, vec![[0.0; 3]; n]);
         self.started = true;
         Ok(())
