@@ -160,6 +160,21 @@ struct Span {
     F(double4 *, jerk_out)                                                                                             \
     F(int, k)
 
+// nbody_compact_lists: the neighbour lists a jerk launch appended (counts[i] entries,
+// at most capacity of them stored at lists[i * capacity]) packed end to end, with what
+// the host reads per target in one copy: meta[3 i] = counts[i], meta[3 i + 1] = where its
+// stored entries begin in compact (segments taken with an atomic add on meta[3 n], so in
+// no particular order), meta[3 i + 2] = its nearest source (near_index[i], or
+// 0x7fffffff when near_index is null or it has none).
+#define LISTS_ARGS_FIELDS(F)                                                                                           \
+    F(const u32 *, counts)                                                                                             \
+    F(const u32 *, lists)                                                                                              \
+    F(const int *, near_index)                                                                                         \
+    F(u32 *, meta)                                                                                                     \
+    F(u32 *, compact)                                                                                                  \
+    F(int, capacity)                                                                                                   \
+    F(int, n)
+
 template <typename T> struct JerkExtra { JERK_EXTRA_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct TiledArgs { TILED_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct JerkArgs { JERK_ARGS_FIELDS(NBODY_ARGS_FIELD) };
@@ -169,6 +184,9 @@ template <typename T> struct ProjectArgs { PROJECT_ARGS_FIELDS(NBODY_ARGS_FIELD)
 template <typename T> struct HermiteArgs { HERMITE_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 struct JmemArgs {
     JMEM_ARGS_FIELDS(NBODY_ARGS_FIELD)
+};
+struct ListsArgs {
+    LISTS_ARGS_FIELDS(NBODY_ARGS_FIELD)
 };
 
 // The structs in the order nbody_probe_layouts writes them (args.rs's PROBED lists the
@@ -188,4 +206,5 @@ struct JmemArgs {
     P(ProjectArgs<double>, PROJECT_ARGS_FIELDS)                                                                        \
     P(HermiteArgs<float>, HERMITE_ARGS_FIELDS)                                                                         \
     P(HermiteArgs<double>, HERMITE_ARGS_FIELDS)                                                                        \
-    P(JmemArgs, JMEM_ARGS_FIELDS)
+    P(JmemArgs, JMEM_ARGS_FIELDS)                                                                                      \
+    P(ListsArgs, LISTS_ARGS_FIELDS)

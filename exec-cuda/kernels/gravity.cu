@@ -1118,6 +1118,20 @@ extern "C" __global__ void nbody_jmem_place(const JmemArgs s) {
     }
 }
 
+// Packs the neighbour lists of a jerk launch (see ListsArgs in args.h): one thread per
+// target, so only the entries found travel to the host, not n x capacity slots.
+extern "C" __global__ void nbody_compact_lists(const ListsArgs s) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= s.n) return;
+    const u32 found = s.counts[i], stored = min(found, (u32)s.capacity);
+    const u32 at = stored ? atomicAdd(s.meta + 3 * (size_t)s.n, stored) : 0u;
+    s.meta[3 * (size_t)i] = found;
+    s.meta[3 * (size_t)i + 1] = at;
+    s.meta[3 * (size_t)i + 2] = s.near_index ? (u32)s.near_index[i] : (u32)NO_NEIGHBOUR;
+    const u32 *from = s.lists + (size_t)i * s.capacity;
+    for (u32 k = 0; k < stored; ++k) s.compact[at + k] = from[k];
+}
+
 // Every argument struct's size and field offsets (args.h's NBODY_PROBED order), for the
 // host to compare with its own layout: out[k] for k < capacity; returns nothing else.
 #define NBODY_PROBE_FIELD(type, name) put(out, capacity, k, (long long)offsetof(S, name));

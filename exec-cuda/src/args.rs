@@ -222,6 +222,19 @@ kernel_args! {
     }
 }
 
+kernel_args! {
+    /// The neighbour-list packing kernel.
+    struct ListsArgs as "ListsArgs" {
+        counts: Ptr = "const u32 *",
+        lists: Ptr = "const u32 *",
+        near_index: Ptr = "const int *",
+        meta: Ptr = "u32 *",
+        compact: Ptr = "u32 *",
+        capacity: i32 = "int",
+        n: i32 = "int",
+    }
+}
+
 impl HermiteArgs {
     /// Every address null and every number zero: launches fill in what their kernel reads.
     pub(crate) fn empty() -> Self {
@@ -346,6 +359,7 @@ pub(crate) fn probed() -> Vec<(&'static str, usize, Vec<FieldLayout>)> {
         one::<HermiteArgs>("HermiteArgs<float>"),
         one::<HermiteArgs>("HermiteArgs<double>"),
         one::<JmemArgs>("JmemArgs"),
+        one::<ListsArgs>("ListsArgs"),
     ]
 }
 
@@ -515,6 +529,7 @@ mod tests {
         check::<HermiteArgs>(4);
         check::<HermiteArgs>(8);
         check::<JmemArgs>(8);
+        check::<ListsArgs>(8);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! neighbours): how many threads share a target, how the sources are split over thread
 //! blocks when the targets are few, and the host side of the neighbour results.
 
-use crate::args::{null, JerkArgs, JerkExtra};
+use crate::args::{null, JerkArgs, JerkExtra, ListsArgs};
 use crate::kernels::{count, Kernel};
 use crate::memory::{download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
@@ -70,10 +70,51 @@ const COUNTS: usize = 11;
 const LISTS: usize = 12;
 const NEAR_INDEX: usize = 13;
 const NEAR_R2: usize = 14;
-// The partials are the 8th to 10th of 15 slots (stage_jerk picks them by place).
-const _: () = assert!(PART_ACC == 7 && PART_JERK == 8 && PART_NEAR == 9 && SLOTS == 15);
+const LIST_META: usize = 15;
+const LIST_PACKED: usize = 16;
+// The partials are the 8th to 10th of 17 slots (stage_jerk picks them by place).
+const _: () = assert!(PART_ACC == 7 && PART_JERK == 8 && PART_NEAR == 9 && SLOTS == 17);
 /// Slots the executor holds in all.
-pub(crate) const SLOTS: usize = 15;
+pub(crate) const SLOTS: usize = 17;
+
+/// Neighbour lists as a jerk launch found them, packed on the device so that only the
+/// entries found cross to the host (not `targets x capacity` slots): target `i` found
+/// `counts[i]` sources, of which the first `capacity` are stored at
+/// `entries[start[i]..]` in increasing order; `nearest[i]` is its nearest source.
+///
+/// ```no_run
+/// # fn lists(p: &nbody_cuda::PackedLists) {
+/// for i in 0..p.counts.len() {
+///     println!("target {i}: {:?}{}", p.list(i), if p.overflowed(i) { " (overflowed)" } else { "" });
+/// }
+/// # }
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PackedLists {
+    /// Sources found per target, stored or not.
+    pub counts: Vec<u32>,
+    /// Where each target's stored entries begin in `entries`.
+    pub start: Vec<u32>,
+    /// The stored entries, each target's in increasing order.
+    pub entries: Vec<u32>,
+    /// Entries stored per target at most.
+    pub capacity: usize,
+    /// Each target's nearest source (`None` where it has no other).
+    pub nearest: Vec<Option<u32>>,
+}
+
+impl PackedLists {
+    /// Target `i`'s stored entries, increasing.
+    pub fn list(&self, i: usize) -> &[u32] {
+        let s = self.start[i] as usize;
+        &self.entries[s..s + (self.counts[i] as usize).min(self.capacity)]
+    }
+
+    /// Whether target `i` found more than `capacity` sources.
+    pub fn overflowed(&self, i: usize) -> bool {
+        self.counts[i] as usize > self.capacity
+    }
+}
 
 /// Where a jerk launch reads and writes: targets and their velocities (`n`), sources and
 /// theirs (`padded`, massless beyond `n_src`), outputs (`n`, added into).
@@ -124,11 +165,11 @@ impl Staged {
     pub(crate) fn with_neighbours(
         mut self,
         exec: &mut CudaExecutor,
-        nb: &Neighbours<'_, f64>,
+        within: Option<(&[f64], usize)>,
         own: DevicePointer<u8>,
     ) -> Result<Self, Error> {
         let n = self.n;
-        exec.neighbour_buffers(n, nb, &mut self.extra)?;
+        exec.neighbour_buffers::<f64>(n, within, &mut self.extra)?;
         self.extra.own = own;
         self.neighbours = true;
         Ok(self)
@@ -215,10 +256,10 @@ impl CudaExecutor {
         upload_padded(j, bytemuck::cast_slice(jerk), 0)?;
         let plan = Plan::new(n, padded, me.gpu.info().sm_count, me.jerk_per_thread, me.two_per_thread::<T>());
         // Slots PART_ACC, PART_JERK, PART_NEAR (the pattern's places; asserted below).
-        let [.., acc, jerk, near, _, _, _, _, _] = &mut me.scratch;
+        let [.., acc, jerk, near, _, _, _, _, _, _, _] = &mut me.scratch;
         let mut extra = JerkExtra::with_partials(&plan, n, size_of::<T>(), [acc, jerk, near])?;
         if let Some(nb) = neighbours {
-            me.neighbour_buffers(n, nb, &mut extra)?;
+            me.neighbour_buffers(n, nb.within.as_ref().map(|w| (w.radius2, w.capacity)), &mut extra)?;
         }
         let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
         let bufs = JerkBuffers {
@@ -237,21 +278,21 @@ impl CudaExecutor {
     fn neighbour_buffers<T: DeviceReal>(
         &mut self,
         n: usize,
-        nb: &Neighbours<'_, T>,
+        within: Option<(&[T], usize)>,
         extra: &mut JerkExtra,
     ) -> Result<(), Error> {
         extra.near_index = ptr(self.scratch[NEAR_INDEX].reserve(n * 4)?);
         extra.near_r2 = ptr(self.scratch[NEAR_R2].reserve(n * size_of::<T>())?);
-        if let Some(w) = &nb.within {
-            let cap = i32::try_from(w.capacity)
+        if let Some((radius2, capacity)) = within {
+            let cap = i32::try_from(capacity)
                 .map_err(|_| Error::InvalidParameter { name: "capacity", requirement: "below 2^31 on the GPU" })?;
             let h2 = self.scratch[H2].reserve(n * size_of::<T>())?;
-            upload_padded(h2, bytemuck::cast_slice(w.radius2), 0)?;
+            upload_padded(h2, bytemuck::cast_slice(radius2), 0)?;
             extra.h2 = ptr(h2);
             let counts = self.scratch[COUNTS].reserve(n * 4)?;
             upload_padded(counts, &[], n * 4)?;
             extra.counts = ptr(counts);
-            extra.lists = ptr(self.scratch[LISTS].reserve((n * w.capacity * 4).max(4))?);
+            extra.lists = ptr(self.scratch[LISTS].reserve((n * capacity * 4).max(4))?);
             extra.capacity = cap;
         }
         Ok(())
@@ -315,37 +356,88 @@ impl CudaExecutor {
         n: usize,
         nb: &mut Neighbours<'_, T>,
     ) -> Result<(), Error> {
-        let down = |me: &Self, slot: usize, dst: &mut [u8]| -> Result<(), Error> {
-            download(me.scratch[slot].buf_ref().ok_or(Error::NoDevice)?, dst)
-        };
-        let (mut index, mut r2) = (vec![0i32; n], vec![T::zero(); n]);
-        down(self, NEAR_INDEX, bytemuck::cast_slice_mut(&mut index))?;
-        down(self, NEAR_R2, bytemuck::cast_slice_mut(&mut r2))?;
         let offset = nb.index_offset;
-        for (i, (&j, &d)) in index.iter().zip(&r2).enumerate() {
-            if j != i32::MAX {
-                nb.nearest[i].offer(offset + j as u32, d);
-            }
-        }
+        self.merge_nearest(n, nb.nearest, offset)?;
         if let Some(w) = &mut nb.within {
-            let cap = w.capacity;
-            let mut counts = vec![0u32; n];
-            down(self, COUNTS, bytemuck::cast_slice_mut(&mut counts))?;
-            let mut lists = vec![0u32; n * cap];
-            down(self, LISTS, bytemuck::cast_slice_mut(&mut lists))?;
-            for (i, &c) in counts.iter().enumerate() {
-                let stored = &mut lists[i * cap..i * cap + (c as usize).min(cap)];
-                stored.sort_unstable();
-                for &j in stored.iter() {
+            let packed = self.pack_lists(n, w.capacity)?;
+            for i in 0..n {
+                for &j in packed.list(i) {
                     w.push(i, offset + j);
                 }
                 // Entries the device could not store still count (the list overflowed).
-                w.counts[i] = w.counts[i].saturating_add(c - stored.len() as u32);
+                let unstored = packed.counts[i] - packed.list(i).len() as u32;
+                w.counts[i] = w.counts[i].saturating_add(unstored);
             }
         }
         Ok(())
     }
+
+    /// A scratch slot's buffer (reserved by the launch that wrote it).
+    fn slot(&self, k: usize) -> Result<&cust::memory::DeviceBuffer<u8>, Error> {
+        self.scratch[k].buf_ref().ok_or(Error::NoDevice)
+    }
+
+    /// Offers each target's nearest source of the last jerk launch to `nearest`
+    /// (indices shifted by `offset`).
+    pub(crate) fn merge_nearest<T: DeviceReal>(
+        &mut self,
+        n: usize,
+        nearest: &mut [nbody_core::neighbours::Nearest<T>],
+        offset: u32,
+    ) -> Result<(), Error> {
+        let (mut index, mut r2) = (vec![0i32; n], vec![T::zero(); n]);
+        download(self.slot(NEAR_INDEX)?, bytemuck::cast_slice_mut(&mut index))?;
+        download(self.slot(NEAR_R2)?, bytemuck::cast_slice_mut(&mut r2))?;
+        for (i, (&j, &d)) in index.iter().zip(&r2).enumerate() {
+            if j != i32::MAX {
+                nearest[i].offer(offset + j as u32, d);
+            }
+        }
+        Ok(())
+    }
+
+    /// The last jerk launch's neighbour lists (`n` targets, `capacity` slots each) and
+    /// nearest sources, packed on the device and read back in two copies, each list
+    /// sorted.
+    pub(crate) fn pack_lists(&mut self, n: usize, capacity: usize) -> Result<PackedLists, Error> {
+        let meta_bytes = (3 * n + 1) * 4;
+        let meta = self.scratch[LIST_META].reserve(meta_bytes)?;
+        meta.index(..meta_bytes).set_zero().map_err(crate::device::cuda("zeroing the list counter"))?;
+        self.scratch[LIST_PACKED].reserve((n * capacity * 4).max(4))?;
+        let args = ListsArgs {
+            counts: ptr(self.slot(COUNTS)?),
+            lists: ptr(self.slot(LISTS)?),
+            near_index: ptr(self.slot(NEAR_INDEX)?),
+            meta: ptr(self.slot(LIST_META)?),
+            compact: ptr(self.slot(LIST_PACKED)?),
+            capacity: count(capacity)?,
+            n: count(n)?,
+        };
+        let blocks = (n as u32).div_ceil(BLOCK as u32);
+        // SAFETY: counts and near_index hold n words, meta 3 n + 1, lists and compact
+        // n x capacity.
+        unsafe { self.launch(Kernel::CompactLists, blocks, BLOCK as u32, args, "packing the neighbour lists")? };
+        let mut meta = vec![0u32; 3 * n + 1];
+        download(self.slot(LIST_META)?, bytemuck::cast_slice_mut(&mut meta))?;
+        let total = meta[3 * n] as usize;
+        let mut entries = vec![0u32; total];
+        download(self.slot(LIST_PACKED)?, bytemuck::cast_slice_mut(&mut entries))?;
+        let field = |k: usize| meta[..3 * n].iter().skip(k).step_by(3).copied();
+        let (counts, start): (Vec<u32>, Vec<u32>) = (field(0).collect(), field(1).collect());
+        let nearest = field(2).map(|j| (j != NO_NEIGHBOUR).then_some(j)).collect();
+        for (&c, &s) in counts.iter().zip(&start) {
+            let s = s as usize;
+            let stored = &mut entries[s..s + (c as usize).min(capacity)];
+            if !stored.is_sorted() {
+                stored.sort_unstable();
+            }
+        }
+        Ok(PackedLists { counts, start, entries, capacity, nearest })
+    }
 }
+
+/// What the jerk kernel writes for a target without a nearest source.
+const NO_NEIGHBOUR: u32 = 0x7fff_ffff;
 
 #[cfg(test)]
 mod tests {

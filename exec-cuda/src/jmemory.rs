@@ -7,9 +7,10 @@
 
 use crate::args::JmemArgs;
 use crate::device::cuda;
+use crate::jerk::PackedLists;
 use crate::jerk::{JerkBuffers, Staged};
 use crate::kernels::{count, Kernel};
-use crate::memory::{alloc, download, ptr, upload_padded, Scratch};
+use crate::memory::{alloc, download, ptr, upload_padded, Pinned, Scratch};
 use crate::{CudaExecutor, SOURCE_PAD};
 use cust::memory::{CopyDestination, DeviceBuffer};
 use nbody_core::neighbours::Neighbours;
@@ -81,17 +82,17 @@ pub struct DeviceJMemory {
     tj: DeviceBuffer<u8>,
     ppos: DeviceBuffer<u8>,
     pvel: DeviceBuffer<u8>,
-    /// Updates since the last force call: addresses and records.
+    /// Updates since the last force call: addresses, and their records written
+    /// straight into the front of `up` (the next call's upload).
     addresses: Vec<u32>,
-    records: Vec<[f64; 20]>,
     /// Highest address set plus one.
     len: usize,
     /// A force call's inputs (updates, targets, own addresses) and outputs (field, jerk),
     /// each packed into one buffer: a call then costs one copy each way, not seven
     /// (each a PCIe round trip of several microseconds, at a few hundred i-particles per
     /// block step as much as the interactions).
-    up: Vec<u8>,
-    down: Vec<u8>,
+    up: Pinned,
+    down: Pinned,
     scratch: [Scratch; 2],
     partials: [Scratch; 3],
 }
@@ -99,14 +100,6 @@ pub struct DeviceJMemory {
 /// Scratch slots.
 const UP: usize = 0;
 const DOWN: usize = 1;
-
-/// Appends `piece` to `packed` at the next 256-byte boundary; returns its offset.
-fn pack(packed: &mut Vec<u8>, piece: &[u8]) -> usize {
-    let offset = packed.len().next_multiple_of(256);
-    packed.resize(offset, 0);
-    packed.extend_from_slice(piece);
-    offset
-}
 
 impl DeviceJMemory {
     /// An empty j-memory on `gpu`'s device.
@@ -128,10 +121,9 @@ impl DeviceJMemory {
             ppos: zeroed(capacity, 32)?,
             pvel: zeroed(capacity, 32)?,
             addresses: Vec::new(),
-            records: Vec::new(),
             len: 0,
-            up: Vec::new(),
-            down: Vec::new(),
+            up: Pinned::default(),
+            down: Pinned::default(),
             scratch: Default::default(),
             partials: Default::default(),
         })
@@ -160,7 +152,8 @@ impl DeviceJMemory {
         let address32 = u32::try_from(address)
             .map_err(|_| Error::InvalidParameter { name: "address", requirement: "below 2^32" })?;
         self.addresses.push(address32);
-        self.records.push(p.record());
+        let at = self.up.bytes().len();
+        self.up.resize(at + 160)?[at..].copy_from_slice(bytemuck::cast_slice(&p.record()));
         self.len = self.len.max(address + 1);
         Ok(())
     }
@@ -169,7 +162,7 @@ impl DeviceJMemory {
     pub fn clear(&mut self, gpu: &mut CudaExecutor) -> Result<(), Error> {
         gpu.gpu.make_current()?;
         self.addresses.clear();
-        self.records.clear();
+        self.up.clear();
         self.len = 0;
         for b in [&mut self.pos, &mut self.vel, &mut self.acc, &mut self.jerk, &mut self.ppos, &mut self.pvel] {
             upload_padded(b, &[], self.capacity * 32)?;
@@ -225,6 +218,61 @@ impl DeviceJMemory {
         if let Some(nb) = &neighbours {
             nb.validate(targets.pos.len(), nj)?;
         }
+        let search = match neighbours {
+            Some(nb) => Search::Into(nb),
+            None => Search::Nothing,
+        };
+        self.checked(gpu, nj, time, targets, own, eps, out, jerk, search).map(|_| ())
+    }
+
+    /// As [`DeviceJMemory::forces`], finding each target's nearest j-particle and the
+    /// addresses with unsoftened r² ≤ `radius2[i]` (its own excluded), searched with
+    /// `capacity` slots per target and returned packed: only the entries found cross
+    /// from the device, which is what makes reading the lists every block step cheap (a
+    /// GRAPE-6 code's neighbour lists).
+    #[allow(clippy::too_many_arguments)]
+    pub fn forces_and_lists(
+        &mut self,
+        gpu: &mut CudaExecutor,
+        nj: usize,
+        time: f64,
+        targets: Bodies<'_, f64>,
+        own: &[i32],
+        eps: f64,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+        radius2: &[f64],
+        capacity: usize,
+    ) -> Result<PackedLists, Error> {
+        let ni = targets.pos.len();
+        validate::length("neighbour radii", ni, radius2.len())?;
+        if radius2.iter().any(|r| r.is_nan()) {
+            return Err(Error::InvalidParameter { name: "radius2", requirement: "not NaN" });
+        }
+        let search = Search::Packed { radius2, capacity };
+        let packed = self.checked(gpu, nj, time, targets, own, eps, out, jerk, search)?;
+        Ok(packed.unwrap_or_else(|| PackedLists {
+            counts: vec![0; ni],
+            start: vec![0; ni],
+            entries: Vec::new(),
+            capacity,
+            nearest: vec![None; ni],
+        }))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn checked(
+        &mut self,
+        gpu: &mut CudaExecutor,
+        nj: usize,
+        time: f64,
+        targets: Bodies<'_, f64>,
+        own: &[i32],
+        eps: f64,
+        out: &mut [Field<f64>],
+        jerk: &mut [Jerk<f64>],
+        search: Search<'_, '_>,
+    ) -> Result<Option<PackedLists>, Error> {
         let ni = targets.pos.len();
         validate::length("target velocities", ni, targets.vel.len())?;
         validate::particles(targets.pos, Array::Targets)?;
@@ -247,10 +295,10 @@ impl DeviceJMemory {
         out.fill(Field::zero());
         jerk.fill(Jerk::zero());
         if ni == 0 || nj == 0 {
-            return Ok(());
+            return Ok(None);
         }
         gpu.gpu.make_current()?;
-        let result = self.launch(gpu, nj, time, targets, own, &params, out, jerk, neighbours);
+        let result = self.launch(gpu, nj, time, targets, own, &params, out, jerk, search);
         if result.is_err() {
             let _ = gpu.gpu.stream().synchronize();
         }
@@ -268,18 +316,21 @@ impl DeviceJMemory {
         params: &Params<f64>,
         out: &mut [Field<f64>],
         jerk: &mut [Jerk<f64>],
-        neighbours: Option<&mut Neighbours<'_, f64>>,
-    ) -> Result<(), Error> {
+        search: Search<'_, '_>,
+    ) -> Result<Option<PackedLists>, Error> {
         let ni = targets.pos.len();
         let k = self.addresses.len();
         self.grow(self.len)?;
-        self.up.clear();
-        let at_addr = pack(&mut self.up, bytemuck::cast_slice(&self.addresses));
-        let at_rec = pack(&mut self.up, bytemuck::cast_slice(&self.records));
-        let at_tpos = pack(&mut self.up, bytemuck::cast_slice(targets.pos));
-        let at_tvel = pack(&mut self.up, bytemuck::cast_slice(targets.vel));
-        let at_own = pack(&mut self.up, bytemuck::cast_slice(own));
-        upload_padded(self.scratch[UP].reserve(self.up.len())?, &self.up, 0)?;
+        // The records are already at the front of `up`.
+        let at_rec = 0;
+        let at_addr = self.up.pack(bytemuck::cast_slice(&self.addresses))?;
+        let at_tpos = self.up.pack(bytemuck::cast_slice(targets.pos))?;
+        let at_tvel = self.up.pack(bytemuck::cast_slice(targets.vel))?;
+        let at_own = self.up.pack(bytemuck::cast_slice(own))?;
+        let uploaded = upload_padded(self.scratch[UP].reserve(self.up.bytes().len())?, self.up.bytes(), 0);
+        // The pieces packed after the records were for this call alone.
+        self.up.truncate(k * 160);
+        uploaded?;
         let at_jerk = (ni * 32).next_multiple_of(256);
         self.scratch[DOWN].reserve(at_jerk + ni * 32)?;
         let (up, down) = (a_ref(&self.scratch[UP])?, a_ref(&self.scratch[DOWN])?);
@@ -303,7 +354,7 @@ impl DeviceJMemory {
             // the j-memory buffers hold capacity records.
             unsafe { gpu.launch(Kernel::JmemScatter, blocks, THREADS, args, what)? };
             self.addresses.clear();
-            self.records.clear();
+            self.up.clear();
         }
         let padded = nj.next_multiple_of(SOURCE_PAD);
         // Massless padding beyond nj (addresses there may hold particles the call leaves out).
@@ -340,19 +391,29 @@ impl DeviceJMemory {
             &mut self.partials,
             (8, gpu.two_per_thread::<f64>()),
         )?;
-        let staged = match &neighbours {
-            Some(nb) => staged.with_neighbours(gpu, nb, own_d)?,
-            None => staged,
+        let staged = match &search {
+            Search::Nothing => staged,
+            Search::Into(nb) => {
+                staged.with_neighbours(gpu, nb.within.as_ref().map(|w| (w.radius2, w.capacity)), own_d)?
+            }
+            Search::Packed { radius2, capacity, .. } => {
+                staged.with_neighbours(gpu, Some((radius2, *capacity)), own_d)?
+            }
         };
         gpu.launch_jerk(&staged, params)?;
         gpu.gpu.stream().synchronize().map_err(cuda("running the jerk kernel"))?;
-        self.down.resize(at_jerk + ni * 32, 0);
-        download(a_ref(&self.scratch[DOWN])?, &mut self.down)?;
-        bytemuck::cast_slice_mut::<_, u8>(out).copy_from_slice(&self.down[..ni * 32]);
-        bytemuck::cast_slice_mut::<_, u8>(jerk).copy_from_slice(&self.down[at_jerk..]);
-        if let Some(nb) = neighbours {
-            gpu.merge_neighbours(ni, nb)?;
-        }
+        let down = self.down.resize(at_jerk + ni * 32)?;
+        download(a_ref(&self.scratch[DOWN])?, down)?;
+        bytemuck::cast_slice_mut::<_, u8>(out).copy_from_slice(&down[..ni * 32]);
+        bytemuck::cast_slice_mut::<_, u8>(jerk).copy_from_slice(&down[at_jerk..]);
+        let packed = match search {
+            Search::Nothing => None,
+            Search::Into(nb) => {
+                gpu.merge_neighbours(ni, nb)?;
+                None
+            }
+            Search::Packed { capacity, .. } => Some(gpu.pack_lists(ni, capacity)?),
+        };
         // The self pairs (zero distance) added m / eps to the potential (nothing to the
         // acceleration or jerk): remove them (in f64; the kernel's own term differs by a
         // rounding of its precision).
@@ -363,8 +424,20 @@ impl DeviceJMemory {
                 }
             }
         }
-        Ok(())
+        Ok(packed)
     }
+}
+
+/// What a force call on the j-memory searches besides the forces.
+enum Search<'a, 'b> {
+    Nothing,
+    /// Into the caller's neighbours, as every executor merges them.
+    Into(&'a mut Neighbours<'b, f64>),
+    /// The nearest and the lists, packed on the device.
+    Packed {
+        radius2: &'a [f64],
+        capacity: usize,
+    },
 }
 
 fn a_ref(s: &Scratch) -> Result<&DeviceBuffer<u8>, Error> {

@@ -85,6 +85,8 @@ pub(crate) enum Kernel {
     JmemScatter,
     /// GRAPE-6 j-memory: i-particles placed at the positions the code passed.
     JmemPlace,
+    /// Packs a jerk launch's neighbour lists end to end.
+    CompactLists,
     /// Writes every argument struct's layout (see [`crate::args`]).
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     ProbeLayouts,
@@ -125,6 +127,7 @@ impl Kernel {
             Kernel::HermiteCorrect { tag } => format!("nbody_hermite_correct_{tag}"),
             Kernel::JmemScatter => "nbody_jmem_scatter".into(),
             Kernel::JmemPlace => "nbody_jmem_place".into(),
+            Kernel::CompactLists => "nbody_compact_lists".into(),
             Kernel::ProbeLayouts => "nbody_probe_layouts".into(),
         }
     }
@@ -142,6 +145,7 @@ impl Kernel {
                 "HermiteArgs"
             }
             Kernel::JmemScatter | Kernel::JmemPlace => "JmemArgs",
+            Kernel::CompactLists => "ListsArgs",
             Kernel::ProbeLayouts => "long",
         }
     }
@@ -176,6 +180,7 @@ impl Kernel {
             Kernel::HermiteCorrect { tag: F64 },
             Kernel::JmemScatter,
             Kernel::JmemPlace,
+            Kernel::CompactLists,
             Kernel::ProbeLayouts,
         ]
     }

@@ -52,6 +52,7 @@ pub use device::DeviceInfo;
 #[cfg(feature = "testing")]
 pub use hermite::{hermite_kernels, KernelCase, KernelOutcome};
 pub use hermite::{DeviceHermite, HermiteCheckpoint, Steps};
+pub use jerk::PackedLists;
 pub use jmemory::{DeviceJMemory, JParticle};
 pub use kernels::Family;
 pub use memory::{DeviceFields, DeviceParticles};

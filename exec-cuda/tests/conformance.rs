@@ -218,6 +218,60 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
             .into());
         }
     }
+    // Neighbours packed on the device: every list against a double loop over the
+    // predicted j-particles (r² ≤ h², own excluded, increasing), with few slots so some
+    // lists overflow, and the nearest.
+    let radius2: Vec<f64> =
+        (0..n).map(|k| if k % 7 == 3 { -1.0 } else { (0.02 * (1 + k % 5) as f64).powi(2) }).collect();
+    let capacity = 6;
+    let packed = jm
+        .forces_and_lists(
+            &mut gpu,
+            nj,
+            time,
+            Bodies { pos: &tpos, vel: &tvel },
+            &own,
+            eps,
+            &mut out,
+            &mut jerk,
+            &radius2,
+            capacity,
+        )
+        .map_err(gpu_err)?;
+    let mut overflowed = 0;
+    // A source at r² within a rounding of h² may fall either side (f32 distances in the
+    // mixed family): it may be listed or not.
+    let slack = if mixed { 1e-5 } else { 1e-12 };
+    for k in 0..n {
+        let d2 = |a: usize| {
+            let (t, q) = (tpos[k], spos[a]);
+            (t.x - q.x).powi(2) + (t.y - q.y).powi(2) + (t.z - q.z).powi(2)
+        };
+        let others = || (0..nj).filter(|&a| a as i32 != own[k]);
+        let surely: Vec<u32> = others().filter(|&a| d2(a) <= radius2[k] * (1.0 - slack)).map(|a| a as u32).collect();
+        let maybe: Vec<u32> = others().filter(|&a| d2(a) <= radius2[k] * (1.0 + slack)).map(|a| a as u32).collect();
+        let best = others().map(|a| (d2(a), a)).fold((f64::INFINITY, 0), |m, x| if x.0 < m.0 { x } else { m });
+        let (got, found) = (packed.list(k), packed.counts[k] as usize);
+        let sorted = got.windows(2).all(|w| w[0] < w[1]);
+        let fits = found >= surely.len() && found <= maybe.len() && got.len() == found.min(capacity);
+        let inside = got.iter().all(|a| maybe.contains(a));
+        let complete = found > capacity || surely.iter().all(|a| got.contains(a));
+        if !(fits && sorted && inside && complete) {
+            return Err(
+                format!("target {k}: {found} found, {got:?} stored, expected {surely:?} (at most {maybe:?})").into()
+            );
+        }
+        overflowed += usize::from(packed.overflowed(k));
+        let near = packed.nearest[k].map_or(usize::MAX, |a| a as usize);
+        if near != best.1 && d2(near) > best.0 * (1.0 + slack) {
+            return Err(
+                format!("target {k}: nearest {near} at {:e}, expected {} at {:e}", d2(near), best.1, best.0).into()
+            );
+        }
+    }
+    if overflowed == 0 || overflowed == n {
+        return Err(format!("{overflowed} of {n} lists overflowed: the check needs some of each").into());
+    }
     // Bad input: an own address twice, or one at or beyond nj.
     for bad in [[0, 0], [nj as i32, -1]] {
         let (mut o, mut j) = (vec![Field::zero(); 2], vec![Jerk::zero(); 2]);

@@ -50,10 +50,54 @@ struct Results {
     jerk: Vec<[f64; 3]>,
     pot: Vec<f64>,
     nearest: Vec<i32>,
-    lists: Vec<Vec<i32>>,
+    lists: Lists,
     overflow: bool,
     /// Whether `nearest`, `lists` and `overflow` were computed.
     neighbours: bool,
+}
+
+/// Every i-particle's neighbour list (ids, increasing), end to end: one allocation per
+/// call however many i-particles it has.
+#[derive(Default)]
+struct Lists {
+    /// Where each list begins in `ids`, and where the last one ends.
+    start: Vec<usize>,
+    ids: Vec<i32>,
+}
+
+impl Lists {
+    /// `n` empty lists.
+    fn empty(n: usize) -> Self {
+        Lists { start: vec![0; n + 1], ids: Vec::new() }
+    }
+
+    /// Appends the next list: `found` (ids in any order) and the particle's own id if
+    /// `own` (GRAPE-6 lists hold the particle itself, r² = 0 ≤ h²).
+    fn push(&mut self, found: impl IntoIterator<Item = i32>, own: Option<i32>) {
+        if self.start.is_empty() {
+            self.start.push(0);
+        }
+        let from = self.ids.len();
+        self.ids.extend(found);
+        let list = &mut self.ids[from..];
+        // Ids usually follow addresses, so the found ones come sorted: sort only if not.
+        if !list.is_sorted() {
+            list.sort_unstable();
+        }
+        if let Some(id) = own {
+            let at = from + self.ids[from..].partition_point(|&x| x < id);
+            self.ids.insert(at, id);
+        }
+        self.start.push(self.ids.len());
+    }
+
+    fn len(&self) -> usize {
+        self.start.len().saturating_sub(1)
+    }
+
+    fn get(&self, k: usize) -> Option<&[i32]> {
+        Some(&self.ids[*self.start.get(k)?..*self.start.get(k + 1)?])
+    }
 }
 
 /// The last call's inputs as the executor takes them, kept so that neighbours can be
@@ -87,6 +131,7 @@ struct Inputs {
 }
 
 impl Inputs {
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     fn of(a: &Args<'_>) -> Self {
         Inputs { nj: a.nj, ids: a.ids.to_vec(), xi: a.xi.to_vec(), vi: a.vi.to_vec(), h2: a.h2.to_vec(), eps2: a.eps2 }
     }
@@ -194,12 +239,10 @@ impl Addresses {
 
 struct Board {
     engine: Engine,
-    /// On a GPU: the j-particles kept on the device too (fed what was set since the last
-    /// force call), so force calls predict them there and send only the i-particles.
+    /// On a GPU: the j-particles kept on the device too (each set is written into the
+    /// next force call's upload as it arrives), so force calls predict them there and
+    /// send only the i-particles.
     device: DeviceJ,
-    /// Addresses set since the device j-memory was last fed (sent in bulk at the next
-    /// force call on it, so a set stays a store and a push).
-    dirty: Vec<u32>,
     inputs: Option<Inputs>,
     ti: f64,
     j: Vec<Option<JParticle>>,
@@ -242,7 +285,6 @@ pub extern "C" fn g6_open(id: i32) -> i32 {
             let mut engine = engine;
             let board = Board {
                 device: device_j(&mut engine),
-                dirty: Vec::new(),
                 inputs: None,
                 engine,
                 ti: 0.0,
@@ -343,10 +385,7 @@ pub unsafe extern "C" fn g6_set_j_particle(
             }
             let p = JParticle { id: index, t: tj, mass, x, v, a: a2.map(|c| 2.0 * c), j: j6.map(|c| 6.0 * c) };
             b.j[address] = Some(p);
-            if b.device.is_some() {
-                b.dirty.push(address as u32);
-            }
-            Ok(())
+            feed(&mut b.device, address, &p)
         }))
     })
 }
@@ -398,7 +437,6 @@ pub extern "C" fn g6_reset(id: i32) -> i32 {
             b.address_of.clear();
             b.call = None;
             b.inputs = None;
-            b.dirty.clear();
             #[cfg(feature = "cuda")]
             if let (Some(d), Some(gpu)) = (&mut b.device, b.engine.gpu()) {
                 d.clear(gpu).map_err(super::describe)?;
@@ -528,6 +566,22 @@ fn prepare(b: &Board, mut c: Call, a: &Args<'_>) -> Call {
     Call { tpos, tvel, spos, svel, radius2, params, order, shared, sid, ids: own_ids, h2: own_h2 }
 }
 
+/// Writes a j-particle just set into the device j-memory's next upload.
+#[cfg(feature = "cuda")]
+fn feed(device: &mut DeviceJ, address: usize, p: &JParticle) -> Result<(), String> {
+    match device {
+        Some(d) => d
+            .set(address, nbody_cuda::JParticle { x: p.x, m: p.mass, v: p.v, a: p.a, j: p.j, t: p.t })
+            .map_err(super::describe),
+        None => Ok(()),
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn feed(_: &mut DeviceJ, _: usize, _: &JParticle) -> Result<(), String> {
+    Ok(())
+}
+
 /// The j-memory on the GPU for a CUDA engine (none if it cannot be made: the host path
 /// then serves every call).
 #[cfg(feature = "cuda")]
@@ -544,6 +598,7 @@ fn device_j(_: &mut Engine) -> DeviceJ {
 /// code's order (neighbours too if `neighbours`: nearest and lists by address, mapped to
 /// ids, lists with the particle itself as GRAPE-6 has them). Its inputs are kept for
 /// neighbours asked for afterwards.
+#[cfg(feature = "cuda")]
 fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results, String> {
     let Args { nj, ids, xi, vi, h2, eps2 } = *args;
     let ni = ids.len();
@@ -553,48 +608,41 @@ fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results
     let tvel: Vec<Velocity<f64>> = vi.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
     let targets = Bodies { pos: &tpos, vel: &tvel };
     let (mut field, mut jerk) = (vec![Field::zero(); ni], vec![Jerk::zero(); ni]);
-    b.inputs = Some(Inputs::of(args));
+    // Kept for neighbours asked for later (not needed when this pass finds them).
+    b.inputs = (!neighbours).then(|| Inputs::of(args));
     let mut r = Results {
         acc: Vec::new(),
         jerk: Vec::new(),
         pot: Vec::new(),
         nearest: vec![-1; ni],
-        lists: vec![Vec::new(); ni],
+        lists: Lists::empty(ni),
         overflow: false,
         neighbours,
     };
     if neighbours {
-        // Lists sized as on the host path: repeated with more slots when one overflowed.
+        // Slots as on the host path: the search is repeated with more when a list
+        // overflowed them. Only the entries found come back from the device.
         let mut slots = FIRST_SLOTS;
-        loop {
-            let mut nearest = vec![Nearest::none(); ni];
-            let (mut indices, mut counts) = (vec![0u32; ni * slots], vec![0u32; ni]);
-            let within = Within { radius2: h2, capacity: slots, indices: &mut indices, counts: &mut counts };
-            let mut nb = Neighbours { nearest: &mut nearest, within: Some(within), index_offset: 0 };
-            forces_on_device(b, nj, targets, &own, eps2.sqrt(), &mut field, &mut jerk, Some(&mut nb))?;
-            let most = counts.iter().copied().max().unwrap_or(0) as usize;
-            if most > slots && slots < MAX_NEIGHBOURS {
-                slots = most.min(MAX_NEIGHBOURS);
-                continue;
+        let packed = loop {
+            let search = Search::Lists { radius2: h2, capacity: slots };
+            let packed = forces_on_device(b, nj, targets, &own, eps2.sqrt(), &mut field, &mut jerk, search)?
+                .ok_or("the device found no lists")?;
+            let most = packed.counts.iter().copied().max().unwrap_or(0) as usize;
+            if most <= slots || slots >= MAX_NEIGHBOURS {
+                break packed;
             }
-            let id_at = |a: u32| b.j[a as usize].map_or(-1, |p| p.id);
-            for i in 0..ni {
-                if nearest[i].is_some() {
-                    r.nearest[i] = id_at(nearest[i].index);
-                }
-                let stored = (counts[i] as usize).min(slots);
-                let mut list: Vec<i32> = indices[i * slots..i * slots + stored].iter().map(|&a| id_at(a)).collect();
-                if own[i] >= 0 && h2[i] >= 0.0 {
-                    list.push(ids[i]); // GRAPE-6 lists hold the particle itself (r² = 0 ≤ h²)
-                }
-                list.sort_unstable();
-                r.overflow |= counts[i] as usize > stored;
-                r.lists[i] = list;
-            }
-            break;
+            slots = most.min(MAX_NEIGHBOURS);
+        };
+        let id_at = |a: u32| b.j[a as usize].map_or(-1, |p| p.id);
+        r.lists = Lists { start: Vec::with_capacity(ni + 1), ids: Vec::with_capacity(packed.entries.len() + ni) };
+        for i in 0..ni {
+            r.nearest[i] = packed.nearest[i].map_or(-1, id_at);
+            let own_id = (own[i] >= 0 && h2[i] >= 0.0).then_some(ids[i]);
+            r.lists.push(packed.list(i).iter().map(|&a| id_at(a)), own_id);
+            r.overflow |= packed.overflowed(i);
         }
     } else {
-        forces_on_device(b, nj, targets, &own, eps2.sqrt(), &mut field, &mut jerk, None)?;
+        forces_on_device(b, nj, targets, &own, eps2.sqrt(), &mut field, &mut jerk, Search::Nothing)?;
     }
     r.acc = field.iter().map(|f| f.acceleration()).collect();
     r.jerk = jerk.iter().map(|j| j.components()).collect();
@@ -602,7 +650,19 @@ fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results
     Ok(r)
 }
 
-/// Feeds the device j-memory the particles set since the last call, then computes.
+/// What a force call on the device j-memory finds besides the forces.
+#[cfg(feature = "cuda")]
+enum Search<'a> {
+    Nothing,
+    /// Each i-particle's nearest j-particle and the addresses within `radius2`, found
+    /// with `capacity` slots per list.
+    Lists {
+        radius2: &'a [f64],
+        capacity: usize,
+    },
+}
+
+/// Computes on the device j-memory (the lists packed, with `Search::Lists`).
 #[cfg(feature = "cuda")]
 #[allow(clippy::too_many_arguments)]
 fn forces_on_device(
@@ -613,35 +673,26 @@ fn forces_on_device(
     eps: f64,
     field: &mut [Field<f64>],
     jerk: &mut [Jerk<f64>],
-    neighbours: Option<&mut Neighbours<'_, f64>>,
-) -> Result<(), String> {
+    search: Search<'_>,
+) -> Result<Option<nbody_cuda::PackedLists>, String> {
     match (&mut b.device, b.engine.gpu()) {
-        (Some(d), Some(gpu)) => {
-            for &a in &b.dirty {
-                if let Some(p) = b.j[a as usize] {
-                    let (x, m, v, a2, j, t) = (p.x, p.mass, p.v, p.a, p.j, p.t);
-                    d.set(a as usize, nbody_cuda::JParticle { x, m, v, a: a2, j, t }).map_err(super::describe)?;
-                }
+        (Some(d), Some(gpu)) => match search {
+            Search::Nothing => {
+                d.forces(gpu, nj, b.ti, targets, own, eps, field, jerk, None).map_err(super::describe)?;
+                Ok(None)
             }
-            b.dirty.clear();
-            d.forces(gpu, nj, b.ti, targets, own, eps, field, jerk, neighbours).map_err(super::describe)
-        }
+            Search::Lists { radius2, capacity } => d
+                .forces_and_lists(gpu, nj, b.ti, targets, own, eps, field, jerk, radius2, capacity)
+                .map(Some)
+                .map_err(super::describe),
+        },
         _ => Err("no device j-memory".into()),
     }
 }
 
+/// Without CUDA there is no device j-memory: every call takes the host path.
 #[cfg(not(feature = "cuda"))]
-#[allow(clippy::too_many_arguments)]
-fn forces_on_device(
-    _: &mut Board,
-    _: usize,
-    _: Bodies<'_, f64>,
-    _: &[i32],
-    _: f64,
-    _: &mut [Field<f64>],
-    _: &mut [Jerk<f64>],
-    _: Option<&mut Neighbours<'_, f64>>,
-) -> Result<(), String> {
+fn on_device(_: &mut Board, _: &Args<'_>, _: bool) -> Result<Results, String> {
     Err("no device j-memory".into())
 }
 
@@ -657,7 +708,7 @@ fn run(engine: &mut Engine, c: &Call, neighbours: bool) -> Result<Results, Strin
         jerk: vec![[0.0; 3]; ni],
         pot: vec![0.0; ni],
         nearest: vec![-1; ni],
-        lists: vec![Vec::new(); ni],
+        lists: Lists::empty(ni),
         overflow: false,
         neighbours,
     };
@@ -689,19 +740,21 @@ fn run(engine: &mut Engine, c: &Call, neighbours: bool) -> Result<Results, Strin
         }
         slots = most.min(MAX_NEIGHBOURS);
     };
+    // Lists in the code's order of i-particles (the call's order puts shared ones first).
+    let mut at = vec![0; ni];
     for (k, &i) in c.order.iter().enumerate() {
         (r.acc[i], r.pot[i], r.jerk[i]) = (field[k].acceleration(), field[k].phi, jerk[k].components());
         if nearest[k].is_some() {
             r.nearest[i] = c.sid[nearest[k].index as usize];
         }
+        at[i] = k;
+    }
+    r.lists = Lists { start: Vec::with_capacity(ni + 1), ids: Vec::new() };
+    for (i, &k) in at.iter().enumerate() {
         let stored = (counts[k] as usize).min(slots);
-        let mut list: Vec<i32> = indices[k * slots..k * slots + stored].iter().map(|&s| c.sid[s as usize]).collect();
-        if k < c.shared && c.h2[i] >= 0.0 {
-            list.push(c.ids[i]); // GRAPE-6 lists hold the particle itself (r² = 0 ≤ h²)
-        }
-        list.sort_unstable();
+        let found = indices[k * slots..k * slots + stored].iter().map(|&s| c.sid[s as usize]);
+        r.lists.push(found, (k < c.shared && c.h2[i] >= 0.0).then_some(c.ids[i]));
         r.overflow |= counts[k] as usize > stored;
-        r.lists[i] = list;
     }
     Ok(r)
 }
