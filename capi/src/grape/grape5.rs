@@ -20,6 +20,42 @@ struct Board {
     eps: Option<f64>,
     n: Option<usize>,
     j: Vec<Particle<f64>>,
+    /// The split calls' i-positions (`g5_set_xi`), computed at `g5_run` (or at
+    /// `g5_get_force` if the code skipped it, as Sapporo2 allows), and their results.
+    xi: Vec<[f64; 3]>,
+    pending: bool,
+    results: Vec<Field<f64>>,
+}
+
+impl Board {
+    fn new(engine: Engine) -> Self {
+        Board { engine, eps: None, n: None, j: Vec::new(), xi: Vec::new(), pending: false, results: Vec::new() }
+    }
+
+    /// Forces and potentials on `x` from j-particles `0..n` into `out`.
+    fn forces(&mut self, x: &[[f64; 3]], out: &mut Vec<Field<f64>>) -> Result<(), String> {
+        let n = self.n.ok_or("the number of j-particles is not set (call g5_set_n)")?;
+        let eps = self.eps.ok_or("the softening is not set (call g5_set_eps_to_all)")?;
+        if n > self.j.len() {
+            return Err(format!("n = {n}, but only addresses below {} were set", self.j.len()));
+        }
+        let targets: Vec<Particle<f64>> = x.iter().map(|r| Particle::new(r[0], r[1], r[2], 0.0)).collect();
+        out.clear();
+        out.resize(x.len(), Field::zero());
+        let params = Params::softened(eps);
+        self.engine.get().accelerations(&targets, &self.j[..n], &params, out).map_err(super::describe)
+    }
+
+    /// Runs the split call's pending i-positions.
+    fn run(&mut self) -> Result<(), String> {
+        if self.pending {
+            let (x, mut out) = (std::mem::take(&mut self.xi), std::mem::take(&mut self.results));
+            let r = self.forces(&x, &mut out);
+            (self.xi, self.results, self.pending) = (x, out, false);
+            r?;
+        }
+        Ok(())
+    }
 }
 
 static BOARD: Mutex<Option<Board>> = Mutex::new(None);
@@ -39,9 +75,7 @@ fn with_board(what: &str, f: impl FnOnce(&mut Board) -> Result<(), String>) {
 #[no_mangle]
 pub extern "C" fn g5_open() {
     shielded((), || match Engine::from_env() {
-        Ok(engine) => {
-            *BOARD.lock().unwrap_or_else(|p| p.into_inner()) = Some(Board { engine, eps: None, n: None, j: Vec::new() })
-        }
+        Ok(engine) => *BOARD.lock().unwrap_or_else(|p| p.into_inner()) = Some(Board::new(engine)),
         Err(m) => {
             report(&format!("g5_open: {m}"));
         }
@@ -85,6 +119,123 @@ pub extern "C" fn g5_set_eps_to_all(eps: f64) {
     })
 }
 
+/// The softening of every pair given as ε² (Sapporo2's spelling of
+/// `g5_set_eps_to_all`). No call of the GRAPE-5 or GRAPE-6 interface carries a
+/// softening per particle; the C ABI's own calls do.
+#[no_mangle]
+pub extern "C" fn g5_set_eps2_to_all(eps2: f64) {
+    shielded((), || {
+        with_board("g5_set_eps2_to_all", |b| {
+            if !(eps2.is_finite() && eps2 >= 0.0) {
+                return Err(format!("eps2 = {eps2} must be finite and not negative"));
+            }
+            b.eps = Some(eps2.sqrt());
+            Ok(())
+        })
+    })
+}
+
+/// Opens the board on the GPUs `list[0..ndev]` (`ndev <= 0`: as `g5_open`). An error
+/// (no such device, a build without CUDA) leaves the board closed.
+///
+/// # Safety
+/// `list` holds `ndev` ints where `ndev > 0`.
+#[no_mangle]
+pub unsafe extern "C" fn g5_open_special(ndev: i32, list: *const i32) {
+    // SAFETY: the caller's contract.
+    shielded((), || match unsafe { Engine::on_devices(ndev, list) } {
+        Ok(engine) => *BOARD.lock().unwrap_or_else(|p| p.into_inner()) = Some(Board::new(engine)),
+        Err(m) => {
+            report(&format!("g5_open_special: {m}"));
+        }
+    })
+}
+
+/// j-memory size: the library's is bounded only by memory, so `i32::MAX`.
+#[no_mangle]
+pub extern "C" fn g5_get_jmemsize() -> i32 {
+    i32::MAX
+}
+
+/// A hardware figure without meaning here: the same as `g5_get_number_of_pipelines`.
+#[no_mangle]
+pub extern "C" fn g5_get_number_of_real_pipelines() -> i32 {
+    PIPES
+}
+
+/// The board's PCI bus clock, without meaning here: 1 (as Sapporo2 answers).
+#[no_mangle]
+pub extern "C" fn g5_get_pcibus_freq() -> i32 {
+    1
+}
+
+/// As `g5_set_xmj` with the arguments in GRAPE-5's other order (masses first).
+///
+/// # Safety
+/// `mj` holds `nj` doubles and `xj` `nj` triples.
+#[no_mangle]
+pub unsafe extern "C" fn g5_set_jp(adr: i32, nj: i32, mj: *const f64, xj: *const [f64; 3]) {
+    // SAFETY: forwarded.
+    unsafe { set_xmj("g5_set_jp", adr, nj, xj, mj) }
+}
+
+/// The split force call, first part: `ni` i-positions (at most
+/// `g5_get_number_of_pipelines()`), computed by `g5_run`.
+///
+/// # Safety
+/// `xi` holds `ni` triples.
+#[no_mangle]
+pub unsafe extern "C" fn g5_set_xi(ni: i32, xi: *const [f64; 3]) {
+    shielded((), || {
+        with_board("g5_set_xi", |b| {
+            let ni = count(ni, "ni")?;
+            if ni > PIPES as usize {
+                return Err(format!("ni = {ni} is more than g5_get_number_of_pipelines() = {PIPES}"));
+            }
+            // SAFETY: the caller passes `ni` triples.
+            let x = unsafe { triples(xi, ni, "xi")? };
+            if let Some(k) = x.iter().position(|r| !r.iter().all(|c| c.is_finite())) {
+                return Err(format!("i-position {k} is not finite"));
+            }
+            b.xi.clear();
+            b.xi.extend_from_slice(x);
+            b.pending = true;
+            Ok(())
+        })
+    })
+}
+
+/// The split force call, second part: computes on the positions of `g5_set_xi`.
+#[no_mangle]
+pub extern "C" fn g5_run() {
+    shielded((), || with_board("g5_run", Board::run))
+}
+
+/// The split force call, last part: forces `a` and potentials `p` on the `ni` positions
+/// of `g5_set_xi` (computed now if `g5_run` was not called).
+///
+/// # Safety
+/// `a` holds `ni` triples, `p` `ni` doubles.
+#[no_mangle]
+pub unsafe extern "C" fn g5_get_force(ni: i32, a: *mut [f64; 3], p: *mut f64) {
+    shielded((), || {
+        with_board("g5_get_force", |b| {
+            b.run()?;
+            let ni = count(ni, "ni")?;
+            if ni != b.xi.len() || b.results.len() != ni {
+                return Err(format!("ni = {ni}, but g5_set_xi gave {} positions", b.xi.len()));
+            }
+            // SAFETY: the caller passes `ni` of each.
+            let (a, p) = unsafe { (values_mut(a, ni, "a")?, values_mut(p, ni, "p")?) };
+            for (k, f) in b.results.iter().enumerate() {
+                a[k] = f.acceleration();
+                p[k] = f.phi;
+            }
+            Ok(())
+        })
+    })
+}
+
 /// Accepted for compatibility: the board's fixed-point range has no meaning here.
 #[no_mangle]
 pub extern "C" fn g5_set_range(xmin: f64, xmax: f64, mmin: f64) {
@@ -97,8 +248,17 @@ pub extern "C" fn g5_set_range(xmin: f64, xmax: f64, mmin: f64) {
 /// `xj` holds `nj` triples and `mj` `nj` doubles.
 #[no_mangle]
 pub unsafe extern "C" fn g5_set_xmj(adr: i32, nj: i32, xj: *const [f64; 3], mj: *const f64) {
+    // SAFETY: forwarded.
+    unsafe { set_xmj("g5_set_xmj", adr, nj, xj, mj) }
+}
+
+/// `g5_set_xmj` and `g5_set_jp`, reporting as `what`.
+///
+/// # Safety
+/// `xj` holds `nj` triples and `mj` `nj` doubles.
+unsafe fn set_xmj(what: &str, adr: i32, nj: i32, xj: *const [f64; 3], mj: *const f64) {
     shielded((), || {
-        with_board("g5_set_xmj", |b| {
+        with_board(what, |b| {
             let (adr, nj) = (count(adr, "adr")?, count(nj, "nj")?);
             // SAFETY: the caller passes `nj` of each.
             let (x, m) = unsafe { (triples(xj, nj, "xj")?, values(mj, nj, "mj")?) };
@@ -127,17 +287,10 @@ pub unsafe extern "C" fn g5_calculate_force_on_x(x: *const [f64; 3], a: *mut [f6
     shielded((), || {
         with_board("g5_calculate_force_on_x", |b| {
             let ni = count(ni, "ni")?;
-            let n = b.n.ok_or("the number of j-particles is not set (call g5_set_n)")?;
-            let eps = b.eps.ok_or("the softening is not set (call g5_set_eps_to_all)")?;
-            if n > b.j.len() {
-                return Err(format!("n = {n}, but only addresses below {} were set", b.j.len()));
-            }
             // SAFETY: the caller passes `ni` of each.
             let (x, a, p) = unsafe { (triples(x, ni, "x")?, values_mut(a, ni, "a")?, values_mut(p, ni, "p")?) };
-            let targets: Vec<Particle<f64>> = x.iter().map(|r| Particle::new(r[0], r[1], r[2], 0.0)).collect();
-            let mut out = vec![Field::zero(); ni];
-            let params = Params::softened(eps);
-            b.engine.get().accelerations(&targets, &b.j[..n], &params, &mut out).map_err(super::describe)?;
+            let mut out = Vec::new();
+            b.forces(x, &mut out)?;
             for (k, f) in out.iter().enumerate() {
                 a[k] = f.acceleration();
                 p[k] = f.phi;
@@ -214,4 +367,78 @@ pub unsafe extern "C" fn g5_set_xmj_(adr: *const i32, nj: *const i32, xj: *const
 pub unsafe extern "C" fn g5_calculate_force_on_x_(x: *const [f64; 3], a: *mut [f64; 3], p: *mut f64, ni: *const i32) {
     // SAFETY: Fortran passes valid references.
     unsafe { g5_calculate_force_on_x(x, a, p, *ni) }
+}
+
+/// Fortran `g5_set_eps2_to_all`.
+///
+/// # Safety
+/// `eps2` points to a double.
+#[no_mangle]
+pub unsafe extern "C" fn g5_set_eps2_to_all_(eps2: *const f64) {
+    // SAFETY: Fortran passes a valid reference.
+    g5_set_eps2_to_all(unsafe { *eps2 })
+}
+
+/// Fortran `g5_open_special`.
+///
+/// # Safety
+/// `ndev` points to an int; `list` holds `*ndev` ints where it is positive.
+#[no_mangle]
+pub unsafe extern "C" fn g5_open_special_(ndev: *const i32, list: *const i32) {
+    // SAFETY: Fortran passes valid references.
+    unsafe { g5_open_special(*ndev, list) }
+}
+
+/// Fortran `g5_get_jmemsize`.
+#[no_mangle]
+pub extern "C" fn g5_get_jmemsize_() -> i32 {
+    g5_get_jmemsize()
+}
+
+/// Fortran `g5_get_number_of_real_pipelines`.
+#[no_mangle]
+pub extern "C" fn g5_get_number_of_real_pipelines_() -> i32 {
+    g5_get_number_of_real_pipelines()
+}
+
+/// Fortran `g5_get_pcibus_freq`.
+#[no_mangle]
+pub extern "C" fn g5_get_pcibus_freq_() -> i32 {
+    g5_get_pcibus_freq()
+}
+
+/// Fortran `g5_set_jp`.
+///
+/// # Safety
+/// As `g5_set_jp`, scalars by reference.
+#[no_mangle]
+pub unsafe extern "C" fn g5_set_jp_(adr: *const i32, nj: *const i32, mj: *const f64, xj: *const [f64; 3]) {
+    // SAFETY: Fortran passes valid references.
+    unsafe { g5_set_jp(*adr, *nj, mj, xj) }
+}
+
+/// Fortran `g5_set_xi`.
+///
+/// # Safety
+/// As `g5_set_xi`, `ni` by reference.
+#[no_mangle]
+pub unsafe extern "C" fn g5_set_xi_(ni: *const i32, xi: *const [f64; 3]) {
+    // SAFETY: Fortran passes valid references.
+    unsafe { g5_set_xi(*ni, xi) }
+}
+
+/// Fortran `g5_run`.
+#[no_mangle]
+pub extern "C" fn g5_run_() {
+    g5_run()
+}
+
+/// Fortran `g5_get_force`.
+///
+/// # Safety
+/// As `g5_get_force`, `ni` by reference.
+#[no_mangle]
+pub unsafe extern "C" fn g5_get_force_(ni: *const i32, a: *mut [f64; 3], p: *mut f64) {
+    // SAFETY: Fortran passes valid references.
+    unsafe { g5_get_force(*ni, a, p) }
 }

@@ -280,25 +280,36 @@ fn status(r: Result<(), String>) -> i32 {
 /// Opens cluster `id`: chooses the executor (see the module docs of `grape`).
 #[no_mangle]
 pub extern "C" fn g6_open(id: i32) -> i32 {
-    shielded(-1, || {
-        status(Engine::from_env().map(|engine| {
-            let mut engine = engine;
-            let board = Board {
-                device: device_j(&mut engine),
-                inputs: None,
-                engine,
-                ti: 0.0,
-                j: Vec::new(),
-                address_of: Addresses::default(),
-                last: Err("no force was computed yet".into()),
-                call: None,
-                asked: false,
-            };
-            let mut boards = BOARDS.lock().unwrap_or_else(|p| p.into_inner());
-            boards.retain(|(open, _)| *open != id);
-            boards.push((id, board));
-        }))
-    })
+    shielded(-1, || status(Engine::from_env().map(|engine| open(id, engine))))
+}
+
+/// Opens cluster 0 on the GPUs `list[0..ndev]` (`ndev <= 0`: as `g6_open(0)`), as
+/// Sapporo2's `g6_open_special`. Returns 0, or -1 (no such device, a build without CUDA).
+///
+/// # Safety
+/// `list` holds `ndev` ints where `ndev > 0`.
+#[no_mangle]
+pub unsafe extern "C" fn g6_open_special(ndev: i32, list: *const i32) -> i32 {
+    // SAFETY: the caller's contract.
+    shielded(-1, || status(unsafe { Engine::on_devices(ndev, list) }.map(|engine| open(0, engine))))
+}
+
+/// Opens cluster `id` on `engine` (replacing one open under that id).
+fn open(id: i32, mut engine: Engine) {
+    let board = Board {
+        device: device_j(&mut engine),
+        inputs: None,
+        engine,
+        ti: 0.0,
+        j: Vec::new(),
+        address_of: Addresses::default(),
+        last: Err("no force was computed yet".into()),
+        call: None,
+        asked: false,
+    };
+    let mut boards = BOARDS.lock().unwrap_or_else(|p| p.into_inner());
+    boards.retain(|(open, _)| *open != id);
+    boards.push((id, board));
 }
 
 /// Closes cluster `id`, freeing its memory.
@@ -905,6 +916,48 @@ pub unsafe extern "C" fn g6_get_neighbour_list(
 }
 
 // Fortran spellings: trailing underscore, every argument by reference.
+
+/// GRAPE-6's neighbour-list sort mode: lists here always come sorted (increasing
+/// index), so every mode is accepted and changes nothing. Returns 0.
+#[no_mangle]
+pub extern "C" fn g6_set_neighbour_list_sort_mode(mode: i32) -> i32 {
+    let _ = mode;
+    0
+}
+
+/// GRAPE-6's overflow test mode (flags on the hardware's fixed-point accumulators for
+/// acceleration, jerk and potential): the library computes in floating point and has no
+/// such overflow, so the mode is accepted and changes nothing. Returns 0.
+#[no_mangle]
+pub extern "C" fn g6_set_overflow_flag_test_mode(aflag: i32, jflag: i32, pflag: i32) -> i32 {
+    let _ = (aflag, jflag, pflag);
+    0
+}
+
+/// Fortran `g6_set_neighbour_list_sort_mode` (nothing is read).
+#[no_mangle]
+pub extern "C" fn g6_set_neighbour_list_sort_mode_(mode: *const i32) -> i32 {
+    let _ = mode;
+    0
+}
+
+/// Fortran `g6_set_overflow_flag_test_mode` (nothing is read: Sapporo2's spelling
+/// passes only a cluster id, GRAPE-6's three flags).
+#[no_mangle]
+pub extern "C" fn g6_set_overflow_flag_test_mode_(aflag: *const i32, jflag: *const i32, pflag: *const i32) -> i32 {
+    let _ = (aflag, jflag, pflag);
+    0
+}
+
+/// Fortran `g6_open_special`.
+///
+/// # Safety
+/// `ndev` points to an int; `list` holds `*ndev` ints where it is positive.
+#[no_mangle]
+pub unsafe extern "C" fn g6_open_special_(ndev: *const i32, list: *const i32) -> i32 {
+    // SAFETY: Fortran passes valid references.
+    unsafe { g6_open_special(*ndev, list) }
+}
 
 /// Fortran `g6_open`.
 ///

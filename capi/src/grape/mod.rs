@@ -45,6 +45,23 @@ impl Engine {
         opened.map(Engine).map_err(|e| format!("NBODY_GRAPE_EXECUTOR: {e}"))
     }
 
+    /// The GPUs `list` names (`g5_open_special`, `g6_open_special`: a device list in
+    /// the registry's `cuda:0,1` grammar), or [`Engine::from_env`] when the list is
+    /// empty (`ndev <= 0`), as Sapporo2 lets its driver choose then.
+    ///
+    /// # Safety
+    /// `list` holds `ndev` ints where `ndev > 0`.
+    pub(crate) unsafe fn on_devices(ndev: i32, list: *const i32) -> Result<Self, String> {
+        if ndev <= 0 {
+            return Self::from_env();
+        }
+        // SAFETY: the caller's contract.
+        let devices = unsafe { values(list, ndev as usize, "list")? };
+        let text = format!("cuda:{}", devices.iter().map(i32::to_string).collect::<Vec<_>>().join(","));
+        let backend: Backend = text.parse().map_err(|e| format!("devices {devices:?}: {e}"))?;
+        backend.open().map(Engine).map_err(|e| format!("devices {devices:?} ({text}): {e}"))
+    }
+
     /// Its one GPU, where it runs on one (for the device j-memory).
     #[cfg(feature = "cuda")]
     pub(crate) fn gpu(&mut self) -> Option<&mut nbody_cuda::CudaExecutor> {
