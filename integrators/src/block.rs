@@ -31,6 +31,8 @@ pub struct BlockHermite<T: Real> {
     jerk: Vec<[f64; 3]>,
     /// Scratch: predicted particles with the active ones first, and the kernel's output.
     order: Vec<usize>,
+    /// Per particle: whether it is active in the current block step.
+    due: Vec<bool>,
     pred_pos: Vec<Particle<T>>,
     pred_vel: Vec<Velocity<T>>,
     field: Vec<Field<T>>,
@@ -61,6 +63,7 @@ impl<T: Real> BlockHermite<T> {
             acc: Vec::new(),
             jerk: Vec::new(),
             order: Vec::new(),
+            due: Vec::new(),
             pred_pos: Vec::new(),
             pred_vel: Vec::new(),
             field: Vec::new(),
@@ -90,19 +93,46 @@ impl<T: Real> BlockHermite<T> {
         crate::rules::quantize(dt, self.dt_max, self.dt_max * MIN_FRACTION)
     }
 
-    /// Force on targets `order[..n_active]` from all particles, predicted in `pred_*`.
-    fn force<E: Executor<T>>(&mut self, n_active: usize, e: &mut E) -> Result<(), Error> {
+    /// Force on the active particles from the massive ones, predicted in `pred_*`:
+    /// `order` is the active massive particles, the other massive ones (`massive` in
+    /// all), then the active test particles and the other test particles; outputs in
+    /// the active particles' order. Test particles are targets only (one more call).
+    fn force<E: Executor<T>>(&mut self, n_active: usize, massive: usize, e: &mut E) -> Result<(), Error> {
         let start = std::time::Instant::now();
         self.field.clear();
         self.field.resize(n_active, Field::zero());
         self.jerk_out.clear();
         self.jerk_out.resize(n_active, Jerk::zero());
-        let targets = Bodies { pos: &self.pred_pos[..n_active], vel: &self.pred_vel[..n_active] };
-        let sources = Bodies { pos: &self.pred_pos, vel: &self.pred_vel };
-        let p = self.params.with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: n_active });
-        let r = e.accelerations_jerk(targets, sources, &p, &mut self.field, &mut self.jerk_out);
+        let am = self.order[..massive].iter().take_while(|&&i| self.due[i]).count().min(n_active);
+        let sources = Bodies { pos: &self.pred_pos[..massive], vel: &self.pred_vel[..massive] };
+        let targets = Bodies { pos: &self.pred_pos[..am], vel: &self.pred_vel[..am] };
+        let p = self.params.with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: am });
+        let (field, jerk) = (&mut self.field[..am], &mut self.jerk_out[..am]);
+        let mut r = e.accelerations_jerk(targets, sources, &p, field, jerk);
+        let at = n_active - am;
+        if r.is_ok() && at > 0 {
+            let t = massive..massive + at;
+            let targets = Bodies { pos: &self.pred_pos[t.clone()], vel: &self.pred_vel[t] };
+            let p = self.params.with_overlap(Overlap::Disjoint);
+            r = e.accelerations_jerk(targets, sources, &p, &mut self.field[am..], &mut self.jerk_out[am..]);
+        }
         self.timing.force += start.elapsed();
         r
+    }
+
+    /// The particles in the order [`BlockHermite::force`] takes them (`due[i]`: active),
+    /// and how many are massive (every particle under a split executor, whose processes
+    /// hold slices).
+    fn arrange<E: Executor<T>>(&mut self, s: &State<T>, e: &mut E) -> usize {
+        let n = s.len();
+        let massive = if e.collective().is_some() { n } else { crate::state::massive(&s.pos) };
+        let due = &self.due;
+        self.order.clear();
+        for range in [0..massive, massive..n] {
+            self.order.extend(range.clone().filter(|&i| due[i]));
+            self.order.extend(range.filter(|&i| !due[i]));
+        }
+        massive
     }
 
     /// Puts the particles in `order` (active first) into the prediction buffers,
@@ -130,9 +160,10 @@ impl<T: Real> BlockHermite<T> {
         self.t = vec![s.time; n];
         self.acc = vec![[0.0; 3]; n];
         self.jerk = vec![[0.0; 3]; n];
-        self.order = (0..n).collect();
+        self.due = vec![true; n];
+        let massive = self.arrange(s, e);
         self.predict(s, s.time);
-        self.force(n, e)?;
+        self.force(n, massive, e)?;
         self.started = true;
         for i in 0..n {
             self.acc[i] = self.field[i].acceleration().map(Real::to_f64);
@@ -155,12 +186,14 @@ impl<T: Real> BlockHermite<T> {
         // The block time is the earliest over every process of a distributed executor
         // (a process holding no particles, or none due, still takes part in the call).
         let t_next = nbody_core::collective::min(e, t_next);
-        let (active, rest): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| self.t[i] + self.dt[i] == t_next);
+        self.due.clear();
+        self.due.extend((0..n).map(|i| self.t[i] + self.dt[i] == t_next));
+        let massive = self.arrange(s, e);
+        // The active particles in the order of the force call's outputs.
+        let active: Vec<usize> = self.order.iter().copied().filter(|&i| self.due[i]).collect();
         let n_active = active.len();
-        self.order.clear();
-        self.order.extend(active.iter().chain(&rest));
         self.predict(s, t_next);
-        self.force(n_active, e)?;
+        self.force(n_active, massive, e)?;
         for (k, &i) in active.iter().enumerate() {
             let dt = t_next - self.t[i];
             let (x, v) = (s.pos[i].position().map(Real::to_f64), s.vel[i].components().map(Real::to_f64));

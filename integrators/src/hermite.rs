@@ -126,9 +126,10 @@ impl<T: Real> Hermite<T> {
         self.field.resize(pos.len(), Field::zero());
         self.jerk.clear();
         self.jerk.resize(pos.len(), Jerk::zero());
-        let b = Bodies { pos, vel };
+        let (spos, params) = crate::state::sources(pos, &self.params, e);
+        let (targets, sources) = (Bodies { pos, vel }, Bodies { pos: spos, vel: &vel[..spos.len()] });
         let start = std::time::Instant::now();
-        let r = e.accelerations_jerk(b, b, &self.params, &mut self.field, &mut self.jerk);
+        let r = e.accelerations_jerk(targets, sources, &params, &mut self.field, &mut self.jerk);
         self.timing.force += start.elapsed();
         r
     }

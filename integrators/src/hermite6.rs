@@ -109,8 +109,11 @@ impl<T: Real> Hermite6<T> {
     ) -> Result<Derivatives, Error> {
         let n = pos.len();
         let (mut out, mut jerk, mut snap) = (vec![Field::zero(); n], vec![Jerk::zero(); n], vec![Jerk::zero(); n]);
-        let k = Kinematics { pos, vel, acc };
-        e.accelerations_snap(k, k, &self.params, &mut out, &mut jerk, &mut snap)?;
+        let (spos, params) = crate::state::sources(pos, &self.params, e);
+        let m = spos.len();
+        let (targets, sources) =
+            (Kinematics { pos, vel, acc }, Kinematics { pos: spos, vel: &vel[..m], acc: &acc[..m] });
+        e.accelerations_snap(targets, sources, &params, &mut out, &mut jerk, &mut snap)?;
         let f = |x: T| x.to_f64();
         Ok((
             out.iter().map(|o| o.acceleration().map(f)).collect(),

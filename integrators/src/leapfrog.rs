@@ -56,7 +56,8 @@ impl<T: Real> Leapfrog<T> {
         let start = std::time::Instant::now();
         self.field.clear();
         self.field.resize(s.len(), Field::zero());
-        e.accelerations(&s.pos, &s.pos, &self.params, &mut self.field)?;
+        let (sources, params) = crate::state::sources(&s.pos, &self.params, e);
+        e.accelerations(&s.pos, sources, &params, &mut self.field)?;
         self.fresh = true;
         self.timing.force += start.elapsed();
         Ok(())

@@ -64,7 +64,8 @@ impl<T: Real> DormandPrince<T> {
         );
         self.field.clear();
         self.field.resize(y.len(), Field::zero());
-        e.accelerations(&self.scratch, &self.scratch, &self.params, &mut self.field)?;
+        let (sources, params) = crate::state::sources(&self.scratch, &self.params, e);
+        e.accelerations(&self.scratch, sources, &params, &mut self.field)?;
         Ok(y.iter()
             .zip(&self.field)
             .map(|(q, f)| [q[3], q[4], q[5], f.ax.to_f64(), f.ay.to_f64(), f.az.to_f64()])

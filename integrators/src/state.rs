@@ -1,6 +1,6 @@
 //! The evolving system and its conservation diagnostics.
 
-use nbody_core::{Executor, Field, Particle, Real, Velocity};
+use nbody_core::{Error, Executor, Field, Params, Particle, Real, Velocity};
 
 /// Positions with masses, velocities and the current time.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,6 +34,66 @@ impl<T: Real> State<T> {
     pub fn is_empty(&self) -> bool {
         self.pos.is_empty()
     }
+
+    /// A state of massive particles followed by test particles: massless, they feel
+    /// every massive particle and exert nothing. The integrators take only the massive
+    /// ones as sources (every trailing massless particle is left out of the sources), so
+    /// a step costs N x N_massive interactions, not N².
+    ///
+    /// ```
+    /// use nbody_core::{Particle, Velocity};
+    /// use nbody_integrators::{Leapfrog, State};
+    /// // A test particle on a circular orbit of radius 1 around a unit mass.
+    /// let sun = (vec![Particle::new(0.0f64, 0.0, 0.0, 1.0)], vec![Velocity::new(0.0, 0.0, 0.0)]);
+    /// let probe = (vec![[1.0, 0.0, 0.0]], vec![Velocity::new(0.0, 1.0, 0.0)]);
+    /// let mut s = State::with_test_particles(sun.0, sun.1, &probe.0, probe.1)?;
+    /// let mut lf = Leapfrog::new(1e-3, 0.0)?;
+    /// for _ in 0..1000 {
+    ///     lf.step(&mut s, &mut nbody_core::Reference)?;
+    /// }
+    /// assert_eq!(s.pos[0].position(), [0.0; 3]); // the sun feels nothing
+    /// assert!((s.pos[1].x.hypot(s.pos[1].y) - 1.0).abs() < 1e-6);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn with_test_particles(
+        mut pos: Vec<Particle<T>>,
+        mut vel: Vec<Velocity<T>>,
+        test_pos: &[[T; 3]],
+        test_vel: Vec<Velocity<T>>,
+    ) -> Result<Self, Error> {
+        nbody_core::validate::length("velocities", pos.len(), vel.len())?;
+        nbody_core::validate::length("test particle velocities", test_pos.len(), test_vel.len())?;
+        pos.extend(test_pos.iter().map(|x| Particle::new(x[0], x[1], x[2], T::zero())));
+        vel.extend(test_vel);
+        Ok(Self::new(pos, vel))
+    }
+
+    /// How many particles act as sources: all but the trailing massless ones (test
+    /// particles; see [`State::with_test_particles`]).
+    pub fn massive(&self) -> usize {
+        massive(&self.pos)
+    }
+}
+
+/// `pos.len()` less its trailing run of massless particles.
+pub(crate) fn massive<T: Real>(pos: &[Particle<T>]) -> usize {
+    pos.iter().rposition(|p| p.m != T::zero()).map_or(0, |k| k + 1)
+}
+
+/// The sources of a force call on every particle of `pos`: its massive prefix, with
+/// `params` (whose overlap says targets = sources) narrowed to it. Every particle, as
+/// given, when none is left out or when `exec` spans several processes (each holds a
+/// slice of the particles, whose tails are not the system's).
+pub(crate) fn sources<'a, T: Real, E: Executor<T> + ?Sized>(
+    pos: &'a [Particle<T>],
+    params: &Params<T>,
+    exec: &mut E,
+) -> (&'a [Particle<T>], Params<T>) {
+    let k = massive(pos);
+    if k == pos.len() || exec.collective().is_some() {
+        return (pos, *params);
+    }
+    (&pos[..k], params.with_overlap(nbody_core::Overlap::Shared { target_start: 0, source_start: 0, len: k }))
 }
 
 /// Conserved quantities and their friends, in f64 whatever the precision.
