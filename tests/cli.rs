@@ -377,3 +377,40 @@ fn a_second_sigterm_stops_a_long_step_at_once() {
         assert!(!name.starts_with(".tmp"), "half-written file {name} left behind");
     }
 }
+
+/// Test particles from a file: massless, after the system, on the orbits the massive
+/// bodies give them (a circular orbit around the Kepler pair's centre of mass, far
+/// outside it, keeps its radius; one at rest on the pair's axis falls along it), and a
+/// file with a massive "test particle" is refused.
+#[test]
+fn test_particles_orbit_the_system_and_must_be_massless() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = (1.0f64 / 8.0).sqrt(); // circular speed at r = 8 around a unit mass
+    std::fs::write(dir.path().join("probes.csv"), format!("x,y,z,m,vx,vy,vz\n8,0,0,0,0,{v},0\n0,0,6,0,0,0,0\n"))
+        .unwrap();
+    let o = nbody(
+        &["run", "--ic", "kepler", "--eccentricity", "0", "--test-particles", "probes.csv", "--integrator", "hermite"]
+            .iter()
+            .chain(&["--eta", "0.01", "--t-end", "2", "--quiet", "--out", "out"])
+            .copied()
+            .collect::<Vec<_>>(),
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let snap = read_table(&dir.path().join("out/snapshot-00001.npy")).unwrap();
+    assert_eq!((snap.rows(), snap.columns), (4, 7));
+    let row = |i: usize| &snap.values[i * 7..i * 7 + 7];
+    assert_eq!((row(2)[3], row(3)[3]), (0.0, 0.0), "test particles stay massless and last");
+    let r = row(2)[0].hypot(row(2)[1]);
+    assert!((r - 8.0).abs() < 0.05, "the far probe drifted to r = {r}");
+    // The probe on the pair's axis, at rest, falls along it: z shrinks, x and y stay 0.
+    assert!(row(3)[0].abs() < 1e-9 && row(3)[1].abs() < 1e-9 && row(3)[2] < 6.0 && row(3)[5] < 0.0, "{:?}", row(3));
+    let summary = std::fs::read_to_string(dir.path().join("out/summary.txt")).unwrap();
+    assert!(summary.contains("test particles        probes.csv"), "{summary}");
+
+    std::fs::write(dir.path().join("heavy.csv"), "x,y,z,m\n3,0,0,0.001\n").unwrap();
+    let o = nbody(&["run", "--ic", "kepler", "--test-particles", "heavy.csv", "--out", "bad"], dir.path());
+    // A bad file's contents exit 1, as a bad --input does.
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("heavy.csv: test particle 1 has mass 0.001"), "{}", stderr(&o));
+}

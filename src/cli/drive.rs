@@ -349,6 +349,9 @@ pub(super) fn summary(
     let mut o = String::new();
     let _ = writeln!(o, "{}", if interrupted { "Stopped by Ctrl-C after the current step." } else { "Done." });
     let _ = writeln!(o, "  particles             {}", s.n);
+    if let Some(tp) = &s.test_particles {
+        let _ = writeln!(o, "  test particles        {} (massless, after the others)", tp.display());
+    }
     let _ = writeln!(o, "  executor              {label}, {}", s.precision.name());
     let _ = writeln!(o, "  simulated time        {:.6} of {}", sim.time(), s.t_end);
     let _ = writeln!(o, "  steps                 {}", sim.steps());

@@ -10,7 +10,7 @@ use super::settings::{InitialConditions, IntegratorKind, RunArgs, RunSettings};
 use super::sim::{Host, Simulation};
 use super::team::{ReportedElsewhere, Team};
 use super::Precision;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 #[cfg(feature = "cuda")]
 use nbody_backends::Executor as Opens;
 use nbody_core::projection::Projecting;
@@ -156,8 +156,23 @@ pub(super) fn convert<T: Real>(pos: &[Particle<f64>], vel: &[Velocity<f64>]) -> 
 /// Positions with masses, and velocities, in f64.
 pub type System = (Vec<Particle<f64>>, Vec<Velocity<f64>>);
 
-/// The starting system in f64.
+/// The starting system in f64, test particles (massless) last.
 pub fn initial_conditions(s: &RunSettings) -> Result<System> {
+    let (mut pos, mut vel) = massive_system(s)?;
+    if let Some(path) = &s.test_particles {
+        let name = path.display().to_string();
+        let (p, v) = particles(&read_table(path)?, &name)?;
+        if let Some(i) = p.iter().position(|q| q.m != 0.0) {
+            bail!("{name}: test particle {} has mass {}: test particles are massless (mass column 0)", i + 1, p[i].m);
+        }
+        let n = p.len();
+        pos.extend(p);
+        vel.extend(v.unwrap_or_else(|| vec![Velocity::new(0.0, 0.0, 0.0); n]));
+    }
+    Ok((pos, vel))
+}
+
+fn massive_system(s: &RunSettings) -> Result<System> {
     Ok(match s.ic {
         InitialConditions::Plummer => ics::plummer(s.n, s.seed),
         InitialConditions::ColdSphere => ics::cold_sphere(s.n, s.seed),

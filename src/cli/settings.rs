@@ -55,6 +55,11 @@ pub struct RunArgs {
     /// Particle file for --ic file (.npy or .csv).
     #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
+    /// Test particles appended to the system (.npy or .csv in the --input layout, mass
+    /// column 0): they feel every massive particle and exert nothing, at a cost of
+    /// N x N_massive per force call.
+    #[arg(long, value_name = "FILE")]
+    pub test_particles: Option<PathBuf>,
     /// Number of particles for plummer and cold-sphere [default: 8192].
     #[arg(short, long)]
     pub n: Option<usize>,
@@ -141,6 +146,9 @@ pub struct RunSettings {
     /// Particle file (for `ic = file`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<PathBuf>,
+    /// Test particles appended to the system.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_particles: Option<PathBuf>,
     /// Particles (generated ICs; for files, the file's count).
     pub n: usize,
     /// Kepler eccentricity.
@@ -200,6 +208,7 @@ impl RunArgs {
             config: self.config,
             ic: self.ic.or(file.ic),
             input: self.input.or(file.input),
+            test_particles: self.test_particles.or(file.test_particles),
             n: self.n.or(file.n),
             eccentricity: self.eccentricity.or(file.eccentricity),
             seed: self.seed.or(file.seed),
@@ -292,6 +301,7 @@ impl RunArgs {
         Ok(RunSettings {
             ic,
             input: args.input,
+            test_particles: args.test_particles,
             n,
             eccentricity,
             seed: args.seed.unwrap_or(1),
