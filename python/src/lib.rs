@@ -380,9 +380,11 @@ fn build<T: PyReal>(
 #[pymethods]
 impl Simulation {
     /// A system from initial conditions (`ic`: "plummer", "cold-sphere", "kepler",
-    /// "figure8") or from `positions`, `velocities` and `masses`.
+    /// "figure8") or from `positions`, `velocities` and `masses`; `test_positions` (and
+    /// `test_velocities`) append massless test particles after it, which feel every
+    /// massive particle and exert nothing (a step costs N x N_massive).
     #[new]
-    #[pyo3(signature = (ic="plummer", n=1024, seed=1, positions=None, velocities=None, masses=None, integrator="leapfrog", dt=1.0/256.0, eta=0.02, tolerance=1e-8, eps=1.0/64.0, executor="cpu", precision="f64", threads=None))]
+    #[pyo3(signature = (ic="plummer", n=1024, seed=1, positions=None, velocities=None, masses=None, integrator="leapfrog", dt=1.0/256.0, eta=0.02, tolerance=1e-8, eps=1.0/64.0, executor="cpu", precision="f64", threads=None, test_positions=None, test_velocities=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         ic: &str,
@@ -399,8 +401,10 @@ impl Simulation {
         executor: &str,
         precision: &str,
         threads: Option<usize>,
+        test_positions: Option<&Bound<'_, PyAny>>,
+        test_velocities: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let rows: Vec<[f64; 7]> = match (positions, velocities, masses) {
+        let mut rows: Vec<[f64; 7]> = match (positions, velocities, masses) {
             (Some(p), v, Some(m)) => {
                 let p = coords(p, "positions")?.rows();
                 finite(&p, "positions")?;
@@ -435,6 +439,27 @@ impl Simulation {
                 ))
             }
         };
+        match (test_positions, test_velocities) {
+            (Some(p), v) => {
+                let p = coords(p, "test_positions")?.rows();
+                finite(&p, "test_positions")?;
+                let v = match v {
+                    Some(v) => coords(v, "test_velocities")?.rows(),
+                    None => vec![[0.0; 3]; p.len()],
+                };
+                if v.len() != p.len() {
+                    return Err(value_error(format!(
+                        "test_velocities has {} rows, test_positions has {}",
+                        v.len(),
+                        p.len()
+                    )));
+                }
+                finite(&v, "test_velocities")?;
+                rows.extend(p.iter().zip(&v).map(|(x, u)| [x[0], x[1], x[2], 0.0, u[0], u[1], u[2]]));
+            }
+            (None, Some(_)) => return Err(value_error("test_velocities needs test_positions")),
+            (None, None) => {}
+        }
         if rows.is_empty() {
             return Err(value_error("a simulation needs at least one particle"));
         }

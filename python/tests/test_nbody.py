@@ -186,3 +186,20 @@ def test_every_offered_backend_opens(system):
         acc, _ = nbody.accelerations(*system, eps=0.01, executor=backend, precision="f64")
         tol = 1e-5 if "mixed" in backend else 1e-12
         assert np.allclose(acc, want, rtol=tol, atol=tol * np.abs(want).max()), backend
+
+
+def test_test_particles_orbit_and_exert_nothing():
+    # A unit point mass and a test particle on a circular orbit of radius 2 around it.
+    pos, mass, vel = np.zeros((1, 3)), np.ones(1), np.zeros((1, 3))
+    probe, speed = np.array([[2.0, 0.0, 0.0]]), (1 / 2) ** 0.5
+    sim = nbody.Simulation(positions=pos, velocities=vel, masses=mass, integrator="hermite", eta=0.01, eps=0.0,
+                           test_positions=probe, test_velocities=np.array([[0.0, speed, 0.0]]))
+    period = 2 * np.pi * 2 ** 1.5
+    sim.evolve(period)
+    p = sim.positions
+    assert p.shape == (2, 3)
+    assert np.all(p[0] == 0.0)  # the point mass feels nothing
+    assert abs(np.hypot(p[1, 0], p[1, 1]) - 2.0) < 1e-5  # on its circle
+    assert np.hypot(p[1, 0] - 2.0, p[1, 1]) < 1e-3  # back where it started, to the phase error
+    with pytest.raises(ValueError, match="test_velocities"):
+        nbody.Simulation(ic="kepler", test_positions=probe, test_velocities=np.zeros((2, 3)))

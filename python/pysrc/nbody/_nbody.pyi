@@ -63,7 +63,15 @@ class Simulation:
         executor: Executor = "cpu",
         precision: Precision = "f64",
         threads: Optional[int] = None,
-    ) -> None: ...
+        test_positions: Optional[FloatArray] = None,
+        test_velocities: Optional[FloatArray] = None,
+    ) -> None:
+        """`test_positions` (and `test_velocities`) append massless test particles after
+        the system: they feel every massive particle, exert nothing, and cost
+        N x N_massive per step.
+
+        >>> sim = Simulation(ic="kepler", test_positions=np.array([[8.0, 0.0, 0.0]]), test_velocities=np.array([[0.0, 0.35, 0.0]]))
+        """
     def step(self) -> float:
         """One step (one block step; one adaptive stretch for "rk"); returns the time."""
     def evolve(self, t: float) -> float:
