@@ -74,6 +74,11 @@ fn with_board(what: &str, f: impl FnOnce(&mut Board) -> Result<(), String>) {
 /// Opens the board (chooses the executor, see the module docs of `grape`).
 #[no_mangle]
 pub extern "C" fn g5_open() {
+    g5_open_impl()
+}
+
+/// The work of `g5_open`, for both of its spellings.
+fn g5_open_impl() {
     shielded((), || match Engine::from_env() {
         Ok(engine) => *BOARD.lock().unwrap_or_else(|p| p.into_inner()) = Some(Board::new(engine)),
         Err(m) => {
@@ -85,18 +90,33 @@ pub extern "C" fn g5_open() {
 /// Closes the board, freeing its memory.
 #[no_mangle]
 pub extern "C" fn g5_close() {
+    g5_close_impl()
+}
+
+/// The work of `g5_close`, for both of its spellings.
+fn g5_close_impl() {
     shielded((), || *BOARD.lock().unwrap_or_else(|p| p.into_inner()) = None)
 }
 
 /// i-positions per batch (any number is accepted by `g5_calculate_force_on_x`).
 #[no_mangle]
 pub extern "C" fn g5_get_number_of_pipelines() -> i32 {
+    g5_get_number_of_pipelines_impl()
+}
+
+/// The work of `g5_get_number_of_pipelines`, for both of its spellings.
+fn g5_get_number_of_pipelines_impl() -> i32 {
     PIPES
 }
 
 /// The number of j-particles (addresses `0..n`) the next calculations use.
 #[no_mangle]
 pub extern "C" fn g5_set_n(n: i32) {
+    g5_set_n_impl(n)
+}
+
+/// The work of `g5_set_n`, for both of its spellings.
+fn g5_set_n_impl(n: i32) {
     shielded((), || {
         with_board("g5_set_n", |b| {
             b.n = Some(count(n, "n")?);
@@ -108,6 +128,11 @@ pub extern "C" fn g5_set_n(n: i32) {
 /// The softening length of every pair.
 #[no_mangle]
 pub extern "C" fn g5_set_eps_to_all(eps: f64) {
+    g5_set_eps_to_all_impl(eps)
+}
+
+/// The work of `g5_set_eps_to_all`, for both of its spellings.
+fn g5_set_eps_to_all_impl(eps: f64) {
     shielded((), || {
         with_board("g5_set_eps_to_all", |b| {
             if !(eps.is_finite() && eps >= 0.0) {
@@ -124,6 +149,11 @@ pub extern "C" fn g5_set_eps_to_all(eps: f64) {
 /// softening per particle; the C ABI's own calls do.
 #[no_mangle]
 pub extern "C" fn g5_set_eps2_to_all(eps2: f64) {
+    g5_set_eps2_to_all_impl(eps2)
+}
+
+/// The work of `g5_set_eps2_to_all`, for both of its spellings.
+fn g5_set_eps2_to_all_impl(eps2: f64) {
     shielded((), || {
         with_board("g5_set_eps2_to_all", |b| {
             if !(eps2.is_finite() && eps2 >= 0.0) {
@@ -142,6 +172,12 @@ pub extern "C" fn g5_set_eps2_to_all(eps2: f64) {
 /// `list` holds `ndev` ints where `ndev > 0`.
 #[no_mangle]
 pub unsafe extern "C" fn g5_open_special(ndev: i32, list: *const i32) {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { g5_open_special_impl(ndev, list) }
+}
+
+/// The work of `g5_open_special`, for both of its spellings.
+unsafe fn g5_open_special_impl(ndev: i32, list: *const i32) {
     // SAFETY: the caller's contract.
     shielded((), || match unsafe { Engine::on_devices(ndev, list) } {
         Ok(engine) => *BOARD.lock().unwrap_or_else(|p| p.into_inner()) = Some(Board::new(engine)),
@@ -154,18 +190,33 @@ pub unsafe extern "C" fn g5_open_special(ndev: i32, list: *const i32) {
 /// j-memory size: the library's is bounded only by memory, so `i32::MAX`.
 #[no_mangle]
 pub extern "C" fn g5_get_jmemsize() -> i32 {
+    g5_get_jmemsize_impl()
+}
+
+/// The work of `g5_get_jmemsize`, for both of its spellings.
+fn g5_get_jmemsize_impl() -> i32 {
     i32::MAX
 }
 
 /// A hardware figure without meaning here: the same as `g5_get_number_of_pipelines`.
 #[no_mangle]
 pub extern "C" fn g5_get_number_of_real_pipelines() -> i32 {
+    g5_get_number_of_real_pipelines_impl()
+}
+
+/// The work of `g5_get_number_of_real_pipelines`, for both of its spellings.
+fn g5_get_number_of_real_pipelines_impl() -> i32 {
     PIPES
 }
 
 /// The board's PCI bus clock, without meaning here: 1 (as Sapporo2 answers).
 #[no_mangle]
 pub extern "C" fn g5_get_pcibus_freq() -> i32 {
+    g5_get_pcibus_freq_impl()
+}
+
+/// The work of `g5_get_pcibus_freq`, for both of its spellings.
+fn g5_get_pcibus_freq_impl() -> i32 {
     1
 }
 
@@ -175,6 +226,12 @@ pub extern "C" fn g5_get_pcibus_freq() -> i32 {
 /// `mj` holds `nj` doubles and `xj` `nj` triples.
 #[no_mangle]
 pub unsafe extern "C" fn g5_set_jp(adr: i32, nj: i32, mj: *const f64, xj: *const [f64; 3]) {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { g5_set_jp_impl(adr, nj, mj, xj) }
+}
+
+/// The work of `g5_set_jp`, for both of its spellings.
+unsafe fn g5_set_jp_impl(adr: i32, nj: i32, mj: *const f64, xj: *const [f64; 3]) {
     // SAFETY: forwarded.
     unsafe { set_xmj("g5_set_jp", adr, nj, xj, mj) }
 }
@@ -186,11 +243,17 @@ pub unsafe extern "C" fn g5_set_jp(adr: i32, nj: i32, mj: *const f64, xj: *const
 /// `xi` holds `ni` triples.
 #[no_mangle]
 pub unsafe extern "C" fn g5_set_xi(ni: i32, xi: *const [f64; 3]) {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { g5_set_xi_impl(ni, xi) }
+}
+
+/// The work of `g5_set_xi`, for both of its spellings.
+unsafe fn g5_set_xi_impl(ni: i32, xi: *const [f64; 3]) {
     shielded((), || {
         with_board("g5_set_xi", |b| {
             let ni = count(ni, "ni")?;
             if ni > PIPES as usize {
-                return Err(format!("ni = {ni} is more than g5_get_number_of_pipelines() = {PIPES}"));
+                return Err(format!("ni = {ni} is more than g5_get_number_of_pipelines_impl() = {PIPES}"));
             }
             // SAFETY: the caller passes `ni` triples.
             let x = unsafe { triples(xi, ni, "xi")? };
@@ -208,6 +271,11 @@ pub unsafe extern "C" fn g5_set_xi(ni: i32, xi: *const [f64; 3]) {
 /// The split force call, second part: computes on the positions of `g5_set_xi`.
 #[no_mangle]
 pub extern "C" fn g5_run() {
+    g5_run_impl()
+}
+
+/// The work of `g5_run`, for both of its spellings.
+fn g5_run_impl() {
     shielded((), || with_board("g5_run", Board::run))
 }
 
@@ -218,6 +286,12 @@ pub extern "C" fn g5_run() {
 /// `a` holds `ni` triples, `p` `ni` doubles.
 #[no_mangle]
 pub unsafe extern "C" fn g5_get_force(ni: i32, a: *mut [f64; 3], p: *mut f64) {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { g5_get_force_impl(ni, a, p) }
+}
+
+/// The work of `g5_get_force`, for both of its spellings.
+unsafe fn g5_get_force_impl(ni: i32, a: *mut [f64; 3], p: *mut f64) {
     shielded((), || {
         with_board("g5_get_force", |b| {
             b.run()?;
@@ -239,6 +313,11 @@ pub unsafe extern "C" fn g5_get_force(ni: i32, a: *mut [f64; 3], p: *mut f64) {
 /// Accepted for compatibility: the board's fixed-point range has no meaning here.
 #[no_mangle]
 pub extern "C" fn g5_set_range(xmin: f64, xmax: f64, mmin: f64) {
+    g5_set_range_impl(xmin, xmax, mmin)
+}
+
+/// The work of `g5_set_range`, for both of its spellings.
+fn g5_set_range_impl(xmin: f64, xmax: f64, mmin: f64) {
     let _ = (xmin, xmax, mmin);
 }
 
@@ -248,6 +327,12 @@ pub extern "C" fn g5_set_range(xmin: f64, xmax: f64, mmin: f64) {
 /// `xj` holds `nj` triples and `mj` `nj` doubles.
 #[no_mangle]
 pub unsafe extern "C" fn g5_set_xmj(adr: i32, nj: i32, xj: *const [f64; 3], mj: *const f64) {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { g5_set_xmj_impl(adr, nj, xj, mj) }
+}
+
+/// The work of `g5_set_xmj`, for both of its spellings.
+unsafe fn g5_set_xmj_impl(adr: i32, nj: i32, xj: *const [f64; 3], mj: *const f64) {
     // SAFETY: forwarded.
     unsafe { set_xmj("g5_set_xmj", adr, nj, xj, mj) }
 }
@@ -284,6 +369,12 @@ unsafe fn set_xmj(what: &str, adr: i32, nj: i32, xj: *const [f64; 3], mj: *const
 /// `x` and `a` hold `ni` triples, `p` `ni` doubles.
 #[no_mangle]
 pub unsafe extern "C" fn g5_calculate_force_on_x(x: *const [f64; 3], a: *mut [f64; 3], p: *mut f64, ni: i32) {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { g5_calculate_force_on_x_impl(x, a, p, ni) }
+}
+
+/// The work of `g5_calculate_force_on_x`, for both of its spellings.
+unsafe fn g5_calculate_force_on_x_impl(x: *const [f64; 3], a: *mut [f64; 3], p: *mut f64, ni: i32) {
     shielded((), || {
         with_board("g5_calculate_force_on_x", |b| {
             let ni = count(ni, "ni")?;
@@ -305,19 +396,19 @@ pub unsafe extern "C" fn g5_calculate_force_on_x(x: *const [f64; 3], a: *mut [f6
 /// Fortran `g5_open`.
 #[no_mangle]
 pub extern "C" fn g5_open_() {
-    g5_open()
+    g5_open_impl()
 }
 
 /// Fortran `g5_close`.
 #[no_mangle]
 pub extern "C" fn g5_close_() {
-    g5_close()
+    g5_close_impl()
 }
 
 /// Fortran `g5_get_number_of_pipelines`.
 #[no_mangle]
 pub extern "C" fn g5_get_number_of_pipelines_() -> i32 {
-    g5_get_number_of_pipelines()
+    g5_get_number_of_pipelines_impl()
 }
 
 /// Fortran `g5_set_n`.
@@ -327,7 +418,7 @@ pub extern "C" fn g5_get_number_of_pipelines_() -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn g5_set_n_(n: *const i32) {
     // SAFETY: Fortran passes a valid reference.
-    g5_set_n(unsafe { *n })
+    g5_set_n_impl(unsafe { *n })
 }
 
 /// Fortran `g5_set_eps_to_all`.
@@ -337,7 +428,7 @@ pub unsafe extern "C" fn g5_set_n_(n: *const i32) {
 #[no_mangle]
 pub unsafe extern "C" fn g5_set_eps_to_all_(eps: *const f64) {
     // SAFETY: Fortran passes a valid reference.
-    g5_set_eps_to_all(unsafe { *eps })
+    g5_set_eps_to_all_impl(unsafe { *eps })
 }
 
 /// Fortran `g5_set_range`.
@@ -356,7 +447,7 @@ pub unsafe extern "C" fn g5_set_range_(xmin: *const f64, xmax: *const f64, mmin:
 #[no_mangle]
 pub unsafe extern "C" fn g5_set_xmj_(adr: *const i32, nj: *const i32, xj: *const [f64; 3], mj: *const f64) {
     // SAFETY: Fortran passes valid references.
-    unsafe { g5_set_xmj(*adr, *nj, xj, mj) }
+    unsafe { g5_set_xmj_impl(*adr, *nj, xj, mj) }
 }
 
 /// Fortran `g5_calculate_force_on_x`.
@@ -366,7 +457,7 @@ pub unsafe extern "C" fn g5_set_xmj_(adr: *const i32, nj: *const i32, xj: *const
 #[no_mangle]
 pub unsafe extern "C" fn g5_calculate_force_on_x_(x: *const [f64; 3], a: *mut [f64; 3], p: *mut f64, ni: *const i32) {
     // SAFETY: Fortran passes valid references.
-    unsafe { g5_calculate_force_on_x(x, a, p, *ni) }
+    unsafe { g5_calculate_force_on_x_impl(x, a, p, *ni) }
 }
 
 /// Fortran `g5_set_eps2_to_all`.
@@ -376,7 +467,7 @@ pub unsafe extern "C" fn g5_calculate_force_on_x_(x: *const [f64; 3], a: *mut [f
 #[no_mangle]
 pub unsafe extern "C" fn g5_set_eps2_to_all_(eps2: *const f64) {
     // SAFETY: Fortran passes a valid reference.
-    g5_set_eps2_to_all(unsafe { *eps2 })
+    g5_set_eps2_to_all_impl(unsafe { *eps2 })
 }
 
 /// Fortran `g5_open_special`.
@@ -386,25 +477,25 @@ pub unsafe extern "C" fn g5_set_eps2_to_all_(eps2: *const f64) {
 #[no_mangle]
 pub unsafe extern "C" fn g5_open_special_(ndev: *const i32, list: *const i32) {
     // SAFETY: Fortran passes valid references.
-    unsafe { g5_open_special(*ndev, list) }
+    unsafe { g5_open_special_impl(*ndev, list) }
 }
 
 /// Fortran `g5_get_jmemsize`.
 #[no_mangle]
 pub extern "C" fn g5_get_jmemsize_() -> i32 {
-    g5_get_jmemsize()
+    g5_get_jmemsize_impl()
 }
 
 /// Fortran `g5_get_number_of_real_pipelines`.
 #[no_mangle]
 pub extern "C" fn g5_get_number_of_real_pipelines_() -> i32 {
-    g5_get_number_of_real_pipelines()
+    g5_get_number_of_real_pipelines_impl()
 }
 
 /// Fortran `g5_get_pcibus_freq`.
 #[no_mangle]
 pub extern "C" fn g5_get_pcibus_freq_() -> i32 {
-    g5_get_pcibus_freq()
+    g5_get_pcibus_freq_impl()
 }
 
 /// Fortran `g5_set_jp`.
@@ -414,7 +505,7 @@ pub extern "C" fn g5_get_pcibus_freq_() -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn g5_set_jp_(adr: *const i32, nj: *const i32, mj: *const f64, xj: *const [f64; 3]) {
     // SAFETY: Fortran passes valid references.
-    unsafe { g5_set_jp(*adr, *nj, mj, xj) }
+    unsafe { g5_set_jp_impl(*adr, *nj, mj, xj) }
 }
 
 /// Fortran `g5_set_xi`.
@@ -424,13 +515,13 @@ pub unsafe extern "C" fn g5_set_jp_(adr: *const i32, nj: *const i32, mj: *const 
 #[no_mangle]
 pub unsafe extern "C" fn g5_set_xi_(ni: *const i32, xi: *const [f64; 3]) {
     // SAFETY: Fortran passes valid references.
-    unsafe { g5_set_xi(*ni, xi) }
+    unsafe { g5_set_xi_impl(*ni, xi) }
 }
 
 /// Fortran `g5_run`.
 #[no_mangle]
 pub extern "C" fn g5_run_() {
-    g5_run()
+    g5_run_impl()
 }
 
 /// Fortran `g5_get_force`.
@@ -440,5 +531,5 @@ pub extern "C" fn g5_run_() {
 #[no_mangle]
 pub unsafe extern "C" fn g5_get_force_(ni: *const i32, a: *mut [f64; 3], p: *mut f64) {
     // SAFETY: Fortran passes valid references.
-    unsafe { g5_get_force(*ni, a, p) }
+    unsafe { g5_get_force_impl(*ni, a, p) }
 }

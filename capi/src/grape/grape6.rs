@@ -170,7 +170,7 @@ unsafe fn checked<'a>(
 ) -> Result<Args<'a>, String> {
     let (nj, ni) = (count(nj, "nj")?, count(ni, "ni")?);
     if ni > PIPES as usize {
-        return Err(format!("ni = {ni} is more than g6_npipes() = {PIPES}"));
+        return Err(format!("ni = {ni} is more than g6_npipes_impl() = {PIPES}"));
     }
     if nj > b.j.len() {
         return Err(format!("nj = {nj} but only addresses below {} were set", b.j.len()));
@@ -280,6 +280,11 @@ fn status(r: Result<(), String>) -> i32 {
 /// Opens cluster `id`: chooses the executor (see the module docs of `grape`).
 #[no_mangle]
 pub extern "C" fn g6_open(id: i32) -> i32 {
+    g6_open_impl(id)
+}
+
+/// The work of `g6_open`, for both of its spellings.
+fn g6_open_impl(id: i32) -> i32 {
     shielded(-1, || status(Engine::from_env().map(|engine| open(id, engine))))
 }
 
@@ -290,6 +295,12 @@ pub extern "C" fn g6_open(id: i32) -> i32 {
 /// `list` holds `ndev` ints where `ndev > 0`.
 #[no_mangle]
 pub unsafe extern "C" fn g6_open_special(ndev: i32, list: *const i32) -> i32 {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { g6_open_special_impl(ndev, list) }
+}
+
+/// The work of `g6_open_special`, for both of its spellings.
+unsafe fn g6_open_special_impl(ndev: i32, list: *const i32) -> i32 {
     // SAFETY: the caller's contract.
     shielded(-1, || status(unsafe { Engine::on_devices(ndev, list) }.map(|engine| open(0, engine))))
 }
@@ -315,6 +326,11 @@ fn open(id: i32, mut engine: Engine) {
 /// Closes cluster `id`, freeing its memory.
 #[no_mangle]
 pub extern "C" fn g6_close(id: i32) -> i32 {
+    g6_close_impl(id)
+}
+
+/// The work of `g6_close`, for both of its spellings.
+fn g6_close_impl(id: i32) -> i32 {
     shielded(-1, || {
         let mut boards = BOARDS.lock().unwrap_or_else(|p| p.into_inner());
         let open = boards.len();
@@ -326,12 +342,22 @@ pub extern "C" fn g6_close(id: i32) -> i32 {
 /// How many i-particles one `g6calc_firsthalf` may take.
 #[no_mangle]
 pub extern "C" fn g6_npipes() -> i32 {
+    g6_npipes_impl()
+}
+
+/// The work of `g6_npipes`, for both of its spellings.
+fn g6_npipes_impl() -> i32 {
     PIPES
 }
 
 /// Sets the block time the j-particles are predicted to.
 #[no_mangle]
 pub extern "C" fn g6_set_ti(id: i32, ti: f64) -> i32 {
+    g6_set_ti_impl(id, ti)
+}
+
+/// The work of `g6_set_ti`, for both of its spellings.
+fn g6_set_ti_impl(id: i32, ti: f64) -> i32 {
     shielded(-1, || {
         status(with_board(id, |b| {
             if !ti.is_finite() {
@@ -356,6 +382,24 @@ fn read3(p: *const f64, what: &str) -> Result<[f64; 3], String> {
 /// `k18`, `j6`, `a2`, `v`, `x` each point to three doubles.
 #[no_mangle]
 pub unsafe extern "C" fn g6_set_j_particle(
+    id: i32,
+    address: i32,
+    index: i32,
+    tj: f64,
+    dtj: f64,
+    mass: f64,
+    k18: *const f64,
+    j6: *const f64,
+    a2: *const f64,
+    v: *const f64,
+    x: *const f64,
+) -> i32 {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { g6_set_j_particle_impl(id, address, index, tj, dtj, mass, k18, j6, a2, v, x) }
+}
+
+/// The work of `g6_set_j_particle`, for both of its spellings.
+unsafe fn g6_set_j_particle_impl(
     id: i32,
     address: i32,
     index: i32,
@@ -404,6 +448,11 @@ pub unsafe extern "C" fn g6_set_j_particle(
 /// Nothing to do: j-particles are stored as they are set.
 #[no_mangle]
 pub extern "C" fn g6_initialize_jp_buffer(id: i32, size: i32) -> i32 {
+    g6_initialize_jp_buffer_impl(id, size)
+}
+
+/// The work of `g6_initialize_jp_buffer`, for both of its spellings.
+fn g6_initialize_jp_buffer_impl(id: i32, size: i32) -> i32 {
     let _ = size;
     shielded(-1, || status(with_board(id, |_| Ok(()))))
 }
@@ -413,6 +462,11 @@ pub extern "C" fn g6_initialize_jp_buffer(id: i32, size: i32) -> i32 {
 /// Returns 0.
 #[no_mangle]
 pub extern "C" fn g6_set_tunit(tunit: i32) -> i32 {
+    g6_set_tunit_impl(tunit)
+}
+
+/// The work of `g6_set_tunit`, for both of its spellings.
+fn g6_set_tunit_impl(tunit: i32) -> i32 {
     let _ = tunit;
     0
 }
@@ -421,6 +475,11 @@ pub extern "C" fn g6_set_tunit(tunit: i32) -> i32 {
 /// as [`g6_set_tunit`]. Returns 0.
 #[no_mangle]
 pub extern "C" fn g6_set_xunit(xunit: i32) -> i32 {
+    g6_set_xunit_impl(xunit)
+}
+
+/// The work of `g6_set_xunit`, for both of its spellings.
+fn g6_set_xunit_impl(xunit: i32) -> i32 {
     let _ = xunit;
     0
 }
@@ -430,18 +489,33 @@ pub extern "C" fn g6_set_xunit(xunit: i32) -> i32 {
 /// board.
 #[no_mangle]
 pub extern "C" fn g6_reset_fofpga(id: i32) -> i32 {
+    g6_reset_fofpga_impl(id)
+}
+
+/// The work of `g6_reset_fofpga`, for both of its spellings.
+fn g6_reset_fofpga_impl(id: i32) -> i32 {
     shielded(-1, || status(with_board(id, |_| Ok(()))))
 }
 
 /// Nothing to do: j-particles are stored as they are set.
 #[no_mangle]
 pub extern "C" fn g6_flush_jp_buffer(id: i32) -> i32 {
+    g6_flush_jp_buffer_impl(id)
+}
+
+/// The work of `g6_flush_jp_buffer`, for both of its spellings.
+fn g6_flush_jp_buffer_impl(id: i32) -> i32 {
     shielded(-1, || status(with_board(id, |_| Ok(()))))
 }
 
 /// Empties the j-memory and the last results of cluster `id`.
 #[no_mangle]
 pub extern "C" fn g6_reset(id: i32) -> i32 {
+    g6_reset_impl(id)
+}
+
+/// The work of `g6_reset`, for both of its spellings.
+fn g6_reset_impl(id: i32) -> i32 {
     shielded(-1, || {
         status(with_board(id, |b| {
             b.j.clear();
@@ -468,6 +542,24 @@ pub extern "C" fn g6_reset(id: i32) -> i32 {
 /// null) `ni` triples.
 #[no_mangle]
 pub unsafe extern "C" fn g6calc_firsthalf(
+    id: i32,
+    nj: i32,
+    ni: i32,
+    index: *const i32,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    aold: *const [f64; 3],
+    j6old: *const [f64; 3],
+    phiold: *const f64,
+    eps2: f64,
+    h2: *const f64,
+) {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { g6calc_firsthalf_impl(id, nj, ni, index, xi, vi, aold, j6old, phiold, eps2, h2) }
+}
+
+/// The work of `g6calc_firsthalf`, for both of its spellings.
+unsafe fn g6calc_firsthalf_impl(
     id: i32,
     nj: i32,
     ni: i32,
@@ -842,6 +934,24 @@ pub unsafe extern "C" fn g6calc_lasthalf(
     jerk: *mut [f64; 3],
     pot: *mut f64,
 ) -> i32 {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { g6calc_lasthalf_impl(id, nj, ni, index, xi, vi, eps2, h2, acc, jerk, pot) }
+}
+
+/// The work of `g6calc_lasthalf`, for both of its spellings.
+unsafe fn g6calc_lasthalf_impl(
+    id: i32,
+    nj: i32,
+    ni: i32,
+    index: *const i32,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    eps2: f64,
+    h2: *const f64,
+    acc: *mut [f64; 3],
+    jerk: *mut [f64; 3],
+    pot: *mut f64,
+) -> i32 {
     let _ = (nj, index, xi, vi, eps2, h2);
     // SAFETY: forwarded from the caller.
     shielded(-1, || status(unsafe { lasthalf(id, ni, acc, jerk, pot, std::ptr::null_mut()) }))
@@ -867,6 +977,25 @@ pub unsafe extern "C" fn g6calc_lasthalf2(
     pot: *mut f64,
     nnb: *mut i32,
 ) -> i32 {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { g6calc_lasthalf2_impl(id, nj, ni, index, xi, vi, eps2, h2, acc, jerk, pot, nnb) }
+}
+
+/// The work of `g6calc_lasthalf2`, for both of its spellings.
+unsafe fn g6calc_lasthalf2_impl(
+    id: i32,
+    nj: i32,
+    ni: i32,
+    index: *const i32,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    eps2: f64,
+    h2: *const f64,
+    acc: *mut [f64; 3],
+    jerk: *mut [f64; 3],
+    pot: *mut f64,
+    nnb: *mut i32,
+) -> i32 {
     let _ = (nj, index, xi, vi, eps2, h2);
     if nnb.is_null() {
         return report("g6calc_lasthalf2: nnb is a null pointer");
@@ -879,6 +1008,11 @@ pub unsafe extern "C" fn g6calc_lasthalf2(
 /// library's limit (65,536), else 0 (-1 on error).
 #[no_mangle]
 pub extern "C" fn g6_read_neighbour_list(id: i32) -> i32 {
+    g6_read_neighbour_list_impl(id)
+}
+
+/// The work of `g6_read_neighbour_list`, for both of its spellings.
+fn g6_read_neighbour_list_impl(id: i32) -> i32 {
     shielded(-1, || match with_board(id, |b| b.last.as_ref().map(|r| i32::from(r.overflow)).map_err(Clone::clone)) {
         Ok(o) => o,
         Err(m) => report(&format!("g6_read_neighbour_list: {m}")),
@@ -892,6 +1026,18 @@ pub extern "C" fn g6_read_neighbour_list(id: i32) -> i32 {
 /// `n_neighbours` points to an int, `list` to `maxlength` ints.
 #[no_mangle]
 pub unsafe extern "C" fn g6_get_neighbour_list(
+    id: i32,
+    ipipe: i32,
+    maxlength: i32,
+    n_neighbours: *mut i32,
+    list: *mut i32,
+) -> i32 {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { g6_get_neighbour_list_impl(id, ipipe, maxlength, n_neighbours, list) }
+}
+
+/// The work of `g6_get_neighbour_list`, for both of its spellings.
+unsafe fn g6_get_neighbour_list_impl(
     id: i32,
     ipipe: i32,
     maxlength: i32,
@@ -921,6 +1067,11 @@ pub unsafe extern "C" fn g6_get_neighbour_list(
 /// index), so every mode is accepted and changes nothing. Returns 0.
 #[no_mangle]
 pub extern "C" fn g6_set_neighbour_list_sort_mode(mode: i32) -> i32 {
+    g6_set_neighbour_list_sort_mode_impl(mode)
+}
+
+/// The work of `g6_set_neighbour_list_sort_mode`, for both of its spellings.
+fn g6_set_neighbour_list_sort_mode_impl(mode: i32) -> i32 {
     let _ = mode;
     0
 }
@@ -930,6 +1081,11 @@ pub extern "C" fn g6_set_neighbour_list_sort_mode(mode: i32) -> i32 {
 /// such overflow, so the mode is accepted and changes nothing. Returns 0.
 #[no_mangle]
 pub extern "C" fn g6_set_overflow_flag_test_mode(aflag: i32, jflag: i32, pflag: i32) -> i32 {
+    g6_set_overflow_flag_test_mode_impl(aflag, jflag, pflag)
+}
+
+/// The work of `g6_set_overflow_flag_test_mode`, for both of its spellings.
+fn g6_set_overflow_flag_test_mode_impl(aflag: i32, jflag: i32, pflag: i32) -> i32 {
     let _ = (aflag, jflag, pflag);
     0
 }
@@ -956,7 +1112,7 @@ pub extern "C" fn g6_set_overflow_flag_test_mode_(aflag: *const i32, jflag: *con
 #[no_mangle]
 pub unsafe extern "C" fn g6_open_special_(ndev: *const i32, list: *const i32) -> i32 {
     // SAFETY: Fortran passes valid references.
-    unsafe { g6_open_special(*ndev, list) }
+    unsafe { g6_open_special_impl(*ndev, list) }
 }
 
 /// Fortran `g6_open`.
@@ -966,7 +1122,7 @@ pub unsafe extern "C" fn g6_open_special_(ndev: *const i32, list: *const i32) ->
 #[no_mangle]
 pub unsafe extern "C" fn g6_open_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
-    g6_open(unsafe { *id })
+    g6_open_impl(unsafe { *id })
 }
 
 /// Fortran `g6_close`.
@@ -976,13 +1132,13 @@ pub unsafe extern "C" fn g6_open_(id: *const i32) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn g6_close_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
-    g6_close(unsafe { *id })
+    g6_close_impl(unsafe { *id })
 }
 
 /// Fortran `g6_npipes`.
 #[no_mangle]
 pub extern "C" fn g6_npipes_() -> i32 {
-    g6_npipes()
+    g6_npipes_impl()
 }
 
 /// Fortran `g6_set_ti`.
@@ -992,7 +1148,7 @@ pub extern "C" fn g6_npipes_() -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn g6_set_ti_(id: *const i32, ti: *const f64) -> i32 {
     // SAFETY: Fortran passes valid references.
-    unsafe { g6_set_ti(*id, *ti) }
+    unsafe { g6_set_ti_impl(*id, *ti) }
 }
 
 /// Fortran `g6_set_j_particle`.
@@ -1014,7 +1170,7 @@ pub unsafe extern "C" fn g6_set_j_particle_(
     x: *const f64,
 ) -> i32 {
     // SAFETY: Fortran passes valid references.
-    unsafe { g6_set_j_particle(*id, *address, *index, *tj, *dtj, *mass, k18, j6, a2, v, x) }
+    unsafe { g6_set_j_particle_impl(*id, *address, *index, *tj, *dtj, *mass, k18, j6, a2, v, x) }
 }
 
 /// Fortran `g6_initialize_jp_buffer`.
@@ -1024,7 +1180,7 @@ pub unsafe extern "C" fn g6_set_j_particle_(
 #[no_mangle]
 pub unsafe extern "C" fn g6_initialize_jp_buffer_(id: *const i32, size: *const i32) -> i32 {
     // SAFETY: Fortran passes valid references.
-    unsafe { g6_initialize_jp_buffer(*id, *size) }
+    unsafe { g6_initialize_jp_buffer_impl(*id, *size) }
 }
 
 /// Fortran `g6_flush_jp_buffer`.
@@ -1034,7 +1190,7 @@ pub unsafe extern "C" fn g6_initialize_jp_buffer_(id: *const i32, size: *const i
 #[no_mangle]
 pub unsafe extern "C" fn g6_flush_jp_buffer_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
-    g6_flush_jp_buffer(unsafe { *id })
+    g6_flush_jp_buffer_impl(unsafe { *id })
 }
 
 /// Fortran `g6_set_tunit`. The unit is never read: the GRAPE-6 library passes an
@@ -1059,7 +1215,7 @@ pub extern "C" fn g6_set_xunit_(xunit: *const core::ffi::c_void) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn g6_reset_fofpga_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
-    g6_reset_fofpga(unsafe { *id })
+    g6_reset_fofpga_impl(unsafe { *id })
 }
 
 /// Fortran `g6_reset`.
@@ -1069,7 +1225,7 @@ pub unsafe extern "C" fn g6_reset_fofpga_(id: *const i32) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn g6_reset_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
-    g6_reset(unsafe { *id })
+    g6_reset_impl(unsafe { *id })
 }
 
 /// Fortran `g6calc_firsthalf`.
@@ -1091,7 +1247,7 @@ pub unsafe extern "C" fn g6calc_firsthalf_(
     h2: *const f64,
 ) {
     // SAFETY: Fortran passes valid references.
-    unsafe { g6calc_firsthalf(*id, *nj, *ni, index, xi, vi, aold, j6old, phiold, *eps2, h2) }
+    unsafe { g6calc_firsthalf_impl(*id, *nj, *ni, index, xi, vi, aold, j6old, phiold, *eps2, h2) }
 }
 
 /// Fortran `g6calc_lasthalf`.
@@ -1113,7 +1269,7 @@ pub unsafe extern "C" fn g6calc_lasthalf_(
     pot: *mut f64,
 ) -> i32 {
     // SAFETY: Fortran passes valid references.
-    unsafe { g6calc_lasthalf(*id, *nj, *ni, index, xi, vi, *eps2, h2, acc, jerk, pot) }
+    unsafe { g6calc_lasthalf_impl(*id, *nj, *ni, index, xi, vi, *eps2, h2, acc, jerk, pot) }
 }
 
 /// Fortran `g6calc_lasthalf2`.
@@ -1136,7 +1292,7 @@ pub unsafe extern "C" fn g6calc_lasthalf2_(
     nnb: *mut i32,
 ) -> i32 {
     // SAFETY: Fortran passes valid references.
-    unsafe { g6calc_lasthalf2(*id, *nj, *ni, index, xi, vi, *eps2, h2, acc, jerk, pot, nnb) }
+    unsafe { g6calc_lasthalf2_impl(*id, *nj, *ni, index, xi, vi, *eps2, h2, acc, jerk, pot, nnb) }
 }
 
 /// Fortran `g6_read_neighbour_list`.
@@ -1146,7 +1302,7 @@ pub unsafe extern "C" fn g6calc_lasthalf2_(
 #[no_mangle]
 pub unsafe extern "C" fn g6_read_neighbour_list_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
-    g6_read_neighbour_list(unsafe { *id })
+    g6_read_neighbour_list_impl(unsafe { *id })
 }
 
 /// Fortran `g6_get_neighbour_list`.
@@ -1162,5 +1318,5 @@ pub unsafe extern "C" fn g6_get_neighbour_list_(
     list: *mut i32,
 ) -> i32 {
     // SAFETY: Fortran passes valid references.
-    unsafe { g6_get_neighbour_list(*id, *ipipe, *maxlength, n_neighbours, list) }
+    unsafe { g6_get_neighbour_list_impl(*id, *ipipe, *maxlength, n_neighbours, list) }
 }

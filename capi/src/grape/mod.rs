@@ -5,6 +5,11 @@
 //! `include/grape6.h` and `include/grape5.h` (not in `nbody.h`: GRAPE codes bring
 //! their own declarations).
 //!
+//! Each function's work is a private `*_impl` that both spellings call: a Fortran
+//! spelling that called the exported C name would, in a program that defines the C
+//! names itself over the Fortran ones (AMUSE's ph4 does, in its grape.cc), land back in
+//! the program's wrapper and recurse without end.
+//!
 //! Both run in double precision with G = 1 on the backend `NBODY_GRAPE_EXECUTOR` names,
 //! in the registry's grammar (the command's `--executor` strings): `cpu` or `cpu:N`
 //! (the default without CUDA; without `:N`, `NBODY_GRAPE_THREADS` threads, default
