@@ -422,14 +422,19 @@ impl CudaExecutor {
         let total = meta[3 * n] as usize;
         let mut entries = vec![0u32; total];
         download(self.slot(LIST_PACKED)?, bytemuck::cast_slice_mut(&mut entries))?;
-        let field = |k: usize| meta[..3 * n].iter().skip(k).step_by(3).copied();
-        let (counts, start): (Vec<u32>, Vec<u32>) = (field(0).collect(), field(1).collect());
-        let nearest = field(2).map(|j| (j != NO_NEIGHBOUR).then_some(j)).collect();
-        for (&c, &s) in counts.iter().zip(&start) {
-            let s = s as usize;
-            let stored = &mut entries[s..s + (c as usize).min(capacity)];
-            if !stored.is_sorted() {
-                stored.sort_unstable();
+        let (mut counts, mut start, mut nearest) =
+            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        for m in meta[..3 * n].chunks_exact(3) {
+            let (c, s, j) = (m[0], m[1], m[2]);
+            counts.push(c);
+            start.push(s);
+            nearest.push((j != NO_NEIGHBOUR).then_some(j));
+            let stored = (c as usize).min(capacity);
+            if stored > 1 {
+                let list = &mut entries[s as usize..s as usize + stored];
+                if !list.is_sorted() {
+                    list.sort_unstable();
+                }
             }
         }
         Ok(PackedLists { counts, start, entries, capacity, nearest })
