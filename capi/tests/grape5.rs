@@ -65,7 +65,7 @@ fn split_calls_and_other_spellings_agree_with_the_one_shot_call() {
     let many = vec![[0.0; 3]; g5_get_number_of_pipelines() as usize + 1];
     // SAFETY: many.len() triples.
     unsafe { g5_set_xi(many.len() as i32, many.as_ptr()) };
-    assert!(last_error().contains("more than g5_get_number_of_pipelines"));
+    assert!(last_error().contains("more than g5_get_number_of_pipelines() = 4096"), "{}", last_error());
     // A count that does not match g5_set_xi's is refused, the output untouched.
     let (mut a, mut p) = (vec![[7.0; 3]; 3], vec![7.0; 3]);
     // SAFETY: 3 of each.

@@ -253,7 +253,7 @@ unsafe fn g5_set_xi_impl(ni: i32, xi: *const [f64; 3]) {
         with_board("g5_set_xi", |b| {
             let ni = count(ni, "ni")?;
             if ni > PIPES as usize {
-                return Err(format!("ni = {ni} is more than g5_get_number_of_pipelines_impl() = {PIPES}"));
+                return Err(format!("ni = {ni} is more than g5_get_number_of_pipelines() = {PIPES}"));
             }
             // SAFETY: the caller passes `ni` triples.
             let x = unsafe { triples(xi, ni, "xi")? };

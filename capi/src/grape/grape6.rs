@@ -173,7 +173,7 @@ unsafe fn checked<'a>(
 ) -> Result<Args<'a>, String> {
     let (nj, ni) = (count(nj, "nj")?, count(ni, "ni")?);
     if ni > PIPES as usize {
-        return Err(format!("ni = {ni} is more than g6_npipes_impl() = {PIPES}"));
+        return Err(format!("ni = {ni} is more than g6_npipes() = {PIPES}"));
     }
     if nj > b.j.len() {
         return Err(format!("nj = {nj} but only addresses below {} were set", b.j.len()));
