@@ -140,12 +140,7 @@ impl<T: Real> Neighbours<'_, T> {
                 requirement: "targets x capacity fits in memory",
             })?;
             crate::validate::length("neighbour list slots", slots, w.indices.len())?;
-            if w.radius2.iter().any(|h2| !(h2.is_finite() && *h2 >= T::zero())) {
-                return Err(Error::InvalidParameter {
-                    name: "neighbour radius",
-                    requirement: "finite and not negative",
-                });
-            }
+            check_radii(w.radius2)?;
         }
         Ok(())
     }
@@ -189,4 +184,19 @@ pub fn search<T: Real>(
             }
         }
     }
+}
+
+/// The rule for squared neighbour radii, wherever lists are asked for: each finite and
+/// not negative.
+///
+/// ```
+/// use nbody_core::neighbours::check_radii;
+/// assert!(check_radii(&[0.0, 0.25]).is_ok());
+/// assert!(check_radii(&[-1.0f64]).is_err() && check_radii(&[f64::NAN]).is_err());
+/// ```
+pub fn check_radii<T: Real>(radius2: &[T]) -> Result<(), Error> {
+    if radius2.iter().any(|h2| !(h2.is_finite() && *h2 >= T::zero())) {
+        return Err(Error::InvalidParameter { name: "neighbour radius", requirement: "finite and not negative" });
+    }
+    Ok(())
 }

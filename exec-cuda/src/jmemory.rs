@@ -246,9 +246,7 @@ impl DeviceJMemory {
     ) -> Result<PackedLists, Error> {
         let ni = targets.pos.len();
         validate::length("neighbour radii", ni, radius2.len())?;
-        if radius2.iter().any(|r| r.is_nan()) {
-            return Err(Error::InvalidParameter { name: "radius2", requirement: "not NaN" });
-        }
+        nbody_core::neighbours::check_radii(radius2)?;
         let search = Search::Packed { radius2, capacity };
         let packed = self.checked(gpu, nj, time, targets, own, eps, out, jerk, search)?;
         Ok(packed.unwrap_or_else(|| PackedLists {

@@ -222,7 +222,7 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
     // predicted j-particles (r² ≤ h², own excluded, increasing), with few slots so some
     // lists overflow, and the nearest.
     let radius2: Vec<f64> =
-        (0..n).map(|k| if k % 7 == 3 { -1.0 } else { (0.02 * (1 + k % 5) as f64).powi(2) }).collect();
+        (0..n).map(|k| if k % 7 == 3 { 0.0 } else { (0.02 * (1 + k % 5) as f64).powi(2) }).collect();
     let capacity = 6;
     let packed = jm
         .forces_and_lists(
@@ -267,6 +267,26 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
             return Err(
                 format!("target {k}: nearest {near} at {:e}, expected {} at {:e}", d2(near), best.1, best.0).into()
             );
+        }
+    }
+    // A negative or NaN radius is refused, as every executor's lists refuse it.
+    for bad in [-1.0, f64::NAN] {
+        let mut r2 = radius2.clone();
+        r2[1] = bad;
+        let r = jm.forces_and_lists(
+            &mut gpu,
+            nj,
+            time,
+            Bodies { pos: &tpos, vel: &tvel },
+            &own,
+            eps,
+            &mut out,
+            &mut jerk,
+            &r2,
+            capacity,
+        );
+        if !matches!(r, Err(Error::InvalidParameter { name: "neighbour radius", .. })) {
+            return Err(format!("radius² {bad}: expected an error, got {:?}", r.map(|p| p.counts.len())).into());
         }
     }
     if overflowed == 0 || overflowed == n {
