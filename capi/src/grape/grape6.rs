@@ -58,11 +58,16 @@ struct Results {
 
 /// Every i-particle's neighbour list (ids, increasing), end to end: one allocation per
 /// call however many i-particles it has.
-#[derive(Default)]
 struct Lists {
     /// Where each list begins in `ids`, and where the last one ends.
     start: Vec<usize>,
     ids: Vec<i32>,
+}
+
+impl Default for Lists {
+    fn default() -> Self {
+        Lists::empty(0)
+    }
 }
 
 impl Lists {
@@ -71,12 +76,16 @@ impl Lists {
         Lists { start: vec![0; n + 1], ids: Vec::new() }
     }
 
+    /// No list yet, room for `lists` of `ids` ids in all.
+    fn with_capacity(lists: usize, ids: usize) -> Self {
+        let mut start = Vec::with_capacity(lists + 1);
+        start.push(0);
+        Lists { start, ids: Vec::with_capacity(ids) }
+    }
+
     /// Appends the next list: `found` (ids in any order) and the particle's own id if
     /// `own` (GRAPE-6 lists hold the particle itself, r² = 0 ≤ h²).
     fn push(&mut self, found: impl ExactSizeIterator<Item = i32>, own: Option<i32>) {
-        if self.start.is_empty() {
-            self.start.push(0);
-        }
         let from = self.ids.len();
         // Most lists hold the particle alone.
         if found.len() > 0 {
@@ -748,7 +757,7 @@ fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results
             slots = most.min(MAX_NEIGHBOURS);
         };
         let id_at = |a: u32| b.id_at[a as usize];
-        r.lists = Lists { start: Vec::with_capacity(ni + 1), ids: Vec::with_capacity(packed.entries.len() + ni) };
+        r.lists = Lists::with_capacity(ni, packed.entries.len() + ni);
         for i in 0..ni {
             r.nearest[i] = packed.nearest[i].map_or(-1, id_at);
             let own_id = (own[i] >= 0 && h2[i] >= 0.0).then_some(ids[i]);
@@ -863,7 +872,7 @@ fn run(engine: &mut Engine, c: &Call, neighbours: bool) -> Result<Results, Strin
         }
         at[i] = k;
     }
-    r.lists = Lists { start: Vec::with_capacity(ni + 1), ids: Vec::new() };
+    r.lists = Lists::with_capacity(ni, ni);
     for (i, &k) in at.iter().enumerate() {
         let stored = (counts[k] as usize).min(slots);
         let found = indices[k * slots..k * slots + stored].iter().map(|&s| c.sid[s as usize]);
