@@ -121,11 +121,10 @@ impl<T: Real> BlockHermite<T> {
     }
 
     /// The particles in the order [`BlockHermite::force`] takes them (`due[i]`: active),
-    /// and how many are massive (every particle under a split executor, whose processes
-    /// hold slices).
+    /// and how many act as sources (`state::source_count`).
     fn arrange<E: Executor<T>>(&mut self, s: &State<T>, e: &mut E) -> usize {
         let n = s.len();
-        let massive = if e.collective().is_some() { n } else { crate::state::massive(&s.pos) };
+        let massive = crate::state::source_count(&s.pos, e);
         let due = &self.due;
         self.order.clear();
         for range in [0..massive, massive..n] {

@@ -80,17 +80,26 @@ pub(crate) fn massive<T: Real>(pos: &[Particle<T>]) -> usize {
     pos.iter().rposition(|p| p.m != T::zero()).map_or(0, |k| k + 1)
 }
 
-/// The sources of a force call on every particle of `pos`: its massive prefix, with
-/// `params` (whose overlap says targets = sources) narrowed to it. Every particle, as
-/// given, when none is left out or when `exec` spans several processes (each holds a
-/// slice of the particles, whose tails are not the system's).
+/// How many of `pos` a force call through `exec` takes as sources: its massive prefix,
+/// or every particle when `exec` spans several processes (each holds a slice of the
+/// particles, whose tails are not the system's).
+pub(crate) fn source_count<T: Real, E: Executor<T> + ?Sized>(pos: &[Particle<T>], exec: &mut E) -> usize {
+    if exec.collective().is_some() {
+        pos.len()
+    } else {
+        massive(pos)
+    }
+}
+
+/// The sources of a force call on every particle of `pos` ([`source_count`] of them),
+/// with `params` (whose overlap says targets = sources) narrowed to them.
 pub(crate) fn sources<'a, T: Real, E: Executor<T> + ?Sized>(
     pos: &'a [Particle<T>],
     params: &Params<T>,
     exec: &mut E,
 ) -> (&'a [Particle<T>], Params<T>) {
-    let k = massive(pos);
-    if k == pos.len() || exec.collective().is_some() {
+    let k = source_count(pos, exec);
+    if k == pos.len() {
         return (pos, *params);
     }
     (&pos[..k], params.with_overlap(nbody_core::Overlap::Shared { target_start: 0, source_start: 0, len: k }))
