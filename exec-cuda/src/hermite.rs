@@ -256,14 +256,19 @@ impl<T: DeviceReal> DeviceHermite<T> {
         Ok(na)
     }
 
+    /// The `n` records of four lanes a state buffer holds.
+    fn lanes(&self, buf: &DeviceBuffer<u8>) -> Result<Vec<[T; 4]>, Error> {
+        let mut v = vec![[T::zero(); 4]; self.n];
+        download(buf, bytemuck::cast_slice_mut(&mut v))?;
+        Ok(v)
+    }
+
     /// After the first force call: the first shared step, or every particle's level,
     /// from the startup rule of `nbody_integrators::rules` on the accelerations and jerks
     /// (downloaded once: the rule's floor is a median over every particle).
     fn after_start(&mut self, exec: &mut CudaExecutor) -> Result<(), Error> {
         let triples = |b: &DeviceBuffer<u8>| -> Result<Vec<[f64; 3]>, Error> {
-            let mut v = vec![[T::from_f64(0.0); 4]; self.n];
-            download(b, bytemuck::cast_slice_mut(&mut v))?;
-            Ok(v.into_iter().map(|[x, y, z, _]| [x.to_f64(), y.to_f64(), z.to_f64()]).collect())
+            Ok(self.lanes(b)?.into_iter().map(|[x, y, z, _]| [x.to_f64(), y.to_f64(), z.to_f64()]).collect())
         };
         let (acc, jerk) = (triples(&self.acc)?, triples(&self.jerk)?);
         match self.steps_kind {
@@ -398,11 +403,7 @@ impl<T: DeviceReal> DeviceHermite<T> {
         exec.gpu.make_current()?;
         exec.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
         let n = self.n;
-        let lanes = |buf: &DeviceBuffer<u8>| -> Result<Vec<[T; 4]>, Error> {
-            let mut v = vec![[T::zero(); 4]; n];
-            download(buf, bytemuck::cast_slice_mut(&mut v))?;
-            Ok(v)
-        };
+        let lanes = |buf: &DeviceBuffer<u8>| self.lanes(buf);
         let mut tj = vec![0.0; n];
         download(&self.tj, bytemuck::cast_slice_mut(&mut tj))?;
         Ok(HermiteCheckpoint {
