@@ -2,7 +2,7 @@
 Plummer sphere to the same time; the initial energies must agree, the energy errors be
 small in both, and the final states agree (to the difference of two force summations).
 
-    python scripts/amuse_ph4_check.py N T_END   (run by scripts/amuse-ph4-check.sh)
+    python scripts/amuse_ph4_check.py N T_END   (run by scripts/amuse-check.sh)
 """
 import sys
 import time

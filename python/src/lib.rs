@@ -2,8 +2,9 @@
 //! library's records, around the same executors and integrators the Rust API has.
 
 use nbody_backends::{Backend, BackendError, BackendReal};
+use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::projection::Projecting;
-use nbody_core::{Error, Field, Params, Particle, Real, Velocity};
+use nbody_core::{Bodies, Error, Field, Jerk, Params, Particle, Real, Velocity};
 use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State};
 use numpy::ndarray::ArrayView2;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -151,21 +152,27 @@ impl Coords<'_> {
 }
 
 fn masses(obj: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<f64>> {
+    per_particle(obj, "masses", n)
+}
+
+/// One finite, non-negative number per particle (masses, radii) from a float32 or
+/// float64 array of shape (N,).
+fn per_particle(obj: &Bound<'_, PyAny>, name: &str, n: usize) -> PyResult<Vec<f64>> {
     let m: Vec<f64> = if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f64>>() {
         a.as_array().iter().copied().collect()
     } else if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f32>>() {
         a.as_array().iter().map(|&x| x as f64).collect()
     } else {
-        return Err(value_error(describe(obj, "masses", "a float32 or float64 numpy array of shape (N,)")));
+        return Err(value_error(describe(obj, name, "a float32 or float64 numpy array of shape (N,)")));
     };
     if m.len() != n {
-        return Err(value_error(format!("masses has {} entries, positions has {n} rows", m.len())));
+        return Err(value_error(format!("{name} has {} entries, positions has {n} rows", m.len())));
     }
     if let Some(i) = m.iter().position(|x| !x.is_finite()) {
-        return Err(value_error(format!("masses[{i}] is {} (must be finite)", m[i])));
+        return Err(value_error(format!("{name}[{i}] is {} (must be finite)", m[i])));
     }
     if let Some(i) = m.iter().position(|&x| x < 0.0) {
-        return Err(value_error(format!("masses[{i}] is negative ({})", m[i])));
+        return Err(value_error(format!("{name}[{i}] is negative ({})", m[i])));
     }
     Ok(m)
 }
@@ -311,6 +318,53 @@ impl<T: PyReal> Run<T> {
     fn evolve(&mut self, t: f64) -> Result<(), Error> {
         self.steps += self.integrator.advance_to(&mut self.state, self.exec.as_mut(), t)?;
         Ok(())
+    }
+
+    /// Pairs `(i, j)`, `i < j`, whose unsoftened distance is below `radii[i] + radii[j]`,
+    /// from the executor's neighbour search (on the GPU for a CUDA executor): every
+    /// particle asks for the sources within its radius plus the largest radius, a few
+    /// slots each; a particle whose list overflows is searched again on its own.
+    fn touching(&mut self, radii: &[f64]) -> Result<Vec<[u32; 2]>, Error> {
+        /// Slots per particle: contacts are rare, so lists are short.
+        const SLOTS: usize = 8;
+        let s = &self.state;
+        let n = s.pos.len();
+        let largest = radii.iter().copied().fold(0.0, f64::max);
+        // A margin over the contact distance, so rounding in `T` loses no pair; the test
+        // below is in f64.
+        let reach = |r: f64| (r + largest) * (1.0 + 1e-3);
+        let radius2: Vec<T> = radii.iter().map(|&r| T::from_f64(reach(r) * reach(r))).collect();
+        let (mut indices, mut counts) = (vec![0u32; n * SLOTS], vec![0u32; n]);
+        let mut nearest = vec![Nearest::none(); n];
+        let mut nb = Neighbours {
+            nearest: &mut nearest,
+            within: Some(Within { radius2: &radius2, capacity: SLOTS, indices: &mut indices, counts: &mut counts }),
+            index_offset: 0,
+        };
+        let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
+        // Forces are thrown away; a unit softening keeps coincident particles finite.
+        let params = Params::softened(T::one()).with_overlap_identical();
+        let bodies = Bodies { pos: &s.pos, vel: &s.vel };
+        self.exec.accelerations_jerk_neighbours(bodies, bodies, &params, &mut field, &mut jerk, &mut nb)?;
+        let within = nb.within.as_ref().expect("asked for lists");
+        let x = |i: usize| s.pos[i].position().map(Real::to_f64);
+        let touch = |i: usize, j: usize| {
+            let (a, b) = (x(i), x(j));
+            let d2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+            d2 < (radii[i] + radii[j]).powi(2)
+        };
+        let mut pairs = Vec::new();
+        for i in 0..n {
+            if within.overflowed(i) {
+                pairs.extend((i + 1..n).filter(|&j| touch(i, j)).map(|j| [i as u32, j as u32]));
+            } else {
+                let mut mine: Vec<u32> =
+                    within.list(i).iter().copied().filter(|&j| j as usize > i && touch(i, j as usize)).collect();
+                mine.sort_unstable();
+                pairs.extend(mine.into_iter().map(|j| [i as u32, j]));
+            }
+        }
+        Ok(pairs)
     }
 }
 
@@ -471,10 +525,29 @@ impl Simulation {
         Ok(Self { run })
     }
 
-    /// One step (one block step; one adaptive stretch for "rk"); returns the time.
-    fn step(&mut self, py: Python<'_>) -> PyResult<f64> {
+    /// One step (one block step; one adaptive stretch for "rk"), never past `until`
+    /// where the integrator can shorten its step ("hermite", "rk"); returns the time.
+    #[pyo3(signature = (until=None))]
+    fn step(&mut self, py: Python<'_>, until: Option<f64>) -> PyResult<f64> {
+        let until = until.unwrap_or(f64::INFINITY);
+        if until.is_nan() {
+            return Err(value_error("until must not be NaN"));
+        }
         let run = &mut self.run;
-        py.detach(|| each!(run, r => r.step(f64::INFINITY).map(|_| r.state.time))).map_err(runtime)
+        py.detach(|| each!(run, r => r.step(until).map(|_| r.state.time))).map_err(runtime)
+    }
+
+    /// Index pairs `(i, j)`, `i < j`, of particles closer than `radii[i] + radii[j]`
+    /// (unsoftened), as an (K, 2) int64 array in increasing order: what a collision
+    /// stopping condition asks after each step. The executor's neighbour search finds
+    /// them (one force pass, on the GPU for a CUDA executor).
+    fn collisions<'py>(&mut self, py: Python<'py>, radii: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let n = each!(&self.run, r => r.state.pos.len());
+        let radii = per_particle(radii, "radii", n)?;
+        let run = &mut self.run;
+        let pairs = py.detach(|| each!(run, r => r.touching(&radii))).map_err(runtime)?;
+        let flat: Vec<i64> = pairs.iter().flat_map(|p| p.map(i64::from)).collect();
+        Ok(PyArray1::from_vec(py, flat).reshape([pairs.len(), 2])?.into_any())
     }
 
     /// Steps until the simulated time reaches `t`; returns the time.

@@ -203,3 +203,33 @@ def test_test_particles_orbit_and_exert_nothing():
     assert np.hypot(p[1, 0] - 2.0, p[1, 1]) < 1e-3  # back where it started, to the phase error
     with pytest.raises(ValueError, match="test_velocities"):
         nbody.Simulation(ic="kepler", test_positions=probe, test_velocities=np.zeros((2, 3)))
+
+
+def test_collisions_are_every_pair_closer_than_its_radii():
+    rng = np.random.default_rng(4)
+    # A tight clump (lists overflow their slots and are searched again) and a loose set.
+    pos = np.concatenate([rng.normal(scale=0.01, size=(20, 3)), rng.uniform(-1, 1, size=(80, 3))])
+    radii = rng.uniform(0.0, 0.08, size=100)
+    sim = nbody.Simulation(positions=pos, masses=np.ones(100), integrator="hermite", eps=0.01)
+    pairs = sim.collisions(radii)
+    d = np.linalg.norm(pos[:, None, :] - pos[None, :, :], axis=2)
+    want = [(i, j) for i in range(100) for j in range(i + 1, 100) if d[i, j] < radii[i] + radii[j]]
+    assert pairs.shape == (len(want), 2) and pairs.dtype == np.int64
+    assert [tuple(p) for p in pairs] == want
+    assert len(want) > 150  # the clump touches itself almost everywhere
+    assert sim.collisions(np.zeros(100)).shape == (0, 2)
+    with pytest.raises(ValueError, match=r"radii\[3\] is negative"):
+        sim.collisions(np.where(np.arange(100) == 3, -1.0, 0.1))
+    with pytest.raises(ValueError, match="radii has 99 entries"):
+        sim.collisions(np.zeros(99))
+
+
+def test_a_step_never_passes_until_where_the_integrator_can_shorten_it():
+    sim = nbody.Simulation(ic="plummer", n=64, integrator="hermite", eta=0.02)
+    t = 0.0
+    while t < 0.1:
+        t = sim.step(until=0.1)
+    assert t == 0.1
+    assert sim.step(until=0.1) == 0.1  # nothing left to do
+    with pytest.raises(ValueError, match="NaN"):
+        sim.step(until=float("nan"))

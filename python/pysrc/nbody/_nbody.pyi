@@ -72,8 +72,24 @@ class Simulation:
 
         >>> sim = Simulation(ic="kepler", test_positions=np.array([[8.0, 0.0, 0.0]]), test_velocities=np.array([[0.0, 0.35, 0.0]]))
         """
-    def step(self) -> float:
-        """One step (one block step; one adaptive stretch for "rk"); returns the time."""
+    def step(self, until: Optional[float] = None) -> float:
+        """One step (one block step; one adaptive stretch for "rk"), never past `until`
+        where the integrator can shorten its step ("hermite", "rk"); returns the time.
+
+        >>> sim = Simulation(ic="plummer", n=64, integrator="hermite")
+        >>> sim.step(until=1e-6)  # the step it wanted was longer
+        1e-06
+        """
+    def collisions(self, radii: FloatArray) -> npt.NDArray[np.int64]:
+        """Index pairs (i, j), i < j, of particles closer than radii[i] + radii[j]
+        (unsoftened), as a (K, 2) array in increasing order, found by the executor's
+        neighbour search (on the GPU for a CUDA executor): a collision stopping
+        condition's question after each step.
+
+        >>> sim = Simulation(positions=np.array([[0.0, 0, 0], [0.1, 0, 0], [5.0, 0, 0]]), masses=np.ones(3))
+        >>> sim.collisions(np.full(3, 0.1)).tolist()
+        [[0, 1]]
+        """
     def evolve(self, t: float) -> float:
         """Steps until the simulated time reaches `t`; returns the time."""
     def energies(self) -> Tuple[float, float, float]:
