@@ -62,10 +62,10 @@ python3 -m zipfile -e "$wheel" "$here/site/"
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.sm,driver_version --format=csv || echo "(no nvidia-smi)"
 nproc; python3 --version
 cd "$(mktemp -d)" && cp "$here/config.mk" .
+python3 "$here/amuse_gpu_check.py" ${GPU_BACKEND:-cuda} 2>&1 | grep -v '^\s*$' | grep -v -E 'ADS:|DOI:|cite|^\s*"AMUSE'
 for run in "${@:-16384:0.0625}"; do
   python3 "$here/amuse_ph4_check.py" "${run%%:*}" "${run##*:}" 2>&1 | grep -v '^\s*$' | grep -v -E 'ADS:|DOI:|cite|^\s*"AMUSE'
 done
-python3 "$here/amuse_gpu_check.py" ${GPU_BACKEND:-cuda} 2>&1 | grep -v '^\s*$' | grep -v -E 'ADS:|DOI:|cite|^\s*"AMUSE'
 GO
 chmod +x "$out/go.sh"
 du -sh "$out"
