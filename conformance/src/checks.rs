@@ -43,6 +43,9 @@ pub(crate) fn all<T: Real, E: Projecting<T>>() -> Vec<(&'static str, Check<E>)> 
         ("neighbours_few_targets_many_sources", crate::neighbours::neighbours_few_targets_many_sources::<T, E>),
         ("jerk_many_targets", crate::neighbours::jerk_many_targets::<T, E>),
         ("snap_matches_oracle", crate::snap::snap_matches_oracle::<T, E>),
+        ("cells_match_exact", crate::cells::cells_match_exact::<T, E>),
+        ("batch_cells_match_exact", crate::cells::batch_cells_match_exact::<T, E>),
+        ("cell_bad_input", crate::cells::cell_bad_input::<T, E>),
         ("few_targets_many_sources", few_targets_many_sources::<T, E>),
     ]
 }

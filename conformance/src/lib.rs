@@ -22,6 +22,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod accuracy;
+mod cells;
 mod checks;
 pub mod fuzz;
 mod gen;

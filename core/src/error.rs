@@ -22,6 +22,8 @@ pub enum Array {
     TargetAccelerations,
     /// The source accelerations (snap kernel).
     SourceAccelerations,
+    /// The far cells of a cell call ([`crate::cell::Cell`]).
+    Cells,
 }
 
 impl Array {
@@ -40,6 +42,7 @@ impl Array {
             Array::Velocities => "velocities",
             Array::TargetAccelerations => "target accelerations",
             Array::SourceAccelerations => "source accelerations",
+            Array::Cells => "cells",
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The contract every executor meets.
 
+use crate::cell::Cell;
 use crate::neighbours::Neighbours;
 use crate::{validate, Array, Error, Field, Jerk, Overlap, Params, Particle, Real, Velocity};
 
@@ -120,13 +121,19 @@ pub struct InteractionList<'a> {
 impl InteractionList<'_> {
     /// Checks every span lies inside a particle array of length `n`.
     pub fn validate(&self, n: usize) -> Result<(), Error> {
+        self.validate_in(n, n)
+    }
+
+    /// Checks every pair's targets lie inside `targets` indices and every source span
+    /// inside `sources` (a cell list: particles as targets, spans of cells as sources).
+    pub fn validate_in(&self, targets: usize, sources: usize) -> Result<(), Error> {
         for (index, s) in self.source_spans.iter().enumerate() {
-            if !s.fits(n) {
+            if !s.fits(sources) {
                 return Err(Error::InvalidSpan { what: "source span", index });
             }
         }
         for (index, p) in self.pairs.iter().enumerate() {
-            if !p.targets.fits(n) {
+            if !p.targets.fits(targets) {
                 return Err(Error::InvalidSpan { what: "pair targets", index });
             }
             if !p.sources.fits(self.source_spans.len()) {
@@ -480,6 +487,124 @@ pub trait Executor<T: Real> {
         Ok(())
     }
 
+    /// Adds the field of the far cells `cells` (see [`crate::cell`]: monopole and
+    /// quadrupole, Plummer-softened) at each target into `out`, with `G`, the softening
+    /// and `potential` of `params`; cells are never targets, so the overlap must be
+    /// [`Overlap::Disjoint`].
+    ///
+    /// The door: [`validate_cells`], nothing on empty input, then
+    /// [`Executor::accelerations_cells_unchecked`].
+    ///
+    /// ```
+    /// use nbody_core::{cell::Cell, Executor, Field, Params, Particle, Reference};
+    /// let targets = [Particle::new(0.0f64, 0.0, 0.0, 1.0)];
+    /// let cells = [Cell::new(2.0, 0.0, 0.0, 4.0, [0.0; 6])];
+    /// let mut out = [Field::zero()];
+    /// Reference.accelerations_cells(&targets, &cells, &Params::softened(0.0), &mut out)?;
+    /// assert_eq!((out[0].ax, out[0].phi), (1.0, -2.0));
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    fn accelerations_cells(
+        &mut self,
+        targets: &[Particle<T>],
+        cells: &[Cell<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        validate_cells(targets, cells, params, out.len())?;
+        if targets.is_empty() || cells.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: validated just above.
+        unsafe { self.accelerations_cells_unchecked(targets, cells, params, out) }
+    }
+
+    /// The work of [`Executor::accelerations_cells`]. The default sums
+    /// [`crate::cell::cell`] in plain loops in `T`; executors override it with their own
+    /// kernels.
+    ///
+    /// # Safety
+    ///
+    /// [`validate_cells`]`(targets, cells, params, out.len())` returned `Ok`.
+    unsafe fn accelerations_cells_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        cells: &[Cell<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        cell_loops(targets, cells, params, out);
+        Ok(())
+    }
+
+    /// The batched call with cells: each pair's targets (indices into `particles`)
+    /// receive the field of the cells its source spans name (indices into `cells`),
+    /// added into `out`: a tree walk's particle-cell list, beside its particle list
+    /// ([`Executor::accelerations_batch`]).
+    ///
+    /// The door: [`validate_batch_cells`], nothing when the list has no pair, then
+    /// [`Executor::accelerations_batch_cells_unchecked`].
+    ///
+    /// ```
+    /// use nbody_core::{cell::Cell, Executor, Field, InteractionList, Pair, Params, Particle, Reference, Span};
+    /// let particles = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(0.0, 1.0, 0.0, 1.0)];
+    /// let cells = [Cell::new(4.0, 0.0, 0.0, 16.0, [0.0; 6])];
+    /// let (pairs, spans) = ([Pair { targets: Span::new(0, 1), sources: Span::new(0, 1) }], [Span::new(0, 1)]);
+    /// let list = InteractionList { pairs: &pairs, source_spans: &spans };
+    /// let mut out = [Field::zero(); 2];
+    /// Reference.accelerations_batch_cells(&particles, &cells, &list, &Params::softened(0.0), &mut out)?;
+    /// assert_eq!((out[0].ax, out[1].ax), (1.0, 0.0)); // particle 1 is in no pair
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    fn accelerations_batch_cells(
+        &mut self,
+        particles: &[Particle<T>],
+        cells: &[Cell<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        validate_batch_cells(particles, cells, list, params, out.len())?;
+        if list.pairs.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: validated just above.
+        unsafe { self.accelerations_batch_cells_unchecked(particles, cells, list, params, out) }
+    }
+
+    /// The work of [`Executor::accelerations_batch_cells`]. The default runs the pairs
+    /// one cell hook call at a time; executors override it to run the list at once.
+    ///
+    /// # Safety
+    ///
+    /// [`validate_batch_cells`]`(particles, cells, list, params, out.len())` returned `Ok`.
+    unsafe fn accelerations_batch_cells_unchecked(
+        &mut self,
+        particles: &[Particle<T>],
+        cells: &[Cell<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        for pair in list.pairs.iter().filter(|p| !p.targets.is_empty()) {
+            let t = pair.targets.range();
+            for s in list.sources_of(pair).iter().filter(|s| !s.is_empty()) {
+                // SAFETY: both spans lie in their arrays (the list was validated against
+                // them) and are not empty; particles, cells, parameters and output were
+                // validated.
+                unsafe {
+                    self.accelerations_cells_unchecked(
+                        &particles[t.clone()],
+                        &cells[s.range()],
+                        params,
+                        &mut out[t.clone()],
+                    )?
+                };
+            }
+        }
+        Ok(())
+    }
+
     /// The reductions over every process taking part in this executor's calls, for an
     /// executor whose calls span several processes (each owning a slice of the
     /// particles, as `nbody-mpi`'s does); `None`, the default, for executors of one
@@ -517,6 +642,60 @@ fn snap_loops<T: Real>(
         crate::kernel::finish(params.g, &sums, params.potential, &mut out[i]);
         crate::kernel::finish_jerk(params.g, &jsums, &mut jerk[i]);
         crate::kernel::finish_jerk(params.g, &ssums, &mut snap[i]);
+    }
+}
+
+/// Everything a cell call checks, in order: parameters (with a disjoint overlap: cells
+/// are never targets), output length, targets, cells.
+///
+/// ```
+/// use nbody_core::{cell::Cell, validate_cells, Array, Error, Params, Particle};
+/// let t = [Particle::new(0.0f32, 0.0, 0.0, 1.0)];
+/// let c = [Cell::new(1.0, 0.0, 0.0, -1.0, [0.0; 6])];
+/// assert_eq!(validate_cells(&t, &c, &Params::softened(0.1), 1), Err(Error::NegativeMass { array: Array::Cells, index: 0 }));
+/// ```
+pub fn validate_cells<T: Real>(
+    targets: &[Particle<T>],
+    cells: &[Cell<T>],
+    params: &Params<T>,
+    out_len: usize,
+) -> Result<(), Error> {
+    validate::params(params)?;
+    if params.overlap != Overlap::Disjoint {
+        return Err(Error::InvalidParameter {
+            name: "overlap",
+            requirement: "Disjoint in a cell call (cells are never targets)",
+        });
+    }
+    validate::length("output", targets.len(), out_len)?;
+    validate::particles(targets, Array::Targets)?;
+    crate::cell::check(cells)
+}
+
+/// Everything a batched cell call checks: parameters (disjoint overlap), output length,
+/// particles, cells, then every pair's targets against the particles and every source
+/// span against the cells.
+pub fn validate_batch_cells<T: Real>(
+    particles: &[Particle<T>],
+    cells: &[Cell<T>],
+    list: &InteractionList<'_>,
+    params: &Params<T>,
+    out_len: usize,
+) -> Result<(), Error> {
+    validate_cells(particles, cells, params, out_len)?;
+    list.validate_in(particles.len(), cells.len())
+}
+
+/// The cell call in plain loops (see [`Executor::accelerations_cells_unchecked`]), on
+/// validated input.
+fn cell_loops<T: Real>(targets: &[Particle<T>], cells: &[Cell<T>], params: &Params<T>, out: &mut [Field<T>]) {
+    let eps2 = params.eps * params.eps;
+    for (t, o) in targets.iter().zip(out.iter_mut()) {
+        let mut sums = Field::zero();
+        for c in cells {
+            crate::cell::cell(t.position(), c, eps2, &mut sums);
+        }
+        crate::kernel::finish(params.g, &sums, params.potential, o);
     }
 }
 

@@ -5,6 +5,7 @@
 //! the inner executor overrides (its neighbour search, its batched kernel), the wrapper
 //! reaches.
 
+use crate::cell::Cell;
 use crate::executor::{Bodies, Executor, InteractionList, Kinematics};
 use crate::neighbours::Neighbours;
 use crate::{Error, Field, Jerk, Params, Particle, Real};
@@ -42,6 +43,22 @@ pub enum Call<'a> {
         /// The list (its interactions are counted only by a wrapper that asks).
         list: &'a InteractionList<'a>,
     },
+    /// Far cells as sources (particle-cell interactions).
+    Cells {
+        /// Targets.
+        targets: usize,
+        /// Cells.
+        cells: usize,
+    },
+    /// A batched list whose source spans index cells.
+    BatchCells {
+        /// Particles the pairs' targets index.
+        particles: usize,
+        /// Cells the source spans index.
+        cells: usize,
+        /// The list.
+        list: &'a InteractionList<'a>,
+    },
 }
 
 impl Call<'_> {
@@ -55,8 +72,9 @@ impl Call<'_> {
         match *self {
             Call::Accelerations { targets, sources }
             | Call::Jerk { targets, sources, .. }
-            | Call::Snap { targets, sources } => targets * sources,
-            Call::Batch { list, .. } => list.interactions(),
+            | Call::Snap { targets, sources }
+            | Call::Cells { targets, cells: sources } => targets * sources,
+            Call::Batch { list, .. } | Call::BatchCells { list, .. } => list.interactions(),
         }
     }
 }
@@ -241,6 +259,54 @@ where
         self.before(&Call::Batch { particles: particles.len(), list });
         // SAFETY: the same call, the same contract.
         unsafe { self.inner_mut().accelerations_batch_unchecked(particles, list, params, out) }
+    }
+
+    fn accelerations_cells(
+        &mut self,
+        targets: &[Particle<T>],
+        cells: &[Cell<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Cells { targets: targets.len(), cells: cells.len() });
+        self.inner_mut().accelerations_cells(targets, cells, params, out)
+    }
+
+    unsafe fn accelerations_cells_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        cells: &[Cell<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Cells { targets: targets.len(), cells: cells.len() });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().accelerations_cells_unchecked(targets, cells, params, out) }
+    }
+
+    fn accelerations_batch_cells(
+        &mut self,
+        particles: &[Particle<T>],
+        cells: &[Cell<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::BatchCells { particles: particles.len(), cells: cells.len(), list });
+        self.inner_mut().accelerations_batch_cells(particles, cells, list, params, out)
+    }
+
+    unsafe fn accelerations_batch_cells_unchecked(
+        &mut self,
+        particles: &[Particle<T>],
+        cells: &[Cell<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::BatchCells { particles: particles.len(), cells: cells.len(), list });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().accelerations_batch_cells_unchecked(particles, cells, list, params, out) }
     }
 
     fn collective(&mut self) -> Option<&mut dyn crate::collective::Collective> {

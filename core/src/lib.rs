@@ -33,6 +33,7 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+pub mod cell;
 pub mod collective;
 mod error;
 mod executor;
@@ -51,7 +52,9 @@ pub mod stepping;
 pub mod validate;
 
 pub use error::{Array, Error};
-pub use executor::{validate_batch, Bodies, Executor, InteractionList, Kinematics, Pair, Span};
+pub use executor::{
+    validate_batch, validate_batch_cells, validate_cells, Bodies, Executor, InteractionList, Kinematics, Pair, Span,
+};
 pub use layout::{Field, Jerk, Particle, SoaRef, Velocity};
 pub use params::{Overlap, Params};
 pub use real::Real;

@@ -79,7 +79,9 @@ impl<'e, T: Real> Forward for Counting<'e, T> {
 
     fn before(&mut self, call: &Call<'_>) {
         self.interactions += match (*call, self.all_sources) {
-            (Call::Batch { .. }, _) | (_, None) => call.interactions() as f64,
+            (Call::Batch { .. } | Call::Cells { .. } | Call::BatchCells { .. }, _) | (_, None) => {
+                call.interactions() as f64
+            }
             (
                 Call::Accelerations { targets, .. } | Call::Jerk { targets, .. } | Call::Snap { targets, .. },
                 Some(all),

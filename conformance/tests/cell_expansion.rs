@@ -1,0 +1,88 @@
+//! The cell expansion against direct summation of the cell's own particles: its error
+//! falls at the order the expansion promises (third for monopole plus quadrupole about
+//! the centre of mass, second for the monopole alone) as the target moves away.
+
+use nbody_core::cell::{cell, Cell};
+use nbody_core::{kernel, Field, Particle};
+use proptest::prelude::*;
+
+/// Directions spread over the sphere (a Fibonacci lattice).
+fn directions(n: usize) -> Vec<[f64; 3]> {
+    let golden = std::f64::consts::PI * (3.0 - 5f64.sqrt());
+    (0..n)
+        .map(|k| {
+            let z = 1.0 - 2.0 * (k as f64 + 0.5) / n as f64;
+            let r = (1.0 - z * z).sqrt();
+            [r * (golden * k as f64).cos(), r * (golden * k as f64).sin(), z]
+        })
+        .collect()
+}
+
+/// The largest relative acceleration error over the directions at distance `d` from
+/// the centre of mass: of the expansion, and of the monopole alone.
+fn worst_errors(particles: &[Particle<f64>], c: &Cell<f64>, d: f64) -> (f64, f64) {
+    let mono = Cell::new(c.x, c.y, c.z, c.m, [0.0; 6]);
+    let (mut quad_err, mut mono_err) = (0.0f64, 0.0f64);
+    for u in directions(64) {
+        let xi = [c.x + d * u[0], c.y + d * u[1], c.z + d * u[2]];
+        let mut direct = Field::zero();
+        for p in particles {
+            kernel::pair(xi, p, 0.0, true, &mut direct);
+        }
+        let (mut q, mut m) = (Field::zero(), Field::zero());
+        cell(xi, c, 0.0, &mut q);
+        cell(xi, &mono, 0.0, &mut m);
+        let norm = |a: [f64; 3]| (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt();
+        let diff =
+            |f: &Field<f64>| norm([f.ax - direct.ax, f.ay - direct.ay, f.az - direct.az]) / norm(direct.acceleration());
+        quad_err = quad_err.max(diff(&q));
+        mono_err = mono_err.max(diff(&m));
+    }
+    (quad_err, mono_err)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_expansion_converges_at_third_order(
+        rows in prop::collection::vec((-1.0f64..1.0, -1.0f64..1.0, -1.0f64..1.0, 0.1f64..1.0), 3..24),
+        offset in (-100.0f64..100.0, -100.0f64..100.0, -100.0f64..100.0),
+    ) {
+        let particles: Vec<Particle<f64>> =
+            rows.iter().map(|r| Particle::new(r.0 + offset.0, r.1 + offset.1, r.2 + offset.2, r.3)).collect();
+        let c = Cell::from_particles(&particles);
+        let (q20, m20) = worst_errors(&particles, &c, 20.0);
+        let (q40, m40) = worst_errors(&particles, &c, 40.0);
+        let (q80, m80) = worst_errors(&particles, &c, 80.0);
+        // Doubling the distance divides the error by 2³ (by 2⁴ where the octupole
+        // vanishes by symmetry), the monopole's by 2².
+        // (A ratio means something only above rounding.)
+        for (near, far) in [(q20, q40), (q40, q80)].into_iter().filter(|(_, far)| *far > 1e-13) {
+            prop_assert!((5.5..20.0).contains(&(near / far)), "quadrupole error ratio {} ({near:e} / {far:e})", near / far);
+        }
+        for (near, far) in [(m20, m40), (m40, m80)].into_iter().filter(|(_, far)| *far > 1e-13) {
+            prop_assert!((3.0..5.5).contains(&(near / far)), "monopole error ratio {} ({near:e} / {far:e})", near / far);
+        }
+        // And the quadrupole pays: well below the monopole's error.
+        prop_assert!(q40 < m40 / 5.0, "quadrupole {q40:e}, monopole {m40:e} at 40");
+    }
+}
+
+#[test]
+fn a_cell_of_one_particle_is_that_particle_softened_or_not() {
+    let p = [Particle::new(0.3f64, -0.2, 0.7, 2.5)];
+    let c = Cell::from_particles(&p);
+    assert_eq!(c.quadrupole(), [0.0; 6]);
+    for eps2 in [0.0, 0.01] {
+        let xi = [1.0, 2.0, -0.5];
+        let (mut direct, mut via_cell) = (Field::zero(), Field::zero());
+        kernel::pair(xi, &p[0], eps2, true, &mut direct);
+        cell(xi, &c, eps2, &mut via_cell);
+        for (a, b) in
+            [(direct.ax, via_cell.ax), (direct.ay, via_cell.ay), (direct.az, via_cell.az), (direct.phi, via_cell.phi)]
+        {
+            assert!((a - b).abs() <= 1e-15 * a.abs(), "{a} vs {b}");
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Far cells as sources: a tree or FMM code's particle–cell interaction.
+//!
+//! A [`Cell`] carries its mass `M`, centre of mass `c` and traceless quadrupole about
+//! the centre of mass, `Q_ab = Σ_k m_k (3 s_a s_b − |s|² δ_ab)` with `s = x_k − c` (no
+//! dipole: it vanishes about the centre of mass). For a target at `x_i`, with
+//! `d = x_i − c` and `r² = |d|² + ε²` (the Plummer softening of the pair kernel, so a
+//! cell of one particle is exactly that particle):
+//!
+//! ```text
+//! phi_i −= G (M / r + (d·Q·d) / (2 r⁵))
+//! a_i   += G (−M d / r³ + Q d / r⁵ − 5 (d·Q·d) d / (2 r⁷))
+//! ```
+//!
+//! The error of the expansion is the octupole term: relative to the field it falls as
+//! `(s / |d|)³` for a cell of size `s` (the monopole alone: `(s / |d|)²`). A cell is
+//! never a target, so there is no self term.
+//!
+//! ```
+//! use nbody_core::{cell::Cell, Field, Particle};
+//! let pair = [Particle::new(-0.5f64, 0.0, 0.0, 1.0), Particle::new(0.5, 0.0, 0.0, 1.0)];
+//! let c = Cell::from_particles(&pair);
+//! assert_eq!((c.m, c.x, c.qxx, c.qyy), (2.0, 0.0, 1.0, -0.5));
+//! let mut f = Field::zero();
+//! nbody_core::cell::cell([10.0, 0.0, 0.0], &c, 0.0, &mut f);
+//! // The two pull with 1/9.5² + 1/10.5²; the expansion is off by 5 (s/d)⁴ = 3.1e-5 here
+//! // (the octupole vanishes by symmetry), the monopole alone by 3 (s/d)² = 7.5e-3.
+//! let direct = -(1.0 / 9.5f64.powi(2) + 1.0 / 10.5f64.powi(2));
+//! assert!((f.ax - direct).abs() < 4e-5 * direct.abs());
+//! ```
+
+use crate::{Array, Error, Field, Particle, Real};
+use core::fmt;
+
+/// A far cell `[x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, _, _]`: centre of mass, mass
+/// and traceless quadrupole (see the [module](self) docs), twelve lanes aligned like a
+/// [`Particle`] (48 bytes in f32, 96 in f64) and `Pod`, so arrays of cells go to a
+/// device as they are.
+///
+/// ```
+/// use nbody_core::cell::Cell;
+/// let c = Cell::new(1.0f32, 2.0, 3.0, 4.0, [0.0; 6]);
+/// assert_eq!(c.monopole().position(), [1.0, 2.0, 3.0]);
+/// assert_eq!(core::mem::size_of_val(&c), 48);
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Default, PartialEq)]
+pub struct Cell<T: Real> {
+    /// Centre of mass, x.
+    pub x: T,
+    /// Centre of mass, y.
+    pub y: T,
+    /// Centre of mass, z.
+    pub z: T,
+    /// Mass (non-negative).
+    pub m: T,
+    /// Quadrupole `Q_xx`.
+    pub qxx: T,
+    /// Quadrupole `Q_xy`.
+    pub qxy: T,
+    /// Quadrupole `Q_xz`.
+    pub qxz: T,
+    /// Quadrupole `Q_yy`.
+    pub qyy: T,
+    /// Quadrupole `Q_yz`.
+    pub qyz: T,
+    /// Quadrupole `Q_zz` (`−Q_xx − Q_yy` for a traceless one; kept so that kernels
+    /// need not rebuild it).
+    pub qzz: T,
+    pad: [T; 2],
+    _align: [T::Align4; 0],
+}
+
+// SAFETY: twelve `T` lanes of a Pod float and a zero-length alignment marker whose
+// alignment (four lanes) divides the size: no padding, every bit pattern valid; the
+// assertions check size and alignment for both types.
+unsafe impl<T: Real> bytemuck::Zeroable for Cell<T> {}
+// SAFETY: as above.
+unsafe impl<T: Real> bytemuck::Pod for Cell<T> {}
+
+const _: () = {
+    assert!(core::mem::size_of::<Cell<f32>>() == 48 && core::mem::align_of::<Cell<f32>>() == 16);
+    assert!(core::mem::size_of::<Cell<f64>>() == 96 && core::mem::align_of::<Cell<f64>>() == 32);
+};
+
+impl<T: Real> fmt::Debug for Cell<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cell")
+            .field("x", &self.x)
+            .field("y", &self.y)
+            .field("z", &self.z)
+            .field("m", &self.m)
+            .field("q", &self.quadrupole())
+            .finish()
+    }
+}
+
+impl<T: Real> Cell<T> {
+    /// A cell at `(x, y, z)` of mass `m` with quadrupole `[qxx, qxy, qxz, qyy, qyz, qzz]`.
+    pub fn new(x: T, y: T, z: T, m: T, q: [T; 6]) -> Self {
+        let [qxx, qxy, qxz, qyy, qyz, qzz] = q;
+        Self { x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, pad: [T::zero(); 2], _align: [] }
+    }
+
+    /// The cell of `particles`: their total mass, centre of mass and traceless
+    /// quadrupole about it, summed in f64 (a massless set gives a massless cell at the
+    /// origin).
+    pub fn from_particles(particles: &[Particle<T>]) -> Self {
+        let f = |p: &Particle<T>| [p.x.to_f64(), p.y.to_f64(), p.z.to_f64(), p.m.to_f64()];
+        let (mut m, mut c) = (0.0, [0.0f64; 3]);
+        for p in particles.iter().map(f) {
+            m += p[3];
+            for k in 0..3 {
+                c[k] += p[3] * p[k];
+            }
+        }
+        if m > 0.0 {
+            c = c.map(|v| v / m);
+        }
+        let mut q = [0.0f64; 6];
+        for p in particles.iter().map(f) {
+            let s = [p[0] - c[0], p[1] - c[1], p[2] - c[2]];
+            let s2 = s[0] * s[0] + s[1] * s[1] + s[2] * s[2];
+            for (k, (a, b)) in PAIRS.iter().enumerate() {
+                q[k] += p[3] * (3.0 * s[*a] * s[*b] - if a == b { s2 } else { 0.0 });
+            }
+        }
+        let t = T::from_f64;
+        Self::new(t(c[0]), t(c[1]), t(c[2]), t(m), q.map(t))
+    }
+
+    /// The quadrupole `[qxx, qxy, qxz, qyy, qyz, qzz]`.
+    pub fn quadrupole(&self) -> [T; 6] {
+        [self.qxx, self.qxy, self.qxz, self.qyy, self.qyz, self.qzz]
+    }
+
+    /// The cell as a point mass at its centre of mass (its monopole).
+    pub fn monopole(&self) -> Particle<T> {
+        Particle::new(self.x, self.y, self.z, self.m)
+    }
+}
+
+/// The index pairs `(a, b)` of the six quadrupole lanes, in their order.
+const PAIRS: [(usize, usize); 6] = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)];
+
+/// Adds cell `c`'s field (without G) at a target at `xi` to the running sums `acc`,
+/// with Plummer softening `eps2` (see the [module](self) docs).
+#[inline(always)]
+pub fn cell<T: Real>(xi: [T; 3], c: &Cell<T>, eps2: T, acc: &mut Field<T>) {
+    let (dx, dy, dz) = (xi[0] - c.x, xi[1] - c.y, xi[2] - c.z);
+    let r2 = eps2 + dx * dx + dy * dy + dz * dz;
+    // A target on an unsoftened cell's centre feels nothing from it (as the pair
+    // kernel masks coincident particles); a walk never asks for that.
+    let rinv = crate::kernel::inverse_distance(r2, true);
+    let rinv2 = rinv * rinv;
+    let (qdx, qdy, qdz) = (
+        c.qxx * dx + c.qxy * dy + c.qxz * dz,
+        c.qxy * dx + c.qyy * dy + c.qyz * dz,
+        c.qxz * dx + c.qyz * dy + c.qzz * dz,
+    );
+    let dqd = dx * qdx + dy * qdy + dz * qdz;
+    let half = T::from_f64(0.5);
+    let m_rinv = c.m * rinv;
+    let rinv5 = rinv2 * rinv2 * rinv;
+    let quad_phi = half * dqd * rinv5;
+    // a = −M d / r³ + Q d / r⁵ − 5/2 (dQd) d / r⁷
+    let radial = -(m_rinv * rinv2) - T::from_f64(5.0) * quad_phi * rinv2;
+    acc.ax = acc.ax + radial * dx + qdx * rinv5;
+    acc.ay = acc.ay + radial * dy + qdy * rinv5;
+    acc.az = acc.az + radial * dz + qdz * rinv5;
+    acc.phi = acc.phi - m_rinv - quad_phi;
+}
+
+/// Checks every cell: finite lanes and a non-negative mass.
+///
+/// ```
+/// use nbody_core::{cell::{check, Cell}, Array, Error};
+/// let bad = [Cell::new(0.0f64, 0.0, 0.0, 1.0, [0.0; 6]), Cell::new(0.0, 0.0, 0.0, 1.0, [f64::NAN; 6])];
+/// assert_eq!(check(&bad), Err(Error::NonFinite { array: Array::Cells, index: 1 }));
+/// ```
+pub fn check<T: Real>(cells: &[Cell<T>]) -> Result<(), Error> {
+    for (index, c) in cells.iter().enumerate() {
+        let lanes = [c.x, c.y, c.z, c.m, c.qxx, c.qxy, c.qxz, c.qyy, c.qyz, c.qzz];
+        if lanes.iter().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite { array: Array::Cells, index });
+        }
+        if c.m < T::zero() {
+            return Err(Error::NegativeMass { array: Array::Cells, index });
+        }
+    }
+    Ok(())
+}
+
+/// The f64 truth of a cell call for one target: the field of every cell in `cells` at
+/// `xi` (G applied), and an error scale for each acceleration component and the
+/// potential: the sums of the terms' magnitudes, the quadrupole's products taken in
+/// absolute value (its contractions can cancel).
+///
+/// ```
+/// use nbody_core::cell::{exact, Cell};
+/// let c = [Cell::new(2.0f64, 0.0, 0.0, 4.0, [0.0; 6])];
+/// let (acc, phi, _, _) = exact([0.0; 3], &c, 1.0, 0.0);
+/// assert_eq!((acc, phi), ([1.0, 0.0, 0.0], -2.0));
+/// ```
+pub fn exact<T: Real>(xi: [f64; 3], cells: &[Cell<T>], g: f64, eps2: f64) -> ([f64; 3], f64, f64, f64) {
+    let (mut acc, mut phi, mut acc_bound, mut phi_bound) = ([0.0f64; 3], 0.0f64, 0.0f64, 0.0f64);
+    for c in cells {
+        let q = c.quadrupole().map(|q| q.to_f64());
+        let c64 = Cell::new(c.x.to_f64(), c.y.to_f64(), c.z.to_f64(), c.m.to_f64(), q);
+        let mut f = Field::zero();
+        cell(xi, &c64, eps2, &mut f);
+        acc = [acc[0] + f.ax, acc[1] + f.ay, acc[2] + f.az];
+        phi += f.phi;
+        let d = [(xi[0] - c64.x).abs(), (xi[1] - c64.y).abs(), (xi[2] - c64.z).abs()];
+        let r2 = eps2 + d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+        if r2 < f64::MIN_POSITIVE {
+            continue;
+        }
+        let r = num_traits::Float::sqrt(r2);
+        let dn = num_traits::Float::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        // |Q| |d| componentwise, and |d| |Q| |d|.
+        let qa = q.map(f64::abs);
+        let qd = [
+            qa[0] * d[0] + qa[1] * d[1] + qa[2] * d[2],
+            qa[1] * d[0] + qa[3] * d[1] + qa[4] * d[2],
+            qa[2] * d[0] + qa[4] * d[1] + qa[5] * d[2],
+        ];
+        let dqd = d[0] * qd[0] + d[1] * qd[1] + d[2] * qd[2];
+        let r5 = r2 * r2 * r;
+        let mono = c64.m.abs() / r;
+        phi_bound += mono + 0.5 * dqd / r5;
+        acc_bound += mono * dn / r2 + (qd[0] + qd[1] + qd[2]) / r5 + 2.5 * dqd * dn / (r5 * r2);
+    }
+    (acc.map(|a| g * a), g * phi, g.abs() * acc_bound, g.abs() * phi_bound)
+}
