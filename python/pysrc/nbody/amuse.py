@@ -105,8 +105,9 @@ class NbodyImplementation:
         self.integrator = "hermite"
         self.backend = "cpu"
         self.precision = "f64"
-        self.stop_params = {"timeout": 4.0, "steps": 1, "box": 0.0, "box_com": False}
-        self.other_stop_params = {}
+        self.stop_params = {"timeout": 4.0, "steps": 1}
+        # The parameters of conditions this code does not support (AMUSE sets them all).
+        self.kept_params = {}
         self.enabled = set()
         self.conditions_set = []
         # The simulation (None after any change), the model time at its time 0, the
@@ -142,8 +143,8 @@ class NbodyImplementation:
             return np.zeros((n_targets, 3)), np.zeros(n_targets)
         eps = math.sqrt(self.eps2 + eps2_extra)
         if targets is None:
-            # Each particle against the massive ones, without its own pair.
-            targets = self.pos
+            # Each particle against the others (massless ones add nothing), without its
+            # own pair.
             acc, pot = nbody.accelerations(
                 self.pos, self.mass, eps=eps, executor=self.backend, precision=self.precision
             )
@@ -407,10 +408,9 @@ class NbodyImplementation:
                     break
             self._pull()
             reached = self.sim.time >= until - slack
+            # Stopped early, the simulation goes on from here at the next call (a
+            # leapfrog's is rebuilt for its new interval).
             self.time = float(time) if reached else self.sim_start + self.sim.time
-            if not reached:
-                # The simulation goes on from here at the next call.
-                self.sim = None if self.integrator == "leapfrog" else self.sim
         except (ValueError, RuntimeError) as e:
             self.sim = None
             return self._fail(f"evolve_model: {e}")
@@ -474,10 +474,13 @@ class NbodyImplementation:
         mass.value = float(np.sum(self.mass))
         return 0
 
-    def _centre(self, columns, out):
+    def _mean(self, columns):
+        """The mass-weighted mean of `columns` (the origin for a massless system)."""
         m = np.sum(self.mass)
-        c = (self.mass @ columns) / m if m > 0 else np.zeros(3)
-        for holder, value in zip(out, c):
+        return (self.mass @ columns) / m if m > 0 else np.zeros(3)
+
+    def _centre(self, columns, out):
+        for holder, value in zip(out, self._mean(columns)):
             holder.value = float(value)
         return 0
 
@@ -491,7 +494,7 @@ class NbodyImplementation:
         if len(self.ids) == 0:
             radius.value = 0.0
             return 0
-        com = (self.mass @ self.pos) / np.sum(self.mass) if np.sum(self.mass) > 0 else np.zeros(3)
+        com = self._mean(self.pos)
         radius.value = float(np.sqrt(np.max(np.sum((self.pos - com) ** 2, axis=1))))
         return 0
 
@@ -660,37 +663,22 @@ class NbodyImplementation:
         value.value = self.stop_params["steps"]
         return 0
 
-    # Conditions this code does not support keep their parameters, as AMUSE sets them all.
-    def set_stopping_condition_out_of_box_parameter(self, value):
-        self.stop_params["box"] = float(value)
-        return 0
-
-    def get_stopping_condition_out_of_box_parameter(self, value):
-        value.value = self.stop_params["box"]
-        return 0
-
-    def set_stopping_condition_out_of_box_use_center_of_mass_parameter(self, value):
-        self.stop_params["box_com"] = bool(value)
-        return 0
-
-    def get_stopping_condition_out_of_box_use_center_of_mass_parameter(self, value):
-        value.value = self.stop_params["box_com"]
-        return 0
-
 
 def time_now():
+    """Wall-clock seconds (evolve_model's argument `time`, named by AMUSE, hides the module)."""
     return time.monotonic()
 
 
-def _keep(name):
-    """A stored value for a stopping-condition parameter of a gas code."""
+def _keep(name, convert, default):
+    """A stored value for the parameter of a stopping condition this code does not
+    support (out of box, and the gas codes' density and energy bounds)."""
 
     def setter(self, value):
-        self.other_stop_params[name] = float(value)
+        self.kept_params[name] = convert(value)
         return 0
 
     def getter(self, value):
-        value.value = self.other_stop_params.get(name, -1.0)
+        value.value = self.kept_params.get(name, default)
         return 0
 
     setattr(NbodyImplementation, f"set_stopping_condition_{name}_parameter", setter)
@@ -698,7 +686,9 @@ def _keep(name):
 
 
 for _name in ("minimum_density", "maximum_density", "minimum_internal_energy", "maximum_internal_energy"):
-    _keep(_name)
+    _keep(_name, float, -1.0)
+_keep("out_of_box", float, 0.0)
+_keep("out_of_box_use_center_of_mass", bool, False)
 
 
 class NbodyInterface(PythonCodeInterface, GravitationalDynamicsInterface, GravityFieldInterface, StoppingConditionInterface):
