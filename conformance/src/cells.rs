@@ -3,10 +3,13 @@
 //! evaluation of the same expansion ([`nbody_core::cell::exact`]).
 
 use crate::compare;
+use crate::exact;
 use crate::gen::{cases, Case};
 use nbody_core::cell::{self, Cell};
 use nbody_core::oracle::Exact;
-use nbody_core::{Array, Error, Executor, Field, InteractionList, Overlap, Pair, Params, Particle, Real, Span};
+use nbody_core::{
+    Array, Error, Executor, Field, InteractionList, LeafList, Overlap, Pair, Params, Particle, Real, Span,
+};
 
 /// Roundings per cell interaction beyond the pair kernel's, counted as that many more
 /// sources in [`crate::tolerance`]: the quadrupole adds about thirty operations to the
@@ -54,46 +57,80 @@ pub(crate) fn cells_match_exact<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> R
     })
 }
 
-/// The batched cell call: each target feels the cells of every pair naming it (spans
-/// may overlap and repeat), checked against the exact sum over those cells.
+/// The batched cell call (a leaf list): each target feels the particle spans and the
+/// cells of every pair naming it (spans may overlap, repeat and hold the target
+/// itself), checked against the oracle of the particle spans plus the exact sum over
+/// those cells.
 pub(crate) fn batch_cells_match_exact<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     crate::checks::prop(e, cases(40, 160), |e, c: Case| {
         let particles = c.targets::<T>();
         let cells = cells_of(&c.sources::<T>());
         let (n, m) = (particles.len() as u32, cells.len() as u32);
-        // Target groups of up to 7, each against up to three spans drawn from the case's
-        // numbers.
-        let mut pairs = Vec::new();
-        let mut spans = Vec::new();
+        // Target groups of up to 7, each against up to three particle spans and three
+        // cell spans drawn from the case's numbers.
+        let (mut pairs, mut spans, mut ranges, mut cell_spans) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let pick = |k: usize, modulo: u32| (c.before.get(k / 4).map_or(0.5, |r| r[k % 4]).abs() * 1e4) as u32 % modulo;
+        let draw = |k: usize, count: u32, len: u32, into: &mut Vec<Span>| -> Span {
+            let first = into.len() as u32;
+            for s in 0..count {
+                let a = pick(k + 2 * s as usize, len + 1);
+                into.push(Span::new(a, a + pick(k + 2 * s as usize + 1, len - a + 1)));
+            }
+            Span::new(first, into.len() as u32)
+        };
         let mut start = 0;
         while start < n {
-            let end = (start + 1 + pick(start as usize, 7)).min(n);
-            let first = spans.len() as u32;
-            for s in 0..pick(start as usize + 1, 4) {
-                let a = pick(start as usize + 2 + s as usize, m + 1);
-                let b = a + pick(start as usize + 3 + s as usize, m - a + 1);
-                spans.push(Span::new(a, b));
-            }
-            pairs.push(Pair { targets: Span::new(start, end), sources: Span::new(first, spans.len() as u32) });
+            let k = start as usize;
+            let end = (start + 1 + pick(k, 7)).min(n);
+            let sources = draw(k + 3, pick(k + 1, 4), n, &mut spans);
+            ranges.push(draw(k + 5, pick(k + 2, 4), m, &mut cell_spans));
+            pairs.push(Pair { targets: Span::new(start, end), sources });
             start = end;
         }
-        let list = InteractionList { pairs: &pairs, source_spans: &spans };
-        let params = c.params::<T>().with_overlap(Overlap::Disjoint);
+        let list = LeafList {
+            particles: InteractionList { pairs: &pairs, source_spans: &spans },
+            cells: &ranges,
+            cell_spans: &cell_spans,
+        };
+        // Any overlap: a batched call's overlaps follow from its spans.
+        let params = c.params::<T>();
         let before: Vec<Field<T>> = c.before::<T>();
         let mut out = before.clone();
         e.accelerations_batch_cells(&particles, &cells, &list, &params, &mut out)
             .map_err(|err| format!("batched cell call failed: {err}"))?;
+        let eps = params.eps.to_f64();
         for (i, t) in particles.iter().enumerate() {
-            let named: Vec<Cell<T>> = pairs
-                .iter()
-                .filter(|p| p.targets.range().contains(&i))
-                .flat_map(|p| list.sources_of(p).iter().flat_map(|s| cells[s.range()].iter().copied()))
-                .collect();
-            check_target(i, t, &named, &params, &out[i], &before[i], u)?;
+            let mut truth = Exact::default();
+            let (mut seen, mut named) = (0, Vec::new());
+            for (k, p) in pairs.iter().enumerate().filter(|(_, p)| p.targets.range().contains(&i)) {
+                for s in list.particles.sources_of(p) {
+                    let q = params.with_overlap(Overlap::between(i..i + 1, s.range()));
+                    let x = exact(core::slice::from_ref(t), &particles[s.range()], &q)
+                        .map_err(|err| format!("oracle refused a valid case: {err}"))?[0];
+                    add(&mut truth, x.acc, x.phi, x.acc_bound, x.phi_bound);
+                    seen += s.len();
+                }
+                named.extend(list.cells_of(k).iter().flat_map(|s| cells[s.range()].iter().copied()));
+            }
+            let xi = t.position().map(|x| x.to_f64());
+            let (acc, phi, acc_bound, phi_bound) = cell::exact(xi, &named, params.g.to_f64(), eps * eps);
+            add(&mut truth, acc, phi, acc_bound, phi_bound);
+            let sources = seen + named.len() + CELL_EXTRA_SOURCES;
+            compare(&out[i..i + 1], &before[i..i + 1], &[truth], sources, params.potential, u)
+                .map_err(|err| format!("particle {i} (as target 0 below): {err}"))?;
         }
         Ok(())
     })
+}
+
+/// Adds a field and its error scales into `truth`.
+fn add(truth: &mut Exact, acc: [f64; 3], phi: f64, acc_bound: f64, phi_bound: f64) {
+    for (t, a) in truth.acc.iter_mut().zip(acc) {
+        *t += a;
+    }
+    truth.phi += phi;
+    truth.acc_bound += acc_bound;
+    truth.phi_bound += phi_bound;
 }
 
 /// A bad cell call: what it is, its cells and parameters, the error it must give.
@@ -135,15 +172,38 @@ pub(crate) fn cell_bad_input<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Res
         }
     }
     let pairs = [Pair { targets: Span::new(0, 3), sources: Span::new(0, 1) }];
-    let spans = [Span::new(0, 2)];
-    let list = InteractionList { pairs: &pairs, source_spans: &spans };
-    let mut out = before.clone();
-    match e.accelerations_batch_cells(&targets, &[good], &list, &params, &mut out) {
-        Err(Error::InvalidSpan { what: "source span", index: 0 }) => {}
-        other => return Err(format!("a span past the cells: got {other:?}")),
-    }
-    if out != before {
-        return Err("a span past the cells: the output changed".into());
+    let spans = [Span::new(0, 3)];
+    let particles = InteractionList { pairs: &pairs, source_spans: &spans };
+    let bad_lists: [(&str, &[Span], &[Span], Error); 3] = [
+        (
+            "a span past the cells",
+            &[Span::new(0, 1)],
+            &[Span::new(0, 2)],
+            Error::InvalidSpan { what: "cell span", index: 0 },
+        ),
+        (
+            "a pair past the cell spans",
+            &[Span::new(0, 2)],
+            &[Span::new(0, 1)],
+            Error::InvalidSpan { what: "pair cells", index: 0 },
+        ),
+        (
+            "no cell range for a pair",
+            &[],
+            &[Span::new(0, 1)],
+            Error::LengthMismatch { what: "cell ranges (one per pair)", expected: 1, found: 0 },
+        ),
+    ];
+    for (what, ranges, cell_spans, want) in bad_lists {
+        let list = LeafList { particles, cells: ranges, cell_spans };
+        let mut out = before.clone();
+        match e.accelerations_batch_cells(&targets, &[good], &list, &params, &mut out) {
+            Err(got) if got == want => {}
+            other => return Err(format!("{what}: expected {want:?}, got {other:?}")),
+        }
+        if out != before {
+            return Err(format!("{what}: the output changed"));
+        }
     }
     Ok(())
 }

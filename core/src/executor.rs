@@ -154,6 +154,72 @@ impl InteractionList<'_> {
     }
 }
 
+/// A tree walk's whole leaf work: an [`InteractionList`] over the particles, and for each
+/// of its pairs a range of cell spans (indices into a cell array, see [`crate::cell`]):
+/// each target group feels its particle spans and its far cells in one call
+/// ([`Executor::accelerations_batch_cells`]).
+///
+/// ```
+/// use nbody_core::{InteractionList, LeafList, Pair, Span};
+/// // targets 0..2 feel particles 0..4 and cells 0..3; targets 2..4 feel particles 2..4 only
+/// let spans = [Span::new(0, 4), Span::new(2, 4)];
+/// let pairs = [
+///     Pair { targets: Span::new(0, 2), sources: Span::new(0, 1) },
+///     Pair { targets: Span::new(2, 4), sources: Span::new(1, 2) },
+/// ];
+/// let (cells, cell_spans) = ([Span::new(0, 1), Span::new(1, 1)], [Span::new(0, 3)]);
+/// let list = LeafList { particles: InteractionList { pairs: &pairs, source_spans: &spans }, cells: &cells, cell_spans: &cell_spans };
+/// assert!(list.validate(4, 3).is_ok());
+/// assert_eq!((list.particles.interactions(), list.cell_interactions()), (2 * 4 + 2 * 2, 2 * 3));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct LeafList<'a> {
+    /// The pairs (target group, particle source spans) and their spans.
+    pub particles: InteractionList<'a>,
+    /// For pair `k` of `particles.pairs`, which of `cell_spans` it feels: one entry per
+    /// pair.
+    pub cells: &'a [Span],
+    /// Ranges of the cell array.
+    pub cell_spans: &'a [Span],
+}
+
+impl LeafList<'_> {
+    /// Checks the particle list against `n_particles`, one cell range per pair, each
+    /// inside `cell_spans`, and every cell span inside `n_cells` cells.
+    pub fn validate(&self, n_particles: usize, n_cells: usize) -> Result<(), Error> {
+        self.particles.validate(n_particles)?;
+        validate::length("cell ranges (one per pair)", self.particles.pairs.len(), self.cells.len())?;
+        for (index, s) in self.cell_spans.iter().enumerate() {
+            if !s.fits(n_cells) {
+                return Err(Error::InvalidSpan { what: "cell span", index });
+            }
+        }
+        for (index, c) in self.cells.iter().enumerate() {
+            if !c.fits(self.cell_spans.len()) {
+                return Err(Error::InvalidSpan { what: "pair cells", index });
+            }
+        }
+        Ok(())
+    }
+
+    /// The cell spans of pair `k` (the list must be valid).
+    pub fn cells_of(&self, k: usize) -> &[Span] {
+        &self.cell_spans[self.cells[k].range()]
+    }
+
+    /// The pairs as an [`InteractionList`] whose source spans index the cells.
+    pub fn cell_pairs(&self) -> impl Iterator<Item = Pair> + '_ {
+        self.particles.pairs.iter().zip(self.cells).map(|(p, c)| Pair { targets: p.targets, sources: *c })
+    }
+
+    /// Total particle-cell interactions the list asks for.
+    pub fn cell_interactions(&self) -> usize {
+        (0..self.cells.len())
+            .map(|k| self.particles.pairs[k].targets.len() * self.cells_of(k).iter().map(Span::len).sum::<usize>())
+            .sum()
+    }
+}
+
 /// A direct-summation executor: computes `Σ_j` of the softened kernel for each target
 /// and **adds** it into the output, so a tree code can call once per source list.
 ///
@@ -537,43 +603,51 @@ pub trait Executor<T: Real> {
         Ok(())
     }
 
-    /// The batched call with cells: each pair's targets (indices into `particles`)
-    /// receive the field of the cells its source spans name (indices into `cells`),
-    /// added into `out`: a tree walk's particle-cell list, beside its particle list
-    /// ([`Executor::accelerations_batch`]).
+    /// The batched call with cells, a tree walk's whole leaf work: each pair's targets
+    /// (indices into `particles`) receive the pull of its particle spans, as in
+    /// [`Executor::accelerations_batch`] (self terms removed from span overlaps;
+    /// `params.overlap` ignored), and the field of its cell spans (indices into `cells`),
+    /// added into `out`.
     ///
     /// The door: [`validate_batch_cells`], nothing when the list has no pair, then
     /// [`Executor::accelerations_batch_cells_unchecked`].
     ///
     /// ```
-    /// use nbody_core::{cell::Cell, Executor, Field, InteractionList, Pair, Params, Particle, Reference, Span};
+    /// use nbody_core::{cell::Cell, Executor, Field, InteractionList, LeafList, Pair, Params, Particle, Reference, Span};
     /// let particles = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(0.0, 1.0, 0.0, 1.0)];
     /// let cells = [Cell::new(4.0, 0.0, 0.0, 16.0, [0.0; 6])];
-    /// let (pairs, spans) = ([Pair { targets: Span::new(0, 1), sources: Span::new(0, 1) }], [Span::new(0, 1)]);
-    /// let list = InteractionList { pairs: &pairs, source_spans: &spans };
+    /// // Particle 0 feels both particles and the cell; particle 1 nothing.
+    /// let pairs = [Pair { targets: Span::new(0, 1), sources: Span::new(0, 1) }];
+    /// let list = LeafList {
+    ///     particles: InteractionList { pairs: &pairs, source_spans: &[Span::new(0, 2)] },
+    ///     cells: &[Span::new(0, 1)],
+    ///     cell_spans: &[Span::new(0, 1)],
+    /// };
     /// let mut out = [Field::zero(); 2];
     /// Reference.accelerations_batch_cells(&particles, &cells, &list, &Params::softened(0.0), &mut out)?;
-    /// assert_eq!((out[0].ax, out[1].ax), (1.0, 0.0)); // particle 1 is in no pair
+    /// assert_eq!((out[0].ax, out[0].ay, out[1].ax), (1.0, 1.0, 0.0));
     /// # Ok::<(), nbody_core::Error>(())
     /// ```
     fn accelerations_batch_cells(
         &mut self,
         particles: &[Particle<T>],
         cells: &[Cell<T>],
-        list: &InteractionList<'_>,
+        list: &LeafList<'_>,
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
         validate_batch_cells(particles, cells, list, params, out.len())?;
-        if list.pairs.is_empty() {
+        if list.particles.pairs.is_empty() {
             return Ok(());
         }
         // SAFETY: validated just above.
         unsafe { self.accelerations_batch_cells_unchecked(particles, cells, list, params, out) }
     }
 
-    /// The work of [`Executor::accelerations_batch_cells`]. The default runs the pairs
-    /// one cell hook call at a time; executors override it to run the list at once.
+    /// The work of [`Executor::accelerations_batch_cells`]. The default makes the
+    /// particle part one [`Executor::accelerations_batch_unchecked`] call and the cells
+    /// one [`Executor::accelerations_cells_unchecked`] call per pair and cell span;
+    /// executors override it to run the cells at once.
     ///
     /// # Safety
     ///
@@ -582,21 +656,24 @@ pub trait Executor<T: Real> {
         &mut self,
         particles: &[Particle<T>],
         cells: &[Cell<T>],
-        list: &InteractionList<'_>,
+        list: &LeafList<'_>,
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        for pair in list.pairs.iter().filter(|p| !p.targets.is_empty()) {
+        // SAFETY: the particle list, particles, parameters and output were validated.
+        unsafe { self.accelerations_batch_unchecked(particles, &list.particles, params, out)? };
+        let cell_params = params.with_overlap(Overlap::Disjoint);
+        for (k, pair) in list.particles.pairs.iter().enumerate().filter(|(_, p)| !p.targets.is_empty()) {
             let t = pair.targets.range();
-            for s in list.sources_of(pair).iter().filter(|s| !s.is_empty()) {
+            for s in list.cells_of(k).iter().filter(|s| !s.is_empty()) {
                 // SAFETY: both spans lie in their arrays (the list was validated against
-                // them) and are not empty; particles, cells, parameters and output were
-                // validated.
+                // them) and are not empty; particles, cells, parameters (the overlap made
+                // disjoint) and output were validated.
                 unsafe {
                     self.accelerations_cells_unchecked(
                         &particles[t.clone()],
                         &cells[s.range()],
-                        params,
+                        &cell_params,
                         &mut out[t.clone()],
                     )?
                 };
@@ -672,18 +749,21 @@ pub fn validate_cells<T: Real>(
     crate::cell::check(cells)
 }
 
-/// Everything a batched cell call checks: parameters (disjoint overlap), output length,
-/// particles, cells, then every pair's targets against the particles and every source
-/// span against the cells.
+/// Everything a batched cell call checks: parameters (any overlap: a batched call's
+/// overlaps follow from its spans), output length, particles, cells, then the list
+/// against both arrays.
 pub fn validate_batch_cells<T: Real>(
     particles: &[Particle<T>],
     cells: &[Cell<T>],
-    list: &InteractionList<'_>,
+    list: &LeafList<'_>,
     params: &Params<T>,
     out_len: usize,
 ) -> Result<(), Error> {
-    validate_cells(particles, cells, params, out_len)?;
-    list.validate_in(particles.len(), cells.len())
+    validate::params(params)?;
+    validate::length("output", particles.len(), out_len)?;
+    validate::particles(particles, Array::Particles)?;
+    crate::cell::check(cells)?;
+    list.validate(particles.len(), cells.len())
 }
 
 /// The cell call in plain loops (see [`Executor::accelerations_cells_unchecked`]), on

@@ -6,7 +6,7 @@
 //! reaches.
 
 use crate::cell::Cell;
-use crate::executor::{Bodies, Executor, InteractionList, Kinematics};
+use crate::executor::{Bodies, Executor, InteractionList, Kinematics, LeafList};
 use crate::neighbours::Neighbours;
 use crate::{Error, Field, Jerk, Params, Particle, Real};
 
@@ -50,14 +50,14 @@ pub enum Call<'a> {
         /// Cells.
         cells: usize,
     },
-    /// A batched list whose source spans index cells.
+    /// A leaf list: particle spans and cell spans per target group.
     BatchCells {
-        /// Particles the pairs' targets index.
+        /// Particles the pairs' targets and particle spans index.
         particles: usize,
-        /// Cells the source spans index.
+        /// Cells the cell spans index.
         cells: usize,
         /// The list.
-        list: &'a InteractionList<'a>,
+        list: &'a LeafList<'a>,
     },
 }
 
@@ -74,7 +74,8 @@ impl Call<'_> {
             | Call::Jerk { targets, sources, .. }
             | Call::Snap { targets, sources }
             | Call::Cells { targets, cells: sources } => targets * sources,
-            Call::Batch { list, .. } | Call::BatchCells { list, .. } => list.interactions(),
+            Call::Batch { list, .. } => list.interactions(),
+            Call::BatchCells { list, .. } => list.particles.interactions() + list.cell_interactions(),
         }
     }
 }
@@ -288,7 +289,7 @@ where
         &mut self,
         particles: &[Particle<T>],
         cells: &[Cell<T>],
-        list: &InteractionList<'_>,
+        list: &LeafList<'_>,
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
@@ -300,7 +301,7 @@ where
         &mut self,
         particles: &[Particle<T>],
         cells: &[Cell<T>],
-        list: &InteractionList<'_>,
+        list: &LeafList<'_>,
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {

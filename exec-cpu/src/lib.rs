@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+mod cells;
 mod dispatch;
 mod kernel;
 mod mixed;
@@ -145,6 +146,8 @@ pub trait CpuReal: Real {
     fn kernel(isa: Isa, potential: bool, masked: bool) -> dispatch::KernelFn<Self>;
     #[doc(hidden)]
     fn jerk_kernel(isa: Isa, potential: bool, masked: bool) -> dispatch::KernelFn<Self>;
+    #[doc(hidden)]
+    fn cell_kernel(isa: Isa) -> cells::CellFn<Self>;
 }
 
 impl CpuReal for f32 {
@@ -157,6 +160,9 @@ impl CpuReal for f32 {
     fn jerk_kernel(isa: Isa, potential: bool, masked: bool) -> dispatch::KernelFn<f32> {
         dispatch::f32_jerk_kernel(isa, potential, masked)
     }
+    fn cell_kernel(isa: Isa) -> cells::CellFn<f32> {
+        cells::f32_cell_kernel(isa)
+    }
 }
 
 impl CpuReal for f64 {
@@ -168,6 +174,9 @@ impl CpuReal for f64 {
     }
     fn jerk_kernel(isa: Isa, potential: bool, masked: bool) -> dispatch::KernelFn<f64> {
         dispatch::f64_jerk_kernel(isa, potential, masked)
+    }
+    fn cell_kernel(isa: Isa) -> cells::CellFn<f64> {
+        cells::f64_cell_kernel(isa)
     }
 }
 
@@ -285,6 +294,57 @@ struct BatchChunk<'a, T: Real> {
     start: usize,
     out: &'a mut [Field<T>],
     pieces: Vec<(core::ops::Range<usize>, &'a [nbody_core::Span])>,
+}
+
+/// A thread's staging for the cell kernel: targets as padded SoA, f64 sums.
+#[derive(Default)]
+struct CellScratch<T> {
+    pos: [Vec<T>; 3],
+    sums: [Vec<f64>; 4],
+}
+
+impl<T: CpuReal> CellScratch<T> {
+    /// Adds the field of every run of cells at `targets` into `out` (`G` applied, the
+    /// potential only if asked).
+    ///
+    /// # Safety
+    ///
+    /// `kernel` runs on this CPU.
+    unsafe fn run(
+        &mut self,
+        kernel: cells::CellFn<T>,
+        targets: &[Particle<T>],
+        runs: &[&[nbody_core::cell::Cell<T>]],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) {
+        if runs.is_empty() {
+            return;
+        }
+        let padded = targets.len().div_ceil(cells::PAD) * cells::PAD;
+        for (k, lane) in self.pos.iter_mut().enumerate() {
+            lane.clear();
+            lane.extend(targets.iter().map(|p| p.position()[k]));
+            lane.resize(padded, T::zero());
+        }
+        for s in self.sums.iter_mut() {
+            s.clear();
+            s.resize(padded, 0.0);
+        }
+        let [x, y, z] = &self.pos;
+        let [ax, ay, az, phi] = &mut self.sums;
+        let mut t = cells::CellTargets { pos: [x, y, z], sums: [ax, ay, az, phi] };
+        for run in runs {
+            // SAFETY: the caller's contract, and every lane is padded to whole vectors.
+            unsafe { kernel(&mut t, run, params.eps2()) };
+        }
+        let g = params.g.to_f64();
+        for (i, o) in out.iter_mut().enumerate() {
+            let f = |k: usize| T::from_f64(g * self.sums[k][i]);
+            let phi = if params.potential { o.phi + f(3) } else { o.phi };
+            *o = Field::new(o.ax + f(0), o.ay + f(1), o.az + f(2), phi);
+        }
+    }
 }
 
 /// Cuts `0..n` into `parts` runs of about equal work, where particle i costs the number
@@ -488,6 +548,73 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
                         }
                     }
                 }
+            }
+        });
+        Ok(())
+    }
+
+    /// Cells in vectors ([`cells`]), targets split over the threads.
+    unsafe fn accelerations_cells_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        cells: &[nbody_core::cell::Cell<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        let kernel = T::cell_kernel(self.isa);
+        let parts = self.threads.min(targets.len().div_ceil(256)).max(1);
+        let chunk = targets.len().div_ceil(parts);
+        let work: Vec<_> = targets.chunks(chunk).zip(out.chunks_mut(chunk)).collect();
+        run_parts(self.pool.as_ref(), work, |(t, o)| {
+            let mut staged = CellScratch::default();
+            // SAFETY: the kernel is this CPU's, and staging pads to whole vectors.
+            unsafe { staged.run(kernel, t, &[cells], params, o) };
+        });
+        Ok(())
+    }
+
+    /// The particle part as [`Executor::accelerations_batch`]; the cells with the
+    /// particle range cut into runs of equal cell work, one per thread, each owning its
+    /// outputs.
+    unsafe fn accelerations_batch_cells_unchecked(
+        &mut self,
+        particles: &[Particle<T>],
+        cells: &[nbody_core::cell::Cell<T>],
+        list: &nbody_core::LeafList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        // SAFETY: the door validated the whole leaf list, its particle part included.
+        unsafe { self.accelerations_batch_unchecked(particles, &list.particles, params, out)? };
+        let pairs: Vec<nbody_core::Pair> = list.cell_pairs().collect();
+        let cell_list = nbody_core::InteractionList { pairs: &pairs, source_spans: list.cell_spans };
+        let cuts = balanced_cuts(particles.len(), &cell_list, self.threads);
+        let mut chunks: Vec<BatchChunk<'_, T>> = Vec::with_capacity(cuts.len());
+        let mut rest = &mut *out;
+        for w in cuts.windows(2) {
+            let (head, tail) = core::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
+            rest = tail;
+            chunks.push(BatchChunk { start: w[0], out: head, pieces: Vec::new() });
+        }
+        for p in &pairs {
+            let t = p.targets.range();
+            for c in chunks.iter_mut() {
+                let (a, b) = (t.start.max(c.start), t.end.min(c.start + c.out.len()));
+                if a < b {
+                    c.pieces.push((a..b, cell_list.sources_of(p)));
+                }
+            }
+        }
+        let kernel = T::cell_kernel(self.isa);
+        run_parts(self.pool.as_ref(), chunks, |chunk| {
+            let mut staged = CellScratch::default();
+            let mut runs: Vec<&[nbody_core::cell::Cell<T>]> = Vec::new();
+            for (t, spans) in &chunk.pieces {
+                runs.clear();
+                runs.extend(spans.iter().filter(|s| !s.is_empty()).map(|s| &cells[s.range()]));
+                let out = &mut chunk.out[t.start - chunk.start..t.end - chunk.start];
+                // SAFETY: the kernel is this CPU's, and staging pads to whole vectors.
+                unsafe { staged.run(kernel, &particles[t.clone()], &runs, params, out) };
             }
         });
         Ok(())
