@@ -3,15 +3,18 @@
 //!
 //! 1. Particles are sorted along a Morton curve and an octree is built over the sorted
 //!    array: every cell is a contiguous range of it.
-//! 2. Every cell's monopole (centre of mass, mass) is appended to the array as a
-//!    pseudo-particle, so far cells are spans of one "particle".
+//! 2. Every cell gets its mass, centre of mass and (with [`Multipole::Quadrupole`], the
+//!    default) traceless quadrupole, summed up the tree in f64 by the parallel-axis rule.
 //! 3. Each target group (the largest cell of at most `group_size` particles, or a
 //!    leaf) walks the tree: a cell whose
 //!    centre of mass is farther from the group's bounding box than `side / theta` is
-//!    taken as its monopole; otherwise it is opened, down to leaves, whose particles are
+//!    accepted whole; otherwise it is opened, down to leaves, whose particles are
 //!    taken directly. The leaf's own particles are in its list: the executor subtracts
 //!    their self terms from the span overlap.
-//! 4. One `accelerations_batch` call computes every leaf's interactions.
+//! 4. One call computes every group's interactions: `accelerations_batch_cells` with
+//!    the accepted cells as [`nbody_core::cell::Cell`]s (quadrupole), or
+//!    `accelerations_batch` with each cell's monopole appended to the particles as a
+//!    pseudo-particle ([`Multipole::Monopole`]).
 //!
 //! ```
 //! use nbody::core::{Field, Params};
@@ -27,7 +30,7 @@
 //! ```
 
 use nbody_core::layout::morton;
-use nbody_core::{Error, Executor, Field, InteractionList, Pair, Params, Particle, Real, Span};
+use nbody_core::{Error, Executor, Field, InteractionList, LeafList, Pair, Params, Particle, Real, Span};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
@@ -44,6 +47,21 @@ pub struct BarnesHut {
     /// longer walks and more interactions: worth it where interactions are cheap (a
     /// GPU: 256 to 1,024), not on a CPU (equal to `leaf_size`).
     pub group_size: usize,
+    /// How an accepted cell acts on a group.
+    pub multipole: Multipole,
+}
+
+/// The expansion an accepted cell is taken as.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Multipole {
+    /// Its mass at its centre of mass: a pseudo-particle in the particle list. The
+    /// error falls as `theta²`.
+    Monopole,
+    /// Mass, centre of mass and traceless quadrupole ([`nbody_core::cell`]): a cell
+    /// source of the leaf list. The error falls as `theta³`, so a larger `theta` (fewer
+    /// interactions) reaches the same accuracy.
+    #[default]
+    Quadrupole,
 }
 
 impl BarnesHut {
@@ -52,23 +70,32 @@ impl BarnesHut {
     /// 4x more interactions than groups of 64 but a tenth of the walks, and was the
     /// fastest of the sizes tried (benches/results/h100-tree.log).
     pub const fn for_gpu(theta: f64) -> Self {
-        Self { theta, leaf_size: 128, group_size: 4096 }
+        Self { theta, leaf_size: 128, group_size: 4096, multipole: Multipole::Quadrupole }
     }
 
     /// Settings for a CPU executor: leaves and groups of 64.
     pub const fn for_cpu(theta: f64) -> Self {
-        Self { theta, leaf_size: 64, group_size: 64 }
+        Self { theta, leaf_size: 64, group_size: 64, multipole: Multipole::Quadrupole }
+    }
+
+    /// The same settings with cells taken as `multipole`.
+    pub const fn with_multipole(mut self, multipole: Multipole) -> Self {
+        self.multipole = multipole;
+        self
     }
 }
 
 /// What one force calculation did and where its time went.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TreeStats {
-    /// Pair interactions the executor computed (particles and monopoles).
+    /// Particle-particle interactions the executor computed (monopole pseudo-particles
+    /// included).
     pub interactions: usize,
+    /// Particle-cell interactions (quadrupole cells).
+    pub cell_interactions: usize,
     /// Leaf groups (pairs of the interaction list).
     pub groups: usize,
-    /// Source spans in the list (particle ranges and runs of monopoles).
+    /// Source spans in the list (particle ranges, runs of monopoles or of cells).
     pub spans: usize,
     /// Sorting and building the tree.
     pub build: Duration,
@@ -87,11 +114,24 @@ struct Cell {
     children: u32,
     com: [f64; 3],
     mass: f64,
+    /// Traceless quadrupole about `com`: xx, xy, xz, yy, yz, zz.
+    quad: [f64; 6],
     side: f64,
 }
 
+/// The index pairs of the quadrupole's lanes, in their order.
+const PAIRS: [(usize, usize); 6] = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)];
+
+/// Adds `m (3 s_a s_b − |s|² δ_ab)` into `q`: a point mass at offset `s`.
+fn add_quadrupole(q: &mut [f64; 6], m: f64, s: [f64; 3]) {
+    let s2 = s[0] * s[0] + s[1] * s[1] + s[2] * s[2];
+    for (qk, &(a, b)) in q.iter_mut().zip(&PAIRS) {
+        *qk += m * (3.0 * s[a] * s[b] - if a == b { s2 } else { 0.0 });
+    }
+}
+
 struct Tree<T: Real> {
-    /// Particles in Morton order, then one monopole per cell.
+    /// Particles in Morton order (then, for monopoles, one pseudo-particle per cell).
     all: Vec<Particle<T>>,
     /// `order[k]` is the original index of sorted particle k.
     order: Vec<u32>,
@@ -130,20 +170,33 @@ impl<T: Real> Tree<T> {
             children: 0,
             com: [0.0; 3],
             mass: 0.0,
+            quad: [0.0; 6],
             side,
         });
         tree.split(0, 0, leaf_size);
-        for c in 0..tree.cells.len() {
-            let cell = tree.cells[c];
-            let m = cell.mass.max(0.0);
-            tree.all.push(Particle::new(
-                T::from_f64(cell.com[0]),
-                T::from_f64(cell.com[1]),
-                T::from_f64(cell.com[2]),
-                T::from_f64(m),
-            ));
-        }
         tree
+    }
+
+    /// Appends every cell's monopole to the particles (index `n + cell`).
+    fn append_monopoles(&mut self) {
+        let t = T::from_f64;
+        let monopoles: Vec<Particle<T>> = self
+            .cells
+            .iter()
+            .map(|c| Particle::new(t(c.com[0]), t(c.com[1]), t(c.com[2]), t(c.mass.max(0.0))))
+            .collect();
+        self.all.extend(monopoles);
+    }
+
+    /// Every cell as a source of the cell kernel.
+    fn sources(&self) -> Vec<nbody_core::cell::Cell<T>> {
+        let t = T::from_f64;
+        self.cells
+            .par_iter()
+            .map(|c| {
+                nbody_core::cell::Cell::new(t(c.com[0]), t(c.com[1]), t(c.com[2]), t(c.mass.max(0.0)), c.quad.map(t))
+            })
+            .collect()
     }
 
     /// Splits cell `c` (at depth `level`) into its non-empty octants, recursively, and
@@ -164,6 +217,7 @@ impl<T: Real> Tree<T> {
                     children: 0,
                     com: [0.0; 3],
                     mass: 0.0,
+                    quad: [0.0; 6],
                     side: cell.side / 2.0,
                 });
                 a = b;
@@ -194,8 +248,23 @@ impl<T: Real> Tree<T> {
                 }
             }
         }
-        self.cells[c].mass = m;
-        self.cells[c].com = if m > 0.0 { s.map(|x| x / m) } else { self.bbox_centre(cell.start, cell.end) };
+        let com = if m > 0.0 { s.map(|x| x / m) } else { self.bbox_centre(cell.start, cell.end) };
+        // The quadrupole about `com`: of the leaf's particles, or the children's moved
+        // there (parallel axis: each child's own plus its mass at its offset).
+        let mut q = [0.0; 6];
+        let offset = |x: [f64; 3]| core::array::from_fn(|k| x[k] - com[k]);
+        if self.cells[c].children == 0 {
+            for p in &self.all[cell.start as usize..cell.end as usize] {
+                add_quadrupole(&mut q, p.m.to_f64(), offset(p.position().map(|x| x.to_f64())));
+            }
+        } else {
+            let first = self.cells[c].first_child as usize;
+            for child in &self.cells[first..first + self.cells[c].children as usize] {
+                add_quadrupole(&mut q, child.mass, offset(child.com));
+                q.iter_mut().zip(child.quad).for_each(|(a, b)| *a += b);
+            }
+        }
+        (self.cells[c].mass, self.cells[c].com, self.cells[c].quad) = (m, com, q);
     }
 
     fn bbox(&self, start: u32, end: u32) -> ([f64; 3], [f64; 3]) {
@@ -214,14 +283,15 @@ impl<T: Real> Tree<T> {
         core::array::from_fn(|k| 0.5 * (lo[k] + hi[k]))
     }
 
-    /// The source spans of leaf `leaf`: particle ranges of nearby leaves and monopoles
-    /// (index `n + cell`) of accepted cells, adjacent ranges merged.
-    fn walk(&self, leaf: &Cell, theta: f64, n: usize) -> Vec<Span> {
+    /// The source spans of group `leaf`: particle ranges of nearby leaves, and accepted
+    /// cells (cell indices, or with `monopoles` the pseudo-particles `n + cell` in the
+    /// particle spans), adjacent ranges merged.
+    fn walk(&self, leaf: &Cell, theta: f64, n: usize, monopoles: bool) -> (Vec<Span>, Vec<Span>) {
         let (lo, hi) = self.bbox(leaf.start, leaf.end);
-        let mut spans: Vec<Span> = Vec::new();
-        let mut push = |s: Span| match spans.last_mut() {
+        let (mut spans, mut cells): (Vec<Span>, Vec<Span>) = (Vec::new(), Vec::new());
+        let push = |list: &mut Vec<Span>, s: Span| match list.last_mut() {
             Some(last) if last.end == s.start => last.end = s.end,
-            _ => spans.push(s),
+            _ => list.push(s),
         };
         let mut stack = vec![0u32];
         while let Some(c) = stack.pop() {
@@ -229,16 +299,41 @@ impl<T: Real> Tree<T> {
             // Distance from the centre of mass to the group's bounding box.
             let d2: f64 = (0..3).map(|k| (lo[k] - cell.com[k]).max(cell.com[k] - hi[k]).max(0.0).powi(2)).sum();
             if cell.side * cell.side < theta * theta * d2 {
-                push(Span::new((n + c as usize) as u32, (n + c as usize + 1) as u32));
+                if monopoles {
+                    push(&mut spans, Span::new((n + c as usize) as u32, (n + c as usize + 1) as u32));
+                } else {
+                    push(&mut cells, Span::new(c, c + 1));
+                }
             } else if cell.children == 0 {
-                push(Span::new(cell.start, cell.end));
+                push(&mut spans, Span::new(cell.start, cell.end));
             } else {
                 // Reversed, so the children come off the stack in order and spans merge.
                 stack.extend((cell.first_child..cell.first_child + cell.children).rev());
             }
         }
-        spans
+        (spans, cells)
     }
+}
+
+/// Concatenates per-group span lists in parallel (a million-particle walk emits tens of
+/// millions of spans); returns them with each group's range of them.
+fn concatenate(lists: &[&Vec<Span>]) -> (Vec<Span>, Vec<Span>) {
+    let mut ranges = Vec::with_capacity(lists.len());
+    let mut total = 0u32;
+    for list in lists {
+        ranges.push(Span::new(total, total + list.len() as u32));
+        total += list.len() as u32;
+    }
+    let mut spans = vec![Span::new(0, 0); total as usize];
+    let mut pieces = Vec::with_capacity(lists.len());
+    let mut rest = spans.as_mut_slice();
+    for list in lists {
+        let (head, tail) = core::mem::take(&mut rest).split_at_mut(list.len());
+        pieces.push(head);
+        rest = tail;
+    }
+    pieces.into_par_iter().zip(lists.par_iter()).for_each(|(dst, src)| dst.copy_from_slice(src));
+    (spans, ranges)
 }
 
 impl BarnesHut {
@@ -261,7 +356,14 @@ impl BarnesHut {
             return Ok(TreeStats::default());
         }
         let clock = Instant::now();
-        let tree = Tree::build(particles, self.leaf_size.max(1));
+        let monopoles = self.multipole == Multipole::Monopole;
+        let mut tree = Tree::build(particles, self.leaf_size.max(1));
+        let cells = if monopoles {
+            tree.append_monopoles();
+            Vec::new()
+        } else {
+            tree.sources()
+        };
         let build = clock.elapsed();
         let clock = Instant::now();
         let n = particles.len();
@@ -276,29 +378,28 @@ impl BarnesHut {
                 stack.extend((cell.first_child as usize..(cell.first_child + cell.children) as usize).rev());
             }
         }
-        let lists: Vec<Vec<Span>> = leaves.par_iter().map(|leaf| tree.walk(leaf, self.theta, n)).collect();
-        // Concatenated in parallel: a million-particle list holds tens of millions of spans.
-        let mut pairs = Vec::with_capacity(leaves.len());
-        let mut total = 0u32;
-        for (leaf, list) in leaves.iter().zip(&lists) {
-            let first = total;
-            total += list.len() as u32;
-            pairs.push(Pair { targets: Span::new(leaf.start, leaf.end), sources: Span::new(first, total) });
-        }
-        let mut spans = vec![Span::new(0, 0); total as usize];
-        let mut pieces = Vec::with_capacity(lists.len());
-        let mut rest = spans.as_mut_slice();
-        for list in &lists {
-            let (head, tail) = core::mem::take(&mut rest).split_at_mut(list.len());
-            pieces.push(head);
-            rest = tail;
-        }
-        pieces.into_par_iter().zip(lists.par_iter()).for_each(|(dst, src)| dst.copy_from_slice(src));
-        let list = InteractionList { pairs: &pairs, source_spans: &spans };
+        let lists: Vec<(Vec<Span>, Vec<Span>)> =
+            leaves.par_iter().map(|leaf| tree.walk(leaf, self.theta, n, monopoles)).collect();
+        let (spans, ranges) = concatenate(&lists.iter().map(|l| &l.0).collect::<Vec<_>>());
+        let (cell_spans, cell_ranges) = concatenate(&lists.iter().map(|l| &l.1).collect::<Vec<_>>());
+        let pairs: Vec<Pair> = leaves
+            .iter()
+            .zip(&ranges)
+            .map(|(leaf, r)| Pair { targets: Span::new(leaf.start, leaf.end), sources: *r })
+            .collect();
+        let list = LeafList {
+            particles: InteractionList { pairs: &pairs, source_spans: &spans },
+            cells: &cell_ranges,
+            cell_spans: &cell_spans,
+        };
         let walk = clock.elapsed();
         let clock = Instant::now();
         let mut sorted_out = vec![Field::zero(); tree.all.len()];
-        exec.accelerations_batch(&tree.all, &list, params, &mut sorted_out)?;
+        if monopoles {
+            exec.accelerations_batch(&tree.all, &list.particles, params, &mut sorted_out)?;
+        } else {
+            exec.accelerations_batch_cells(&tree.all, &cells, &list, params, &mut sorted_out)?;
+        }
         let kernel = clock.elapsed();
         // Back to the caller's order, in parallel through the inverse permutation.
         let mut rank = vec![0u32; n];
@@ -311,9 +412,10 @@ impl BarnesHut {
             *o = Field::new(o.ax + f.ax, o.ay + f.ay, o.az + f.az, phi);
         });
         Ok(TreeStats {
-            interactions: list.interactions(),
+            interactions: list.particles.interactions(),
+            cell_interactions: list.cell_interactions(),
             groups: pairs.len(),
-            spans: spans.len(),
+            spans: spans.len() + cell_spans.len(),
             build,
             walk,
             kernel,

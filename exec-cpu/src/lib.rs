@@ -297,10 +297,18 @@ struct BatchChunk<'a, T: Real> {
 }
 
 /// A thread's staging for the cell kernel: targets as padded SoA, f64 sums.
-#[derive(Default)]
-struct CellScratch<T> {
+struct CellScratch<T: Real> {
     pos: [Vec<T>; 3],
     sums: [Vec<f64>; 4],
+    /// A piece's cells gathered into one run: a tree list's spans are mostly single
+    /// cells, and each kernel call pays for loading the targets and storing the sums.
+    cells: Vec<nbody_core::cell::Cell<T>>,
+}
+
+impl<T: Real> Default for CellScratch<T> {
+    fn default() -> Self {
+        Self { pos: Default::default(), sums: Default::default(), cells: Vec::new() }
+    }
 }
 
 impl<T: CpuReal> CellScratch<T> {
@@ -334,10 +342,15 @@ impl<T: CpuReal> CellScratch<T> {
         let [x, y, z] = &self.pos;
         let [ax, ay, az, phi] = &mut self.sums;
         let mut t = cells::CellTargets { pos: [x, y, z], sums: [ax, ay, az, phi] };
-        for run in runs {
-            // SAFETY: the caller's contract, and every lane is padded to whole vectors.
-            unsafe { kernel(&mut t, run, params.eps2()) };
-        }
+        let gathered = if runs.len() == 1 {
+            runs[0]
+        } else {
+            self.cells.clear();
+            runs.iter().for_each(|r| self.cells.extend_from_slice(r));
+            &self.cells
+        };
+        // SAFETY: the caller's contract, and every lane is padded to whole vectors.
+        unsafe { kernel(&mut t, gathered, params.eps2()) };
         let g = params.g.to_f64();
         for (i, o) in out.iter_mut().enumerate() {
             let f = |k: usize| T::from_f64(g * self.sums[k][i]);
