@@ -21,6 +21,11 @@ struct Item {
 struct Span {
     u32 start, end;
 };
+// A far cell (nbody_core::cell::Cell): centre of mass, mass, traceless quadrupole
+// (xx, xy, xz, yy, yz, zz), two lanes of padding: 12 lanes, aligned like four.
+template <typename T> struct __align__(4 * sizeof(T)) CellRec {
+    T x, y, z, m, q[6], pad[2];
+};
 
 // What a jerk launch writes besides out and jerk (see tiled_jerk in gravity.cu).
 // Neighbours: per target the nearest source (unsoftened r^2, index; none: r^2 = +inf,
@@ -87,6 +92,18 @@ struct Span {
     F(const Span *, spans)                                                                                             \
     F(const u32 *, offset)                                                                                             \
     F(const u32 *, self_count)                                                                                         \
+    F(typename V4<T>::type *, out)                                                                                     \
+    F(T, eps2)                                                                                                         \
+    F(T, g)                                                                                                            \
+    F(int, n)
+
+// nbody_cells_*: items index spans, spans index cells, out has one entry per particle.
+#define CELL_ARGS_FIELDS(F)                                                                                            \
+    F(const typename V4<T>::type *, particles)                                                                         \
+    F(const CellRec<T> *, cells)                                                                                       \
+    F(const Item *, items)                                                                                             \
+    F(const Span *, spans)                                                                                             \
+    F(const u32 *, offset)                                                                                             \
     F(typename V4<T>::type *, out)                                                                                     \
     F(T, eps2)                                                                                                         \
     F(T, g)                                                                                                            \
@@ -179,6 +196,7 @@ template <typename T> struct JerkExtra { JERK_EXTRA_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct TiledArgs { TILED_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct JerkArgs { JERK_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct BatchArgs { BATCH_ARGS_FIELDS(NBODY_ARGS_FIELD) };
+template <typename T> struct CellArgs { CELL_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct StepArgs { STEP_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct ProjectArgs { PROJECT_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct HermiteArgs { HERMITE_ARGS_FIELDS(NBODY_ARGS_FIELD) };
@@ -200,6 +218,8 @@ struct ListsArgs {
     P(JerkArgs<double>, JERK_ARGS_FIELDS)                                                                              \
     P(BatchArgs<float>, BATCH_ARGS_FIELDS)                                                                             \
     P(BatchArgs<double>, BATCH_ARGS_FIELDS)                                                                            \
+    P(CellArgs<float>, CELL_ARGS_FIELDS)                                                                               \
+    P(CellArgs<double>, CELL_ARGS_FIELDS)                                                                              \
     P(StepArgs<float>, STEP_ARGS_FIELDS)                                                                               \
     P(StepArgs<double>, STEP_ARGS_FIELDS)                                                                              \
     P(ProjectArgs<float>, PROJECT_ARGS_FIELDS)                                                                         \

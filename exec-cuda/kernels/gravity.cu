@@ -726,6 +726,94 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
     }
 }
 
+// A far cell as the cell kernel reads it, in the arithmetic precision C: centre (in the
+// block's frame for mixed precision: a far cell needs no low parts), mass, quadrupole.
+template <typename C> struct CellC {
+    C x, y, z, m, q[6];
+};
+
+// One particle-cell interaction (nbody_core::cell::cell): with d = x_i - c, r^2 = |d|^2
+// + eps^2, phi -= M/r + dQd/(2 r^5), a += Q d / r^5 - (M/r^3 + 5/2 dQd/r^7) d. A target
+// at an unsoftened cell's centre feels nothing (masked, as in the pair kernel).
+template <typename C, bool POT>
+__device__ __forceinline__ void cell_interact(const typename V4<C>::type &t, const CellC<C> &c, C eps2, C &ax, C &ay,
+                                              C &az, C &phi) {
+    const C dx = t.x - c.x, dy = t.y - c.y, dz = t.z - c.z;
+    const C r2 = fma(dz, dz, fma(dy, dy, fma(dx, dx, eps2)));
+    C rinv = rsqrt_fast(r2);
+    rinv = r2 >= min_normal<C>() ? rinv : C(0);
+    const C rinv2 = rinv * rinv;
+    const C qdx = fma(c.q[0], dx, fma(c.q[1], dy, c.q[2] * dz));
+    const C qdy = fma(c.q[1], dx, fma(c.q[3], dy, c.q[4] * dz));
+    const C qdz = fma(c.q[2], dx, fma(c.q[4], dy, c.q[5] * dz));
+    const C dqd = fma(dx, qdx, fma(dy, qdy, dz * qdz));
+    const C m_rinv = c.m * rinv;
+    const C rinv5 = rinv2 * rinv2 * rinv;
+    const C quad_phi = C(0.5) * dqd * rinv5;
+    const C radial = rinv2 * fma(C(5), quad_phi, m_rinv);
+    ax = fma(-radial, dx, fma(qdx, rinv5, ax));
+    ay = fma(-radial, dy, fma(qdy, rinv5, ay));
+    az = fma(-radial, dz, fma(qdz, rinv5, az));
+    if (POT) phi -= m_rinv + quad_phi;
+}
+
+// The batched cell kernel: the batched kernel's work items (32 targets x 4 slices, an
+// item's spans read as one concatenated list of at most a chunk), over cells: each
+// thread stages one cell of a tile of 128 in shared memory, each slice of a target
+// takes every fourth. Mixed precision: targets and cell centres in the block's frame,
+// their float parts only (a cell is far: the rounding of its offset is relative to the
+// distance).
+template <typename T, typename C, bool POT>
+__device__ __forceinline__ void batched_cells(const typename V4<T>::type *__restrict__ particles,
+                                              const CellRec<T> *__restrict__ cells, const Item *__restrict__ items,
+                                              const Span *__restrict__ spans, const u32 *__restrict__ offset,
+                                              typename V4<T>::type *__restrict__ out, T eps2_, T g) {
+    const C eps2 = (C)eps2_;
+    const int B = 128, TP = 4;
+    __shared__ CellC<C> tile[B];
+    const Item item = items[blockIdx.x];
+    const int slice = threadIdx.x % TP;
+    const int i = item.t0 + threadIdx.x / TP;
+    const bool active = i < (int)item.t1;
+    const Frame<T, C> frame = block_frame<T, C>(particles, item.t0, item.t1 - item.t0, item.t1);
+    const typename V4<C>::type p = high(frame.apply(active ? particles[i] : zero4<T>())).p;
+    C ax = 0, ay = 0, az = 0, phi = 0;
+    const u32 last = item.span_last - 1;
+    const u32 total = offset[last] + (spans[last].end - spans[last].start);
+    for (u32 base = 0; base < total; base += B) {
+        const u32 flat = base + threadIdx.x;
+        // Padding: a massless cell without moments adds exactly nothing.
+        CellC<C> c = {0, 0, 0, 0, {0, 0, 0, 0, 0, 0}};
+        if (flat < total) {
+            u32 lo = item.span_first, hi = last;
+            while (lo < hi) {
+                const u32 mid = (lo + hi + 1) / 2;
+                if (offset[mid] <= flat) lo = mid; else hi = mid - 1;
+            }
+            const CellRec<T> r = cells[spans[lo].start + (flat - offset[lo])];
+            typename V4<T>::type centre;
+            centre.x = r.x; centre.y = r.y; centre.z = r.z; centre.w = r.m;
+            const typename V4<C>::type f = high(frame.apply(centre)).p;
+            c.x = f.x; c.y = f.y; c.z = f.z; c.m = f.w;
+#pragma unroll
+            for (int k = 0; k < 6; ++k) c.q[k] = (C)r.q[k];
+        }
+        __syncthreads();
+        tile[threadIdx.x] = c;
+        __syncthreads();
+#pragma unroll 8
+        for (int j = slice; j < B; j += TP) cell_interact<C, POT>(p, tile[j], eps2, ax, ay, az, phi);
+    }
+    T sx = lane_sum<TP>((T)ax), sy = lane_sum<TP>((T)ay), sz = lane_sum<TP>((T)az), sphi = 0;
+    if (POT) sphi = lane_sum<TP>((T)phi);
+    if (active && slice == 0) {
+        atomicAdd(&out[i].x, g * sx);
+        atomicAdd(&out[i].y, g * sy);
+        atomicAdd(&out[i].z, g * sz);
+        if (POT) atomicAdd(&out[i].w, g * sphi);
+    }
+}
+
 // The warp-shuffle variant, for comparison with the shared-memory tiles: no shared
 // memory for sources and no barriers; each lane of a warp loads one source of the warp's
 // next 32 (issued before the current 32 are computed) and __shfl_sync broadcasts them one
@@ -901,10 +989,16 @@ SHUFFLE_ALL(double, float, mixed)
         batched<T, C, POT, MASKED>(a.particles, a.items, a.spans, a.offset, a.out, a.eps2, a.g);                          \
     }
 
+#define CELLS(T, C, NAME, POT)                                                                                         \
+    extern "C" __global__ void __launch_bounds__(128) nbody_cells_##NAME##_p##POT(const CellArgs<T> a) {              \
+        batched_cells<T, C, POT>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.eps2, a.g);                 \
+    }
+
 #define PER_PRECISION(T, C, NAME)                                                                                       \
     JERK(T, C, NAME, 0, 0, 0) JERK(T, C, NAME, 0, 1, 0) JERK(T, C, NAME, 1, 0, 0) JERK(T, C, NAME, 1, 1, 0)                        \
     JERK(T, C, NAME, 0, 0, 1) JERK(T, C, NAME, 0, 1, 1) JERK(T, C, NAME, 1, 0, 1) JERK(T, C, NAME, 1, 1, 1)                        \
-    BATCH(T, C, NAME, 0, 0) BATCH(T, C, NAME, 0, 1) BATCH(T, C, NAME, 1, 0) BATCH(T, C, NAME, 1, 1)
+    BATCH(T, C, NAME, 0, 0) BATCH(T, C, NAME, 0, 1) BATCH(T, C, NAME, 1, 0) BATCH(T, C, NAME, 1, 1)                   \
+    CELLS(T, C, NAME, 0) CELLS(T, C, NAME, 1)
 
 PER_PRECISION(float, float, f32)
 PER_PRECISION(double, double, f64)

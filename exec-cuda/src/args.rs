@@ -151,6 +151,21 @@ kernel_args! {
 }
 
 kernel_args! {
+    /// The batched cell kernel.
+    struct CellArgs<T> as "CellArgs" {
+        particles: Ptr = "const typename V4<T>::type *",
+        cells: Ptr = "const CellRec<T> *",
+        items: Ptr = "const Item *",
+        spans: Ptr = "const Span *",
+        offset: Ptr = "const u32 *",
+        out: Ptr = "typename V4<T>::type *",
+        eps2: T = "T",
+        g: T = "T",
+        n: i32 = "int",
+    }
+}
+
+kernel_args! {
     /// Kick (`a` velocities, `b` accelerations) and drift (`a` positions, `b` velocities).
     struct StepArgs<T> as "StepArgs" {
         a: Ptr = "typename V4<T>::type *",
@@ -352,6 +367,8 @@ pub(crate) fn probed() -> Vec<(&'static str, usize, Vec<FieldLayout>)> {
         one::<JerkArgs<f64>>("JerkArgs<double>"),
         one::<BatchArgs<f32>>("BatchArgs<float>"),
         one::<BatchArgs<f64>>("BatchArgs<double>"),
+        one::<CellArgs<f32>>("CellArgs<float>"),
+        one::<CellArgs<f64>>("CellArgs<double>"),
         one::<StepArgs<f32>>("StepArgs<float>"),
         one::<StepArgs<f64>>("StepArgs<double>"),
         one::<ProjectArgs>("ProjectArgs<float>"),
@@ -522,6 +539,8 @@ mod tests {
         check::<JerkArgs<f64>>(8);
         check::<BatchArgs<f32>>(4);
         check::<BatchArgs<f64>>(8);
+        check::<CellArgs<f32>>(4);
+        check::<CellArgs<f64>>(8);
         check::<StepArgs<f32>>(4);
         check::<StepArgs<f64>>(8);
         check::<ProjectArgs>(4);

@@ -1,6 +1,6 @@
 //! Turns an interaction list into equal-sized work items for one batched launch.
 
-use crate::args::BatchArgs;
+use crate::args::{BatchArgs, CellArgs};
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, ptr, upload_padded};
 use crate::{DeviceFields, DeviceParticles, DeviceReal};
@@ -195,6 +195,35 @@ impl crate::CudaExecutor {
             };
         }
         Ok(())
+    }
+
+    /// The batched cell kernel over `n_items` items of a list whose spans index `cells`.
+    pub(crate) fn launch_cells<T: DeviceReal>(
+        &self,
+        b: &Buffers,
+        cells: DevicePointer<u8>,
+        n_items: usize,
+        n: usize,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        let (tag, (eps2, _), g) = (self.family::<T>(), self.kernel_eps2(params), params.g);
+        let args = CellArgs {
+            particles: b.particles,
+            cells,
+            items: b.items,
+            spans: b.spans,
+            offset: b.offsets,
+            out: b.out,
+            eps2,
+            g,
+            n: count(n)?,
+        };
+        // SAFETY: items index spans, spans index cells (validated), out has one entry
+        // per particle.
+        unsafe {
+            let kernel = Kernel::Cells { tag, potential: params.potential };
+            self.launch(kernel, n_items as u32, BLOCK, args, "launching the cell kernel")
+        }
     }
 
     /// Expands and uploads an interaction list over `n` particles, for

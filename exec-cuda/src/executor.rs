@@ -3,9 +3,12 @@
 
 use crate::memory::{ptr, upload_padded};
 use crate::{batch, pipeline, CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, OUT, SELF_COUNTS, SOURCES, TARGETS};
+use crate::{CELLS, CELL_ITEMS, CELL_OFFSETS, CELL_SPANS};
+use nbody_core::cell::Cell;
 use nbody_core::projection::Projection;
 use nbody_core::Executor;
 use nbody_core::{validate, Array, Bodies, Error, Field, InteractionList, Jerk, Params, Particle};
+use nbody_core::{LeafList, Pair, Span};
 
 impl<T: DeviceReal> Executor<T> for CudaExecutor {
     fn name(&self) -> &'static str {
@@ -75,9 +78,58 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
+        let none = InteractionList { pairs: &[], source_spans: &[] };
+        self.run_leaves(particles, list, &[], &none, params, out)
+    }
+
+    /// One launch of the batched cell kernel over one pair: every target, every cell.
+    unsafe fn accelerations_cells_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        cells: &[Cell<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        let none = InteractionList { pairs: &[], source_spans: &[] };
+        let pairs = [Pair { targets: Span::new(0, targets.len() as u32), sources: Span::new(0, 1) }];
+        let spans = [Span::new(0, cells.len() as u32)];
+        let list = InteractionList { pairs: &pairs, source_spans: &spans };
+        self.run_leaves(targets, &none, cells, &list, params, out)
+    }
+
+    /// The particle part and the cells in two launches on one upload of the particles
+    /// and one download of the output.
+    unsafe fn accelerations_batch_cells_unchecked(
+        &mut self,
+        particles: &[Particle<T>],
+        cells: &[Cell<T>],
+        list: &LeafList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        let pairs: Vec<Pair> = list.cell_pairs().collect();
+        let cell_list = InteractionList { pairs: &pairs, source_spans: list.cell_spans };
+        self.run_leaves(particles, &list.particles, cells, &cell_list, params, out)
+    }
+}
+
+impl CudaExecutor {
+    /// A particle list over `particles` and a list whose spans index `cells`, each
+    /// expanded into work items and launched if it has any: the particles go up once,
+    /// the output comes down once.
+    fn run_leaves<T: DeviceReal>(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        cells: &[Cell<T>],
+        cell_list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
         self.check_mixed_extent::<T>(particles, &[])?;
-        let ex = batch::expand(list, particles.len());
-        if ex.items.is_empty() {
+        let n = particles.len();
+        let (ex, cx) = rayon::join(|| batch::expand(list, n), || batch::expand(cell_list, n));
+        if ex.items.is_empty() && cx.items.is_empty() {
             return Ok(());
         }
         self.guarded(|me| {
@@ -87,20 +139,37 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
             };
             up(me, SOURCES, bytemuck::cast_slice(particles))?;
             up(me, OUT, bytemuck::cast_slice(out))?;
-            up(me, EXTRA_A, bytemuck::cast_slice(&ex.items))?;
-            up(me, EXTRA_B, bytemuck::cast_slice(&ex.spans))?;
-            up(me, EXTRA_C, bytemuck::cast_slice(&ex.offsets))?;
-            up(me, SELF_COUNTS, bytemuck::cast_slice(&ex.self_counts))?;
-            let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
-            let bufs = batch::Buffers {
-                particles: b(SOURCES)?,
-                items: b(EXTRA_A)?,
-                spans: b(EXTRA_B)?,
-                offsets: b(EXTRA_C)?,
-                self_counts: b(SELF_COUNTS)?,
-                out: b(OUT)?,
-            };
-            me.launch_batch(&bufs, ex.items.len(), particles.len(), params)?;
+            let b = |me: &Self, k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
+            if !ex.items.is_empty() {
+                up(me, EXTRA_A, bytemuck::cast_slice(&ex.items))?;
+                up(me, EXTRA_B, bytemuck::cast_slice(&ex.spans))?;
+                up(me, EXTRA_C, bytemuck::cast_slice(&ex.offsets))?;
+                up(me, SELF_COUNTS, bytemuck::cast_slice(&ex.self_counts))?;
+                let bufs = batch::Buffers {
+                    particles: b(me, SOURCES)?,
+                    items: b(me, EXTRA_A)?,
+                    spans: b(me, EXTRA_B)?,
+                    offsets: b(me, EXTRA_C)?,
+                    self_counts: b(me, SELF_COUNTS)?,
+                    out: b(me, OUT)?,
+                };
+                me.launch_batch(&bufs, ex.items.len(), n, params)?;
+            }
+            if !cx.items.is_empty() {
+                up(me, CELLS, bytemuck::cast_slice(cells))?;
+                up(me, CELL_ITEMS, bytemuck::cast_slice(&cx.items))?;
+                up(me, CELL_SPANS, bytemuck::cast_slice(&cx.spans))?;
+                up(me, CELL_OFFSETS, bytemuck::cast_slice(&cx.offsets))?;
+                let bufs = batch::Buffers {
+                    particles: b(me, SOURCES)?,
+                    items: b(me, CELL_ITEMS)?,
+                    spans: b(me, CELL_SPANS)?,
+                    offsets: b(me, CELL_OFFSETS)?,
+                    self_counts: crate::args::null(),
+                    out: b(me, OUT)?,
+                };
+                me.launch_cells(&bufs, b(me, CELLS)?, cx.items.len(), n, params)?;
+            }
             me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))
         })
     }

@@ -58,6 +58,8 @@ pub(crate) enum Kernel {
     Batch { tag: Family, potential: bool, masked: bool },
     /// Removes the self terms a batched launch counted.
     SelfPotential { tag: Family },
+    /// The batched cell kernel (far cells with a quadrupole as sources).
+    Cells { tag: Family, potential: bool },
     /// Density map deposit.
     Project { tag: Family },
     /// `v += a h` on resident particles.
@@ -110,6 +112,7 @@ impl Kernel {
             }
             Kernel::Batch { tag, potential, masked } => format!("nbody_batch_{tag}_p{}_m{}", b(potential), b(masked)),
             Kernel::SelfPotential { tag } => format!("nbody_self_potential_{tag}"),
+            Kernel::Cells { tag, potential } => format!("nbody_cells_{tag}_p{}", b(potential)),
             Kernel::Project { tag } => format!("nbody_project_{tag}"),
             Kernel::Kick { tag } => format!("nbody_kick_{tag}"),
             Kernel::Drift { tag } => format!("nbody_drift_{tag}"),
@@ -138,6 +141,7 @@ impl Kernel {
         match self {
             Kernel::Tiled { .. } | Kernel::TiledReduce { .. } | Kernel::Shuffle { .. } => "TiledArgs",
             Kernel::Batch { .. } | Kernel::SelfPotential { .. } => "BatchArgs",
+            Kernel::Cells { .. } => "CellArgs",
             Kernel::Project { .. } => "ProjectArgs",
             Kernel::Kick { .. } | Kernel::Drift { .. } => "StepArgs",
             Kernel::Jerk { .. } | Kernel::JerkReduce { .. } => "JerkArgs",
@@ -163,6 +167,7 @@ impl Kernel {
             Kernel::Shuffle { tag: F64, targets_per_thread: 2, potential, masked },
             Kernel::Batch { tag: Mixed, potential, masked },
             Kernel::SelfPotential { tag: F32 },
+            Kernel::Cells { tag: Mixed, potential },
             Kernel::Project { tag: F64 },
             Kernel::Kick { tag: F32 },
             Kernel::Drift { tag: F64 },

@@ -123,6 +123,12 @@ const EXTRA_A: usize = 3;
 const EXTRA_B: usize = 4;
 const EXTRA_C: usize = 5;
 const SELF_COUNTS: usize = 6;
+/// A cell call's cells and its expanded cell list: the jerk launch's partial-sum slots
+/// (7 to 10, never used by the same call).
+const CELLS: usize = 7;
+const CELL_ITEMS: usize = 8;
+const CELL_SPANS: usize = 9;
+const CELL_OFFSETS: usize = 10;
 
 impl CudaExecutor {
     /// Forces the jerk kernel's targets per thread (1 or 2; `None`: the executor's

@@ -18,7 +18,8 @@ use nbody_core::neighbours::{Neighbours, Within};
 use nbody_core::projection::Projection;
 use nbody_core::resident::{Owner, Resident};
 use nbody_core::{
-    validate, Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Velocity,
+    validate, Array, Bodies, Error, Executor, Field, InteractionList, Jerk, LeafList, Overlap, Pair, Params, Particle,
+    Span, Velocity,
 };
 use std::ops::Range;
 
@@ -461,32 +462,84 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
+        let no_cells = vec![Span::new(0, 0); list.pairs.len()];
+        let leaves = LeafList { particles: *list, cells: &no_cells, cell_spans: &[] };
+        // SAFETY: the same contract (a list with no cells is valid against no cells).
+        unsafe { self.accelerations_batch_cells_unchecked(particles, &[], &leaves, params, out) }
+    }
+
+    /// One device: its own call. Several: each cell call on the device a share of the
+    /// targets, as in the plain calls.
+    unsafe fn accelerations_cells_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        cells: &[nbody_core::cell::Cell<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
         if self.lanes.len() == 1 {
             let ordinal = self.lanes[0].ordinal;
             // SAFETY: the same call, the same contract.
-            let r = unsafe { self.lanes[0].exec.accelerations_batch_unchecked(particles, list, params, out) };
+            let r = unsafe { self.lanes[0].exec.accelerations_cells_unchecked(targets, cells, params, out) };
             return r.map_err(on_device(ordinal));
         }
-        let work: Vec<usize> = list
-            .pairs
-            .iter()
-            .map(|p| p.targets.len() * list.sources_of(p).iter().map(|s| s.len()).sum::<usize>())
+        let pieces = self.split(targets.len());
+        let parts = self.each(|k, exec| {
+            let r = pieces[k].clone();
+            let mut part = out[r.clone()].to_vec();
+            exec.accelerations_cells(&targets[r], cells, params, &mut part)?;
+            Ok(part)
+        })?;
+        for (r, part) in pieces.iter().zip(parts) {
+            out[r.clone()].copy_from_slice(&part);
+        }
+        Ok(())
+    }
+
+    /// Pairs (with their particle and cell spans) are dealt as in the batched call.
+    unsafe fn accelerations_batch_cells_unchecked(
+        &mut self,
+        particles: &[Particle<T>],
+        cells: &[nbody_core::cell::Cell<T>],
+        list: &LeafList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        if self.lanes.len() == 1 {
+            let ordinal = self.lanes[0].ordinal;
+            // SAFETY: the same call, the same contract.
+            let r =
+                unsafe { self.lanes[0].exec.accelerations_batch_cells_unchecked(particles, cells, list, params, out) };
+            return r.map_err(on_device(ordinal));
+        }
+        let span_sum = |spans: &[Span]| spans.iter().map(|s| s.len()).sum::<usize>();
+        let work: Vec<usize> = (0..list.particles.pairs.len())
+            .map(|k| {
+                let p = &list.particles.pairs[k];
+                // A cell interaction costs about two particle interactions.
+                p.targets.len() * (span_sum(list.particles.sources_of(p)) + 2 * span_sum(list.cells_of(k)))
+            })
             .collect();
         let total: usize = work.iter().sum();
-        let mut runs: Vec<Vec<Pair>> = vec![Vec::new(); self.lanes.len()];
+        let mut runs: Vec<(Vec<Pair>, Vec<Span>)> = vec![(Vec::new(), Vec::new()); self.lanes.len()];
         let (mut lane, mut done, mut bound) = (0, 0usize, self.weights[0] * total as f64);
-        for (pair, w) in list.pairs.iter().zip(&work) {
+        for (k, w) in work.iter().enumerate() {
             while lane + 1 < runs.len() && done as f64 >= bound {
                 lane += 1;
                 bound += self.weights[lane] * total as f64;
             }
-            runs[lane].push(*pair);
+            runs[lane].0.push(list.particles.pairs[k]);
+            runs[lane].1.push(list.cells[k]);
             done += w;
         }
         let parts = self.each(|k, exec| {
-            let mine = InteractionList { pairs: &runs[k], source_spans: list.source_spans };
+            let mine = LeafList {
+                particles: InteractionList { pairs: &runs[k].0, source_spans: list.particles.source_spans },
+                cells: &runs[k].1,
+                cell_spans: list.cell_spans,
+            };
             let mut part = vec![Field::zero(); particles.len()];
-            exec.accelerations_batch(particles, &mine, params, &mut part)?;
+            exec.accelerations_batch_cells(particles, cells, &mine, params, &mut part)?;
             Ok(part)
         })?;
         parts.iter().for_each(|part| nbody_core::kernel::add_fields(out, part, params.potential));
