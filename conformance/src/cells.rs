@@ -6,6 +6,7 @@ use crate::compare;
 use crate::exact;
 use crate::gen::{cases, Case};
 use nbody_core::cell::{self, Cell};
+use nbody_core::kernel::Softened;
 use nbody_core::oracle::Exact;
 use nbody_core::{
     Array, Error, Executor, Field, InteractionList, LeafList, Overlap, Pair, Params, Particle, Real, Span,
@@ -33,8 +34,8 @@ fn check_target<T: Real>(
     u: f64,
 ) -> Result<(), String> {
     let xi = target.position().map(|x| x.to_f64());
-    let eps = params.eps.to_f64();
-    let (acc, phi, acc_bound, phi_bound) = cell::exact(xi, cells, params.g.to_f64(), eps * eps);
+    let kernel = Softened::of(&params.cast::<f64>());
+    let (acc, phi, acc_bound, phi_bound) = cell::exact(xi, cells, params.g.to_f64(), &kernel);
     let exact = Exact { acc, phi, acc_bound, phi_bound, ..Exact::default() };
     compare(&[*got], &[*before], &[exact], cells.len() + CELL_EXTRA_SOURCES, params.potential, u)
         .map_err(|e| format!("target {i} (as target 0 below): {e}"))
@@ -98,7 +99,6 @@ pub(crate) fn batch_cells_match_exact<T: Real, E: Executor<T>>(e: &mut E, u: f64
         let mut out = before.clone();
         e.accelerations_batch_cells(&particles, &cells, &list, &params, &mut out)
             .map_err(|err| format!("batched cell call failed: {err}"))?;
-        let eps = params.eps.to_f64();
         for (i, t) in particles.iter().enumerate() {
             let mut truth = Exact::default();
             let (mut seen, mut named) = (0, Vec::new());
@@ -113,7 +113,8 @@ pub(crate) fn batch_cells_match_exact<T: Real, E: Executor<T>>(e: &mut E, u: f64
                 named.extend(list.cells_of(k).iter().flat_map(|s| cells[s.range()].iter().copied()));
             }
             let xi = t.position().map(|x| x.to_f64());
-            let (acc, phi, acc_bound, phi_bound) = cell::exact(xi, &named, params.g.to_f64(), eps * eps);
+            let kernel = Softened::of(&params.cast::<f64>());
+            let (acc, phi, acc_bound, phi_bound) = cell::exact(xi, &named, params.g.to_f64(), &kernel);
             add(&mut truth, acc, phi, acc_bound, phi_bound);
             let sources = seen + named.len() + CELL_EXTRA_SOURCES;
             compare(&out[i..i + 1], &before[i..i + 1], &[truth], sources, params.potential, u)

@@ -46,6 +46,7 @@ pub(crate) fn all<T: Real, E: Projecting<T>>() -> Vec<(&'static str, Check<E>)> 
         ("cells_match_exact", crate::cells::cells_match_exact::<T, E>),
         ("batch_cells_match_exact", crate::cells::batch_cells_match_exact::<T, E>),
         ("cell_bad_input", crate::cells::cell_bad_input::<T, E>),
+        ("spline_matches_oracle", crate::spline::spline_matches_oracle::<T, E>),
         ("few_targets_many_sources", few_targets_many_sources::<T, E>),
     ]
 }

@@ -66,7 +66,12 @@ fn case<T: Real>(u: &mut Unstructured<'_>) -> arbitrary::Result<Case<T>> {
     let velocities = (0..nt + sources.len())
         .map(|_| Ok(Velocity::new(real(u)?, real(u)?, real(u)?)))
         .collect::<arbitrary::Result<Vec<_>>>()?;
-    Ok(Case { targets, sources, velocities, params: Params { g, eps, potential: bool::arbitrary(u)?, overlap } })
+    Ok(Case {
+        targets,
+        sources,
+        velocities,
+        params: Params { g, eps, potential: bool::arbitrary(u)?, overlap, softening: Default::default() },
+    })
 }
 
 fn in_finite_range<T: Real>(c: &Case<T>) -> bool {

@@ -91,7 +91,13 @@ pub(crate) fn cases(max_targets: usize, max_sources: usize) -> impl Strategy<Val
 impl Case {
     /// The parameters in precision `T`.
     pub fn params<T: Real>(&self) -> Params<T> {
-        Params { g: T::from_f64(self.g), eps: T::from_f64(self.eps), potential: self.potential, overlap: self.overlap }
+        Params {
+            g: T::from_f64(self.g),
+            eps: T::from_f64(self.eps),
+            potential: self.potential,
+            overlap: self.overlap,
+            softening: Default::default(),
+        }
     }
 
     /// Targets in precision `T`.

@@ -28,6 +28,7 @@ pub mod fuzz;
 mod gen;
 mod neighbours;
 mod snap;
+mod spline;
 pub mod wrappers;
 
 pub use gen::Case;
@@ -35,6 +36,7 @@ pub use libtest_mimic::{self, Arguments, Failed, Trial};
 use nbody_core::oracle::{self, Exact};
 use nbody_core::projection::Projecting;
 use nbody_core::{Error, Field, Params, Particle, Real};
+pub use spline::computes_spline;
 use std::sync::Arc;
 
 /// Roundings per interaction an executor may spend beyond plain summation: the

@@ -28,6 +28,7 @@
 //! assert!((f.ax - direct).abs() < 4e-5 * direct.abs());
 //! ```
 
+use crate::kernel::Softened;
 use crate::{Array, Error, Field, Particle, Real};
 use core::fmt;
 
@@ -146,11 +147,46 @@ const PAIRS: [(usize, usize); 6] = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 
 /// with Plummer softening `eps2` (see the [module](self) docs).
 #[inline(always)]
 pub fn cell<T: Real>(xi: [T; 3], c: &Cell<T>, eps2: T, acc: &mut Field<T>) {
-    let (dx, dy, dz) = (xi[0] - c.x, xi[1] - c.y, xi[2] - c.z);
-    let r2 = eps2 + dx * dx + dy * dy + dz * dz;
+    let d = [xi[0] - c.x, xi[1] - c.y, xi[2] - c.z];
+    let r2 = eps2 + d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
     // A target on an unsoftened cell's centre feels nothing from it (as the pair
     // kernel masks coincident particles); a walk never asks for that.
     let rinv = crate::kernel::inverse_distance(r2, true);
+    let m_rinv = c.m * rinv;
+    add_expansion(d, c, m_rinv * rinv * rinv, m_rinv, rinv, acc);
+}
+
+/// [`cell`] with either softening: with the spline the monopole is the spline-softened
+/// mass and the quadrupole term the Newtonian one beyond the support `h` (where the
+/// spline is Newtonian), dropped inside it (a cell that close to a target is one a walk
+/// opens; Gadget does the same).
+///
+/// ```
+/// use nbody_core::{cell::{cell_softened, Cell}, kernel::Softened, Field, Params, Softening};
+/// let c = Cell::new(2.0f64, 0.0, 0.0, 4.0, [0.0; 6]);
+/// let mut f = Field::zero();
+/// cell_softened([0.0; 3], &c, &Softened::of(&Params::softened(0.1).with_softening(Softening::Spline)), &mut f);
+/// assert_eq!((f.ax, f.phi), (1.0, -2.0)); // beyond h = 0.28: Newtonian
+/// ```
+#[inline(always)]
+pub fn cell_softened<T: Real>(xi: [T; 3], c: &Cell<T>, kernel: &Softened<T>, acc: &mut Field<T>) {
+    match *kernel {
+        Softened::Plummer { eps2, .. } => cell(xi, c, eps2, acc),
+        Softened::Spline { h, h_inv } => {
+            let d = [xi[0] - c.x, xi[1] - c.y, xi[2] - c.z];
+            let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+            let (w, g, _) = crate::kernel::spline(r2, h, h_inv);
+            let rinv = if r2 >= h * h { crate::rsqrt::exact(r2) } else { T::zero() };
+            add_expansion(d, c, c.m * g, c.m * w, rinv, acc);
+        }
+    }
+}
+
+/// Adds the monopole `−mono_a d` (potential `−mono_phi`) and the quadrupole terms at
+/// `1/r = rinv` (none for `rinv = 0`) of cell `c` at offset `d` from its centre.
+#[inline(always)]
+fn add_expansion<T: Real>(d: [T; 3], c: &Cell<T>, mono_a: T, mono_phi: T, rinv: T, acc: &mut Field<T>) {
+    let [dx, dy, dz] = d;
     let rinv2 = rinv * rinv;
     let (qdx, qdy, qdz) = (
         c.qxx * dx + c.qxy * dy + c.qxz * dz,
@@ -158,16 +194,14 @@ pub fn cell<T: Real>(xi: [T; 3], c: &Cell<T>, eps2: T, acc: &mut Field<T>) {
         c.qxz * dx + c.qyz * dy + c.qzz * dz,
     );
     let dqd = dx * qdx + dy * qdy + dz * qdz;
-    let half = T::from_f64(0.5);
-    let m_rinv = c.m * rinv;
     let rinv5 = rinv2 * rinv2 * rinv;
-    let quad_phi = half * dqd * rinv5;
+    let quad_phi = T::from_f64(0.5) * dqd * rinv5;
     // a = −M d / r³ + Q d / r⁵ − 5/2 (dQd) d / r⁷
-    let radial = -(m_rinv * rinv2) - T::from_f64(5.0) * quad_phi * rinv2;
+    let radial = -mono_a - T::from_f64(5.0) * quad_phi * rinv2;
     acc.ax = acc.ax + radial * dx + qdx * rinv5;
     acc.ay = acc.ay + radial * dy + qdy * rinv5;
     acc.az = acc.az + radial * dz + qdz * rinv5;
-    acc.phi = acc.phi - m_rinv - quad_phi;
+    acc.phi = acc.phi - mono_phi - quad_phi;
 }
 
 /// Checks every cell: finite lanes and a non-negative mass.
@@ -191,23 +225,30 @@ pub fn check<T: Real>(cells: &[Cell<T>]) -> Result<(), Error> {
 }
 
 /// The f64 truth of a cell call for one target: the field of every cell in `cells` at
-/// `xi` (G applied), and an error scale for each acceleration component and the
+/// `xi` (G applied, softened by `kernel`), and an error scale for each acceleration component and the
 /// potential: the sums of the terms' magnitudes, the quadrupole's products taken in
 /// absolute value (its contractions can cancel).
 ///
 /// ```
 /// use nbody_core::cell::{exact, Cell};
+/// use nbody_core::{kernel::Softened, Params};
 /// let c = [Cell::new(2.0f64, 0.0, 0.0, 4.0, [0.0; 6])];
-/// let (acc, phi, _, _) = exact([0.0; 3], &c, 1.0, 0.0);
+/// let (acc, phi, _, _) = exact([0.0; 3], &c, 1.0, &Softened::of(&Params::softened(0.0)));
 /// assert_eq!((acc, phi), ([1.0, 0.0, 0.0], -2.0));
 /// ```
-pub fn exact<T: Real>(xi: [f64; 3], cells: &[Cell<T>], g: f64, eps2: f64) -> ([f64; 3], f64, f64, f64) {
+pub fn exact<T: Real>(xi: [f64; 3], cells: &[Cell<T>], g: f64, kernel: &Softened<f64>) -> ([f64; 3], f64, f64, f64) {
+    // The bounds take the Plummer softening's r (the spline is Newtonian beyond h and
+    // bounded by the same terms inside).
+    let eps2 = match *kernel {
+        Softened::Plummer { eps2, .. } => eps2,
+        Softened::Spline { h, .. } => h * h / (crate::SPLINE_SUPPORT * crate::SPLINE_SUPPORT),
+    };
     let (mut acc, mut phi, mut acc_bound, mut phi_bound) = ([0.0f64; 3], 0.0f64, 0.0f64, 0.0f64);
     for c in cells {
         let q = c.quadrupole().map(|q| q.to_f64());
         let c64 = Cell::new(c.x.to_f64(), c.y.to_f64(), c.z.to_f64(), c.m.to_f64(), q);
         let mut f = Field::zero();
-        cell(xi, &c64, eps2, &mut f);
+        cell_softened(xi, &c64, kernel, &mut f);
         acc = [acc[0] + f.ax, acc[1] + f.ay, acc[2] + f.az];
         phi += f.phi;
         let d = [(xi[0] - c64.x).abs(), (xi[1] - c64.y).abs(), (xi[2] - c64.z).abs()];

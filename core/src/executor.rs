@@ -498,6 +498,7 @@ pub trait Executor<T: Real> {
         jerk: &mut [Jerk<T>],
         snap: &mut [Jerk<T>],
     ) -> Result<(), Error> {
+        crate::validate::plummer_only(params, "accelerations_snap")?;
         snap_loops(targets, sources, params, out, jerk, snap);
         Ok(())
     }
@@ -769,11 +770,11 @@ pub fn validate_batch_cells<T: Real>(
 /// The cell call in plain loops (see [`Executor::accelerations_cells_unchecked`]), on
 /// validated input.
 fn cell_loops<T: Real>(targets: &[Particle<T>], cells: &[Cell<T>], params: &Params<T>, out: &mut [Field<T>]) {
-    let eps2 = params.eps * params.eps;
+    let kernel = crate::kernel::Softened::of(params);
     for (t, o) in targets.iter().zip(out.iter_mut()) {
         let mut sums = Field::zero();
         for c in cells {
-            crate::cell::cell(t.position(), c, eps2, &mut sums);
+            crate::cell::cell_softened(t.position(), c, &kernel, &mut sums);
         }
         crate::kernel::finish(params.g, &sums, params.potential, o);
     }

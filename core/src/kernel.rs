@@ -20,7 +20,7 @@
 //! assert_eq!(acc.phi, -2.0);
 //! ```
 
-use crate::{rsqrt, Field, Jerk, Particle, Real, Velocity};
+use crate::{rsqrt, Field, Jerk, Params, Particle, Real, Softening, Velocity};
 
 /// `1/r` for `r² = |d|² + ε²`; zero when `masked` and `r²` is below the smallest normal
 /// number (zero, or a separation so small that 1/r³ would overflow anyway: treated as
@@ -116,6 +116,149 @@ pub fn pair_snap<T: Real>(
     snap.jz = snap.jz + a2[2];
 }
 
+/// The cubic spline kernel (see [`Softening::Spline`] for the formulas) at `r2 = |d|²`
+/// (no ε added) for support `h` with `h_inv = 1/h` given (so every caller rounds alike):
+/// returns `(w, g, dg)` with `phi −= m w`, `a += m g d` and `jerk += m (g dv + dg (d·dv) d)`.
+/// Beyond `h`: `w = 1/r`, `g = 1/r³`, `dg = −3/r⁵`; at `r = 0`: `w = 14/5 h⁻¹ = 1/ε`.
+///
+/// ```
+/// use nbody_core::kernel::spline;
+/// let (w, g, _) = spline(4.0f64, 1.0, 1.0); // r = 2 beyond h = 1: Newtonian
+/// assert_eq!((w, g), (0.5, 0.125));
+/// let (w0, _, _) = spline(0.0f64, 2.8, 1.0 / 2.8); // eps = 1: the potential at r = 0 is 1/eps
+/// assert!((w0 - 1.0).abs() < 1e-15);
+/// ```
+#[inline(always)]
+pub fn spline<T: Real>(r2: T, h: T, h_inv: T) -> (T, T, T) {
+    let c = T::from_f64;
+    if r2 >= h * h {
+        let rinv = rsqrt::exact(r2);
+        let rinv2 = rinv * rinv;
+        return (rinv, rinv2 * rinv, c(-3.0) * rinv2 * rinv2 * rinv);
+    }
+    let u = r2.sqrt() * h_inv;
+    let (u2, h3) = (u * u, h_inv * h_inv * h_inv);
+    let h5 = h3 * h_inv * h_inv;
+    if u < c(0.5) {
+        let w = c(14.0 / 5.0) - u2 * (c(16.0 / 3.0) + u2 * (c(32.0 / 5.0) * u - c(48.0 / 5.0)));
+        let g = c(32.0 / 3.0) + u2 * (c(32.0) * u - c(192.0 / 5.0));
+        (w * h_inv, g * h3, (c(96.0) * u - c(384.0 / 5.0)) * h5)
+    } else {
+        // In q = 1 − u, so that nothing cancels near u = 1 (Gadget's polynomials in u lose
+        // fifty roundings there): the enclosed mass fraction m(u) = 1 − q⁴ (16 − 128/5 q
+        // + 32/3 q²), g = m / u³, w = (1 + 16/15 q⁵ (2 q − 3)) / u, and
+        // dg = (64 q³ / u − 3 m / u⁴) / u.
+        let q = T::one() - u;
+        let q2 = q * q;
+        let q4 = q2 * q2;
+        let m = T::one() - q4 * (c(16.0) - c(128.0 / 5.0) * q + c(32.0 / 3.0) * q2);
+        let u_inv = T::one() / u;
+        let u3_inv = u_inv * u_inv * u_inv;
+        let w = (T::one() + c(16.0 / 15.0) * q4 * q * (c(2.0) * q - c(3.0))) * u_inv;
+        let dg = (c(64.0) * q2 * q * u_inv - c(3.0) * m * u3_inv * u_inv) * u_inv;
+        (w * h_inv, m * u3_inv * h3, dg * h5)
+    }
+}
+
+/// A call's softened kernel with its constants worked out once: what the scalar paths
+/// (the reference executor, default hooks, the oracle's twin in `T`) evaluate per pair.
+///
+/// ```
+/// use nbody_core::kernel::Softened;
+/// use nbody_core::{Field, Params, Particle, Softening};
+/// let k = Softened::of(&Params::softened(0.5f64).with_softening(Softening::Spline));
+/// let mut acc = Field::zero();
+/// k.pair([0.0; 3], &Particle::new(3.0, 0.0, 0.0, 9.0), &mut acc); // beyond h = 1.4
+/// assert_eq!(acc.ax, 1.0);
+/// assert_eq!(k.self_potential(1.0), 2.0); // 1 / eps
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Softened<T> {
+    /// Plummer with `eps2 = ε²`; `masked` for ε² below the smallest normal number.
+    Plummer {
+        /// ε².
+        eps2: T,
+        /// Zero-distance pairs contribute nothing.
+        masked: bool,
+    },
+    /// The spline with support `h` and `h_inv = 1/h` (ε > 0).
+    Spline {
+        /// The support `2.8 ε`.
+        h: T,
+        /// `1/h`.
+        h_inv: T,
+    },
+}
+
+impl<T: Real> Softened<T> {
+    /// The kernel of `params` (a spline with ε = 0 is Newtonian: the masked Plummer).
+    pub fn of(params: &Params<T>) -> Self {
+        match params.softening {
+            Softening::Spline if !params.masked() => {
+                let h = params.spline_support();
+                Softened::Spline { h, h_inv: T::one() / h }
+            }
+            _ => Softened::Plummer { eps2: params.eps2(), masked: params.masked() },
+        }
+    }
+
+    /// Adds source `src`'s pull (without G) at `xi` into `acc`; returns `(d, m g, m dg)`
+    /// for the jerk (see [`spline`]).
+    #[inline(always)]
+    pub fn pair(&self, xi: [T; 3], src: &Particle<T>, acc: &mut Field<T>) -> ([T; 3], T, T) {
+        match *self {
+            Softened::Plummer { eps2, masked } => {
+                let (d, rinv, m_rinv3) = pair(xi, src, eps2, masked, acc);
+                (d, m_rinv3, T::from_f64(-3.0) * m_rinv3 * rinv * rinv)
+            }
+            Softened::Spline { h, h_inv } => {
+                let d = [src.x - xi[0], src.y - xi[1], src.z - xi[2]];
+                let (w, g, dg) = spline(d[0] * d[0] + d[1] * d[1] + d[2] * d[2], h, h_inv);
+                let mg = src.m * g;
+                acc.ax = acc.ax + d[0] * mg;
+                acc.ay = acc.ay + d[1] * mg;
+                acc.az = acc.az + d[2] * mg;
+                acc.phi = acc.phi - src.m * w;
+                (d, mg, src.m * dg)
+            }
+        }
+    }
+
+    /// [`Softened::pair`] plus the jerk of a target moving with `vi` and a source with `vj`.
+    #[inline(always)]
+    pub fn pair_jerk(
+        &self,
+        (xi, vi): ([T; 3], [T; 3]),
+        src: &Particle<T>,
+        vj: &Velocity<T>,
+        acc: &mut Field<T>,
+        jerk: &mut Jerk<T>,
+    ) {
+        if let Softened::Plummer { eps2, masked } = *self {
+            // The Plummer jerk as every executor writes it (same roundings).
+            return pair_jerk(xi, vi, src, vj, eps2, masked, acc, jerk);
+        }
+        let (d, mg, mdg) = self.pair(xi, src, acc);
+        let dv = [vj.vx - vi[0], vj.vy - vi[1], vj.vz - vi[2]];
+        let radial = mdg * (d[0] * dv[0] + d[1] * dv[1] + d[2] * dv[2]);
+        jerk.jx = jerk.jx + mg * dv[0] + radial * d[0];
+        jerk.jy = jerk.jy + mg * dv[1] + radial * d[1];
+        jerk.jz = jerk.jz + mg * dv[2] + radial * d[2];
+    }
+
+    /// What the kernel adds to the potential of a particle of mass `m` from itself
+    /// (without G and sign), removed for targets that are also sources: `m / ε` for
+    /// both kernels, in each one's own arithmetic; 0 when masked.
+    #[inline(always)]
+    pub fn self_potential(&self, m: T) -> T {
+        match *self {
+            Softened::Plummer { masked: true, .. } => T::zero(),
+            Softened::Plummer { eps2, .. } => self_potential(m, eps2),
+            Softened::Spline { h, h_inv } => m * spline(T::zero(), h, h_inv).0,
+        }
+    }
+}
+
 /// The potential a particle of mass `m` adds to itself through the softened kernel
 /// (without G and sign): `m / ε`. Executors add `G · self_potential` to `phi` of every
 /// target that is also a source when ε² > 0.
@@ -182,5 +325,53 @@ pub fn add_jerks<T: Real>(out: &mut [Jerk<T>], part: &[Jerk<T>]) {
         o.jx = o.jx + p.jx;
         o.jy = o.jy + p.jy;
         o.jz = o.jz + p.jz;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spline;
+
+    /// Gadget's polynomials in u, as its source writes them: the q-forms agree, and the
+    /// kernel is continuous and Newtonian at u = 1 and continuous at u = 1/2.
+    #[test]
+    fn spline_matches_gadgets_polynomials() {
+        let (h, h_inv) = (1.0f64, 1.0);
+        for k in 0..=200 {
+            let u = k as f64 / 200.0;
+            let (w, g, dg) = spline(u * u, h, h_inv);
+            let (gw, gg) = if u < 0.5 {
+                (-2.8 + u * u * (5.333333333333 + u * u * (6.4 * u - 9.6)), 10.666666666667 + u * u * (32.0 * u - 38.4))
+            } else {
+                (
+                    -3.2 + 0.066666666667 / u
+                        + u * u * (10.666666666667 + u * (-16.0 + u * (9.6 - 2.133333333333 * u))),
+                    21.333333333333 - 48.0 * u + 38.4 * u * u
+                        - 10.666666666667 * u * u * u
+                        - 0.066666666667 / (u * u * u),
+                )
+            };
+            assert!((w + gw).abs() < 1e-10, "u {u}: w {w} against {}", -gw);
+            if u > 0.0 {
+                assert!((g - gg).abs() < 1e-9 * gg.abs().max(1.0), "u {u}: g {g} against {gg}");
+                // dg/r = (dg/du) / (u h⁵): against a centred difference of g.
+                let e = 1e-6;
+                let slope = (spline((u + e) * (u + e), h, h_inv).1 - spline((u - e) * (u - e), h, h_inv).1) / (2.0 * e);
+                if (u - 0.5).abs() > 2e-6 && (u - 1.0).abs() > 2e-6 {
+                    assert!(
+                        (dg * u - slope).abs() < 1e-5 * slope.abs().max(1.0),
+                        "u {u}: dg {dg} against {}",
+                        slope / u
+                    );
+                }
+            }
+        }
+        let (w, g, dg) = spline(1.0f64, 1.0, 1.0);
+        assert!((w - 1.0).abs() < 1e-15 && (g - 1.0).abs() < 1e-15 && (dg + 3.0).abs() < 1e-13);
+        let below = spline(0.25 - 1e-12f64, 1.0, 1.0);
+        let above = spline(0.25 + 1e-12f64, 1.0, 1.0);
+        assert!(
+            (below.0 - above.0).abs() < 1e-9 && (below.1 - above.1).abs() < 1e-9 && (below.2 - above.2).abs() < 1e-8
+        );
     }
 }

@@ -57,6 +57,6 @@ pub use executor::{
     Pair, Span,
 };
 pub use layout::{Field, Jerk, Particle, SoaRef, Velocity};
-pub use params::{Overlap, Params};
+pub use params::{Overlap, Params, Softening, SPLINE_SUPPORT};
 pub use real::Real;
 pub use reference::Reference;

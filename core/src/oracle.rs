@@ -68,6 +68,10 @@ pub fn field<T: Real>(
     let eps = params.eps.to_f64();
     let eps2 = eps * eps;
     let masked = params.masked();
+    let spline = (params.softening == crate::Softening::Spline && !masked).then(|| {
+        let h = crate::SPLINE_SUPPORT * eps;
+        (h, 1.0 / h)
+    });
     let f = |p: &Particle<T>| [p.x.to_f64(), p.y.to_f64(), p.z.to_f64(), p.m.to_f64()];
     let v3 = |v: &Velocity<T>| [v.vx.to_f64(), v.vy.to_f64(), v.vz.to_f64()];
     let norm = |a: [f64; 3]| Float::sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
@@ -80,7 +84,7 @@ pub fn field<T: Real>(
             let xj = f(s);
             let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
             let dist2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-            let r2 = dist2 + eps2;
+            let r2 = if spline.is_some() { dist2 } else { dist2 + eps2 };
             // The coordinates' own size: rounding them moves d by about u times this.
             let coord = norm([xi[0], xi[1], xi[2]]) + norm([xj[0], xj[1], xj[2]]);
             if Some(j) == self_index {
@@ -90,28 +94,40 @@ pub fn field<T: Real>(
                 }
                 continue;
             }
-            // Executors mask pairs whose r² (in T) is below the smallest normal number.
-            if r2 == 0.0 || (masked && T::from_f64(r2) < T::min_positive_value()) {
+            // Executors mask pairs whose r² (in T) is below the smallest normal number
+            // (the spline is finite at r = 0).
+            if spline.is_none() && (r2 == 0.0 || (masked && T::from_f64(r2) < T::min_positive_value())) {
                 continue;
             }
-            let r = Float::sqrt(r2);
-            let (m, rinv) = (xj[3], 1.0 / r);
-            let m_r3 = m * rinv * rinv * rinv;
+            let m = xj[3];
+            // w = 1/r, g = 1/r³, dg = −3/r⁵ (Plummer: of the softened r; the spline: its
+            // polynomials inside h). The bounds take the Plummer form with r² ≥ ε²,
+            // which bounds the spline's terms as well.
+            let (w, g3, dg) = match spline {
+                Some((h, h_inv)) => crate::kernel::spline(dist2, h, h_inv),
+                None => {
+                    let rinv = 1.0 / Float::sqrt(r2);
+                    (rinv, rinv * rinv * rinv, -3.0 * rinv.powi(5))
+                }
+            };
+            let rinv = 1.0 / Float::sqrt(dist2 + eps2);
+            let m_r3 = m * g3;
             for (a, dk) in e.acc.iter_mut().zip(d) {
                 *a += m_r3 * dk;
             }
-            e.phi -= m * rinv;
-            e.acc_bound += m_r3 * (Float::sqrt(dist2) + 3.0 * coord);
+            e.phi -= m * w;
+            let m_b3 = m * rinv * rinv * rinv;
+            e.acc_bound += m_b3 * (Float::sqrt(dist2) + 3.0 * coord);
             e.phi_bound += m * rinv * (1.0 + coord * rinv);
             if let Some((_, sv)) = vels {
                 let vj = v3(&sv[j]);
                 let dv = [vj[0] - vi[0], vj[1] - vi[1], vj[2] - vi[2]];
-                let alpha = 3.0 * (d[0] * dv[0] + d[1] * dv[1] + d[2] * dv[2]) * rinv * rinv;
+                let radial = m * dg * (d[0] * dv[0] + d[1] * dv[1] + d[2] * dv[2]);
                 for k in 0..3 {
-                    e.jerk[k] += m_r3 * (dv[k] - alpha * d[k]);
+                    e.jerk[k] += m_r3 * dv[k] + radial * d[k];
                 }
                 let speeds = norm(vi) + norm(vj) + norm(dv);
-                e.jerk_bound += 4.0 * m_r3 * speeds * (1.0 + 3.0 * coord * rinv);
+                e.jerk_bound += 4.0 * m_b3 * speeds * (1.0 + 3.0 * coord * rinv);
             }
         }
         for k in 0..3 {

@@ -1,10 +1,10 @@
 //! The scalar reference executor: the kernel of [`crate::kernel`] in plain loops.
 
-use crate::kernel::{self, self_potential};
+use crate::kernel::{self, Softened};
 use crate::{Bodies, Error, Executor, Field, Jerk, Params, Particle, Real};
 
-/// The scalar reference executor: plain loops over [`kernel::pair`], computing in the
-/// caller's precision. Slow and obviously right; every faster executor is tested
+/// The scalar reference executor: plain loops over [`kernel::Softened::pair`] (both
+/// softenings), computing in the caller's precision. Slow and obviously right; every faster executor is tested
 /// against it (and against [`crate::oracle`], its f64 twin).
 ///
 /// ```
@@ -30,11 +30,11 @@ impl<T: Real> Executor<T> for Reference {
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        let (eps2, masked) = (params.eps2(), params.masked());
+        let k = Softened::of(params);
         for (i, (t, o)) in targets.iter().zip(out.iter_mut()).enumerate() {
             let mut sums = Field::zero();
             for s in sources {
-                kernel::pair(t.position(), s, eps2, masked, &mut sums);
+                k.pair(t.position(), s, &mut sums);
             }
             subtract_self(params, sources, i, &mut sums);
             kernel::finish(params.g, &sums, params.potential, o);
@@ -50,12 +50,12 @@ impl<T: Real> Executor<T> for Reference {
         out: &mut [Field<T>],
         jerk: &mut [Jerk<T>],
     ) -> Result<(), Error> {
-        let (eps2, masked) = (params.eps2(), params.masked());
+        let k = Softened::of(params);
         for i in 0..targets.pos.len() {
             let (xi, vi) = (targets.pos[i].position(), targets.vel[i].components());
             let (mut sums, mut jsums) = (Field::zero(), Jerk::zero());
             for (s, v) in sources.pos.iter().zip(sources.vel) {
-                kernel::pair_jerk(xi, vi, s, v, eps2, masked, &mut sums, &mut jsums);
+                k.pair_jerk((xi, vi), s, v, &mut sums, &mut jsums);
             }
             subtract_self(params, sources.pos, i, &mut sums);
             kernel::finish(params.g, &sums, params.potential, &mut out[i]);
@@ -69,9 +69,7 @@ impl<T: Real> Executor<T> for Reference {
 /// the softened path counted that pair.
 #[inline]
 pub(crate) fn subtract_self<T: Real>(params: &Params<T>, sources: &[Particle<T>], i: usize, sums: &mut Field<T>) {
-    if !params.masked() {
-        if let Some(k) = params.overlap.source_of(i) {
-            sums.phi = sums.phi + self_potential(sources[k].m, params.eps2());
-        }
+    if let Some(k) = params.overlap.source_of(i) {
+        sums.phi = sums.phi + Softened::of(params).self_potential(sources[k].m);
     }
 }

@@ -281,6 +281,26 @@ pub fn mixed_extent<T: Real>(targets: &[Particle<T>], sources: &[Particle<T>]) -
     Ok(())
 }
 
+/// `Ok` for a call whose softening is Plummer (or ε = 0, where both kernels are
+/// Newtonian); the typed refusal of an executor (or entry point) that computes no other
+/// kernel.
+///
+/// ```
+/// use nbody_core::{validate, Error, Params, Softening};
+/// assert!(validate::plummer_only(&Params::softened(0.1f32), "accelerations").is_ok());
+/// let spline = Params::softened(0.1f32).with_softening(Softening::Spline);
+/// assert!(matches!(validate::plummer_only(&spline, "accelerations"), Err(Error::Unsupported { .. })));
+/// ```
+pub fn plummer_only<T: Real>(params: &Params<T>, operation: &'static str) -> Result<(), Error> {
+    if params.softening == crate::Softening::Plummer || params.masked() {
+        return Ok(());
+    }
+    Err(Error::Unsupported {
+        operation,
+        reason: "this executor computes Plummer softening only (the reference and cpu executors compute the spline)",
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -89,7 +89,7 @@ pub(crate) fn gather_fn<T: Real>(isa: Isa) -> GatherFn<T> {
 
 /// Tiles outer, blocks inner: each L1-sized source tile serves every block of the part.
 #[inline(always)]
-unsafe fn drive<S: Simd, const U: usize, const POT: bool, const MASK: bool>(
+unsafe fn drive<S: Simd, const U: usize, const POT: bool, const MASK: bool, const SPLINE: bool>(
     part: &mut Part<'_, S::T>,
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
@@ -108,7 +108,7 @@ unsafe fn drive<S: Simd, const U: usize, const POT: bool, const MASK: bool>(
                     acc: [&mut ax[r.clone()], &mut ay[r.clone()], &mut az[r.clone()], &mut phi[r]],
                     jerk: [&mut [], &mut [], &mut []],
                 };
-                accumulate::<S, U, POT, MASK>(&mut blk, &tile, eps2);
+                accumulate::<S, U, POT, MASK, SPLINE>(&mut blk, &tile, eps2);
                 add_into(&part.acc, &mut part.total, b, bs);
             }
         }
@@ -127,7 +127,7 @@ fn add_into<T: Real, const N: usize>(sums: &[&mut [T]; N], totals: &mut [&mut [f
 
 /// As [`drive`], for the jerk kernel (one vector of targets per block).
 #[inline(always)]
-unsafe fn drive_jerk<S: Simd, const POT: bool, const MASK: bool>(
+unsafe fn drive_jerk<S: Simd, const POT: bool, const MASK: bool, const SPLINE: bool>(
     part: &mut Part<'_, S::T>,
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
@@ -151,7 +151,7 @@ unsafe fn drive_jerk<S: Simd, const POT: bool, const MASK: bool>(
                     acc: [&mut ax[r.clone()], &mut ay[r.clone()], &mut az[r.clone()], &mut phi[r.clone()]],
                     jerk: [&mut jx[r.clone()], &mut jy[r.clone()], &mut jz[r]],
                 };
-                accumulate_jerk::<S, POT, MASK>(&mut blk, &tile, eps2);
+                accumulate_jerk::<S, POT, MASK, SPLINE>(&mut blk, &tile, eps2);
                 if let Some(search) = &mut part.search {
                     match bs {
                         16 => scan_tile::<S::T, 16>(part.pos, search, b, &tile, t0),
@@ -180,58 +180,83 @@ macro_rules! by_flags {
 }
 pub(crate) use by_flags;
 
+/// `$k::<POT, MASK, SPLINE>` for run-time flags: the spline kernels always mask (their
+/// separations are not softened; a zero-distance lane takes the spline's value).
+macro_rules! by_kernel {
+    ($k:ident, $pot:expr, $mask:expr, $spline:expr) => {
+        match ($pot, $mask, $spline) {
+            (false, false, false) => $k::<false, false, false>,
+            (false, true, false) => $k::<false, true, false>,
+            (true, false, false) => $k::<true, false, false>,
+            (true, true, false) => $k::<true, true, false>,
+            (false, _, true) => $k::<false, true, true>,
+            (true, _, true) => $k::<true, true, true>,
+        }
+    };
+}
+
 /// Defines `$name::<POT, MASK>` entry points for backend `$s` with `$u` vectors per block,
 /// compiled with `$feat`, plus a selector over the two flags.
 macro_rules! entry_points {
     ($t:ty, $select:ident, $select_jerk:ident, $( $isa:ident => $s:ty, $u:literal $(, #[$feat:meta])? );* $(;)?) => {
-        pub(crate) fn $select(isa: Isa, pot: bool, mask: bool) -> KernelFn<$t> {
+        /// With `spline` the kernel's `eps2` argument is the spline's support.
+        pub(crate) fn $select(isa: Isa, pot: bool, mask: bool, spline: bool) -> KernelFn<$t> {
             $(
                 if isa == Isa::$isa {
                     $(#[$feat])?
-                    unsafe fn k<const P: bool, const M: bool>(part: &mut Part<'_, $t>, src: &SourcesSoa<'_, $t>, eps2: $t) {
+                    unsafe fn k<const P: bool, const M: bool, const SP: bool>(part: &mut Part<'_, $t>, src: &SourcesSoa<'_, $t>, eps2: $t) {
                         // SAFETY: drive's contract is the caller's (this CPU has the entry point's features, parts hold whole blocks).
                         unsafe {
-                            drive::<$s, $u, P, M>(part, src, eps2)
+                            drive::<$s, $u, P, M, SP>(part, src, eps2)
                         }
                     }
-                    return by_flags!(k, pot, mask);
+                    return by_kernel!(k, pot, mask, spline);
                 }
             )*
-            unreachable_isa(isa)
+            unreachable_isa(isa, spline)
         }
 
-        pub(crate) fn $select_jerk(isa: Isa, pot: bool, mask: bool) -> KernelFn<$t> {
+        /// With `spline` the kernel's `eps2` argument is the spline's support.
+        pub(crate) fn $select_jerk(isa: Isa, pot: bool, mask: bool, spline: bool) -> KernelFn<$t> {
             $(
                 if isa == Isa::$isa {
                     $(#[$feat])?
-                    unsafe fn k<const P: bool, const M: bool>(part: &mut Part<'_, $t>, src: &SourcesSoa<'_, $t>, eps2: $t) {
+                    unsafe fn k<const P: bool, const M: bool, const SP: bool>(part: &mut Part<'_, $t>, src: &SourcesSoa<'_, $t>, eps2: $t) {
                         // SAFETY: drive's contract is the caller's (this CPU has the entry point's features, parts hold whole blocks).
                         unsafe {
-                            drive_jerk::<$s, P, M>(part, src, eps2)
+                            drive_jerk::<$s, P, M, SP>(part, src, eps2)
                         }
                     }
-                    return by_flags!(k, pot, mask);
+                    return by_kernel!(k, pot, mask, spline);
                 }
             )*
-            unreachable_isa(isa)
+            unreachable_isa(isa, spline)
         }
     };
 }
 
 /// Only reached for an instruction set of another architecture, which `Isa::detect`
 /// never returns there; the portable kernel is always a correct answer.
-fn unreachable_isa<T: Real>(_isa: Isa) -> KernelFn<T> {
+fn unreachable_isa<T: Real>(_isa: Isa, spline: bool) -> KernelFn<T> {
     unsafe fn k<T: Real>(part: &mut Part<'_, T>, src: &SourcesSoa<'_, T>, eps2: T) {
         // SAFETY: drive's contract is the caller's (this CPU has the entry point's features, parts hold whole blocks).
         unsafe {
             if eps2 == T::zero() {
-                drive::<Portable<T>, 1, true, true>(part, src, eps2)
+                drive::<Portable<T>, 1, true, true, false>(part, src, eps2)
             } else {
-                drive::<Portable<T>, 1, true, false>(part, src, eps2)
+                drive::<Portable<T>, 1, true, false, false>(part, src, eps2)
             }
         }
     }
-    k::<T>
+    unsafe fn s<T: Real>(part: &mut Part<'_, T>, src: &SourcesSoa<'_, T>, h: T) {
+        // SAFETY: as above.
+        unsafe { drive::<Portable<T>, 1, true, true, true>(part, src, h) }
+    }
+    if spline {
+        s::<T>
+    } else {
+        k::<T>
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

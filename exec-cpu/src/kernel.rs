@@ -82,16 +82,46 @@ pub(crate) struct Block<'a, T> {
 /// The backend's instructions must be available (see `simd`); every slice of `blk`
 /// holds `U * S::LANES` values.
 #[inline(always)]
-pub(crate) unsafe fn accumulate<S: Simd, const U: usize, const POT: bool, const MASK: bool>(
+pub(crate) unsafe fn accumulate<S: Simd, const U: usize, const POT: bool, const MASK: bool, const SPLINE: bool>(
     blk: &mut Block<'_, S::T>,
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { accumulate_split::<S, U, POT, MASK, false>(blk, [&[]; 3], src, [&[]; 3], eps2) }
+    unsafe { accumulate_split::<S, U, POT, MASK, false, SPLINE>(blk, [&[]; 3], src, [&[]; 3], eps2) }
+}
+
+/// The spline's lanes: for every lane of `r2` inside the support `h`, the weights
+/// `(m w / PHI_SCALE, m g / ACC_SCALE)` (`nbody_core::kernel::spline`, in scalar code:
+/// pairs that close are rare in any system the spline is used for, so the vector path
+/// pays one compare per vector and this runs seldom).
+///
+/// # Safety
+/// The backend's instructions are available.
+#[inline(always)]
+unsafe fn spline_weights<S: Simd>(r2: S::V, m: S::T, h: S::T, h_inv: S::T, w: &mut S::V, g: &mut S::V) {
+    // SAFETY: the caller's contract; the arrays hold 16 >= LANES values.
+    unsafe {
+        let (mut r, mut wa, mut ga) = ([S::T::from_f64(0.0); 16], [S::T::from_f64(0.0); 16], [S::T::from_f64(0.0); 16]);
+        S::store(r.as_mut_ptr(), r2);
+        S::store(wa.as_mut_ptr(), *w);
+        S::store(ga.as_mut_ptr(), *g);
+        let (phi_scale, acc_scale) = (S::T::from_f64(1.0 / S::PHI_SCALE), S::T::from_f64(1.0 / S::ACC_SCALE));
+        for l in 0..S::LANES {
+            if r[l] < h * h {
+                let (sw, sg, _) = nbody_core::kernel::spline(r[l], h, h_inv);
+                wa[l] = m * sw * phi_scale;
+                ga[l] = m * sg * acc_scale;
+            }
+        }
+        *w = S::load(wa.as_ptr());
+        *g = S::load(ga.as_ptr());
+    }
 }
 
 /// [`accumulate`] on coordinates split in two, `x + low` (double-single), when `LOW`:
+/// With `SPLINE` the cubic spline: `eps2` is then its support `h`, separations are not
+/// softened, and lanes inside `h` take the spline's weights.
 /// each separation is `(x_j - x_i) + (low_j - low_i)`, exact to the working precision
 /// for close pairs, where the high parts' difference is exact and the low parts add
 /// what rounding the coordinates dropped (the mixed executor's near tiles). Without
@@ -101,7 +131,14 @@ pub(crate) unsafe fn accumulate<S: Simd, const U: usize, const POT: bool, const 
 /// As for [`accumulate`]; with `LOW`, `low_targets` hold `U * S::LANES` values and
 /// `low_sources` one per source.
 #[inline(always)]
-pub(crate) unsafe fn accumulate_split<S: Simd, const U: usize, const POT: bool, const MASK: bool, const LOW: bool>(
+pub(crate) unsafe fn accumulate_split<
+    S: Simd,
+    const U: usize,
+    const POT: bool,
+    const MASK: bool,
+    const LOW: bool,
+    const SPLINE: bool,
+>(
     blk: &mut Block<'_, S::T>,
     low_targets: [&[S::T]; 3],
     src: &SourcesSoa<'_, S::T>,
@@ -120,7 +157,9 @@ pub(crate) unsafe fn accumulate_split<S: Simd, const U: usize, const POT: bool, 
             |k: usize| -> [S::V; U] { core::array::from_fn(|u| if LOW { load(low_targets[k], u) } else { zero }) };
         let (lxi, lyi, lzi) = (low_i(0), low_i(1), low_i(2));
         let (mut ax, mut ay, mut az, mut phi) = ([zero; U], [zero; U], [zero; U], [zero; U]);
-        let e2 = S::splat(eps2);
+        // The spline: `eps2` is its support h; no softening is added to r².
+        let (h, h_inv) = (eps2, S::T::from_f64(1.0) / eps2);
+        let (e2, h2) = if SPLINE { (zero, S::splat(h * h)) } else { (S::splat(eps2), zero) };
         let n = src.len();
         let (sx, sy, sz, sm) = (src.x.as_ptr(), src.y.as_ptr(), src.z.as_ptr(), src.m.as_ptr());
         let [lx, ly, lz] = low_sources.map(|s| s.as_ptr());
@@ -138,7 +177,10 @@ pub(crate) unsafe fn accumulate_split<S: Simd, const U: usize, const POT: bool, 
                 let dz = split(S::sub(zj, zi[u]), lzi[u], lzj);
                 // eps² folded into the first FMA: r² = ((eps² + dx²) + dy²) + dz².
                 let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
-                let (m_rinv, m_rinv3) = S::weights::<MASK>(r2, mj);
+                let (mut m_rinv, mut m_rinv3) = S::weights::<MASK>(r2, mj);
+                if SPLINE && S::any_lt(r2, h2) {
+                    spline_weights::<S>(r2, *sm.add(j), h, h_inv, &mut m_rinv, &mut m_rinv3);
+                }
                 ax[u] = S::fma(dx, m_rinv3, ax[u]);
                 ay[u] = S::fma(dy, m_rinv3, ay[u]);
                 az[u] = S::fma(dz, m_rinv3, az[u]);
@@ -164,7 +206,7 @@ pub(crate) unsafe fn accumulate_split<S: Simd, const U: usize, const POT: bool, 
 /// # Safety
 /// As for [`accumulate`]; `src` has velocities.
 #[inline(always)]
-pub(crate) unsafe fn accumulate_jerk<S: Simd, const POT: bool, const MASK: bool>(
+pub(crate) unsafe fn accumulate_jerk<S: Simd, const POT: bool, const MASK: bool, const SPLINE: bool>(
     blk: &mut Block<'_, S::T>,
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
@@ -177,7 +219,9 @@ pub(crate) unsafe fn accumulate_jerk<S: Simd, const POT: bool, const MASK: bool>
         let zero = S::splat(S::T::from_f64(0.0));
         let (mut ax, mut ay, mut az, mut phi) = (zero, zero, zero, zero);
         let (mut jx, mut jy, mut jz) = (zero, zero, zero);
-        let (e2, three) = (S::splat(eps2), S::splat(S::T::from_f64(3.0)));
+        let three = S::splat(S::T::from_f64(3.0));
+        let (h, h_inv) = (eps2, S::T::from_f64(1.0) / eps2);
+        let (e2, h2) = if SPLINE { (zero, S::splat(h * h)) } else { (S::splat(eps2), zero) };
         for j in 0..src.len() {
             let g = |s: &[S::T]| S::splat(*s.get_unchecked(j));
             let (dx, dy, dz) = (S::sub(g(src.x), xi), S::sub(g(src.y), yi), S::sub(g(src.z), zi));
@@ -185,16 +229,19 @@ pub(crate) unsafe fn accumulate_jerk<S: Simd, const POT: bool, const MASK: bool>
             let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
             let rinv = S::rsqrt::<MASK>(r2);
             // Multiplied in this order so a massless source stays 0 where 1/r² overflows.
-            let m_rinv = S::mul(g(src.m), rinv);
-            let m_rinv3 = S::mul(S::mul(m_rinv, rinv), rinv);
+            let mut m_rinv = S::mul(g(src.m), rinv);
+            let mut m_rinv3 = S::mul(S::mul(m_rinv, rinv), rinv);
+            let rv = S::fma(dz, dvz, S::fma(dy, dvy, S::mul(dx, dvx)));
+            let mut alpha = S::mul(S::mul(S::mul(three, rv), rinv), rinv);
+            if SPLINE && S::any_lt(r2, h2) {
+                spline_jerk::<S>(r2, rv, *src.m.get_unchecked(j), h, h_inv, [&mut m_rinv, &mut m_rinv3, &mut alpha]);
+            }
             ax = S::fma(dx, m_rinv3, ax);
             ay = S::fma(dy, m_rinv3, ay);
             az = S::fma(dz, m_rinv3, az);
             if POT {
                 phi = S::sub(phi, m_rinv);
             }
-            let rv = S::fma(dz, dvz, S::fma(dy, dvy, S::mul(dx, dvx)));
-            let alpha = S::mul(S::mul(S::mul(three, rv), rinv), rinv);
             jx = S::fma(m_rinv3, S::fnma(alpha, dx, dvx), jx);
             jy = S::fma(m_rinv3, S::fnma(alpha, dy, dvy), jy);
             jz = S::fma(m_rinv3, S::fnma(alpha, dz, dvz), jz);
@@ -207,6 +254,37 @@ pub(crate) unsafe fn accumulate_jerk<S: Simd, const POT: bool, const MASK: bool>
         st(blk.jerk[0], jx);
         st(blk.jerk[1], jy);
         st(blk.jerk[2], jz);
+    }
+}
+
+/// The jerk kernel's spline lanes: inside the support, `m w`, `m g` and the `alpha`
+/// that makes `m g (dv − alpha d)` the spline's jerk (`alpha = −dg (d·dv) / g`).
+///
+/// # Safety
+/// The backend's instructions are available.
+#[inline(always)]
+unsafe fn spline_jerk<S: Simd>(r2: S::V, rv: S::V, m: S::T, h: S::T, h_inv: S::T, out: [&mut S::V; 3]) {
+    // SAFETY: the caller's contract; the arrays hold 16 >= LANES values.
+    unsafe {
+        let z = S::T::from_f64(0.0);
+        let (mut r, mut d) = ([z; 16], [z; 16]);
+        let mut lanes = [[z; 16]; 3];
+        S::store(r.as_mut_ptr(), r2);
+        S::store(d.as_mut_ptr(), rv);
+        for (a, v) in lanes.iter_mut().zip(&out) {
+            S::store(a.as_mut_ptr(), **v);
+        }
+        for l in 0..S::LANES {
+            if r[l] < h * h {
+                let (w, g, dg) = nbody_core::kernel::spline(r[l], h, h_inv);
+                lanes[0][l] = m * w;
+                lanes[1][l] = m * g;
+                lanes[2][l] = -(dg * d[l]) / g;
+            }
+        }
+        for (a, v) in lanes.iter().zip(out) {
+            *v = S::load(a.as_ptr());
+        }
     }
 }
 

@@ -30,7 +30,7 @@ mod team;
 pub use dispatch::Isa;
 pub use mixed::{MixedExecutor, MAX_EXTENT};
 
-use nbody_core::kernel::self_potential;
+use nbody_core::kernel::Softened;
 use nbody_core::neighbours::Neighbours;
 use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle, Real};
 use scratch::Scratch;
@@ -143,9 +143,9 @@ pub trait CpuReal: Real {
     #[doc(hidden)]
     fn scratch<'a>(s32: &'a mut Scratch<f32>, s64: &'a mut Scratch<f64>) -> &'a mut Scratch<Self>;
     #[doc(hidden)]
-    fn kernel(isa: Isa, potential: bool, masked: bool) -> dispatch::KernelFn<Self>;
+    fn kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<Self>;
     #[doc(hidden)]
-    fn jerk_kernel(isa: Isa, potential: bool, masked: bool) -> dispatch::KernelFn<Self>;
+    fn jerk_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<Self>;
     #[doc(hidden)]
     fn cell_kernel(isa: Isa) -> cells::CellFn<Self>;
 }
@@ -154,11 +154,11 @@ impl CpuReal for f32 {
     fn scratch<'a>(s32: &'a mut Scratch<f32>, _: &'a mut Scratch<f64>) -> &'a mut Scratch<f32> {
         s32
     }
-    fn kernel(isa: Isa, potential: bool, masked: bool) -> dispatch::KernelFn<f32> {
-        dispatch::f32_kernel(isa, potential, masked)
+    fn kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f32> {
+        dispatch::f32_kernel(isa, potential, masked, spline)
     }
-    fn jerk_kernel(isa: Isa, potential: bool, masked: bool) -> dispatch::KernelFn<f32> {
-        dispatch::f32_jerk_kernel(isa, potential, masked)
+    fn jerk_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f32> {
+        dispatch::f32_jerk_kernel(isa, potential, masked, spline)
     }
     fn cell_kernel(isa: Isa) -> cells::CellFn<f32> {
         cells::f32_cell_kernel(isa)
@@ -169,11 +169,11 @@ impl CpuReal for f64 {
     fn scratch<'a>(_: &'a mut Scratch<f32>, s64: &'a mut Scratch<f64>) -> &'a mut Scratch<f64> {
         s64
     }
-    fn kernel(isa: Isa, potential: bool, masked: bool) -> dispatch::KernelFn<f64> {
-        dispatch::f64_kernel(isa, potential, masked)
+    fn kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f64> {
+        dispatch::f64_kernel(isa, potential, masked, spline)
     }
-    fn jerk_kernel(isa: Isa, potential: bool, masked: bool) -> dispatch::KernelFn<f64> {
-        dispatch::f64_jerk_kernel(isa, potential, masked)
+    fn jerk_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f64> {
+        dispatch::f64_jerk_kernel(isa, potential, masked, spline)
     }
     fn cell_kernel(isa: Isa) -> cells::CellFn<f64> {
         cells::f64_cell_kernel(isa)
@@ -195,17 +195,20 @@ impl CpuExecutor {
         neighbours: Option<&mut Neighbours<'_, T>>,
     ) -> Result<(), BadSources> {
         let with_jerk = jerk.is_some();
+        let softened = Softened::of(params);
+        let spline = matches!(softened, Softened::Spline { .. });
         let kernel = if with_jerk {
-            T::jerk_kernel(self.isa, params.potential, params.masked())
+            T::jerk_kernel(self.isa, params.potential, params.masked(), spline)
         } else {
-            T::kernel(self.isa, params.potential, params.masked())
+            T::kernel(self.isa, params.potential, params.masked(), spline)
         };
         // Enough target blocks for every thread: split the targets. Few targets and many
         // sources (a tree code's leaf): split the sources, so every thread still works.
         let blocks = targets.pos.len().div_ceil(scratch::BLOCK);
         let by_sources = blocks < 2 * self.threads && sources.pos.len() >= SOURCES_PER_PART * self.threads;
         let parts = if by_sources { self.threads } else { self.threads.min(blocks) }.max(1);
-        let eps2 = params.eps2();
+        // The spline kernels take their support in this argument.
+        let eps2 = if spline { params.spline_support() } else { params.eps2() };
         let Self { pool, s32, s64, .. } = self;
         let pool = if parts > 1 { pool.as_ref() } else { None };
         let scratch = T::scratch(s32, s64);
@@ -233,8 +236,8 @@ impl CpuExecutor {
         let (t0, s0, len) = params.overlap.resolve(targets.pos.len());
         for (i, o) in out.iter_mut().enumerate() {
             let mut sums = scratch.sums(i);
-            if !params.masked() && i >= t0 && i < t0 + len {
-                sums.phi = sums.phi + self_potential(sources.pos[s0 + i - t0].m, eps2);
+            if i >= t0 && i < t0 + len {
+                sums.phi = sums.phi + softened.self_potential(sources.pos[s0 + i - t0].m);
             }
             nbody_core::kernel::finish(params.g, &sums, params.potential, o);
         }
@@ -327,6 +330,18 @@ impl<T: CpuReal> CellScratch<T> {
         out: &mut [Field<T>],
     ) {
         if runs.is_empty() {
+            return;
+        }
+        let softened = Softened::of(params);
+        if let Softened::Spline { .. } = softened {
+            // The vector cell kernel is Plummer's; the spline's cells in scalar code.
+            for (t, o) in targets.iter().zip(out.iter_mut()) {
+                let mut sums = Field::zero();
+                for c in runs.iter().flat_map(|r| r.iter()) {
+                    nbody_core::cell::cell_softened(t.position(), c, &softened, &mut sums);
+                }
+                nbody_core::kernel::finish(params.g, &sums, params.potential, o);
+            }
             return;
         }
         let padded = targets.len().div_ceil(cells::PAD) * cells::PAD;
@@ -554,10 +569,11 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
                 // Targets that are in their own source spans: remove the self terms the
                 // softened kernel counted (once per span holding them).
                 if params.potential && !params.masked() {
+                    let softened = Softened::of(params);
                     for s in spans.iter() {
                         for i in t.start.max(s.start as usize)..t.end.min(s.end as usize) {
                             let o = &mut out[i - t.start];
-                            o.phi = o.phi + params.g * self_potential(particles[i].m, params.eps2());
+                            o.phi = o.phi + params.g * softened.self_potential(particles[i].m);
                         }
                     }
                 }

@@ -119,7 +119,8 @@ impl Executor<f64> for MixedExecutor {
         "cpu-mixed"
     }
 
-    /// Refuses a system wider than [`MAX_EXTENT`].
+    /// Refuses a system wider than [`MAX_EXTENT`]. The spline softening runs in f64 on
+    /// the CPU executor it carries (the mixed kernels are Plummer's).
     unsafe fn accelerations_unchecked(
         &mut self,
         targets: &[Particle<f64>],
@@ -127,6 +128,10 @@ impl Executor<f64> for MixedExecutor {
         params: &Params<f64>,
         out: &mut [Field<f64>],
     ) -> Result<(), Error> {
+        if validate::plummer_only(params, "cpu-mixed").is_err() {
+            // SAFETY: the same call, the same contract.
+            return unsafe { self.full.accelerations_unchecked(targets, sources, params, out) };
+        }
         validate::mixed_extent(targets, sources)?;
         let eps32 = params.eps as f32;
         let eps2 = eps32 * eps32;
@@ -382,9 +387,9 @@ unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
                         };
                         let low = buf.targets_low.each_ref().map(|t| &t[q.clone()]);
                         if far {
-                            accumulate_split::<S, U, POT, MASK, false>(&mut blk, low, &tile, tile_low, eps2);
+                            accumulate_split::<S, U, POT, MASK, false, false>(&mut blk, low, &tile, tile_low, eps2);
                         } else {
-                            accumulate_split::<S, U, POT, MASK, true>(&mut blk, low, &tile, tile_low, eps2);
+                            accumulate_split::<S, U, POT, MASK, true, false>(&mut blk, low, &tile, tile_low, eps2);
                         }
                     }
                     for (tot, sum) in total.iter_mut().zip(&buf.sums) {

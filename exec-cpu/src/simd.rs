@@ -32,6 +32,9 @@ pub(crate) trait Simd: Copy {
     /// Newton steps (never a raw estimate). `MASK`: lanes with `x` below the smallest
     /// normal number give 0 (see `nbody_core::kernel::inverse_distance`).
     unsafe fn rsqrt<const MASK: bool>(x: Self::V) -> Self::V;
+    /// Whether any lane of `a` is below the same lane of `b` (the spline kernel's test
+    /// for pairs inside its support: one compare and a mask test per vector).
+    unsafe fn any_lt(a: Self::V, b: Self::V) -> bool;
 
     /// [`Simd::weights`]' acceleration term times this is `m / r³`.
     const ACC_SCALE: f64 = 1.0;
@@ -120,6 +123,10 @@ impl<T: Real> Simd for Portable<T> {
         core::array::from_fn(|i| c[i] - a[i] * b[i])
     }
     #[inline(always)]
+    unsafe fn any_lt(a: [T; 8], b: [T; 8]) -> bool {
+        a.iter().zip(&b).any(|(a, b)| a < b)
+    }
+    #[inline(always)]
     unsafe fn rsqrt<const MASK: bool>(x: [T; 8]) -> [T; 8] {
         core::array::from_fn(
             |i| if MASK && x[i] < T::min_positive_value() { T::zero() } else { T::one() / x[i].sqrt() },
@@ -172,6 +179,10 @@ mod x86 {
         #[inline(always)]
         unsafe fn fnma(a: __m512, b: __m512, c: __m512) -> __m512 {
             _mm512_fnmadd_ps(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn any_lt(a: __m512, b: __m512) -> bool {
+            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b) != 0
         }
         #[inline(always)]
         unsafe fn rsqrt<const MASK: bool>(x: __m512) -> __m512 {
@@ -233,6 +244,10 @@ mod x86 {
         #[inline(always)]
         unsafe fn fnma(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
             _mm512_fnmadd_pd(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn any_lt(a: __m512d, b: __m512d) -> bool {
+            _mm512_cmp_pd_mask::<_CMP_LT_OQ>(a, b) != 0
         }
         #[inline(always)]
         unsafe fn rsqrt<const MASK: bool>(x: __m512d) -> __m512d {
@@ -297,6 +312,10 @@ mod x86 {
             _mm256_fnmadd_ps(a, b, c)
         }
         #[inline(always)]
+        unsafe fn any_lt(a: __m256, b: __m256) -> bool {
+            _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(a, b)) != 0
+        }
+        #[inline(always)]
         unsafe fn rsqrt<const MASK: bool>(x: __m256) -> __m256 {
             let y = householder::<Self>(x, _mm256_rsqrt_ps(x));
             if MASK {
@@ -344,6 +363,10 @@ mod x86 {
         #[inline(always)]
         unsafe fn fnma(a: __m256d, b: __m256d, c: __m256d) -> __m256d {
             _mm256_fnmadd_pd(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn any_lt(a: __m256d, b: __m256d) -> bool {
+            _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_LT_OQ>(a, b)) != 0
         }
         #[inline(always)]
         unsafe fn rsqrt<const MASK: bool>(x: __m256d) -> __m256d {

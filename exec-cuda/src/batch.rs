@@ -171,7 +171,7 @@ impl crate::CudaExecutor {
         n: usize,
         params: &Params<T>,
     ) -> Result<(), Error> {
-        let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params), params.g);
+        let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params)?, params.g);
         let args = BatchArgs {
             particles: b.particles,
             items: b.items,
@@ -206,7 +206,7 @@ impl crate::CudaExecutor {
         n: usize,
         params: &Params<T>,
     ) -> Result<(), Error> {
-        let (tag, (eps2, _), g) = (self.family::<T>(), self.kernel_eps2(params), params.g);
+        let (tag, (eps2, _), g) = (self.family::<T>(), self.kernel_eps2(params)?, params.g);
         let args = CellArgs {
             particles: b.particles,
             cells,

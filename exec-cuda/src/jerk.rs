@@ -303,7 +303,7 @@ impl CudaExecutor {
     pub(crate) fn launch_jerk<T: DeviceReal>(&self, st: &Staged, params: &Params<T>) -> Result<(), Error> {
         let (n, plan, extra) = (st.n, st.plan, st.extra);
         let neighbours = st.neighbours;
-        let (tag, (eps2, masked)) = (self.family::<T>(), self.kernel_eps2(params));
+        let (tag, (eps2, masked)) = (self.family::<T>(), self.kernel_eps2(params)?);
         let potential = params.potential;
         let (t0, s0, len) = params.overlap.resolve(n);
         let JerkBuffers { targets: tx, target_vel: txv, sources: sx, source_vel: sxv, out: o, jerk: jo } = st.bufs;

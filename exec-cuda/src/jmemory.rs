@@ -415,7 +415,7 @@ impl DeviceJMemory {
         // The self pairs (zero distance) added m / eps to the potential (nothing to the
         // acceleration or jerk): remove them (in f64; the kernel's own term differs by a
         // rounding of its precision).
-        if !gpu.kernel_eps2(params).1 {
+        if !gpu.kernel_eps2(params)?.1 {
             for (f, (&a, p)) in out.iter_mut().zip(own.iter().zip(targets.pos)) {
                 if a >= 0 {
                     f.phi += nbody_core::kernel::self_potential(p.m, params.eps2());

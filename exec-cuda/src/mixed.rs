@@ -56,14 +56,16 @@ impl CudaExecutor {
     /// eps² as the kernels take it, and whether they mask coincident pairs. The mixed
     /// kernels square eps in f32 (their arithmetic), and mask where that square is not
     /// a normal f32 (the GPU flushes subnormals, so it would vanish from r²).
-    pub(crate) fn kernel_eps2<T: DeviceReal>(&self, params: &Params<T>) -> (T, bool) {
-        if self.family::<T>() == Family::Mixed {
+    /// Refuses a spline softening: every kernel here is Plummer's.
+    pub(crate) fn kernel_eps2<T: DeviceReal>(&self, params: &Params<T>) -> Result<(T, bool), Error> {
+        nbody_core::validate::plummer_only(params, "CUDA kernels")?;
+        Ok(if self.family::<T>() == Family::Mixed {
             let e = params.eps.to_f64() as f32;
             let e2 = e * e;
             (T::from_f64(e2 as f64), e2 < f32::MIN_POSITIVE)
         } else {
             (params.eps2(), params.masked())
-        }
+        })
     }
 
     /// Whether its f64 calls run the mixed-precision kernels (it came from a

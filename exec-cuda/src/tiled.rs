@@ -115,7 +115,7 @@ impl CudaExecutor {
             return Ok(());
         }
         self.gpu.make_current()?;
-        let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params), params.g);
+        let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params)?, params.g);
         let kernel = Kernel::Shuffle {
             tag,
             targets_per_thread: targets_per_thread as usize,
@@ -185,7 +185,7 @@ impl CudaExecutor {
             return Ok(choose_for_on(rungs, n_t, n_s.next_multiple_of(SOURCE_PAD), self.gpu.info().sm_count));
         }
         let key =
-            (self.family::<T>(), params.potential, self.kernel_eps2(params).1, n_t.max(1).ilog2(), n_s.max(1).ilog2());
+            (self.family::<T>(), params.potential, self.kernel_eps2(params)?.1, n_t.max(1).ilog2(), n_s.max(1).ilog2());
         if let Some(c) = self.tuned.get(&key) {
             return Ok(*c);
         }
@@ -222,7 +222,7 @@ impl CudaExecutor {
         if n_targets == 0 {
             return Ok(());
         }
-        let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params), params.g);
+        let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params)?, params.g);
         let kernel = Kernel::Tiled { config, tag, potential: params.potential, masked };
         let f = self.function(kernel)?;
         let (t0, _, len) = params.overlap.resolve(n_targets);
