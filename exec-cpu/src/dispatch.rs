@@ -180,8 +180,8 @@ macro_rules! by_flags {
 }
 pub(crate) use by_flags;
 
-/// `$k::<POT, MASK, SPLINE>` for run-time flags: the spline kernels always mask (their
-/// separations are not softened; a zero-distance lane takes the spline's value).
+/// `$k::<POT, MASK, SPLINE>` for run-time flags: the spline kernels never mask (a lane
+/// at zero distance is inside the support and takes the spline's value instead).
 macro_rules! by_kernel {
     ($k:ident, $pot:expr, $mask:expr, $spline:expr) => {
         match ($pot, $mask, $spline) {
@@ -189,8 +189,8 @@ macro_rules! by_kernel {
             (false, true, false) => $k::<false, true, false>,
             (true, false, false) => $k::<true, false, false>,
             (true, true, false) => $k::<true, true, false>,
-            (false, _, true) => $k::<false, true, true>,
-            (true, _, true) => $k::<true, true, true>,
+            (false, _, true) => $k::<false, false, true>,
+            (true, _, true) => $k::<true, false, true>,
         }
     };
 }
@@ -250,7 +250,7 @@ fn unreachable_isa<T: Real>(_isa: Isa, spline: bool) -> KernelFn<T> {
     }
     unsafe fn s<T: Real>(part: &mut Part<'_, T>, src: &SourcesSoa<'_, T>, h: T) {
         // SAFETY: as above.
-        unsafe { drive::<Portable<T>, 1, true, true, true>(part, src, h) }
+        unsafe { drive::<Portable<T>, 1, true, false, true>(part, src, h) }
     }
     if spline {
         s::<T>

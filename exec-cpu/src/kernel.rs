@@ -168,22 +168,24 @@ pub(crate) unsafe fn accumulate_split<
             let mj = S::splat(*sm.add(j));
             let low_j = |p: *const S::T| if LOW { S::splat(*p.add(j)) } else { zero };
             let (lxj, lyj, lzj) = (low_j(lx), low_j(ly), low_j(lz));
+            // (x_j - x_i) - (low_i - low_j): the backends have no add.
+            let split = |hi: S::V, low_i: S::V, low_j: S::V| if LOW { S::sub(hi, S::sub(low_i, low_j)) } else { hi };
+            let dx: [S::V; U] = core::array::from_fn(|u| split(S::sub(xj, xi[u]), lxi[u], lxj));
+            let dy: [S::V; U] = core::array::from_fn(|u| split(S::sub(yj, yi[u]), lyi[u], lyj));
+            let dz: [S::V; U] = core::array::from_fn(|u| split(S::sub(zj, zi[u]), lzi[u], lzj));
+            // eps² folded into the first FMA: r² = ((eps² + dx²) + dy²) + dz².
+            let r2: [S::V; U] =
+                core::array::from_fn(|u| S::fma(dz[u], dz[u], S::fma(dy[u], dy[u], S::fma(dx[u], dx[u], e2))));
+            // The spline: one test for the whole block whether any pair is inside h.
+            let near = SPLINE && S::any_lt(r2[1..].iter().fold(r2[0], |a, &b| S::min(a, b)), h2);
             for u in 0..U {
-                // (x_j - x_i) - (low_i - low_j): the backends have no add.
-                let split =
-                    |hi: S::V, low_i: S::V, low_j: S::V| if LOW { S::sub(hi, S::sub(low_i, low_j)) } else { hi };
-                let dx = split(S::sub(xj, xi[u]), lxi[u], lxj);
-                let dy = split(S::sub(yj, yi[u]), lyi[u], lyj);
-                let dz = split(S::sub(zj, zi[u]), lzi[u], lzj);
-                // eps² folded into the first FMA: r² = ((eps² + dx²) + dy²) + dz².
-                let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
-                let (mut m_rinv, mut m_rinv3) = S::weights::<MASK>(r2, mj);
-                if SPLINE && S::any_lt(r2, h2) {
-                    spline_weights::<S>(r2, *sm.add(j), h, h_inv, &mut m_rinv, &mut m_rinv3);
+                let (mut m_rinv, mut m_rinv3) = S::weights::<MASK>(r2[u], mj);
+                if near && S::any_lt(r2[u], h2) {
+                    spline_weights::<S>(r2[u], *sm.add(j), h, h_inv, &mut m_rinv, &mut m_rinv3);
                 }
-                ax[u] = S::fma(dx, m_rinv3, ax[u]);
-                ay[u] = S::fma(dy, m_rinv3, ay[u]);
-                az[u] = S::fma(dz, m_rinv3, az[u]);
+                ax[u] = S::fma(dx[u], m_rinv3, ax[u]);
+                ay[u] = S::fma(dy[u], m_rinv3, ay[u]);
+                az[u] = S::fma(dz[u], m_rinv3, az[u]);
                 if POT {
                     phi[u] = S::sub(phi[u], m_rinv);
                 }

@@ -35,6 +35,8 @@ pub(crate) trait Simd: Copy {
     /// Whether any lane of `a` is below the same lane of `b` (the spline kernel's test
     /// for pairs inside its support: one compare and a mask test per vector).
     unsafe fn any_lt(a: Self::V, b: Self::V) -> bool;
+    /// Lane-wise minimum (so that one [`Simd::any_lt`] tests several vectors).
+    unsafe fn min(a: Self::V, b: Self::V) -> Self::V;
 
     /// [`Simd::weights`]' acceleration term times this is `m / r³`.
     const ACC_SCALE: f64 = 1.0;
@@ -127,6 +129,10 @@ impl<T: Real> Simd for Portable<T> {
         a.iter().zip(&b).any(|(a, b)| a < b)
     }
     #[inline(always)]
+    unsafe fn min(a: [T; 8], b: [T; 8]) -> [T; 8] {
+        core::array::from_fn(|i| if a[i] < b[i] { a[i] } else { b[i] })
+    }
+    #[inline(always)]
     unsafe fn rsqrt<const MASK: bool>(x: [T; 8]) -> [T; 8] {
         core::array::from_fn(
             |i| if MASK && x[i] < T::min_positive_value() { T::zero() } else { T::one() / x[i].sqrt() },
@@ -179,6 +185,10 @@ mod x86 {
         #[inline(always)]
         unsafe fn fnma(a: __m512, b: __m512, c: __m512) -> __m512 {
             _mm512_fnmadd_ps(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn min(a: __m512, b: __m512) -> __m512 {
+            _mm512_min_ps(a, b)
         }
         #[inline(always)]
         unsafe fn any_lt(a: __m512, b: __m512) -> bool {
@@ -244,6 +254,10 @@ mod x86 {
         #[inline(always)]
         unsafe fn fnma(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
             _mm512_fnmadd_pd(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn min(a: __m512d, b: __m512d) -> __m512d {
+            _mm512_min_pd(a, b)
         }
         #[inline(always)]
         unsafe fn any_lt(a: __m512d, b: __m512d) -> bool {
@@ -312,6 +326,10 @@ mod x86 {
             _mm256_fnmadd_ps(a, b, c)
         }
         #[inline(always)]
+        unsafe fn min(a: __m256, b: __m256) -> __m256 {
+            _mm256_min_ps(a, b)
+        }
+        #[inline(always)]
         unsafe fn any_lt(a: __m256, b: __m256) -> bool {
             _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(a, b)) != 0
         }
@@ -363,6 +381,10 @@ mod x86 {
         #[inline(always)]
         unsafe fn fnma(a: __m256d, b: __m256d, c: __m256d) -> __m256d {
             _mm256_fnmadd_pd(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn min(a: __m256d, b: __m256d) -> __m256d {
+            _mm256_min_pd(a, b)
         }
         #[inline(always)]
         unsafe fn any_lt(a: __m256d, b: __m256d) -> bool {

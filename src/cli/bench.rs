@@ -7,7 +7,8 @@ use super::plot::{bench_png, Series};
 use crate::bench::{median_time, scalar_loop};
 use anyhow::{bail, Result};
 use clap::Args;
-use nbody_core::{Executor, Field, Params, Particle, Real};
+use nbody_core::cell::Cell;
+use nbody_core::{Executor, Field, InteractionList, LeafList, Pair, Params, Particle, Real, Softening, Span};
 use nbody_cpu::{CpuExecutor, Isa, MixedExecutor};
 use serde_json::json;
 use std::path::PathBuf;
@@ -32,6 +33,10 @@ pub struct BenchArgs {
     /// CPU threads [default: all cores].
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Size of the leaf-kernel comparison (Plummer, spline and cell kernels on the same
+    /// targets) [default: the largest of --sizes].
+    #[arg(long, value_name = "N")]
+    pub kernels: Option<usize>,
     /// Output folder for bench.json and bench.png.
     #[arg(long, value_name = "DIR", default_value = "nbody-out")]
     pub out: PathBuf,
@@ -46,6 +51,9 @@ fn flop_convention(s: &str) -> Result<u32, String> {
 
 struct Row {
     n: usize,
+    /// The kernel, when not the Plummer pair kernel: "spline", or "cells" (`n` is then
+    /// the number of cells).
+    kernel: &'static str,
     /// Targets, when they are not `n` (the leaf point).
     targets: Option<usize>,
     executor: &'static str,
@@ -55,15 +63,21 @@ struct Row {
 
 /// Times one executor on a Plummer sphere of `n` (acceleration only, eps = 1/256).
 fn time_executor<T: Real>(e: &mut dyn Executor<T>, n: usize, budget: f64) -> Result<f64> {
-    time_leaf(e, n, n, budget)
+    time_leaf(e, n, n, budget, Softening::Plummer)
 }
 
 /// Times `targets` of a Plummer sphere of `n` against all of it.
-fn time_leaf<T: Real>(e: &mut dyn Executor<T>, targets: usize, n: usize, budget: f64) -> Result<f64> {
+fn time_leaf<T: Real>(
+    e: &mut dyn Executor<T>,
+    targets: usize,
+    n: usize,
+    budget: f64,
+    softening: Softening,
+) -> Result<f64> {
     let (all, _) = nbody_integrators::ics::plummer::<T>(n, 1);
     let p = &all[..];
     let t = &all[..targets.min(n)];
-    let params = Params::softened(T::from_f64(1.0 / 256.0)).acceleration_only();
+    let params = Params::softened(T::from_f64(1.0 / 256.0)).acceleration_only().with_softening(softening);
     let mut out = vec![Field::zero(); t.len()];
     // median_time's own warm-up call reports a failure here too.
     let mut failed = None;
@@ -78,6 +92,55 @@ fn time_leaf<T: Real>(e: &mut dyn Executor<T>, targets: usize, n: usize, budget:
     }
 }
 
+/// Times the cell kernel: a Plummer sphere of `n` as targets against its own cells of
+/// eight consecutive particles (in Morton order, so cells are compact), in one leaf-list
+/// call; returns the seconds and the number of cells.
+fn time_cells<T: Real>(e: &mut dyn Executor<T>, n: usize, budget: f64) -> Result<(f64, usize)> {
+    let (mut all, _) = nbody_integrators::ics::plummer::<T>(n, 1);
+    let mut order = Vec::new();
+    nbody_core::layout::morton_order(&all, &mut order);
+    all = order.iter().map(|&i| all[i as usize]).collect();
+    let cells: Vec<Cell<T>> = all.chunks(8).map(Cell::from_particles).collect();
+    let params = Params::softened(T::from_f64(1.0 / 256.0)).acceleration_only();
+    let pairs = [Pair { targets: Span::new(0, n as u32), sources: Span::new(0, 0) }];
+    let list = LeafList {
+        particles: InteractionList { pairs: &pairs, source_spans: &[] },
+        cells: &[Span::new(0, 1)],
+        cell_spans: &[Span::new(0, cells.len() as u32)],
+    };
+    let mut out = vec![Field::zero(); n];
+    let mut failed = None;
+    let t = median_time(budget, || {
+        if let Err(err) = e.accelerations_batch_cells(&all, &cells, &list, &params, &mut out) {
+            failed = Some(err);
+        }
+    });
+    match failed {
+        Some(err) => Err(err.into()),
+        None => Ok((t, cells.len())),
+    }
+}
+
+/// The leaf kernels at `n` on one executor: the spline and the cells beside the Plummer
+/// pair kernel (the spline row is left out where the executor refuses it).
+fn kernel_rows<T: Real>(
+    e: &mut dyn Executor<T>,
+    executor: &'static str,
+    precision: &'static str,
+    n: usize,
+    budget: f64,
+) -> Result<Vec<Row>> {
+    let row = |kernel, rows: usize, targets, seconds| Row { n: rows, kernel, targets, executor, precision, seconds };
+    let mut out = vec![row("plummer", n, None, time_leaf(e, n, n, budget, Softening::Plummer)?)];
+    match time_leaf(e, n, n, budget, Softening::Spline) {
+        Ok(seconds) => out.push(row("spline", n, None, seconds)),
+        Err(err) => println!("{executor} {precision} spline: {err}"),
+    }
+    let (seconds, cells) = time_cells(e, n, budget)?;
+    out.push(row("cells", cells, Some(n), seconds));
+    Ok(out)
+}
+
 fn time_scalar<T: Real>(n: usize, budget: f64) -> f64 {
     let (p, _): (Vec<Particle<T>>, _) = nbody_integrators::ics::plummer::<T>(n, 1);
     let mut out = vec![Field::zero(); n];
@@ -90,9 +153,13 @@ impl Row {
     }
 
     fn label(&self) -> String {
-        match self.targets {
+        let size = match self.targets {
             Some(t) => format!("{t}x{}", self.n),
             None => self.n.to_string(),
+        };
+        match self.kernel {
+            "" => size,
+            k => format!("{size} {k}"),
         }
     }
 }
@@ -127,23 +194,27 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         }
         None => println!("CUDA: compiled in, no device found"),
     }
-    println!("{:>9} {:>10} {:>5} {:>14} {:>10}", "N", "executor", "prec", "interact/s", "GFLOP/s");
+    println!("{:>18} {:>10} {:>5} {:>14} {:>10}", "N", "executor", "prec", "interact/s", "GFLOP/s");
     let mut rows = Vec::new();
-    let mut report = |row: Row| {
+    let print = |row: &Row| {
         let rate = row.interactions() / row.seconds;
         println!(
-            "{:>9} {:>10} {:>5} {:>14.3e} {:>10.1}",
+            "{:>18} {:>10} {:>5} {:>14.3e} {:>10.1}",
             row.label(),
             row.executor,
             row.precision,
             rate,
             rate * flops * 1e-9
         );
+    };
+    let mut report = |row: Row| {
+        print(&row);
         rows.push(row);
     };
     for &n in &a.sizes {
         report(Row {
             n,
+            kernel: "",
             targets: None,
             executor: "cpu",
             precision: "f32",
@@ -151,6 +222,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         });
         report(Row {
             n,
+            kernel: "",
             targets: None,
             executor: "cpu",
             precision: "f64",
@@ -158,6 +230,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         });
         report(Row {
             n,
+            kernel: "",
             targets: None,
             executor: "mixed",
             precision: "f64",
@@ -167,6 +240,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         if let Some(c) = cuda.as_mut() {
             report(Row {
                 n,
+                kernel: "",
                 targets: None,
                 executor: "cuda",
                 precision: "f32",
@@ -174,6 +248,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
             });
             report(Row {
                 n,
+                kernel: "",
                 targets: None,
                 executor: "cuda",
                 precision: "f64",
@@ -183,6 +258,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         if n <= a.scalar_max {
             report(Row {
                 n,
+                kernel: "",
                 targets: None,
                 executor: "scalar",
                 precision: "f32",
@@ -190,6 +266,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
             });
             report(Row {
                 n,
+                kernel: "",
                 targets: None,
                 executor: "scalar",
                 precision: "f64",
@@ -201,15 +278,18 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
     // call costs beyond its interactions at the executor's rate at the largest N.
     let largest = a.sizes.iter().copied().max().unwrap_or(1);
     let leaf_times = [
-        ("f32", time_leaf::<f32>(&mut cpu, 64, 1000, a.seconds)?),
-        ("f64", time_leaf::<f64>(&mut cpu, 64, 1000, a.seconds)?),
+        ("f32", time_leaf::<f32>(&mut cpu, 64, 1000, a.seconds, Softening::Plummer)?),
+        ("f64", time_leaf::<f64>(&mut cpu, 64, 1000, a.seconds, Softening::Plummer)?),
     ];
     for (precision, seconds) in leaf_times {
-        report(Row { n: 1000, targets: Some(64), executor: "cpu", precision, seconds });
+        report(Row { n: 1000, kernel: "", targets: Some(64), executor: "cpu", precision, seconds });
     }
+    drop(report);
     let mut leaf = Vec::new();
     for (precision, seconds) in leaf_times {
-        let dense = rows.iter().find(|r| r.executor == "cpu" && r.precision == precision && r.n == largest);
+        let dense = rows
+            .iter()
+            .find(|r| r.executor == "cpu" && r.precision == precision && r.n == largest && r.kernel.is_empty());
         if let Some(d) = dense {
             let extra = seconds - 64_000.0 / (d.interactions() / d.seconds);
             leaf.push(format!(
@@ -220,11 +300,43 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         }
     }
     leaf.iter().for_each(|l| println!("{l}"));
+    // The leaf kernels side by side at one size: spline over Plummer, cells against pairs.
+    let kn = a.kernels.unwrap_or(largest);
+    println!("leaf kernels at N = {kn} (cells: N targets x N/8 cells of eight particles):");
+    let mut kernels = kernel_rows::<f32>(&mut cpu, "cpu", "f32", kn, a.seconds)?;
+    kernels.extend(kernel_rows::<f64>(&mut cpu, "cpu", "f64", kn, a.seconds)?);
+    #[cfg(feature = "cuda")]
+    if let Some(c) = cuda.as_mut() {
+        kernels.extend(kernel_rows::<f32>(c, "cuda", "f32", kn, a.seconds)?);
+        kernels.extend(kernel_rows::<f64>(c, "cuda", "f64", kn, a.seconds)?);
+    }
+    let mut ratios = Vec::new();
+    for k in kernels {
+        let plummer = rows
+            .iter()
+            .chain(std::iter::once(&k))
+            .find(|r| r.kernel == "plummer" && r.executor == k.executor && r.precision == k.precision)
+            .map(|r| r.interactions() / r.seconds);
+        if let (Some(p), "spline" | "cells") = (plummer, k.kernel) {
+            let rate = k.interactions() / k.seconds;
+            ratios.push(format!(
+                "  {} {} {}: {:.2} of the Plummer pair rate",
+                k.executor,
+                k.precision,
+                k.kernel,
+                rate / p
+            ));
+        }
+        print(&k);
+        rows.push(k);
+    }
+    ratios.iter().for_each(|l| println!("{l}"));
     let results: Vec<_> = rows
         .iter()
         .map(|r| {
             let rate = r.interactions() / r.seconds;
-            json!({"n": r.n, "targets": r.targets.unwrap_or(r.n), "executor": r.executor, "precision": r.precision, "seconds": r.seconds,
+            json!({"n": r.n, "targets": r.targets.unwrap_or(r.n), "kernel": if r.kernel.is_empty() { "plummer" } else { r.kernel },
+                "executor": r.executor, "precision": r.precision, "seconds": r.seconds,
                 "interactions_per_second": rate, "gflops": rate * flops * 1e-9})
         })
         .collect();
@@ -234,7 +346,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
     let json_path = a.out.join("bench.json");
     write_atomic(&json_path, |w| w.write_all(serde_json::to_string_pretty(&doc).unwrap_or_default().as_bytes()))?;
     let mut series: Vec<Series> = Vec::new();
-    for r in rows.iter().filter(|r| r.targets.is_none()) {
+    for r in rows.iter().filter(|r| r.targets.is_none() && r.kernel.is_empty()) {
         let label = format!("{} {}", r.executor, r.precision);
         let point = (r.n as f64, (r.n as f64).powi(2) / r.seconds);
         match series.iter_mut().find(|s| s.label == label) {
