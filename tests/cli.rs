@@ -259,11 +259,18 @@ fn bench_writes_table_json_and_plot() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("scalar") && text.contains("mixed"), "{text}");
+    assert!(text.contains("cpu f32 spline:") && text.contains("cpu f64 cells:"), "{text}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("b/bench.json")).unwrap()).unwrap();
     let rows = json["results"].as_array().unwrap();
     assert!(rows.iter().all(|r| r["interactions_per_second"].as_f64().unwrap() > 0.0));
     assert!(rows.len() >= 10);
+    for kernel in ["plummer", "spline", "cells"] {
+        assert!(
+            rows.iter().any(|r| r["kernel"] == kernel && r["n"] == if kernel == "cells" { 8 } else { 64 }),
+            "{kernel}"
+        );
+    }
     let (w, h, colours) = png_facts(&dir.path().join("b/bench.png"));
     assert_eq!((w, h), PLOT_SIZE);
     assert!(colours > 4);
