@@ -375,6 +375,30 @@ impl<T: CpuReal> CellScratch<T> {
     }
 }
 
+impl<'a, T: Real> BatchChunk<'a, T> {
+    /// `out` cut at `cuts` (one chunk per run), each with the pieces of the pairs of
+    /// `list` whose targets fall in its run.
+    fn cut(cuts: &[usize], out: &'a mut [Field<T>], list: &nbody_core::InteractionList<'a>) -> Vec<Self> {
+        let mut chunks: Vec<Self> = Vec::with_capacity(cuts.len());
+        let mut rest = out;
+        for w in cuts.windows(2) {
+            let (head, tail) = core::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
+            rest = tail;
+            chunks.push(BatchChunk { start: w[0], out: head, pieces: Vec::new() });
+        }
+        for p in list.pairs {
+            let t = p.targets.range();
+            for c in chunks.iter_mut() {
+                let (a, b) = (t.start.max(c.start), t.end.min(c.start + c.out.len()));
+                if a < b {
+                    c.pieces.push((a..b, &list.source_spans[p.sources.range()]));
+                }
+            }
+        }
+        chunks
+    }
+}
+
 /// Cuts `0..n` into `parts` runs of about equal work, where particle i costs the number
 /// of sources its pairs give it.
 fn balanced_cuts(n: usize, list: &nbody_core::InteractionList<'_>, parts: usize) -> Vec<usize> {
@@ -528,22 +552,7 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         while self.workers.len() < cuts.len().saturating_sub(1) {
             self.workers.push(CpuExecutor::with_isa(Parallelism::Sequential, self.isa));
         }
-        let mut chunks: Vec<BatchChunk<'_, T>> = Vec::with_capacity(cuts.len());
-        let mut rest = &mut *out;
-        for w in cuts.windows(2) {
-            let (head, tail) = core::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
-            rest = tail;
-            chunks.push(BatchChunk { start: w[0], out: head, pieces: Vec::new() });
-        }
-        for p in list.pairs {
-            let t = p.targets.range();
-            for c in chunks.iter_mut() {
-                let (a, b) = (t.start.max(c.start), t.end.min(c.start + c.out.len()));
-                if a < b {
-                    c.pieces.push((a..b, list.sources_of(p)));
-                }
-            }
-        }
+        let chunks = BatchChunk::cut(&cuts, out, list);
         let work: Vec<_> = chunks.into_iter().zip(self.workers.iter_mut()).collect();
         let none: &[nbody_core::Velocity<T>] = &[];
         run_parts(self.pool.as_ref(), work, |(chunk, worker)| {
@@ -618,22 +627,7 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         let pairs: Vec<nbody_core::Pair> = list.cell_pairs().collect();
         let cell_list = nbody_core::InteractionList { pairs: &pairs, source_spans: list.cell_spans };
         let cuts = balanced_cuts(particles.len(), &cell_list, self.threads);
-        let mut chunks: Vec<BatchChunk<'_, T>> = Vec::with_capacity(cuts.len());
-        let mut rest = &mut *out;
-        for w in cuts.windows(2) {
-            let (head, tail) = core::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
-            rest = tail;
-            chunks.push(BatchChunk { start: w[0], out: head, pieces: Vec::new() });
-        }
-        for p in &pairs {
-            let t = p.targets.range();
-            for c in chunks.iter_mut() {
-                let (a, b) = (t.start.max(c.start), t.end.min(c.start + c.out.len()));
-                if a < b {
-                    c.pieces.push((a..b, cell_list.sources_of(p)));
-                }
-            }
-        }
+        let chunks = BatchChunk::cut(&cuts, out, &cell_list);
         let kernel = T::cell_kernel(self.isa);
         run_parts(self.pool.as_ref(), chunks, |chunk| {
             let mut staged = CellScratch::default();
