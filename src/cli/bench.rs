@@ -284,7 +284,6 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
     for (precision, seconds) in leaf_times {
         report(Row { n: 1000, kernel: "", targets: Some(64), executor: "cpu", precision, seconds });
     }
-    drop(report);
     let mut leaf = Vec::new();
     for (precision, seconds) in leaf_times {
         let dense = rows
