@@ -23,7 +23,7 @@ use nbody_core::{Bodies, Error, Executor, Field, Jerk, Overlap, Params, Particle
 pub struct BlockHermite<T: Real> {
     eta: f64,
     dt_max: f64,
-    params: Params<T>,
+    pub(crate) params: Params<T>,
     /// Per particle: its time, step, and acceleration and jerk at its time (f64).
     t: Vec<f64>,
     dt: Vec<f64>,

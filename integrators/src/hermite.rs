@@ -19,7 +19,7 @@ use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, Real, V
 #[derive(Debug)]
 pub struct Hermite<T: Real> {
     eta: f64,
-    params: Params<T>,
+    pub(crate) params: Params<T>,
     field: Vec<Field<T>>,
     jerk: Vec<Jerk<T>>,
     dt: f64,

@@ -32,7 +32,7 @@ type Derivatives = (Vec<V3>, Vec<V3>, Vec<V3>);
 pub struct Hermite6<T: Real> {
     eta: f64,
     fixed: Option<f64>,
-    params: Params<T>,
+    pub(crate) params: Params<T>,
     /// Per particle at the current time: acceleration, jerk, snap, crackle (f64).
     acc: Vec<V3>,
     jerk: Vec<V3>,

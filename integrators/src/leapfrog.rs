@@ -20,7 +20,7 @@ use nbody_core::{Error, Executor, Field, Params, Real};
 #[derive(Debug)]
 pub struct Leapfrog<T: Real> {
     dt: f64,
-    params: Params<T>,
+    pub(crate) params: Params<T>,
     field: Vec<Field<T>>,
     fresh: bool,
     timing: crate::StepTiming,

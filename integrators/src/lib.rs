@@ -24,6 +24,26 @@
 //! ```
 #![warn(missing_docs)]
 
+/// `with_softening` for an integrator that keeps its call parameters in `params`.
+macro_rules! softening_builder {
+    ($t:ident, $example:literal) => {
+        impl<T: nbody_core::Real> $t<T> {
+            /// The same integrator with the softening kernel `softening` for every force
+            /// call (Plummer unless set; see `nbody_core::Softening`). An executor that
+            /// computes only Plummer's refuses the calls with `Error::Unsupported`.
+            ///
+            /// ```
+            #[doc = concat!("let _ = nbody_integrators::", $example, "?.with_softening(nbody_core::Softening::Spline);")]
+            /// # Ok::<(), nbody_core::Error>(())
+            /// ```
+            pub fn with_softening(mut self, softening: nbody_core::Softening) -> Self {
+                self.params.softening = softening;
+                self
+            }
+        }
+    };
+}
+
 mod block;
 mod checkpoint;
 mod hermite;
@@ -34,6 +54,12 @@ mod leapfrog;
 mod rk;
 pub mod rules;
 mod state;
+
+softening_builder!(Leapfrog, "Leapfrog::<f64>::new(0.01, 0.05)");
+softening_builder!(Hermite, "Hermite::<f64>::new(0.02, 0.05)");
+softening_builder!(BlockHermite, "BlockHermite::<f64>::new(0.02, 0.125, 0.05)");
+softening_builder!(Hermite6, "Hermite6::<f64>::new(0.1, 0.05)");
+softening_builder!(DormandPrince, "DormandPrince::<f64>::new(1e-8, 1e-8, 0.05)");
 
 pub use block::BlockHermite;
 pub use checkpoint::{Arrays, Checkpoint, Words};

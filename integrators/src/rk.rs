@@ -34,7 +34,7 @@ const B4: [f64; 7] =
 pub struct DormandPrince<T: Real> {
     rtol: f64,
     atol: f64,
-    params: Params<T>,
+    pub(crate) params: Params<T>,
     dt: f64,
     field: Vec<Field<T>>,
     scratch: Vec<Particle<T>>,

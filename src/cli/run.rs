@@ -194,12 +194,12 @@ pub(super) fn power_of_two_below(x: f64) -> f64 {
 }
 
 pub(super) fn integrator<T: Real>(s: &RunSettings, block_dt: f64) -> Result<Box<dyn Integrator<T>>> {
-    let eps = T::from_f64(s.eps);
+    let (eps, softening) = (T::from_f64(s.eps), s.softening.kernel());
     Ok(match s.integrator {
-        IntegratorKind::Leapfrog => Box::new(Leapfrog::new(s.dt, eps)?),
-        IntegratorKind::Hermite => Box::new(Hermite::new(s.eta, eps)?),
-        IntegratorKind::BlockHermite => Box::new(BlockHermite::new(s.eta, block_dt, eps)?),
-        IntegratorKind::Rk => Box::new(DormandPrince::new(s.tolerance, s.tolerance, eps)?),
+        IntegratorKind::Leapfrog => Box::new(Leapfrog::new(s.dt, eps)?.with_softening(softening)),
+        IntegratorKind::Hermite => Box::new(Hermite::new(s.eta, eps)?.with_softening(softening)),
+        IntegratorKind::BlockHermite => Box::new(BlockHermite::new(s.eta, block_dt, eps)?.with_softening(softening)),
+        IntegratorKind::Rk => Box::new(DormandPrince::new(s.tolerance, s.tolerance, eps)?.with_softening(softening)),
     })
 }
 
@@ -229,6 +229,11 @@ fn simulation<'t, T: CliReal>(
     block_dt: f64,
 ) -> Result<(Box<dyn Simulation + 't>, String)> {
     let backend = opened.backend().clone();
+    // The GPU kernels are Plummer's: say so before any work (the device-resident
+    // integrators would otherwise soften as Plummer).
+    if s.softening == super::SofteningKind::Spline && s.eps > 0.0 && backend.to_string().starts_with("cuda") {
+        bail!("--softening spline: the CUDA executors compute Plummer softening only; use a CPU executor (--executor cpu)");
+    }
     #[cfg(feature = "cuda")]
     let eps = T::from_f64(s.eps);
     let alone = team.size() == 1;

@@ -3,7 +3,7 @@
 //! value is checked before anything runs, and errors name the setting.
 
 use super::executors::{option_error, Backend};
-use super::Precision;
+use super::{Precision, SofteningKind};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use nbody_backends::{Arithmetic, Devices};
@@ -87,6 +87,10 @@ pub struct RunArgs {
     /// Softening length [default: 1/64 for plummer and cold-sphere and files, 0 otherwise].
     #[arg(long, allow_negative_numbers = true)]
     pub eps: Option<f64>,
+    /// Softening kernel: plummer, or spline (Gadget's cubic spline of support 2.8 eps,
+    /// Newtonian beyond it; CPU executors) [default: plummer].
+    #[arg(long, value_enum)]
+    pub softening: Option<SofteningKind>,
     /// Executor, as a backend string: cpu[:THREADS], mixed[:THREADS], reference,
     /// cuda[:DEVICE], cuda-mixed[:DEVICE], cuda:DEVICE,DEVICE,... or cuda:all (`nbody
     /// info` lists what this build offers) [default: cuda when compiled in with a
@@ -167,6 +171,9 @@ pub struct RunSettings {
     pub t_end: f64,
     /// Softening.
     pub eps: f64,
+    /// Softening kernel (absent in settings written before it existed: Plummer).
+    #[serde(default)]
+    pub softening: SofteningKind,
     /// Executor (a backend string: threads and devices included).
     #[serde(serialize_with = "backend_string::serialize_one")]
     pub executor: Backend,
@@ -218,6 +225,7 @@ impl RunArgs {
             tolerance: self.tolerance.or(file.tolerance),
             t_end: self.t_end.or(file.t_end),
             eps: self.eps.or(file.eps),
+            softening: self.softening.or(file.softening),
             executor: self.executor.or(file.executor),
             precision: self.precision.or(file.precision),
             threads: self.threads.or(file.threads),
@@ -311,6 +319,7 @@ impl RunArgs {
             tolerance,
             t_end,
             eps,
+            softening: args.softening.unwrap_or_default(),
             executor,
             precision,
             out: args.out.unwrap_or_else(|| PathBuf::from("nbody-out")),
