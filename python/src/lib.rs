@@ -4,7 +4,7 @@
 use nbody_backends::{Backend, BackendError, BackendReal};
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::projection::Projecting;
-use nbody_core::{Bodies, Error, Field, Jerk, Params, Particle, Real, Velocity};
+use nbody_core::{Bodies, Error, Field, Jerk, Params, Particle, Real, Softening, Velocity};
 use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State};
 use numpy::ndarray::ArrayView2;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -198,9 +198,10 @@ fn compute<'py, T: PyReal>(
     eps: f64,
     g: f64,
     potential: bool,
+    softening: Softening,
     backend: &Backend,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    let mut params = Params::softened(T::from_f64(eps)).with_g(T::from_f64(g));
+    let mut params = Params::softened(T::from_f64(eps)).with_g(T::from_f64(g)).with_softening(softening);
     params.potential = potential;
     let n = targets.as_ref().map_or(sources.len(), Vec::len);
     let out = with_executor::<T, _>(py, backend, |e| {
@@ -218,10 +219,15 @@ fn compute<'py, T: PyReal>(
     Ok((acc, PyArray1::from_vec(py, phi).into_any()))
 }
 
+/// The softening kernel named `name` ("plummer" or "spline").
+fn softening_kernel(name: &str) -> PyResult<Softening> {
+    Softening::parse(name).ok_or_else(|| value_error(format!("softening must be 'plummer' or 'spline' (got {name:?})")))
+}
+
 /// Accelerations and potentials of `targets` (default: the particles themselves, each
 /// skipping its own pair) from the particles at `positions` with `masses`.
 #[pyfunction]
-#[pyo3(signature = (positions, masses, eps=0.0, G=1.0, targets=None, potential=true, executor="cpu", precision="f64", threads=None))]
+#[pyo3(signature = (positions, masses, eps=0.0, G=1.0, targets=None, potential=true, executor="cpu", precision="f64", threads=None, softening="plummer"))]
 #[allow(non_snake_case, clippy::too_many_arguments)]
 fn accelerations<'py>(
     py: Python<'py>,
@@ -234,7 +240,9 @@ fn accelerations<'py>(
     executor: &str,
     precision: &str,
     threads: Option<usize>,
+    softening: &str,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let softening = softening_kernel(softening)?;
     let pos = coords(positions, "positions")?;
     let rows = pos.rows();
     let m = self::masses(masses, pos.len())?;
@@ -258,12 +266,12 @@ fn accelerations<'py>(
         "f64" => {
             let b = backend::<f64>(executor, threads)?;
             let t = target_rows.as_ref().map(|t| records::<f64>(t, &zeros(t)));
-            compute::<f64>(py, &records(&rows, &m), t, eps, G, potential, &b)
+            compute::<f64>(py, &records(&rows, &m), t, eps, G, potential, softening, &b)
         }
         "f32" => {
             let b = backend::<f32>(executor, threads)?;
             let t = target_rows.as_ref().map(|t| records::<f32>(t, &zeros(t)));
-            compute::<f32>(py, &records(&rows, &m), t, eps, G, potential, &b)
+            compute::<f32>(py, &records(&rows, &m), t, eps, G, potential, softening, &b)
         }
         other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     }
@@ -393,14 +401,14 @@ fn integrator<T: Real>(
     dt: f64,
     eta: f64,
     tolerance: f64,
-    eps: f64,
+    (eps, s): (f64, Softening),
 ) -> PyResult<Box<dyn Integrator<T> + Send>> {
     let e = T::from_f64(eps);
     Ok(match name {
-        "leapfrog" => Box::new(Leapfrog::new(dt, e).map_err(runtime)?),
-        "hermite" => Box::new(Hermite::new(eta, e).map_err(runtime)?),
-        "block-hermite" => Box::new(BlockHermite::new(eta, dt, e).map_err(runtime)?),
-        "rk" => Box::new(DormandPrince::new(tolerance, tolerance, e).map_err(runtime)?),
+        "leapfrog" => Box::new(Leapfrog::new(dt, e).map_err(runtime)?.with_softening(s)),
+        "hermite" => Box::new(Hermite::new(eta, e).map_err(runtime)?.with_softening(s)),
+        "block-hermite" => Box::new(BlockHermite::new(eta, dt, e).map_err(runtime)?.with_softening(s)),
+        "rk" => Box::new(DormandPrince::new(tolerance, tolerance, e).map_err(runtime)?.with_softening(s)),
         other => {
             return Err(value_error(format!(
                 "integrator must be 'leapfrog', 'hermite', 'block-hermite' or 'rk' (got {other:?})"
@@ -416,7 +424,7 @@ fn build<T: PyReal>(
     dt: f64,
     eta: f64,
     tolerance: f64,
-    eps: f64,
+    eps: (f64, Softening),
     executor: &str,
     threads: Option<usize>,
 ) -> PyResult<Run<T>> {
@@ -438,7 +446,7 @@ impl Simulation {
     /// `test_velocities`) append massless test particles after it, which feel every
     /// massive particle and exert nothing (a step costs N x N_massive).
     #[new]
-    #[pyo3(signature = (ic="plummer", n=1024, seed=1, positions=None, velocities=None, masses=None, integrator="leapfrog", dt=1.0/256.0, eta=0.02, tolerance=1e-8, eps=1.0/64.0, executor="cpu", precision="f64", threads=None, test_positions=None, test_velocities=None))]
+    #[pyo3(signature = (ic="plummer", n=1024, seed=1, positions=None, velocities=None, masses=None, integrator="leapfrog", dt=1.0/256.0, eta=0.02, tolerance=1e-8, eps=1.0/64.0, executor="cpu", precision="f64", threads=None, test_positions=None, test_velocities=None, softening="plummer"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         ic: &str,
@@ -457,7 +465,9 @@ impl Simulation {
         threads: Option<usize>,
         test_positions: Option<&Bound<'_, PyAny>>,
         test_velocities: Option<&Bound<'_, PyAny>>,
+        softening: &str,
     ) -> PyResult<Self> {
+        let eps = (eps, softening_kernel(softening)?);
         let mut rows: Vec<[f64; 7]> = match (positions, velocities, masses) {
             (Some(p), v, Some(m)) => {
                 let p = coords(p, "positions")?.rows();

@@ -11,6 +11,7 @@ __version__: str
 # "cuda", "cuda:1", "cuda-mixed", "cuda-mixed:1", "cuda:0,1", "cuda:all".
 Executor = str
 Precision = Literal["f32", "f64"]
+Softening = Literal["plummer", "spline"]
 FloatArray = npt.NDArray[np.floating]
 
 def accelerations(
@@ -23,11 +24,14 @@ def accelerations(
     executor: Executor = "cpu",
     precision: Precision = "f64",
     threads: Optional[int] = None,
+    softening: Softening = "plummer",
 ) -> Tuple[FloatArray, FloatArray]:
     """Accelerations (M, 3) and potentials (M,) of `targets` (M, 3), or of the particles
     themselves when `targets` is None (each skips its own pair), from the particles at
     `positions` (N, 3) with `masses` (N,). Arrays may be float32 or float64 with any
-    strides. Results are float64 for precision "f64" and float32 for "f32". The GIL is
+    strides. `softening` is "plummer" (1/sqrt(r² + eps²)) or "spline" (Gadget's cubic
+    spline of support 2.8 eps, Newtonian beyond it; the CPU executors compute it, CUDA
+    raises RuntimeError). Results are float64 for precision "f64" and float32 for "f32". The GIL is
     released while the forces are computed. Bad input raises ValueError naming the
     argument and the index; a device failure raises RuntimeError."""
 
@@ -65,6 +69,7 @@ class Simulation:
         threads: Optional[int] = None,
         test_positions: Optional[FloatArray] = None,
         test_velocities: Optional[FloatArray] = None,
+        softening: Softening = "plummer",
     ) -> None:
         """`test_positions` (and `test_velocities`) append massless test particles after
         the system: they feel every massive particle, exert nothing, and cost
