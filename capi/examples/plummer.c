@@ -51,7 +51,7 @@ int main(void) {
   /* Any backend string of the registry: "cpu" takes every core, "cpu:2" two threads. */
   NbodyExecutor *cpu = NULL;
   expect(nbody_open("cpu", &cpu), NBODY_STATUS_OK, NULL, "nbody_open cpu");
-  NbodyParams prm = {1.0, eps, 1, NBODY_OVERLAP_IDENTICAL, 0, 0, 0};
+  NbodyParams prm = {1.0, eps, 1, NBODY_OVERLAP_IDENTICAL, 0, 0, 0, NBODY_SOFTENING_PLUMMER};
   expect(nbody_accelerations_f64(cpu, p, n, p, n, &prm, out, n), NBODY_STATUS_OK, NULL, "accelerations, double");
 
   /* The same sum by hand. */

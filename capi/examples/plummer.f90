@@ -11,6 +11,7 @@ program plummer_f
     real(c_double) :: g, eps
     integer(c_int32_t) :: potential, overlap
     integer(c_size_t) :: target_start, source_start, shared_len
+    integer(c_int32_t) :: softening
   end type
 
   interface
@@ -75,7 +76,7 @@ program plummer_f
 
   status = nbody_cpu_new(1_c_int32_t, exec)
   if (status /= 0) stop 'nbody_cpu_new failed'
-  prm = nbody_params(1.0d0, eps, 1, 1, 0, 0, 0)   ! G, eps, potential, identical overlap
+  prm = nbody_params(1.0d0, eps, 1, 1, 0, 0, 0, 0)   ! G, eps, potential, identical overlap, plummer
   status = nbody_accelerations_f64(exec, pp, nn, pp, nn, prm, po, nn)
   if (status /= 0) then
     call print_error()

@@ -87,7 +87,7 @@ int main(void) {
   }
   NbodyExecutor *cpu = NULL;
   if (nbody_open("cpu", &cpu) != NBODY_STATUS_OK) return printf("%s\n", nbody_last_error()), 1;
-  NbodyParams prm = {1.0, eps, 1, NBODY_OVERLAP_DISJOINT, 0, 0, 0};
+  NbodyParams prm = {1.0, eps, 1, NBODY_OVERLAP_DISJOINT, 0, 0, 0, NBODY_SOFTENING_PLUMMER};
   double *tree = aligned_alloc(32, total * 4 * sizeof(double));
   memset(tree, 0, total * 4 * sizeof(double));
   /* One call per force evaluation. */

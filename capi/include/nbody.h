@@ -80,6 +80,21 @@ typedef enum NbodyOverlap {
 } NbodyOverlap;
 
 /**
+ * The softening kernel of a call (`NbodyParams::softening`).
+ */
+typedef enum NbodySoftening {
+  /**
+   * `1 / sqrt(r² + eps²)`.
+   */
+  NBODY_SOFTENING_PLUMMER = 0,
+  /**
+   * Gadget's cubic spline: support `2.8 eps`, Newtonian beyond it (the CPU
+   * executors; CUDA returns `Unsupported`).
+   */
+  NBODY_SOFTENING_SPLINE = 1,
+} NbodySoftening;
+
+/**
  * An executor behind an opaque handle.
  */
 typedef struct NbodyExecutor NbodyExecutor;
@@ -117,6 +132,11 @@ typedef struct NbodyParams {
    * With `Shared`: how many consecutive targets are shared.
    */
   size_t shared_len;
+  /**
+   * The softening kernel: an [`NbodySoftening`] value (0, Plummer, is what a
+   * zero-initialised struct holds).
+   */
+  int32_t softening;
 } NbodyParams;
 
 /**

@@ -26,7 +26,7 @@
 //! struct Four([f64; 8]);
 //! let ps = Four([0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]);
 //! let mut out = Four([0.0; 8]);
-//! let params = NbodyParams { g: 1.0, eps: 0.0, potential: 1, overlap: NbodyOverlap::Identical as i32, target_start: 0, source_start: 0, shared_len: 0 };
+//! let params = NbodyParams { g: 1.0, eps: 0.0, potential: 1, overlap: NbodyOverlap::Identical as i32, target_start: 0, source_start: 0, shared_len: 0, softening: 0 };
 //! let s = unsafe { nbody_accelerations_f64(exec, ps.0.as_ptr(), 2, ps.0.as_ptr(), 2, &params, out.0.as_mut_ptr(), 2) };
 //! assert_eq!(s, NbodyStatus::Ok);
 //! assert_eq!(out.0[0], 1.0); // pulled towards +x
@@ -106,6 +106,20 @@ pub struct NbodyParams {
     pub source_start: usize,
     /// With `Shared`: how many consecutive targets are shared.
     pub shared_len: usize,
+    /// The softening kernel: an [`NbodySoftening`] value (0, Plummer, is what a
+    /// zero-initialised struct holds).
+    pub softening: i32,
+}
+
+/// The softening kernel of a call (`NbodyParams::softening`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NbodySoftening {
+    /// `1 / sqrt(r² + eps²)`.
+    Plummer = 0,
+    /// Gadget's cubic spline: support `2.8 eps`, Newtonian beyond it (the CPU
+    /// executors; CUDA returns `Unsupported`).
+    Spline = 1,
 }
 
 /// A half-open range `start..end` of particle indices (batched calls).
@@ -278,7 +292,18 @@ fn params<T: Real>(p: *const NbodyParams) -> Result<Params<T>, Failure> {
             ))
         }
     };
-    let mut q = Params::softened(T::from_f64(p.eps)).with_g(T::from_f64(p.g)).with_overlap(overlap);
+    let softening = match p.softening {
+        x if x == NbodySoftening::Plummer as i32 => nbody_core::Softening::Plummer,
+        x if x == NbodySoftening::Spline as i32 => nbody_core::Softening::Spline,
+        other => {
+            return Err(Failure(
+                NbodyStatus::BadParameter,
+                format!("params.softening {other}: 0 (plummer) or 1 (spline)"),
+            ))
+        }
+    };
+    let mut q =
+        Params::softened(T::from_f64(p.eps)).with_g(T::from_f64(p.g)).with_overlap(overlap).with_softening(softening);
     q.potential = p.potential != 0;
     nbody_core::validate::params(&q)?;
     Ok(q)

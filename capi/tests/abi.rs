@@ -29,6 +29,7 @@ fn jerk_matches_the_reference() {
         target_start: 0,
         source_start: 0,
         shared_len: 0,
+        softening: NbodySoftening::Plummer as i32,
     };
     let (mut out, mut jerk) = (vec![Field::<f64>::zero(); 300], vec![Jerk::<f64>::zero(); 300]);
     let f = |x: &[nbody_core::Particle<f64>]| x.as_ptr().cast::<f64>();
@@ -169,6 +170,7 @@ fn soa_arrays_match_the_records() {
         target_start: 0,
         source_start: 0,
         shared_len: 0,
+        softening: NbodySoftening::Plummer as i32,
     };
     let mut want = vec![Field::<f64>::zero(); n];
     // SAFETY: 257 aligned records in and out.
@@ -233,4 +235,41 @@ fn soa_arrays_match_the_records() {
     assert_eq!(bx, before);
     // SAFETY: the handle came from nbody_cpu_new.
     unsafe { nbody_executor_free(e) };
+}
+
+/// `NbodyParams::softening` selects the spline: the C call gives what the reference
+/// executor gives with `Softening::Spline`, and an unknown kernel is a named error that
+/// writes nothing.
+#[test]
+fn spline_softening_through_the_c_abi() {
+    let (pos, _) = nbody_integrators_free_plummer(300);
+    let n = pos.len();
+    let e = cpu();
+    let mut params = NbodyParams {
+        g: 1.0,
+        eps: 0.05,
+        potential: 1,
+        overlap: NbodyOverlap::Identical as i32,
+        target_start: 0,
+        source_start: 0,
+        shared_len: 0,
+        softening: NbodySoftening::Spline as i32,
+    };
+    let mut out = vec![Field::<f64>::zero(); n];
+    // SAFETY: n aligned records in and out.
+    let call = |p: &NbodyParams, out: &mut [Field<f64>]| unsafe {
+        nbody_accelerations_f64(e, pos.as_ptr().cast(), n, pos.as_ptr().cast(), n, p, out.as_mut_ptr().cast(), n)
+    };
+    assert_eq!(call(&params, &mut out), NbodyStatus::Ok, "{}", last_error());
+    let spline = Params::softened(0.05).with_overlap_identical().with_softening(nbody_core::Softening::Spline);
+    let mut want = vec![Field::<f64>::zero(); n];
+    Reference.accelerations(&pos, &pos, &spline, &mut want).unwrap();
+    for (a, b) in out.iter().zip(&want) {
+        assert!((a.ax - b.ax).abs() <= 1e-10 * b.ax.abs().max(1.0) && (a.phi - b.phi).abs() <= 1e-10 * b.phi.abs());
+    }
+    params.softening = 7;
+    let before = out.clone();
+    assert_eq!(call(&params, &mut out), NbodyStatus::BadParameter);
+    assert!(last_error().contains("params.softening 7"), "{}", last_error());
+    assert_eq!(out, before);
 }

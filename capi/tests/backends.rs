@@ -53,6 +53,7 @@ fn every_offered_backend_opens_through_nbody_open_and_the_grape_layer() {
             target_start: 0,
             source_start: 0,
             shared_len: 0,
+            softening: NbodySoftening::Plummer as i32,
         };
         let mut out = vec![Field::<f64>::zero(); n];
         let p = bodies.as_ptr().cast::<f64>();
