@@ -104,9 +104,11 @@ fn accel_matches_the_reference() {
     write_table(&dir.path().join("src.csv"), &["x", "y", "z", "m"], &flat(&src)).unwrap();
     write_table(&dir.path().join("tgt.npy"), &["x", "y", "z", "m"], &flat(&tgt)).unwrap();
     type Case<'a> = (&'a [&'a str], &'a [Particle<f64>], Params<f64>);
-    let cases: [Case<'_>; 2] = [
+    let spline = Params::softened(0.01).with_softening(nbody::Softening::Spline);
+    let cases: [Case<'_>; 3] = [
         (&["--out", "self.npy"], &src, Params::softened(0.01).with_overlap_identical()),
         (&["--targets", "tgt.npy", "--out", "tgt-out.csv"], &tgt, Params::softened(0.01)),
+        (&["--softening", "spline", "--out", "spline.npy"], &src, spline.with_overlap_identical()),
     ];
     for (extra, targets, params) in cases {
         let mut args = vec!["accel", "--sources", "src.csv", "--eps", "0.01"];

@@ -2,7 +2,7 @@
 
 use super::executors::{host_executor, Backend, CliReal};
 use super::files::{particles, read_table, write_table};
-use super::Precision;
+use super::{Precision, SofteningKind};
 use anyhow::{bail, Result};
 use clap::Args;
 use nbody_core::{Field, Params, Particle, Real};
@@ -25,6 +25,9 @@ pub struct AccelArgs {
     /// Softening length.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub eps: f64,
+    /// Softening kernel (spline: Gadget's cubic spline of support 2.8 eps; CPU executors).
+    #[arg(long, value_enum, default_value_t = SofteningKind::Plummer)]
+    pub softening: SofteningKind,
     /// Gravitational constant.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub g: f64,
@@ -89,7 +92,7 @@ fn compute<T: CliReal>(
     };
     let src = c(sources);
     let tgt = targets.map(c);
-    let params = Params::softened(T::from_f64(a.eps)).with_g(T::from_f64(a.g));
+    let params = Params::softened(T::from_f64(a.eps)).with_g(T::from_f64(a.g)).with_softening(a.softening.kernel());
     let (tgt, params) = match &tgt {
         Some(t) => (t.as_slice(), params),
         None => (src.as_slice(), params.with_overlap_identical()),
