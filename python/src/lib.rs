@@ -2,9 +2,12 @@
 //! library's records, around the same executors and integrators the Rust API has.
 
 use nbody_backends::{Backend, BackendError, BackendReal};
+use nbody_core::cell::Cell;
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::projection::Projecting;
-use nbody_core::{Bodies, Error, Field, Jerk, Params, Particle, Real, Softening, Velocity};
+use nbody_core::{
+    Bodies, Error, Field, InteractionList, Jerk, LeafList, Pair, Params, Particle, Real, Softening, Span, Velocity,
+};
 use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State};
 use numpy::ndarray::ArrayView2;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -29,7 +32,8 @@ fn runtime(e: Error) -> PyErr {
         Error::NonFinite { .. }
         | Error::NegativeMass { .. }
         | Error::LengthMismatch { .. }
-        | Error::InvalidParameter { .. } => PyValueError::new_err(e.to_string()),
+        | Error::InvalidParameter { .. }
+        | Error::InvalidSpan { .. } => PyValueError::new_err(e.to_string()),
         _ => PyRuntimeError::new_err(e.to_string()),
     }
 }
@@ -275,6 +279,169 @@ fn accelerations<'py>(
         }
         other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     }
+}
+
+/// Rows of `width` indices from an integer numpy array of shape (K, width) (any signed
+/// or unsigned integer dtype), each in 0..2^32.
+fn index_rows(obj: &Bound<'_, PyAny>, name: &str, width: usize) -> PyResult<Vec<Vec<u32>>> {
+    fn rows<T: Copy + TryInto<i128>>(a: ArrayView2<'_, T>) -> Vec<Vec<i128>> {
+        a.rows().into_iter().map(|r| r.iter().map(|&x| x.try_into().unwrap_or(-1)).collect()).collect()
+    }
+    let raw: Vec<Vec<i128>> = if let Ok(a) = obj.extract::<PyReadonlyArray2<'_, i64>>() {
+        rows(a.as_array())
+    } else if let Ok(a) = obj.extract::<PyReadonlyArray2<'_, i32>>() {
+        rows(a.as_array())
+    } else if let Ok(a) = obj.extract::<PyReadonlyArray2<'_, u32>>() {
+        rows(a.as_array())
+    } else if let Ok(a) = obj.extract::<PyReadonlyArray2<'_, u64>>() {
+        rows(a.as_array())
+    } else {
+        return Err(value_error(describe(obj, name, &format!("an integer numpy array of shape (K, {width})"))));
+    };
+    if let Some(r) = raw.first().filter(|r| r.len() != width) {
+        return Err(value_error(format!("{name} must have shape (K, {width}), got (K, {})", r.len())));
+    }
+    raw.into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.iter()
+                .map(|&x| {
+                    u32::try_from(x)
+                        .map_err(|_| value_error(format!("{name}[{i}] holds {x} (indices are 0 to 2^32 - 1)")))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `[start, end]` rows as spans.
+fn spans(rows: &[Vec<u32>]) -> Vec<Span> {
+    rows.iter().map(|r| Span::new(r[0], r[1])).collect()
+}
+
+/// Cells from a float array of shape (C, 10): x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz.
+fn cell_rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<[f64; 10]>> {
+    fn take<T: Copy + Into<f64>>(a: ArrayView2<'_, T>) -> Vec<[f64; 10]> {
+        a.rows().into_iter().map(|r| core::array::from_fn(|k| r[k].into())).collect()
+    }
+    let (shape, rows) = if let Ok(a) = obj.extract::<PyReadonlyArray2<'_, f64>>() {
+        (a.shape().to_vec(), if a.shape()[1] == 10 { take(a.as_array()) } else { Vec::new() })
+    } else if let Ok(a) = obj.extract::<PyReadonlyArray2<'_, f32>>() {
+        (a.shape().to_vec(), if a.shape()[1] == 10 { take(a.as_array()) } else { Vec::new() })
+    } else {
+        return Err(value_error(describe(obj, "cells", "a float32 or float64 numpy array of shape (C, 10)")));
+    };
+    if shape[1] != 10 {
+        return Err(value_error(format!("cells must have shape (C, 10), got ({}, {})", shape[0], shape[1])));
+    }
+    Ok(rows)
+}
+
+/// The leaf-list call in precision `T`: (acceleration (N, 3), potential (N,)).
+#[allow(clippy::too_many_arguments)]
+fn leaves_in<'py, T: PyReal>(
+    py: Python<'py>,
+    particles: &[Particle<T>],
+    cells: &[[f64; 10]],
+    (pairs, source_spans, ranges, cell_spans): (&[Pair], &[Span], &[Span], &[Span]),
+    params: Params<T>,
+    backend: &Backend,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let c = T::from_f64;
+    let cells: Vec<Cell<T>> = cells
+        .iter()
+        .map(|r| Cell::new(c(r[0]), c(r[1]), c(r[2]), c(r[3]), core::array::from_fn(|k| c(r[4 + k]))))
+        .collect();
+    let n = particles.len();
+    let list = LeafList { particles: InteractionList { pairs, source_spans }, cells: ranges, cell_spans };
+    let out = with_executor::<T, _>(py, backend, |e| {
+        let mut out = vec![Field::zero(); n];
+        e.accelerations_batch_cells(particles, &cells, &list, &params, &mut out).map(|_| out)
+    })?
+    .map_err(runtime)?;
+    let acc: Vec<T> = out.iter().flat_map(|f| [f.ax, f.ay, f.az]).collect();
+    let phi: Vec<T> = out.iter().map(|f| f.phi).collect();
+    let acc = PyArray1::from_vec(py, acc).reshape([n, 3])?.into_any();
+    Ok((acc, PyArray1::from_vec(py, phi).into_any()))
+}
+
+/// A tree or FMM code's leaf work in one call: the particles at `positions` with
+/// `masses` feel, per row `[t0, t1, s0, s1]` of `pairs`, the targets `t0..t1` the
+/// particle spans `spans[s0..s1]` (rows `[start, end]`; a target inside its own span
+/// skips its own pair) and, with `cells` (rows `x, y, z, m, qxx, qxy, qxz, qyy, qyz,
+/// qzz`: centre of mass, mass, traceless quadrupole), the cell spans
+/// `cell_spans[c0..c1]` of row `[c0, c1]` of `cell_ranges`. Returns acceleration (N, 3)
+/// and potential (N,) of every particle (zero where no pair names it).
+#[pyfunction]
+#[pyo3(signature = (positions, masses, pairs, spans, cells=None, cell_ranges=None, cell_spans=None, eps=0.0, G=1.0, potential=true, executor="cpu", precision="f64", threads=None, softening="plummer"))]
+#[allow(non_snake_case, clippy::too_many_arguments)]
+fn leaves<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    masses: &Bound<'py, PyAny>,
+    pairs: &Bound<'py, PyAny>,
+    spans: &Bound<'py, PyAny>,
+    cells: Option<&Bound<'py, PyAny>>,
+    cell_ranges: Option<&Bound<'py, PyAny>>,
+    cell_spans: Option<&Bound<'py, PyAny>>,
+    eps: f64,
+    G: f64,
+    potential: bool,
+    executor: &str,
+    precision: &str,
+    threads: Option<usize>,
+    softening: &str,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let softening = softening_kernel(softening)?;
+    let pos = coords(positions, "positions")?;
+    let rows = pos.rows();
+    finite(&rows, "positions")?;
+    let m = self::masses(masses, pos.len())?;
+    let pair_rows = index_rows(pairs, "pairs", 4)?;
+    let pairs: Vec<Pair> =
+        pair_rows.iter().map(|r| Pair { targets: Span::new(r[0], r[1]), sources: Span::new(r[2], r[3]) }).collect();
+    let source_spans = self::spans(&index_rows(spans, "spans", 2)?);
+    let (cells, ranges, cell_spans) = match (cells, cell_ranges, cell_spans) {
+        (Some(c), Some(r), Some(s)) => {
+            let ranges = self::spans(&index_rows(r, "cell_ranges", 2)?);
+            (cell_rows(c)?, ranges, self::spans(&index_rows(s, "cell_spans", 2)?))
+        }
+        (None, None, None) => (Vec::new(), vec![Span::new(0, 0); pairs.len()], Vec::new()),
+        _ => return Err(value_error("cells, cell_ranges and cell_spans go together: give all three or none")),
+    };
+    let list = (&pairs[..], &source_spans[..], &ranges[..], &cell_spans[..]);
+    match precision {
+        "f64" => {
+            let params = Params::softened(eps).with_g(G).with_softening(softening);
+            let params = Params { potential, ..params };
+            leaves_in::<f64>(py, &records(&rows, &m), &cells, list, params, &backend::<f64>(executor, threads)?)
+        }
+        "f32" => {
+            let params = Params::softened(eps as f32).with_g(G as f32).with_softening(softening);
+            let params = Params { potential, ..params };
+            leaves_in::<f32>(py, &records(&rows, &m), &cells, list, params, &backend::<f32>(executor, threads)?)
+        }
+        other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+    }
+}
+
+/// The cell of the particles at `positions` with `masses`: a row `x, y, z, m, qxx, qxy,
+/// qxz, qyy, qyz, qzz` (centre of mass, total mass, traceless quadrupole about the
+/// centre of mass, summed in f64) for `leaves`' `cells`.
+#[pyfunction]
+fn cell<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    masses: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let pos = coords(positions, "positions")?;
+    let rows = pos.rows();
+    finite(&rows, "positions")?;
+    let m = self::masses(masses, pos.len())?;
+    let c = Cell::from_particles(&records::<f64>(&rows, &m));
+    let q = c.quadrupole();
+    let row = vec![c.x, c.y, c.z, c.m, q[0], q[1], q[2], q[3], q[4], q[5]];
+    Ok(PyArray1::from_vec(py, row).into_any())
 }
 
 /// Seconds per call of the CPU executor on a Plummer sphere of `n` particles, timed in
@@ -628,6 +795,8 @@ fn backends() -> Vec<String> {
 fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add_function(wrap_pyfunction!(accelerations, m)?)?;
+    m.add_function(wrap_pyfunction!(leaves, m)?)?;
+    m.add_function(wrap_pyfunction!(cell, m)?)?;
     m.add_function(wrap_pyfunction!(_rust_seconds, m)?)?;
     m.add_class::<Simulation>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

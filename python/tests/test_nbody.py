@@ -278,3 +278,47 @@ def test_simulation_with_spline_softening_conserves_energy():
     assert abs((e1[2] - e0[2]) / e0[2]) < 1e-5
     plummer = nbody.Simulation(n=128, integrator="hermite", eps=0.05)
     assert abs(plummer.energies()[1] - e0[1]) > 1e-6 * abs(e0[1])
+
+
+def test_leaves_with_cells_match_direct_summation():
+    """Two groups of a clustered system: each feels its own particles directly and the other
+    group as one quadrupole cell; the far field agrees with direct summation to the octupole."""
+    rng = np.random.default_rng(11)
+    a = rng.normal(scale=0.1, size=(60, 3))
+    b = rng.normal(scale=0.1, size=(40, 3)) + [5.0, 1.0, 0.0]
+    pos, m = np.vstack([a, b]), rng.uniform(0.5, 1.5, size=100)
+    cells = np.vstack([nbody.cell(pos[:60], m[:60]), nbody.cell(pos[60:], m[60:])])
+    pairs = np.array([[0, 60, 0, 1], [60, 100, 1, 2]], dtype=np.int64)
+    spans = np.array([[0, 60], [60, 100]], dtype=np.int32)
+    cell_ranges = np.array([[1, 2], [0, 1]], dtype=np.uint32)
+    cell_spans = np.array([[0, 1], [1, 2]])
+    for executor in ["cpu", "reference"]:
+        acc, pot = nbody.leaves(pos, m, pairs, spans, cells, cell_ranges, cell_spans, eps=0.01, executor=executor)
+        want_acc, want_pot = direct(pos, m, 0.01)
+        err = np.linalg.norm(acc - want_acc, axis=1) / np.linalg.norm(want_acc, axis=1)
+        assert err.max() < 1e-3 and rel(pot, want_pot) < 1e-4
+    # Without cells: the groups feel only themselves.
+    acc, _ = nbody.leaves(pos, m, pairs, spans, eps=0.01)
+    own, _ = nbody.accelerations(pos[:60], m[:60], eps=0.01)
+    assert rel(acc[:60], own) < 1e-12
+    # Bad input names the argument.
+    with pytest.raises(ValueError, match="source span"):
+        nbody.leaves(pos, m, pairs, np.array([[0, 60], [60, 101]]))
+    with pytest.raises(ValueError, match="cell span"):
+        nbody.leaves(pos, m, pairs, spans, cells, cell_ranges, np.array([[0, 1], [1, 3]]))
+    with pytest.raises(ValueError, match="go together"):
+        nbody.leaves(pos, m, pairs, spans, cells=cells)
+    with pytest.raises(ValueError, match="pairs"):
+        nbody.leaves(pos, m, np.array([[0, 60, 0]]), spans)
+    with pytest.raises(ValueError, match="pairs\\[0\\] holds -1"):
+        nbody.leaves(pos, m, np.array([[-1, 60, 0, 1]]), spans)
+    bad = cells.copy()
+    bad[1, 3] = -1.0
+    with pytest.raises(ValueError, match="negative"):
+        nbody.leaves(pos, m, pairs, spans, bad, cell_ranges, cell_spans)
+
+
+def test_cell_is_mass_centre_and_traceless_quadrupole():
+    pos = np.array([[-0.5, 0.0, 0.0], [0.5, 0.0, 0.0]])
+    c = nbody.cell(pos, np.ones(2))
+    assert c.tolist() == [0.0, 0.0, 0.0, 2.0, 1.0, 0.0, 0.0, -0.5, 0.0, -0.5]

@@ -11,6 +11,6 @@ CPU executor, CUDA where compiled in), and simulations driven by its integrators
 ([1.0, 0.0, 0.0], [-1.0, -1.0])
 """
 
-from ._nbody import Simulation, __version__, _rust_seconds, accelerations, backends
+from ._nbody import Simulation, __version__, _rust_seconds, accelerations, backends, cell, leaves
 
-__all__ = ["accelerations", "backends", "Simulation", "__version__"]
+__all__ = ["accelerations", "backends", "cell", "leaves", "Simulation", "__version__"]

@@ -47,6 +47,47 @@ def backends() -> List[str]:
 def _rust_seconds(n: int, reps: int = 20, threads: int = 1, precision: Precision = "f64") -> float:
     """Seconds per call of the same computation timed inside Rust (benchmarks)."""
 
+IndexArray = npt.NDArray[np.integer]
+
+def leaves(
+    positions: FloatArray,
+    masses: FloatArray,
+    pairs: IndexArray,
+    spans: IndexArray,
+    cells: Optional[FloatArray] = None,
+    cell_ranges: Optional[IndexArray] = None,
+    cell_spans: Optional[IndexArray] = None,
+    eps: float = 0.0,
+    G: float = 1.0,
+    potential: bool = True,
+    executor: Executor = "cpu",
+    precision: Precision = "f64",
+    threads: Optional[int] = None,
+    softening: Softening = "plummer",
+) -> Tuple[FloatArray, FloatArray]:
+    """A tree or FMM code's leaf work in one call. Row `[t0, t1, s0, s1]` of `pairs`
+    (K, 4) makes the particles `t0..t1` feel the particle spans `spans[s0..s1]` (rows
+    `[start, end]` of `spans` (S, 2); a target inside its own span skips its own pair)
+    and, with `cells` (C, 10: x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, see `cell`), the
+    cell spans `cell_spans[c0..c1]` for row `[c0, c1]` of `cell_ranges` (K, 2). Returns
+    acceleration (N, 3) and potential (N,) of every particle, zero where no pair names it.
+    A span past its array raises ValueError naming it.
+
+    >>> import numpy as np, nbody
+    >>> pos = np.array([[0.0, 0, 0], [0.5, 0, 0], [10.0, 0, 0], [10.5, 0, 0]])
+    >>> m = np.ones(4)
+    >>> far = nbody.cell(pos[2:], m[2:])[None, :]
+    >>> acc, _ = nbody.leaves(pos, m, np.array([[0, 2, 0, 1]]), np.array([[0, 2]]),
+    ...                       cells=far, cell_ranges=np.array([[0, 1]]), cell_spans=np.array([[0, 1]]))
+    >>> round(acc[0, 0], 4)  # 1/0.5² + the far pair's 1/10² + 1/10.5²
+    4.0191
+    """
+
+def cell(positions: FloatArray, masses: FloatArray) -> npt.NDArray[np.float64]:
+    """The cell of a set of particles for `leaves`: `[x, y, z, m, qxx, qxy, qxz, qyy, qyz,
+    qzz]`, centre of mass, total mass and traceless quadrupole
+    `Q_ab = sum m (3 s_a s_b - |s|² δ_ab)` about the centre of mass."""
+
 class Simulation:
     """A system evolved by one of the library's integrators on one executor, as
     `nbody run` does."""
