@@ -169,6 +169,35 @@ typedef struct NbodyPair {
 } NbodyPair;
 
 /**
+ * A leaf list's cell part for [`nbody_batch_cells_f32`]: `cells` holds `n_cells`
+ * 12-lane records `[x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, 0, 0]` (centre of mass,
+ * mass, traceless quadrupole; aligned like particle records), `ranges` one span of
+ * `spans` per pair, `spans` `n_spans` ranges of the cells.
+ */
+typedef struct NbodyCells {
+  /**
+   * The cell records (float or double, as the call).
+   */
+  const void *cells;
+  /**
+   * How many cells.
+   */
+  size_t n_cells;
+  /**
+   * One range of `spans` per pair of the call.
+   */
+  const struct NbodySpan *ranges;
+  /**
+   * Ranges of the cells.
+   */
+  const struct NbodySpan *spans;
+  /**
+   * How many spans.
+   */
+  size_t n_spans;
+} NbodyCells;
+
+/**
  * A density-map window: plane 0 = x-y, 1 = x-z, 2 = y-z.
  */
 typedef struct NbodyProjection {
@@ -419,6 +448,43 @@ enum NbodyStatus nbody_batch_f64(struct NbodyExecutor *e,
                                  size_t n_spans,
                                  const struct NbodyParams *params,
                                  double *out);
+
+/**
+ * A tree code's whole leaf work in one call: [`nbody_batch_f32`]'s pairs over the
+ * particles plus, for pair `k`, the cell spans `cells.spans[r.start..r.end]` with
+ * `r = cells.ranges[k]` (far cells with a quadrupole: see `NbodyCells`), added into
+ * `out` (`n` records).
+ *
+ * # Safety
+ * Each pointer must hold its count of records; `out` must not overlap the inputs.
+ */
+enum NbodyStatus nbody_batch_cells_f32(struct NbodyExecutor *e,
+                                       const float *particles,
+                                       size_t n,
+                                       const struct NbodyPair *pairs,
+                                       size_t n_pairs,
+                                       const struct NbodySpan *spans,
+                                       size_t n_spans,
+                                       const struct NbodyCells *cells,
+                                       const struct NbodyParams *params,
+                                       float *out);
+
+/**
+ * [`nbody_batch_cells_f32`] for doubles (cell records of 12 doubles, 32-byte aligned).
+ *
+ * # Safety
+ * As [`nbody_batch_cells_f32`].
+ */
+enum NbodyStatus nbody_batch_cells_f64(struct NbodyExecutor *e,
+                                       const double *particles,
+                                       size_t n,
+                                       const struct NbodyPair *pairs,
+                                       size_t n_pairs,
+                                       const struct NbodySpan *spans,
+                                       size_t n_spans,
+                                       const struct NbodyCells *cells,
+                                       const struct NbodyParams *params,
+                                       double *out);
 
 /**
  * Adds the projected mass of `n` particles into `grid` (`n_grid` = pixels² doubles).

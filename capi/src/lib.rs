@@ -772,6 +772,111 @@ pub unsafe extern "C" fn nbody_batch_f64(
     batch(e, particles, n, pairs, n_pairs, spans, n_spans, params, out)
 }
 
+/// A leaf list's cell part for [`nbody_batch_cells_f32`]: `cells` holds `n_cells`
+/// 12-lane records `[x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, 0, 0]` (centre of mass,
+/// mass, traceless quadrupole; aligned like particle records), `ranges` one span of
+/// `spans` per pair, `spans` `n_spans` ranges of the cells.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct NbodyCells {
+    /// The cell records (float or double, as the call).
+    pub cells: *const core::ffi::c_void,
+    /// How many cells.
+    pub n_cells: usize,
+    /// One range of `spans` per pair of the call.
+    pub ranges: *const NbodySpan,
+    /// Ranges of the cells.
+    pub spans: *const NbodySpan,
+    /// How many spans.
+    pub n_spans: usize,
+}
+
+#[allow(clippy::too_many_arguments)] // the C signature
+fn batch_cells<T: CReal>(
+    e: *mut NbodyExecutor,
+    particles: *const T,
+    n: usize,
+    pairs: *const NbodyPair,
+    n_pairs: usize,
+    spans: *const NbodySpan,
+    n_spans: usize,
+    cells: *const NbodyCells,
+    p: *const NbodyParams,
+    out: *mut T,
+) -> NbodyStatus {
+    guard(|| {
+        let e = executor(e)?;
+        let p = params::<T>(p)?;
+        // SAFETY: a null pointer is refused; otherwise the caller passes a valid struct.
+        let c = unsafe { cells.as_ref() }.ok_or_else(|| null("cells"))?;
+        // SAFETY: the caller promises each pointer holds its count of records; Pair, Span
+        // and Cell are the same #[repr(C)] layouts as NbodyPair, NbodySpan and the
+        // 12-lane cell records.
+        let (ps, pairs, spans, cell_records, ranges, cell_spans, o) = unsafe {
+            (
+                records(particles.cast::<Particle<T>>(), n, "particles")?,
+                records(pairs.cast::<Pair>(), n_pairs, "pairs")?,
+                records(spans.cast::<Span>(), n_spans, "spans")?,
+                records(c.cells.cast::<nbody_core::cell::Cell<T>>(), c.n_cells, "cells.cells")?,
+                records(c.ranges.cast::<Span>(), n_pairs, "cells.ranges")?,
+                records(c.spans.cast::<Span>(), c.n_spans, "cells.spans")?,
+                records_mut(out.cast::<Field<T>>(), n, "out")?,
+            )
+        };
+        let list = nbody_core::LeafList {
+            particles: InteractionList { pairs, source_spans: spans },
+            cells: ranges,
+            cell_spans,
+        };
+        T::with(e, |x| x.accelerations_batch_cells(ps, cell_records, &list, &p, o))?.map_err(Failure::from)
+    })
+}
+
+/// A tree code's whole leaf work in one call: [`nbody_batch_f32`]'s pairs over the
+/// particles plus, for pair `k`, the cell spans `cells.spans[r.start..r.end]` with
+/// `r = cells.ranges[k]` (far cells with a quadrupole: see `NbodyCells`), added into
+/// `out` (`n` records).
+///
+/// # Safety
+/// Each pointer must hold its count of records; `out` must not overlap the inputs.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature
+pub unsafe extern "C" fn nbody_batch_cells_f32(
+    e: *mut NbodyExecutor,
+    particles: *const f32,
+    n: usize,
+    pairs: *const NbodyPair,
+    n_pairs: usize,
+    spans: *const NbodySpan,
+    n_spans: usize,
+    cells: *const NbodyCells,
+    params: *const NbodyParams,
+    out: *mut f32,
+) -> NbodyStatus {
+    batch_cells(e, particles, n, pairs, n_pairs, spans, n_spans, cells, params, out)
+}
+
+/// [`nbody_batch_cells_f32`] for doubles (cell records of 12 doubles, 32-byte aligned).
+///
+/// # Safety
+/// As [`nbody_batch_cells_f32`].
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature
+pub unsafe extern "C" fn nbody_batch_cells_f64(
+    e: *mut NbodyExecutor,
+    particles: *const f64,
+    n: usize,
+    pairs: *const NbodyPair,
+    n_pairs: usize,
+    spans: *const NbodySpan,
+    n_spans: usize,
+    cells: *const NbodyCells,
+    params: *const NbodyParams,
+    out: *mut f64,
+) -> NbodyStatus {
+    batch_cells(e, particles, n, pairs, n_pairs, spans, n_spans, cells, params, out)
+}
+
 fn project<T: CReal>(
     e: *mut NbodyExecutor,
     particles: *const T,

@@ -273,3 +273,74 @@ fn spline_softening_through_the_c_abi() {
     assert!(last_error().contains("params.softening 7"), "{}", last_error());
     assert_eq!(out, before);
 }
+
+/// `nbody_batch_cells_f64`: a leaf list with particle spans and quadrupole cells gives
+/// what the reference executor's `accelerations_batch_cells` gives; a cell span past the
+/// cells is a named error.
+#[test]
+fn batch_cells_through_the_c_abi() {
+    use nbody_core::cell::Cell;
+    use nbody_core::{InteractionList, LeafList, Pair, Span};
+    let (pos, _) = nbody_integrators_free_plummer(256);
+    let n = pos.len() as u32;
+    let cells: Vec<Cell<f64>> = pos.chunks(16).map(Cell::from_particles).collect();
+    // Group k (32 particles) feels its own particles and every cell of the other half.
+    let pairs: Vec<Pair> =
+        (0..8).map(|k| Pair { targets: Span::new(32 * k, 32 * k + 32), sources: Span::new(k, k + 1) }).collect();
+    let spans: Vec<Span> = (0..8).map(|k| Span::new(32 * k, 32 * k + 32)).collect();
+    let ranges: Vec<Span> = (0..8).map(|k| if k < 4 { Span::new(1, 2) } else { Span::new(0, 1) }).collect();
+    let cell_spans = [Span::new(0, 8), Span::new(8, 16)];
+    let params = NbodyParams {
+        g: 1.0,
+        eps: 0.01,
+        potential: 1,
+        overlap: NbodyOverlap::Disjoint as i32,
+        target_start: 0,
+        source_start: 0,
+        shared_len: 0,
+        softening: NbodySoftening::Plummer as i32,
+    };
+    let e = cpu();
+    let call = |c: &NbodyCells, out: &mut [Field<f64>]| {
+        // SAFETY: every pointer holds its count of aligned records; out is distinct.
+        unsafe {
+            nbody_batch_cells_f64(
+                e,
+                pos.as_ptr().cast(),
+                n as usize,
+                pairs.as_ptr().cast(),
+                pairs.len(),
+                spans.as_ptr().cast(),
+                spans.len(),
+                c,
+                &params,
+                out.as_mut_ptr().cast(),
+            )
+        }
+    };
+    let mut c = NbodyCells {
+        cells: cells.as_ptr().cast(),
+        n_cells: cells.len(),
+        ranges: ranges.as_ptr().cast(),
+        spans: cell_spans.as_ptr().cast(),
+        n_spans: cell_spans.len(),
+    };
+    let mut out = vec![Field::<f64>::zero(); pos.len()];
+    assert_eq!(call(&c, &mut out), NbodyStatus::Ok, "{}", last_error());
+    let list = LeafList {
+        particles: InteractionList { pairs: &pairs, source_spans: &spans },
+        cells: &ranges,
+        cell_spans: &cell_spans,
+    };
+    let mut want = vec![Field::<f64>::zero(); pos.len()];
+    Reference.accelerations_batch_cells(&pos, &cells, &list, &Params::softened(0.01), &mut want).unwrap();
+    for (a, b) in out.iter().zip(&want) {
+        assert!((a.ax - b.ax).abs() <= 1e-10 * b.ax.abs().max(1.0) && (a.phi - b.phi).abs() <= 1e-10 * b.phi.abs());
+    }
+    let past = [Span::new(0, 8), Span::new(8, 17)];
+    c.spans = past.as_ptr().cast();
+    let before = out.clone();
+    assert_ne!(call(&c, &mut out), NbodyStatus::Ok);
+    assert!(last_error().contains("cell span"), "{}", last_error());
+    assert_eq!(out, before);
+}
