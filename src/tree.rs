@@ -7,7 +7,9 @@
 //!    default) traceless quadrupole, summed up the tree in f64 by the parallel-axis rule.
 //! 3. Each target group (the largest cell of at most `group_size` particles, or a
 //!    leaf) walks the tree: a cell whose
-//!    centre of mass is farther from the group's bounding box than `side / theta` is
+//!    centre of mass is farther from the group's bounding box than `size / theta` (the
+//!    size: twice its particles' extent around the centre of mass by default, or the
+//!    node's side; see [`Opening`]) is
 //!    accepted whole; otherwise it is opened, down to leaves, whose particles are
 //!    taken directly. The leaf's own particles are in its list: the executor subtracts
 //!    their self terms from the span overlap.
@@ -37,8 +39,8 @@ use std::time::{Duration, Instant};
 /// Tree-code settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BarnesHut {
-    /// Opening angle: a cell of side `s` at distance `d` from a group is accepted whole
-    /// when `s / d < theta`.
+    /// Opening angle: a cell of size `s` (see [`Opening`]) at distance `d` from a group
+    /// is accepted whole when `s / d < theta`.
     pub theta: f64,
     /// Most particles in a leaf: the finest cells a walk opens down to.
     pub leaf_size: usize,
@@ -49,6 +51,23 @@ pub struct BarnesHut {
     pub group_size: usize,
     /// How an accepted cell acts on a group.
     pub multipole: Multipole,
+    /// What `theta` compares with the distance.
+    pub opening: Opening,
+}
+
+/// The size a cell's opening test compares with `theta` times its distance `d` from a
+/// group (from the cell's centre of mass to the group's bounding box): a cell is
+/// accepted when `size < theta d`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Opening {
+    /// The octree node's side (Barnes & Hut 1986).
+    Side,
+    /// Twice the distance from the centre of mass to the cell's farthest particle,
+    /// `2 b_max`: the size of what the expansion stands for, tighter than the node
+    /// where particles fill it unevenly (the outskirts of a cluster), so the same error
+    /// costs fewer interactions (Salmon & Warren 1994 bound the error by `b_max / d`).
+    #[default]
+    Extent,
 }
 
 /// The expansion an accepted cell is taken as.
@@ -70,12 +89,18 @@ impl BarnesHut {
     /// 4x more interactions than groups of 64 but a tenth of the walks, and was the
     /// fastest of the sizes tried (benches/results/h100-tree.log).
     pub const fn for_gpu(theta: f64) -> Self {
-        Self { theta, leaf_size: 128, group_size: 4096, multipole: Multipole::Quadrupole }
+        Self { theta, leaf_size: 128, group_size: 4096, multipole: Multipole::Quadrupole, opening: Opening::Extent }
     }
 
     /// Settings for a CPU executor: leaves and groups of 64.
     pub const fn for_cpu(theta: f64) -> Self {
-        Self { theta, leaf_size: 64, group_size: 64, multipole: Multipole::Quadrupole }
+        Self { theta, leaf_size: 64, group_size: 64, multipole: Multipole::Quadrupole, opening: Opening::Extent }
+    }
+
+    /// The same settings with the opening test `opening`.
+    pub const fn with_opening(mut self, opening: Opening) -> Self {
+        self.opening = opening;
+        self
     }
 
     /// The same settings with cells taken as `multipole`.
@@ -117,6 +142,8 @@ struct Cell {
     /// Traceless quadrupole about `com`: xx, xy, xz, yy, yz, zz.
     quad: [f64; 6],
     side: f64,
+    /// The farthest of its particles from `com` (the cell's extent for the opening test).
+    bmax: f64,
 }
 
 /// The index pairs of the quadrupole's lanes, in their order.
@@ -172,6 +199,7 @@ impl<T: Real> Tree<T> {
             mass: 0.0,
             quad: [0.0; 6],
             side,
+            bmax: 0.0,
         });
         tree.split(0, 0, leaf_size);
         tree
@@ -219,6 +247,7 @@ impl<T: Real> Tree<T> {
                     mass: 0.0,
                     quad: [0.0; 6],
                     side: cell.side / 2.0,
+                    bmax: 0.0,
                 });
                 a = b;
             }
@@ -251,20 +280,26 @@ impl<T: Real> Tree<T> {
         let com = if m > 0.0 { s.map(|x| x / m) } else { self.bbox_centre(cell.start, cell.end) };
         // The quadrupole about `com`: of the leaf's particles, or the children's moved
         // there (parallel axis: each child's own plus its mass at its offset).
-        let mut q = [0.0; 6];
+        let (mut q, mut bmax) = ([0.0; 6], 0.0f64);
         let offset = |x: [f64; 3]| core::array::from_fn(|k| x[k] - com[k]);
+        let norm = |s: [f64; 3]| (s[0] * s[0] + s[1] * s[1] + s[2] * s[2]).sqrt();
         if self.cells[c].children == 0 {
             for p in &self.all[cell.start as usize..cell.end as usize] {
-                add_quadrupole(&mut q, p.m.to_f64(), offset(p.position().map(|x| x.to_f64())));
+                let s = offset(p.position().map(|x| x.to_f64()));
+                add_quadrupole(&mut q, p.m.to_f64(), s);
+                bmax = bmax.max(norm(s));
             }
         } else {
             let first = self.cells[c].first_child as usize;
             for child in &self.cells[first..first + self.cells[c].children as usize] {
-                add_quadrupole(&mut q, child.mass, offset(child.com));
+                let s = offset(child.com);
+                add_quadrupole(&mut q, child.mass, s);
                 q.iter_mut().zip(child.quad).for_each(|(a, b)| *a += b);
+                bmax = bmax.max(norm(s) + child.bmax);
             }
         }
-        (self.cells[c].mass, self.cells[c].com, self.cells[c].quad) = (m, com, q);
+        let cell = &mut self.cells[c];
+        (cell.mass, cell.com, cell.quad, cell.bmax) = (m, com, q, bmax);
     }
 
     fn bbox(&self, start: u32, end: u32) -> ([f64; 3], [f64; 3]) {
@@ -286,7 +321,7 @@ impl<T: Real> Tree<T> {
     /// The source spans of group `leaf`: particle ranges of nearby leaves, and accepted
     /// cells (cell indices, or with `monopoles` the pseudo-particles `n + cell` in the
     /// particle spans), adjacent ranges merged.
-    fn walk(&self, leaf: &Cell, theta: f64, n: usize, monopoles: bool) -> (Vec<Span>, Vec<Span>) {
+    fn walk(&self, leaf: &Cell, (theta, opening): (f64, Opening), n: usize, monopoles: bool) -> (Vec<Span>, Vec<Span>) {
         let (lo, hi) = self.bbox(leaf.start, leaf.end);
         let (mut spans, mut cells): (Vec<Span>, Vec<Span>) = (Vec::new(), Vec::new());
         let push = |list: &mut Vec<Span>, s: Span| match list.last_mut() {
@@ -298,7 +333,11 @@ impl<T: Real> Tree<T> {
             let cell = &self.cells[c as usize];
             // Distance from the centre of mass to the group's bounding box.
             let d2: f64 = (0..3).map(|k| (lo[k] - cell.com[k]).max(cell.com[k] - hi[k]).max(0.0).powi(2)).sum();
-            if cell.side * cell.side < theta * theta * d2 {
+            let size = match opening {
+                Opening::Side => cell.side,
+                Opening::Extent => 2.0 * cell.bmax,
+            };
+            if size * size < theta * theta * d2 {
                 if monopoles {
                     push(&mut spans, Span::new((n + c as usize) as u32, (n + c as usize + 1) as u32));
                 } else {
@@ -379,7 +418,7 @@ impl BarnesHut {
             }
         }
         let lists: Vec<(Vec<Span>, Vec<Span>)> =
-            leaves.par_iter().map(|leaf| tree.walk(leaf, self.theta, n, monopoles)).collect();
+            leaves.par_iter().map(|leaf| tree.walk(leaf, (self.theta, self.opening), n, monopoles)).collect();
         let (spans, ranges) = concatenate(&lists.iter().map(|l| &l.0).collect::<Vec<_>>());
         let (cell_spans, cell_ranges) = concatenate(&lists.iter().map(|l| &l.1).collect::<Vec<_>>());
         let pairs: Vec<Pair> = leaves

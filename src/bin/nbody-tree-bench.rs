@@ -14,7 +14,7 @@
 use clap::Parser;
 use nbody::bench::median_of;
 use nbody::core::{Executor, Field, InteractionList, Pair, Params, Particle, Span};
-use nbody::tree::{BarnesHut, Multipole};
+use nbody::tree::{BarnesHut, Multipole, Opening};
 use std::time::Instant;
 
 /// The batched (leaf-kernel) rate against the dense one, and the example tree code
@@ -37,6 +37,10 @@ struct Args {
     /// monopole, quadrupole or both.
     #[arg(long, default_value = "both")]
     multipole: String,
+    /// The opening test's size: extent (twice the farthest particle's distance from the
+    /// centre of mass) or side (the node's side).
+    #[arg(long, default_value = "extent")]
+    opening: String,
     /// Leaf size (default: `BarnesHut::for_cpu` or `for_gpu`).
     #[arg(long)]
     leaf: Option<usize>,
@@ -168,13 +172,21 @@ fn tree_code<E: Executor<f32>>(exec: &mut E, args: &Args) {
             std::process::exit(2);
         }
     };
+    let opening = match args.opening.as_str() {
+        "extent" => Opening::Extent,
+        "side" => Opening::Side,
+        other => {
+            eprintln!("error: --opening {other}: expected extent or side");
+            std::process::exit(2);
+        }
+    };
     let mut field = vec![Field::zero(); tree_n];
     for &multipole in &multipoles {
         for &theta in &args.theta {
             let defaults = if exec.name() == "cuda" { BarnesHut::for_gpu(theta) } else { BarnesHut::for_cpu(theta) };
             let leaf_size = args.leaf.unwrap_or(defaults.leaf_size);
             let group_size = args.group.unwrap_or(defaults.group_size);
-            let bh = BarnesHut { theta, leaf_size, group_size, multipole };
+            let bh = BarnesHut { theta, leaf_size, group_size, multipole, opening };
             field.iter_mut().for_each(|f| *f = Field::zero());
             bh.forces(&tree_bodies, &p, exec, &mut field).unwrap(); // warm-up
             field.iter_mut().for_each(|f| *f = Field::zero());
@@ -182,7 +194,7 @@ fn tree_code<E: Executor<f32>>(exec: &mut E, args: &Args) {
             let stats = bh.forces(&tree_bodies, &p, exec, &mut field).unwrap();
             let tree_secs = t.elapsed().as_secs_f64();
             let mut line = format!(
-                "tree {multipole:?}, N = {tree_n}, theta = {theta}, leaf {leaf_size}, group {group_size}: {:.4} s (build {:.4}, walk {:.4}, kernel {:.4}), {} + {} cell = {} interactions, {} groups, {} spans",
+                "tree {multipole:?} ({opening:?}), N = {tree_n}, theta = {theta}, leaf {leaf_size}, group {group_size}: {:.4} s (build {:.4}, walk {:.4}, kernel {:.4}), {} + {} cell = {} interactions, {} groups, {} spans",
                 tree_secs,
                 stats.build.as_secs_f64(),
                 stats.walk.as_secs_f64(),
