@@ -188,6 +188,15 @@ fn finite(rows: &[[f64; 3]], name: &str) -> PyResult<()> {
     }
 }
 
+/// Finite positions (N, 3) and masses (N,) as rows in f64.
+fn particle_rows(positions: &Bound<'_, PyAny>, masses: &Bound<'_, PyAny>) -> PyResult<(Vec<[f64; 3]>, Vec<f64>)> {
+    let pos = coords(positions, "positions")?;
+    let rows = pos.rows();
+    let m = self::masses(masses, pos.len())?;
+    finite(&rows, "positions")?;
+    Ok((rows, m))
+}
+
 fn records<T: Real>(rows: &[[f64; 3]], m: &[f64]) -> Vec<Particle<T>> {
     let c = T::from_f64;
     rows.iter().zip(m).map(|(r, &m)| Particle::new(c(r[0]), c(r[1]), c(r[2]), c(m))).collect()
@@ -247,10 +256,7 @@ fn accelerations<'py>(
     softening: &str,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let softening = softening_kernel(softening)?;
-    let pos = coords(positions, "positions")?;
-    let rows = pos.rows();
-    let m = self::masses(masses, pos.len())?;
-    finite(&rows, "positions")?;
+    let (rows, m) = particle_rows(positions, masses)?;
     if !(eps.is_finite() && eps >= 0.0) {
         return Err(value_error(format!("eps must be finite and non-negative (got {eps})")));
     }
@@ -393,10 +399,7 @@ fn leaves<'py>(
     softening: &str,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let softening = softening_kernel(softening)?;
-    let pos = coords(positions, "positions")?;
-    let rows = pos.rows();
-    finite(&rows, "positions")?;
-    let m = self::masses(masses, pos.len())?;
+    let (rows, m) = particle_rows(positions, masses)?;
     let pair_rows = index_rows(pairs, "pairs", 4)?;
     let pairs: Vec<Pair> =
         pair_rows.iter().map(|r| Pair { targets: Span::new(r[0], r[1]), sources: Span::new(r[2], r[3]) }).collect();
@@ -434,10 +437,7 @@ fn cell<'py>(
     positions: &Bound<'py, PyAny>,
     masses: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let pos = coords(positions, "positions")?;
-    let rows = pos.rows();
-    finite(&rows, "positions")?;
-    let m = self::masses(masses, pos.len())?;
+    let (rows, m) = particle_rows(positions, masses)?;
     let c = Cell::from_particles(&records::<f64>(&rows, &m));
     let q = c.quadrupole();
     let row = vec![c.x, c.y, c.z, c.m, q[0], q[1], q[2], q[3], q[4], q[5]];
