@@ -58,6 +58,12 @@ pub struct BarnesHut {
 /// The size a cell's opening test compares with `theta` times its distance `d` from a
 /// group (from the cell's centre of mass to the group's bounding box): a cell is
 /// accepted when `size < theta d`.
+///
+/// ```
+/// use nbody::tree::{BarnesHut, Opening};
+/// let classic = BarnesHut::for_gpu(0.5).with_opening(Opening::Side);
+/// assert_eq!((classic.opening, BarnesHut::for_gpu(0.5).opening), (Opening::Side, Opening::Extent));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Opening {
     /// The octree node's side (Barnes & Hut 1986).
@@ -71,6 +77,13 @@ pub enum Opening {
 }
 
 /// The expansion an accepted cell is taken as.
+///
+/// ```
+/// use nbody::tree::{BarnesHut, Multipole};
+/// let bh = BarnesHut::for_cpu(0.8).with_multipole(Multipole::Monopole);
+/// assert_eq!(BarnesHut::for_cpu(0.8).multipole, Multipole::Quadrupole); // the default
+/// assert_eq!(bh.multipole, Multipole::Monopole);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Multipole {
     /// Its mass at its centre of mass: a pseudo-particle in the particle list. The
