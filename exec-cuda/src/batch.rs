@@ -44,6 +44,8 @@ pub struct DeviceList {
     pub(crate) self_counts: DeviceBuffer<u8>,
     pub(crate) n_items: usize,
     pub(crate) particles: usize,
+    /// How many cells its spans index, for a cell list (`None`: a particle list).
+    pub(crate) cells: Option<usize>,
     pub(crate) interactions: usize,
 }
 
@@ -258,6 +260,7 @@ impl crate::CudaExecutor {
             self_counts: up(bytemuck::cast_slice(&ex.self_counts))?,
             n_items: ex.items.len(),
             particles: n,
+            cells: None,
             interactions: list.interactions(),
         })
     }
@@ -273,6 +276,9 @@ impl crate::CudaExecutor {
         out: &mut DeviceFields<T>,
     ) -> Result<(), Error> {
         validate::params(params)?;
+        if list.cells.is_some() {
+            return Err(Error::InvalidParameter { name: "list", requirement: "a particle list (upload_list), not a cell list" });
+        }
         validate::length("interaction list particles", particles.len(), list.particles)?;
         validate::length("output", particles.len(), out.len())?;
         if list.n_items == 0 {
@@ -288,6 +294,110 @@ impl crate::CudaExecutor {
             out: ptr(&out.buf),
         };
         self.launch_batch(&bufs, list.n_items, particles.len(), params)
+    }
+}
+
+/// Far cells on the device ([`crate::CudaExecutor::upload_cells`]).
+#[derive(Debug)]
+pub struct DeviceCells<T> {
+    pub(crate) buf: DeviceBuffer<u8>,
+    pub(crate) len: usize,
+    _t: core::marker::PhantomData<T>,
+}
+
+impl<T> DeviceCells<T> {
+    /// Number of cells.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when it holds no cell.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl crate::CudaExecutor {
+    /// Checks and uploads far cells for [`crate::CudaExecutor::accelerations_cells_resident`].
+    ///
+    /// ```no_run
+    /// use nbody_core::cell::Cell;
+    /// let mut gpu = nbody_cuda::CudaExecutor::new()?;
+    /// let cells = gpu.upload_cells(&[Cell::new(5.0f32, 0.0, 0.0, 1.0, [0.0; 6])])?;
+    /// assert_eq!(cells.len(), 1);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn upload_cells<T: DeviceReal>(&mut self, cells: &[nbody_core::cell::Cell<T>]) -> Result<DeviceCells<T>, Error> {
+        nbody_core::cell::check(cells)?;
+        self.gpu.make_current()?;
+        let bytes: &[u8] = bytemuck::cast_slice(cells);
+        let mut buf = alloc(bytes.len().max(1))?;
+        upload_padded(&mut buf, bytes, 0)?;
+        Ok(DeviceCells { buf, len: cells.len(), _t: core::marker::PhantomData })
+    }
+
+    /// Expands and uploads a list whose pairs' targets index `n` particles and whose
+    /// source spans index `n_cells` cells (a leaf list's cell part: `LeafList::cell_pairs`
+    /// over its `cell_spans`).
+    pub fn upload_cell_list(
+        &mut self,
+        list: &InteractionList<'_>,
+        n: usize,
+        n_cells: usize,
+    ) -> Result<DeviceList, Error> {
+        list.validate_in(n, n_cells)?;
+        self.gpu.make_current()?;
+        let ex = expand(list, n);
+        let up = |data: &[u8]| -> Result<DeviceBuffer<u8>, Error> {
+            let mut buf = alloc(data.len().max(1))?;
+            upload_padded(&mut buf, data, 0)?;
+            Ok(buf)
+        };
+        Ok(DeviceList {
+            items: up(bytemuck::cast_slice(&ex.items))?,
+            spans: up(bytemuck::cast_slice(&ex.spans))?,
+            offsets: up(bytemuck::cast_slice(&ex.offsets))?,
+            self_counts: up(&[0u8; 4])?,
+            n_items: ex.items.len(),
+            particles: n,
+            cells: Some(n_cells),
+            interactions: list.interactions(),
+        })
+    }
+
+    /// The cell kernel on resident particles, cells and cell list, adding into `out`;
+    /// returns once the launch is queued (kernel-only timing with
+    /// [`crate::timing::time_with_events`]).
+    pub fn accelerations_cells_resident<T: DeviceReal>(
+        &mut self,
+        particles: &DeviceParticles<T>,
+        cells: &DeviceCells<T>,
+        list: &DeviceList,
+        params: &Params<T>,
+        out: &mut DeviceFields<T>,
+    ) -> Result<(), Error> {
+        validate::params(params)?;
+        match list.cells {
+            Some(n) => validate::length("cell list cells", cells.len(), n)?,
+            None => {
+                return Err(Error::InvalidParameter { name: "list", requirement: "a cell list (upload_cell_list)" })
+            }
+        }
+        validate::length("cell list particles", particles.len(), list.particles)?;
+        validate::length("output", particles.len(), out.len())?;
+        if list.n_items == 0 {
+            return Ok(());
+        }
+        self.gpu.make_current()?;
+        let bufs = Buffers {
+            particles: ptr(&particles.buf),
+            items: ptr(&list.items),
+            spans: ptr(&list.spans),
+            offsets: ptr(&list.offsets),
+            self_counts: crate::args::null(),
+            out: ptr(&out.buf),
+        };
+        self.launch_cells(&bufs, ptr(&cells.buf), list.n_items, particles.len(), &params.with_overlap(nbody_core::Overlap::Disjoint))
     }
 }
 

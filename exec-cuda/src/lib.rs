@@ -47,7 +47,7 @@ pub mod tuning;
 
 #[cfg(feature = "testing")]
 pub use args::probe_layouts;
-pub use batch::DeviceList;
+pub use batch::{DeviceCells, DeviceList};
 pub use device::DeviceInfo;
 #[cfg(feature = "testing")]
 pub use hermite::{hermite_kernels, KernelCase, KernelOutcome};

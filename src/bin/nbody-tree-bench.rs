@@ -69,11 +69,16 @@ impl Xorshift {
 /// Every target group of `n` particles gets a list of spans of 32 particles at random
 /// places: the shape of a tree code's near-field lists.
 fn synthetic_list(n: usize, group: usize, list_len: usize, rng: &mut Xorshift) -> (Vec<Pair>, Vec<Span>) {
+    synthetic_list_over(n, n, group, list_len, rng)
+}
+
+/// [`synthetic_list`] with the spans over `m` sources (cells) instead of the targets.
+fn synthetic_list_over(n: usize, m: usize, group: usize, list_len: usize, rng: &mut Xorshift) -> (Vec<Pair>, Vec<Span>) {
     let (mut pairs, mut spans) = (Vec::new(), Vec::new());
     for t0 in (0..n).step_by(group) {
         let first = spans.len() as u32;
         for _ in 0..list_len / 32 {
-            let s = (rng.next() % (n - 32) as u64) as u32;
+            let s = (rng.next() % (m - 32) as u64) as u32;
             spans.push(Span::new(s, s + 32));
         }
         pairs.push(Pair {
@@ -114,6 +119,40 @@ fn resident_rates(gpu: &mut nbody::cuda::CudaExecutor, n: usize) -> Result<(), n
                 100.0 * rate / dense_rate,
                 1e3 * upload
             );
+        }
+    }
+    // The cell kernel, the same shapes over cells of eight particles each (checked
+    // against the reference on the first targets before timing).
+    let cells: Vec<nbody::core::cell::Cell<f32>> = bodies.chunks(8).map(nbody::core::cell::Cell::from_particles).collect();
+    let device_cells = gpu.upload_cells(&cells)?;
+    println!("cell kernel (far cells with a quadrupole), {} cells:", cells.len());
+    println!("{:>6} {:>7} {:>14} {:>16}", "group", "cells", "cell-int/s", "of dense pairs");
+    for group in [32usize, 64, 128] {
+        for list_len in [1000usize, 3000] {
+            let (pairs, spans) = synthetic_list_over(n, cells.len(), group, list_len, &mut rng);
+            let list = InteractionList { pairs: &pairs, source_spans: &spans };
+            let dl = gpu.upload_cell_list(&list, n, cells.len())?;
+            let mut on_device = gpu.zeroed_fields::<f32>(n)?;
+            gpu.accelerations_cells_resident(&set, &device_cells, &dl, &params, &mut on_device)?;
+            let mut got = vec![Field::zero(); n];
+            gpu.download(&on_device, &mut got)?;
+            let check = group.min(n);
+            let mut want = vec![Field::zero(); check];
+            let named: Vec<_> = spans[pairs[0].sources.range()].iter().flat_map(|s| cells[s.range()].iter().copied()).collect();
+            nbody::core::Reference.accelerations_cells(&bodies[..check], &named, &params, &mut want)?;
+            let worst = got[..check]
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| ((a.ax - b.ax).abs() / b.ax.abs().max(1e-30)) as f64)
+                .fold(0.0, f64::max);
+            if worst > 1e-3 {
+                eprintln!("error: the cell kernel differs from the reference by {worst:e}");
+                std::process::exit(1);
+            }
+            let secs =
+                time_with_events(gpu, 3, |g| g.accelerations_cells_resident(&set, &device_cells, &dl, &params, &mut fields))?;
+            let rate = dl.interactions() as f64 / secs;
+            println!("{group:>6} {list_len:>7} {rate:>14.3e} {:>15.0}%", 100.0 * rate / dense_rate);
         }
     }
     Ok(())
