@@ -277,7 +277,10 @@ impl crate::CudaExecutor {
     ) -> Result<(), Error> {
         validate::params(params)?;
         if list.cells.is_some() {
-            return Err(Error::InvalidParameter { name: "list", requirement: "a particle list (upload_list), not a cell list" });
+            return Err(Error::InvalidParameter {
+                name: "list",
+                requirement: "a particle list (upload_list), not a cell list",
+            });
         }
         validate::length("interaction list particles", particles.len(), list.particles)?;
         validate::length("output", particles.len(), out.len())?;
@@ -327,7 +330,10 @@ impl crate::CudaExecutor {
     /// assert_eq!(cells.len(), 1);
     /// # Ok::<(), nbody_core::Error>(())
     /// ```
-    pub fn upload_cells<T: DeviceReal>(&mut self, cells: &[nbody_core::cell::Cell<T>]) -> Result<DeviceCells<T>, Error> {
+    pub fn upload_cells<T: DeviceReal>(
+        &mut self,
+        cells: &[nbody_core::cell::Cell<T>],
+    ) -> Result<DeviceCells<T>, Error> {
         nbody_core::cell::check(cells)?;
         self.gpu.make_current()?;
         let bytes: &[u8] = bytemuck::cast_slice(cells);
@@ -397,7 +403,13 @@ impl crate::CudaExecutor {
             self_counts: crate::args::null(),
             out: ptr(&out.buf),
         };
-        self.launch_cells(&bufs, ptr(&cells.buf), list.n_items, particles.len(), &params.with_overlap(nbody_core::Overlap::Disjoint))
+        self.launch_cells(
+            &bufs,
+            ptr(&cells.buf),
+            list.n_items,
+            particles.len(),
+            &params.with_overlap(nbody_core::Overlap::Disjoint),
+        )
     }
 }
 

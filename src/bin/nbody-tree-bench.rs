@@ -73,7 +73,13 @@ fn synthetic_list(n: usize, group: usize, list_len: usize, rng: &mut Xorshift) -
 }
 
 /// [`synthetic_list`] with the spans over `m` sources (cells) instead of the targets.
-fn synthetic_list_over(n: usize, m: usize, group: usize, list_len: usize, rng: &mut Xorshift) -> (Vec<Pair>, Vec<Span>) {
+fn synthetic_list_over(
+    n: usize,
+    m: usize,
+    group: usize,
+    list_len: usize,
+    rng: &mut Xorshift,
+) -> (Vec<Pair>, Vec<Span>) {
     let (mut pairs, mut spans) = (Vec::new(), Vec::new());
     for t0 in (0..n).step_by(group) {
         let first = spans.len() as u32;
@@ -123,7 +129,8 @@ fn resident_rates(gpu: &mut nbody::cuda::CudaExecutor, n: usize) -> Result<(), n
     }
     // The cell kernel, the same shapes over cells of eight particles each (checked
     // against the reference on the first targets before timing).
-    let cells: Vec<nbody::core::cell::Cell<f32>> = bodies.chunks(8).map(nbody::core::cell::Cell::from_particles).collect();
+    let cells: Vec<nbody::core::cell::Cell<f32>> =
+        bodies.chunks(8).map(nbody::core::cell::Cell::from_particles).collect();
     let device_cells = gpu.upload_cells(&cells)?;
     println!("cell kernel (far cells with a quadrupole), {} cells:", cells.len());
     println!("{:>6} {:>7} {:>14} {:>16}", "group", "cells", "cell-int/s", "of dense pairs");
@@ -138,7 +145,8 @@ fn resident_rates(gpu: &mut nbody::cuda::CudaExecutor, n: usize) -> Result<(), n
             gpu.download(&on_device, &mut got)?;
             let check = group.min(n);
             let mut want = vec![Field::zero(); check];
-            let named: Vec<_> = spans[pairs[0].sources.range()].iter().flat_map(|s| cells[s.range()].iter().copied()).collect();
+            let named: Vec<_> =
+                spans[pairs[0].sources.range()].iter().flat_map(|s| cells[s.range()].iter().copied()).collect();
             nbody::core::Reference.accelerations_cells(&bodies[..check], &named, &params, &mut want)?;
             let worst = got[..check]
                 .iter()
@@ -149,8 +157,9 @@ fn resident_rates(gpu: &mut nbody::cuda::CudaExecutor, n: usize) -> Result<(), n
                 eprintln!("error: the cell kernel differs from the reference by {worst:e}");
                 std::process::exit(1);
             }
-            let secs =
-                time_with_events(gpu, 3, |g| g.accelerations_cells_resident(&set, &device_cells, &dl, &params, &mut fields))?;
+            let secs = time_with_events(gpu, 3, |g| {
+                g.accelerations_cells_resident(&set, &device_cells, &dl, &params, &mut fields)
+            })?;
             let rate = dl.interactions() as f64 / secs;
             println!("{group:>6} {list_len:>7} {rate:>14.3e} {:>15.0}%", 100.0 * rate / dense_rate);
         }
