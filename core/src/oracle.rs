@@ -103,14 +103,13 @@ pub fn field<T: Real>(
             // w = 1/r, g = 1/r³, dg = −3/r⁵ (Plummer: of the softened r; the spline: its
             // polynomials inside h). The bounds take the Plummer form with r² ≥ ε²,
             // which bounds the spline's terms as well.
+            // 1/r of the Plummer-softened r: the Plummer kernel's and, for the spline,
+            // its bounds'.
+            let rinv = 1.0 / Float::sqrt(dist2 + eps2);
             let (w, g3, dg) = match spline {
                 Some((h, h_inv)) => crate::kernel::spline(dist2, h, h_inv),
-                None => {
-                    let rinv = 1.0 / Float::sqrt(r2);
-                    (rinv, rinv * rinv * rinv, -3.0 * rinv.powi(5))
-                }
+                None => (rinv, rinv * rinv * rinv, -3.0 * rinv.powi(5)),
             };
-            let rinv = 1.0 / Float::sqrt(dist2 + eps2);
             let m_r3 = m * g3;
             for (a, dk) in e.acc.iter_mut().zip(d) {
                 *a += m_r3 * dk;

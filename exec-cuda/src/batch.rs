@@ -246,6 +246,18 @@ impl crate::CudaExecutor {
     /// ```
     pub fn upload_list(&mut self, list: &InteractionList<'_>, n: usize) -> Result<DeviceList, Error> {
         list.validate(n)?;
+        self.upload_expanded(list, n, None)
+    }
+
+    /// Expands `list` over `n` targets and uploads it: a particle list (`cells` is
+    /// `None`), or a cell list whose spans index that many cells (no self terms: its
+    /// self counts are not uploaded).
+    fn upload_expanded(
+        &mut self,
+        list: &InteractionList<'_>,
+        n: usize,
+        cells: Option<usize>,
+    ) -> Result<DeviceList, Error> {
         self.gpu.make_current()?;
         let ex = expand(list, n);
         let up = |data: &[u8]| -> Result<DeviceBuffer<u8>, Error> {
@@ -253,16 +265,33 @@ impl crate::CudaExecutor {
             upload_padded(&mut buf, data, 0)?;
             Ok(buf)
         };
+        let self_counts: &[u32] = if cells.is_none() { &ex.self_counts } else { &[] };
         Ok(DeviceList {
             items: up(bytemuck::cast_slice(&ex.items))?,
             spans: up(bytemuck::cast_slice(&ex.spans))?,
             offsets: up(bytemuck::cast_slice(&ex.offsets))?,
-            self_counts: up(bytemuck::cast_slice(&ex.self_counts))?,
+            self_counts: up(bytemuck::cast_slice(self_counts))?,
             n_items: ex.items.len(),
             particles: n,
-            cells: None,
+            cells,
             interactions: list.interactions(),
         })
+    }
+
+    /// The device addresses of a resident call over `particles`, `list` and `out`.
+    fn resident_buffers<T: DeviceReal>(
+        particles: &DeviceParticles<T>,
+        list: &DeviceList,
+        out: &DeviceFields<T>,
+    ) -> Buffers {
+        Buffers {
+            particles: ptr(&particles.buf),
+            items: ptr(&list.items),
+            spans: ptr(&list.spans),
+            offsets: ptr(&list.offsets),
+            self_counts: ptr(&list.self_counts),
+            out: ptr(&out.buf),
+        }
     }
 
     /// [`nbody_core::Executor::accelerations_batch`] on the device: particles, list and output all
@@ -288,14 +317,7 @@ impl crate::CudaExecutor {
             return Ok(());
         }
         self.gpu.make_current()?;
-        let bufs = Buffers {
-            particles: ptr(&particles.buf),
-            items: ptr(&list.items),
-            spans: ptr(&list.spans),
-            offsets: ptr(&list.offsets),
-            self_counts: ptr(&list.self_counts),
-            out: ptr(&out.buf),
-        };
+        let bufs = Self::resident_buffers(particles, list, out);
         self.launch_batch(&bufs, list.n_items, particles.len(), params)
     }
 }
@@ -337,7 +359,7 @@ impl crate::CudaExecutor {
         nbody_core::cell::check(cells)?;
         self.gpu.make_current()?;
         let bytes: &[u8] = bytemuck::cast_slice(cells);
-        let mut buf = alloc(bytes.len().max(1))?;
+        let mut buf = alloc(bytes.len())?;
         upload_padded(&mut buf, bytes, 0)?;
         Ok(DeviceCells { buf, len: cells.len(), _t: core::marker::PhantomData })
     }
@@ -352,23 +374,7 @@ impl crate::CudaExecutor {
         n_cells: usize,
     ) -> Result<DeviceList, Error> {
         list.validate_in(n, n_cells)?;
-        self.gpu.make_current()?;
-        let ex = expand(list, n);
-        let up = |data: &[u8]| -> Result<DeviceBuffer<u8>, Error> {
-            let mut buf = alloc(data.len().max(1))?;
-            upload_padded(&mut buf, data, 0)?;
-            Ok(buf)
-        };
-        Ok(DeviceList {
-            items: up(bytemuck::cast_slice(&ex.items))?,
-            spans: up(bytemuck::cast_slice(&ex.spans))?,
-            offsets: up(bytemuck::cast_slice(&ex.offsets))?,
-            self_counts: up(&[0u8; 4])?,
-            n_items: ex.items.len(),
-            particles: n,
-            cells: Some(n_cells),
-            interactions: list.interactions(),
-        })
+        self.upload_expanded(list, n, Some(n_cells))
     }
 
     /// The cell kernel on resident particles, cells and cell list, adding into `out`;
@@ -395,14 +401,7 @@ impl crate::CudaExecutor {
             return Ok(());
         }
         self.gpu.make_current()?;
-        let bufs = Buffers {
-            particles: ptr(&particles.buf),
-            items: ptr(&list.items),
-            spans: ptr(&list.spans),
-            offsets: ptr(&list.offsets),
-            self_counts: crate::args::null(),
-            out: ptr(&out.buf),
-        };
+        let bufs = Self::resident_buffers(particles, list, out);
         self.launch_cells(
             &bufs,
             ptr(&cells.buf),
