@@ -47,6 +47,9 @@ pub(crate) fn all<T: Real, E: Projecting<T>>() -> Vec<(&'static str, Check<E>)> 
         ("batch_cells_match_exact", crate::cells::batch_cells_match_exact::<T, E>),
         ("cell_bad_input", crate::cells::cell_bad_input::<T, E>),
         ("spline_matches_oracle", crate::spline::spline_matches_oracle::<T, E>),
+        ("per_particle_matches_oracle", crate::per_particle::per_particle_matches_oracle::<T, E>),
+        ("per_particle_equal_lengths", crate::per_particle::per_particle_equal_lengths::<T, E>),
+        ("per_particle_bad_input", crate::per_particle::per_particle_bad_input::<T, E>),
         ("few_targets_many_sources", few_targets_many_sources::<T, E>),
     ]
 }

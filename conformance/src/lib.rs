@@ -27,6 +27,7 @@ mod checks;
 pub mod fuzz;
 mod gen;
 mod neighbours;
+mod per_particle;
 mod snap;
 mod spline;
 pub mod wrappers;

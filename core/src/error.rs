@@ -24,6 +24,12 @@ pub enum Array {
     SourceAccelerations,
     /// The far cells of a cell call ([`crate::cell::Cell`]).
     Cells,
+    /// The targets' softening lengths (a call with a softening per particle).
+    TargetSoftening,
+    /// The sources' softening lengths (a call with a softening per particle).
+    SourceSoftening,
+    /// The softening lengths of a batched call's particles.
+    Softening,
 }
 
 impl Array {
@@ -43,6 +49,9 @@ impl Array {
             Array::TargetAccelerations => "target accelerations",
             Array::SourceAccelerations => "source accelerations",
             Array::Cells => "cells",
+            Array::TargetSoftening => "target softening lengths",
+            Array::SourceSoftening => "source softening lengths",
+            Array::Softening => "softening lengths",
         }
     }
 }
@@ -84,6 +93,13 @@ pub enum Error {
     },
     /// A mass is negative.
     NegativeMass {
+        /// The array.
+        array: Array,
+        /// The first offending index.
+        index: usize,
+    },
+    /// A softening length is negative.
+    NegativeSoftening {
         /// The array.
         array: Array,
         /// The first offending index.
@@ -166,6 +182,7 @@ impl fmt::Display for Error {
             }
             Error::NonFinite { array, index } => write!(f, "{array}[{index}] has a NaN or infinite component"),
             Error::NegativeMass { array, index } => write!(f, "{array}[{index}] has a negative mass"),
+            Error::NegativeSoftening { array, index } => write!(f, "{array}[{index}] is a negative softening length"),
             Error::InvalidParameter { name, requirement } => write!(f, "parameter {name} must be {requirement}"),
             Error::OverlapOutOfRange { array, end, len } => {
                 write!(f, "overlap reaches index {end} of {array}, which has {len} particles")

@@ -40,6 +40,26 @@ pub struct Kinematics<'a, T: Real> {
     pub acc: &'a [Field<T>],
 }
 
+/// Softening lengths ε, one per target and one per source, for
+/// [`Executor::accelerations_per_particle`] (multi-species runs: dark matter and stars,
+/// each with its own length). A pair is softened by the symmetrised rule: Plummer with
+/// `ε_ij² = (ε_i² + ε_j²) / 2`, the spline with `h_ij = max(h_i, h_j)` as Gadget does
+/// (see [`crate::kernel::Softened::between`]). `Params::eps` is not read.
+///
+/// ```
+/// use nbody_core::PerParticle;
+/// let (t, s) = ([0.01f32, 0.02], [0.05f32]);
+/// let eps = PerParticle { targets: &t, sources: &s };
+/// assert_eq!(eps.sources.len(), 1);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct PerParticle<'a, T> {
+    /// One length per target.
+    pub targets: &'a [T],
+    /// One length per source.
+    pub sources: &'a [T],
+}
+
 /// A half-open index range `start..end` into a particle array, `Pod` so that an
 /// interaction list can be copied to a device as it is.
 ///
@@ -683,6 +703,134 @@ pub trait Executor<T: Real> {
         Ok(())
     }
 
+    /// [`Executor::accelerations`] with a softening length per particle instead of
+    /// `params.eps` (the symmetrised rule of [`PerParticle`]); a target that is also a
+    /// source (`params.overlap`) has the same length as both, and its pair with itself
+    /// is removed with it.
+    ///
+    /// The door: [`validate::per_particle_call`], nothing on empty input, then
+    /// [`Executor::accelerations_per_particle_unchecked`].
+    ///
+    /// ```
+    /// use nbody_core::{Executor, Field, Params, Particle, PerParticle, Reference};
+    /// let p = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+    /// let eps = [0.0, 1.0]; // a star and a dark-matter particle: ε_01² = 1/2
+    /// let mut out = [Field::zero(); 2];
+    /// let params = Params::softened(0.0).with_overlap_identical();
+    /// Reference.accelerations_per_particle(&p, &p, PerParticle { targets: &eps, sources: &eps }, &params, &mut out)?;
+    /// assert!((out[0].ax - 1.5f64.powf(-1.5)).abs() < 1e-15);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    fn accelerations_per_particle(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        eps: PerParticle<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        validate::per_particle_call(targets, sources, &eps, params, out.len())?;
+        if targets.is_empty() || sources.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: validated just above, and neither set is empty.
+        unsafe { self.accelerations_per_particle_unchecked(targets, sources, eps, params, out) }
+    }
+
+    /// The work of [`Executor::accelerations_per_particle`]. The default sums
+    /// [`crate::kernel::Softened::between`] pairs in plain loops in `T`; executors
+    /// override it with their own kernels.
+    ///
+    /// # Safety
+    ///
+    /// [`validate::per_particle_call`]`(targets, sources, &eps, params, out.len())`
+    /// returned `Ok`, and neither set is empty.
+    unsafe fn accelerations_per_particle_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        eps: PerParticle<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        per_particle_loops(targets, sources, eps, params, out);
+        Ok(())
+    }
+
+    /// [`Executor::accelerations_batch`] with a softening length per particle (`eps`,
+    /// one per particle of `particles`, the rule of [`PerParticle`]): a tree code's
+    /// leaf work for a system of several species.
+    ///
+    /// The door: [`validate_batch`], the lengths, nothing when the list has no pair,
+    /// then [`Executor::accelerations_batch_per_particle_unchecked`].
+    ///
+    /// ```
+    /// use nbody_core::{Executor, Field, InteractionList, Pair, Params, Particle, Reference, Span};
+    /// let p = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+    /// let pairs = [Pair { targets: Span::new(0, 2), sources: Span::new(0, 1) }];
+    /// let list = InteractionList { pairs: &pairs, source_spans: &[Span::new(0, 2)] };
+    /// let mut out = [Field::zero(); 2];
+    /// Reference.accelerations_batch_per_particle(&p, &[0.0, 1.0], &list, &Params::softened(0.0), &mut out)?;
+    /// assert!((out[1].ax + 1.5f64.powf(-1.5)).abs() < 1e-15);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    fn accelerations_batch_per_particle(
+        &mut self,
+        particles: &[Particle<T>],
+        eps: &[T],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        validate_batch(particles, list, params, out.len())?;
+        validate::softening_lengths(eps, particles.len(), Array::Softening)?;
+        if list.pairs.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: validated just above.
+        unsafe { self.accelerations_batch_per_particle_unchecked(particles, eps, list, params, out) }
+    }
+
+    /// The work of [`Executor::accelerations_batch_per_particle`]. The default makes one
+    /// [`Executor::accelerations_per_particle_unchecked`] call per pair and source span
+    /// (their overlap removed), so every executor's own per-particle kernel serves it.
+    ///
+    /// # Safety
+    ///
+    /// [`validate_batch`]`(particles, list, params, out.len())` returned `Ok`, and so
+    /// did [`validate::softening_lengths`]`(eps, particles.len(), _)`.
+    unsafe fn accelerations_batch_per_particle_unchecked(
+        &mut self,
+        particles: &[Particle<T>],
+        eps: &[T],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        for pair in list.pairs.iter().filter(|p| !p.targets.is_empty()) {
+            let t = pair.targets.range();
+            for s in list.sources_of(pair).iter().filter(|s| !s.is_empty()) {
+                let (tr, sr) = (t.clone(), s.range());
+                let lengths = PerParticle { targets: &eps[tr.clone()], sources: &eps[sr.clone()] };
+                let p = params.with_overlap(Overlap::between(tr.clone(), sr.clone()));
+                // SAFETY: both spans lie in the particle array and are not empty; the
+                // particles, lengths, parameters and output were validated, and an
+                // overlap between two spans of one array names the same particles with
+                // the same lengths.
+                unsafe {
+                    self.accelerations_per_particle_unchecked(
+                        &particles[tr.clone()],
+                        &particles[sr],
+                        lengths,
+                        &p,
+                        &mut out[tr],
+                    )?
+                };
+            }
+        }
+        Ok(())
+    }
+
     /// The reductions over every process taking part in this executor's calls, for an
     /// executor whose calls span several processes (each owning a slice of the
     /// particles, as `nbody-mpi`'s does); `None`, the default, for executors of one
@@ -720,6 +868,29 @@ fn snap_loops<T: Real>(
         crate::kernel::finish(params.g, &sums, params.potential, &mut out[i]);
         crate::kernel::finish_jerk(params.g, &jsums, &mut jerk[i]);
         crate::kernel::finish_jerk(params.g, &ssums, &mut snap[i]);
+    }
+}
+
+/// The per-particle call in plain loops (see
+/// [`Executor::accelerations_per_particle_unchecked`]), on validated input.
+fn per_particle_loops<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    eps: PerParticle<'_, T>,
+    params: &Params<T>,
+    out: &mut [Field<T>],
+) {
+    for (i, (t, o)) in targets.iter().zip(out.iter_mut()).enumerate() {
+        let mut sums = Field::zero();
+        let own = params.overlap.source_of(i);
+        for (j, s) in sources.iter().enumerate().filter(|&(j, _)| Some(j) != own) {
+            crate::kernel::Softened::between(params.softening, eps.targets[i], eps.sources[j]).pair(
+                t.position(),
+                s,
+                &mut sums,
+            );
+        }
+        crate::kernel::finish(params.g, &sums, params.potential, o);
     }
 }
 

@@ -6,7 +6,7 @@
 //! reaches.
 
 use crate::cell::Cell;
-use crate::executor::{Bodies, Executor, InteractionList, Kinematics, LeafList};
+use crate::executor::{Bodies, Executor, InteractionList, Kinematics, LeafList, PerParticle};
 use crate::neighbours::Neighbours;
 use crate::{Error, Field, Jerk, Params, Particle, Real};
 
@@ -308,6 +308,56 @@ where
         self.before(&Call::BatchCells { particles: particles.len(), cells: cells.len(), list });
         // SAFETY: the same call, the same contract.
         unsafe { self.inner_mut().accelerations_batch_cells_unchecked(particles, cells, list, params, out) }
+    }
+
+    fn accelerations_per_particle(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        eps: PerParticle<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Accelerations { targets: targets.len(), sources: sources.len() });
+        self.inner_mut().accelerations_per_particle(targets, sources, eps, params, out)
+    }
+
+    unsafe fn accelerations_per_particle_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        eps: PerParticle<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Accelerations { targets: targets.len(), sources: sources.len() });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().accelerations_per_particle_unchecked(targets, sources, eps, params, out) }
+    }
+
+    fn accelerations_batch_per_particle(
+        &mut self,
+        particles: &[Particle<T>],
+        eps: &[T],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Batch { particles: particles.len(), list });
+        self.inner_mut().accelerations_batch_per_particle(particles, eps, list, params, out)
+    }
+
+    unsafe fn accelerations_batch_per_particle_unchecked(
+        &mut self,
+        particles: &[Particle<T>],
+        eps: &[T],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Batch { particles: particles.len(), list });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().accelerations_batch_per_particle_unchecked(particles, eps, list, params, out) }
     }
 
     fn collective(&mut self) -> Option<&mut dyn crate::collective::Collective> {

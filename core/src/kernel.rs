@@ -202,6 +202,36 @@ impl<T: Real> Softened<T> {
         }
     }
 
+    /// The kernel between two particles of softening lengths `eps_i` and `eps_j` (the
+    /// symmetrised rule): Plummer with `ε² = (ε_i² + ε_j²) / 2`, masked below the
+    /// smallest normal number; the spline with `h = 2.8 max(ε_i, ε_j)`, as Gadget takes
+    /// the larger support (Newtonian, masked, when both are zero).
+    ///
+    /// ```
+    /// use nbody_core::kernel::Softened;
+    /// use nbody_core::Softening;
+    /// assert_eq!(Softened::between(Softening::Plummer, 1.0f64, 3.0), Softened::Plummer { eps2: 5.0, masked: false });
+    /// assert_eq!(Softened::between(Softening::Spline, 1.0f64, 0.5), Softened::Spline { h: 2.8, h_inv: 1.0 / 2.8 });
+    /// ```
+    #[inline]
+    pub fn between(softening: Softening, eps_i: T, eps_j: T) -> Self {
+        let half = T::from_f64(0.5);
+        match softening {
+            Softening::Plummer => {
+                let eps2 = half * eps_i * eps_i + half * eps_j * eps_j;
+                Softened::Plummer { eps2, masked: eps2 < T::min_positive_value() }
+            }
+            Softening::Spline => {
+                let eps = if eps_i > eps_j { eps_i } else { eps_j };
+                if eps * eps < T::min_positive_value() {
+                    return Softened::Plummer { eps2: T::zero(), masked: true };
+                }
+                let h = T::from_f64(crate::SPLINE_SUPPORT) * eps;
+                Softened::Spline { h, h_inv: T::one() / h }
+            }
+        }
+    }
+
     /// Adds source `src`'s pull (without G) at `xi` into `acc`; returns `(d, m g, m dg)`
     /// for the jerk (see [`spline`]).
     #[inline(always)]

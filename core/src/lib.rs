@@ -54,7 +54,7 @@ pub mod validate;
 pub use error::{Array, Error};
 pub use executor::{
     validate_batch, validate_batch_cells, validate_cells, Bodies, Executor, InteractionList, Kinematics, LeafList,
-    Pair, Span,
+    Pair, PerParticle, Span,
 };
 pub use layout::{Field, Jerk, Particle, SoaRef, Velocity};
 pub use params::{Overlap, Params, Softening, SPLINE_SUPPORT};

@@ -64,14 +64,60 @@ pub fn field<T: Real>(
             })
         }
     };
-    let g = params.g.to_f64();
-    let eps = params.eps.to_f64();
-    let eps2 = eps * eps;
+    let eps2 = params.eps.to_f64() * params.eps.to_f64();
     let masked = params.masked();
-    let spline = (params.softening == crate::Softening::Spline && !masked).then(|| {
-        let h = crate::SPLINE_SUPPORT * eps;
-        (h, 1.0 / h)
-    });
+    sum(targets, vels, sources, params, |_, _| (eps2, masked), out);
+    Ok(())
+}
+
+/// [`field`] with a softening length per particle (the symmetrised rule of
+/// [`crate::PerParticle`]), without velocities.
+///
+/// ```
+/// use nbody_core::{oracle, Params, Particle, PerParticle};
+/// let ps = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+/// let eps = PerParticle { targets: &[0.0, 1.0], sources: &[0.0, 1.0] };
+/// let mut exact = [oracle::Exact::default(); 2];
+/// oracle::field_per_particle(&ps, &ps, eps, &Params::softened(0.0).with_overlap_identical(), &mut exact).unwrap();
+/// assert!((exact[0].acc[0] - 1.5f64.powf(-1.5)).abs() < 1e-15);
+/// ```
+pub fn field_per_particle<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    eps: crate::PerParticle<'_, T>,
+    params: &Params<T>,
+    out: &mut [Exact],
+) -> Result<(), Error> {
+    validate::per_particle_call(targets, sources, &eps, params, out.len())?;
+    let pair = |i: usize, j: usize| {
+        let (ei, ej) = (eps.targets[i].to_f64(), eps.sources[j].to_f64());
+        // The Plummer-equivalent ε² of the pair: the mean of the squares, or the larger
+        // length for the spline (whose support is 2.8 times it).
+        let eps2 = match params.softening {
+            crate::Softening::Plummer => 0.5 * ei * ei + 0.5 * ej * ej,
+            crate::Softening::Spline => ei.max(ej) * ei.max(ej),
+        };
+        let masked = matches!(
+            crate::kernel::Softened::between(params.softening, eps.targets[i], eps.sources[j]),
+            crate::kernel::Softened::Plummer { masked: true, .. }
+        );
+        (eps2, masked)
+    };
+    sum(targets, None, sources, params, pair, out);
+    Ok(())
+}
+
+/// The oracle's sums on validated input; `pair(i, j)` gives target i's and source j's
+/// Plummer-equivalent ε² and whether their kernel masks zero distances.
+fn sum<T: Real>(
+    targets: &[Particle<T>],
+    vels: Option<(&[Velocity<T>], &[Velocity<T>])>,
+    sources: &[Particle<T>],
+    params: &Params<T>,
+    pair: impl Fn(usize, usize) -> (f64, bool),
+    out: &mut [Exact],
+) {
+    let g = params.g.to_f64();
     let f = |p: &Particle<T>| [p.x.to_f64(), p.y.to_f64(), p.z.to_f64(), p.m.to_f64()];
     let v3 = |v: &Velocity<T>| [v.vx.to_f64(), v.vy.to_f64(), v.vz.to_f64()];
     let norm = |a: [f64; 3]| Float::sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
@@ -81,6 +127,11 @@ pub fn field<T: Real>(
         let self_index = params.overlap.source_of(i);
         let mut e = Exact::default();
         for (j, s) in sources.iter().enumerate() {
+            let (eps2, masked) = pair(i, j);
+            let spline = (params.softening == crate::Softening::Spline && !masked).then(|| {
+                let h = crate::SPLINE_SUPPORT * Float::sqrt(eps2);
+                (h, 1.0 / h)
+            });
             let xj = f(s);
             let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
             let dist2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
@@ -90,7 +141,7 @@ pub fn field<T: Real>(
             if Some(j) == self_index {
                 if !masked {
                     // Executors add and then subtract m/ε: its rounding is part of the error.
-                    e.phi_bound += xj[3] / eps;
+                    e.phi_bound += xj[3] / Float::sqrt(eps2);
                 }
                 continue;
             }
@@ -139,5 +190,4 @@ pub fn field<T: Real>(
         e.jerk_bound *= g;
         *o = e;
     }
-    Ok(())
 }

@@ -9,7 +9,7 @@
 //! assert_eq!(validate::particles(&ps, Array::Sources), Err(Error::NegativeMass { array: Array::Sources, index: 1 }));
 //! ```
 
-use crate::{Array, Bodies, Error, Kinematics, Overlap, Params, Particle, Real, Velocity};
+use crate::{Array, Bodies, Error, Kinematics, Overlap, Params, Particle, PerParticle, Real, Velocity};
 
 /// Checks every particle is finite with a non-negative mass; names the first offender.
 pub fn particles<T: Real>(ps: &[Particle<T>], array: Array) -> Result<(), Error> {
@@ -173,6 +173,55 @@ fn call_checks<T: Real>(
         particles(sources, Array::Sources)?;
     }
     overlap(&p.overlap, targets, sources)
+}
+
+/// Checks softening lengths: one per particle (`n`), each finite and non-negative;
+/// names the first offender.
+///
+/// ```
+/// use nbody_core::{validate, Array, Error};
+/// let eps = [0.1f32, -0.5];
+/// assert_eq!(validate::softening_lengths(&eps, 2, Array::Softening), Err(Error::NegativeSoftening { array: Array::Softening, index: 1 }));
+/// ```
+pub fn softening_lengths<T: Real>(eps: &[T], n: usize, array: Array) -> Result<(), Error> {
+    length(array.label(), n, eps.len())?;
+    for (index, &e) in eps.iter().enumerate() {
+        if !e.is_finite() {
+            return Err(Error::NonFinite { array, index });
+        }
+        if e < T::zero() {
+            return Err(Error::NegativeSoftening { array, index });
+        }
+    }
+    Ok(())
+}
+
+/// Everything a call with a softening per particle checks: the acceleration call's
+/// checks, then both length arrays, then that a target declared to be a source has its
+/// softening length too (its pair with itself is removed with that length).
+///
+/// ```
+/// use nbody_core::{validate, Error, Params, Particle, PerParticle};
+/// let p = [Particle::new(0.0f64, 0.0, 0.0, 1.0)];
+/// let eps = PerParticle { targets: &[0.1], sources: &[0.2] };
+/// let params = Params::softened(0.0).with_overlap_identical();
+/// assert_eq!(validate::per_particle_call(&p, &p, &eps, &params, 1), Err(Error::OverlapMismatch { target: 0, source: 0 }));
+/// ```
+pub fn per_particle_call<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    eps: &PerParticle<'_, T>,
+    p: &Params<T>,
+    out_len: usize,
+) -> Result<(), Error> {
+    call(targets, sources, p, out_len)?;
+    softening_lengths(eps.targets, targets.len(), Array::TargetSoftening)?;
+    softening_lengths(eps.sources, sources.len(), Array::SourceSoftening)?;
+    let (t0, s0, len) = p.overlap.resolve(targets.len());
+    match (0..len).find(|&k| eps.targets[t0 + k] != eps.sources[s0 + k]) {
+        Some(k) => Err(Error::OverlapMismatch { target: t0 + k, source: s0 + k }),
+        None => Ok(()),
+    }
 }
 
 /// Everything a jerk call checks: the acceleration call's checks, then the jerk output

@@ -1,0 +1,164 @@
+//! A softening length per particle ([`Executor::accelerations_per_particle`] and its
+//! batched form), Plummer and spline: each executor matches the oracle or refuses with
+//! [`Error::Unsupported`] and leaves its outputs as they were; bad lengths are refused
+//! with errors naming the array and index.
+
+use crate::compare;
+use crate::gen::{cases, Case};
+use nbody_core::oracle::{self, Exact};
+use nbody_core::{
+    Array, Error, Executor, Field, InteractionList, Overlap, Pair, Params, Particle, PerParticle, Real, Softening, Span,
+};
+
+/// `Ok(true)` when the call computed, `Ok(false)` when it refused as it may (outputs
+/// untouched), `Err` otherwise.
+fn computed<T: Real>(
+    what: &str,
+    result: Result<(), Error>,
+    out: &[Field<T>],
+    before: &[Field<T>],
+) -> Result<bool, String> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(Error::Unsupported { .. }) if out == before => Ok(false),
+        Err(Error::Unsupported { .. }) => Err(format!("{what}: refused but changed the output")),
+        Err(other) => Err(format!("{what}: failed: {other}")),
+    }
+}
+
+/// Lengths for the case's particles: two species (one softened at up to 4 times the
+/// case's ε, one at ε or, in cases with ε = 0, unsoftened), chosen by the particle's
+/// mass bits so a particle that is both a target and a source has one length.
+fn lengths<T: Real>(c: &Case) -> (Vec<T>, Vec<T>) {
+    let of = |r: &[f64; 4]| {
+        let k = (r[3] * 1024.0) as u32 + (r[0] * 65_536.0).abs() as u32;
+        let eps = if c.eps == 0.0 && k % 3 == 0 { 0.0 } else { c.eps.max(1.0 / 128.0) * (1 + k % 4) as f64 };
+        T::from_f64(eps)
+    };
+    (c.targets.iter().map(of).collect(), c.sources.iter().map(of).collect())
+}
+
+pub(crate) fn per_particle_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+    crate::checks::prop(e, cases(32, 64), |e, c: Case| {
+        let (t, s, before) = (c.targets::<T>(), c.sources::<T>(), c.before::<T>());
+        let (te, se) = lengths::<T>(&c);
+        for softening in [Softening::Plummer, Softening::Spline] {
+            let name = softening.name();
+            let p = c.params::<T>().with_softening(softening);
+            let eps = PerParticle { targets: &te, sources: &se };
+            let mut out = before.clone();
+            if computed(name, e.accelerations_per_particle(&t, &s, eps, &p, &mut out), &out, &before)? {
+                let mut ex = vec![Exact::default(); t.len()];
+                oracle::field_per_particle(&t, &s, eps, &p, &mut ex).map_err(|err| err.to_string())?;
+                compare(&out, &before, &ex, s.len(), p.potential, u)
+                    .map_err(|err| format!("{name} per particle: {err}"))?;
+            }
+            // Batched: the targets against targets and sources in one array, in two
+            // source spans (the targets' own pairs inside the first: self terms removed).
+            let (nt, ns) = (t.len() as u32, s.len() as u32);
+            let all: Vec<Particle<T>> = t.iter().chain(&s).copied().collect();
+            let all_eps: Vec<T> = te.iter().chain(&se).copied().collect();
+            let pairs = [Pair { targets: Span::new(0, nt), sources: Span::new(0, 2) }];
+            let spans = [Span::new(0, nt), Span::new(nt, nt + ns)];
+            let list = InteractionList { pairs: &pairs, source_spans: &spans };
+            let before_all: Vec<Field<T>> = before.iter().copied().chain(vec![Field::zero(); s.len()]).collect();
+            let mut out = before_all.clone();
+            let batch = e.accelerations_batch_per_particle(&all, &all_eps, &list, &p, &mut out);
+            if computed(name, batch, &out, &before_all)? {
+                let q = p.with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: t.len() });
+                let mut ex = vec![Exact::default(); t.len()];
+                let eps = PerParticle { targets: &te, sources: &all_eps };
+                oracle::field_per_particle(&t, &all, eps, &q, &mut ex).map_err(|err| err.to_string())?;
+                compare(&out[..t.len()], &before, &ex, all.len(), p.potential, u)
+                    .map_err(|err| format!("{name} batched per particle: {err}"))?;
+                if out[t.len()..] != before_all[t.len()..] {
+                    return Err(format!("{name} batched per particle: wrote outside the pairs' targets"));
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Equal lengths give what `Params::eps` gives: the per-particle path is the same
+/// physics, not a neighbour of it.
+pub(crate) fn per_particle_equal_lengths<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+    crate::checks::prop(e, cases(24, 48), |e, c: Case| {
+        let (t, s, before) = (c.targets::<T>(), c.sources::<T>(), c.before::<T>());
+        let p = c.params::<T>();
+        let (te, se) = (vec![p.eps; t.len()], vec![p.eps; s.len()]);
+        let mut out = before.clone();
+        let eps = PerParticle { targets: &te, sources: &se };
+        if computed("equal lengths", e.accelerations_per_particle(&t, &s, eps, &p, &mut out), &out, &before)? {
+            let ex = crate::exact(&t, &s, &p).map_err(|err| err.to_string())?;
+            compare(&out, &before, &ex, s.len(), p.potential, u).map_err(|err| format!("equal lengths: {err}"))?;
+        }
+        Ok(())
+    })
+}
+
+/// A negative, NaN or infinite length, a length array of the wrong size and a shared
+/// particle with two lengths are refused with errors naming them; nothing is written.
+pub(crate) fn per_particle_bad_input<T: Real, E: Executor<T>>(e: &mut E, _u: f64) -> Result<(), String> {
+    let t = |v: f64| T::from_f64(v);
+    let ps: Vec<Particle<T>> = (0..3).map(|k| Particle::new(t(k as f64), t(0.0), t(0.0), t(1.0))).collect();
+    let before = vec![Field::new(t(0.5), t(0.25), t(-1.0), t(2.0)); 3];
+    let good = vec![t(0.01); 3];
+    let params = Params::softened(t(0.0));
+    let with = |k: usize, v: T| {
+        let mut l = good.clone();
+        l[k] = v;
+        l
+    };
+    let cases: [(&str, Vec<T>, Vec<T>, Params<T>, Error); 5] = [
+        ("a negative target length", with(1, t(-0.5)), good.clone(), params, neg(Array::TargetSoftening, 1)),
+        ("a NaN source length", good.clone(), with(2, T::nan()), params, non_finite(Array::SourceSoftening, 2)),
+        (
+            "an infinite source length",
+            good.clone(),
+            with(0, T::infinity()),
+            params,
+            non_finite(Array::SourceSoftening, 0),
+        ),
+        (
+            "too few source lengths",
+            good.clone(),
+            good[..2].to_vec(),
+            params,
+            Error::LengthMismatch { what: "source softening lengths", expected: 3, found: 2 },
+        ),
+        (
+            "a shared particle with two lengths",
+            good.clone(),
+            with(1, t(0.02)),
+            params.with_overlap_identical(),
+            Error::OverlapMismatch { target: 1, source: 1 },
+        ),
+    ];
+    for (what, te, se, p, want) in cases {
+        let mut out = before.clone();
+        match e.accelerations_per_particle(&ps, &ps, PerParticle { targets: &te, sources: &se }, &p, &mut out) {
+            Err(got) if got == want => {}
+            other => return Err(format!("{what}: expected {want:?}, got {other:?}")),
+        }
+        if out != before {
+            return Err(format!("{what}: the output changed"));
+        }
+    }
+    let pairs = [Pair { targets: Span::new(0, 3), sources: Span::new(0, 1) }];
+    let list = InteractionList { pairs: &pairs, source_spans: &[Span::new(0, 3)] };
+    let mut out = before.clone();
+    let want = neg(Array::Softening, 2);
+    match e.accelerations_batch_per_particle(&ps, &with(2, t(-1.0)), &list, &params, &mut out) {
+        Err(got) if got == want && out == before => Ok(()),
+        other => Err(format!("a batched negative length: expected {want:?} and no output, got {other:?}")),
+    }
+}
+
+fn neg(array: Array, index: usize) -> Error {
+    Error::NegativeSoftening { array, index }
+}
+
+fn non_finite(array: Array, index: usize) -> Error {
+    Error::NonFinite { array, index }
+}
