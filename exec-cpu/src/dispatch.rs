@@ -1,6 +1,6 @@
 //! Instruction-set detection and the kernel entry points compiled for each.
 
-use crate::kernel::{accumulate, accumulate_jerk, scan_tile, Block, SourcesSoa, TILE};
+use crate::kernel::{accumulate_jerk, accumulate_split, scan_tile, Block, SourcesSoa, TILE};
 use crate::scratch::{gather, GatherFn, Part};
 use crate::simd::{Portable, Simd};
 use nbody_core::{Particle, Real, Velocity};
@@ -89,7 +89,7 @@ pub(crate) fn gather_fn<T: Real>(isa: Isa) -> GatherFn<T> {
 
 /// Tiles outer, blocks inner: each L1-sized source tile serves every block of the part.
 #[inline(always)]
-unsafe fn drive<S: Simd, const U: usize, const POT: bool, const MASK: bool, const SPLINE: bool>(
+unsafe fn drive<S: Simd, const U: usize, const POT: bool, const MASK: bool, const SPLINE: bool, const EACH: bool>(
     part: &mut Part<'_, S::T>,
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
@@ -104,11 +104,12 @@ unsafe fn drive<S: Simd, const U: usize, const POT: bool, const MASK: bool, cons
                 let [ax, ay, az, phi] = &mut part.acc;
                 let mut blk = Block {
                     pos: [&part.pos[0][r.clone()], &part.pos[1][r.clone()], &part.pos[2][r.clone()]],
+                    eps: if EACH { &part.eps[r.clone()] } else { &[] },
                     vel: [&[], &[], &[]],
                     acc: [&mut ax[r.clone()], &mut ay[r.clone()], &mut az[r.clone()], &mut phi[r]],
                     jerk: [&mut [], &mut [], &mut []],
                 };
-                accumulate::<S, U, POT, MASK, SPLINE>(&mut blk, &tile, eps2);
+                accumulate_split::<S, U, POT, MASK, false, SPLINE, EACH>(&mut blk, [&[]; 3], &tile, [&[]; 3], eps2);
                 add_into(&part.acc, &mut part.total, b, bs);
             }
         }
@@ -147,6 +148,7 @@ unsafe fn drive_jerk<S: Simd, const POT: bool, const MASK: bool, const SPLINE: b
                 let [jx, jy, jz] = &mut part.jerk;
                 let mut blk = Block {
                     pos: [&part.pos[0][r.clone()], &part.pos[1][r.clone()], &part.pos[2][r.clone()]],
+                    eps: &[],
                     vel: [&part.vel[0][r.clone()], &part.vel[1][r.clone()], &part.vel[2][r.clone()]],
                     acc: [&mut ax[r.clone()], &mut ay[r.clone()], &mut az[r.clone()], &mut phi[r.clone()]],
                     jerk: [&mut jx[r.clone()], &mut jy[r.clone()], &mut jz[r]],
@@ -195,10 +197,25 @@ macro_rules! by_kernel {
     };
 }
 
+/// `$k::<POT, MASK, SPLINE>` for the per-particle kernels: the spline always masks (a
+/// pair of two unsoftened particles is Newtonian, and may sit at zero distance).
+macro_rules! by_each {
+    ($k:ident, $pot:expr, $mask:expr, $spline:expr) => {
+        match ($pot, $mask, $spline) {
+            (false, false, false) => $k::<false, false, false>,
+            (false, true, false) => $k::<false, true, false>,
+            (true, false, false) => $k::<true, false, false>,
+            (true, true, false) => $k::<true, true, false>,
+            (false, _, true) => $k::<false, true, true>,
+            (true, _, true) => $k::<true, true, true>,
+        }
+    };
+}
+
 /// Defines `$name::<POT, MASK>` entry points for backend `$s` with `$u` vectors per block,
 /// compiled with `$feat`, plus a selector over the two flags.
 macro_rules! entry_points {
-    ($t:ty, $select:ident, $select_jerk:ident, $( $isa:ident => $s:ty, $u:literal $(, #[$feat:meta])? );* $(;)?) => {
+    ($t:ty, $select:ident, $select_jerk:ident, $select_each:ident, $( $isa:ident => $s:ty, $u:literal $(, #[$feat:meta])? );* $(;)?) => {
         /// With `spline` the kernel's `eps2` argument is the spline's support.
         pub(crate) fn $select(isa: Isa, pot: bool, mask: bool, spline: bool) -> KernelFn<$t> {
             $(
@@ -207,13 +224,31 @@ macro_rules! entry_points {
                     unsafe fn k<const P: bool, const M: bool, const SP: bool>(part: &mut Part<'_, $t>, src: &SourcesSoa<'_, $t>, eps2: $t) {
                         // SAFETY: drive's contract is the caller's (this CPU has the entry point's features, parts hold whole blocks).
                         unsafe {
-                            drive::<$s, $u, P, M, SP>(part, src, eps2)
+                            drive::<$s, $u, P, M, SP, false>(part, src, eps2)
                         }
                     }
                     return by_kernel!(k, pot, mask, spline);
                 }
             )*
             unreachable_isa(isa, spline)
+        }
+
+        /// The kernels with a softening per particle (the part's and the sources'
+        /// lengths, see `Block::eps`; the `eps2` argument is not read).
+        pub(crate) fn $select_each(isa: Isa, pot: bool, mask: bool, spline: bool) -> KernelFn<$t> {
+            $(
+                if isa == Isa::$isa {
+                    $(#[$feat])?
+                    unsafe fn k<const P: bool, const M: bool, const SP: bool>(part: &mut Part<'_, $t>, src: &SourcesSoa<'_, $t>, eps2: $t) {
+                        // SAFETY: drive's contract is the caller's (this CPU has the entry point's features, parts hold whole blocks and their lengths).
+                        unsafe {
+                            drive::<$s, $u, P, M, SP, true>(part, src, eps2)
+                        }
+                    }
+                    return by_each!(k, pot, mask, spline);
+                }
+            )*
+            unreachable_each(isa)
         }
 
         /// With `spline` the kernel's `eps2` argument is the spline's support.
@@ -242,15 +277,15 @@ fn unreachable_isa<T: Real>(_isa: Isa, spline: bool) -> KernelFn<T> {
         // SAFETY: drive's contract is the caller's (this CPU has the entry point's features, parts hold whole blocks).
         unsafe {
             if eps2 == T::zero() {
-                drive::<Portable<T>, 1, true, true, false>(part, src, eps2)
+                drive::<Portable<T>, 1, true, true, false, false>(part, src, eps2)
             } else {
-                drive::<Portable<T>, 1, true, false, false>(part, src, eps2)
+                drive::<Portable<T>, 1, true, false, false, false>(part, src, eps2)
             }
         }
     }
     unsafe fn s<T: Real>(part: &mut Part<'_, T>, src: &SourcesSoa<'_, T>, h: T) {
         // SAFETY: as above.
-        unsafe { drive::<Portable<T>, 1, true, false, true>(part, src, h) }
+        unsafe { drive::<Portable<T>, 1, true, false, true, false>(part, src, h) }
     }
     if spline {
         s::<T>
@@ -259,25 +294,34 @@ fn unreachable_isa<T: Real>(_isa: Isa, spline: bool) -> KernelFn<T> {
     }
 }
 
+/// As [`unreachable_isa`], for the per-particle kernels.
+fn unreachable_each<T: Real>(_isa: Isa) -> KernelFn<T> {
+    unsafe fn k<T: Real>(part: &mut Part<'_, T>, src: &SourcesSoa<'_, T>, eps2: T) {
+        // SAFETY: drive's contract is the caller's (as above, with the lengths).
+        unsafe { drive::<Portable<T>, 1, true, true, false, true>(part, src, eps2) }
+    }
+    k::<T>
+}
+
 #[cfg(target_arch = "x86_64")]
 use crate::simd::{Avx2F32, Avx2F64, Avx512F32, Avx512F64};
 
 #[cfg(target_arch = "x86_64")]
-entry_points!(f32, f32_kernel, f32_jerk_kernel,
+entry_points!(f32, f32_kernel, f32_jerk_kernel, f32_each_kernel,
     Avx512 => Avx512F32, 2, #[target_feature(enable = "avx512f")];
     Avx2 => Avx2F32, 2, #[target_feature(enable = "avx2,fma")];
     Portable => Portable<f32>, 1;
 );
 
 #[cfg(target_arch = "x86_64")]
-entry_points!(f64, f64_kernel, f64_jerk_kernel,
+entry_points!(f64, f64_kernel, f64_jerk_kernel, f64_each_kernel,
     Avx512 => Avx512F64, 2, #[target_feature(enable = "avx512f")];
     Avx2 => Avx2F64, 2, #[target_feature(enable = "avx2,fma")];
     Portable => Portable<f64>, 1;
 );
 
 #[cfg(not(target_arch = "x86_64"))]
-entry_points!(f32, f32_kernel, f32_jerk_kernel, Portable => Portable<f32>, 1;);
+entry_points!(f32, f32_kernel, f32_jerk_kernel, f32_each_kernel, Portable => Portable<f32>, 1;);
 
 #[cfg(not(target_arch = "x86_64"))]
-entry_points!(f64, f64_kernel, f64_jerk_kernel, Portable => Portable<f64>, 1;);
+entry_points!(f64, f64_kernel, f64_jerk_kernel, f64_each_kernel, Portable => Portable<f64>, 1;);

@@ -43,6 +43,9 @@ pub struct SourcesSoa<'a, T> {
     pub vx: &'a [T],
     pub vy: &'a [T],
     pub vz: &'a [T],
+    /// Per-particle softening, negated (see [`Block::eps`]); empty unless the call has
+    /// a length per particle.
+    pub e: &'a [T],
 }
 
 impl<'a, T> SourcesSoa<'a, T> {
@@ -61,6 +64,7 @@ impl<'a, T> SourcesSoa<'a, T> {
             vx: v(self.vx),
             vy: v(self.vy),
             vz: v(self.vz),
+            e: v(self.e),
         }
     }
 }
@@ -69,29 +73,16 @@ impl<'a, T> SourcesSoa<'a, T> {
 /// ax, ay, az, phi (and vx, vy, vz, jx, jy, jz for the jerk kernel).
 pub(crate) struct Block<'a, T> {
     pub pos: [&'a [T]; 3],
+    /// Per-particle softening (empty unless the call has one), as the kernels combine
+    /// it with the sources' negated values: Plummer `ε_i²/2` against `−ε_j²/2`, so
+    /// `ε_ij² = a_i − c_j`; the spline `−h_i` against `−h_j`, so `−h_ij = min(a_i, c_j)`.
+    pub eps: &'a [T],
     pub vel: [&'a [T]; 3],
     pub acc: [&'a mut [T]; 4],
     pub jerk: [&'a mut [T]; 3],
 }
 
-/// Writes the pull of every source in `src` on a block of `U * S::LANES` targets into
-/// the block's sums (overwriting them).
-/// `phi` accumulates `-Σ m / r` when `POT`; `MASK` zeroes pairs at zero distance.
-///
-/// # Safety
-/// The backend's instructions must be available (see `simd`); every slice of `blk`
-/// holds `U * S::LANES` values.
-#[inline(always)]
-pub(crate) unsafe fn accumulate<S: Simd, const U: usize, const POT: bool, const MASK: bool, const SPLINE: bool>(
-    blk: &mut Block<'_, S::T>,
-    src: &SourcesSoa<'_, S::T>,
-    eps2: S::T,
-) {
-    // SAFETY: the caller's contract.
-    unsafe { accumulate_split::<S, U, POT, MASK, false, SPLINE>(blk, [&[]; 3], src, [&[]; 3], eps2) }
-}
-
-/// The spline's lanes: for every lane of `r2` inside the support `h`, the weights
+/// The spline's lanes: for every lane of `r2` inside its support (the lane of `h`), the weights
 /// `(m w / PHI_SCALE, m g / ACC_SCALE)` (`nbody_core::kernel::spline`, in scalar code:
 /// pairs that close are rare in any system the spline is used for, so the vector path
 /// pays one compare per vector and this runs seldom).
@@ -99,17 +90,20 @@ pub(crate) unsafe fn accumulate<S: Simd, const U: usize, const POT: bool, const 
 /// # Safety
 /// The backend's instructions are available.
 #[inline(always)]
-unsafe fn spline_weights<S: Simd>(r2: S::V, m: S::T, h: S::T, h_inv: S::T, w: &mut S::V, g: &mut S::V) {
+unsafe fn spline_weights<S: Simd>(r2: S::V, m: S::T, h: S::V, w: &mut S::V, g: &mut S::V) {
     // SAFETY: the caller's contract; the arrays hold 16 >= LANES values.
     unsafe {
         let (mut r, mut wa, mut ga) = ([S::T::from_f64(0.0); 16], [S::T::from_f64(0.0); 16], [S::T::from_f64(0.0); 16]);
+        let mut hs = [S::T::from_f64(0.0); 16];
         S::store(r.as_mut_ptr(), r2);
+        S::store(hs.as_mut_ptr(), h);
         S::store(wa.as_mut_ptr(), *w);
         S::store(ga.as_mut_ptr(), *g);
         let (phi_scale, acc_scale) = (S::T::from_f64(1.0 / S::PHI_SCALE), S::T::from_f64(1.0 / S::ACC_SCALE));
         for l in 0..S::LANES {
+            let h = hs[l];
             if r[l] < h * h {
-                let (sw, sg, _) = nbody_core::kernel::spline(r[l], h, h_inv);
+                let (sw, sg, _) = nbody_core::kernel::spline(r[l], h, S::T::from_f64(1.0) / h);
                 wa[l] = m * sw * phi_scale;
                 ga[l] = m * sg * acc_scale;
             }
@@ -119,17 +113,26 @@ unsafe fn spline_weights<S: Simd>(r2: S::V, m: S::T, h: S::T, h_inv: S::T, w: &m
     }
 }
 
-/// [`accumulate`] on coordinates split in two, `x + low` (double-single), when `LOW`:
-/// With `SPLINE` the cubic spline: `eps2` is then its support `h`, separations are not
-/// softened, and lanes inside `h` take the spline's weights.
+/// Writes the pull of every source in `src` on a block of `U * S::LANES` targets into
+/// the block's sums (overwriting them). `phi` accumulates `-Σ m / r` when `POT`; `MASK`
+/// zeroes pairs at zero distance. With `SPLINE` the cubic spline: `eps2` is then its
+/// support `h`, separations are not softened, and lanes inside `h` take the spline's
+/// weights.
+///
+/// With `LOW`, coordinates split in two, `x + low` (double-single):
 /// each separation is `(x_j - x_i) + (low_j - low_i)`, exact to the working precision
 /// for close pairs, where the high parts' difference is exact and the low parts add
 /// what rounding the coordinates dropped (the mixed executor's near tiles). Without
 /// `LOW` the low parts are not read.
 ///
+/// With `EACH` a softening per particle (see [`Block::eps`]): the block's `eps` and the
+/// sources' `e` lanes are read instead of `eps2`.
+///
 /// # Safety
-/// As for [`accumulate`]; with `LOW`, `low_targets` hold `U * S::LANES` values and
-/// `low_sources` one per source.
+/// The backend's instructions must be available (see `simd`); every slice of `blk`
+/// holds `U * S::LANES` values; with `LOW`, `low_targets` hold `U * S::LANES` values and
+/// `low_sources` one per source; with `EACH`, `blk.eps` holds `U * S::LANES` values and
+/// `src.e` one per source.
 #[inline(always)]
 pub(crate) unsafe fn accumulate_split<
     S: Simd,
@@ -138,6 +141,7 @@ pub(crate) unsafe fn accumulate_split<
     const MASK: bool,
     const LOW: bool,
     const SPLINE: bool,
+    const EACH: bool,
 >(
     blk: &mut Block<'_, S::T>,
     low_targets: [&[S::T]; 3],
@@ -158,8 +162,10 @@ pub(crate) unsafe fn accumulate_split<
         let (lxi, lyi, lzi) = (low_i(0), low_i(1), low_i(2));
         let (mut ax, mut ay, mut az, mut phi) = ([zero; U], [zero; U], [zero; U], [zero; U]);
         // The spline: `eps2` is its support h; no softening is added to r².
-        let (h, h_inv) = (eps2, S::T::from_f64(1.0) / eps2);
-        let (e2, h2) = if SPLINE { (zero, S::splat(h * h)) } else { (S::splat(eps2), zero) };
+        let h = S::splat(eps2);
+        let (e2, h2) = if SPLINE || EACH { (zero, S::mul(h, h)) } else { (S::splat(eps2), zero) };
+        let ei: [S::V; U] = core::array::from_fn(|u| if EACH { load(blk.eps, u) } else { zero });
+        let se = src.e.as_ptr();
         let n = src.len();
         let (sx, sy, sz, sm) = (src.x.as_ptr(), src.y.as_ptr(), src.z.as_ptr(), src.m.as_ptr());
         let [lx, ly, lz] = low_sources.map(|s| s.as_ptr());
@@ -173,15 +179,29 @@ pub(crate) unsafe fn accumulate_split<
             let dx: [S::V; U] = core::array::from_fn(|u| split(S::sub(xj, xi[u]), lxi[u], lxj));
             let dy: [S::V; U] = core::array::from_fn(|u| split(S::sub(yj, yi[u]), lyi[u], lyj));
             let dz: [S::V; U] = core::array::from_fn(|u| split(S::sub(zj, zi[u]), lzi[u], lzj));
+            // Per particle: the pair's ε² (Plummer) or its negated support (the spline).
+            let cj = if EACH { S::splat(*se.add(j)) } else { zero };
+            let pair: [S::V; U] = core::array::from_fn(|u| match (EACH, SPLINE) {
+                (true, false) => S::sub(ei[u], cj),
+                (true, true) => S::min(ei[u], cj),
+                _ => e2,
+            });
+            let soft = |u: usize| if EACH && !SPLINE { pair[u] } else { e2 };
             // eps² folded into the first FMA: r² = ((eps² + dx²) + dy²) + dz².
             let r2: [S::V; U] =
-                core::array::from_fn(|u| S::fma(dz[u], dz[u], S::fma(dy[u], dy[u], S::fma(dx[u], dx[u], e2))));
+                core::array::from_fn(|u| S::fma(dz[u], dz[u], S::fma(dy[u], dy[u], S::fma(dx[u], dx[u], soft(u)))));
             // The spline: one test for the whole block whether any pair is inside h.
-            let near = SPLINE && S::any_lt(r2[1..].iter().fold(r2[0], |a, &b| S::min(a, b)), h2);
+            let h2u = |u: usize| if EACH { S::mul(pair[u], pair[u]) } else { h2 };
+            let near = if EACH {
+                SPLINE && (0..U).any(|u| S::any_lt(r2[u], h2u(u)))
+            } else {
+                SPLINE && S::any_lt(r2[1..].iter().fold(r2[0], |a, &b| S::min(a, b)), h2)
+            };
             for u in 0..U {
                 let (mut m_rinv, mut m_rinv3) = S::weights::<MASK>(r2[u], mj);
-                if near && S::any_lt(r2[u], h2) {
-                    spline_weights::<S>(r2[u], *sm.add(j), h, h_inv, &mut m_rinv, &mut m_rinv3);
+                if near && S::any_lt(r2[u], h2u(u)) {
+                    let hu = if EACH { S::sub(zero, pair[u]) } else { h };
+                    spline_weights::<S>(r2[u], *sm.add(j), hu, &mut m_rinv, &mut m_rinv3);
                 }
                 ax[u] = S::fma(dx[u], m_rinv3, ax[u]);
                 ay[u] = S::fma(dy[u], m_rinv3, ay[u]);
@@ -202,11 +222,11 @@ pub(crate) unsafe fn accumulate_split<
     }
 }
 
-/// [`accumulate`] plus the jerk (also overwriting the block's sums); one vector of targets (the jerk kernel is not the
+/// [`accumulate_split`] plus the jerk (also overwriting the block's sums); one vector of targets (the jerk kernel is not the
 /// hot path of any benchmark, and its 30 live vectors leave no room for two).
 ///
 /// # Safety
-/// As for [`accumulate`]; `src` has velocities.
+/// As for [`accumulate_split`]; `src` has velocities.
 #[inline(always)]
 pub(crate) unsafe fn accumulate_jerk<S: Simd, const POT: bool, const MASK: bool, const SPLINE: bool>(
     blk: &mut Block<'_, S::T>,

@@ -32,7 +32,7 @@ pub use mixed::{MixedExecutor, MAX_EXTENT};
 
 use nbody_core::kernel::Softened;
 use nbody_core::neighbours::Neighbours;
-use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle, Real};
+use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle, PerParticle, Real};
 use scratch::Scratch;
 
 /// How many threads a call may use. A tree code that already calls the kernel from its
@@ -148,6 +148,8 @@ pub trait CpuReal: Real {
     fn jerk_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<Self>;
     #[doc(hidden)]
     fn cell_kernel(isa: Isa) -> cells::CellFn<Self>;
+    /// The kernel with a softening per particle.
+    fn each_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<Self>;
 }
 
 impl CpuReal for f32 {
@@ -159,6 +161,9 @@ impl CpuReal for f32 {
     }
     fn jerk_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f32> {
         dispatch::f32_jerk_kernel(isa, potential, masked, spline)
+    }
+    fn each_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f32> {
+        dispatch::f32_each_kernel(isa, potential, masked, spline)
     }
     fn cell_kernel(isa: Isa) -> cells::CellFn<f32> {
         cells::f32_cell_kernel(isa)
@@ -175,6 +180,9 @@ impl CpuReal for f64 {
     fn jerk_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f64> {
         dispatch::f64_jerk_kernel(isa, potential, masked, spline)
     }
+    fn each_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f64> {
+        dispatch::f64_each_kernel(isa, potential, masked, spline)
+    }
     fn cell_kernel(isa: Isa) -> cells::CellFn<f64> {
         cells::f64_cell_kernel(isa)
     }
@@ -185,10 +193,12 @@ impl CpuExecutor {
     /// target blocks on every thread, then add `G ·` sums (and the self term) into the
     /// outputs. The source particles are checked while they are copied (the caller
     /// checked the rest); `Err` if one fails, before any output is written.
+    #[allow(clippy::too_many_arguments)]
     fn run<T: CpuReal>(
         &mut self,
         targets: Bodies<'_, T>,
         sources: Bodies<'_, T>,
+        lengths: Option<PerParticle<'_, T>>,
         params: &Params<T>,
         out: &mut [Field<T>],
         jerk: Option<&mut [Jerk<T>]>,
@@ -197,7 +207,12 @@ impl CpuExecutor {
         let with_jerk = jerk.is_some();
         let softened = Softened::of(params);
         let spline = matches!(softened, Softened::Spline { .. });
-        let kernel = if with_jerk {
+        let kernel = if let Some(eps) = lengths {
+            // Plummer masks when the two smallest lengths soften nothing.
+            let least = |l: &[T]| l.iter().fold(T::infinity(), |a, &e| a.min(T::from_f64(0.5) * e * e));
+            let masked = least(eps.targets) + least(eps.sources) < T::min_positive_value();
+            T::each_kernel(self.isa, params.potential, masked, params.softening == nbody_core::Softening::Spline)
+        } else if with_jerk {
             T::jerk_kernel(self.isa, params.potential, params.masked(), spline)
         } else {
             T::kernel(self.isa, params.potential, params.masked(), spline)
@@ -218,6 +233,7 @@ impl CpuExecutor {
         if !unsafe { scratch.stage(targets, sources, with_jerk, parts, by_sources, search, gather) } {
             return Err(BadSources);
         }
+        scratch.stage_lengths(lengths.map(|l| (l, params.softening)));
         let work = scratch.split(sources);
         let bad = std::sync::atomic::AtomicBool::new(false);
         let run = |(mut part, src): (scratch::Part<'_, T>, scratch::Sources<'_, T>)| {
@@ -237,7 +253,14 @@ impl CpuExecutor {
         for (i, o) in out.iter_mut().enumerate() {
             let mut sums = scratch.sums(i);
             if i >= t0 && i < t0 + len {
-                sums.phi = sums.phi + softened.self_potential(sources.pos[s0 + i - t0].m);
+                let m = sources.pos[s0 + i - t0].m;
+                sums.phi = sums.phi
+                    + match lengths {
+                        Some(eps) => {
+                            Softened::between(params.softening, eps.targets[i], eps.targets[i]).self_potential(m)
+                        }
+                        None => softened.self_potential(m),
+                    };
             }
             nbody_core::kernel::finish(params.g, &sums, params.potential, o);
         }
@@ -262,6 +285,68 @@ impl CpuExecutor {
             }
         }
         Ok(())
+    }
+}
+
+impl CpuExecutor {
+    /// The batched call on validated input (`eps`: a softening length per particle).
+    fn batch<T: CpuReal>(
+        &mut self,
+        particles: &[Particle<T>],
+        eps: Option<&[T]>,
+        list: &nbody_core::InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) {
+        let cuts = balanced_cuts(particles.len(), list, self.threads);
+        while self.workers.len() < cuts.len().saturating_sub(1) {
+            self.workers.push(CpuExecutor::with_isa(Parallelism::Sequential, self.isa));
+        }
+        let chunks = BatchChunk::cut(&cuts, out, list);
+        let work: Vec<_> = chunks.into_iter().zip(self.workers.iter_mut()).collect();
+        let none: &[nbody_core::Velocity<T>] = &[];
+        run_parts(self.pool.as_ref(), work, |(chunk, worker)| {
+            // Each piece runs once over its whole source list, gathered into one array:
+            // per-span calls would pay the staging of a call for every 32 sources.
+            let (mut gathered, mut gathered_eps): (Vec<Particle<T>>, Vec<T>) = (Vec::new(), Vec::new());
+            for (t, spans) in &chunk.pieces {
+                gathered.clear();
+                gathered_eps.clear();
+                for s in spans.iter() {
+                    gathered.extend_from_slice(&particles[s.range()]);
+                    if let Some(e) = eps {
+                        gathered_eps.extend_from_slice(&e[s.range()]);
+                    }
+                }
+                if gathered.is_empty() {
+                    continue;
+                }
+                let q = params.with_overlap(nbody_core::Overlap::Disjoint);
+                let targets = Bodies { pos: &particles[t.clone()], vel: none };
+                let sources = Bodies { pos: &gathered, vel: none };
+                let lengths = eps.map(|e| PerParticle { targets: &e[t.clone()], sources: &gathered_eps });
+                let out = &mut chunk.out[t.start - chunk.start..t.end - chunk.start];
+                // The batch was checked whole; the copy's check cannot fail here.
+                if worker.run(targets, sources, lengths, &q, out, None, None).is_err() {
+                    continue;
+                }
+                // Targets that are in their own source spans: remove the self terms the
+                // softened kernel counted (once per span holding them).
+                if !params.potential {
+                    continue;
+                }
+                let softened = |i: usize| match eps {
+                    Some(e) => Softened::between(params.softening, e[i], e[i]),
+                    None => Softened::of(params),
+                };
+                for s in spans.iter() {
+                    for i in t.start.max(s.start as usize)..t.end.min(s.end as usize) {
+                        let o = &mut out[i - t.start];
+                        o.phi = o.phi + params.g * softened(i).self_potential(particles[i].m);
+                    }
+                }
+            }
+        });
     }
 }
 
@@ -462,9 +547,32 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
     ) -> Result<(), Error> {
         let none: &[nbody_core::Velocity<T>] = &[];
         let n_out = out.len();
-        let run =
-            self.run(Bodies { pos: targets, vel: none }, Bodies { pos: sources, vel: none }, params, out, None, None);
+        let run = self.run(
+            Bodies { pos: targets, vel: none },
+            Bodies { pos: sources, vel: none },
+            None,
+            params,
+            out,
+            None,
+            None,
+        );
         named(run, || validate::call(targets, sources, params, n_out))
+    }
+
+    /// The SIMD kernel with the lengths in a lane of their own beside the coordinates.
+    unsafe fn accelerations_per_particle_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        eps: PerParticle<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        let none: &[nbody_core::Velocity<T>] = &[];
+        let (t, s) = (Bodies { pos: targets, vel: none }, Bodies { pos: sources, vel: none });
+        let n_out = out.len();
+        let run = self.run(t, s, Some(eps), params, out, None, None);
+        named(run, || validate::per_particle_call(targets, sources, &eps, params, n_out))
     }
 
     /// Overrides the door: the sources are checked while they are copied.
@@ -496,7 +604,7 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         jerk: &mut [Jerk<T>],
     ) -> Result<(), Error> {
         let (n_out, n_jerk) = (out.len(), jerk.len());
-        let run = self.run(targets, sources, params, out, Some(jerk), None);
+        let run = self.run(targets, sources, None, params, out, Some(jerk), None);
         named(run, || validate::jerk_call(&targets, &sources, params, n_out, n_jerk))
     }
 
@@ -534,7 +642,7 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         neighbours: &mut Neighbours<'_, T>,
     ) -> Result<(), Error> {
         let (n_out, n_jerk) = (out.len(), jerk.len());
-        let run = self.run(targets, sources, params, out, Some(jerk), Some(neighbours));
+        let run = self.run(targets, sources, None, params, out, Some(jerk), Some(neighbours));
         named(run, || validate::jerk_call(&targets, &sources, params, n_out, n_jerk))
     }
 
@@ -548,46 +656,21 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        let cuts = balanced_cuts(particles.len(), list, self.threads);
-        while self.workers.len() < cuts.len().saturating_sub(1) {
-            self.workers.push(CpuExecutor::with_isa(Parallelism::Sequential, self.isa));
-        }
-        let chunks = BatchChunk::cut(&cuts, out, list);
-        let work: Vec<_> = chunks.into_iter().zip(self.workers.iter_mut()).collect();
-        let none: &[nbody_core::Velocity<T>] = &[];
-        run_parts(self.pool.as_ref(), work, |(chunk, worker)| {
-            // Each piece runs once over its whole source list, gathered into one array:
-            // per-span calls would pay the staging of a call for every 32 sources.
-            let mut gathered: Vec<Particle<T>> = Vec::new();
-            for (t, spans) in &chunk.pieces {
-                gathered.clear();
-                for s in spans.iter() {
-                    gathered.extend_from_slice(&particles[s.range()]);
-                }
-                if gathered.is_empty() {
-                    continue;
-                }
-                let q = params.with_overlap(nbody_core::Overlap::Disjoint);
-                let targets = Bodies { pos: &particles[t.clone()], vel: none };
-                let sources = Bodies { pos: &gathered, vel: none };
-                let out = &mut chunk.out[t.start - chunk.start..t.end - chunk.start];
-                // The batch was checked whole; the copy's check cannot fail here.
-                if worker.run(targets, sources, &q, out, None, None).is_err() {
-                    continue;
-                }
-                // Targets that are in their own source spans: remove the self terms the
-                // softened kernel counted (once per span holding them).
-                if params.potential && !params.masked() {
-                    let softened = Softened::of(params);
-                    for s in spans.iter() {
-                        for i in t.start.max(s.start as usize)..t.end.min(s.end as usize) {
-                            let o = &mut out[i - t.start];
-                            o.phi = o.phi + params.g * softened.self_potential(particles[i].m);
-                        }
-                    }
-                }
-            }
-        });
+        self.batch(particles, None, list, params, out);
+        Ok(())
+    }
+
+    /// As [`Executor::accelerations_batch_unchecked`], with the lengths gathered beside
+    /// the sources.
+    unsafe fn accelerations_batch_per_particle_unchecked(
+        &mut self,
+        particles: &[Particle<T>],
+        eps: &[T],
+        list: &nbody_core::InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.batch(particles, Some(eps), list, params, out);
         Ok(())
     }
 

@@ -374,6 +374,7 @@ unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
                         vx: &[],
                         vy: &[],
                         vz: &[],
+                        e: &[],
                     };
                     let tile_low = buf.tile_low.each_ref().map(|v| &v[s0..s1]);
                     for v in (0..BLOCK).step_by(bs) {
@@ -381,15 +382,20 @@ unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
                         let [ax, ay, az, phi] = &mut buf.sums;
                         let mut blk = Block {
                             pos: [&buf.targets[0][q.clone()], &buf.targets[1][q.clone()], &buf.targets[2][q.clone()]],
+                            eps: &[],
                             vel: [&[], &[], &[]],
                             acc: [&mut ax[q.clone()], &mut ay[q.clone()], &mut az[q.clone()], &mut phi[q.clone()]],
                             jerk: [&mut [], &mut [], &mut []],
                         };
                         let low = buf.targets_low.each_ref().map(|t| &t[q.clone()]);
                         if far {
-                            accumulate_split::<S, U, POT, MASK, false, false>(&mut blk, low, &tile, tile_low, eps2);
+                            accumulate_split::<S, U, POT, MASK, false, false, false>(
+                                &mut blk, low, &tile, tile_low, eps2,
+                            );
                         } else {
-                            accumulate_split::<S, U, POT, MASK, true, false>(&mut blk, low, &tile, tile_low, eps2);
+                            accumulate_split::<S, U, POT, MASK, true, false, false>(
+                                &mut blk, low, &tile, tile_low, eps2,
+                            );
                         }
                     }
                     for (tot, sum) in total.iter_mut().zip(&buf.sums) {

@@ -22,6 +22,10 @@ pub struct Scratch<T> {
     total: [Vec<f64>; 7],
     /// Source x, y, z, m, vx, vy, vz.
     src: [Vec<T>; 7],
+    /// Per-particle softening of the (padded) targets and of the sources as the
+    /// kernels read it (`kernel::Block::eps`); empty when the call has none.
+    teps: Vec<T>,
+    seps: Vec<T>,
     /// Padded target count and the number of parts the call is split into.
     padded: usize,
     parts: usize,
@@ -41,6 +45,8 @@ pub struct Scratch<T> {
 #[derive(Debug)]
 pub struct Part<'a, T> {
     pub pos: [&'a [T]; 3],
+    /// Per-particle softening (empty unless the call has it).
+    pub eps: &'a [T],
     pub vel: [&'a [T]; 3],
     pub acc: [&'a mut [T]; 4],
     pub jerk: [&'a mut [T]; 3],
@@ -54,7 +60,7 @@ pub struct Part<'a, T> {
 /// call's copying runs in parallel too.
 pub(crate) enum Sources<'a, T: Real> {
     Staged(SourcesSoa<'a, T>),
-    Unstaged { pos: &'a [Particle<T>], vel: &'a [Velocity<T>], lanes: [&'a mut [T]; 7] },
+    Unstaged { pos: &'a [Particle<T>], vel: &'a [Velocity<T>], e: &'a [T], lanes: [&'a mut [T]; 7] },
 }
 
 impl<'a, T: Real> Sources<'a, T> {
@@ -66,13 +72,13 @@ impl<'a, T: Real> Sources<'a, T> {
     pub(crate) unsafe fn stage(self, gather: GatherFn<T>) -> Option<SourcesSoa<'a, T>> {
         match self {
             Sources::Staged(s) => Some(s),
-            Sources::Unstaged { pos, vel, mut lanes } => {
+            Sources::Unstaged { pos, vel, e, mut lanes } => {
                 // SAFETY: the caller's promise.
                 if !unsafe { gather(pos, vel, &mut lanes) } {
                     return None;
                 }
                 let [x, y, z, m, vx, vy, vz] = lanes.map(|l| &*l);
-                Some(SourcesSoa { x, y, z, m, vx, vy, vz })
+                Some(SourcesSoa { x, y, z, m, vx, vy, vz, e })
             }
         }
     }
@@ -204,6 +210,24 @@ impl<T: Real> Scratch<T> {
         valid
     }
 
+    /// Stages a softening length per particle as the kernels read it (see
+    /// `kernel::Block::eps`): Plummer `ε²/2` for targets against `−ε²/2` for sources,
+    /// the spline `−h` for both (`h = 2.8 ε`). After [`Scratch::stage`]; `None` (a call
+    /// with one softening) leaves them empty.
+    pub(crate) fn stage_lengths(&mut self, lengths: Option<(nbody_core::PerParticle<'_, T>, nbody_core::Softening)>) {
+        self.teps.clear();
+        self.seps.clear();
+        let Some((eps, softening)) = lengths else { return };
+        let (half, support) = (T::from_f64(0.5), T::from_f64(nbody_core::SPLINE_SUPPORT));
+        let (target, source): (fn(T, T, T) -> T, fn(T, T, T) -> T) = match softening {
+            nbody_core::Softening::Plummer => (|e, half, _| half * e * e, |e, half, _| -(half * e * e)),
+            nbody_core::Softening::Spline => (|e, _, h| -(h * e), |e, _, h| -(h * e)),
+        };
+        self.teps.extend(eps.targets.iter().map(|&e| target(e, half, support)));
+        self.teps.resize(self.padded, T::zero());
+        self.seps.extend(eps.sources.iter().map(|&e| source(e, half, support)));
+    }
+
     /// The call's neighbour findings, part by part (in source order when the parts
     /// split the sources): `(first target of the part, what it found)`.
     pub(crate) fn found(&self) -> impl Iterator<Item = (usize, &Found<T>)> {
@@ -220,7 +244,8 @@ impl<T: Real> Scratch<T> {
             return self.split_sources(sources);
         }
         let per = (self.padded / BLOCK).div_ceil(self.parts.max(1)) * BLOCK;
-        let Self { tpos, acc, total, src, padded, own, h2, found, search, .. } = self;
+        let Self { tpos, acc, total, src, padded, own, h2, found, search, teps, seps, .. } = self;
+        let mut teps: &[T] = teps;
         let mut own: &[u32] = own;
         let mut h2: &[T] = h2;
         let mut found = found.iter_mut();
@@ -247,8 +272,16 @@ impl<T: Real> Scratch<T> {
                 }
                 _ => None,
             };
+            let eps = if teps.is_empty() {
+                teps
+            } else {
+                let (a, b) = teps.split_at(k);
+                teps = b;
+                a
+            };
             parts.push(Part {
                 pos: [p[0], p[1], p[2]],
+                eps,
                 vel: [p[3], p[4], p[5]],
                 acc: [ax, ay, az, phi],
                 jerk: [jx, jy, jz],
@@ -257,14 +290,15 @@ impl<T: Real> Scratch<T> {
             });
         }
         let s = &*src;
-        let all = SourcesSoa { x: &s[0], y: &s[1], z: &s[2], m: &s[3], vx: &s[4], vy: &s[5], vz: &s[6] };
+        let all = SourcesSoa { x: &s[0], y: &s[1], z: &s[2], m: &s[3], vx: &s[4], vy: &s[5], vz: &s[6], e: seps };
         parts.into_iter().map(|p| (p, Sources::Staged(all))).collect()
     }
 
     /// [`Scratch::split`] by sources.
     #[allow(clippy::type_complexity)]
     fn split_sources<'a>(&'a mut self, sources: Bodies<'a, T>) -> Vec<(Part<'a, T>, Sources<'a, T>)> {
-        let Self { tpos, acc, total, src, padded, parts, own, h2, found, search, .. } = self;
+        let Self { tpos, acc, total, src, padded, parts, own, h2, found, search, teps, seps, .. } = self;
+        let (teps, seps): (&[T], &[T]) = (teps, seps);
         let (n_src, parts, padded) = (src[0].len(), *parts, *padded);
         let (own, h2, search): (&[u32], &[T], bool) = (own, h2, *search);
         let mut found = found.iter_mut();
@@ -283,6 +317,7 @@ impl<T: Real> Scratch<T> {
                 };
                 let part = Part {
                     pos: [pos[0], pos[1], pos[2]],
+                    eps: teps,
                     vel: [pos[3], pos[4], pos[5]],
                     acc: [ax, ay, az, phi],
                     jerk: [jx, jy, jz],
@@ -292,6 +327,7 @@ impl<T: Real> Scratch<T> {
                 let run = Sources::Unstaged {
                     pos: &sources.pos[r.clone()],
                     vel: if sources.vel.is_empty() { sources.vel } else { &sources.vel[r.clone()] },
+                    e: if seps.is_empty() { seps } else { &seps[r.clone()] },
                     lanes: lanes.each_mut().map(|l| take_front(l, r.len())),
                 };
                 (part, run)
