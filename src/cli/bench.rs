@@ -8,7 +8,9 @@ use crate::bench::{median_time, scalar_loop};
 use anyhow::{bail, Result};
 use clap::Args;
 use nbody_core::cell::Cell;
-use nbody_core::{Executor, Field, InteractionList, LeafList, Pair, Params, Particle, Real, Softening, Span};
+use nbody_core::{
+    Executor, Field, InteractionList, LeafList, Pair, Params, Particle, PerParticle, Real, Softening, Span,
+};
 use nbody_cpu::{CpuExecutor, Isa, MixedExecutor};
 use serde_json::json;
 use std::path::PathBuf;
@@ -33,7 +35,7 @@ pub struct BenchArgs {
     /// CPU threads [default: all cores].
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Size of the leaf-kernel comparison (Plummer, spline and cell kernels on the same
+    /// Size of the leaf-kernel comparison (Plummer, spline, per-particle softening and cell kernels on the same
     /// targets) [default: the largest of --sizes].
     #[arg(long, value_name = "N")]
     pub kernels: Option<usize>,
@@ -63,26 +65,35 @@ struct Row {
 
 /// Times one executor on a Plummer sphere of `n` (acceleration only, eps = 1/256).
 fn time_executor<T: Real>(e: &mut dyn Executor<T>, n: usize, budget: f64) -> Result<f64> {
-    time_leaf(e, n, n, budget, Softening::Plummer)
+    time_leaf(e, n, n, budget, Softening::Plummer, false)
 }
 
-/// Times `targets` of a Plummer sphere of `n` against all of it.
+/// Times `targets` of a Plummer sphere of `n` against all of it; `per_particle` gives
+/// every particle its own softening length (two species, 1/256 and 1/64, alternating).
 fn time_leaf<T: Real>(
     e: &mut dyn Executor<T>,
     targets: usize,
     n: usize,
     budget: f64,
     softening: Softening,
+    per_particle: bool,
 ) -> Result<f64> {
     let (all, _) = nbody_integrators::ics::plummer::<T>(n, 1);
     let p = &all[..];
     let t = &all[..targets.min(n)];
     let params = Params::softened(T::from_f64(1.0 / 256.0)).acceleration_only().with_softening(softening);
     let mut out = vec![Field::zero(); t.len()];
+    let lengths: Vec<T> = (0..n).map(|i| T::from_f64(if i % 2 == 0 { 1.0 / 256.0 } else { 1.0 / 64.0 })).collect();
+    let eps = PerParticle { targets: &lengths[..t.len()], sources: &lengths };
     // median_time's own warm-up call reports a failure here too.
     let mut failed = None;
     let t = median_time(budget, || {
-        if let Err(err) = e.accelerations(t, p, &params, &mut out) {
+        let call = if per_particle {
+            e.accelerations_per_particle(t, p, eps, &params, &mut out)
+        } else {
+            e.accelerations(t, p, &params, &mut out)
+        };
+        if let Err(err) = call {
             failed = Some(err);
         }
     });
@@ -131,10 +142,17 @@ fn kernel_rows<T: Real>(
     budget: f64,
 ) -> Result<Vec<Row>> {
     let row = |kernel, rows: usize, targets, seconds| Row { n: rows, kernel, targets, executor, precision, seconds };
-    let mut out = vec![row("plummer", n, None, time_leaf(e, n, n, budget, Softening::Plummer)?)];
-    match time_leaf(e, n, n, budget, Softening::Spline) {
-        Ok(seconds) => out.push(row("spline", n, None, seconds)),
-        Err(err) => println!("{executor} {precision} spline: {err}"),
+    let mut out = vec![row("plummer", n, None, time_leaf(e, n, n, budget, Softening::Plummer, false)?)];
+    let variants = [
+        ("spline", Softening::Spline, false),
+        ("plummer-each", Softening::Plummer, true),
+        ("spline-each", Softening::Spline, true),
+    ];
+    for (kernel, softening, each) in variants {
+        match time_leaf(e, n, n, budget, softening, each) {
+            Ok(seconds) => out.push(row(kernel, n, None, seconds)),
+            Err(err) => println!("{executor} {precision} {kernel}: {err}"),
+        }
     }
     let (seconds, cells) = time_cells(e, n, budget)?;
     out.push(row("cells", cells, Some(n), seconds));
@@ -278,8 +296,8 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
     // call costs beyond its interactions at the executor's rate at the largest N.
     let largest = a.sizes.iter().copied().max().unwrap_or(1);
     let leaf_times = [
-        ("f32", time_leaf::<f32>(&mut cpu, 64, 1000, a.seconds, Softening::Plummer)?),
-        ("f64", time_leaf::<f64>(&mut cpu, 64, 1000, a.seconds, Softening::Plummer)?),
+        ("f32", time_leaf::<f32>(&mut cpu, 64, 1000, a.seconds, Softening::Plummer, false)?),
+        ("f64", time_leaf::<f64>(&mut cpu, 64, 1000, a.seconds, Softening::Plummer, false)?),
     ];
     for (precision, seconds) in leaf_times {
         report(Row { n: 1000, kernel: "", targets: Some(64), executor: "cpu", precision, seconds });
@@ -316,7 +334,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
             .chain(std::iter::once(&k))
             .find(|r| r.kernel == "plummer" && r.executor == k.executor && r.precision == k.precision)
             .map(|r| r.interactions() / r.seconds);
-        if let (Some(p), "spline" | "cells") = (plummer, k.kernel) {
+        if let (Some(p), "spline" | "cells" | "plummer-each" | "spline-each") = (plummer, k.kernel) {
             let rate = k.interactions() / k.seconds;
             ratios.push(format!(
                 "  {} {} {}: {:.2} of the Plummer pair rate",
