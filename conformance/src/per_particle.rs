@@ -32,7 +32,7 @@ fn computed<T: Real>(
 fn lengths<T: Real>(c: &Case) -> (Vec<T>, Vec<T>) {
     let of = |r: &[f64; 4]| {
         let k = (r[3] * 1024.0) as u32 + (r[0] * 65_536.0).abs() as u32;
-        let eps = if c.eps == 0.0 && k % 3 == 0 { 0.0 } else { c.eps.max(1.0 / 128.0) * (1 + k % 4) as f64 };
+        let eps = if c.eps == 0.0 && k.is_multiple_of(3) { 0.0 } else { c.eps.max(1.0 / 128.0) * (1 + k % 4) as f64 };
         T::from_f64(eps)
     };
     (c.targets.iter().map(of).collect(), c.sources.iter().map(of).collect())
@@ -110,7 +110,7 @@ pub(crate) fn per_particle_bad_input<T: Real, E: Executor<T>>(e: &mut E, _u: f64
         l[k] = v;
         l
     };
-    let cases: [(&str, Vec<T>, Vec<T>, Params<T>, Error); 5] = [
+    let cases: [BadLengths<T>; 5] = [
         ("a negative target length", with(1, t(-0.5)), good.clone(), params, neg(Array::TargetSoftening, 1)),
         ("a NaN source length", good.clone(), with(2, T::nan()), params, non_finite(Array::SourceSoftening, 2)),
         (
@@ -154,6 +154,9 @@ pub(crate) fn per_particle_bad_input<T: Real, E: Executor<T>>(e: &mut E, _u: f64
         other => Err(format!("a batched negative length: expected {want:?} and no output, got {other:?}")),
     }
 }
+
+/// What a bad call names, its target and source lengths, its parameters, the error.
+type BadLengths<T> = (&'static str, Vec<T>, Vec<T>, Params<T>, Error);
 
 fn neg(array: Array, index: usize) -> Error {
     Error::NegativeSoftening { array, index }

@@ -107,11 +107,14 @@ pub fn field_per_particle<T: Real>(
     Ok(())
 }
 
+/// Target and source velocities.
+type Velocities<'a, T> = (&'a [Velocity<T>], &'a [Velocity<T>]);
+
 /// The oracle's sums on validated input; `pair(i, j)` gives target i's and source j's
 /// Plummer-equivalent ε² and whether their kernel masks zero distances.
 fn sum<T: Real>(
     targets: &[Particle<T>],
-    vels: Option<(&[Velocity<T>], &[Velocity<T>])>,
+    vels: Option<Velocities<'_, T>>,
     sources: &[Particle<T>],
     params: &Params<T>,
     pair: impl Fn(usize, usize) -> (f64, bool),

@@ -93,6 +93,7 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
     F(const u32 *, offset)                                                                                             \
     F(const u32 *, self_count)                                                                                         \
     F(typename V4<T>::type *, out)                                                                                     \
+    F(const T *, lengths)                                                                                              \
     F(T, eps2)                                                                                                         \
     F(T, g)                                                                                                            \
     F(int, n)

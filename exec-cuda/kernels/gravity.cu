@@ -99,6 +99,70 @@ __device__ __forceinline__ void interact(const Pt<T, C> &t, const Pt<T, C> &s, C
     interact<T, C, POT, MASKED>(t, s, eps2, ax, ay, az, phi, dx, dy, dz, rinv, m_rinv3);
 }
 
+// The softened kernels a batched launch can run (the SOFT template argument): Plummer with
+// one eps (the tuned path), Plummer with a length per particle, the spline with one support,
+// the spline with a support per particle. Per-particle values are what the host uploads:
+// Plummer eps_i^2 / 2 (a pair's eps^2 is the sum), the spline h_i = 2.8 eps_i (a pair's
+// support is the larger).
+#define SOFT_PLUMMER 0
+#define SOFT_PLUMMER_EACH 1
+#define SOFT_SPLINE 2
+#define SOFT_SPLINE_EACH 3
+
+// The cubic spline inside its support h (nbody_core::kernel::spline, r2 < h^2): the
+// potential weight w (phi -= m w) and the force weight g (a += m g d).
+template <typename C> __device__ __forceinline__ void spline_inside(C r2, C h_inv, C &w, C &g) {
+    const C u = sqrt(r2) * h_inv, u2 = u * u, h3 = h_inv * h_inv * h_inv;
+    if (u < C(0.5)) {
+        w = (C(14.0 / 5.0) - u2 * (C(16.0 / 3.0) + u2 * (C(32.0 / 5.0) * u - C(48.0 / 5.0)))) * h_inv;
+        g = (C(32.0 / 3.0) + u2 * (C(32.0) * u - C(192.0 / 5.0))) * h3;
+    } else {
+        // In q = 1 - u, as the core writes it: nothing cancels near u = 1.
+        const C q = C(1) - u, q2 = q * q, q4 = q2 * q2;
+        const C m = C(1) - q4 * (C(16.0) - C(128.0 / 5.0) * q + C(32.0 / 3.0) * q2);
+        const C u_inv = C(1) / u, u3_inv = u_inv * u_inv * u_inv;
+        w = (C(1) + C(16.0 / 15.0) * q4 * q * (C(2) * q - C(3))) * u_inv * h_inv;
+        g = m * u3_inv * h3;
+    }
+}
+
+// One interaction under kernel SOFT: e_t and e_s are the target's and source's
+// per-particle values (unused with one softening); eps2 is eps^2 (Plummer) or the support h
+// (the spline), with h_inv = 1/h.
+template <typename T, typename C, bool POT, bool MASKED, int SOFT>
+__device__ __forceinline__ void soft_interact(const Pt<T, C> &t, const Pt<T, C> &s, C e_t, C e_s, C eps2, C h_inv,
+                                              C &ax, C &ay, C &az, C &phi) {
+    if (SOFT == SOFT_PLUMMER) {
+        interact<T, C, POT, MASKED>(t, s, eps2, ax, ay, az, phi);
+        return;
+    }
+    if (SOFT == SOFT_PLUMMER_EACH) {
+        interact<T, C, POT, MASKED>(t, s, e_t + e_s, ax, ay, az, phi);
+        return;
+    }
+    C dx, dy, dz;
+    separation(s, t, dx, dy, dz);
+    const C r2 = fma(dz, dz, fma(dy, dy, dx * dx));
+    C h = eps2, hi = h_inv;
+    if (SOFT == SOFT_SPLINE_EACH) h = e_t > e_s ? e_t : e_s;
+    C w, g;
+    if (r2 < h * h) {
+        // Inside the support (rare): the per-particle support's inverse only here.
+        if (SOFT == SOFT_SPLINE_EACH) hi = C(1) / h;
+        spline_inside(r2, hi, w, g);
+    } else {
+        // Newtonian; two unsoftened particles at one point are masked.
+        w = rsqrt_fast(r2);
+        if (SOFT == SOFT_SPLINE_EACH) w = r2 >= min_normal<C>() ? w : C(0);
+        g = w * w * w;
+    }
+    const C m_g = s.p.w * g;
+    ax = fma(dx, m_g, ax);
+    ay = fma(dy, m_g, ay);
+    az = fma(dz, m_g, az);
+    if (POT) phi -= s.p.w * w;
+}
+
 // Sums over TP consecutive lanes (TP a power of two <= 32), leaving the total in each.
 template <int TP, typename T> __device__ __forceinline__ T lane_sum(T v) {
 #pragma unroll
@@ -657,15 +721,18 @@ __device__ __forceinline__ void jerk_reduce(const typename V4<T>::type *__restri
 // Batched kernel: block of 128 threads = 32 targets x 4 slices. The item's spans are read
 // as one concatenated list, so a tile of 128 is filled across span boundaries (tree lists
 // are made of short spans); only the item's last tile is padded with massless particles.
-template <typename T, typename C, bool POT, bool MASKED>
+template <typename T, typename C, bool POT, bool MASKED, int SOFT>
 __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__ particles,
                                         const Item *__restrict__ items, const Span *__restrict__ spans,
                                         const u32 *__restrict__ offset, typename V4<T>::type *__restrict__ out,
-                                        T eps2_, T g) {
+                                        const T *__restrict__ lengths, T eps2_, T g) {
     const bool MIXED = IsMixed<T, C>::value;
+    const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
     const C eps2 = (C)eps2_;
+    const C h_inv = SOFT == SOFT_SPLINE ? C(1) / eps2 : C(0);
     const int B = 128, TP = 4;
     __shared__ Pt<T, C> tile[B];
+    __shared__ C tile_e[EACH ? B : 1];
     // Mixed: the tile's box, per warp (note_box, far_tile).
     __shared__ C boxes[6][IsMixed<T, C>::value ? 32 : 1];
     const Item item = items[blockIdx.x];
@@ -675,6 +742,7 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
     // Mixed precision: the frame of the item's targets (a tree leaf: compact).
     const Frame<T, C> frame = block_frame<T, C>(particles, item.t0, item.t1 - item.t0, item.t1);
     const Pt<T, C> p = frame.apply(active ? particles[i] : zero4<T>());
+    const C e_i = EACH && active ? (C)lengths[i] : C(0);
     C ax = 0, ay = 0, az = 0, phi = 0;
     T sx = 0, sy = 0, sz = 0, sphi = 0;
     const u32 last = item.span_last - 1;
@@ -682,6 +750,7 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
     for (u32 base = 0; base < total; base += B) {
         const u32 flat = base + threadIdx.x;
         Pt<T, C> q = frame.apply(zero4<T>());
+        C e_q = 0;
         if (flat < total) {
             // The span holding position `flat`: the last whose offset is <= flat.
             u32 lo = item.span_first, hi = last;
@@ -689,20 +758,26 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
                 const u32 mid = (lo + hi + 1) / 2;
                 if (offset[mid] <= flat) lo = mid; else hi = mid - 1;
             }
-            q = frame.apply(particles[spans[lo].start + (flat - offset[lo])]);
+            const u32 k = spans[lo].start + (flat - offset[lo]);
+            q = frame.apply(particles[k]);
+            if (EACH) e_q = (C)lengths[k];
         }
         __syncthreads();
         tile[threadIdx.x] = q;
+        if (EACH) tile_e[threadIdx.x] = e_q;
         if (MIXED) note_box(q, boxes);
         __syncthreads();
         // A far tile (mixed, see FAR_REACHES) in float, as in the tiled kernel.
         if (MIXED && far_tile<B>(boxes, frame)) {
 #pragma unroll 8
             for (int j = slice; j < B; j += TP)
-                interact<C, C, POT, MASKED>(high(p), high(tile[j]), eps2, ax, ay, az, phi);
+                soft_interact<C, C, POT, MASKED, SOFT>(high(p), high(tile[j]), e_i, tile_e[EACH ? j : 0], eps2, h_inv,
+                                                       ax, ay, az, phi);
         } else {
 #pragma unroll 8
-            for (int j = slice; j < B; j += TP) interact<T, C, POT, MASKED>(p, tile[j], eps2, ax, ay, az, phi);
+            for (int j = slice; j < B; j += TP)
+                soft_interact<T, C, POT, MASKED, SOFT>(p, tile[j], e_i, tile_e[EACH ? j : 0], eps2, h_inv, ax, ay, az,
+                                                       phi);
         }
         if (MIXED) {
             sx += ax; sy += ay; sz += az; sphi += phi;
@@ -984,10 +1059,14 @@ SHUFFLE_ALL(double, float, mixed)
                                               a.self_len, a.x);                                                        \
     }
 
-#define BATCH(T, C, NAME, POT, MASKED)                                                                                  \
-    extern "C" __global__ void __launch_bounds__(128) nbody_batch_##NAME##_p##POT##_m##MASKED(const BatchArgs<T> a) { \
-        batched<T, C, POT, MASKED>(a.particles, a.items, a.spans, a.offset, a.out, a.eps2, a.g);                          \
+#define BATCH_SOFT(T, C, NAME, POT, MASKED, SOFT)                                                                      \
+    extern "C" __global__ void __launch_bounds__(128)                                                                  \
+        nbody_batch_##NAME##_p##POT##_m##MASKED##_s##SOFT(const BatchArgs<T> a) {                                      \
+        batched<T, C, POT, MASKED, SOFT>(a.particles, a.items, a.spans, a.offset, a.out, a.lengths, a.eps2, a.g);         \
     }
+// Plummer's kernels with and without the mask; the spline's mask themselves (named m1).
+#define BATCH(T, C, NAME, POT, MASKED) BATCH_SOFT(T, C, NAME, POT, MASKED, 0) BATCH_SOFT(T, C, NAME, POT, MASKED, 1)
+#define BATCH_SPLINE(T, C, NAME, POT) BATCH_SOFT(T, C, NAME, POT, 1, 2) BATCH_SOFT(T, C, NAME, POT, 1, 3)
 
 #define CELLS(T, C, NAME, POT)                                                                                         \
     extern "C" __global__ void __launch_bounds__(128) nbody_cells_##NAME##_p##POT(const CellArgs<T> a) {              \
@@ -998,6 +1077,7 @@ SHUFFLE_ALL(double, float, mixed)
     JERK(T, C, NAME, 0, 0, 0) JERK(T, C, NAME, 0, 1, 0) JERK(T, C, NAME, 1, 0, 0) JERK(T, C, NAME, 1, 1, 0)                        \
     JERK(T, C, NAME, 0, 0, 1) JERK(T, C, NAME, 0, 1, 1) JERK(T, C, NAME, 1, 0, 1) JERK(T, C, NAME, 1, 1, 1)                        \
     BATCH(T, C, NAME, 0, 0) BATCH(T, C, NAME, 0, 1) BATCH(T, C, NAME, 1, 0) BATCH(T, C, NAME, 1, 1)                   \
+    BATCH_SPLINE(T, C, NAME, 0) BATCH_SPLINE(T, C, NAME, 1)                                                            \
     CELLS(T, C, NAME, 0) CELLS(T, C, NAME, 1)
 
 PER_PRECISION(float, float, f32)
@@ -1006,12 +1086,28 @@ PER_PRECISION(double, float, mixed)
 
 // Removes the self terms a batched launch counted: G m_i / eps for each of target i's
 // source spans that holds it. One thread per particle.
-#define SELF_POTENTIAL(T, C, NAME)                                                                                     \
-    extern "C" __global__ void nbody_self_potential_##NAME(const BatchArgs<T> a) {                                    \
+// With a length per particle (a.lengths not null) each particle's own: Plummer's
+// eps_i^2 / 2 doubled, the spline's 14/5 h_i^-1 = 1/eps_i; the spline's one support
+// (a.eps2 holding h) likewise.
+template <typename T, typename C, int SOFT> __device__ __forceinline__ C self_weight(const BatchArgs<T> &a, int i) {
+    if (SOFT == SOFT_PLUMMER) return rsqrt_fast((C)a.eps2);
+    // A particle of length zero has no softened self term (masked, as in the pair).
+    if (SOFT == SOFT_PLUMMER_EACH) {
+        const C e2 = C(2) * (C)a.lengths[i];
+        return e2 >= min_normal<C>() ? rsqrt_fast(e2) : C(0);
+    }
+    const C h = SOFT == SOFT_SPLINE ? (C)a.eps2 : (C)a.lengths[i];
+    return h > C(0) ? C(14.0 / 5.0) / h : C(0);
+}
+#define SELF_POTENTIAL_SOFT(T, C, NAME, SOFT)                                                                          \
+    extern "C" __global__ void nbody_self_potential_##NAME##_s##SOFT(const BatchArgs<T> a) {                          \
         int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
         if (i < a.n && a.self_count[i] != 0)                                                                           \
-            a.out[i].w += a.g * T(a.self_count[i]) * (T)((C)a.particles[i].w * rsqrt_fast((C)a.eps2));                 \
+            a.out[i].w += a.g * T(a.self_count[i]) * (T)((C)a.particles[i].w * self_weight<T, C, SOFT>(a, i));          \
     }
+#define SELF_POTENTIAL(T, C, NAME)                                                                                     \
+    SELF_POTENTIAL_SOFT(T, C, NAME, 0)                                                                                 \
+    SELF_POTENTIAL_SOFT(T, C, NAME, 1) SELF_POTENTIAL_SOFT(T, C, NAME, 2) SELF_POTENTIAL_SOFT(T, C, NAME, 3)
 SELF_POTENTIAL(float, float, f32)
 SELF_POTENTIAL(double, double, f64)
 SELF_POTENTIAL(double, float, mixed)

@@ -144,6 +144,8 @@ kernel_args! {
         offset: Ptr = "const u32 *",
         self_count: Ptr = "const u32 *",
         out: Ptr = "typename V4<T>::type *",
+        /// Per-particle softening as the kernels read it (null with one softening).
+        lengths: Ptr = "const T *",
         eps2: T = "T",
         g: T = "T",
         n: i32 = "int",

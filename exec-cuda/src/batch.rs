@@ -1,11 +1,11 @@
 //! Turns an interaction list into equal-sized work items for one batched launch.
 
 use crate::args::{BatchArgs, CellArgs};
-use crate::kernels::{count, Kernel};
+use crate::kernels::{count, Kernel, Soft};
 use crate::memory::{alloc, ptr, upload_padded};
 use crate::{DeviceFields, DeviceParticles, DeviceReal};
 use cust::memory::{DeviceBuffer, DevicePointer};
-use nbody_core::{validate, Error, InteractionList, Params, Span};
+use nbody_core::{validate, Error, InteractionList, Params, Softening, Span};
 
 /// Threads per block of the batched kernel: 32 targets x 4 threads each.
 pub(crate) const BLOCK: u32 = 128;
@@ -33,6 +33,22 @@ pub(crate) struct Buffers {
     pub offsets: DevicePointer<u8>,
     pub self_counts: DevicePointer<u8>,
     pub out: DevicePointer<u8>,
+    /// Per-particle softening as the kernels read it (null with one softening).
+    pub lengths: DevicePointer<u8>,
+}
+
+/// A softening length per particle as the batched kernels read it (gravity.cu's
+/// `SOFT_*_EACH`): Plummer `ε²/2` (a pair's ε² is the sum), the spline `h = 2.8 ε` (a
+/// pair's support is the larger), and whether Plummer's kernel must mask (the two
+/// smallest lengths soften nothing an f32 pair could hold).
+pub(crate) fn kernel_lengths<T: DeviceReal>(eps: &[T], softening: Softening) -> (Vec<T>, bool) {
+    let (half, support) = (T::from_f64(0.5), T::from_f64(nbody_core::SPLINE_SUPPORT));
+    let values: Vec<T> = match softening {
+        Softening::Plummer => eps.iter().map(|&e| half * e * e).collect(),
+        Softening::Spline => eps.iter().map(|&e| support * e).collect(),
+    };
+    let least = values.iter().fold(T::infinity(), |a, &v| a.min(v));
+    (values, (least + least).to_f64() < f32::MIN_POSITIVE as f64)
 }
 
 /// An interaction list expanded and uploaded ([`crate::CudaExecutor::upload_list`]).
@@ -165,15 +181,28 @@ pub(crate) fn expand(list: &InteractionList<'_>, n: usize) -> Expanded {
 
 impl crate::CudaExecutor {
     /// The batched kernel over `n_items` items, then the self-potential fix-up over the
-    /// `n` particles (softened potential only).
+    /// `n` particles (softened potential only). `each`: the buffers carry a length per
+    /// particle (`kernel_lengths`), with whether Plummer's kernel must mask.
     pub(crate) fn launch_batch<T: DeviceReal>(
         &self,
         b: &Buffers,
         n_items: usize,
         n: usize,
         params: &Params<T>,
+        each: Option<bool>,
     ) -> Result<(), Error> {
-        let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params)?, params.g);
+        let (tag, g) = (self.family::<T>(), params.g);
+        let spline = params.softening == Softening::Spline;
+        let (soft, eps2, masked) = match each {
+            Some(masked) if spline => (Soft::SplineEach, T::zero(), masked),
+            Some(masked) => (Soft::PlummerEach, T::zero(), masked),
+            // The spline's support in eps2; with eps = 0 it is Newtonian: Plummer's mask.
+            None if spline && !params.masked() => (Soft::Spline, params.spline_support(), false),
+            None => {
+                let (eps2, masked) = self.kernel_eps2(&params.with_softening(Softening::Plummer))?;
+                (Soft::Plummer, eps2, masked)
+            }
+        };
         let args = BatchArgs {
             particles: b.particles,
             items: b.items,
@@ -181,19 +210,22 @@ impl crate::CudaExecutor {
             offset: b.offsets,
             self_count: b.self_counts,
             out: b.out,
+            lengths: b.lengths,
             eps2,
             g,
             n: count(n)?,
         };
-        let kernel = Kernel::Batch { tag, potential: params.potential, masked };
-        // SAFETY: items index spans, spans index particles (validated), out has one
-        // entry per particle.
+        let kernel = Kernel::Batch { tag, potential: params.potential, masked, soft };
+        // SAFETY: items index spans, spans index particles (validated), out (and the
+        // lengths, when given) have one entry per particle.
         unsafe { self.launch(kernel, n_items as u32, BLOCK, args, "launching the batched kernel")? };
-        if params.potential && !masked && n > 0 {
-            // SAFETY: particles, self counts and out all hold n entries.
+        // One softening that masks removes nothing; per-particle lengths of zero are
+        // skipped by the fix-up itself.
+        if params.potential && (each.is_some() || !masked) && n > 0 {
+            // SAFETY: particles, self counts, lengths and out all hold n entries.
             unsafe {
                 let what = "launching the self-potential fix-up";
-                self.launch(Kernel::SelfPotential { tag }, n.div_ceil(256) as u32, 256, args, what)?
+                self.launch(Kernel::SelfPotential { tag, soft }, n.div_ceil(256) as u32, 256, args, what)?
             };
         }
         Ok(())
@@ -291,6 +323,7 @@ impl crate::CudaExecutor {
             offsets: ptr(&list.offsets),
             self_counts: ptr(&list.self_counts),
             out: ptr(&out.buf),
+            lengths: crate::args::null(),
         }
     }
 
@@ -318,7 +351,7 @@ impl crate::CudaExecutor {
         }
         self.gpu.make_current()?;
         let bufs = Self::resident_buffers(particles, list, out);
-        self.launch_batch(&bufs, list.n_items, particles.len(), params)
+        self.launch_batch(&bufs, list.n_items, particles.len(), params, None)
     }
 }
 

@@ -3,10 +3,12 @@
 
 use crate::memory::{ptr, upload_padded};
 use crate::{batch, pipeline, CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, OUT, SELF_COUNTS, SOURCES, TARGETS};
-use crate::{CELLS, CELL_ITEMS, CELL_OFFSETS, CELL_SPANS};
+use crate::{CELLS, CELL_ITEMS, CELL_OFFSETS, CELL_SPANS, LENGTHS};
 use nbody_core::cell::Cell;
+use nbody_core::kernel::Softened;
 use nbody_core::projection::Projection;
 use nbody_core::Executor;
+use nbody_core::PerParticle;
 use nbody_core::{validate, Array, Bodies, Error, Field, InteractionList, Jerk, Params, Particle};
 use nbody_core::{LeafList, Pair, Span};
 
@@ -25,6 +27,9 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
+        if params.softening == nbody_core::Softening::Spline && !params.masked() {
+            return self.plain_via_batch(targets, sources, None, params, out);
+        }
         self.check_mixed_extent::<T>(targets, sources)?;
         self.guarded(|me| {
             if sources.len() >= pipeline::PIPELINE_MIN_SOURCES {
@@ -79,7 +84,32 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
         let none = InteractionList { pairs: &[], source_spans: &[] };
-        self.run_leaves(particles, list, &[], &none, params, out)
+        self.run_leaves(particles, None, list, &[], &none, params, out)
+    }
+
+    /// The batched kernel with a length per particle beside the particles.
+    unsafe fn accelerations_batch_per_particle_unchecked(
+        &mut self,
+        particles: &[Particle<T>],
+        eps: &[T],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        let none = InteractionList { pairs: &[], source_spans: &[] };
+        self.run_leaves(particles, Some(eps), list, &[], &none, params, out)
+    }
+
+    /// Targets and sources as one batched pair (see `plain_via_batch`).
+    unsafe fn accelerations_per_particle_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        eps: PerParticle<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.plain_via_batch(targets, sources, Some(eps), params, out)
     }
 
     /// One launch of the batched cell kernel over one pair: every target, every cell.
@@ -94,7 +124,7 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         let pairs = [Pair { targets: Span::new(0, targets.len() as u32), sources: Span::new(0, 1) }];
         let spans = [Span::new(0, cells.len() as u32)];
         let list = InteractionList { pairs: &pairs, source_spans: &spans };
-        self.run_leaves(targets, &none, cells, &list, params, out)
+        self.run_leaves(targets, None, &none, cells, &list, params, out)
     }
 
     /// The particle part and the cells in two launches on one upload of the particles
@@ -109,17 +139,56 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
     ) -> Result<(), Error> {
         let pairs: Vec<Pair> = list.cell_pairs().collect();
         let cell_list = InteractionList { pairs: &pairs, source_spans: list.cell_spans };
-        self.run_leaves(particles, &list.particles, cells, &cell_list, params, out)
+        self.run_leaves(particles, None, &list.particles, cells, &cell_list, params, out)
     }
 }
 
 impl CudaExecutor {
-    /// A particle list over `particles` and a list whose spans index `cells`, each
-    /// expanded into work items and launched if it has any: the particles go up once,
-    /// the output comes down once.
+    /// A plain call the tiled kernels do not serve (a length per particle, or the
+    /// spline) as one batched pair: targets and sources go up as one array, the targets
+    /// against the span of the sources, and the pull of each target's own copy among the
+    /// sources (`params.overlap`) is removed on the host as the CPU executor removes it.
+    fn plain_via_batch<T: DeviceReal>(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        lengths: Option<PerParticle<'_, T>>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        let (nt, ns) = (targets.len(), sources.len());
+        let (t_end, s_end) = (crate::kernels::count(nt)? as u32, crate::kernels::count(nt + ns)? as u32);
+        let all: Vec<Particle<T>> = targets.iter().chain(sources).copied().collect();
+        let all_eps: Option<Vec<T>> = lengths.map(|l| l.targets.iter().chain(l.sources).copied().collect());
+        let pairs = [Pair { targets: Span::new(0, t_end), sources: Span::new(0, 1) }];
+        let spans = [Span::new(t_end, s_end)];
+        let list = InteractionList { pairs: &pairs, source_spans: &spans };
+        let none = InteractionList { pairs: &[], source_spans: &[] };
+        let mut sums: Vec<Field<T>> = out.iter().copied().chain(std::iter::repeat_n(Field::zero(), ns)).collect();
+        let q = params.with_overlap(nbody_core::Overlap::Disjoint);
+        self.run_leaves(&all, all_eps.as_deref(), &list, &[], &none, &q, &mut sums)?;
+        let (t0, _, len) = params.overlap.resolve(nt);
+        if params.potential {
+            for i in t0..t0 + len {
+                let kernel = match lengths {
+                    Some(l) => Softened::between(params.softening, l.targets[i], l.targets[i]),
+                    None => Softened::of(params),
+                };
+                sums[i].phi = sums[i].phi + params.g * kernel.self_potential(targets[i].m);
+            }
+        }
+        out.copy_from_slice(&sums[..nt]);
+        Ok(())
+    }
+
+    /// A particle list over `particles` (with a length per particle in `lengths`) and a
+    /// list whose spans index `cells`, each expanded into work items and launched if it
+    /// has any: the particles go up once, the output comes down once.
+    #[allow(clippy::too_many_arguments)]
     fn run_leaves<T: DeviceReal>(
         &mut self,
         particles: &[Particle<T>],
+        lengths: Option<&[T]>,
         list: &InteractionList<'_>,
         cells: &[Cell<T>],
         cell_list: &InteractionList<'_>,
@@ -140,6 +209,14 @@ impl CudaExecutor {
             up(me, SOURCES, bytemuck::cast_slice(particles))?;
             up(me, OUT, bytemuck::cast_slice(out))?;
             let b = |me: &Self, k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
+            let each = match lengths {
+                Some(eps) if !ex.items.is_empty() => {
+                    let (values, masked) = batch::kernel_lengths(eps, params.softening);
+                    up(me, LENGTHS, bytemuck::cast_slice(&values))?;
+                    Some(masked)
+                }
+                _ => None,
+            };
             if !ex.items.is_empty() {
                 up(me, EXTRA_A, bytemuck::cast_slice(&ex.items))?;
                 up(me, EXTRA_B, bytemuck::cast_slice(&ex.spans))?;
@@ -152,8 +229,9 @@ impl CudaExecutor {
                     offsets: b(me, EXTRA_C)?,
                     self_counts: b(me, SELF_COUNTS)?,
                     out: b(me, OUT)?,
+                    lengths: if each.is_some() { b(me, LENGTHS)? } else { crate::args::null() },
                 };
-                me.launch_batch(&bufs, ex.items.len(), n, params)?;
+                me.launch_batch(&bufs, ex.items.len(), n, params, each)?;
             }
             if !cx.items.is_empty() {
                 up(me, CELLS, bytemuck::cast_slice(cells))?;
@@ -167,6 +245,7 @@ impl CudaExecutor {
                     offsets: b(me, CELL_OFFSETS)?,
                     self_counts: crate::args::null(),
                     out: b(me, OUT)?,
+                    lengths: crate::args::null(),
                 };
                 me.launch_cells(&bufs, b(me, CELLS)?, cx.items.len(), n, params)?;
             }

@@ -43,6 +43,17 @@ impl core::fmt::Display for Family {
     }
 }
 
+/// The softened kernel a batched launch runs (gravity.cu's `SOFT_*`): Plummer with one
+/// ε (the tuned path) or a length per particle, the spline with one support or one per
+/// particle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Soft {
+    Plummer = 0,
+    PlummerEach = 1,
+    Spline = 2,
+    SplineEach = 3,
+}
+
 /// A kernel of the module. `tag` is the precision [`Family`];
 /// `potential` and `masked` pick the instantiation (potential summed; zero-distance
 /// pairs masked, for eps = 0).
@@ -54,10 +65,10 @@ pub(crate) enum Kernel {
     TiledReduce { tag: Family, potential: bool, masked: bool },
     /// The warp-shuffle variant with `targets_per_thread` targets per thread.
     Shuffle { tag: Family, targets_per_thread: usize, potential: bool, masked: bool },
-    /// The batched (interaction list) kernel.
-    Batch { tag: Family, potential: bool, masked: bool },
+    /// The batched (interaction list) kernel under a softened kernel.
+    Batch { tag: Family, potential: bool, masked: bool, soft: Soft },
     /// Removes the self terms a batched launch counted.
-    SelfPotential { tag: Family },
+    SelfPotential { tag: Family, soft: Soft },
     /// The batched cell kernel (far cells with a quadrupole as sources).
     Cells { tag: Family, potential: bool },
     /// Density map deposit.
@@ -110,8 +121,12 @@ impl Kernel {
             Kernel::Shuffle { tag, targets_per_thread, potential, masked } => {
                 format!("nbody_shuffle_{tag}_ni{targets_per_thread}_p{}_m{}", b(potential), b(masked))
             }
-            Kernel::Batch { tag, potential, masked } => format!("nbody_batch_{tag}_p{}_m{}", b(potential), b(masked)),
-            Kernel::SelfPotential { tag } => format!("nbody_self_potential_{tag}"),
+            Kernel::Batch { tag, potential, masked, soft } => {
+                // The spline's kernels mask for themselves and exist only as m1.
+                let masked = masked || matches!(soft, Soft::Spline | Soft::SplineEach);
+                format!("nbody_batch_{tag}_p{}_m{}_s{}", b(potential), b(masked), soft as u8)
+            }
+            Kernel::SelfPotential { tag, soft } => format!("nbody_self_potential_{tag}_s{}", soft as u8),
             Kernel::Cells { tag, potential } => format!("nbody_cells_{tag}_p{}", b(potential)),
             Kernel::Project { tag } => format!("nbody_project_{tag}"),
             Kernel::Kick { tag } => format!("nbody_kick_{tag}"),
@@ -165,8 +180,12 @@ impl Kernel {
             Kernel::Tiled { config, tag: Mixed, potential, masked },
             Kernel::TiledReduce { tag: F32, potential, masked },
             Kernel::Shuffle { tag: F64, targets_per_thread: 2, potential, masked },
-            Kernel::Batch { tag: Mixed, potential, masked },
-            Kernel::SelfPotential { tag: F32 },
+            Kernel::Batch { tag: Mixed, potential, masked, soft: Soft::Plummer },
+            Kernel::Batch { tag: F32, potential, masked, soft: Soft::PlummerEach },
+            Kernel::Batch { tag: F64, potential: false, masked, soft: Soft::SplineEach },
+            Kernel::Batch { tag: Mixed, potential, masked: true, soft: Soft::Spline },
+            Kernel::SelfPotential { tag: F32, soft: Soft::Plummer },
+            Kernel::SelfPotential { tag: Mixed, soft: Soft::SplineEach },
             Kernel::Cells { tag: Mixed, potential },
             Kernel::Project { tag: F64 },
             Kernel::Kick { tag: F32 },

@@ -129,6 +129,9 @@ const CELLS: usize = 7;
 const CELL_ITEMS: usize = 8;
 const CELL_SPANS: usize = 9;
 const CELL_OFFSETS: usize = 10;
+/// A batched call's per-particle softening (the targets' slot, which batched calls leave
+/// unused).
+const LENGTHS: usize = TARGETS;
 
 impl CudaExecutor {
     /// Forces the jerk kernel's targets per thread (1 or 2; `None`: the executor's

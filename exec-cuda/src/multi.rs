@@ -496,6 +496,38 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
         Ok(())
     }
 
+    /// One device: its own call. Several: each device a share of the targets with
+    /// their lengths, against every source.
+    unsafe fn accelerations_per_particle_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        eps: nbody_core::PerParticle<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        if self.lanes.len() == 1 {
+            let ordinal = self.lanes[0].ordinal;
+            // SAFETY: the same call, the same contract.
+            let r =
+                unsafe { self.lanes[0].exec.accelerations_per_particle_unchecked(targets, sources, eps, params, out) };
+            return r.map_err(on_device(ordinal));
+        }
+        let pieces = self.split(targets.len());
+        let parts = self.each(|k, exec| {
+            let r = pieces[k].clone();
+            let mut part = out[r.clone()].to_vec();
+            let p = params.with_overlap(params.overlap.restrict_targets(targets.len(), r.clone()));
+            let mine = nbody_core::PerParticle { targets: &eps.targets[r.clone()], sources: eps.sources };
+            exec.accelerations_per_particle(&targets[r], sources, mine, &p, &mut part)?;
+            Ok(part)
+        })?;
+        for (r, part) in pieces.iter().zip(parts) {
+            out[r.clone()].copy_from_slice(&part);
+        }
+        Ok(())
+    }
+
     /// Pairs (with their particle and cell spans) are dealt as in the batched call.
     unsafe fn accelerations_batch_cells_unchecked(
         &mut self,
