@@ -330,6 +330,44 @@ enum NbodyStatus nbody_accelerations_f64(struct NbodyExecutor *e,
                                          size_t n_out);
 
 /**
+ * [`nbody_accelerations_f32`] with a softening length per particle: `target_eps` holds
+ * `n_targets` lengths and `source_eps` `n_sources` (`params->eps` is not read). A pair
+ * is softened by the symmetrised rule: Plummer with eps_ij^2 = (eps_i^2 + eps_j^2) / 2,
+ * the spline with the larger support; a particle that is both a target and a source
+ * (`params->overlap`) must have one length.
+ *
+ * # Safety
+ * As [`nbody_accelerations_f32`]; each length array holds its count of floats.
+ */
+enum NbodyStatus nbody_accelerations_per_particle_f32(struct NbodyExecutor *e,
+                                                      const float *targets,
+                                                      const float *target_eps,
+                                                      size_t n_targets,
+                                                      const float *sources,
+                                                      const float *source_eps,
+                                                      size_t n_sources,
+                                                      const struct NbodyParams *params,
+                                                      float *out,
+                                                      size_t n_out);
+
+/**
+ * [`nbody_accelerations_per_particle_f32`] for doubles.
+ *
+ * # Safety
+ * As [`nbody_accelerations_per_particle_f32`], with 4-double records and double lengths.
+ */
+enum NbodyStatus nbody_accelerations_per_particle_f64(struct NbodyExecutor *e,
+                                                      const double *targets,
+                                                      const double *target_eps,
+                                                      size_t n_targets,
+                                                      const double *sources,
+                                                      const double *source_eps,
+                                                      size_t n_sources,
+                                                      const struct NbodyParams *params,
+                                                      double *out,
+                                                      size_t n_out);
+
+/**
  * [`nbody_accelerations_f32`] on plain arrays, one per coordinate (what Fortran codes
  * and many C codes keep): targets `tx, ty, tz, tm` and sources `sx, sy, sz, sm`, the
  * field added into `ax, ay, az, phi` (`phi` only if `params->potential`, and it may
@@ -448,6 +486,42 @@ enum NbodyStatus nbody_batch_f64(struct NbodyExecutor *e,
                                  size_t n_spans,
                                  const struct NbodyParams *params,
                                  double *out);
+
+/**
+ * [`nbody_batch_f32`] with a softening length per particle (`eps`, `n` floats; the rule
+ * of [`nbody_accelerations_per_particle_f32`]): a tree code's leaf work for a system of
+ * several species.
+ *
+ * # Safety
+ * As [`nbody_batch_f32`]; `eps` holds `n` floats.
+ */
+enum NbodyStatus nbody_batch_per_particle_f32(struct NbodyExecutor *e,
+                                              const float *particles,
+                                              const float *eps,
+                                              size_t n,
+                                              const struct NbodyPair *pairs,
+                                              size_t n_pairs,
+                                              const struct NbodySpan *spans,
+                                              size_t n_spans,
+                                              const struct NbodyParams *params,
+                                              float *out);
+
+/**
+ * [`nbody_batch_per_particle_f32`] for doubles.
+ *
+ * # Safety
+ * As [`nbody_batch_per_particle_f32`], with 4-double records and double lengths.
+ */
+enum NbodyStatus nbody_batch_per_particle_f64(struct NbodyExecutor *e,
+                                              const double *particles,
+                                              const double *eps,
+                                              size_t n,
+                                              const struct NbodyPair *pairs,
+                                              size_t n_pairs,
+                                              const struct NbodySpan *spans,
+                                              size_t n_spans,
+                                              const struct NbodyParams *params,
+                                              double *out);
 
 /**
  * A tree code's whole leaf work in one call: [`nbody_batch_f32`]'s pairs over the

@@ -41,7 +41,8 @@ pub mod grape;
 use nbody_backends::{Backend, BackendError, BackendReal, Opened};
 use nbody_core::projection::{Plane, Projecting, Projection};
 use nbody_core::{
-    Bodies, Error, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, SoaRef, Span, Velocity,
+    Bodies, Error, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, PerParticle, Real, SoaRef, Span,
+    Velocity,
 };
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
@@ -193,9 +194,10 @@ impl From<Error> for Failure {
     fn from(e: Error) -> Self {
         let status = match e {
             Error::LengthMismatch { .. } => NbodyStatus::Length,
-            Error::NonFinite { .. } | Error::NegativeMass { .. } | Error::OverlapMismatch { .. } => {
-                NbodyStatus::BadInput
-            }
+            Error::NonFinite { .. }
+            | Error::NegativeMass { .. }
+            | Error::NegativeSoftening { .. }
+            | Error::OverlapMismatch { .. } => NbodyStatus::BadInput,
             Error::NoDevice => NbodyStatus::NoDevice,
             Error::OutOfMemory { .. } => NbodyStatus::OutOfMemory,
             Error::Device { .. } | Error::OnDevice { .. } => NbodyStatus::Device,
@@ -509,6 +511,87 @@ pub unsafe extern "C" fn nbody_accelerations_f64(
     accelerations(e, targets, n_targets, sources, n_sources, params, out, n_out)
 }
 
+/// The arrays of a call with a softening length per particle.
+struct PerParticleArrays<T> {
+    targets: *const T,
+    target_eps: *const T,
+    n_targets: usize,
+    sources: *const T,
+    source_eps: *const T,
+    n_sources: usize,
+    out: *mut T,
+    n_out: usize,
+}
+
+fn accelerations_per_particle<T: CReal>(
+    e: *mut NbodyExecutor,
+    a: PerParticleArrays<T>,
+    p: *const NbodyParams,
+) -> NbodyStatus {
+    guard(|| {
+        let e = executor(e)?;
+        let p = params::<T>(p)?;
+        // SAFETY: the caller promises each pointer holds its count of records or values.
+        let (t, te, s, se, o) = unsafe {
+            (
+                records(a.targets.cast::<Particle<T>>(), a.n_targets, "targets")?,
+                records(a.target_eps, a.n_targets, "target_eps")?,
+                records(a.sources.cast::<Particle<T>>(), a.n_sources, "sources")?,
+                records(a.source_eps, a.n_sources, "source_eps")?,
+                records_mut(a.out.cast::<Field<T>>(), a.n_out, "out")?,
+            )
+        };
+        let eps = PerParticle { targets: te, sources: se };
+        T::with(e, |x| x.accelerations_per_particle(t, s, eps, &p, o))?.map_err(Failure::from)
+    })
+}
+
+/// [`nbody_accelerations_f32`] with a softening length per particle: `target_eps` holds
+/// `n_targets` lengths and `source_eps` `n_sources` (`params->eps` is not read). A pair
+/// is softened by the symmetrised rule: Plummer with eps_ij^2 = (eps_i^2 + eps_j^2) / 2,
+/// the spline with the larger support; a particle that is both a target and a source
+/// (`params->overlap`) must have one length.
+///
+/// # Safety
+/// As [`nbody_accelerations_f32`]; each length array holds its count of floats.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_accelerations_per_particle_f32(
+    e: *mut NbodyExecutor,
+    targets: *const f32,
+    target_eps: *const f32,
+    n_targets: usize,
+    sources: *const f32,
+    source_eps: *const f32,
+    n_sources: usize,
+    params: *const NbodyParams,
+    out: *mut f32,
+    n_out: usize,
+) -> NbodyStatus {
+    let a = PerParticleArrays { targets, target_eps, n_targets, sources, source_eps, n_sources, out, n_out };
+    accelerations_per_particle(e, a, params)
+}
+
+/// [`nbody_accelerations_per_particle_f32`] for doubles.
+///
+/// # Safety
+/// As [`nbody_accelerations_per_particle_f32`], with 4-double records and double lengths.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_accelerations_per_particle_f64(
+    e: *mut NbodyExecutor,
+    targets: *const f64,
+    target_eps: *const f64,
+    n_targets: usize,
+    sources: *const f64,
+    source_eps: *const f64,
+    n_sources: usize,
+    params: *const NbodyParams,
+    out: *mut f64,
+    n_out: usize,
+) -> NbodyStatus {
+    let a = PerParticleArrays { targets, target_eps, n_targets, sources, source_eps, n_sources, out, n_out };
+    accelerations_per_particle(e, a, params)
+}
+
 /// Four plain arrays of `n` values each at `ptrs` (x, y, z, m or ax, ay, az, phi).
 ///
 /// # Safety
@@ -770,6 +853,81 @@ pub unsafe extern "C" fn nbody_batch_f64(
     out: *mut f64,
 ) -> NbodyStatus {
     batch(e, particles, n, pairs, n_pairs, spans, n_spans, params, out)
+}
+
+/// The list of a batched call: `n_pairs` pairs and `n_spans` source spans.
+struct ListArrays {
+    pairs: *const NbodyPair,
+    n_pairs: usize,
+    spans: *const NbodySpan,
+    n_spans: usize,
+}
+
+fn batch_per_particle<T: CReal>(
+    e: *mut NbodyExecutor,
+    (particles, eps, n): (*const T, *const T, usize),
+    l: ListArrays,
+    p: *const NbodyParams,
+    out: *mut T,
+) -> NbodyStatus {
+    guard(|| {
+        let e = executor(e)?;
+        let p = params::<T>(p)?;
+        // SAFETY: as in `batch`, and `eps` holds n values.
+        let (ps, eps, pairs, spans, o) = unsafe {
+            (
+                records(particles.cast::<Particle<T>>(), n, "particles")?,
+                records(eps, n, "eps")?,
+                records(l.pairs.cast::<Pair>(), l.n_pairs, "pairs")?,
+                records(l.spans.cast::<Span>(), l.n_spans, "spans")?,
+                records_mut(out.cast::<Field<T>>(), n, "out")?,
+            )
+        };
+        let list = InteractionList { pairs, source_spans: spans };
+        T::with(e, |x| x.accelerations_batch_per_particle(ps, eps, &list, &p, o))?.map_err(Failure::from)
+    })
+}
+
+/// [`nbody_batch_f32`] with a softening length per particle (`eps`, `n` floats; the rule
+/// of [`nbody_accelerations_per_particle_f32`]): a tree code's leaf work for a system of
+/// several species.
+///
+/// # Safety
+/// As [`nbody_batch_f32`]; `eps` holds `n` floats.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_batch_per_particle_f32(
+    e: *mut NbodyExecutor,
+    particles: *const f32,
+    eps: *const f32,
+    n: usize,
+    pairs: *const NbodyPair,
+    n_pairs: usize,
+    spans: *const NbodySpan,
+    n_spans: usize,
+    params: *const NbodyParams,
+    out: *mut f32,
+) -> NbodyStatus {
+    batch_per_particle(e, (particles, eps, n), ListArrays { pairs, n_pairs, spans, n_spans }, params, out)
+}
+
+/// [`nbody_batch_per_particle_f32`] for doubles.
+///
+/// # Safety
+/// As [`nbody_batch_per_particle_f32`], with 4-double records and double lengths.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_batch_per_particle_f64(
+    e: *mut NbodyExecutor,
+    particles: *const f64,
+    eps: *const f64,
+    n: usize,
+    pairs: *const NbodyPair,
+    n_pairs: usize,
+    spans: *const NbodySpan,
+    n_spans: usize,
+    params: *const NbodyParams,
+    out: *mut f64,
+) -> NbodyStatus {
+    batch_per_particle(e, (particles, eps, n), ListArrays { pairs, n_pairs, spans, n_spans }, params, out)
 }
 
 /// A leaf list's cell part for [`nbody_batch_cells_f32`]: `cells` holds `n_cells`

@@ -3,7 +3,7 @@
 
 use nbody_c::*;
 use nbody_core::projection::{Plane, Projection};
-use nbody_core::{Bodies, Executor, Field, Jerk, Params, Reference, Velocity};
+use nbody_core::{Bodies, Executor, Field, Jerk, Params, PerParticle, Reference, Velocity};
 
 fn cpu() -> *mut NbodyExecutor {
     let mut e = std::ptr::null_mut();
@@ -342,5 +342,69 @@ fn batch_cells_through_the_c_abi() {
     let before = out.clone();
     assert_ne!(call(&c, &mut out), NbodyStatus::Ok);
     assert!(last_error().contains("cell span"), "{}", last_error());
+    assert_eq!(out, before);
+}
+
+/// `nbody_accelerations_per_particle_f64` and `nbody_batch_per_particle_f64`: two species
+/// give what the reference executor gives with the same lengths, and a negative length
+/// is a named error that writes nothing.
+#[test]
+fn per_particle_softening_through_the_c_abi() {
+    let (pos, _) = nbody_integrators_free_plummer(300);
+    let n = pos.len();
+    let eps: Vec<f64> = (0..n).map(|i| if i % 3 == 0 { 0.1 } else { 0.01 }).collect();
+    let e = cpu();
+    let params = NbodyParams {
+        g: 1.0,
+        eps: 0.0,
+        potential: 1,
+        overlap: NbodyOverlap::Identical as i32,
+        target_start: 0,
+        source_start: 0,
+        shared_len: 0,
+        softening: NbodySoftening::Plummer as i32,
+    };
+    let mut out = vec![Field::<f64>::zero(); n];
+    // SAFETY: n aligned records and n lengths in, n records out.
+    let call = |lengths: &[f64], out: &mut [Field<f64>]| unsafe {
+        let (p, l) = (pos.as_ptr().cast(), lengths.as_ptr());
+        nbody_accelerations_per_particle_f64(e, p, l, n, p, l, n, &params, out.as_mut_ptr().cast(), n)
+    };
+    assert_eq!(call(&eps, &mut out), NbodyStatus::Ok, "{}", last_error());
+    let rust = Params::softened(0.0).with_overlap_identical();
+    let mut want = vec![Field::<f64>::zero(); n];
+    Reference
+        .accelerations_per_particle(&pos, &pos, PerParticle { targets: &eps, sources: &eps }, &rust, &mut want)
+        .unwrap();
+    let close = |a: &Field<f64>, b: &Field<f64>| {
+        (a.ax - b.ax).abs() <= 1e-10 * b.ax.abs().max(1.0) && (a.phi - b.phi).abs() <= 1e-10 * b.phi.abs()
+    };
+    assert!(out.iter().zip(&want).all(|(a, b)| close(a, b)));
+    // Batched: every particle against all of them, as one pair.
+    let pairs = [NbodyPair { targets: NbodySpan { start: 0, end: n as u32 }, sources: NbodySpan { start: 0, end: 1 } }];
+    let spans = [NbodySpan { start: 0, end: n as u32 }];
+    let mut batched = vec![Field::<f64>::zero(); n];
+    // SAFETY: n records and lengths, one pair, one span, n records out.
+    let status = unsafe {
+        nbody_batch_per_particle_f64(
+            e,
+            pos.as_ptr().cast(),
+            eps.as_ptr(),
+            n,
+            pairs.as_ptr(),
+            1,
+            spans.as_ptr(),
+            1,
+            &params,
+            batched.as_mut_ptr().cast(),
+        )
+    };
+    assert_eq!(status, NbodyStatus::Ok, "{}", last_error());
+    assert!(batched.iter().zip(&want).all(|(a, b)| close(a, b)));
+    let mut bad = eps.clone();
+    bad[5] = -1.0;
+    let before = out.clone();
+    assert_eq!(call(&bad, &mut out), NbodyStatus::BadInput);
+    assert!(last_error().contains("target softening lengths[5] is a negative softening length"), "{}", last_error());
     assert_eq!(out, before);
 }
