@@ -6,7 +6,8 @@ use nbody_core::cell::Cell;
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::projection::Projecting;
 use nbody_core::{
-    Bodies, Error, Field, InteractionList, Jerk, LeafList, Pair, Params, Particle, Real, Softening, Span, Velocity,
+    Bodies, Error, Field, InteractionList, Jerk, LeafList, Pair, Params, Particle, PerParticle, Real, Softening, Span,
+    Velocity,
 };
 use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State};
 use numpy::ndarray::ArrayView2;
@@ -31,6 +32,7 @@ fn runtime(e: Error) -> PyErr {
     match e {
         Error::NonFinite { .. }
         | Error::NegativeMass { .. }
+        | Error::NegativeSoftening { .. }
         | Error::LengthMismatch { .. }
         | Error::InvalidParameter { .. }
         | Error::InvalidSpan { .. } => PyValueError::new_err(e.to_string()),
@@ -208,20 +210,35 @@ fn compute<'py, T: PyReal>(
     py: Python<'py>,
     sources: &[Particle<T>],
     targets: Option<Vec<Particle<T>>>,
-    eps: f64,
+    eps: &Lengths,
     g: f64,
     potential: bool,
     softening: Softening,
     backend: &Backend,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    let mut params = Params::softened(T::from_f64(eps)).with_g(T::from_f64(g)).with_softening(softening);
+    let scalar = match eps {
+        Lengths::One(e) => *e,
+        Lengths::Each { .. } => 0.0,
+    };
+    let mut params = Params::softened(T::from_f64(scalar)).with_g(T::from_f64(g)).with_softening(softening);
     params.potential = potential;
     let n = targets.as_ref().map_or(sources.len(), Vec::len);
+    let cast = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
+    let lengths = match eps {
+        Lengths::Each { targets, sources } => Some((cast(targets), cast(sources))),
+        Lengths::One(_) => None,
+    };
     let out = with_executor::<T, _>(py, backend, |e| {
         let mut out = vec![Field::zero(); n];
-        let r = match &targets {
-            Some(t) => e.accelerations(t, sources, &params, &mut out),
-            None => e.accelerations(sources, sources, &params.with_overlap_identical(), &mut out),
+        let (t, p) = match &targets {
+            Some(t) => (&t[..], params),
+            None => (sources, params.with_overlap_identical()),
+        };
+        let r = match &lengths {
+            Some((te, se)) => {
+                e.accelerations_per_particle(t, sources, PerParticle { targets: te, sources: se }, &p, &mut out)
+            }
+            None => e.accelerations(t, sources, &p, &mut out),
         };
         r.map(|_| out)
     })?
@@ -232,6 +249,25 @@ fn compute<'py, T: PyReal>(
     Ok((acc, PyArray1::from_vec(py, phi).into_any()))
 }
 
+/// A call's softening: one length, or one per particle (targets', sources').
+enum Lengths {
+    One(f64),
+    Each { targets: Vec<f64>, sources: Vec<f64> },
+}
+
+/// `eps` as given: a number (default 0) or an array of one length per particle
+/// (`n` of them).
+fn lengths_of(eps: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Result<f64, Vec<f64>>> {
+    let Some(obj) = eps else { return Ok(Ok(0.0)) };
+    if let Ok(x) = obj.extract::<f64>() {
+        if !(x.is_finite() && x >= 0.0) {
+            return Err(value_error(format!("eps must be finite and non-negative (got {x})")));
+        }
+        return Ok(Ok(x));
+    }
+    Ok(Err(per_particle(obj, "eps", n)?))
+}
+
 /// The softening kernel named `name` ("plummer" or "spline").
 fn softening_kernel(name: &str) -> PyResult<Softening> {
     Softening::parse(name).ok_or_else(|| value_error(format!("softening must be 'plummer' or 'spline' (got {name:?})")))
@@ -240,13 +276,13 @@ fn softening_kernel(name: &str) -> PyResult<Softening> {
 /// Accelerations and potentials of `targets` (default: the particles themselves, each
 /// skipping its own pair) from the particles at `positions` with `masses`.
 #[pyfunction]
-#[pyo3(signature = (positions, masses, eps=0.0, G=1.0, targets=None, potential=true, executor="cpu", precision="f64", threads=None, softening="plummer"))]
+#[pyo3(signature = (positions, masses, eps=None, G=1.0, targets=None, potential=true, executor="cpu", precision="f64", threads=None, softening="plummer", target_eps=None))]
 #[allow(non_snake_case, clippy::too_many_arguments)]
 fn accelerations<'py>(
     py: Python<'py>,
     positions: &Bound<'py, PyAny>,
     masses: &Bound<'py, PyAny>,
-    eps: f64,
+    eps: Option<&Bound<'py, PyAny>>,
     G: f64,
     targets: Option<&Bound<'py, PyAny>>,
     potential: bool,
@@ -254,12 +290,24 @@ fn accelerations<'py>(
     precision: &str,
     threads: Option<usize>,
     softening: &str,
+    target_eps: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let softening = softening_kernel(softening)?;
     let (rows, m) = particle_rows(positions, masses)?;
-    if !(eps.is_finite() && eps >= 0.0) {
-        return Err(value_error(format!("eps must be finite and non-negative (got {eps})")));
-    }
+    let eps = match (lengths_of(eps, rows.len())?, targets, target_eps) {
+        (Ok(e), _, None) => Lengths::One(e),
+        (Err(each), None, None) => Lengths::Each { targets: each.clone(), sources: each },
+        (Err(each), Some(t), Some(te)) => {
+            let n_targets = coords(t, "targets")?.rows().len();
+            Lengths::Each { targets: per_particle(te, "target_eps", n_targets)?, sources: each }
+        }
+        (Err(_), Some(_), None) => {
+            return Err(value_error("eps per particle with targets needs target_eps (one length per target)"))
+        }
+        (_, _, Some(_)) => {
+            return Err(value_error("target_eps goes with targets and an eps array (one length per particle)"))
+        }
+    };
     if !(G.is_finite() && G >= 0.0) {
         return Err(value_error(format!("G must be finite and non-negative (got {G})")));
     }
@@ -276,12 +324,12 @@ fn accelerations<'py>(
         "f64" => {
             let b = backend::<f64>(executor, threads)?;
             let t = target_rows.as_ref().map(|t| records::<f64>(t, &zeros(t)));
-            compute::<f64>(py, &records(&rows, &m), t, eps, G, potential, softening, &b)
+            compute::<f64>(py, &records(&rows, &m), t, &eps, G, potential, softening, &b)
         }
         "f32" => {
             let b = backend::<f32>(executor, threads)?;
             let t = target_rows.as_ref().map(|t| records::<f32>(t, &zeros(t)));
-            compute::<f32>(py, &records(&rows, &m), t, eps, G, potential, softening, &b)
+            compute::<f32>(py, &records(&rows, &m), t, &eps, G, potential, softening, &b)
         }
         other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     }
@@ -351,6 +399,7 @@ fn leaves_in<'py, T: PyReal>(
     cells: &[[f64; 10]],
     (pairs, source_spans, ranges, cell_spans): (&[Pair], &[Span], &[Span], &[Span]),
     params: Params<T>,
+    lengths: Option<&[f64]>,
     backend: &Backend,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let c = T::from_f64;
@@ -360,9 +409,14 @@ fn leaves_in<'py, T: PyReal>(
         .collect();
     let n = particles.len();
     let list = LeafList { particles: InteractionList { pairs, source_spans }, cells: ranges, cell_spans };
+    let lengths: Option<Vec<T>> = lengths.map(|l| l.iter().map(|&x| c(x)).collect());
     let out = with_executor::<T, _>(py, backend, |e| {
         let mut out = vec![Field::zero(); n];
-        e.accelerations_batch_cells(particles, &cells, &list, &params, &mut out).map(|_| out)
+        match &lengths {
+            Some(eps) => e.accelerations_batch_per_particle(particles, eps, &list.particles, &params, &mut out),
+            None => e.accelerations_batch_cells(particles, &cells, &list, &params, &mut out),
+        }
+        .map(|_| out)
     })?
     .map_err(runtime)?;
     let acc: Vec<T> = out.iter().flat_map(|f| [f.ax, f.ay, f.az]).collect();
@@ -379,7 +433,7 @@ fn leaves_in<'py, T: PyReal>(
 /// `cell_spans[c0..c1]` of row `[c0, c1]` of `cell_ranges`. Returns acceleration (N, 3)
 /// and potential (N,) of every particle (zero where no pair names it).
 #[pyfunction]
-#[pyo3(signature = (positions, masses, pairs, spans, cells=None, cell_ranges=None, cell_spans=None, eps=0.0, G=1.0, potential=true, executor="cpu", precision="f64", threads=None, softening="plummer"))]
+#[pyo3(signature = (positions, masses, pairs, spans, cells=None, cell_ranges=None, cell_spans=None, eps=None, G=1.0, potential=true, executor="cpu", precision="f64", threads=None, softening="plummer"))]
 #[allow(non_snake_case, clippy::too_many_arguments)]
 fn leaves<'py>(
     py: Python<'py>,
@@ -390,7 +444,7 @@ fn leaves<'py>(
     cells: Option<&Bound<'py, PyAny>>,
     cell_ranges: Option<&Bound<'py, PyAny>>,
     cell_spans: Option<&Bound<'py, PyAny>>,
-    eps: f64,
+    eps: Option<&Bound<'py, PyAny>>,
     G: f64,
     potential: bool,
     executor: &str,
@@ -412,17 +466,25 @@ fn leaves<'py>(
         (None, None, None) => (Vec::new(), vec![Span::new(0, 0); pairs.len()], Vec::new()),
         _ => return Err(value_error("cells, cell_ranges and cell_spans go together: give all three or none")),
     };
+    let (eps, lengths) = match lengths_of(eps, rows.len())? {
+        Ok(e) => (e, None),
+        Err(_) if !cells.is_empty() => {
+            return Err(value_error("cells with an eps per particle: give one eps (a number) with cells"))
+        }
+        Err(each) => (0.0, Some(each)),
+    };
     let list = (&pairs[..], &source_spans[..], &ranges[..], &cell_spans[..]);
+    let l = lengths.as_deref();
     match precision {
         "f64" => {
             let params = Params::softened(eps).with_g(G).with_softening(softening);
             let params = Params { potential, ..params };
-            leaves_in::<f64>(py, &records(&rows, &m), &cells, list, params, &backend::<f64>(executor, threads)?)
+            leaves_in::<f64>(py, &records(&rows, &m), &cells, list, params, l, &backend::<f64>(executor, threads)?)
         }
         "f32" => {
             let params = Params::softened(eps as f32).with_g(G as f32).with_softening(softening);
             let params = Params { potential, ..params };
-            leaves_in::<f32>(py, &records(&rows, &m), &cells, list, params, &backend::<f32>(executor, threads)?)
+            leaves_in::<f32>(py, &records(&rows, &m), &cells, list, params, l, &backend::<f32>(executor, threads)?)
         }
         other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     }

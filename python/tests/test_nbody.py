@@ -280,6 +280,49 @@ def test_simulation_with_spline_softening_conserves_energy():
     assert abs(plummer.energies()[1] - e0[1]) > 1e-6 * abs(e0[1])
 
 
+@pytest.mark.parametrize("executor", ["cpu", "reference"])
+def test_softening_per_particle_matches_the_symmetrised_rule(system, executor):
+    """Two species: eps per particle gives Plummer with eps_ij² = (eps_i² + eps_j²) / 2,
+    in the plain call, against separate targets, and in the batched call."""
+    pos, m = system
+    eps = np.where(np.arange(300) % 3 == 0, 0.3, 0.02)
+    acc, pot = nbody.accelerations(pos, m, eps=eps, executor=executor)
+    d = pos[None, :, :] - pos[:, None, :]
+    e2 = 0.5 * (eps[:, None] ** 2 + eps[None, :] ** 2)
+    rinv = 1 / np.sqrt((d**2).sum(-1) + e2)
+    np.fill_diagonal(rinv, 0.0)
+    want_acc = (m[None, :, None] * d * rinv[:, :, None] ** 3).sum(1)
+    want_pot = -(m[None, :] * rinv).sum(1)
+    assert rel(acc, want_acc) < 1e-12 and rel(pot, want_pot) < 1e-12
+    uniform, _ = nbody.accelerations(pos, m, eps=0.02, executor=executor)
+    assert rel(acc, uniform) > 1e-3  # the lengths were used
+    # Separate targets (the first ten particles' positions, as field points) with their lengths.
+    t_acc, _ = nbody.accelerations(pos, m, eps=eps, targets=pos[:10] + 1e-3, target_eps=eps[:10], executor=executor)
+    assert t_acc.shape == (10, 3)
+    # The batched call over one pair of every particle against all of them.
+    pairs = np.array([[0, 300, 0, 1]], dtype=np.int64)
+    spans = np.array([[0, 300]], dtype=np.int64)
+    b_acc, b_pot = nbody.leaves(pos, m, pairs, spans, eps=eps, executor=executor)
+    assert rel(b_acc, want_acc) < 1e-12 and rel(b_pot, want_pot) < 1e-12
+    # The spline takes the larger support.
+    s_acc, _ = nbody.accelerations(pos, m, eps=eps, softening="spline", executor=executor)
+    assert rel(s_acc, acc) > 1e-4
+
+
+def test_softening_per_particle_bad_input(system):
+    pos, m = system
+    eps = np.full(300, 0.01)
+    eps[7] = -1.0
+    with pytest.raises(ValueError, match=r"eps\[7\] is negative"):
+        nbody.accelerations(pos, m, eps=eps)
+    with pytest.raises(ValueError, match="eps has 299 entries"):
+        nbody.accelerations(pos, m, eps=np.full(299, 0.01))
+    with pytest.raises(ValueError, match="target_eps"):
+        nbody.accelerations(pos, m, eps=np.full(300, 0.01), targets=pos[:3])
+    with pytest.raises(ValueError, match="eps must be finite"):
+        nbody.accelerations(pos, m, eps=float("nan"))
+
+
 def test_leaves_with_cells_match_direct_summation():
     """Two groups of a clustered system: each feels its own particles directly and the other
     group as one quadrupole cell; the far field agrees with direct summation to the octupole."""

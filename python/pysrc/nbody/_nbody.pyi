@@ -1,6 +1,6 @@
 """Type stubs of the compiled extension (see nbody/__init__.py)."""
 
-from typing import List, Literal, Optional, Tuple
+from typing import List, Literal, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -17,7 +17,7 @@ FloatArray = npt.NDArray[np.floating]
 def accelerations(
     positions: FloatArray,
     masses: FloatArray,
-    eps: float = 0.0,
+    eps: Union[float, FloatArray, None] = None,
     G: float = 1.0,
     targets: Optional[FloatArray] = None,
     potential: bool = True,
@@ -25,15 +25,26 @@ def accelerations(
     precision: Precision = "f64",
     threads: Optional[int] = None,
     softening: Softening = "plummer",
+    target_eps: Optional[FloatArray] = None,
 ) -> Tuple[FloatArray, FloatArray]:
     """Accelerations (M, 3) and potentials (M,) of `targets` (M, 3), or of the particles
     themselves when `targets` is None (each skips its own pair), from the particles at
     `positions` (N, 3) with `masses` (N,). Arrays may be float32 or float64 with any
     strides. `softening` is "plummer" (1/sqrt(r² + eps²)) or "spline" (Gadget's cubic
-    spline of support 2.8 eps, Newtonian beyond it; the CPU executors compute it, CUDA
-    raises RuntimeError). Results are float64 for precision "f64" and float32 for "f32". The GIL is
+    spline of support 2.8 eps, Newtonian beyond it). `eps` is one length (default 0) or
+    an array (N,) of one length per particle (several species); a pair is then softened
+    by the symmetrised rule: Plummer eps_ij² = (eps_i² + eps_j²) / 2, the spline with the
+    larger support. With `targets` and an eps array, `target_eps` (M,) gives the targets'
+    lengths. Results are float64 for precision "f64" and float32 for "f32". The GIL is
     released while the forces are computed. Bad input raises ValueError naming the
-    argument and the index; a device failure raises RuntimeError."""
+    argument and the index; a device failure raises RuntimeError.
+
+    >>> import numpy as np, nbody
+    >>> pos = np.array([[0.0, 0, 0], [1.0, 0, 0]])
+    >>> acc, phi = nbody.accelerations(pos, np.ones(2), eps=np.array([0.0, 1.0]))
+    >>> round(float(acc[0, 0]), 6)  # eps_01² = 1/2: 1 / 1.5**1.5
+    0.544331
+    """
 
 def backends() -> List[str]:
     """The backend strings this build and machine offer, as `executor=` takes them
@@ -57,7 +68,7 @@ def leaves(
     cells: Optional[FloatArray] = None,
     cell_ranges: Optional[IndexArray] = None,
     cell_spans: Optional[IndexArray] = None,
-    eps: float = 0.0,
+    eps: Union[float, FloatArray, None] = None,
     G: float = 1.0,
     potential: bool = True,
     executor: Executor = "cpu",
@@ -71,7 +82,9 @@ def leaves(
     and, with `cells` (C, 10: x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, see `cell`), the
     cell spans `cell_spans[c0..c1]` for row `[c0, c1]` of `cell_ranges` (K, 2). Returns
     acceleration (N, 3) and potential (N,) of every particle, zero where no pair names it.
-    A span past its array raises ValueError naming it.
+    `eps` is one length (default 0) or, without cells, an array (N,) of one length per
+    particle (the rule of `accelerations`). A span past its array raises ValueError
+    naming it.
 
     >>> import numpy as np, nbody
     >>> pos = np.array([[0.0, 0, 0], [0.5, 0, 0], [10.0, 0, 0], [10.5, 0, 0]])
