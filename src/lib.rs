@@ -25,8 +25,8 @@
 pub use nbody_backends as backends;
 pub use nbody_core as core;
 pub use nbody_core::{
-    Bodies, Error, Executor, Field, InteractionList, Jerk, LeafList, Overlap, Pair, Params, Particle, Real, Reference,
-    Softening, Span, Velocity,
+    Bodies, Error, Executor, Field, InteractionList, Jerk, LeafList, Overlap, Pair, Params, Particle, PerParticle,
+    Real, Reference, Softening, Span, Velocity,
 };
 pub use nbody_cpu as cpu;
 #[cfg(feature = "cuda")]

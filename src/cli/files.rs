@@ -52,6 +52,28 @@ pub type Row = [f64; 7];
 /// Column names of the particle tables, in order.
 pub const COLUMNS: [&str; 7] = ["x", "y", "z", "m", "vx", "vy", "vz"];
 
+/// The column counts a particle file may have: [`COLUMNS`]' first 4 or all 7, each
+/// optionally followed by `eps`, a softening length per particle.
+pub const WIDTHS: [usize; 4] = [4, 5, 7, 8];
+
+/// The name of column `c` (from 0) of a file of `columns` columns.
+///
+/// ```
+/// use nbody::cli::files::column_name;
+/// assert_eq!((column_name(5, 4), column_name(8, 6), column_name(8, 7)), ("eps", "vz", "eps"));
+/// ```
+pub fn column_name(columns: usize, c: usize) -> &'static str {
+    if matches!(columns, 5 | 8) && c + 1 == columns {
+        "eps"
+    } else {
+        COLUMNS.get(c).copied().unwrap_or("?")
+    }
+}
+
+/// What a file of `columns` columns must hold, for errors.
+const EXPECTED: &str =
+    "4 (x,y,z,m) or 7 (x,y,z,m,vx,vy,vz), each optionally followed by eps (a softening length per particle)";
+
 /// Reads a table from `bytes` in `format`; `name` is used in error messages.
 ///
 /// ```
@@ -85,13 +107,15 @@ fn parse_csv(bytes: &[u8], name: &str) -> Result<Table> {
             continue;
         }
         if columns == 0 {
-            if record.iter().zip(COLUMNS).all(|(f, c)| f.eq_ignore_ascii_case(c)) && matches!(record.len(), 4 | 7) {
+            let n = record.len();
+            if WIDTHS.contains(&n) && record.iter().enumerate().all(|(c, f)| f.eq_ignore_ascii_case(column_name(n, c)))
+            {
                 columns = record.len();
                 continue; // a header naming the columns
             }
             columns = record.len();
-            if !matches!(columns, 4 | 7) {
-                bail!("{name}: line {line}: {columns} columns; expected 4 (x,y,z,m) or 7 (x,y,z,m,vx,vy,vz)");
+            if !WIDTHS.contains(&columns) {
+                bail!("{name}: line {line}: {columns} columns; expected {EXPECTED}");
             }
         }
         if record.len() != columns {
@@ -100,7 +124,11 @@ fn parse_csv(bytes: &[u8], name: &str) -> Result<Table> {
         lines.push(line);
         for (c, field) in record.iter().enumerate() {
             let x: f64 = field.parse().map_err(|_| {
-                anyhow!("{name}: line {line}, column {} ({}): {field:?} is not a number", c + 1, COLUMNS[c])
+                anyhow!(
+                    "{name}: line {line}, column {} ({}): {field:?} is not a number",
+                    c + 1,
+                    column_name(columns, c)
+                )
             })?;
             values.push(x);
         }
@@ -153,8 +181,8 @@ fn parse_npy(bytes: &[u8], name: &str) -> Result<Table> {
     let npy = npyz::NpyFile::new(bytes).map_err(|e| anyhow!("{name}: not a valid .npy file: {e}"))?;
     let shape = npy.shape().to_vec();
     let columns = match shape.as_slice() {
-        [_, c @ (4 | 7)] => *c as usize,
-        _ => bail!("{name}: array of shape {shape:?}; expected (N, 4) [x y z m] or (N, 7) [x y z m vx vy vz]"),
+        [_, c @ (4 | 5 | 7 | 8)] => *c as usize,
+        _ => bail!("{name}: array of shape {shape:?}; expected (N, C) with C = {EXPECTED}"),
     };
     if npy.order() != npyz::Order::C {
         bail!("{name}: Fortran-ordered array; save it with numpy.ascontiguousarray");
@@ -215,17 +243,32 @@ pub fn particles(t: &Table, name: &str) -> Result<(Vec<Particle<f64>>, Option<Ve
                     "{name}: {}, column {} ({}): {x} is not allowed (values must be finite)",
                     place(i),
                     c + 1,
-                    COLUMNS[c]
+                    column_name(t.columns, c)
                 );
             }
         }
         if row[3] < 0.0 {
             bail!("{name}: {}, column 4 (m): negative mass {}", place(i), row[3]);
         }
+        if matches!(t.columns, 5 | 8) && row[t.columns - 1] < 0.0 {
+            bail!("{name}: {}, column {} (eps): negative softening length {}", place(i), t.columns, row[t.columns - 1]);
+        }
     }
     let p = t.values.chunks(t.columns).map(|r| Particle::new(r[0], r[1], r[2], r[3])).collect();
-    let v = (t.columns == 7).then(|| t.values.chunks(7).map(|r| Velocity::new(r[4], r[5], r[6])).collect());
+    let v = (t.columns >= 7).then(|| t.values.chunks(t.columns).map(|r| Velocity::new(r[4], r[5], r[6])).collect());
     Ok((p, v))
+}
+
+/// The softening lengths of a checked particle table ([`particles`]) whose last column
+/// is `eps`; `None` for a table without one.
+///
+/// ```
+/// use nbody::cli::files::{softening_lengths, Table};
+/// let t = Table { columns: 5, values: vec![0.0, 0.0, 0.0, 1.0, 0.01, 1.0, 0.0, 0.0, 1.0, 0.1], lines: vec![] };
+/// assert_eq!(softening_lengths(&t), Some(vec![0.01, 0.1]));
+/// ```
+pub fn softening_lengths(t: &Table) -> Option<Vec<f64>> {
+    matches!(t.columns, 5 | 8).then(|| t.values.chunks(t.columns).map(|r| r[t.columns - 1]).collect())
 }
 
 /// Writes `path` through a temporary file in the same folder, renamed when complete.

@@ -161,7 +161,9 @@ pub fn initial_conditions(s: &RunSettings) -> Result<System> {
     let (mut pos, mut vel) = massive_system(s)?;
     if let Some(path) = &s.test_particles {
         let name = path.display().to_string();
-        let (p, v) = particles(&read_table(path)?, &name)?;
+        let table = read_table(path)?;
+        one_softening(&table, &name)?;
+        let (p, v) = particles(&table, &name)?;
         if let Some(i) = p.iter().position(|q| q.m != 0.0) {
             bail!("{name}: test particle {} has mass {}: test particles are massless (mass column 0)", i + 1, p[i].m);
         }
@@ -181,11 +183,23 @@ fn massive_system(s: &RunSettings) -> Result<System> {
         InitialConditions::File => {
             let path = s.input.as_deref().unwrap_or(Path::new(""));
             let table = read_table(path)?;
+            one_softening(&table, &path.display().to_string())?;
             let (p, v) = particles(&table, &path.display().to_string())?;
             let n = p.len();
             (p, v.unwrap_or_else(|| vec![Velocity::new(0.0, 0.0, 0.0); n]))
         }
     })
+}
+
+/// Refuses a file with an eps column: a run's integrators take one softening (--eps);
+/// `nbody accel` reads a length per particle.
+fn one_softening(table: &super::files::Table, name: &str) -> Result<()> {
+    if super::files::softening_lengths(table).is_some() {
+        bail!(
+            "{name}: an eps column (a softening per particle): `nbody run` takes one softening, --eps; `nbody accel` reads per-particle lengths"
+        );
+    }
+    Ok(())
 }
 
 /// The largest power of two not above `x` (block steps must be dyadic).
