@@ -56,6 +56,8 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
     F(const typename V4<T>::type *, sources)                                                                           \
     F(typename V4<T>::type *, out)                                                                                     \
     F(typename V4<T>::type *, partial)                                                                                 \
+    F(const T *, lengths_t)                                                                                            \
+    F(const T *, lengths_s)                                                                                            \
     F(T, eps2)                                                                                                         \
     F(T, g)                                                                                                            \
     F(int, n_targets)                                                                                                  \

@@ -36,6 +36,12 @@ template <typename T> __device__ __forceinline__ T min_normal();
 template <> __device__ __forceinline__ float min_normal<float>() { return 1.17549435e-38f; }
 template <> __device__ __forceinline__ double min_normal<double>() { return 2.2250738585072014e-308; }
 
+// The softened kernels (the SOFT template argument; see soft_interact).
+#define SOFT_PLUMMER 0
+#define SOFT_PLUMMER_EACH 1
+#define SOFT_SPLINE 2
+#define SOFT_SPLINE_EACH 3
+
 template <typename T> __device__ __forceinline__ typename V4<T>::type zero4() {
     typename V4<T>::type z;
     z.x = 0; z.y = 0; z.z = 0; z.w = 0;
@@ -104,10 +110,6 @@ __device__ __forceinline__ void interact(const Pt<T, C> &t, const Pt<T, C> &s, C
 // the spline with a support per particle. Per-particle values are what the host uploads:
 // Plummer eps_i^2 / 2 (a pair's eps^2 is the sum), the spline h_i = 2.8 eps_i (a pair's
 // support is the larger).
-#define SOFT_PLUMMER 0
-#define SOFT_PLUMMER_EACH 1
-#define SOFT_SPLINE 2
-#define SOFT_SPLINE_EACH 3
 
 // The cubic spline inside its support h (nbody_core::kernel::spline, r2 < h^2): the
 // potential weight w (phi -= m w) and the force weight g (a += m g d).
@@ -322,17 +324,25 @@ template <int B> __device__ __forceinline__ bool far_tile(const float (*box)[32]
 
 // Adds G * sums into out[i]; the potential only when POT; subtracts the self term for
 // targets in [self_t0, self_t0 + self_len) (they are sources too) when softened.
-template <typename T, typename C, bool POT, bool MASKED>
+template <typename T, typename C, bool POT, bool MASKED, int SOFT = SOFT_PLUMMER>
 __device__ __forceinline__ void finish(typename V4<T>::type *out, int i, T m_i, T eps2, T g, T ax, T ay, T az, T phi,
-                                       int self_t0, int self_len) {
+                                       int self_t0, int self_len, C e_i = C(0)) {
     typename V4<T>::type o = out[i];
     o.x += g * ax;
     o.y += g * ay;
     o.z += g * az;
     if (POT) {
-        // The kernel added m_i * rsqrt_fast(eps2) for the pair (i, i), in the precision
-        // of its interactions: remove exactly that.
-        if (!MASKED && i - self_t0 >= 0 && i - self_t0 < self_len) phi += (T)((C)m_i * rsqrt_fast((C)eps2));
+        // The kernel added m_i w(0) for the pair (i, i), in the precision of its
+        // interactions: remove exactly that (soft_interact's arithmetic for it).
+        if (i - self_t0 >= 0 && i - self_t0 < self_len) {
+            if (SOFT == SOFT_PLUMMER && !MASKED) phi += (T)((C)m_i * rsqrt_fast((C)eps2));
+            if (SOFT == SOFT_PLUMMER_EACH) {
+                const C e2 = e_i + e_i;
+                if (!MASKED || e2 >= min_normal<C>()) phi += (T)((C)m_i * rsqrt_fast(e2));
+            }
+            if (SOFT == SOFT_SPLINE) phi += (T)((C)m_i * (C(14.0 / 5.0) * (C(1) / (C)eps2)));
+            if (SOFT == SOFT_SPLINE_EACH && e_i > C(0)) phi += (T)((C)m_i * (C(14.0 / 5.0) * (C(1) / e_i)));
+        }
         o.w += g * phi;
     }
     out[i] = o;
@@ -370,16 +380,22 @@ template <typename T, typename C, int B> struct TileBlocks {
 // Adds the N sources of `tile` into NI targets' sums, each of the TP slices taking every
 // TP-th source from its own: N / TP iterations known at compile time, fully unrolled
 // when short. FAR (a mixed kernel's far tile): the float parts only.
-template <typename T, typename C, int N, int TP, int NI, bool POT, bool MASKED, bool FAR>
+template <typename T, typename C, int N, int TP, int NI, bool POT, bool MASKED, bool FAR, int SOFT = SOFT_PLUMMER>
 __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const Pt<T, C> (&ti)[NI], C eps2,
-                                         C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI]) {
+                                         C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI],
+                                         const C *tile_e = nullptr, const C *e_i = nullptr, C h_inv = C(0)) {
+    const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
 #pragma unroll(N / TP < 16 ? N / TP : 16)
     for (int jj = 0; jj < N / TP; ++jj) {
         const Pt<T, C> s = tile[jj * TP + slice];
+        const C e_s = EACH ? tile_e[jj * TP + slice] : C(0);
 #pragma unroll
         for (int k = 0; k < NI; ++k) {
-            if (FAR) interact<C, C, POT, MASKED>(high(ti[k]), high(s), eps2, ax[k], ay[k], az[k], phi[k]);
-            else interact<T, C, POT, MASKED>(ti[k], s, eps2, ax[k], ay[k], az[k], phi[k]);
+            const C e_t = EACH ? e_i[k] : C(0);
+            if (FAR)
+                soft_interact<C, C, POT, MASKED, SOFT>(high(ti[k]), high(s), e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k],
+                                                       phi[k]);
+            else soft_interact<T, C, POT, MASKED, SOFT>(ti[k], s, e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k], phi[k]);
         }
     }
 }
@@ -391,19 +407,24 @@ __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const 
 // nbody_tiled_reduce adds the chunks in order and finishes. Mixed precision (T double, C
 // float): interactions in the block's frame, each thread's float sums added into double
 // ones every FLUSH tiles (at least 32 interactions per thread in between).
-template <typename T, typename C, int B, int TP, int NI, bool POT, bool MASKED>
+template <typename T, typename C, int B, int TP, int NI, bool POT, bool MASKED, int SOFT = SOFT_PLUMMER>
 __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ targets, int n_targets,
                                       const typename V4<T>::type *__restrict__ sources, int n_sources_padded,
                                       typename V4<T>::type *__restrict__ out, T eps2_, T g, int self_t0, int self_len,
-                                      int chunk, typename V4<T>::type *__restrict__ partial) {
+                                      int chunk, typename V4<T>::type *__restrict__ partial,
+                                      const T *__restrict__ lengths_t = nullptr,
+                                      const T *__restrict__ lengths_s = nullptr) {
     typedef typename V4<T>::type v4;
     const bool MIXED = IsMixed<T, C>::value;
+    const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
     const int K = TileBlocks<T, C, B>::value, L = K * B;
     const int FLUSH = 32 * TP / B > 1 ? 32 * TP / B : 1;
     const C eps2 = (C)eps2_;
+    const C h_inv = SOFT == SOFT_SPLINE ? C(1) / eps2 : C(0);
     // Two tiles: while one is read, the next is stored into the other, so each tile costs
-    // one barrier, not two.
+    // one barrier, not two. Per-particle lengths ride beside them (padding: length 0).
     __shared__ Pt<T, C> tile[2][L];
+    __shared__ C tile_e[2][EACH ? L : 1];
     // Mixed: the boxes of both tiles' sources, per warp (note_box, far_tile).
     __shared__ C boxes[2][6][IsMixed<T, C>::value ? 32 : 1];
     const int slice = threadIdx.x % TP;
@@ -411,12 +432,13 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     const int first = block_first + threadIdx.x / TP * NI;
     const Frame<T, C> frame = block_frame<T, C>(targets, block_first, B / TP * NI, n_targets);
     Pt<T, C> ti[NI];
-    C ax[NI], ay[NI], az[NI], phi[NI];
+    C ax[NI], ay[NI], az[NI], phi[NI], ei[NI];
     T mi[NI], sx[NI], sy[NI], sz[NI], sphi[NI];
 #pragma unroll
     for (int k = 0; k < NI; ++k) {
         ti[k] = frame.apply(first + k < n_targets ? targets[first + k] : zero4<T>());
         mi[k] = first + k < n_targets ? targets[first + k].w : T(0);
+        ei[k] = EACH && first + k < n_targets ? (C)lengths_t[first + k] : C(0);
         ax[k] = 0; ay[k] = 0; az[k] = 0; phi[k] = 0;
         sx[k] = 0; sy[k] = 0; sz[k] = 0; sphi[k] = 0;
     }
@@ -433,26 +455,36 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
             copy_async((v4 *)&tile[0][q * B + threadIdx.x], &sources[begin + q * B + threadIdx.x]);
         copies_wait();
     }
+    if (EACH)
+        for (int q = 0; q < K && begin + q * B < end; ++q)
+            tile_e[0][q * B + threadIdx.x] = (C)lengths_s[begin + q * B + threadIdx.x];
     __syncthreads();
     int buf = 0, tiles = 0;
     for (int base = begin; base < end; base += L, buf ^= 1) {
         // The next tile's loads are issued first and land while this one is computed.
         const bool more = base + L < end;
         v4 next;
+        C next_e[EACH ? K : 1];
         if (more) {
             if (MIXED) next = sources[base + L + threadIdx.x];
             else
                 for (int q = 0; q < K && base + L + q * B < end; ++q)
                     copy_async((v4 *)&tile[buf ^ 1][q * B + threadIdx.x], &sources[base + L + q * B + threadIdx.x]);
+            if (EACH)
+#pragma unroll
+                for (int q = 0; q < K; ++q)
+                    next_e[q] = base + L + q * B < end ? (C)lengths_s[base + L + q * B + threadIdx.x] : C(0);
         }
+        const C *te = tile_e[EACH ? buf : 0];
         if (MIXED && far_tile<B>(boxes[buf], frame)) {
-            sum_tile<T, C, L, TP, NI, POT, MASKED, true>(tile[buf], slice, ti, eps2, ax, ay, az, phi);
+            sum_tile<T, C, L, TP, NI, POT, MASKED, true, SOFT>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te, ei, h_inv);
         } else if (K == 1 || end - base >= L) {
-            sum_tile<T, C, L, TP, NI, POT, MASKED, false>(tile[buf], slice, ti, eps2, ax, ay, az, phi);
+            sum_tile<T, C, L, TP, NI, POT, MASKED, false, SOFT>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te, ei, h_inv);
         } else {
             // The chunk's last tile, partly filled: its sub-tiles one at a time.
             for (int q = 0; q < (end - base) / B; ++q)
-                sum_tile<T, C, B, TP, NI, POT, MASKED, false>(tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi);
+                sum_tile<T, C, B, TP, NI, POT, MASKED, false, SOFT>(tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi,
+                                                                    EACH ? te + q * B : te, ei, h_inv);
         }
         if (MIXED && (++tiles % FLUSH == 0 || !more)) {
 #pragma unroll
@@ -470,6 +502,9 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
             } else {
                 copies_wait();
             }
+            if (EACH)
+#pragma unroll
+                for (int q = 0; q < K; ++q) tile_e[buf ^ 1][q * B + threadIdx.x] = next_e[q];
         }
         __syncthreads();
     }
@@ -494,8 +529,8 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
                 a.x = sx[k]; a.y = sy[k]; a.z = sz[k]; a.w = sphi[k];
                 partial[(size_t)blockIdx.y * n_targets + first + k] = a;
             } else {
-                finish<T, C, POT, MASKED>(out, first + k, mi[k], eps2_, g, sx[k], sy[k], sz[k], sphi[k], self_t0,
-                                          self_len);
+                finish<T, C, POT, MASKED, SOFT>(out, first + k, mi[k], eps2_, g, sx[k], sy[k], sz[k], sphi[k], self_t0,
+                                                self_len, ei[k]);
             }
         }
     }
@@ -503,11 +538,11 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
 
 // Adds the chunks of a source-split tiled launch in chunk order, then finishes. One
 // thread per target.
-template <typename T, typename C, bool POT, bool MASKED>
+template <typename T, typename C, bool POT, bool MASKED, int SOFT = SOFT_PLUMMER>
 __device__ __forceinline__ void tiled_reduce(const typename V4<T>::type *__restrict__ targets, int n_targets,
                                              int chunks, const typename V4<T>::type *__restrict__ partial,
                                              typename V4<T>::type *__restrict__ out, T eps2, T g, int self_t0,
-                                             int self_len) {
+                                             int self_len, const T *__restrict__ lengths_t = nullptr) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n_targets) return;
     T ax = 0, ay = 0, az = 0, phi = 0;
@@ -515,7 +550,9 @@ __device__ __forceinline__ void tiled_reduce(const typename V4<T>::type *__restr
         const typename V4<T>::type a = partial[(size_t)c * n_targets + i];
         ax += a.x; ay += a.y; az += a.z; phi += a.w;
     }
-    finish<T, C, POT, MASKED>(out, i, targets[i].w, eps2, g, ax, ay, az, phi, self_t0, self_len);
+    const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
+    finish<T, C, POT, MASKED, SOFT>(out, i, targets[i].w, eps2, g, ax, ay, az, phi, self_t0, self_len,
+                                    EACH ? (C)lengths_t[i] : C(0));
 }
 
 // The kernels' argument structs (JerkExtra: what a jerk launch writes besides out and
@@ -1026,6 +1063,42 @@ TILED_REDUCE_PM(double, float, mixed)
 TILED_ALL(float, float, f32)
 TILED_ALL(double, double, f64)
 TILED_ALL(double, float, mixed)
+
+// The tiled kernel under the other softened kernels (soft_interact): per-particle
+// Plummer with and without the mask, the spline with one support or one per particle
+// (masking itself, named m1), for the f32 and f64 ladders (tuning.rs's LADDER; the mixed
+// executor runs these through the batched kernel).
+#define TILED_SOFT(T, C, NAME, B, TP, NI, POT, MASKED, SOFT)                                                           \
+    extern "C" __global__ void TILED_BOUNDS_##NAME(B)                                                                  \
+        nbody_tiled_##NAME##_b##B##_tp##TP##_ni##NI##_p##POT##_m##MASKED##_s##SOFT(const TiledArgs<T> a) {             \
+        tiled<T, C, B, TP, NI, POT, MASKED, SOFT>(a.targets, a.n_targets, a.sources, a.n_sources_padded, a.out, a.eps2, \
+                                                  a.g, a.self_t0, a.self_len, a.chunk, a.partial, a.lengths_t,         \
+                                                  a.lengths_s);                                                        \
+    }
+#define TILED_SOFT_P(T, C, NAME, B, TP, NI, POT)                                                                       \
+    TILED_SOFT(T, C, NAME, B, TP, NI, POT, 0, 1) TILED_SOFT(T, C, NAME, B, TP, NI, POT, 1, 1)                          \
+        TILED_SOFT(T, C, NAME, B, TP, NI, POT, 1, 2) TILED_SOFT(T, C, NAME, B, TP, NI, POT, 1, 3)
+#define TILED_SOFT_PM(T, C, NAME, B, TP, NI) TILED_SOFT_P(T, C, NAME, B, TP, NI, 0) TILED_SOFT_P(T, C, NAME, B, TP, NI, 1)
+// Must list exactly tuning.rs's LADDER.
+#define TILED_SOFT_LADDER(T, C, NAME)                                                                                  \
+    TILED_SOFT_PM(T, C, NAME, 256, 4, 4)                                                                               \
+    TILED_SOFT_PM(T, C, NAME, 256, 8, 4)                                                                               \
+    TILED_SOFT_PM(T, C, NAME, 256, 16, 2)                                                                              \
+    TILED_SOFT_PM(T, C, NAME, 128, 32, 2)                                                                              \
+    TILED_SOFT_PM(T, C, NAME, 128, 32, 1)
+TILED_SOFT_LADDER(float, float, f32)
+TILED_SOFT_LADDER(double, double, f64)
+
+#define TILED_REDUCE_SOFT(T, C, NAME, POT, MASKED, SOFT)                                                               \
+    extern "C" __global__ void nbody_tiled_reduce_##NAME##_p##POT##_m##MASKED##_s##SOFT(const TiledArgs<T> a) {      \
+        tiled_reduce<T, C, POT, MASKED, SOFT>(a.targets, a.n_targets, a.chunk, a.partial, a.out, a.eps2, a.g,            \
+                                              a.self_t0, a.self_len, a.lengths_t);                                     \
+    }
+#define TILED_REDUCE_SOFT_P(T, C, NAME, POT)                                                                           \
+    TILED_REDUCE_SOFT(T, C, NAME, POT, 0, 1) TILED_REDUCE_SOFT(T, C, NAME, POT, 1, 1)                                  \
+        TILED_REDUCE_SOFT(T, C, NAME, POT, 1, 2) TILED_REDUCE_SOFT(T, C, NAME, POT, 1, 3)
+TILED_REDUCE_SOFT_P(float, float, f32, 0) TILED_REDUCE_SOFT_P(float, float, f32, 1)
+TILED_REDUCE_SOFT_P(double, double, f64, 0) TILED_REDUCE_SOFT_P(double, double, f64, 1)
 
 #define SHUFFLE(T, C, NAME, NI, POT, MASKED)                                                                           \
     extern "C" __global__ void __launch_bounds__(128) nbody_shuffle_##NAME##_ni##NI##_p##POT##_m##MASKED(             \

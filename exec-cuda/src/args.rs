@@ -101,6 +101,10 @@ kernel_args! {
         sources: Ptr = "const typename V4<T>::type *",
         out: Ptr = "typename V4<T>::type *",
         partial: Ptr = "typename V4<T>::type *",
+        /// Per-particle softening of the targets and the (padded) sources as the kernels
+        /// read it (null with one softening).
+        lengths_t: Ptr = "const T *",
+        lengths_s: Ptr = "const T *",
         eps2: T = "T",
         g: T = "T",
         n_targets: i32 = "int",

@@ -1,6 +1,7 @@
 //! The host-slice entry points ([`Executor`]): validate, stage into scratch, launch,
 //! download, and on failure leave the outputs untouched and the executor usable.
 
+use crate::kernels::Soft;
 use crate::memory::{ptr, upload_padded};
 use crate::{batch, pipeline, CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, OUT, SELF_COUNTS, SOURCES, TARGETS};
 use crate::{CELLS, CELL_ITEMS, CELL_OFFSETS, CELL_SPANS, LENGTHS};
@@ -28,7 +29,7 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
         if params.softening == nbody_core::Softening::Spline && !params.masked() {
-            return self.plain_via_batch(targets, sources, None, params, out);
+            return self.tiled_soft(targets, sources, None, params, out);
         }
         self.check_mixed_extent::<T>(targets, sources)?;
         self.guarded(|me| {
@@ -100,7 +101,8 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         self.run_leaves(particles, Some(eps), list, &[], &none, params, out)
     }
 
-    /// Targets and sources as one batched pair (see `plain_via_batch`).
+    /// The tiled kernel with the lengths in shared memory beside the sources (see
+    /// `tiled_soft`).
     unsafe fn accelerations_per_particle_unchecked(
         &mut self,
         targets: &[Particle<T>],
@@ -109,7 +111,7 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        self.plain_via_batch(targets, sources, Some(eps), params, out)
+        self.tiled_soft(targets, sources, Some(eps), params, out)
     }
 
     /// One launch of the batched cell kernel over one pair: every target, every cell.
@@ -144,6 +146,65 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
 }
 
 impl CudaExecutor {
+    /// A plain call under the spline or with a length per particle: the tiled kernel's
+    /// soft variants (the ladder's configurations; one upload, one download), the lengths
+    /// staged beside targets and sources (padding sources get length 0). The mixed
+    /// family's calls go through the batched kernel (`plain_via_batch`).
+    fn tiled_soft<T: DeviceReal>(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        lengths: Option<PerParticle<'_, T>>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        if self.family::<T>() == crate::Family::Mixed {
+            return self.plain_via_batch(targets, sources, lengths, params, out);
+        }
+        let spline = params.softening == nbody_core::Softening::Spline;
+        self.guarded(|me| {
+            let padded = me.stage(targets, sources, out)?;
+            let soft = match lengths {
+                Some(l) => {
+                    let (tv, _) = batch::kernel_lengths(l.targets, params.softening);
+                    let (sv, _) = batch::kernel_lengths(l.sources, params.softening);
+                    // Plummer masks when the two smallest lengths (padding's is 0) soften
+                    // nothing an f32 pair could hold.
+                    let least = |v: &[T]| v.iter().fold(T::infinity(), |a, &x| a.min(x));
+                    let least_s = if padded > sources.len() { T::zero() } else { least(&sv) };
+                    let masked = (least(&tv) + least_s).to_f64() < f32::MIN_POSITIVE as f64;
+                    let lt = me.scratch[EXTRA_A].reserve(std::mem::size_of_val(&tv[..]))?;
+                    upload_padded(lt, bytemuck::cast_slice(&tv), 0)?;
+                    let ls = me.scratch[EXTRA_B].reserve(padded * size_of::<T>())?;
+                    upload_padded(ls, bytemuck::cast_slice(&sv), padded * size_of::<T>())?;
+                    let b = |me: &Self, k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
+                    crate::tiled::TiledSoft {
+                        soft: if spline { Soft::SplineEach } else { Soft::PlummerEach },
+                        eps2: T::zero(),
+                        masked,
+                        lengths: (b(me, EXTRA_A)?, b(me, EXTRA_B)?),
+                    }
+                }
+                None => crate::tiled::TiledSoft {
+                    soft: Soft::Spline,
+                    eps2: params.spline_support(),
+                    masked: true,
+                    lengths: (crate::args::null(), crate::args::null()),
+                },
+            };
+            let rungs = crate::tuning::ladder(me.family::<T>());
+            let config = crate::tuning::choose_for_on(rungs, targets.len(), padded, me.gpu.info().sm_count);
+            let s = &me.scratch;
+            let (t, src, o) = (
+                s[TARGETS].buf_ref().ok_or(Error::NoDevice)?,
+                s[SOURCES].buf_ref().ok_or(Error::NoDevice)?,
+                s[OUT].buf_ref().ok_or(Error::NoDevice)?,
+            );
+            me.launch_tiled_as(config, t, targets.len(), src, padded, o, params, soft)?;
+            me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))
+        })
+    }
+
     /// A plain call the tiled kernels do not serve (a length per particle, or the
     /// spline) as one batched pair: targets and sources go up as one array, the targets
     /// against the span of the sources, and the pull of each target's own copy among the

@@ -54,15 +54,23 @@ pub(crate) enum Soft {
     SplineEach = 3,
 }
 
+impl Soft {
+    /// The mask flag a kernel's name carries: the spline's kernels mask for themselves
+    /// and exist only as `m1`.
+    fn masked(self, masked: bool) -> bool {
+        masked || matches!(self, Soft::Spline | Soft::SplineEach)
+    }
+}
+
 /// A kernel of the module. `tag` is the precision [`Family`];
 /// `potential` and `masked` pick the instantiation (potential summed; zero-distance
 /// pairs masked, for eps = 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Kernel {
     /// The tiled acceleration kernel of one launch configuration.
-    Tiled { config: LaunchConfig, tag: Family, potential: bool, masked: bool },
+    Tiled { config: LaunchConfig, tag: Family, potential: bool, masked: bool, soft: Soft },
     /// Adds a source-split tiled launch's partial sums in order.
-    TiledReduce { tag: Family, potential: bool, masked: bool },
+    TiledReduce { tag: Family, potential: bool, masked: bool, soft: Soft },
     /// The warp-shuffle variant with `targets_per_thread` targets per thread.
     Shuffle { tag: Family, targets_per_thread: usize, potential: bool, masked: bool },
     /// The batched (interaction list) kernel under a softened kernel.
@@ -114,17 +122,19 @@ impl Kernel {
     pub(crate) fn name(&self) -> String {
         let b = |x: bool| x as u8;
         match *self {
-            Kernel::Tiled { config, tag, potential, masked } => config.kernel_name(tag, potential, masked),
-            Kernel::TiledReduce { tag, potential, masked } => {
-                format!("nbody_tiled_reduce_{tag}_p{}_m{}", b(potential), b(masked))
-            }
+            Kernel::Tiled { config, tag, potential, masked, soft } => match soft {
+                Soft::Plummer => config.kernel_name(tag, potential, masked),
+                _ => format!("{}_s{}", config.kernel_name(tag, potential, soft.masked(masked)), soft as u8),
+            },
+            Kernel::TiledReduce { tag, potential, masked, soft } => match soft {
+                Soft::Plummer => format!("nbody_tiled_reduce_{tag}_p{}_m{}", b(potential), b(masked)),
+                _ => format!("nbody_tiled_reduce_{tag}_p{}_m{}_s{}", b(potential), b(soft.masked(masked)), soft as u8),
+            },
             Kernel::Shuffle { tag, targets_per_thread, potential, masked } => {
                 format!("nbody_shuffle_{tag}_ni{targets_per_thread}_p{}_m{}", b(potential), b(masked))
             }
             Kernel::Batch { tag, potential, masked, soft } => {
-                // The spline's kernels mask for themselves and exist only as m1.
-                let masked = masked || matches!(soft, Soft::Spline | Soft::SplineEach);
-                format!("nbody_batch_{tag}_p{}_m{}_s{}", b(potential), b(masked), soft as u8)
+                format!("nbody_batch_{tag}_p{}_m{}_s{}", b(potential), b(soft.masked(masked)), soft as u8)
             }
             Kernel::SelfPotential { tag, soft } => format!("nbody_self_potential_{tag}_s{}", soft as u8),
             Kernel::Cells { tag, potential } => format!("nbody_cells_{tag}_p{}", b(potential)),
@@ -177,8 +187,11 @@ impl Kernel {
         let config = crate::tuning::CANDIDATES[0];
         let (potential, masked) = (true, false);
         vec![
-            Kernel::Tiled { config, tag: Mixed, potential, masked },
-            Kernel::TiledReduce { tag: F32, potential, masked },
+            Kernel::Tiled { config, tag: Mixed, potential, masked, soft: Soft::Plummer },
+            Kernel::Tiled { config: crate::tuning::LADDER[0], tag: F32, potential, masked, soft: Soft::PlummerEach },
+            Kernel::Tiled { config: crate::tuning::LADDER[4], tag: F64, potential, masked, soft: Soft::SplineEach },
+            Kernel::TiledReduce { tag: F32, potential, masked, soft: Soft::Plummer },
+            Kernel::TiledReduce { tag: F64, potential: false, masked: true, soft: Soft::Spline },
             Kernel::Shuffle { tag: F64, targets_per_thread: 2, potential, masked },
             Kernel::Batch { tag: Mixed, potential, masked, soft: Soft::Plummer },
             Kernel::Batch { tag: F32, potential, masked, soft: Soft::PlummerEach },
@@ -235,7 +248,7 @@ mod tests {
             "nbody_jerk_f64_tp4_ni2_p1_m0_n1"
         );
         assert_eq!(
-            Kernel::TiledReduce { tag: Family::Mixed, potential: false, masked: true }.name(),
+            Kernel::TiledReduce { tag: Family::Mixed, potential: false, masked: true, soft: Soft::Plummer }.name(),
             "nbody_tiled_reduce_mixed_p0_m1"
         );
         assert_eq!(Kernel::JmemPlace.name(), "nbody_jmem_place");

@@ -3,13 +3,24 @@
 
 use crate::args::{null, TiledArgs};
 use crate::device::cuda;
-use crate::kernels::{count, Kernel};
+use crate::kernels::{count, Kernel, Soft};
 use crate::memory::{alloc, download, ptr, upload_padded};
 use crate::tuning::{
     balance_waves, choose_for_on, chunk_sources, ladder, split_sources, LaunchConfig, SHUFFLE_TARGETS_PER_THREAD,
 };
 use crate::{timing, CudaExecutor, DeviceFields, DeviceParticles, DeviceReal, SOURCE_PAD};
 use nbody_core::{validate, Array, Error, Field, Overlap, Params, Particle};
+
+/// The softened kernel of a tiled launch: which one, its eps² (Plummer) or support (the
+/// spline), whether it masks, and the per-particle lengths of targets and sources on the
+/// device (null with one softening).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TiledSoft<T> {
+    pub soft: Soft,
+    pub eps2: T,
+    pub masked: bool,
+    pub lengths: (cust::memory::DevicePointer<u8>, cust::memory::DevicePointer<u8>),
+}
 
 /// Device memory a launch may take for partial sums when it splits its sources only to
 /// fill its last wave ([`balance_waves`]): 8 chunks of 2^20 f32 targets.
@@ -130,6 +141,8 @@ impl CudaExecutor {
             sources: ptr(&sources.buf),
             out: ptr(&out.buf),
             partial: null(),
+            lengths_t: null(),
+            lengths_s: null(),
             eps2,
             g,
             n_targets: count(n)?,
@@ -219,11 +232,31 @@ impl CudaExecutor {
         out: &cust::memory::DeviceSlice<u8>,
         params: &Params<T>,
     ) -> Result<(), Error> {
+        let (eps2, masked) = self.kernel_eps2(params)?;
+        let plummer = TiledSoft { soft: Soft::Plummer, eps2, masked, lengths: (null(), null()) };
+        self.launch_tiled_as(config, targets, n_targets, sources, sources_padded, out, params, plummer)
+    }
+
+    /// [`CudaExecutor::launch_tiled`] under the softened kernel `k` (its own eps² or
+    /// support, mask and lengths; `params` gives G, the potential and the overlap).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch_tiled_as<T: DeviceReal>(
+        &self,
+        config: LaunchConfig,
+        targets: &cust::memory::DeviceSlice<u8>,
+        n_targets: usize,
+        sources: &cust::memory::DeviceSlice<u8>,
+        sources_padded: usize,
+        out: &cust::memory::DeviceSlice<u8>,
+        params: &Params<T>,
+        k: TiledSoft<T>,
+    ) -> Result<(), Error> {
         if n_targets == 0 {
             return Ok(());
         }
-        let (tag, (eps2, masked), g) = (self.family::<T>(), self.kernel_eps2(params)?, params.g);
-        let kernel = Kernel::Tiled { config, tag, potential: params.potential, masked };
+        let (tag, g, TiledSoft { soft, eps2, masked, lengths: (lengths_t, lengths_s) }) =
+            (self.family::<T>(), params.g, k);
+        let kernel = Kernel::Tiled { config, tag, potential: params.potential, masked, soft };
         let f = self.function(kernel)?;
         let (t0, _, len) = params.overlap.resolve(n_targets);
         let block = if self.sabotage.replace(false) { 4096 } else { config.block };
@@ -245,6 +278,8 @@ impl CudaExecutor {
             sources: ptr(sources),
             out: ptr(out),
             partial,
+            lengths_t,
+            lengths_s,
             eps2,
             g,
             n_targets: count(n_targets)?,
@@ -260,7 +295,7 @@ impl CudaExecutor {
             self.launch_function(&f, kernel, (blocks, chunks as u32), block, args, "launching the tiled kernel")?
         };
         if chunks > 1 {
-            let reduce = Kernel::TiledReduce { tag, potential: params.potential, masked };
+            let reduce = Kernel::TiledReduce { tag, potential: params.potential, masked, soft };
             let args = TiledArgs { chunk: count(chunks)?, ..args };
             // SAFETY: `partial` holds chunks x n_targets records written above.
             unsafe { self.launch(reduce, n_targets.div_ceil(256) as u32, 256, args, "launching the tiled reduction")? };
