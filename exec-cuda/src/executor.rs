@@ -192,8 +192,16 @@ impl CudaExecutor {
                     lengths: (crate::args::null(), crate::args::null()),
                 },
             };
-            let rungs = crate::tuning::ladder(me.family::<T>());
-            let config = crate::tuning::choose_for_on(rungs, targets.len(), padded, me.gpu.info().sm_count);
+            // The configuration the Plummer kernel would take (forced, tuned or the
+            // ladder's), where the soft variants exist: the ladder's.
+            let plummer = params.with_softening(nbody_core::Softening::Plummer);
+            let config = match me.config_for::<T>(targets.len(), sources.len(), &plummer)? {
+                c if crate::tuning::ladder(me.family::<T>()).contains(&c) => c,
+                _ => {
+                    let rungs = crate::tuning::ladder(me.family::<T>());
+                    crate::tuning::choose_for_on(rungs, targets.len(), padded, me.gpu.info().sm_count)
+                }
+            };
             let s = &me.scratch;
             let (t, src, o) = (
                 s[TARGETS].buf_ref().ok_or(Error::NoDevice)?,
