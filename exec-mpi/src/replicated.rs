@@ -182,6 +182,28 @@ impl<T: Real, E: Executor<T>> Executor<T> for Replicated<E> {
         agree(&self.dist, r)
     }
 
+    /// Each rank its slice of the targets with their lengths against every source (all
+    /// ranks hold them all), on its own executor; the slices gathered.
+    unsafe fn accelerations_per_particle_unchecked(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        eps: nbody_core::PerParticle<'_, T>,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        let b = cuts(targets.len(), self.dist.size());
+        let t = b[self.dist.rank()]..b[self.dist.rank() + 1];
+        let local = params.with_overlap(params.overlap.restrict_targets(targets.len(), t.clone()));
+        let lengths = nbody_core::PerParticle { targets: &eps.targets[t.clone()], sources: eps.sources };
+        let mut mine = out[t.clone()].to_vec();
+        let outcome =
+            self.dist.inner_mut().accelerations_per_particle(&targets[t], sources, lengths, &local, &mut mine);
+        self.dist.agree_outcome(outcome)?;
+        self.gather(&mine, out);
+        Ok(())
+    }
+
     /// Pair `k` runs on rank `k mod p` (the per-rank executor's batched path over the
     /// whole particle array); the ranks' outputs are summed.
     unsafe fn accelerations_batch_unchecked(

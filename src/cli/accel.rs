@@ -28,7 +28,7 @@ pub struct AccelArgs {
     /// Softening length.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub eps: f64,
-    /// Softening kernel (spline: Gadget's cubic spline of support 2.8 eps; CPU executors).
+    /// Softening kernel (spline: Gadget's cubic spline of support 2.8 eps).
     #[arg(long, value_enum, default_value_t = SofteningKind::Plummer)]
     pub softening: SofteningKind,
     /// Gravitational constant.

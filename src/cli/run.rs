@@ -243,10 +243,10 @@ fn simulation<'t, T: CliReal>(
     block_dt: f64,
 ) -> Result<(Box<dyn Simulation + 't>, String)> {
     let backend = opened.backend().clone();
-    // The GPU kernels are Plummer's: say so before any work (the device-resident
-    // integrators would otherwise soften as Plummer).
+    // The GPU's device-resident integrators are Plummer's: say so before any work (they
+    // would otherwise soften as Plummer).
     if s.softening == super::SofteningKind::Spline && s.eps > 0.0 && backend.to_string().starts_with("cuda") {
-        bail!("--softening spline: the CUDA executors compute Plummer softening only; use a CPU executor (--executor cpu)");
+        bail!("--softening spline: the CUDA integrators soften as Plummer only (a CUDA executor computes the spline in single force calls, as `nbody accel` makes them); use a CPU executor (--executor cpu)");
     }
     #[cfg(feature = "cuda")]
     let eps = T::from_f64(s.eps);

@@ -88,7 +88,8 @@ pub struct RunArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub eps: Option<f64>,
     /// Softening kernel: plummer, or spline (Gadget's cubic spline of support 2.8 eps,
-    /// Newtonian beyond it; CPU executors) [default: plummer].
+    /// Newtonian beyond it; CPU executors, as the CUDA integrators are Plummer's)
+    /// [default: plummer].
     #[arg(long, value_enum)]
     pub softening: Option<SofteningKind>,
     /// Executor, as a backend string: cpu[:THREADS], mixed[:THREADS], reference,
