@@ -210,7 +210,7 @@ fn bad_input_gives_one_clear_line_and_an_exit_code() {
     let d = dir.path();
     std::fs::write(d.join("nan.csv"), "x,y,z,m\n0,0,0,1\n1,0,0,nan\n").unwrap();
     std::fs::write(d.join("cols.csv"), "0,0,0,1\n1,0,0\n").unwrap();
-    std::fs::write(d.join("five.csv"), "0,0,0,1,2\n").unwrap();
+    std::fs::write(d.join("six.csv"), "0,0,0,1,2,3\n").unwrap();
     std::fs::write(d.join("text.csv"), "0,0,0,1\n1,zero,0,1\n").unwrap();
     std::fs::write(d.join("neg.csv"), "0,0,0,1\n1,0,0,-2\n").unwrap();
     std::fs::write(d.join("empty.csv"), "# nothing\n").unwrap();
@@ -221,7 +221,7 @@ fn bad_input_gives_one_clear_line_and_an_exit_code() {
         (&["accel", "--sources", "missing.csv", "--out", "o.npy"], 1, "missing.csv"),
         (&["accel", "--sources", "nan.csv", "--out", "o.npy"], 1, "nan.csv: line 3, column 4 (m)"),
         (&["accel", "--sources", "cols.csv", "--out", "o.npy"], 1, "cols.csv: line 2: 3 columns"),
-        (&["accel", "--sources", "five.csv", "--out", "o.npy"], 1, "five.csv: line 1: 5 columns"),
+        (&["accel", "--sources", "six.csv", "--out", "o.npy"], 1, "six.csv: line 1: 6 columns"),
         (
             &["accel", "--sources", "text.csv", "--out", "o.npy"],
             1,

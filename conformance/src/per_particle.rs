@@ -5,26 +5,11 @@
 
 use crate::compare;
 use crate::gen::{cases, Case};
+use crate::spline::computed;
 use nbody_core::oracle::{self, Exact};
 use nbody_core::{
     Array, Error, Executor, Field, InteractionList, Overlap, Pair, Params, Particle, PerParticle, Real, Softening, Span,
 };
-
-/// `Ok(true)` when the call computed, `Ok(false)` when it refused as it may (outputs
-/// untouched), `Err` otherwise.
-fn computed<T: Real>(
-    what: &str,
-    result: Result<(), Error>,
-    out: &[Field<T>],
-    before: &[Field<T>],
-) -> Result<bool, String> {
-    match result {
-        Ok(()) => Ok(true),
-        Err(Error::Unsupported { .. }) if out == before => Ok(false),
-        Err(Error::Unsupported { .. }) => Err(format!("{what}: refused but changed the output")),
-        Err(other) => Err(format!("{what}: failed: {other}")),
-    }
-}
 
 /// Lengths for the case's particles: two species (one softened at up to 4 times the
 /// case's ε, one at ε or, in cases with ε = 0, unsoftened), chosen by the particle's

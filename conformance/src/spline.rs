@@ -15,7 +15,7 @@ use nbody_core::{
 
 /// `Ok(true)` when the call computed, `Ok(false)` when it refused as it may (outputs
 /// untouched), `Err` otherwise.
-fn computed<T: Real>(
+pub(crate) fn computed<T: Real>(
     what: &str,
     result: Result<(), Error>,
     out: &[Field<T>],
@@ -24,7 +24,7 @@ fn computed<T: Real>(
     match result {
         Ok(()) => Ok(true),
         Err(Error::Unsupported { .. }) if out == before => Ok(false),
-        Err(Error::Unsupported { .. }) => Err(format!("{what}: refused the spline but changed the output")),
+        Err(Error::Unsupported { .. }) => Err(format!("{what}: refused but changed the output")),
         Err(other) => Err(format!("{what}: failed: {other}")),
     }
 }

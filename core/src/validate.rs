@@ -346,7 +346,7 @@ pub fn plummer_only<T: Real>(params: &Params<T>, operation: &'static str) -> Res
     }
     Err(Error::Unsupported {
         operation,
-        reason: "this executor computes Plummer softening only (the reference and cpu executors compute the spline)",
+        reason: "this call computes Plummer softening only on this executor (the reference and cpu executors compute the spline in every call but the snap)",
     })
 }
 

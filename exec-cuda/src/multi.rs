@@ -285,6 +285,27 @@ impl MultiDevice {
     }
 
     /// `n` items cut into one contiguous range per lane, by weight.
+    /// Each device a share of the targets (`out`'s indices, split by weight): `call`
+    /// adds a share's field into its copy of that share of `out`, and the shares are
+    /// written back once every device has succeeded.
+    fn by_targets<T: DeviceReal>(
+        &mut self,
+        out: &mut [Field<T>],
+        call: impl Fn(Range<usize>, &mut CudaExecutor, &mut [Field<T>]) -> Result<(), Error> + Sync,
+    ) -> Result<(), Error> {
+        let pieces = self.split(out.len());
+        let current: &[Field<T>] = out;
+        let parts = self.each(|k, exec| {
+            let mut part = current[pieces[k].clone()].to_vec();
+            call(pieces[k].clone(), exec, &mut part)?;
+            Ok(part)
+        })?;
+        for (r, part) in pieces.iter().zip(parts) {
+            out[r.clone()].copy_from_slice(&part);
+        }
+        Ok(())
+    }
+
     fn split(&self, n: usize) -> Vec<Range<usize>> {
         let mut edges = vec![0usize];
         let mut acc = 0.0;
@@ -483,17 +504,7 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
             let r = unsafe { self.lanes[0].exec.accelerations_cells_unchecked(targets, cells, params, out) };
             return r.map_err(on_device(ordinal));
         }
-        let pieces = self.split(targets.len());
-        let parts = self.each(|k, exec| {
-            let r = pieces[k].clone();
-            let mut part = out[r.clone()].to_vec();
-            exec.accelerations_cells(&targets[r], cells, params, &mut part)?;
-            Ok(part)
-        })?;
-        for (r, part) in pieces.iter().zip(parts) {
-            out[r.clone()].copy_from_slice(&part);
-        }
-        Ok(())
+        self.by_targets(out, |r, exec, part| exec.accelerations_cells(&targets[r], cells, params, part))
     }
 
     /// One device: its own call. Several: each device a share of the targets with
@@ -513,19 +524,11 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
                 unsafe { self.lanes[0].exec.accelerations_per_particle_unchecked(targets, sources, eps, params, out) };
             return r.map_err(on_device(ordinal));
         }
-        let pieces = self.split(targets.len());
-        let parts = self.each(|k, exec| {
-            let r = pieces[k].clone();
-            let mut part = out[r.clone()].to_vec();
+        self.by_targets(out, |r, exec, part| {
             let p = params.with_overlap(params.overlap.restrict_targets(targets.len(), r.clone()));
             let mine = nbody_core::PerParticle { targets: &eps.targets[r.clone()], sources: eps.sources };
-            exec.accelerations_per_particle(&targets[r], sources, mine, &p, &mut part)?;
-            Ok(part)
-        })?;
-        for (r, part) in pieces.iter().zip(parts) {
-            out[r.clone()].copy_from_slice(&part);
-        }
-        Ok(())
+            exec.accelerations_per_particle(&targets[r], sources, mine, &p, part)
+        })
     }
 
     /// Pairs (with their particle and cell spans) are dealt as in the batched call.
