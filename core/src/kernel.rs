@@ -232,6 +232,25 @@ impl<T: Real> Softened<T> {
         }
     }
 
+    /// The kernel a particle applies to itself, whose potential term executors remove
+    /// for targets that are also sources: with its own length `eps` under the
+    /// symmetrised rule ([`Softened::between`]), or `params`' one softening.
+    ///
+    /// ```
+    /// use nbody_core::kernel::Softened;
+    /// use nbody_core::Params;
+    /// let p = Params::softened(0.5f64);
+    /// assert_eq!(Softened::own(&p, Some(2.0)).self_potential(1.0), 0.5);
+    /// assert_eq!(Softened::own(&p, None).self_potential(1.0), 2.0);
+    /// ```
+    #[inline]
+    pub fn own(params: &Params<T>, eps: Option<T>) -> Self {
+        match eps {
+            Some(e) => Softened::between(params.softening, e, e),
+            None => Softened::of(params),
+        }
+    }
+
     /// Adds source `src`'s pull (without G) at `xi` into `acc`; returns `(d, m g, m dg)`
     /// for the jerk (see [`spline`]).
     #[inline(always)]

@@ -253,14 +253,8 @@ impl CpuExecutor {
         for (i, o) in out.iter_mut().enumerate() {
             let mut sums = scratch.sums(i);
             if i >= t0 && i < t0 + len {
-                let m = sources.pos[s0 + i - t0].m;
-                sums.phi = sums.phi
-                    + match lengths {
-                        Some(eps) => {
-                            Softened::between(params.softening, eps.targets[i], eps.targets[i]).self_potential(m)
-                        }
-                        None => softened.self_potential(m),
-                    };
+                let own = Softened::own(params, lengths.map(|l| l.targets[i]));
+                sums.phi = sums.phi + own.self_potential(sources.pos[s0 + i - t0].m);
             }
             nbody_core::kernel::finish(params.g, &sums, params.potential, o);
         }
@@ -335,14 +329,11 @@ impl CpuExecutor {
                 if !params.potential {
                     continue;
                 }
-                let softened = |i: usize| match eps {
-                    Some(e) => Softened::between(params.softening, e[i], e[i]),
-                    None => Softened::of(params),
-                };
                 for s in spans.iter() {
                     for i in t.start.max(s.start as usize)..t.end.min(s.end as usize) {
+                        let own = Softened::own(params, eps.map(|e| e[i]));
                         let o = &mut out[i - t.start];
-                        o.phi = o.phi + params.g * softened(i).self_potential(particles[i].m);
+                        o.phi = o.phi + params.g * own.self_potential(particles[i].m);
                     }
                 }
             }

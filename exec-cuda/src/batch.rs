@@ -37,18 +37,24 @@ pub(crate) struct Buffers {
     pub lengths: DevicePointer<u8>,
 }
 
-/// A softening length per particle as the batched kernels read it (gravity.cu's
-/// `SOFT_*_EACH`): Plummer `ε²/2` (a pair's ε² is the sum), the spline `h = 2.8 ε` (a
-/// pair's support is the larger), and whether Plummer's kernel must mask (the two
-/// smallest lengths soften nothing an f32 pair could hold).
-pub(crate) fn kernel_lengths<T: DeviceReal>(eps: &[T], softening: Softening) -> (Vec<T>, bool) {
+/// A softening length per particle as the batched and tiled kernels read it
+/// (gravity.cu's `SOFT_*_EACH`): Plummer `ε²/2` (a pair's ε² is the sum), the spline
+/// `h = 2.8 ε` (a pair's support is the larger).
+pub(crate) fn kernel_lengths<T: DeviceReal>(eps: &[T], softening: Softening) -> Vec<T> {
     let (half, support) = (T::from_f64(0.5), T::from_f64(nbody_core::SPLINE_SUPPORT));
-    let values: Vec<T> = match softening {
+    match softening {
         Softening::Plummer => eps.iter().map(|&e| half * e * e).collect(),
         Softening::Spline => eps.iter().map(|&e| support * e).collect(),
-    };
-    let least = values.iter().fold(T::infinity(), |a, &v| a.min(v));
-    (values, (least + least).to_f64() < f32::MIN_POSITIVE as f64)
+    }
+}
+
+/// Whether per-particle Plummer must mask: the least `kernel_lengths` values of the
+/// targets and of the sources (with `padding`, massless sources of length 0 too) soften
+/// nothing an f32 pair could hold.
+pub(crate) fn lengths_mask<T: DeviceReal>(targets: &[T], sources: &[T], padding: bool) -> bool {
+    let least = |v: &[T]| v.iter().fold(T::infinity(), |a, &x| a.min(x));
+    let least_s = if padding { T::zero() } else { least(sources) };
+    (least(targets) + least_s).to_f64() < f32::MIN_POSITIVE as f64
 }
 
 /// An interaction list expanded and uploaded ([`crate::CudaExecutor::upload_list`]).

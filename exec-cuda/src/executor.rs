@@ -166,13 +166,9 @@ impl CudaExecutor {
             let padded = me.stage(targets, sources, out)?;
             let soft = match lengths {
                 Some(l) => {
-                    let (tv, _) = batch::kernel_lengths(l.targets, params.softening);
-                    let (sv, _) = batch::kernel_lengths(l.sources, params.softening);
-                    // Plummer masks when the two smallest lengths (padding's is 0) soften
-                    // nothing an f32 pair could hold.
-                    let least = |v: &[T]| v.iter().fold(T::infinity(), |a, &x| a.min(x));
-                    let least_s = if padded > sources.len() { T::zero() } else { least(&sv) };
-                    let masked = (least(&tv) + least_s).to_f64() < f32::MIN_POSITIVE as f64;
+                    let tv = batch::kernel_lengths(l.targets, params.softening);
+                    let sv = batch::kernel_lengths(l.sources, params.softening);
+                    let masked = batch::lengths_mask(&tv, &sv, padded > sources.len());
                     let lt = me.scratch[EXTRA_A].reserve(std::mem::size_of_val(&tv[..]))?;
                     upload_padded(lt, bytemuck::cast_slice(&tv), 0)?;
                     let ls = me.scratch[EXTRA_B].reserve(padded * size_of::<T>())?;
@@ -239,11 +235,8 @@ impl CudaExecutor {
         let (t0, _, len) = params.overlap.resolve(nt);
         if params.potential {
             for i in t0..t0 + len {
-                let kernel = match lengths {
-                    Some(l) => Softened::between(params.softening, l.targets[i], l.targets[i]),
-                    None => Softened::of(params),
-                };
-                sums[i].phi = sums[i].phi + params.g * kernel.self_potential(targets[i].m);
+                let own = Softened::own(params, lengths.map(|l| l.targets[i]));
+                sums[i].phi = sums[i].phi + params.g * own.self_potential(targets[i].m);
             }
         }
         out.copy_from_slice(&sums[..nt]);
@@ -280,7 +273,8 @@ impl CudaExecutor {
             let b = |me: &Self, k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
             let each = match lengths {
                 Some(eps) if !ex.items.is_empty() => {
-                    let (values, masked) = batch::kernel_lengths(eps, params.softening);
+                    let values = batch::kernel_lengths(eps, params.softening);
+                    let masked = batch::lengths_mask(&values, &values, false);
                     up(me, LENGTHS, bytemuck::cast_slice(&values))?;
                     Some(masked)
                 }
