@@ -1,5 +1,8 @@
 //! Compiles kernels/gravity.cu with nvcc into one fatbin: SASS for sm_90 (H100/H200)
 //! plus compute_60 PTX that the driver JIT-compiles on any older GPU with f64 atomics.
+//! Compiles kernels/sort.cu (CUB's radix sort and scan, for the device tree) into a
+//! static library linked with the static CUDA runtime, so a binary needs no libcudart
+//! at run time, only the driver.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,6 +27,7 @@ fn main() {
     let source = "kernels/gravity.cu";
     println!("cargo:rerun-if-changed={source}");
     println!("cargo:rerun-if-changed=kernels/args.h");
+    println!("cargo:rerun-if-changed=kernels/tree.cuh");
     println!("cargo:rerun-if-env-changed=NVCC");
     let Some(nvcc) = nvcc() else {
         panic!(
@@ -36,11 +40,57 @@ fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("gravity.fatbin");
     let status = Command::new(&nvcc)
         .args(["-fatbin", "-O3", "-ftz=true", "-std=c++14"])
-        .args(["-gencode", "arch=compute_90,code=sm_90", "-gencode", "arch=compute_60,code=compute_60"])
+        .args(GENCODE)
         .arg("-o")
         .arg(&out)
         .arg(source)
         .status()
         .unwrap_or_else(|e| panic!("could not run {}: {e}", nvcc.display()));
     assert!(status.success(), "nvcc failed to compile {source} (status {status})");
+    cub_library(&nvcc, out.parent().expect("OUT_DIR"));
+}
+
+/// The gencode pairs both compilations use.
+const GENCODE: [&str; 4] = ["-gencode", "arch=compute_90,code=sm_90", "-gencode", "arch=compute_60,code=compute_60"];
+
+/// kernels/sort.cu as `libnbody_cub.a`, linked with the static CUDA runtime (found
+/// beside nvcc, under $CUDA_PATH or in the system library folders).
+fn cub_library(nvcc: &Path, dir: &Path) {
+    let source = "kernels/sort.cu";
+    println!("cargo:rerun-if-changed={source}");
+    let object = dir.join("sort.o");
+    let status = Command::new(nvcc)
+        .args(["-c", "-O3", "-std=c++14", "-Xcompiler", "-fPIC"])
+        .args(GENCODE)
+        .arg("-o")
+        .arg(&object)
+        .arg(source)
+        .status()
+        .unwrap_or_else(|e| panic!("could not run {}: {e}", nvcc.display()));
+    assert!(status.success(), "nvcc failed to compile {source} (status {status})");
+    let archive = dir.join("libnbody_cub.a");
+    let _ = std::fs::remove_file(&archive);
+    let status = Command::new("ar")
+        .arg("crs")
+        .arg(&archive)
+        .arg(&object)
+        .status()
+        .unwrap_or_else(|e| panic!("could not run ar: {e}"));
+    assert!(status.success(), "ar failed to archive {} (status {status})", object.display());
+    let mut folders: Vec<PathBuf> =
+        ["CUDA_PATH", "CUDA_HOME"].iter().filter_map(std::env::var_os).map(|r| Path::new(&r).join("lib64")).collect();
+    if let Some(bin) = nvcc.canonicalize().ok().as_deref().and_then(Path::parent) {
+        folders.push(bin.join("../lib64"));
+    }
+    folders.extend(["/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64"].map(PathBuf::from));
+    let Some(runtime) = folders.iter().find(|d| d.join("libcudart_static.a").is_file()) else {
+        panic!("nbody-cuda links CUB's sort with libcudart_static.a, which none of {folders:?} holds")
+    };
+    println!("cargo:rustc-link-search=native={}", dir.display());
+    println!("cargo:rustc-link-lib=static=nbody_cub");
+    println!("cargo:rustc-link-search=native={}", runtime.display());
+    println!("cargo:rustc-link-lib=static=cudart_static");
+    for lib in ["stdc++", "dl", "rt", "pthread"] {
+        println!("cargo:rustc-link-lib=dylib={lib}");
+    }
 }

@@ -195,6 +195,53 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
     F(int, capacity)                                                                                                   \
     F(int, n)
 
+// The device tree's kernels (tree.cuh; src/tree.rs drives them). A node is a range of
+// the Morton-sorted particles with its children (a range of the node array; none for a
+// leaf). Per node besides: its parent, its moments in f64 (centre of mass, mass,
+// traceless quadrupole xx xy xz yy yz zz, b_max: 11 of a stride of 12), its cell record
+// for the cell kernel and its opening record (centre of mass, (size / theta)^2). The
+// counters are TREE_COUNTERS u32: see tree.cuh. span_at and item_at are exclusive scans
+// of counts and item_counts (two u32 packed in each u64: particle spans | cells << 32,
+// particle items | cell items << 32).
+struct TreeNode {
+    u32 start, end, child, children;
+};
+#define TREE_ARGS_FIELDS(F)                                                                                            \
+    F(const typename V4<T>::type *, particles)                                                                         \
+    F(typename V4<T>::type *, sorted)                                                                                  \
+    F(const typename V4<T>::type *, sorted_out)                                                                        \
+    F(typename V4<T>::type *, out)                                                                                     \
+    F(unsigned long long *, keys)                                                                                      \
+    F(u32 *, index)                                                                                                    \
+    F(unsigned long long *, bounds)                                                                                    \
+    F(u32 *, counters)                                                                                                 \
+    F(unsigned long long *, tally)                                                                                     \
+    F(TreeNode *, nodes)                                                                                               \
+    F(u32 *, parent)                                                                                                   \
+    F(double *, moments)                                                                                               \
+    F(CellRec<T> *, cells)                                                                                             \
+    F(typename V4<T>::type *, opening)                                                                                 \
+    F(Span *, groups)                                                                                                  \
+    F(unsigned long long *, counts)                                                                                    \
+    F(unsigned long long *, item_counts)                                                                               \
+    F(const unsigned long long *, span_at)                                                                             \
+    F(const unsigned long long *, item_at)                                                                             \
+    F(Item *, items)                                                                                                   \
+    F(Span *, spans)                                                                                                   \
+    F(u32 *, offset)                                                                                                   \
+    F(Item *, cell_items)                                                                                              \
+    F(Span *, cell_spans)                                                                                              \
+    F(u32 *, cell_offset)                                                                                              \
+    F(T, theta)                                                                                                        \
+    F(int, n)                                                                                                          \
+    F(int, capacity)                                                                                                   \
+    F(int, leaf_size)                                                                                                  \
+    F(int, group_size)                                                                                                 \
+    F(int, level)                                                                                                      \
+    F(int, opening_side)                                                                                               \
+    F(int, quadrupole)                                                                                                 \
+    F(int, potential)
+
 template <typename T> struct JerkExtra { JERK_EXTRA_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct TiledArgs { TILED_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct JerkArgs { JERK_ARGS_FIELDS(NBODY_ARGS_FIELD) };
@@ -203,6 +250,7 @@ template <typename T> struct CellArgs { CELL_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct StepArgs { STEP_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct ProjectArgs { PROJECT_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct HermiteArgs { HERMITE_ARGS_FIELDS(NBODY_ARGS_FIELD) };
+template <typename T> struct TreeArgs { TREE_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 struct JmemArgs {
     JMEM_ARGS_FIELDS(NBODY_ARGS_FIELD)
 };
@@ -230,4 +278,6 @@ struct ListsArgs {
     P(HermiteArgs<float>, HERMITE_ARGS_FIELDS)                                                                         \
     P(HermiteArgs<double>, HERMITE_ARGS_FIELDS)                                                                        \
     P(JmemArgs, JMEM_ARGS_FIELDS)                                                                                      \
-    P(ListsArgs, LISTS_ARGS_FIELDS)
+    P(ListsArgs, LISTS_ARGS_FIELDS)                                                                                    \
+    P(TreeArgs<float>, TREE_ARGS_FIELDS)                                                                               \
+    P(TreeArgs<double>, TREE_ARGS_FIELDS)

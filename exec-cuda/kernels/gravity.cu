@@ -1395,6 +1395,8 @@ extern "C" __global__ void nbody_compact_lists(const ListsArgs s) {
     for (u32 k = 0; k < stored; ++k) s.compact[at + k] = from[k];
 }
 
+#include "tree.cuh"
+
 // Every argument struct's size and field offsets (args.h's NBODY_PROBED order), for the
 // host to compare with its own layout: out[k] for k < capacity; returns nothing else.
 #define NBODY_PROBE_FIELD(type, name) put(out, capacity, k, (long long)offsetof(S, name));

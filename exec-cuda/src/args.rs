@@ -256,6 +256,46 @@ kernel_args! {
     }
 }
 
+kernel_args! {
+    /// The device tree's kernels (args.h's TREE_ARGS_FIELDS; see [`crate::tree`]).
+    struct TreeArgs<T> as "TreeArgs" {
+        particles: Ptr = "const typename V4<T>::type *",
+        sorted: Ptr = "typename V4<T>::type *",
+        sorted_out: Ptr = "const typename V4<T>::type *",
+        out: Ptr = "typename V4<T>::type *",
+        keys: Ptr = "unsigned long long *",
+        index: Ptr = "u32 *",
+        bounds: Ptr = "unsigned long long *",
+        counters: Ptr = "u32 *",
+        tally: Ptr = "unsigned long long *",
+        nodes: Ptr = "TreeNode *",
+        parent: Ptr = "u32 *",
+        moments: Ptr = "double *",
+        cells: Ptr = "CellRec<T> *",
+        opening: Ptr = "typename V4<T>::type *",
+        groups: Ptr = "Span *",
+        counts: Ptr = "unsigned long long *",
+        item_counts: Ptr = "unsigned long long *",
+        span_at: Ptr = "const unsigned long long *",
+        item_at: Ptr = "const unsigned long long *",
+        items: Ptr = "Item *",
+        spans: Ptr = "Span *",
+        offset: Ptr = "u32 *",
+        cell_items: Ptr = "Item *",
+        cell_spans: Ptr = "Span *",
+        cell_offset: Ptr = "u32 *",
+        theta: T = "T",
+        n: i32 = "int",
+        capacity: i32 = "int",
+        leaf_size: i32 = "int",
+        group_size: i32 = "int",
+        level: i32 = "int",
+        opening_side: i32 = "int",
+        quadrupole: i32 = "int",
+        potential: i32 = "int",
+    }
+}
+
 impl HermiteArgs {
     /// Every address null and every number zero: launches fill in what their kernel reads.
     pub(crate) fn empty() -> Self {
@@ -383,6 +423,8 @@ pub(crate) fn probed() -> Vec<(&'static str, usize, Vec<FieldLayout>)> {
         one::<HermiteArgs>("HermiteArgs<double>"),
         one::<JmemArgs>("JmemArgs"),
         one::<ListsArgs>("ListsArgs"),
+        one::<TreeArgs<f32>>("TreeArgs<float>"),
+        one::<TreeArgs<f64>>("TreeArgs<double>"),
     ]
 }
 
@@ -555,6 +597,8 @@ mod tests {
         check::<HermiteArgs>(8);
         check::<JmemArgs>(8);
         check::<ListsArgs>(8);
+        check::<TreeArgs<f32>>(4);
+        check::<TreeArgs<f64>>(8);
     }
 
     #[test]
@@ -571,7 +615,7 @@ mod tests {
     /// under, against [`Kernel::args`].
     #[test]
     fn every_kernel_takes_the_struct_the_host_passes() {
-        let source = include_str!("../kernels/gravity.cu");
+        let source = [include_str!("../kernels/gravity.cu"), include_str!("../kernels/tree.cuh")].concat();
         // (prefix of the exported name, the struct its one parameter is)
         let mut exported: Vec<(String, String)> = Vec::new();
         for piece in source.split("extern \"C\" __global__ void").skip(1) {

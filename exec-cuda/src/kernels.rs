@@ -62,6 +62,43 @@ impl Soft {
     }
 }
 
+/// The device tree's kernels (kernels/tree.cuh), in the order a force runs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum TreeStep {
+    Reset,
+    Bounds,
+    Keys,
+    Gather,
+    Split,
+    Level,
+    Moments,
+    Groups,
+    Count,
+    Totals,
+    Fill,
+    Scatter,
+}
+
+impl TreeStep {
+    /// Its part of the exported name.
+    const fn name(self) -> &'static str {
+        match self {
+            TreeStep::Reset => "reset",
+            TreeStep::Bounds => "bounds",
+            TreeStep::Keys => "keys",
+            TreeStep::Gather => "gather",
+            TreeStep::Split => "split",
+            TreeStep::Level => "level",
+            TreeStep::Moments => "moments",
+            TreeStep::Groups => "groups",
+            TreeStep::Count => "count",
+            TreeStep::Totals => "totals",
+            TreeStep::Fill => "fill",
+            TreeStep::Scatter => "scatter",
+        }
+    }
+}
+
 /// A kernel of the module. `tag` is the precision [`Family`];
 /// `potential` and `masked` pick the instantiation (potential summed; zero-distance
 /// pairs masked, for eps = 0).
@@ -108,6 +145,8 @@ pub(crate) enum Kernel {
     JmemPlace,
     /// Packs a jerk launch's neighbour lists end to end.
     CompactLists,
+    /// One step of the device tree ([`crate::tree`]).
+    Tree { tag: Family, step: TreeStep },
     /// Writes every argument struct's layout (see [`crate::args`]).
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     ProbeLayouts,
@@ -156,6 +195,7 @@ impl Kernel {
             Kernel::JmemScatter => "nbody_jmem_scatter".into(),
             Kernel::JmemPlace => "nbody_jmem_place".into(),
             Kernel::CompactLists => "nbody_compact_lists".into(),
+            Kernel::Tree { tag, step } => format!("nbody_tree_{}_{tag}", step.name()),
             Kernel::ProbeLayouts => "nbody_probe_layouts".into(),
         }
     }
@@ -175,6 +215,7 @@ impl Kernel {
             }
             Kernel::JmemScatter | Kernel::JmemPlace => "JmemArgs",
             Kernel::CompactLists => "ListsArgs",
+            Kernel::Tree { .. } => "TreeArgs",
             Kernel::ProbeLayouts => "long",
         }
     }
@@ -218,6 +259,8 @@ impl Kernel {
             Kernel::JmemScatter,
             Kernel::JmemPlace,
             Kernel::CompactLists,
+            Kernel::Tree { tag: F32, step: TreeStep::Split },
+            Kernel::Tree { tag: F64, step: TreeStep::Fill },
             Kernel::ProbeLayouts,
         ]
     }

@@ -43,6 +43,7 @@ mod project;
 mod resident;
 mod tiled;
 pub mod timing;
+mod tree;
 pub mod tuning;
 
 #[cfg(feature = "testing")]
@@ -59,6 +60,7 @@ pub use memory::{DeviceFields, DeviceParticles};
 pub use mixed::CudaMixedExecutor;
 pub use multi::{MultiDevice, MultiState, PeerAccess};
 pub use resident::DeviceState;
+pub use tree::{DeviceTree, TreeReport, TreeSettings, TreeTimes};
 pub use tuning::SOURCE_PAD;
 
 use cust::function::Function;

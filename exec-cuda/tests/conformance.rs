@@ -7,6 +7,9 @@ use nbody_core::resident::Resident;
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle};
 use nbody_cuda::{CudaExecutor, CudaMixedExecutor, DeviceReal, MultiDevice};
 
+#[path = "support/device_tree.rs"]
+mod device_tree;
+
 fn main() {
     let has_device = !matches!(CudaExecutor::new(), Err(Error::NoDevice));
     let mut trials = suite::<f32, _>("cuda/f32", CudaExecutor::new);
@@ -58,6 +61,7 @@ fn main() {
             other => Err(format!("expected an error naming device 4096, got {other:?}").into()),
         }),
     ]);
+    trials.extend(device_tree::checks().into_iter().map(|(name, f)| gpu(name, f)));
     run(trials);
 }
 

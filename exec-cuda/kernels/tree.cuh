@@ -1,0 +1,411 @@
+// The device tree (src/tree.rs drives these kernels; TreeArgs in args.h): Morton keys over
+// the particles' bounding box, CUB's radix sort (sort.cu), the octree built level by
+// level over the sorted keys, its moments summed bottom-up, target groups, and a walk per
+// group that writes the group's interaction list (particle spans of opened leaves, runs
+// of accepted cells) in the batched kernels' item form. Nothing goes back to the host but
+// a few counters that size the next launches.
+
+// counters[TREE_*]: nodes taken (may pass capacity: then TREE_OVERFLOW is set and the
+// host builds again with more room), target groups, a walk stack overflow, the list
+// totals, then the node range of every level (level L holds [lvl[L], lvl[L + 1])).
+#define TREE_NODES 0
+#define TREE_OVERFLOW 1
+#define TREE_GROUPS 2
+#define TREE_STACK_OVERFLOW 3
+#define TREE_SPANS 4
+#define TREE_CELLS 5
+#define TREE_ITEMS 6
+#define TREE_CELL_ITEMS 7
+#define TREE_LEVELS 8
+// Morton keys of 21 bits per axis: levels 0 (the root) to 21.
+#define TREE_DEPTH 21
+#define TREE_STACK 192
+#define TREE_MOMENTS 12
+
+// Doubles as unsigned integers in the same order, for atomicMin/atomicMax.
+__device__ __forceinline__ unsigned long long ordered(double x) {
+    const unsigned long long b = (unsigned long long)__double_as_longlong(x);
+    return (b >> 63) ? ~b : b | 0x8000000000000000ULL;
+}
+__device__ __forceinline__ double unordered(unsigned long long k) {
+    return __longlong_as_double((long long)((k >> 63) ? k & 0x7fffffffffffffffULL : ~k));
+}
+
+// The root cube: its low corner and side (the largest extent, widened by 1e-12 so the
+// farthest particle quantises below 2^21; at least the smallest normal double).
+__device__ __forceinline__ double root_frame(const unsigned long long *bounds, double lo[3]) {
+    double side = 0;
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = unordered(bounds[k]);
+        side = fmax(side, unordered(bounds[3 + k]) - lo[k]);
+    }
+    return fmax(side, 2.2250738585072014e-308) * (1.0 + 1e-12);
+}
+
+// The 21 low bits of x spread to every third bit.
+__device__ __forceinline__ unsigned long long spread3(unsigned long long x) {
+    x &= 0x1fffffULL;
+    x = (x | x << 32) & 0x1f00000000ffffULL;
+    x = (x | x << 16) & 0x1f0000ff0000ffULL;
+    x = (x | x << 8) & 0x100f00f00f00f00fULL;
+    x = (x | x << 4) & 0x10c30c30c30c30c3ULL;
+    x = (x | x << 2) & 0x1249249249249249ULL;
+    return x;
+}
+
+template <typename T> __device__ __forceinline__ double warp_min(double x) {
+    for (int o = 16; o > 0; o /= 2) x = fmin(x, __shfl_xor_sync(0xffffffffu, x, o));
+    return x;
+}
+template <typename T> __device__ __forceinline__ double warp_max(double x) {
+    for (int o = 16; o > 0; o /= 2) x = fmax(x, __shfl_xor_sync(0xffffffffu, x, o));
+    return x;
+}
+
+// Resets the counters, the bounds and the root node (one thread).
+template <typename T> __device__ void tree_reset(const TreeArgs<T> &a) {
+    for (int k = 0; k < TREE_LEVELS + TREE_DEPTH + 2; ++k) a.counters[k] = 0;
+    a.counters[TREE_NODES] = 1;
+    a.counters[TREE_LEVELS + 1] = 1;
+    for (int k = 0; k < 3; ++k) {
+        a.bounds[k] = ~0ULL;
+        a.bounds[3 + k] = 0ULL;
+    }
+    a.tally[0] = 0;
+    a.tally[1] = 0;
+    TreeNode root = {0u, (u32)a.n, 0u, 0u};
+    a.nodes[0] = root;
+    a.parent[0] = 0xffffffffu;
+}
+
+// The particles' bounding box: per-thread extremes, reduced per warp, one atomic per warp.
+template <typename T> __device__ void tree_bounds(const TreeArgs<T> &a) {
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += gridDim.x * blockDim.x) {
+        const typename V4<T>::type p = a.particles[i];
+        const double x[3] = {(double)p.x, (double)p.y, (double)p.z};
+        for (int k = 0; k < 3; ++k) {
+            lo[k] = fmin(lo[k], x[k]);
+            hi[k] = fmax(hi[k], x[k]);
+        }
+    }
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = warp_min<T>(lo[k]);
+        hi[k] = warp_max<T>(hi[k]);
+    }
+    if (threadIdx.x % 32 == 0 && lo[0] <= hi[0]) {
+        for (int k = 0; k < 3; ++k) {
+            atomicMin(&a.bounds[k], ordered(lo[k]));
+            atomicMax(&a.bounds[3 + k], ordered(hi[k]));
+        }
+    }
+}
+
+// Each particle's Morton key in the root cube, and its index (what the sort carries).
+template <typename T> __device__ void tree_keys(const TreeArgs<T> &a) {
+    double lo[3];
+    const double scale = 2097151.0 / root_frame(a.bounds, lo);
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += gridDim.x * blockDim.x) {
+        const typename V4<T>::type p = a.particles[i];
+        const double x[3] = {(double)p.x, (double)p.y, (double)p.z};
+        unsigned long long key = 0;
+        for (int k = 0; k < 3; ++k) {
+            const double c = fmin(fmax((x[k] - lo[k]) * scale, 0.0), 2097151.0);
+            key |= spread3((unsigned long long)c) << (2 - k);
+        }
+        a.keys[i] = key;
+        a.index[i] = (u32)i;
+    }
+}
+
+// The particles in key order (index: the sorted indices).
+template <typename T> __device__ void tree_gather(const TreeArgs<T> &a) {
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < a.n; k += gridDim.x * blockDim.x)
+        a.sorted[k] = a.particles[a.index[k]];
+}
+
+// Splits every node of `level` holding more than leaf_size particles into its non-empty
+// octants (keys: the sorted keys), appended to the node array; children of one node are
+// contiguous and in octant order, so a walk meets them in the same order whatever order
+// the nodes were appended in.
+template <typename T> __device__ void tree_split(const TreeArgs<T> &a) {
+    const u32 *lvl = a.counters + TREE_LEVELS;
+    const u32 begin = lvl[a.level], end = lvl[a.level + 1];
+    const int shift = 3 * (TREE_DEPTH - 1 - a.level);
+    for (u32 c = begin + blockIdx.x * blockDim.x + threadIdx.x; c < end; c += gridDim.x * blockDim.x) {
+        const TreeNode node = a.nodes[c];
+        if (a.level >= TREE_DEPTH || node.end - node.start <= (u32)a.leaf_size) continue;
+        u32 bound[9];
+        bound[0] = node.start;
+        bound[8] = node.end;
+        for (int o = 1; o < 8; ++o) {
+            // The first particle of the node whose octant digit is at least o.
+            u32 l = bound[o - 1], h = node.end;
+            while (l < h) {
+                const u32 m = (l + h) / 2;
+                if ((int)((a.keys[m] >> shift) & 7) < o) l = m + 1; else h = m;
+            }
+            bound[o] = l;
+        }
+        u32 k = 0;
+        for (int o = 0; o < 8; ++o) k += bound[o + 1] > bound[o];
+        const u32 base = atomicAdd(&a.counters[TREE_NODES], k);
+        if (base + k > (u32)a.capacity) {
+            a.counters[TREE_OVERFLOW] = 1;
+            continue;
+        }
+        u32 w = base;
+        for (int o = 0; o < 8; ++o) {
+            if (bound[o + 1] == bound[o]) continue;
+            const TreeNode child = {bound[o], bound[o + 1], 0u, 0u};
+            a.nodes[w] = child;
+            a.parent[w] = c;
+            ++w;
+        }
+        a.nodes[c].child = base;
+        a.nodes[c].children = k;
+    }
+}
+
+// Closes level + 1: its nodes are those appended while level was split (one thread).
+template <typename T> __device__ void tree_level(const TreeArgs<T> &a) {
+    a.counters[TREE_LEVELS + a.level + 2] = min(a.counters[TREE_NODES], (u32)a.capacity);
+}
+
+// Adds m (3 s_a s_b - |s|^2 delta_ab) into q (xx xy xz yy yz zz): a point mass at offset s.
+__device__ __forceinline__ void add_quadrupole(double q[6], double m, const double s[3]) {
+    const double s2 = s[0] * s[0] + s[1] * s[1] + s[2] * s[2];
+    q[0] += m * (3 * s[0] * s[0] - s2);
+    q[1] += m * (3 * s[0] * s[1]);
+    q[2] += m * (3 * s[0] * s[2]);
+    q[3] += m * (3 * s[1] * s[1] - s2);
+    q[4] += m * (3 * s[1] * s[2]);
+    q[5] += m * (3 * s[2] * s[2] - s2);
+}
+
+// The moments of every node of `level` (its children's are done): mass, centre of mass,
+// traceless quadrupole and b_max in f64, from a leaf's particles or by the parallel-axis
+// rule from the children, as the host tree sums them; then the node's cell record and
+// opening record (size: 2 b_max, or the node's side; opened when the distance from its
+// centre of mass to a group's box is at most size / theta).
+template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
+    const u32 *lvl = a.counters + TREE_LEVELS;
+    const u32 begin = lvl[a.level], end = lvl[a.level + 1];
+    double lo[3];
+    const double side = ldexp(root_frame(a.bounds, lo), -a.level);
+    for (u32 c = begin + blockIdx.x * blockDim.x + threadIdx.x; c < end; c += gridDim.x * blockDim.x) {
+        const TreeNode node = a.nodes[c];
+        double m = 0, s[3] = {0, 0, 0}, plain[3] = {0, 0, 0};
+        u32 parts = 0;
+        if (node.children == 0) {
+            for (u32 k = node.start; k < node.end; ++k) {
+                const typename V4<T>::type p = a.sorted[k];
+                const double x[3] = {(double)p.x, (double)p.y, (double)p.z}, w = (double)p.w;
+                m += w;
+                for (int d = 0; d < 3; ++d) {
+                    s[d] += w * x[d];
+                    plain[d] += x[d];
+                }
+            }
+            parts = node.end - node.start;
+        } else {
+            for (u32 ch = node.child; ch < node.child + node.children; ++ch) {
+                const double *cm = a.moments + (size_t)ch * TREE_MOMENTS;
+                m += cm[3];
+                for (int d = 0; d < 3; ++d) {
+                    s[d] += cm[3] * cm[d];
+                    plain[d] += cm[d];
+                }
+            }
+            parts = node.children;
+        }
+        // A massless node sits at the mean of its parts.
+        double com[3];
+        for (int d = 0; d < 3; ++d) com[d] = m > 0 ? s[d] / m : plain[d] / (double)parts;
+        double q[6] = {0, 0, 0, 0, 0, 0}, bmax = 0;
+        if (node.children == 0) {
+            for (u32 k = node.start; k < node.end; ++k) {
+                const typename V4<T>::type p = a.sorted[k];
+                const double off[3] = {(double)p.x - com[0], (double)p.y - com[1], (double)p.z - com[2]};
+                add_quadrupole(q, (double)p.w, off);
+                bmax = fmax(bmax, sqrt(off[0] * off[0] + off[1] * off[1] + off[2] * off[2]));
+            }
+        } else {
+            for (u32 ch = node.child; ch < node.child + node.children; ++ch) {
+                const double *cm = a.moments + (size_t)ch * TREE_MOMENTS;
+                const double off[3] = {cm[0] - com[0], cm[1] - com[1], cm[2] - com[2]};
+                add_quadrupole(q, cm[3], off);
+                for (int k = 0; k < 6; ++k) q[k] += cm[4 + k];
+                bmax = fmax(bmax, sqrt(off[0] * off[0] + off[1] * off[1] + off[2] * off[2]) + cm[10]);
+            }
+        }
+        double *out = a.moments + (size_t)c * TREE_MOMENTS;
+        for (int d = 0; d < 3; ++d) out[d] = com[d];
+        out[3] = m;
+        for (int k = 0; k < 6; ++k) out[4 + k] = q[k];
+        out[10] = bmax;
+        CellRec<T> rec;
+        rec.x = (T)com[0];
+        rec.y = (T)com[1];
+        rec.z = (T)com[2];
+        rec.m = (T)m;
+        for (int k = 0; k < 6; ++k) rec.q[k] = a.quadrupole ? (T)q[k] : T(0);
+        rec.pad[0] = 0;
+        rec.pad[1] = 0;
+        a.cells[c] = rec;
+        const double size = a.opening_side ? side : 2 * bmax, reach = size / (double)a.theta;
+        typename V4<T>::type o;
+        o.x = (T)com[0];
+        o.y = (T)com[1];
+        o.z = (T)com[2];
+        o.w = (T)(reach * reach);
+        a.opening[c] = o;
+    }
+}
+
+// Target groups: the largest nodes of at most group_size particles, and leaves of more
+// (a node is one when it qualifies and its parent does not).
+template <typename T> __device__ void tree_groups(const TreeArgs<T> &a) {
+    const u32 nodes = min(a.counters[TREE_NODES], (u32)a.capacity);
+    for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < nodes; c += gridDim.x * blockDim.x) {
+        const TreeNode node = a.nodes[c];
+        const bool small = node.end - node.start <= (u32)a.group_size || node.children == 0;
+        if (!small) continue;
+        if (c != 0) {
+            const TreeNode up = a.nodes[a.parent[c]];
+            if (up.end - up.start <= (u32)a.group_size) continue;
+        }
+        const Span g = {node.start, node.end};
+        a.groups[atomicAdd(&a.counters[TREE_GROUPS], 1u)] = g;
+    }
+}
+
+// One group's walk (one thread): depth first from the root, children in order; a node
+// that does not hold any of the group's particles and whose centre of mass lies farther
+// from the group's box than its reach is taken as a cell, a leaf otherwise as its
+// particle span, anything else opened. Adjacent spans and runs of sibling cells merge.
+// WRITE = false counts (spans, cells, items, interactions); WRITE = true writes the list
+// at the group's place in the scans, with its items (32 targets each).
+template <typename T, bool WRITE> __device__ void tree_walk(const TreeArgs<T> &a) {
+    const u32 g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= a.counters[TREE_GROUPS]) return;
+    const Span grp = a.groups[g];
+    T lo[3] = {(T)INFINITY, (T)INFINITY, (T)INFINITY}, hi[3] = {-(T)INFINITY, -(T)INFINITY, -(T)INFINITY};
+    for (u32 k = grp.start; k < grp.end; ++k) {
+        const typename V4<T>::type p = a.sorted[k];
+        lo[0] = min(lo[0], p.x); hi[0] = max(hi[0], p.x);
+        lo[1] = min(lo[1], p.y); hi[1] = max(hi[1], p.y);
+        lo[2] = min(lo[2], p.z); hi[2] = max(hi[2], p.z);
+    }
+    u32 span_base = 0, cell_base = 0;
+    if (WRITE) {
+        span_base = (u32)(a.span_at[g] & 0xffffffffULL);
+        cell_base = (u32)(a.span_at[g] >> 32);
+    }
+    u32 stack[TREE_STACK];
+    int sp = 0;
+    stack[sp++] = 0;
+    u32 ns = 0, nc = 0, sources = 0, cells = 0, span_end = 0xffffffffu, cell_end = 0xffffffffu;
+    while (sp > 0) {
+        const u32 c = stack[--sp];
+        const TreeNode node = a.nodes[c];
+        const typename V4<T>::type o = a.opening[c];
+        const T dx = max(max(lo[0] - o.x, o.x - hi[0]), T(0));
+        const T dy = max(max(lo[1] - o.y, o.y - hi[1]), T(0));
+        const T dz = max(max(lo[2] - o.z, o.z - hi[2]), T(0));
+        const T d2 = dx * dx + dy * dy + dz * dz;
+        const bool holds = node.start < grp.end && grp.start < node.end;
+        if (!holds && d2 > o.w) {
+            if (nc > 0 && cell_end == c) {
+                if (WRITE) a.cell_spans[cell_base + nc - 1].end = c + 1;
+            } else {
+                if (WRITE) {
+                    const Span s = {c, c + 1};
+                    a.cell_spans[cell_base + nc] = s;
+                    a.cell_offset[cell_base + nc] = cells;
+                }
+                ++nc;
+            }
+            cell_end = c + 1;
+            ++cells;
+        } else if (node.children == 0) {
+            if (ns > 0 && span_end == node.start) {
+                if (WRITE) a.spans[span_base + ns - 1].end = node.end;
+            } else {
+                if (WRITE) {
+                    const Span s = {node.start, node.end};
+                    a.spans[span_base + ns] = s;
+                    a.offset[span_base + ns] = sources;
+                }
+                ++ns;
+            }
+            span_end = node.end;
+            sources += node.end - node.start;
+        } else if (sp + (int)node.children > TREE_STACK) {
+            a.counters[TREE_STACK_OVERFLOW] = 1;
+            break;
+        } else {
+            for (int k = (int)node.children - 1; k >= 0; --k) stack[sp++] = node.child + (u32)k;
+        }
+    }
+    const u32 nt = grp.end - grp.start, chunks = (nt + 31) / 32;
+    if (!WRITE) {
+        a.counts[g] = (unsigned long long)ns | (unsigned long long)nc << 32;
+        a.item_counts[g] = (unsigned long long)chunks | (unsigned long long)(nc > 0 ? chunks : 0u) << 32;
+        atomicAdd(&a.tally[0], (unsigned long long)nt * sources);
+        atomicAdd(&a.tally[1], (unsigned long long)nt * cells);
+        return;
+    }
+    const u32 item_base = (u32)(a.item_at[g] & 0xffffffffULL), cell_item_base = (u32)(a.item_at[g] >> 32);
+    for (u32 k = 0; k < chunks; ++k) {
+        const u32 t0 = grp.start + 32 * k, t1 = min(t0 + 32, grp.end);
+        const Item it = {t0, t1, span_base, span_base + ns};
+        a.items[item_base + k] = it;
+        if (nc > 0) {
+            const Item ci = {t0, t1, cell_base, cell_base + nc};
+            a.cell_items[cell_item_base + k] = ci;
+        }
+    }
+}
+
+// The list totals from the scans' last entries (one thread; `capacity` entries scanned,
+// those past the groups zero).
+template <typename T> __device__ void tree_totals(const TreeArgs<T> &a) {
+    const size_t last = (size_t)a.capacity - 1;
+    const unsigned long long spans = a.span_at[last] + a.counts[last], items = a.item_at[last] + a.item_counts[last];
+    a.counters[TREE_SPANS] = (u32)(spans & 0xffffffffULL);
+    a.counters[TREE_CELLS] = (u32)(spans >> 32);
+    a.counters[TREE_ITEMS] = (u32)(items & 0xffffffffULL);
+    a.counters[TREE_CELL_ITEMS] = (u32)(items >> 32);
+}
+
+// Adds the sorted-order results into the caller's order.
+template <typename T> __device__ void tree_scatter(const TreeArgs<T> &a) {
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < a.n; k += gridDim.x * blockDim.x) {
+        const typename V4<T>::type f = a.sorted_out[k];
+        typename V4<T>::type o = a.out[a.index[k]];
+        o.x += f.x;
+        o.y += f.y;
+        o.z += f.z;
+        if (a.potential) o.w += f.w;
+        a.out[a.index[k]] = o;
+    }
+}
+
+#define TREE_KERNEL(NAME, T, STEP, CALL)                                                                               \
+    extern "C" __global__ void nbody_tree_##STEP##_##NAME(const TreeArgs<T> a) { CALL(a); }
+#define TREE_KERNELS(NAME, T)                                                                                          \
+    TREE_KERNEL(NAME, T, reset, tree_reset<T>)                                                                         \
+    TREE_KERNEL(NAME, T, bounds, tree_bounds<T>)                                                                       \
+    TREE_KERNEL(NAME, T, keys, tree_keys<T>)                                                                           \
+    TREE_KERNEL(NAME, T, gather, tree_gather<T>)                                                                       \
+    TREE_KERNEL(NAME, T, split, tree_split<T>)                                                                         \
+    TREE_KERNEL(NAME, T, level, tree_level<T>)                                                                         \
+    TREE_KERNEL(NAME, T, moments, tree_moments<T>)                                                                     \
+    TREE_KERNEL(NAME, T, groups, tree_groups<T>)                                                                       \
+    TREE_KERNEL(NAME, T, count, (tree_walk<T, false>))                                                                 \
+    TREE_KERNEL(NAME, T, fill, (tree_walk<T, true>))                                                                   \
+    TREE_KERNEL(NAME, T, totals, tree_totals<T>)                                                                       \
+    TREE_KERNEL(NAME, T, scatter, tree_scatter<T>)
+TREE_KERNELS(f32, float)
+TREE_KERNELS(f64, double)

@@ -1,0 +1,590 @@
+//! A Barnes–Hut tree that lives on the device: a force evaluation sorts, builds, sums
+//! moments, walks and runs the leaf kernels without the particles or the lists leaving
+//! the GPU (kernels/tree.cuh, CUB's sort and scan from kernels/sort.cu).
+//!
+//! 1. Morton keys over the particles' bounding box (21 bits per axis) and CUB's radix
+//!    sort of (key, index); the particles gathered in key order.
+//! 2. The octree, level by level: every node of more than `leaf_size` particles splits
+//!    into its non-empty octants (a binary search per octant over the sorted keys), at
+//!    most 21 levels deep, so coincident particles end in one leaf instead of an unbounded
+//!    descent.
+//! 3. Moments bottom-up in f64: mass, centre of mass, traceless quadrupole, and `b_max`
+//!    (the farthest particle from the centre of mass), each node's cell record for the
+//!    cell kernel and its opening radius.
+//! 4. Target groups (the largest nodes of at most `group_size` particles, or leaves), one
+//!    walk per group: a node is taken as a cell when it holds none of the group's
+//!    particles and its centre of mass lies farther than `size / theta` from the group's
+//!    box (size `2 b_max` or the node's side); leaves that are not are taken as particle
+//!    spans. The walk runs twice: it counts, CUB scans the counts into places, then it
+//!    writes the lists in the batched kernels' own item form.
+//! 5. The batched particle and cell kernels over those lists, then the results added into
+//!    the caller's order.
+//!
+//! The host reads back two handfuls of counters per force (the node count, to catch a
+//! node array too small, and the list totals, to size the list buffers); nothing else
+//! crosses the bus. Cells are appended in no fixed order, but a walk meets a node's
+//! children in octant order, so the lists, and the forces, are the same run to run.
+//!
+//! ```no_run
+//! use nbody_core::Params;
+//! use nbody_cuda::{CudaExecutor, DeviceTree, TreeSettings};
+//! let mut gpu = CudaExecutor::new()?;
+//! let (bodies, _) = nbody_integrators::ics::plummer::<f32>(1 << 16, 1);
+//! let set = gpu.upload(&bodies)?;
+//! let mut out = gpu.zeroed_fields::<f32>(bodies.len())?;
+//! let mut tree = DeviceTree::new();
+//! let report = gpu.tree_forces(&mut tree, &set, &TreeSettings::new(0.5), &Params::softened(0.01), &mut out)?;
+//! assert!(report.interactions < (1u64 << 32));
+//! # Ok::<(), nbody_core::Error>(())
+//! ```
+
+use crate::args::{null, Ptr, TreeArgs};
+use crate::batch::Buffers;
+use crate::device::cuda;
+use crate::kernels::{count, Kernel, TreeStep};
+use crate::memory::{download, ptr, Scratch};
+use crate::pipeline::driver;
+use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal};
+use cust::event::{Event, EventFlags};
+use nbody_core::cell::Cell;
+use nbody_core::{validate, Error, Field, Overlap, Params, Particle, Softening};
+use std::ffi::{c_int, c_void};
+
+extern "C" {
+    fn nbody_cub_sort_pairs(
+        temp: *mut c_void,
+        temp_bytes: *mut usize,
+        keys_in: *const u64,
+        keys_out: *mut u64,
+        values_in: *const u32,
+        values_out: *mut u32,
+        n: c_int,
+        end_bit: c_int,
+        stream: *mut c_void,
+    ) -> c_int;
+    fn nbody_cub_exclusive_sum(
+        temp: *mut c_void,
+        temp_bytes: *mut usize,
+        input: *const u64,
+        output: *mut u64,
+        n: c_int,
+        stream: *mut c_void,
+    ) -> c_int;
+}
+
+/// The u32 counters of tree.cuh (`TREE_*`) and how many there are.
+const NODES: usize = 0;
+const OVERFLOW: usize = 1;
+const GROUPS: usize = 2;
+const STACK_OVERFLOW: usize = 3;
+const SPANS: usize = 4;
+const CELLS: usize = 5;
+const ITEMS: usize = 6;
+const CELL_ITEMS: usize = 7;
+const COUNTERS: usize = 32;
+/// Levels 0 (the root) to 21: 21 bits of key per axis.
+const DEPTH: i32 = 21;
+/// f64 moments per node (tree.cuh's TREE_MOMENTS).
+const MOMENTS: usize = 12;
+/// Threads per block of the tree's kernels.
+const THREADS: u32 = 256;
+
+/// How a device tree is built and walked.
+///
+/// ```
+/// let s = nbody_cuda::TreeSettings::new(0.6);
+/// assert_eq!((s.theta, s.leaf_size, s.group_size, s.side, s.quadrupole), (0.6, 16, 64, false, true));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TreeSettings {
+    /// Opening angle: a cell of size `s` at distance `d` from a group is taken whole
+    /// when `s < theta d`.
+    pub theta: f64,
+    /// Most particles in a leaf.
+    pub leaf_size: usize,
+    /// Most targets sharing one walk (the batched kernel takes them 32 at a time).
+    pub group_size: usize,
+    /// The size is the node's side (Barnes & Hut) instead of `2 b_max`.
+    pub side: bool,
+    /// Cells carry their quadrupole (else their monopole only).
+    pub quadrupole: bool,
+}
+
+impl TreeSettings {
+    /// Leaves of 16, groups of 64, the `2 b_max` size, quadrupole cells: a walk per group
+    /// is cheap on the device, so small groups pay (fewer interactions per target).
+    pub const fn new(theta: f64) -> Self {
+        Self { theta, leaf_size: 16, group_size: 64, side: false, quadrupole: true }
+    }
+}
+
+/// GPU seconds of each phase of one device tree force (CUDA events).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TreeTimes {
+    /// Bounding box, keys, CUB's sort and the gather.
+    pub sort: f64,
+    /// The octree, level by level.
+    pub build: f64,
+    /// Mass, centre of mass, quadrupole, opening radii.
+    pub moments: f64,
+    /// Groups, both walks and the scans between them.
+    pub walk: f64,
+    /// The batched particle and cell kernels and the scatter to the caller's order.
+    pub kernels: f64,
+}
+
+impl TreeTimes {
+    /// The whole force.
+    pub fn total(&self) -> f64 {
+        self.sort + self.build + self.moments + self.walk + self.kernels
+    }
+}
+
+/// What one device tree force built and computed.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TreeReport {
+    /// Nodes of the octree.
+    pub nodes: usize,
+    /// Target groups (walks).
+    pub groups: usize,
+    /// Particle spans and cell runs in the lists.
+    pub spans: usize,
+    /// Particle-particle interactions.
+    pub interactions: u64,
+    /// Particle-cell interactions.
+    pub cell_interactions: u64,
+    /// Where the time went.
+    pub times: TreeTimes,
+}
+
+/// A device tree's buffers, grown as needed and kept across forces (a simulation's
+/// next force reuses them). Made by [`DeviceTree::new`], used by
+/// [`CudaExecutor::tree_forces`].
+#[derive(Debug, Default)]
+pub struct DeviceTree<T> {
+    keys: Scratch,
+    index: Scratch,
+    sorted: Scratch,
+    sorted_out: Scratch,
+    bounds: Scratch,
+    counters: Scratch,
+    tally: Scratch,
+    nodes: Scratch,
+    parent: Scratch,
+    moments: Scratch,
+    cells: Scratch,
+    opening: Scratch,
+    groups: Scratch,
+    counts: Scratch,
+    item_counts: Scratch,
+    span_at: Scratch,
+    item_at: Scratch,
+    items: Scratch,
+    spans: Scratch,
+    offset: Scratch,
+    cell_items: Scratch,
+    cell_spans: Scratch,
+    cell_offset: Scratch,
+    self_counts: Scratch,
+    temp: Scratch,
+    /// Nodes the node arrays hold (grown when a build runs out).
+    capacity: usize,
+    _t: core::marker::PhantomData<T>,
+}
+
+impl<T: DeviceReal> DeviceTree<T> {
+    /// An empty tree; buffers come with the first force.
+    pub fn new() -> Self {
+        Self {
+            keys: Scratch::default(),
+            index: Scratch::default(),
+            sorted: Scratch::default(),
+            sorted_out: Scratch::default(),
+            bounds: Scratch::default(),
+            counters: Scratch::default(),
+            tally: Scratch::default(),
+            nodes: Scratch::default(),
+            parent: Scratch::default(),
+            moments: Scratch::default(),
+            cells: Scratch::default(),
+            opening: Scratch::default(),
+            groups: Scratch::default(),
+            counts: Scratch::default(),
+            item_counts: Scratch::default(),
+            span_at: Scratch::default(),
+            item_at: Scratch::default(),
+            items: Scratch::default(),
+            spans: Scratch::default(),
+            offset: Scratch::default(),
+            cell_items: Scratch::default(),
+            cell_spans: Scratch::default(),
+            cell_offset: Scratch::default(),
+            self_counts: Scratch::default(),
+            temp: Scratch::default(),
+            capacity: 0,
+            _t: core::marker::PhantomData,
+        }
+    }
+
+    /// An empty tree whose first build starts with room for `nodes` nodes (it grows
+    /// when a build needs more; mostly for tests of that path).
+    ///
+    /// ```
+    /// let tree = nbody_cuda::DeviceTree::<f32>::with_node_capacity(8);
+    /// # drop(tree);
+    /// ```
+    pub fn with_node_capacity(nodes: usize) -> Self {
+        Self { capacity: nodes.max(1), ..Self::new() }
+    }
+
+    /// Per-particle and per-node buffers for `n` particles and `capacity` nodes.
+    fn reserve(&mut self, n: usize, capacity: usize) -> Result<(), Error> {
+        let v4 = size_of::<Particle<T>>();
+        self.keys.reserve(2 * n * 8)?;
+        self.index.reserve(2 * n * 4)?;
+        self.sorted.reserve(n * v4)?;
+        self.sorted_out.reserve(n * v4)?;
+        self.self_counts.reserve(n * 4)?;
+        self.bounds.reserve(6 * 8)?;
+        self.counters.reserve(COUNTERS * 4)?;
+        self.tally.reserve(2 * 8)?;
+        self.nodes.reserve(capacity * 16)?;
+        self.parent.reserve(capacity * 4)?;
+        self.moments.reserve(capacity * MOMENTS * 8)?;
+        self.cells.reserve(capacity * size_of::<Cell<T>>())?;
+        self.opening.reserve(capacity * v4)?;
+        self.groups.reserve(capacity * 8)?;
+        for s in [&mut self.counts, &mut self.item_counts, &mut self.span_at, &mut self.item_at] {
+            s.reserve(capacity * 8)?;
+        }
+        self.capacity = capacity;
+        Ok(())
+    }
+}
+
+/// The address of a reserved scratch buffer (null before its first reservation).
+fn at(s: &Scratch) -> Ptr {
+    s.buf_ref().map_or_else(null, |b| ptr(b))
+}
+
+/// A cudaError_t from sort.cu as an nbody error.
+fn runtime(code: c_int, during: &'static str) -> Result<(), Error> {
+    match code {
+        0 => Ok(()),
+        // cudaErrorMemoryAllocation
+        2 => Err(Error::OutOfMemory { bytes: 0 }),
+        code => Err(Error::Device { during, code: code as u32 }),
+    }
+}
+
+/// Blocks for a grid-stride kernel over at most `items` items.
+fn grid(items: usize) -> u32 {
+    items.div_ceil(THREADS as usize).clamp(1, 4096) as u32
+}
+
+impl CudaExecutor {
+    /// Adds the tree-code field of device-resident `particles` on themselves into `out`
+    /// (the same order); every particle is a target and a source, so `params.overlap` is
+    /// not read. Plummer softening (one ε, or ε = 0 masked); the spline is
+    /// [`Error::Unsupported`] here. Returns once the forces are computed, with what the
+    /// tree held and the phases' GPU times.
+    pub fn tree_forces<T: DeviceReal>(
+        &mut self,
+        tree: &mut DeviceTree<T>,
+        particles: &DeviceParticles<T>,
+        settings: &TreeSettings,
+        params: &Params<T>,
+        out: &mut DeviceFields<T>,
+    ) -> Result<TreeReport, Error> {
+        validate::params(params)?;
+        validate::length("output", particles.len(), out.len())?;
+        if !(settings.theta.is_finite() && settings.theta > 0.0) {
+            return Err(Error::InvalidParameter { name: "theta", requirement: "finite and positive" });
+        }
+        if settings.leaf_size == 0 || settings.group_size == 0 {
+            return Err(Error::InvalidParameter { name: "leaf_size and group_size", requirement: "at least 1" });
+        }
+        if params.softening == Softening::Spline {
+            return Err(Error::Unsupported {
+                operation: "the device tree with spline softening",
+                reason: "its cell kernel softens with Plummer's rule only",
+            });
+        }
+        let n = particles.len();
+        if n == 0 {
+            return Ok(TreeReport::default());
+        }
+        let n_int = count(n)?;
+        self.gpu.make_current()?;
+        if tree.capacity == 0 {
+            tree.capacity = (n / settings.leaf_size.min(n)).max(64) * 2;
+        }
+        let events: Vec<Event> = (0..6)
+            .map(|_| Event::new(EventFlags::DEFAULT).map_err(cuda("creating an event")))
+            .collect::<Result<_, _>>()?;
+        let stream = self.gpu.stream().as_inner() as *mut c_void;
+        let mark =
+            |k: usize, exec: &CudaExecutor| events[k].record(exec.gpu.stream()).map_err(cuda("recording an event"));
+        // Build until the node array holds the tree (a second pass only when it grew).
+        let mut counters = [0u32; COUNTERS];
+        loop {
+            tree.reserve(n, tree.capacity)?;
+            // CUB's scratch for the sort of n keys and the scans of at most `capacity`
+            // counts, reserved before either is queued.
+            let bytes = Self::sort_bytes(n)?.max(Self::scan_bytes(tree.capacity)?);
+            tree.temp.reserve(bytes.max(1))?;
+            let args = self.tree_args(tree, particles, out, settings, params, n_int)?;
+            mark(0, self)?;
+            self.tree_step(TreeStep::Reset, 1, 1, args)?;
+            self.tree_step(TreeStep::Bounds, grid(n), THREADS, args)?;
+            self.tree_step(TreeStep::Keys, grid(n), THREADS, args)?;
+            self.sort_keys(tree, n, stream)?;
+            let sorted_index = TreeArgs { index: at(&tree.index).wrapping_add(n * 4), ..args };
+            self.tree_step(TreeStep::Gather, grid(n), THREADS, sorted_index)?;
+            mark(1, self)?;
+            let sorted_keys = TreeArgs { keys: at(&tree.keys).wrapping_add(n * 8), ..args };
+            for level in 0..DEPTH {
+                self.tree_step(
+                    TreeStep::Split,
+                    grid(n.min(tree.capacity)),
+                    THREADS,
+                    TreeArgs { level, ..sorted_keys },
+                )?;
+                self.tree_step(TreeStep::Level, 1, 1, TreeArgs { level, ..args })?;
+            }
+            mark(2, self)?;
+            self.read_counters(tree, &mut counters)?;
+            if counters[OVERFLOW] == 0 {
+                break;
+            }
+            tree.capacity = (counters[NODES] as usize).max(tree.capacity) * 3 / 2;
+        }
+        let nodes = counters[NODES] as usize;
+        let args = TreeArgs {
+            index: at(&tree.index).wrapping_add(n * 4),
+            ..self.tree_args(tree, particles, out, settings, params, n_int)?
+        };
+        for level in (0..=DEPTH).rev() {
+            self.tree_step(TreeStep::Moments, grid(n.min(nodes)), THREADS, TreeArgs { level, ..args })?;
+        }
+        mark(3, self)?;
+        // Groups and the counting walk over every node's slot (those past the groups stay
+        // zero for the scans).
+        for s in [&tree.counts, &tree.item_counts] {
+            let raw = at(s).as_raw();
+            // SAFETY: both hold `capacity >= nodes` u64s; ordered on this stream.
+            driver(unsafe { cust::sys::cuMemsetD8Async(raw, 0, nodes * 8, stream.cast()) }, "clearing the counts")?;
+        }
+        self.tree_step(TreeStep::Groups, grid(nodes), THREADS, args)?;
+        let walk_blocks = nodes.div_ceil(128) as u32;
+        self.tree_step(TreeStep::Count, walk_blocks, 128, args)?;
+        Self::scan(&tree.temp, at(&tree.counts), at(&tree.span_at), nodes, stream)?;
+        Self::scan(&tree.temp, at(&tree.item_counts), at(&tree.item_at), nodes, stream)?;
+        self.tree_step(TreeStep::Totals, 1, 1, TreeArgs { capacity: count(nodes)?, ..args })?;
+        self.read_counters(tree, &mut counters)?;
+        if counters[STACK_OVERFLOW] != 0 {
+            return Err(Error::Device { during: "walking the tree (stack overflow)", code: 0 });
+        }
+        let (spans, cells) = (counters[SPANS] as usize, counters[CELLS] as usize);
+        let (items, cell_items) = (counters[ITEMS] as usize, counters[CELL_ITEMS] as usize);
+        tree.items.reserve(items * 16)?;
+        tree.spans.reserve(spans * 8)?;
+        tree.offset.reserve(spans * 4)?;
+        tree.cell_items.reserve(cell_items * 16)?;
+        tree.cell_spans.reserve(cells * 8)?;
+        tree.cell_offset.reserve(cells * 4)?;
+        let args = TreeArgs {
+            items: at(&tree.items),
+            spans: at(&tree.spans),
+            offset: at(&tree.offset),
+            cell_items: at(&tree.cell_items),
+            cell_spans: at(&tree.cell_spans),
+            cell_offset: at(&tree.cell_offset),
+            ..args
+        };
+        self.tree_step(TreeStep::Fill, walk_blocks, 128, args)?;
+        mark(4, self)?;
+        let v4 = size_of::<Particle<T>>();
+        // SAFETY: sorted_out holds n fields; ordered on this stream.
+        let r = unsafe { cust::sys::cuMemsetD8Async(at(&tree.sorted_out).as_raw(), 0, n * v4, stream.cast()) };
+        driver(r, "clearing the tree's outputs")?;
+        // SAFETY: self_counts holds n u32s; ordered on this stream.
+        let r = unsafe { cust::sys::cuMemsetD32Async(at(&tree.self_counts).as_raw(), 1, n, stream.cast()) };
+        driver(r, "setting the self counts")?;
+        // Every particle lies in exactly one of its group's leaf spans: one self term each.
+        let bufs = Buffers {
+            particles: at(&tree.sorted),
+            items: args.items,
+            spans: args.spans,
+            offsets: args.offset,
+            self_counts: at(&tree.self_counts),
+            out: at(&tree.sorted_out),
+            lengths: null(),
+        };
+        self.launch_batch(&bufs, items, n, params, None)?;
+        if cell_items > 0 {
+            let cell_bufs =
+                Buffers { items: args.cell_items, spans: args.cell_spans, offsets: args.cell_offset, ..bufs };
+            self.launch_cells(&cell_bufs, args.cells, cell_items, n, &params.with_overlap(Overlap::Disjoint))?;
+        }
+        self.tree_step(TreeStep::Scatter, grid(n), THREADS, args)?;
+        mark(5, self)?;
+        events[5].synchronize().map_err(cuda("running the device tree"))?;
+        let mut tally = [0u64; 2];
+        download(tree.tally.buf_ref().expect("reserved"), bytemuck::cast_slice_mut(&mut tally))?;
+        let secs = |a: usize, b: usize| -> Result<f64, Error> {
+            let ms = events[b].elapsed_time_f32(&events[a]).map_err(cuda("reading an event"))?;
+            Ok(ms as f64 * 1e-3)
+        };
+        Ok(TreeReport {
+            nodes,
+            groups: counters[GROUPS] as usize,
+            spans: spans + cells,
+            interactions: tally[0],
+            cell_interactions: tally[1],
+            times: TreeTimes {
+                sort: secs(0, 1)?,
+                build: secs(1, 2)?,
+                moments: secs(2, 3)?,
+                walk: secs(3, 4)?,
+                kernels: secs(4, 5)?,
+            },
+        })
+    }
+
+    /// [`CudaExecutor::tree_forces`] for host slices: uploads `particles`, runs the
+    /// device tree and adds its field into `out`.
+    pub fn tree_forces_host<T: DeviceReal>(
+        &mut self,
+        tree: &mut DeviceTree<T>,
+        particles: &[Particle<T>],
+        settings: &TreeSettings,
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<TreeReport, Error> {
+        validate::length("output", particles.len(), out.len())?;
+        let set = self.upload(particles)?;
+        let mut fields = self.zeroed_fields::<T>(particles.len())?;
+        let report = self.tree_forces(tree, &set, settings, params, &mut fields)?;
+        let mut got = vec![Field::zero(); particles.len()];
+        self.download(&fields, &mut got)?;
+        for (o, f) in out.iter_mut().zip(&got) {
+            let phi = if params.potential { o.phi + f.phi } else { o.phi };
+            *o = Field::new(o.ax + f.ax, o.ay + f.ay, o.az + f.az, phi);
+        }
+        Ok(report)
+    }
+
+    /// The arguments every tree kernel shares (the unsorted keys and indices; the walk's
+    /// list buffers null until they are sized).
+    fn tree_args<T: DeviceReal>(
+        &self,
+        tree: &DeviceTree<T>,
+        particles: &DeviceParticles<T>,
+        out: &DeviceFields<T>,
+        settings: &TreeSettings,
+        params: &Params<T>,
+        n: i32,
+    ) -> Result<TreeArgs<T>, Error> {
+        Ok(TreeArgs {
+            particles: ptr(&particles.buf),
+            sorted: at(&tree.sorted),
+            sorted_out: at(&tree.sorted_out),
+            out: ptr(&out.buf),
+            keys: at(&tree.keys),
+            index: at(&tree.index),
+            bounds: at(&tree.bounds),
+            counters: at(&tree.counters),
+            tally: at(&tree.tally),
+            nodes: at(&tree.nodes),
+            parent: at(&tree.parent),
+            moments: at(&tree.moments),
+            cells: at(&tree.cells),
+            opening: at(&tree.opening),
+            groups: at(&tree.groups),
+            counts: at(&tree.counts),
+            item_counts: at(&tree.item_counts),
+            span_at: at(&tree.span_at),
+            item_at: at(&tree.item_at),
+            items: null(),
+            spans: null(),
+            offset: null(),
+            cell_items: null(),
+            cell_spans: null(),
+            cell_offset: null(),
+            theta: T::from_f64(settings.theta),
+            n,
+            capacity: count(tree.capacity)?,
+            leaf_size: count(settings.leaf_size.min(i32::MAX as usize))?,
+            group_size: count(settings.group_size.min(i32::MAX as usize))?,
+            level: 0,
+            opening_side: settings.side as i32,
+            quadrupole: settings.quadrupole as i32,
+            potential: params.potential as i32,
+        })
+    }
+
+    fn tree_step<T: DeviceReal>(
+        &self,
+        step: TreeStep,
+        blocks: u32,
+        threads: u32,
+        args: TreeArgs<T>,
+    ) -> Result<(), Error> {
+        let kernel = Kernel::Tree { tag: T::FAMILY, step };
+        // SAFETY: every address in `args` is a buffer of this tree reserved for the sizes
+        // the kernels index (n particles, `capacity` nodes, the sized lists), or null
+        // where the step does not read it.
+        unsafe { self.launch(kernel, blocks, threads, args, "launching a device tree kernel") }
+    }
+
+    /// Scratch bytes CUB's sort of `n` keys needs.
+    fn sort_bytes(n: usize) -> Result<usize, Error> {
+        let mut bytes = 0usize;
+        let (k, v) = (std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: a null scratch only asks for its size; nothing is read or written.
+        let r = unsafe { nbody_cub_sort_pairs(std::ptr::null_mut(), &mut bytes, k, k, v, v, count(n)?, 63, k.cast()) };
+        runtime(r, "sizing CUB's sort").map(|_| bytes)
+    }
+
+    /// Scratch bytes CUB's exclusive sum of `len` u64s needs.
+    fn scan_bytes(len: usize) -> Result<usize, Error> {
+        let mut bytes = 0usize;
+        let p = std::ptr::null_mut();
+        // SAFETY: a null scratch only asks for its size; nothing is read or written.
+        let r = unsafe { nbody_cub_exclusive_sum(std::ptr::null_mut(), &mut bytes, p, p, count(len)?, p.cast()) };
+        runtime(r, "sizing CUB's scan").map(|_| bytes)
+    }
+
+    /// CUB's radix sort of the keys and indices (first halves) into the second halves,
+    /// with the scratch reserved for it.
+    fn sort_keys<T: DeviceReal>(&self, tree: &DeviceTree<T>, n: usize, stream: *mut c_void) -> Result<(), Error> {
+        let (keys, index) = (at(&tree.keys).as_raw() as usize, at(&tree.index).as_raw() as usize);
+        let (k_in, k_out) = (keys as *const u64, (keys + n * 8) as *mut u64);
+        let (v_in, v_out) = (index as *const u32, (index + n * 4) as *mut u32);
+        let mut bytes = tree.temp.buf_ref().map_or(0, |b| b.len());
+        let temp = at(&tree.temp).as_raw() as *mut c_void;
+        // SAFETY: keys and index hold 2n entries each, the scratch `bytes` (at least what
+        // sort_bytes asked for); the sort runs on this executor's stream, in its primary
+        // context, which the static runtime picks up.
+        let r = unsafe { nbody_cub_sort_pairs(temp, &mut bytes, k_in, k_out, v_in, v_out, count(n)?, 63, stream) };
+        runtime(r, "sorting the Morton keys")
+    }
+
+    /// CUB's exclusive sum of `len` u64s from `input` into `output`.
+    fn scan(temp: &Scratch, input: Ptr, output: Ptr, len: usize, stream: *mut c_void) -> Result<(), Error> {
+        let (i, o) = (input.as_raw() as *const u64, output.as_raw() as *mut u64);
+        let mut bytes = temp.buf_ref().map_or(0, |b| b.len());
+        // SAFETY: input and output hold at least `len` u64s, the scratch at least what
+        // scan_bytes asked for `capacity >= len`.
+        let r =
+            unsafe { nbody_cub_exclusive_sum(at(temp).as_raw() as *mut c_void, &mut bytes, i, o, count(len)?, stream) };
+        runtime(r, "scanning the walk's counts")
+    }
+
+    /// Waits for the stream and reads the counters.
+    fn read_counters<T: DeviceReal>(&self, tree: &DeviceTree<T>, into: &mut [u32; COUNTERS]) -> Result<(), Error> {
+        self.gpu.stream().synchronize().map_err(cuda("building the device tree"))?;
+        download(tree.counters.buf_ref().expect("reserved"), bytemuck::cast_slice_mut(into))
+    }
+}

@@ -1,0 +1,203 @@
+//! The device tree (nbody_cuda::tree) against the f64 oracle: exact where no cell is
+//! taken, within its expansion's error where cells are, the degenerate inputs, the node
+//! array grown when a build runs out, and bad input.
+
+use nbody_conformance::Failed;
+use nbody_core::oracle::{self, Exact};
+use nbody_core::{Error, Field, Params, Particle, Real};
+use nbody_cuda::{CudaExecutor, DeviceReal, DeviceTree, TreeSettings};
+
+/// `params` with the potential summed.
+fn with_potential<T: Real>(mut params: Params<T>) -> Params<T> {
+    params.potential = true;
+    params
+}
+
+fn err(e: Error) -> Failed {
+    format!("{e}").into()
+}
+
+/// The oracle's field of `ps` on themselves.
+fn exact<T: Real>(ps: &[Particle<T>], params: &Params<T>) -> Vec<Exact> {
+    let mut out = vec![Exact::default(); ps.len()];
+    oracle::field(ps, None, ps, None, &params.with_overlap_identical(), &mut out).expect("valid input");
+    out
+}
+
+/// Relative acceleration errors, sorted, and the largest potential error relative to
+/// the largest |phi|.
+fn errors<T: Real>(got: &[Field<T>], want: &[Exact]) -> (Vec<f64>, f64) {
+    let mut rel: Vec<f64> = got
+        .iter()
+        .zip(want)
+        .map(|(g, w)| {
+            let d = [g.ax.to_f64() - w.acc[0], g.ay.to_f64() - w.acc[1], g.az.to_f64() - w.acc[2]];
+            let norm = (w.acc[0].powi(2) + w.acc[1].powi(2) + w.acc[2].powi(2)).sqrt();
+            (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt() / norm.max(f64::MIN_POSITIVE)
+        })
+        .collect();
+    rel.sort_by(f64::total_cmp);
+    let scale = want.iter().map(|w| w.phi.abs()).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+    let phi = got.iter().zip(want).map(|(g, w)| (g.phi.to_f64() - w.phi).abs()).fold(0.0, f64::max) / scale;
+    (rel, phi)
+}
+
+fn forces<T: DeviceReal>(
+    gpu: &mut CudaExecutor,
+    tree: &mut DeviceTree<T>,
+    ps: &[Particle<T>],
+    settings: &TreeSettings,
+    params: &Params<T>,
+) -> Result<Vec<Field<T>>, Failed> {
+    let mut out = vec![Field::zero(); ps.len()];
+    gpu.tree_forces_host(tree, ps, settings, params, &mut out).map_err(err)?;
+    Ok(out)
+}
+
+/// theta so small that every node is opened: the lists are every particle once, so the
+/// tree is direct summation, to the precision's roundoff; and twice the same (the lists
+/// do not depend on the order nodes were appended in).
+fn exact_when_nothing_is_accepted<T: DeviceReal>(bound: f64) -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(err)?;
+    let (ps, _) = nbody_integrators::ics::plummer::<T>(3000, 5);
+    let params = with_potential(Params::softened(T::from_f64(0.01)));
+    let want = exact(&ps, &params);
+    for (leaf, group) in [(16, 64), (1, 1), (64, 700)] {
+        let settings = TreeSettings { theta: 1e-6, leaf_size: leaf, group_size: group, ..TreeSettings::new(0.5) };
+        let mut tree = DeviceTree::new();
+        let got = forces(&mut gpu, &mut tree, &ps, &settings, &params)?;
+        let (rel, phi) = errors(&got, &want);
+        let worst = rel[rel.len() - 1];
+        if worst > bound || phi > bound {
+            return Err(format!("{}: leaves {leaf}, groups {group}: worst {worst:e}, phi {phi:e}", T::NAME).into());
+        }
+        let again = forces(&mut gpu, &mut tree, &ps, &settings, &params)?;
+        if again != got {
+            return Err(format!("{}: a second force differs from the first", T::NAME).into());
+        }
+    }
+    Ok(())
+}
+
+/// theta = 0.5 on a Plummer sphere: quadrupole cells within their expansion's error
+/// (median at most 1e-3, 99th percentile at most 1e-2), and better than monopoles.
+fn accurate_at_half() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(err)?;
+    let (ps, _) = nbody_integrators::ics::plummer::<f32>(20_000, 3);
+    let params = with_potential(Params::softened(1.0 / 256.0));
+    let want = exact(&ps, &params);
+    let mut medians = Vec::new();
+    for quadrupole in [true, false] {
+        let settings = TreeSettings { quadrupole, ..TreeSettings::new(0.5) };
+        let got = forces(&mut gpu, &mut DeviceTree::new(), &ps, &settings, &params)?;
+        let (rel, phi) = errors(&got, &want);
+        let (median, p99) = (rel[rel.len() / 2], rel[rel.len() * 99 / 100]);
+        println!("device tree theta 0.5 quadrupole {quadrupole}: median {median:.2e}, 99% {p99:.2e}, phi {phi:.2e}");
+        if quadrupole && (median > 1e-3 || p99 > 1e-2 || phi > 1e-3) {
+            return Err(format!("quadrupole cells: median {median:e}, 99% {p99:e}, phi {phi:e}").into());
+        }
+        medians.push(median);
+    }
+    if medians[0] >= medians[1] {
+        return Err(format!("quadrupole median {:e} not below monopole {:e}", medians[0], medians[1]).into());
+    }
+    Ok(())
+}
+
+/// One particle, two, a hundred at one point (the depth stops at 21 levels), a tight
+/// pair inside a cloud, eps = 0; outputs are added to, not overwritten.
+fn degenerate_inputs() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(err)?;
+    let mut tree = DeviceTree::<f64>::new();
+    let (cloud, _) = nbody_integrators::ics::plummer::<f64>(500, 9);
+    let mut tight = cloud.clone();
+    tight[7] = Particle::new(tight[3].x + 1e-12, tight[3].y, tight[3].z, tight[3].m);
+    let cases: Vec<(&str, Vec<Particle<f64>>, f64)> = vec![
+        ("one particle", vec![Particle::new(1.0, 2.0, 3.0, 1.0)], 0.01),
+        ("two particles", vec![Particle::new(0.0, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 2.0)], 0.01),
+        ("a hundred at one point", vec![Particle::new(0.5, 0.5, 0.5, 0.01); 100], 0.01),
+        ("a tight pair in a cloud", tight, 0.01),
+        ("unsoftened", cloud, 0.0),
+    ];
+    for (what, ps, eps) in cases {
+        let params = with_potential(Params::softened(eps));
+        let want = exact(&ps, &params);
+        let settings = TreeSettings { theta: 0.3, leaf_size: 4, group_size: 8, ..TreeSettings::new(0.3) };
+        let mut out = vec![Field::new(1.0, 1.0, 1.0, 1.0); ps.len()];
+        gpu.tree_forces_host(&mut tree, &ps, &settings, &params, &mut out).map_err(err)?;
+        for (k, (g, w)) in out.iter().zip(&want).enumerate() {
+            let scale = (w.acc[0].powi(2) + w.acc[1].powi(2) + w.acc[2].powi(2)).sqrt().max(1e-3);
+            let da = [g.ax - 1.0 - w.acc[0], g.ay - 1.0 - w.acc[1], g.az - 1.0 - w.acc[2]];
+            let e = (da[0] * da[0] + da[1] * da[1] + da[2] * da[2]).sqrt() / scale;
+            let ep = (g.phi - 1.0 - w.phi).abs() / w.phi.abs().max(1e-3);
+            if !(e < 1e-2 && ep < 1e-2) {
+                return Err(format!("{what}: particle {k}: acceleration error {e:e}, potential error {ep:e}").into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A node array far too small at first: the build notices, grows it and gives the
+/// answer a roomy one gives.
+fn grows_its_node_array() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(err)?;
+    let (ps, _) = nbody_integrators::ics::plummer::<f32>(5000, 2);
+    let params = Params::softened(0.01f32);
+    let settings = TreeSettings { leaf_size: 2, ..TreeSettings::new(0.5) };
+    let roomy = forces(&mut gpu, &mut DeviceTree::new(), &ps, &settings, &params)?;
+    let mut small = DeviceTree::with_node_capacity(8);
+    let grown = forces(&mut gpu, &mut small, &ps, &settings, &params)?;
+    if grown != roomy {
+        return Err("a tree grown from 8 nodes differs from one built in room".into());
+    }
+    Ok(())
+}
+
+/// Bad settings and the spline are clear errors; nothing is written.
+fn bad_input() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(err)?;
+    let ps = vec![Particle::new(0.0f32, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+    let mut out = vec![Field::new(7.0f32, 7.0, 7.0, 7.0); 2];
+    let mut tree = DeviceTree::new();
+    let params = Params::softened(0.01f32);
+    let cases = [
+        (TreeSettings::new(0.0), params, "theta 0"),
+        (TreeSettings::new(f64::NAN), params, "theta NaN"),
+        (TreeSettings { leaf_size: 0, ..TreeSettings::new(0.5) }, params, "leaf size 0"),
+        (TreeSettings::new(0.5), params.with_softening(nbody_core::Softening::Spline), "the spline"),
+    ];
+    for (settings, params, what) in cases {
+        match gpu.tree_forces_host(&mut tree, &ps, &settings, &params, &mut out) {
+            Err(Error::InvalidParameter { .. } | Error::Unsupported { .. }) => {}
+            other => return Err(format!("{what}: expected a clear error, got {other:?}").into()),
+        }
+    }
+    if out.iter().any(|f| *f != Field::new(7.0, 7.0, 7.0, 7.0)) {
+        return Err("a refused call wrote into the output".into());
+    }
+    let bad = vec![Particle::new(f32::NAN, 0.0, 0.0, 1.0)];
+    match gpu.tree_forces_host(&mut tree, &bad, &TreeSettings::new(0.5), &params, &mut out[..1]) {
+        Err(Error::NonFinite { .. }) => Ok(()),
+        other => Err(format!("a NaN position: expected NonFinite, got {other:?}").into()),
+    }
+}
+
+/// A named check.
+type Check = (&'static str, fn() -> Result<(), Failed>);
+
+/// The device tree's checks, named for the suite.
+pub(crate) fn checks() -> Vec<Check> {
+    vec![
+        ("device_tree_f32_is_direct_summation_when_nothing_is_accepted", || {
+            exact_when_nothing_is_accepted::<f32>(2e-5)
+        }),
+        ("device_tree_f64_is_direct_summation_when_nothing_is_accepted", || {
+            exact_when_nothing_is_accepted::<f64>(1e-12)
+        }),
+        ("device_tree_quadrupole_cells_at_theta_half", accurate_at_half),
+        ("device_tree_degenerate_inputs", degenerate_inputs),
+        ("device_tree_grows_its_node_array", grows_its_node_array),
+        ("device_tree_bad_input_is_a_clear_error", bad_input),
+    ]
+}
