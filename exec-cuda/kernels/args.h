@@ -230,8 +230,8 @@ struct TreeNode {
     F(Span *, spans)                                                                                                   \
     F(u32 *, offset)                                                                                                   \
     F(Item *, cell_items)                                                                                              \
-    F(Span *, cell_spans)                                                                                              \
-    F(u32 *, cell_offset)                                                                                              \
+    F(u32 *, cell_index)                                                                                               \
+    F(u32 *, stack)                                                                                                    \
     F(T, theta)                                                                                                        \
     F(int, n)                                                                                                          \
     F(int, capacity)                                                                                                   \

@@ -875,7 +875,9 @@ __device__ __forceinline__ void cell_interact(const typename V4<C>::type &t, con
 // takes every fourth. Mixed precision: targets and cell centres in the block's frame,
 // their float parts only (a cell is far: the rounding of its offset is relative to the
 // distance).
-template <typename T, typename C, bool POT>
+// INDEXED: the item's [span_first, span_last) indexes a flat array of cell indices (the
+// device tree's lists, one entry per cell) instead of spans: no search per source.
+template <typename T, typename C, bool POT, bool INDEXED>
 __device__ __forceinline__ void batched_cells(const typename V4<T>::type *__restrict__ particles,
                                               const CellRec<T> *__restrict__ cells, const Item *__restrict__ items,
                                               const Span *__restrict__ spans, const u32 *__restrict__ offset,
@@ -891,18 +893,26 @@ __device__ __forceinline__ void batched_cells(const typename V4<T>::type *__rest
     const typename V4<C>::type p = high(frame.apply(active ? particles[i] : zero4<T>())).p;
     C ax = 0, ay = 0, az = 0, phi = 0;
     const u32 last = item.span_last - 1;
-    const u32 total = offset[last] + (spans[last].end - spans[last].start);
+    const u32 *index = (const u32 *)spans;
+    const u32 total =
+        INDEXED ? item.span_last - item.span_first : offset[last] + (spans[last].end - spans[last].start);
     for (u32 base = 0; base < total; base += B) {
         const u32 flat = base + threadIdx.x;
         // Padding: a massless cell without moments adds exactly nothing.
         CellC<C> c = {0, 0, 0, 0, {0, 0, 0, 0, 0, 0}};
         if (flat < total) {
-            u32 lo = item.span_first, hi = last;
-            while (lo < hi) {
-                const u32 mid = (lo + hi + 1) / 2;
-                if (offset[mid] <= flat) lo = mid; else hi = mid - 1;
+            u32 k;
+            if (INDEXED) {
+                k = index[item.span_first + flat];
+            } else {
+                u32 lo = item.span_first, hi = last;
+                while (lo < hi) {
+                    const u32 mid = (lo + hi + 1) / 2;
+                    if (offset[mid] <= flat) lo = mid; else hi = mid - 1;
+                }
+                k = spans[lo].start + (flat - offset[lo]);
             }
-            const CellRec<T> r = cells[spans[lo].start + (flat - offset[lo])];
+            const CellRec<T> r = cells[k];
             typename V4<T>::type centre;
             centre.x = r.x; centre.y = r.y; centre.z = r.z; centre.w = r.m;
             const typename V4<C>::type f = high(frame.apply(centre)).p;
@@ -1143,7 +1153,10 @@ SHUFFLE_ALL(double, float, mixed)
 
 #define CELLS(T, C, NAME, POT)                                                                                         \
     extern "C" __global__ void __launch_bounds__(128) nbody_cells_##NAME##_p##POT(const CellArgs<T> a) {              \
-        batched_cells<T, C, POT>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.eps2, a.g);                 \
+        batched_cells<T, C, POT, false>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.eps2, a.g);          \
+    }                                                                                                                  \
+    extern "C" __global__ void __launch_bounds__(128) nbody_cells_##NAME##_p##POT##_indexed(const CellArgs<T> a) {    \
+        batched_cells<T, C, POT, true>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.eps2, a.g);           \
     }
 
 #define PER_PRECISION(T, C, NAME)                                                                                       \

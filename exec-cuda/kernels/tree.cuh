@@ -19,7 +19,8 @@
 #define TREE_LEVELS 8
 // Morton keys of 21 bits per axis: levels 0 (the root) to 21.
 #define TREE_DEPTH 21
-#define TREE_STACK 192
+// Stack entries per walking warp (src/tree.rs's WARP_STACK).
+#define TREE_WARP_STACK 4096
 #define TREE_MOMENTS 12
 
 // Doubles as unsigned integers in the same order, for atomicMin/atomicMax.
@@ -263,113 +264,164 @@ template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
     }
 }
 
-// Target groups: the largest nodes of at most group_size particles, and leaves of more
-// (a node is one when it qualifies and its parent does not).
+// Target groups: runs of consecutive children of one node, packed in order while they
+// hold at most group_size particles together, for every node of more than group_size
+// with children (a child of more is a node of its own, or a group alone when it is a
+// leaf); the root alone when it holds at most group_size or is a leaf. Siblings are
+// close in space, and packing them fills the batched kernel's items of 32 targets, which
+// the octree's own nodes of at most group_size (often an eighth of it) would not.
 template <typename T> __device__ void tree_groups(const TreeArgs<T> &a) {
-    const u32 nodes = min(a.counters[TREE_NODES], (u32)a.capacity);
+    const u32 nodes = min(a.counters[TREE_NODES], (u32)a.capacity), most = (u32)a.group_size;
     for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < nodes; c += gridDim.x * blockDim.x) {
         const TreeNode node = a.nodes[c];
-        const bool small = node.end - node.start <= (u32)a.group_size || node.children == 0;
-        if (!small) continue;
-        if (c != 0) {
-            const TreeNode up = a.nodes[a.parent[c]];
-            if (up.end - up.start <= (u32)a.group_size) continue;
+        if (c == 0 && (node.end - node.start <= most || node.children == 0)) {
+            const Span g = {node.start, node.end};
+            a.groups[atomicAdd(&a.counters[TREE_GROUPS], 1u)] = g;
         }
-        const Span g = {node.start, node.end};
-        a.groups[atomicAdd(&a.counters[TREE_GROUPS], 1u)] = g;
+        if (node.end - node.start <= most || node.children == 0) continue;
+        Span run = {0u, 0u};
+        for (u32 ch = node.child; ch < node.child + node.children; ++ch) {
+            const TreeNode k = a.nodes[ch];
+            const u32 len = k.end - k.start;
+            if (len > most && k.children != 0) continue;
+            if (run.end > run.start && (run.end != k.start || run.end - run.start + len > most)) {
+                a.groups[atomicAdd(&a.counters[TREE_GROUPS], 1u)] = run;
+                run.start = run.end = 0u;
+            }
+            if (run.end == run.start) run.start = k.start;
+            run.end = k.end;
+        }
+        if (run.end > run.start) a.groups[atomicAdd(&a.counters[TREE_GROUPS], 1u)] = run;
     }
 }
 
-// One group's walk (one thread): depth first from the root, children in order; a node
-// that does not hold any of the group's particles and whose centre of mass lies farther
-// from the group's box than its reach is taken as a cell, a leaf otherwise as its
-// particle span, anything else opened. Adjacent spans and runs of sibling cells merge.
-// WRITE = false counts (spans, cells, items, interactions); WRITE = true writes the list
-// at the group's place in the scans, with its items (32 targets each).
+// Lane k's exclusive prefix sum of x over the warp; `total` gets the warp's sum.
+__device__ __forceinline__ u32 warp_exclusive(u32 x, u32 &total) {
+    const int lane = threadIdx.x & 31;
+    u32 inc = x;
+    for (int o = 1; o < 32; o *= 2) {
+        const u32 y = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= o) inc += y;
+    }
+    total = __shfl_sync(0xffffffffu, inc, 31);
+    return inc - x;
+}
+
+// One group's walk per warp, the warps striding over the groups. The warp pops up to 32
+// nodes off its stack (in global memory, TREE_WARP_STACK entries per warp) and tests
+// one per lane: a node that holds none of the group's particles and whose centre of
+// mass lies farther than its reach from the group's box is taken as a cell, a leaf
+// otherwise as its particle span, anything else is opened (its children pushed, in
+// order). Cells (as indices) and spans go out with warp prefix sums; neighbouring lanes'
+// adjacent leaf ranges merge into one span. WRITE = false counts
+// (spans, cells, items, interactions); WRITE = true writes the list at the group's place
+// in the scans, and its items (32 targets each).
 template <typename T, bool WRITE> __device__ void tree_walk(const TreeArgs<T> &a) {
-    const u32 g = blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= a.counters[TREE_GROUPS]) return;
-    const Span grp = a.groups[g];
-    T lo[3] = {(T)INFINITY, (T)INFINITY, (T)INFINITY}, hi[3] = {-(T)INFINITY, -(T)INFINITY, -(T)INFINITY};
-    for (u32 k = grp.start; k < grp.end; ++k) {
-        const typename V4<T>::type p = a.sorted[k];
-        lo[0] = min(lo[0], p.x); hi[0] = max(hi[0], p.x);
-        lo[1] = min(lo[1], p.y); hi[1] = max(hi[1], p.y);
-        lo[2] = min(lo[2], p.z); hi[2] = max(hi[2], p.z);
-    }
-    u32 span_base = 0, cell_base = 0;
-    if (WRITE) {
-        span_base = (u32)(a.span_at[g] & 0xffffffffULL);
-        cell_base = (u32)(a.span_at[g] >> 32);
-    }
-    u32 stack[TREE_STACK];
-    int sp = 0;
-    stack[sp++] = 0;
-    u32 ns = 0, nc = 0, sources = 0, cells = 0, span_end = 0xffffffffu, cell_end = 0xffffffffu;
-    while (sp > 0) {
-        const u32 c = stack[--sp];
-        const TreeNode node = a.nodes[c];
-        const typename V4<T>::type o = a.opening[c];
-        const T dx = max(max(lo[0] - o.x, o.x - hi[0]), T(0));
-        const T dy = max(max(lo[1] - o.y, o.y - hi[1]), T(0));
-        const T dz = max(max(lo[2] - o.z, o.z - hi[2]), T(0));
-        const T d2 = dx * dx + dy * dy + dz * dz;
-        const bool holds = node.start < grp.end && grp.start < node.end;
-        if (!holds && d2 > o.w) {
-            if (nc > 0 && cell_end == c) {
-                if (WRITE) a.cell_spans[cell_base + nc - 1].end = c + 1;
-            } else {
-                if (WRITE) {
-                    const Span s = {c, c + 1};
-                    a.cell_spans[cell_base + nc] = s;
-                    a.cell_offset[cell_base + nc] = cells;
-                }
-                ++nc;
-            }
-            cell_end = c + 1;
-            ++cells;
-        } else if (node.children == 0) {
-            if (ns > 0 && span_end == node.start) {
-                if (WRITE) a.spans[span_base + ns - 1].end = node.end;
-            } else {
-                if (WRITE) {
-                    const Span s = {node.start, node.end};
-                    a.spans[span_base + ns] = s;
-                    a.offset[span_base + ns] = sources;
-                }
-                ++ns;
-            }
-            span_end = node.end;
-            sources += node.end - node.start;
-        } else if (sp + (int)node.children > TREE_STACK) {
-            a.counters[TREE_STACK_OVERFLOW] = 1;
-            break;
-        } else {
-            for (int k = (int)node.children - 1; k >= 0; --k) stack[sp++] = node.child + (u32)k;
+    const unsigned full = 0xffffffffu;
+    const int lane = threadIdx.x & 31;
+    const unsigned below = (1u << lane) - 1u;
+    const u32 warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, warps = (gridDim.x * blockDim.x) >> 5;
+    u32 *stack = a.stack + (size_t)warp * TREE_WARP_STACK;
+    const u32 groups = a.counters[TREE_GROUPS];
+    for (u32 g = warp; g < groups; g += warps) {
+        const Span grp = a.groups[g];
+        T lo[3] = {(T)INFINITY, (T)INFINITY, (T)INFINITY}, hi[3] = {-(T)INFINITY, -(T)INFINITY, -(T)INFINITY};
+        for (u32 k = grp.start + lane; k < grp.end; k += 32) {
+            const typename V4<T>::type p = a.sorted[k];
+            lo[0] = min(lo[0], p.x); hi[0] = max(hi[0], p.x);
+            lo[1] = min(lo[1], p.y); hi[1] = max(hi[1], p.y);
+            lo[2] = min(lo[2], p.z); hi[2] = max(hi[2], p.z);
         }
-    }
-    const u32 nt = grp.end - grp.start, chunks = (nt + 31) / 32;
-    if (!WRITE) {
-        a.counts[g] = (unsigned long long)ns | (unsigned long long)nc << 32;
-        a.item_counts[g] = (unsigned long long)chunks | (unsigned long long)(nc > 0 ? chunks : 0u) << 32;
-        atomicAdd(&a.tally[0], (unsigned long long)nt * sources);
-        atomicAdd(&a.tally[1], (unsigned long long)nt * cells);
-        return;
-    }
-    const u32 item_base = (u32)(a.item_at[g] & 0xffffffffULL), cell_item_base = (u32)(a.item_at[g] >> 32);
-    for (u32 k = 0; k < chunks; ++k) {
-        const u32 t0 = grp.start + 32 * k, t1 = min(t0 + 32, grp.end);
-        const Item it = {t0, t1, span_base, span_base + ns};
-        a.items[item_base + k] = it;
-        if (nc > 0) {
-            const Item ci = {t0, t1, cell_base, cell_base + nc};
-            a.cell_items[cell_item_base + k] = ci;
+        for (int d = 0; d < 3; ++d) {
+            for (int o = 16; o > 0; o /= 2) {
+                lo[d] = min(lo[d], __shfl_xor_sync(full, lo[d], o));
+                hi[d] = max(hi[d], __shfl_xor_sync(full, hi[d], o));
+            }
+        }
+        u32 span_base = 0, cell_base = 0;
+        if (WRITE) {
+            span_base = (u32)(a.span_at[g] & 0xffffffffULL);
+            cell_base = (u32)(a.span_at[g] >> 32);
+        }
+        if (lane == 0) stack[0] = 0;
+        u32 sp = 1, ns = 0, sources = 0, cells = 0;
+        while (sp > 0) {
+            const u32 take = min(sp, 32u), base = sp - take;
+            __syncwarp();
+            const bool have = (u32)lane < take;
+            const u32 c = have ? stack[base + lane] : 0u;
+            __syncwarp();
+            sp = base;
+            TreeNode node = {0u, 0u, 0u, 0u};
+            int kind = 0; // 1: cell, 2: leaf span, 3: opened
+            if (have) {
+                node = a.nodes[c];
+                const typename V4<T>::type o = a.opening[c];
+                const T dx = max(max(lo[0] - o.x, o.x - hi[0]), T(0));
+                const T dy = max(max(lo[1] - o.y, o.y - hi[1]), T(0));
+                const T dz = max(max(lo[2] - o.z, o.z - hi[2]), T(0));
+                const bool holds = node.start < grp.end && grp.start < node.end;
+                kind = !holds && dx * dx + dy * dy + dz * dz > o.w ? 1 : node.children == 0 ? 2 : 3;
+            }
+            // Cells, by index.
+            const unsigned taken = __ballot_sync(full, kind == 1);
+            if (WRITE && kind == 1) a.cell_index[cell_base + cells + __popc(taken & below)] = c;
+            cells += __popc(taken);
+            // Leaf spans: a run starts where the lane before did not end where this begins.
+            const unsigned leaves = __ballot_sync(full, kind == 2);
+            const u32 prev_end = __shfl_up_sync(full, node.end, 1);
+            const bool span_start =
+                kind == 2 && !(lane > 0 && ((leaves >> (lane - 1)) & 1u) && prev_end == node.start);
+            const unsigned span_starts = __ballot_sync(full, span_start);
+            u32 batch_sources;
+            const u32 before = warp_exclusive(kind == 2 ? node.end - node.start : 0u, batch_sources);
+            if (WRITE && kind == 2) {
+                const u32 at = span_base + ns + __popc(span_starts & (below | (1u << lane))) - 1;
+                if (span_start) {
+                    a.spans[at].start = node.start;
+                    a.offset[at] = sources + before;
+                }
+                const bool next_joins =
+                    lane < 31 && ((leaves >> (lane + 1)) & 1u) && !((span_starts >> (lane + 1)) & 1u);
+                if (!next_joins) a.spans[at].end = node.end;
+            }
+            ns += __popc(span_starts);
+            sources += batch_sources;
+            // Opened nodes push their children.
+            u32 pushed;
+            const u32 at = warp_exclusive(kind == 3 ? node.children : 0u, pushed);
+            if (sp + pushed > TREE_WARP_STACK) {
+                if (lane == 0) a.counters[TREE_STACK_OVERFLOW] = 1;
+                break;
+            }
+            if (kind == 3)
+                for (u32 k = 0; k < node.children; ++k) stack[sp + at + k] = node.child + k;
+            sp += pushed;
+        }
+        const u32 nt = grp.end - grp.start, chunks = (nt + 31) / 32;
+        if (!WRITE) {
+            if (lane == 0) {
+                a.counts[g] = (unsigned long long)ns | (unsigned long long)cells << 32;
+                a.item_counts[g] = (unsigned long long)chunks | (unsigned long long)(cells > 0 ? chunks : 0u) << 32;
+                atomicAdd(&a.tally[0], (unsigned long long)nt * sources);
+                atomicAdd(&a.tally[1], (unsigned long long)nt * cells);
+            }
+            continue;
+        }
+        const u32 item_base = (u32)(a.item_at[g] & 0xffffffffULL), cell_item_base = (u32)(a.item_at[g] >> 32);
+        for (u32 k = lane; k < chunks; k += 32) {
+            const u32 t0 = grp.start + 32 * k, t1 = min(t0 + 32, grp.end);
+            const Item it = {t0, t1, span_base, span_base + ns};
+            a.items[item_base + k] = it;
+            if (cells > 0) {
+                const Item ci = {t0, t1, cell_base, cell_base + cells};
+                a.cell_items[cell_item_base + k] = ci;
+            }
         }
     }
 }
 
-// The list totals from the scans' last entries (one thread; `capacity` entries scanned,
-// those past the groups zero).
+// The list totals from the scans' last entries (one thread; `capacity`: the groups).
 template <typename T> __device__ void tree_totals(const TreeArgs<T> &a) {
     const size_t last = (size_t)a.capacity - 1;
     const unsigned long long spans = a.span_at[last] + a.counts[last], items = a.item_at[last] + a.item_counts[last];

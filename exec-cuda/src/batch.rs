@@ -237,7 +237,8 @@ impl crate::CudaExecutor {
         Ok(())
     }
 
-    /// The batched cell kernel over `n_items` items of a list whose spans index `cells`.
+    /// The batched cell kernel over `n_items` items of a list whose spans index `cells`
+    /// (`indexed`: whose items index a flat array of cell indices in `b.spans`).
     pub(crate) fn launch_cells<T: DeviceReal>(
         &self,
         b: &Buffers,
@@ -245,6 +246,7 @@ impl crate::CudaExecutor {
         n_items: usize,
         n: usize,
         params: &Params<T>,
+        indexed: bool,
     ) -> Result<(), Error> {
         let (tag, (eps2, _), g) = (self.family::<T>(), self.kernel_eps2(params)?, params.g);
         let args = CellArgs {
@@ -261,7 +263,7 @@ impl crate::CudaExecutor {
         // SAFETY: items index spans, spans index cells (validated), out has one entry
         // per particle.
         unsafe {
-            let kernel = Kernel::Cells { tag, potential: params.potential };
+            let kernel = Kernel::Cells { tag, potential: params.potential, indexed };
             self.launch(kernel, n_items as u32, BLOCK, args, "launching the cell kernel")
         }
     }
@@ -447,6 +449,7 @@ impl crate::CudaExecutor {
             list.n_items,
             particles.len(),
             &params.with_overlap(nbody_core::Overlap::Disjoint),
+            false,
         )
     }
 }

@@ -310,7 +310,7 @@ impl CudaExecutor {
                     out: b(me, OUT)?,
                     lengths: crate::args::null(),
                 };
-                me.launch_cells(&bufs, b(me, CELLS)?, cx.items.len(), n, params)?;
+                me.launch_cells(&bufs, b(me, CELLS)?, cx.items.len(), n, params, false)?;
             }
             me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))
         })

@@ -114,8 +114,9 @@ pub(crate) enum Kernel {
     Batch { tag: Family, potential: bool, masked: bool, soft: Soft },
     /// Removes the self terms a batched launch counted.
     SelfPotential { tag: Family, soft: Soft },
-    /// The batched cell kernel (far cells with a quadrupole as sources).
-    Cells { tag: Family, potential: bool },
+    /// The batched cell kernel (far cells with a quadrupole as sources); `indexed`: the
+    /// list holds cell indices, not spans (the device tree's).
+    Cells { tag: Family, potential: bool, indexed: bool },
     /// Density map deposit.
     Project { tag: Family },
     /// `v += a h` on resident particles.
@@ -176,7 +177,8 @@ impl Kernel {
                 format!("nbody_batch_{tag}_p{}_m{}_s{}", b(potential), b(soft.masked(masked)), soft as u8)
             }
             Kernel::SelfPotential { tag, soft } => format!("nbody_self_potential_{tag}_s{}", soft as u8),
-            Kernel::Cells { tag, potential } => format!("nbody_cells_{tag}_p{}", b(potential)),
+            Kernel::Cells { tag, potential, indexed: false } => format!("nbody_cells_{tag}_p{}", b(potential)),
+            Kernel::Cells { tag, potential, indexed: true } => format!("nbody_cells_{tag}_p{}_indexed", b(potential)),
             Kernel::Project { tag } => format!("nbody_project_{tag}"),
             Kernel::Kick { tag } => format!("nbody_kick_{tag}"),
             Kernel::Drift { tag } => format!("nbody_drift_{tag}"),
@@ -240,7 +242,8 @@ impl Kernel {
             Kernel::Batch { tag: Mixed, potential, masked: true, soft: Soft::Spline },
             Kernel::SelfPotential { tag: F32, soft: Soft::Plummer },
             Kernel::SelfPotential { tag: Mixed, soft: Soft::SplineEach },
-            Kernel::Cells { tag: Mixed, potential },
+            Kernel::Cells { tag: Mixed, potential, indexed: false },
+            Kernel::Cells { tag: F32, potential, indexed: true },
             Kernel::Project { tag: F64 },
             Kernel::Kick { tag: F32 },
             Kernel::Drift { tag: F64 },

@@ -11,12 +11,13 @@
 //! 3. Moments bottom-up in f64: mass, centre of mass, traceless quadrupole, and `b_max`
 //!    (the farthest particle from the centre of mass), each node's cell record for the
 //!    cell kernel and its opening radius.
-//! 4. Target groups (the largest nodes of at most `group_size` particles, or leaves), one
-//!    walk per group: a node is taken as a cell when it holds none of the group's
-//!    particles and its centre of mass lies farther than `size / theta` from the group's
-//!    box (size `2 b_max` or the node's side); leaves that are not are taken as particle
-//!    spans. The walk runs twice: it counts, CUB scans the counts into places, then it
-//!    writes the lists in the batched kernels' own item form.
+//! 4. Target groups (runs of consecutive siblings packed up to `group_size` particles,
+//!    so the batched kernel's items of 32 targets are mostly full), one warp walking
+//!    each: a node is taken as a cell when it holds none of the group's particles and
+//!    its centre of mass lies farther than `size / theta` from the group's box (size
+//!    `2 b_max` or the node's side); leaves that are not are taken as particle spans.
+//!    The walk runs twice: it counts, CUB scans the counts into places, then it writes
+//!    the lists in the batched kernels' item form (cells as a flat array of indices).
 //! 5. The batched particle and cell kernels over those lists, then the results added into
 //!    the caller's order.
 //!
@@ -88,6 +89,11 @@ const DEPTH: i32 = 21;
 const MOMENTS: usize = 12;
 /// Threads per block of the tree's kernels.
 const THREADS: u32 = 256;
+/// Stack entries of a walking warp (tree.cuh's TREE_WARP_STACK).
+const WARP_STACK: usize = 4096;
+/// Walking blocks (of 4 warps) per SM: the warps stride over the groups, each with its
+/// own stack.
+const WALK_BLOCKS_PER_SM: usize = 16;
 
 /// How a device tree is built and walked.
 ///
@@ -174,7 +180,6 @@ pub struct DeviceTree<T> {
     moments: Scratch,
     cells: Scratch,
     opening: Scratch,
-    groups: Scratch,
     counts: Scratch,
     item_counts: Scratch,
     span_at: Scratch,
@@ -183,9 +188,10 @@ pub struct DeviceTree<T> {
     spans: Scratch,
     offset: Scratch,
     cell_items: Scratch,
-    cell_spans: Scratch,
-    cell_offset: Scratch,
+    cell_index: Scratch,
+    groups: Scratch,
     self_counts: Scratch,
+    stack: Scratch,
     temp: Scratch,
     /// Nodes the node arrays hold (grown when a build runs out).
     capacity: usize,
@@ -208,7 +214,6 @@ impl<T: DeviceReal> DeviceTree<T> {
             moments: Scratch::default(),
             cells: Scratch::default(),
             opening: Scratch::default(),
-            groups: Scratch::default(),
             counts: Scratch::default(),
             item_counts: Scratch::default(),
             span_at: Scratch::default(),
@@ -217,9 +222,10 @@ impl<T: DeviceReal> DeviceTree<T> {
             spans: Scratch::default(),
             offset: Scratch::default(),
             cell_items: Scratch::default(),
-            cell_spans: Scratch::default(),
-            cell_offset: Scratch::default(),
+            cell_index: Scratch::default(),
+            groups: Scratch::default(),
             self_counts: Scratch::default(),
+            stack: Scratch::default(),
             temp: Scratch::default(),
             capacity: 0,
             _t: core::marker::PhantomData,
@@ -254,10 +260,15 @@ impl<T: DeviceReal> DeviceTree<T> {
         self.cells.reserve(capacity * size_of::<Cell<T>>())?;
         self.opening.reserve(capacity * v4)?;
         self.groups.reserve(capacity * 8)?;
-        for s in [&mut self.counts, &mut self.item_counts, &mut self.span_at, &mut self.item_at] {
-            s.reserve(capacity * 8)?;
-        }
         self.capacity = capacity;
+        Ok(())
+    }
+
+    /// The walk's per-group counts and their scans.
+    fn reserve_groups(&mut self, groups: usize) -> Result<(), Error> {
+        for s in [&mut self.counts, &mut self.item_counts, &mut self.span_at, &mut self.item_at] {
+            s.reserve(groups * 8)?;
+        }
         Ok(())
     }
 }
@@ -368,18 +379,30 @@ impl CudaExecutor {
             self.tree_step(TreeStep::Moments, grid(n.min(nodes)), THREADS, TreeArgs { level, ..args })?;
         }
         mark(3, self)?;
-        // Groups and the counting walk over every node's slot (those past the groups stay
-        // zero for the scans).
-        for s in [&tree.counts, &tree.item_counts] {
-            let raw = at(s).as_raw();
-            // SAFETY: both hold `capacity >= nodes` u64s; ordered on this stream.
-            driver(unsafe { cust::sys::cuMemsetD8Async(raw, 0, nodes * 8, stream.cast()) }, "clearing the counts")?;
+        // Groups, then the counting walk over every node's slot (at most one group per
+        // node; the slots past the groups stay zero for the scans). One warp walks one
+        // group at a time, with its own stack.
+        tree.reserve_groups(nodes)?;
+        let args = TreeArgs {
+            counts: at(&tree.counts),
+            item_counts: at(&tree.item_counts),
+            span_at: at(&tree.span_at),
+            item_at: at(&tree.item_at),
+            ..args
+        };
+        for buf in [args.counts, args.item_counts] {
+            // SAFETY: both hold `nodes` u64s; ordered on this stream.
+            let r = unsafe { cust::sys::cuMemsetD8Async(buf.as_raw(), 0, nodes * 8, stream.cast()) };
+            driver(r, "clearing the walk's counts")?;
         }
         self.tree_step(TreeStep::Groups, grid(nodes), THREADS, args)?;
-        let walk_blocks = nodes.div_ceil(128) as u32;
+        let walk_blocks = nodes.div_ceil(4).min(self.gpu.info().sm_count as usize * WALK_BLOCKS_PER_SM).max(1);
+        tree.stack.reserve(walk_blocks * 4 * WARP_STACK * 4)?;
+        let args = TreeArgs { stack: at(&tree.stack), ..args };
+        let walk_blocks = walk_blocks as u32;
         self.tree_step(TreeStep::Count, walk_blocks, 128, args)?;
-        Self::scan(&tree.temp, at(&tree.counts), at(&tree.span_at), nodes, stream)?;
-        Self::scan(&tree.temp, at(&tree.item_counts), at(&tree.item_at), nodes, stream)?;
+        Self::scan(&tree.temp, args.counts, args.span_at, nodes, stream)?;
+        Self::scan(&tree.temp, args.item_counts, args.item_at, nodes, stream)?;
         self.tree_step(TreeStep::Totals, 1, 1, TreeArgs { capacity: count(nodes)?, ..args })?;
         self.read_counters(tree, &mut counters)?;
         if counters[STACK_OVERFLOW] != 0 {
@@ -391,15 +414,13 @@ impl CudaExecutor {
         tree.spans.reserve(spans * 8)?;
         tree.offset.reserve(spans * 4)?;
         tree.cell_items.reserve(cell_items * 16)?;
-        tree.cell_spans.reserve(cells * 8)?;
-        tree.cell_offset.reserve(cells * 4)?;
+        tree.cell_index.reserve(cells * 4)?;
         let args = TreeArgs {
             items: at(&tree.items),
             spans: at(&tree.spans),
             offset: at(&tree.offset),
             cell_items: at(&tree.cell_items),
-            cell_spans: at(&tree.cell_spans),
-            cell_offset: at(&tree.cell_offset),
+            cell_index: at(&tree.cell_index),
             ..args
         };
         self.tree_step(TreeStep::Fill, walk_blocks, 128, args)?;
@@ -423,9 +444,8 @@ impl CudaExecutor {
         };
         self.launch_batch(&bufs, items, n, params, None)?;
         if cell_items > 0 {
-            let cell_bufs =
-                Buffers { items: args.cell_items, spans: args.cell_spans, offsets: args.cell_offset, ..bufs };
-            self.launch_cells(&cell_bufs, args.cells, cell_items, n, &params.with_overlap(Overlap::Disjoint))?;
+            let cell_bufs = Buffers { items: args.cell_items, spans: args.cell_index, offsets: null(), ..bufs };
+            self.launch_cells(&cell_bufs, args.cells, cell_items, n, &params.with_overlap(Overlap::Disjoint), true)?;
         }
         self.tree_step(TreeStep::Scatter, grid(n), THREADS, args)?;
         mark(5, self)?;
@@ -502,16 +522,16 @@ impl CudaExecutor {
             cells: at(&tree.cells),
             opening: at(&tree.opening),
             groups: at(&tree.groups),
-            counts: at(&tree.counts),
-            item_counts: at(&tree.item_counts),
-            span_at: at(&tree.span_at),
-            item_at: at(&tree.item_at),
+            counts: null(),
+            item_counts: null(),
+            span_at: null(),
+            item_at: null(),
             items: null(),
             spans: null(),
             offset: null(),
             cell_items: null(),
-            cell_spans: null(),
-            cell_offset: null(),
+            cell_index: null(),
+            stack: null(),
             theta: T::from_f64(settings.theta),
             n,
             capacity: count(tree.capacity)?,

@@ -9,7 +9,10 @@
 //! `for_gpu`); with cuda, `--resident N` first times the batched and dense kernels alone
 //! on N resident particles. Each tree line gives the time split, the interactions
 //! (particle-particle and particle-cell) and the median and 99th-percentile relative
-//! force error against direct summation on the same executor.
+//! force error against direct summation on the same executor. With cuda,
+//! `--device-tree N,...` runs the device-resident tree instead (`nbody_cuda::tree`: leaves
+//! of 16 and groups of 64 unless `--leaf`/`--group` say otherwise) on a Plummer sphere and
+//! a clustered set, with each phase's GPU time and the error against direct summation.
 
 use clap::Parser;
 use nbody::bench::median_of;
@@ -53,6 +56,10 @@ struct Args {
     /// Skips the direct summation the tree code is compared against.
     #[arg(long)]
     no_direct: bool,
+    /// With cuda: the device-resident tree at these sizes (comma-separated), on a
+    /// Plummer sphere and a clustered set, instead of the batched runs and the host tree.
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    device_tree: Vec<usize>,
 }
 
 struct Xorshift(u64);
@@ -162,6 +169,122 @@ fn resident_rates(gpu: &mut nbody::cuda::CudaExecutor, n: usize) -> Result<(), n
             })?;
             let rate = dl.interactions() as f64 / secs;
             println!("{group:>6} {list_len:>7} {rate:>14.3e} {:>15.0}%", 100.0 * rate / dense_rate);
+        }
+    }
+    Ok(())
+}
+
+/// A clustered set: 32 Plummer clumps of scale 0.03 at random places in the unit ball,
+/// equal masses summing to 1.
+#[cfg(feature = "cuda")]
+fn clustered(n: usize) -> Vec<Particle<f32>> {
+    let clumps = 32;
+    let mut rng = Xorshift(0x9e37_79b9_7f4a_7c15);
+    let mut uniform = move || (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+    let mut out = Vec::with_capacity(n);
+    for k in 0..clumps {
+        let size = n / clumps + usize::from(k < n % clumps);
+        let centre = loop {
+            let c = [2.0 * uniform() - 1.0, 2.0 * uniform() - 1.0, 2.0 * uniform() - 1.0];
+            if c.iter().map(|x| x * x).sum::<f64>() <= 1.0 {
+                break c;
+            }
+        };
+        let (clump, _) = nbody::integrators::ics::plummer::<f64>(size.max(1), 100 + k as u64);
+        out.extend(clump.iter().take(size).map(|p| {
+            let at = |i: usize| (centre[i] + 0.03 * p.position()[i]) as f32;
+            Particle::new(at(0), at(1), at(2), 1.0 / n as f32)
+        }));
+    }
+    out
+}
+
+/// The device-resident tree (nbody_cuda::tree) at each size, on a Plummer sphere and a
+/// clustered set: the GPU time of each phase (CUDA events, median of 5 after 2 warm-ups)
+/// and the relative force error against direct summation on the same GPU (every particle
+/// up to 2^20, else the first 65,536: the generators' order is random).
+#[cfg(feature = "cuda")]
+fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), nbody::Error> {
+    use nbody::cuda::{DeviceTree, TreeReport, TreeSettings};
+    let p = Params::softened(1.0f32 / 256.0);
+    let quadrupole = match args.multipole.as_str() {
+        "monopole" => vec![false],
+        "quadrupole" => vec![true],
+        _ => vec![true, false],
+    };
+    for &n in &args.device_tree {
+        for (name, bodies) in
+            [("plummer", nbody::integrators::ics::plummer::<f32>(n, 2).0), ("clustered", clustered(n))]
+        {
+            let sample = n.min(if n <= 1 << 20 { n } else { 65_536 });
+            let mut direct = vec![Field::zero(); sample];
+            let shared = nbody::core::Overlap::Shared { target_start: 0, source_start: 0, len: sample };
+            if !args.no_direct {
+                gpu.accelerations(&bodies[..sample], &bodies, &p.with_overlap(shared), &mut direct)?;
+            }
+            let set = gpu.upload(&bodies)?;
+            let mut out = gpu.zeroed_fields::<f32>(n)?;
+            let mut tree = DeviceTree::new();
+            for &q in &quadrupole {
+                for &theta in &args.theta {
+                    let settings = TreeSettings {
+                        theta,
+                        leaf_size: args.leaf.unwrap_or(16),
+                        group_size: args.group.unwrap_or(64),
+                        side: args.opening == "side",
+                        quadrupole: q,
+                    };
+                    let mut reports: Vec<(TreeReport, f64)> = Vec::new();
+                    for rep in 0..7 {
+                        gpu.clear(&mut out)?;
+                        let t = Instant::now();
+                        let r = gpu.tree_forces(&mut tree, &set, &settings, &p, &mut out)?;
+                        if rep >= 2 {
+                            reports.push((r, t.elapsed().as_secs_f64()));
+                        }
+                    }
+                    reports.sort_by(|a, b| a.0.times.total().total_cmp(&b.0.times.total()));
+                    let (r, wall) = reports[reports.len() / 2];
+                    let ms = |s: f64| s * 1e3;
+                    let mut line = format!(
+                        "device tree {name}, N = {n}, theta = {theta}, {}, leaf {}, group {}: {:.2} ms GPU (sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2}), {:.2} ms wall; {} nodes, {} groups, {} + {} cell interactions",
+                        if q { "quadrupole" } else { "monopole" },
+                        settings.leaf_size,
+                        settings.group_size,
+                        ms(r.times.total()),
+                        ms(r.times.sort),
+                        ms(r.times.build),
+                        ms(r.times.moments),
+                        ms(r.times.walk),
+                        ms(r.times.kernels),
+                        ms(wall),
+                        r.nodes,
+                        r.groups,
+                        r.interactions,
+                        r.cell_interactions
+                    );
+                    if !args.no_direct {
+                        let mut field = vec![Field::zero(); n];
+                        gpu.download(&out, &mut field)?;
+                        let norm = |v: [f32; 3]| ((v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) as f64).sqrt();
+                        let mut err: Vec<f64> = field[..sample]
+                            .iter()
+                            .zip(&direct)
+                            .map(|(a, b)| {
+                                let (x, y) = (a.acceleration(), b.acceleration());
+                                norm([x[0] - y[0], x[1] - y[1], x[2] - y[2]]) / norm(y)
+                            })
+                            .collect();
+                        err.sort_by(f64::total_cmp);
+                        line += &format!(
+                            "; relative force error median {:.2e}, 99th percentile {:.2e} ({sample} targets)",
+                            err[sample / 2],
+                            err[sample * 99 / 100]
+                        );
+                    }
+                    println!("{line}");
+                }
+            }
         }
     }
     Ok(())
@@ -294,7 +417,12 @@ fn main() {
                         std::process::exit(1);
                     }
                 }
-                run(&mut gpu, &args);
+                if args.device_tree.is_empty() {
+                    run(&mut gpu, &args);
+                } else if let Err(e) = device_tree(&mut gpu, &args) {
+                    eprintln!("error: {e}");
+                    std::process::exit(1);
+                }
             }
             Err(e) => {
                 eprintln!("error: {e}");
