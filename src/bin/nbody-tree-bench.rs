@@ -266,20 +266,9 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                     if !args.no_direct {
                         let mut field = vec![Field::zero(); n];
                         gpu.download(&out, &mut field)?;
-                        let norm = |v: [f32; 3]| ((v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) as f64).sqrt();
-                        let mut err: Vec<f64> = field[..sample]
-                            .iter()
-                            .zip(&direct)
-                            .map(|(a, b)| {
-                                let (x, y) = (a.acceleration(), b.acceleration());
-                                norm([x[0] - y[0], x[1] - y[1], x[2] - y[2]]) / norm(y)
-                            })
-                            .collect();
-                        err.sort_by(f64::total_cmp);
+                        let (median, p99) = force_errors(&field[..sample], &direct);
                         line += &format!(
-                            "; relative force error median {:.2e}, 99th percentile {:.2e} ({sample} targets)",
-                            err[sample / 2],
-                            err[sample * 99 / 100]
+                            "; relative force error median {median:.2e}, 99th percentile {p99:.2e} ({sample} targets)"
                         );
                     }
                     println!("{line}");
@@ -288,6 +277,21 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
         }
     }
     Ok(())
+}
+
+/// The median and 99th-percentile relative acceleration error of `field` against `direct`.
+fn force_errors(field: &[Field<f32>], direct: &[Field<f32>]) -> (f64, f64) {
+    let norm = |v: [f32; 3]| ((v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) as f64).sqrt();
+    let mut err: Vec<f64> = field
+        .iter()
+        .zip(direct)
+        .map(|(a, b)| {
+            let (x, y) = (a.acceleration(), b.acceleration());
+            norm([x[0] - y[0], x[1] - y[1], x[2] - y[2]]) / norm(y)
+        })
+        .collect();
+    err.sort_by(f64::total_cmp);
+    (err[err.len() / 2], err[err.len() * 99 / 100])
 }
 
 fn run<E: Executor<f32>>(exec: &mut E, args: &Args) {
@@ -377,21 +381,10 @@ fn tree_code<E: Executor<f32>>(exec: &mut E, args: &Args) {
                 stats.spans
             );
             if !args.no_direct {
-                let norm = |v: [f32; 3]| ((v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) as f64).sqrt();
-                let mut err: Vec<f64> = field
-                    .iter()
-                    .zip(&direct)
-                    .map(|(a, b)| {
-                        let (x, y) = (a.acceleration(), b.acceleration());
-                        norm([x[0] - y[0], x[1] - y[1], x[2] - y[2]]) / norm(y)
-                    })
-                    .collect();
-                err.sort_by(f64::total_cmp);
+                let (median, p99) = force_errors(&field, &direct);
                 line += &format!(
-                    "; {:.1}x direct; relative force error median {:.2e}, 99th percentile {:.2e}",
-                    direct_secs / tree_secs,
-                    err[tree_n / 2],
-                    err[tree_n * 99 / 100]
+                    "; {:.1}x direct; relative force error median {median:.2e}, 99th percentile {p99:.2e}",
+                    direct_secs / tree_secs
                 );
             }
             println!("{line}");
