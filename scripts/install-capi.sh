@@ -13,6 +13,6 @@ mkdir -p "$prefix/lib/pkgconfig" "$prefix/include"
 cp target/release/libnbody_c.so target/release/libnbody_c.a "$prefix/lib/"
 cp capi/include/nbody.h "$prefix/include/"
 private="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
-case "$*" in *cuda*) private="$private -lcuda" ;; esac
+case "$*" in *cuda*) private="$private -lcuda -lstdc++" ;; esac
 sed -e "s#@PREFIX@#$prefix#" -e "s#@VERSION@#$version#" -e "s#@PRIVATE@#$private#" capi/nbody.pc.in > "$prefix/lib/pkgconfig/nbody.pc"
 echo "installed nbody $version in $prefix (pkg-config: PKG_CONFIG_PATH=$prefix/lib/pkgconfig)"

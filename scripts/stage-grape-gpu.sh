@@ -19,7 +19,7 @@ export CUDA_LIBRARY_PATH=${CUDA_LIBRARY_PATH:-/usr}
 cargo build --release -p nbody-capi --features cuda --lib --example grape6_reference
 rm -rf .stage/g6 && mkdir -p .stage/g6
 cc -O2 -std=c11 -D_DEFAULT_SOURCE -I capi/include capi/examples/grape6_hermite.c target/release/libnbody_c.a \
-  -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc -lcuda -o .stage/g6/g6
+  -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc -lcuda -lstdc++ -o .stage/g6/g6
 cp target/release/examples/grape6_reference .stage/g6/
 strip .stage/g6/g6 .stage/g6/grape6_reference
 if [ -n "${SAPPORO_LIB:-}" ]; then

@@ -28,11 +28,12 @@ fn lib_dir() -> PathBuf {
         .clone()
 }
 
-/// The libraries a static libnbody_c needs (Rust's runtime; libcuda when built with CUDA).
+/// The libraries a static libnbody_c needs (Rust's runtime; with CUDA, libcuda and the
+/// C++ runtime that CUB's sort, bundled with the static CUDA runtime, was compiled against).
 fn native() -> Vec<&'static str> {
     let mut libs = NATIVE.to_vec();
     if cfg!(feature = "cuda") {
-        libs.push("-lcuda");
+        libs.extend(["-lcuda", "-lstdc++"]);
     }
     libs
 }
