@@ -31,6 +31,7 @@
 //! # Ok::<(), nbody::Error>(())
 //! ```
 
+use nbody_core::cell::Criterion;
 use nbody_core::layout::morton;
 use nbody_core::{Error, Executor, Field, InteractionList, LeafList, Pair, Params, Particle, Real, Span};
 use rayon::prelude::*;
@@ -53,6 +54,9 @@ pub struct BarnesHut {
     pub multipole: Multipole,
     /// What `theta` compares with the distance.
     pub opening: Opening,
+    /// When a cell is taken whole (the geometric test with `theta`, or Gadget's
+    /// relative test, which needs the previous force: [`BarnesHut::forces_after`]).
+    pub criterion: Criterion,
 }
 
 /// The size a cell's opening test compares with `theta` times its distance `d` from a
@@ -102,17 +106,43 @@ impl BarnesHut {
     /// 4x more interactions than groups of 64 but a tenth of the walks, and was the
     /// fastest of the sizes tried (benches/results/h100-tree.log).
     pub const fn for_gpu(theta: f64) -> Self {
-        Self { theta, leaf_size: 128, group_size: 4096, multipole: Multipole::Quadrupole, opening: Opening::Extent }
+        Self {
+            theta,
+            leaf_size: 128,
+            group_size: 4096,
+            multipole: Multipole::Quadrupole,
+            opening: Opening::Extent,
+            criterion: Criterion::Geometric,
+        }
     }
 
     /// Settings for a CPU executor: leaves and groups of 64.
     pub const fn for_cpu(theta: f64) -> Self {
-        Self { theta, leaf_size: 64, group_size: 64, multipole: Multipole::Quadrupole, opening: Opening::Extent }
+        Self {
+            theta,
+            leaf_size: 64,
+            group_size: 64,
+            multipole: Multipole::Quadrupole,
+            opening: Opening::Extent,
+            criterion: Criterion::Geometric,
+        }
     }
 
     /// The same settings with the opening test `opening`.
     pub const fn with_opening(mut self, opening: Opening) -> Self {
         self.opening = opening;
+        self
+    }
+
+    /// The same settings with the acceptance test `criterion`.
+    ///
+    /// ```
+    /// use nbody::core::cell::Criterion;
+    /// let bh = nbody::tree::BarnesHut::for_cpu(0.5).with_criterion(Criterion::Relative { alpha: 0.003 });
+    /// assert_eq!(bh.criterion, Criterion::Relative { alpha: 0.003 });
+    /// ```
+    pub const fn with_criterion(mut self, criterion: Criterion) -> Self {
+        self.criterion = criterion;
         self
     }
 
@@ -334,8 +364,16 @@ impl<T: Real> Tree<T> {
     /// The source spans of group `leaf`: particle ranges of nearby leaves, and accepted
     /// cells (cell indices, or with `monopoles` the pseudo-particles `n + cell` in the
     /// particle spans), adjacent ranges merged.
-    fn walk(&self, leaf: &Cell, (theta, opening): (f64, Opening), n: usize, monopoles: bool) -> (Vec<Span>, Vec<Span>) {
+    fn walk(&self, leaf: &Cell, test: &Test<'_, T>, n: usize, monopoles: bool) -> (Vec<Span>, Vec<Span>) {
         let (lo, hi) = self.bbox(leaf.start, leaf.end);
+        // The group's smallest previous acceleration (the relative test's scale).
+        let a_old = test.previous.map(|f| {
+            self.order[leaf.start as usize..leaf.end as usize].iter().fold(f64::INFINITY, |a, &i| {
+                let f = f[i as usize];
+                let (x, y, z) = (f.ax.to_f64(), f.ay.to_f64(), f.az.to_f64());
+                a.min((x * x + y * y + z * z).sqrt())
+            })
+        });
         let (mut spans, mut cells): (Vec<Span>, Vec<Span>) = (Vec::new(), Vec::new());
         let push = |list: &mut Vec<Span>, s: Span| match list.last_mut() {
             Some(last) if last.end == s.start => last.end = s.end,
@@ -346,11 +384,12 @@ impl<T: Real> Tree<T> {
             let cell = &self.cells[c as usize];
             // Distance from the centre of mass to the group's bounding box.
             let d2: f64 = (0..3).map(|k| (lo[k] - cell.com[k]).max(cell.com[k] - hi[k]).max(0.0).powi(2)).sum();
-            let size = match opening {
+            let size = match test.bh.opening {
                 Opening::Side => cell.side,
                 Opening::Extent => 2.0 * cell.bmax,
             };
-            if size * size < theta * theta * d2 {
+            let holds = leaf.start < cell.end && cell.start < leaf.end;
+            if !holds && test.bh.criterion.accepts(test.bh.theta, test.g, cell.mass, size, d2, !monopoles, a_old) {
                 if monopoles {
                     push(&mut spans, Span::new((n + c as usize) as u32, (n + c as usize + 1) as u32));
                 } else {
@@ -365,6 +404,14 @@ impl<T: Real> Tree<T> {
         }
         (spans, cells)
     }
+}
+
+/// What a walk's acceptance test reads: the settings, G, and the previous field in the
+/// caller's order (for the relative criterion).
+struct Test<'a, T: Real> {
+    bh: &'a BarnesHut,
+    g: f64,
+    previous: Option<&'a [Field<T>]>,
 }
 
 /// Concatenates per-group span lists in parallel (a million-particle walk emits tens of
@@ -398,12 +445,55 @@ impl BarnesHut {
         exec: &mut E,
         out: &mut [Field<T>],
     ) -> Result<TreeStats, Error> {
+        self.forces_with(particles, None, params, exec, out)
+    }
+
+    /// [`BarnesHut::forces`] after an earlier force `previous` on the same particles
+    /// (same order), which the relative criterion ([`Criterion::Relative`]) scales its
+    /// test by: an integrator passes the field of its last step. The geometric test
+    /// does not read it.
+    ///
+    /// ```
+    /// use nbody::core::{cell::Criterion, Field, Params};
+    /// use nbody::cpu::{CpuExecutor, Parallelism};
+    /// use nbody::tree::BarnesHut;
+    /// let (bodies, _) = nbody::integrators::ics::plummer::<f64>(3000, 1);
+    /// let (params, mut cpu) = (Params::softened(0.01), CpuExecutor::new(Parallelism::Sequential));
+    /// let bh = BarnesHut::for_cpu(0.5).with_criterion(Criterion::Relative { alpha: 0.002 });
+    /// let mut first = vec![Field::zero(); bodies.len()];
+    /// bh.forces(&bodies, &params, &mut cpu, &mut first)?; // geometric: no earlier force
+    /// let mut second = vec![Field::zero(); bodies.len()];
+    /// let stats = bh.forces_after(&bodies, &first, &params, &mut cpu, &mut second)?;
+    /// assert!(stats.interactions + stats.cell_interactions < 3000 * 3000);
+    /// # Ok::<(), nbody::Error>(())
+    /// ```
+    pub fn forces_after<T: Real, E: Executor<T>>(
+        &self,
+        particles: &[Particle<T>],
+        previous: &[Field<T>],
+        params: &Params<T>,
+        exec: &mut E,
+        out: &mut [Field<T>],
+    ) -> Result<TreeStats, Error> {
+        nbody_core::validate::length("previous field", particles.len(), previous.len())?;
+        self.forces_with(particles, Some(previous), params, exec, out)
+    }
+
+    fn forces_with<T: Real, E: Executor<T>>(
+        &self,
+        particles: &[Particle<T>],
+        previous: Option<&[Field<T>]>,
+        params: &Params<T>,
+        exec: &mut E,
+        out: &mut [Field<T>],
+    ) -> Result<TreeStats, Error> {
         nbody_core::validate::params(params)?;
         nbody_core::validate::length("output", particles.len(), out.len())?;
         nbody_core::validate::particles(particles, nbody_core::Array::Particles)?;
         if !(self.theta.is_finite() && self.theta > 0.0) {
             return Err(Error::InvalidParameter { name: "theta", requirement: "finite and positive" });
         }
+        self.criterion.check()?;
         if particles.is_empty() {
             return Ok(TreeStats::default());
         }
@@ -430,8 +520,9 @@ impl BarnesHut {
                 stack.extend((cell.first_child as usize..(cell.first_child + cell.children) as usize).rev());
             }
         }
+        let test = Test { bh: self, g: params.g.to_f64(), previous };
         let lists: Vec<(Vec<Span>, Vec<Span>)> =
-            leaves.par_iter().map(|leaf| tree.walk(leaf, (self.theta, self.opening), n, monopoles)).collect();
+            leaves.par_iter().map(|leaf| tree.walk(leaf, &test, n, monopoles)).collect();
         let (spans, ranges) = concatenate(&lists.iter().map(|l| &l.0).collect::<Vec<_>>());
         let (cell_spans, cell_ranges) = concatenate(&lists.iter().map(|l| &l.1).collect::<Vec<_>>());
         let pairs: Vec<Pair> = leaves

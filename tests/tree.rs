@@ -30,8 +30,14 @@ fn tree_error_falls_with_theta_and_matches_across_executors() {
     cpu.accelerations(&bodies, &bodies, &params.with_overlap_identical(), &mut direct).unwrap();
     let mut medians = Vec::new();
     for theta in [0.8, 0.6, 0.4, 0.2] {
-        let bh =
-            BarnesHut { theta, leaf_size: 32, group_size: 32, multipole: Multipole::Monopole, opening: Opening::Side };
+        let bh = BarnesHut {
+            theta,
+            leaf_size: 32,
+            group_size: 32,
+            multipole: Multipole::Monopole,
+            opening: Opening::Side,
+            criterion: Default::default(),
+        };
         let mut tree = vec![Field::zero(); n];
         let stats = bh.forces(&bodies, &params, &mut cpu, &mut tree).unwrap();
         let e = relative_errors(&tree, &direct);
@@ -64,6 +70,7 @@ fn tree_error_falls_with_theta_and_matches_across_executors() {
         group_size: 128,
         multipole: Multipole::Quadrupole,
         opening: Opening::Side,
+        criterion: Default::default(),
     };
     let (mut a, mut b) = (vec![Field::zero(); n], vec![Field::zero(); n]);
     bh.forces(&bodies, &params, &mut cpu, &mut a).unwrap();
@@ -89,7 +96,14 @@ fn large_target_groups_share_walks_without_losing_accuracy() {
         (relative_errors(&tree, &direct)[n / 2], stats)
     };
     let (small, s) = run(
-        BarnesHut { theta: 0.5, leaf_size: 32, group_size: 32, multipole: Multipole::Monopole, opening: Opening::Side },
+        BarnesHut {
+            theta: 0.5,
+            leaf_size: 32,
+            group_size: 32,
+            multipole: Multipole::Monopole,
+            opening: Opening::Side,
+            criterion: Default::default(),
+        },
         &mut cpu,
     );
     let (large, l) = run(
@@ -99,6 +113,7 @@ fn large_target_groups_share_walks_without_losing_accuracy() {
             group_size: 1024,
             multipole: Multipole::Monopole,
             opening: Opening::Side,
+            criterion: Default::default(),
         },
         &mut cpu,
     );
@@ -126,7 +141,14 @@ fn quadrupole_cells_reach_the_same_error_with_fewer_interactions() {
     cpu.accelerations(&bodies, &bodies, &params.with_overlap_identical(), &mut direct).unwrap();
     let mut run = |theta: f64, multipole: Multipole| {
         // Small leaves, so that at this N the far field is most of the work (as at 2^20).
-        let bh = BarnesHut { theta, leaf_size: 16, group_size: 16, multipole, opening: Opening::Side };
+        let bh = BarnesHut {
+            theta,
+            leaf_size: 16,
+            group_size: 16,
+            multipole,
+            opening: Opening::Side,
+            criterion: Default::default(),
+        };
         let mut tree = vec![Field::zero(); n];
         let stats = bh.forces(&bodies, &params, &mut cpu, &mut tree).unwrap();
         let median = relative_errors(&tree, &direct)[n / 2];
@@ -172,7 +194,7 @@ fn extent_opening_needs_fewer_interactions_for_the_same_error() {
     let mut direct = vec![Field::zero(); n];
     cpu.accelerations(&bodies, &bodies, &params.with_overlap_identical(), &mut direct).unwrap();
     let mut run = |theta: f64, multipole: Multipole, opening: Opening| {
-        let bh = BarnesHut { theta, leaf_size: 16, group_size: 16, multipole, opening };
+        let bh = BarnesHut { theta, leaf_size: 16, group_size: 16, multipole, opening, criterion: Default::default() };
         let mut tree = vec![Field::zero(); n];
         let stats = bh.forces(&bodies, &params, &mut cpu, &mut tree).unwrap();
         let median = relative_errors(&tree, &direct)[n / 2];
@@ -189,4 +211,71 @@ fn extent_opening_needs_fewer_interactions_for_the_same_error() {
     // Monopoles under the same test: twice the error with 1.7x the interactions.
     let (mono, mono_count) = run(0.4, Multipole::Monopole, Opening::Extent);
     assert!(2.0 * extent < mono && 3 * extent_count < 2 * mono_count, "{mono:e} with {mono_count}");
+}
+
+/// A Plummer sphere with a dense clump off its centre (a tenth of the mass in a sphere
+/// of a hundredth of the radius): the clump's centre feels a small net force next to
+/// large cells.
+fn sphere_and_clump(n: usize) -> Vec<nbody::core::Particle<f64>> {
+    let (mut bodies, _) = nbody::integrators::ics::plummer::<f64>(n - n / 10, 21);
+    let (clump, _) = nbody::integrators::ics::plummer::<f64>(n / 10, 22);
+    let m = 0.1 / clump.len() as f64;
+    bodies.iter_mut().for_each(|b| b.m *= 0.9);
+    bodies.extend(clump.iter().map(|c| nbody::core::Particle::new(0.01 * c.x + 0.7, 0.01 * c.y, 0.01 * c.z, m)));
+    bodies
+}
+
+/// Gadget's relative criterion: its error falls with alpha, its forces stay within a
+/// few alpha of direct summation in the 99th percentile on a clustered system, it is
+/// the geometric test until an earlier force is given, and a bad alpha or a previous
+/// field of the wrong length is refused.
+#[test]
+fn relative_criterion_bounds_the_error_by_alpha() {
+    use nbody::core::cell::Criterion;
+    let n = 6000;
+    let bodies = sphere_and_clump(n);
+    let params = Params::softened(1e-4);
+    let mut cpu = CpuExecutor::new(Parallelism::Threads(2));
+    let mut direct = vec![Field::zero(); n];
+    cpu.accelerations(&bodies, &bodies, &params.with_overlap_identical(), &mut direct).unwrap();
+    let geometric = BarnesHut::for_cpu(0.7);
+    let mut first = vec![Field::zero(); n];
+    geometric.forces(&bodies, &params, &mut cpu, &mut first).unwrap();
+    let mut previous: Option<(f64, f64)> = None;
+    for alpha in [0.02, 0.004, 0.0008] {
+        let bh = geometric.with_criterion(Criterion::Relative { alpha });
+        // Without an earlier force: the geometric test, bit for bit.
+        let mut plain = vec![Field::zero(); n];
+        bh.forces(&bodies, &params, &mut cpu, &mut plain).unwrap();
+        assert_eq!(plain, first);
+        let mut after = vec![Field::zero(); n];
+        let stats = bh.forces_after(&bodies, &first, &params, &mut cpu, &mut after).unwrap();
+        let e = relative_errors(&after, &direct);
+        let (median, p99) = (e[n / 2], e[n * 99 / 100]);
+        println!(
+            "alpha {alpha}: median {median:.2e}, 99th {p99:.2e}, {} + {} cell interactions",
+            stats.interactions, stats.cell_interactions
+        );
+        assert!(p99 < 0.5 * alpha, "alpha {alpha}: 99th percentile error {p99:.2e}");
+        assert!(stats.interactions + stats.cell_interactions < n * n);
+        if let Some((m, p)) = previous {
+            assert!(
+                median < m && p99 < p,
+                "alpha {alpha}: median {median:.2e} (was {m:.2e}), 99th {p99:.2e} (was {p:.2e})"
+            );
+        }
+        previous = Some((median, p99));
+    }
+    let bad = geometric.with_criterion(Criterion::Relative { alpha: f64::NAN });
+    let mut out = vec![Field::zero(); n];
+    assert!(matches!(
+        bad.forces_after(&bodies, &first, &params, &mut cpu, &mut out),
+        Err(nbody::Error::InvalidParameter { name: "alpha", .. })
+    ));
+    let good = geometric.with_criterion(Criterion::Relative { alpha: 0.01 });
+    assert!(matches!(
+        good.forces_after(&bodies, &first[1..], &params, &mut cpu, &mut out),
+        Err(nbody::Error::LengthMismatch { .. })
+    ));
+    assert!(out.iter().all(|f| *f == Field::zero()), "nothing is written on bad input");
 }

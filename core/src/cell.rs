@@ -273,3 +273,87 @@ pub fn exact<T: Real>(xi: [f64; 3], cells: &[Cell<T>], g: f64, kernel: &Softened
     }
     (acc.map(|a| g * a), g * phi, g.abs() * acc_bound, g.abs() * phi_bound)
 }
+
+/// When a tree walk takes a cell whole instead of opening it: a group of targets at
+/// distance `d` from the cell's centre of mass (to the nearest point of the group's
+/// box), a cell of mass `M` and size `s` (its extent `2 b_max` or its side).
+///
+/// - [`Criterion::Geometric`] (Barnes & Hut): taken when `s < theta d`.
+/// - [`Criterion::Relative`] (Gadget's relative criterion): taken when the cell's
+///   expansion error, estimated as `G M / d² (s / d)^k`, is at most `alpha` times the
+///   smallest previous acceleration `|a_old|` of the group's targets, with `k = 2` for
+///   monopole cells and `k = 3` for quadrupole cells (the order of the first term left
+///   out), and never when `d <= s` (a group beside or inside a big cell, where the
+///   estimate fails). It needs an earlier force: a walk without one uses the geometric
+///   test, as Gadget does for its first force. Forces at one alpha have about the same
+///   relative error in dense and sparse regions, where one theta gives the clump
+///   centres of a clustered system (small net forces) much larger relative errors.
+///
+/// ```
+/// use nbody_core::cell::Criterion;
+/// // A cell of mass 1 and size 0.1 at distance 1, quadrupole cells: error ~ 1e-3.
+/// let rel = Criterion::Relative { alpha: 0.002 };
+/// assert!(rel.accepts(0.5, 1.0, 1.0, 0.1, 1.0, true, Some(1.0)));
+/// assert!(!rel.accepts(0.5, 1.0, 1.0, 0.1, 1.0, true, Some(0.1)));
+/// // Without an earlier force it is the geometric test at theta.
+/// assert!(rel.accepts(0.5, 1.0, 1.0, 0.1, 1.0, true, None));
+/// assert!(!Criterion::Geometric.accepts(0.05, 1.0, 1.0, 0.1, 1.0, true, None));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Criterion {
+    /// `size < theta d`.
+    #[default]
+    Geometric,
+    /// `G M / d² (size / d)^k <= alpha |a_old|` and `size < d`.
+    Relative {
+        /// The tolerated error relative to the target's acceleration (Gadget's
+        /// `ErrTolForceAcc`; 0.0025 to 0.005 is customary).
+        alpha: f64,
+    },
+}
+
+impl Criterion {
+    /// Whether a cell of mass `m` and size `size` at squared distance `d2` from a group
+    /// is taken whole: with opening angle `theta` for the geometric test (or a relative
+    /// test without `a_old`), gravitational constant `g`, quadrupole cells or not, and
+    /// the group's smallest previous acceleration `a_old`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn accepts(
+        &self,
+        theta: f64,
+        g: f64,
+        m: f64,
+        size: f64,
+        d2: f64,
+        quadrupole: bool,
+        a_old: Option<f64>,
+    ) -> bool {
+        match (*self, a_old) {
+            (Criterion::Relative { alpha }, Some(a)) => {
+                if d2 <= size * size {
+                    return false;
+                }
+                let ratio = size * size / d2;
+                let order = if quadrupole { ratio * num_traits::Float::sqrt(ratio) } else { ratio };
+                g * m / d2 * order <= alpha * a
+            }
+            _ => size * size < theta * theta * d2,
+        }
+    }
+
+    /// Checks the criterion's parameter: alpha finite and positive.
+    ///
+    /// ```
+    /// use nbody_core::cell::Criterion;
+    /// assert!(Criterion::Relative { alpha: 0.0 }.check().is_err());
+    /// assert!(Criterion::Geometric.check().is_ok());
+    /// ```
+    pub fn check(&self) -> Result<(), Error> {
+        match *self {
+            Criterion::Relative { alpha } if !(alpha.is_finite() && alpha > 0.0) => {
+                Err(Error::InvalidParameter { name: "alpha", requirement: "finite and positive" })
+            }
+            _ => Ok(()),
+        }
+    }
+}

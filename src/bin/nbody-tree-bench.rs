@@ -361,7 +361,7 @@ fn tree_code<E: Executor<f32>>(exec: &mut E, args: &Args) {
             let defaults = if exec.name() == "cuda" { BarnesHut::for_gpu(theta) } else { BarnesHut::for_cpu(theta) };
             let leaf_size = args.leaf.unwrap_or(defaults.leaf_size);
             let group_size = args.group.unwrap_or(defaults.group_size);
-            let bh = BarnesHut { theta, leaf_size, group_size, multipole, opening };
+            let bh = BarnesHut { theta, leaf_size, group_size, multipole, opening, criterion: Default::default() };
             field.iter_mut().for_each(|f| *f = Field::zero());
             bh.forces(&tree_bodies, &p, exec, &mut field).unwrap(); // warm-up
             field.iter_mut().for_each(|f| *f = Field::zero());
