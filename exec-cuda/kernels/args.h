@@ -232,7 +232,10 @@ struct TreeNode {
     F(Item *, cell_items)                                                                                              \
     F(u32 *, cell_index)                                                                                               \
     F(u32 *, stack)                                                                                                    \
+    F(const typename V4<T>::type *, previous)                                                                          \
     F(T, theta)                                                                                                        \
+    F(T, alpha)                                                                                                        \
+    F(T, g)                                                                                                            \
     F(int, n)                                                                                                          \
     F(int, capacity)                                                                                                   \
     F(int, leaf_size)                                                                                                  \
@@ -240,6 +243,7 @@ struct TreeNode {
     F(int, level)                                                                                                      \
     F(int, opening_side)                                                                                               \
     F(int, quadrupole)                                                                                                 \
+    F(int, relative)                                                                                                   \
     F(int, potential)
 
 template <typename T> struct JerkExtra { JERK_EXTRA_FIELDS(NBODY_ARGS_FIELD) };

@@ -254,7 +254,8 @@ template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
         rec.pad[0] = 0;
         rec.pad[1] = 0;
         a.cells[c] = rec;
-        const double size = a.opening_side ? side : 2 * bmax, reach = size / (double)a.theta;
+        // The relative test keeps the size itself (its safeguard: opened within it).
+        const double size = a.opening_side ? side : 2 * bmax, reach = a.relative ? size : size / (double)a.theta;
         typename V4<T>::type o;
         o.x = (T)com[0];
         o.y = (T)com[1];
@@ -310,9 +311,10 @@ __device__ __forceinline__ u32 warp_exclusive(u32 x, u32 &total) {
 // One group's walk per warp, the warps striding over the groups. The warp pops up to 32
 // nodes off its stack (in global memory, TREE_WARP_STACK entries per warp) and tests
 // one per lane: a node that holds none of the group's particles and whose centre of
-// mass lies farther than its reach from the group's box is taken as a cell, a leaf
-// otherwise as its particle span, anything else is opened (its children pushed, in
-// order). Cells (as indices) and spans go out with warp prefix sums; neighbouring lanes'
+// mass lies farther than its reach from the group's box (and, with the relative test,
+// whose error estimate is small enough against the group's previous accelerations) is
+// taken as a cell, a leaf otherwise as its particle span, anything else is opened (its
+// children pushed, in order). Cells (as indices) and spans go out with warp prefix sums; neighbouring lanes'
 // adjacent leaf ranges merge into one span. WRITE = false counts
 // (spans, cells, items, interactions); WRITE = true writes the list at the group's place
 // in the scans, and its items (32 targets each).
@@ -338,6 +340,15 @@ template <typename T, bool WRITE> __device__ void tree_walk(const TreeArgs<T> &a
                 hi[d] = max(hi[d], __shfl_xor_sync(full, hi[d], o));
             }
         }
+        // The relative test's scale: the group's smallest previous acceleration.
+        T a_old = (T)INFINITY;
+        if (a.relative) {
+            for (u32 k = grp.start + lane; k < grp.end; k += 32) {
+                const typename V4<T>::type f = a.previous[a.index[k]];
+                a_old = min(a_old, sqrt(f.x * f.x + f.y * f.y + f.z * f.z));
+            }
+            for (int o = 16; o > 0; o /= 2) a_old = min(a_old, __shfl_xor_sync(full, a_old, o));
+        }
         u32 span_base = 0, cell_base = 0;
         if (WRITE) {
             span_base = (u32)(a.span_at[g] & 0xffffffffULL);
@@ -361,7 +372,15 @@ template <typename T, bool WRITE> __device__ void tree_walk(const TreeArgs<T> &a
                 const T dy = max(max(lo[1] - o.y, o.y - hi[1]), T(0));
                 const T dz = max(max(lo[2] - o.z, o.z - hi[2]), T(0));
                 const bool holds = node.start < grp.end && grp.start < node.end;
-                kind = !holds && dx * dx + dy * dy + dz * dz > o.w ? 1 : node.children == 0 ? 2 : 3;
+                const T d2 = dx * dx + dy * dy + dz * dz;
+                bool take = !holds && d2 > o.w;
+                if (take && a.relative) {
+                    // Gadget's relative test (nbody_core::cell::Criterion): G M / d^2
+                    // (size / d)^k <= alpha |a_old|, k = 3 with quadrupoles, else 2.
+                    const T ratio = o.w / d2, order = a.quadrupole ? ratio * sqrt(ratio) : ratio;
+                    take = a.g * a.cells[c].m / d2 * order <= a.alpha * a_old;
+                }
+                kind = take ? 1 : node.children == 0 ? 2 : 3;
             }
             // Cells, by index.
             const unsigned taken = __ballot_sync(full, kind == 1);

@@ -284,7 +284,10 @@ kernel_args! {
         cell_items: Ptr = "Item *",
         cell_index: Ptr = "u32 *",
         stack: Ptr = "u32 *",
+        previous: Ptr = "const typename V4<T>::type *",
         theta: T = "T",
+        alpha: T = "T",
+        g: T = "T",
         n: i32 = "int",
         capacity: i32 = "int",
         leaf_size: i32 = "int",
@@ -292,6 +295,7 @@ kernel_args! {
         level: i32 = "int",
         opening_side: i32 = "int",
         quadrupole: i32 = "int",
+        relative: i32 = "int",
         potential: i32 = "int",
     }
 }

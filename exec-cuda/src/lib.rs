@@ -44,6 +44,7 @@ mod resident;
 mod tiled;
 pub mod timing;
 mod tree;
+mod tree_step;
 pub mod tuning;
 
 #[cfg(feature = "testing")]
@@ -61,6 +62,7 @@ pub use mixed::CudaMixedExecutor;
 pub use multi::{MultiDevice, MultiState, PeerAccess};
 pub use resident::DeviceState;
 pub use tree::{DeviceTree, TreeReport, TreeSettings, TreeTimes};
+pub use tree_step::TreeSystem;
 pub use tuning::SOURCE_PAD;
 
 use cust::function::Function;

@@ -22,10 +22,10 @@ use nbody_core::{validate, Array, Error, Field, Params, Particle, Velocity};
 /// fields back in the caller's order.
 #[derive(Debug)]
 pub struct DeviceState<T: DeviceReal> {
-    pos: DeviceParticles<T>,
+    pub(crate) pos: DeviceParticles<T>,
     vel: DeviceBuffer<u8>,
-    field: DeviceFields<T>,
-    fresh: bool,
+    pub(crate) field: DeviceFields<T>,
+    pub(crate) fresh: bool,
     /// Simulated time.
     pub time: f64,
     owner: Owner,

@@ -62,6 +62,24 @@ impl CudaExecutor {
         Ok(DeviceFields::new(buf, n))
     }
 
+    /// Copies host fields to the device (an earlier force for
+    /// [`CudaExecutor::tree_forces_after`], a checkpointed field).
+    ///
+    /// ```no_run
+    /// use nbody_core::Field;
+    /// let mut gpu = nbody_cuda::CudaExecutor::new()?;
+    /// let fields = gpu.upload_fields(&[Field::new(1.0f32, 0.0, 0.0, -1.0)])?;
+    /// assert_eq!(fields.len(), 1);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn upload_fields<T: DeviceReal>(&mut self, fields: &[Field<T>]) -> Result<DeviceFields<T>, Error> {
+        self.gpu.make_current()?;
+        let bytes = DeviceFields::<T>::bytes(fields.len());
+        let mut buf = alloc(bytes)?;
+        upload_padded(&mut buf, bytemuck::cast_slice(fields), bytes)?;
+        Ok(DeviceFields::new(buf, fields.len()))
+    }
+
     /// Zeroes device outputs.
     pub fn clear<T: DeviceReal>(&mut self, fields: &mut DeviceFields<T>) -> Result<(), Error> {
         self.gpu.make_current()?;

@@ -47,7 +47,7 @@ use crate::memory::{download, ptr, Scratch};
 use crate::pipeline::driver;
 use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal};
 use cust::event::{Event, EventFlags};
-use nbody_core::cell::Cell;
+use nbody_core::cell::{Cell, Criterion};
 use nbody_core::{validate, Error, Field, Overlap, Params, Particle, Softening};
 use std::ffi::{c_int, c_void};
 
@@ -87,6 +87,8 @@ const COUNTERS: usize = 32;
 const DEPTH: i32 = 21;
 /// f64 moments per node (tree.cuh's TREE_MOMENTS).
 const MOMENTS: usize = 12;
+/// List bytes per particle in [`DeviceTree::bytes_for`]'s estimate.
+const LIST_BYTES: usize = 128;
 /// Threads per block of the tree's kernels.
 const THREADS: u32 = 256;
 /// Stack entries of a walking warp (tree.cuh's TREE_WARP_STACK).
@@ -100,6 +102,7 @@ const WALK_BLOCKS_PER_SM: usize = 16;
 /// ```
 /// let s = nbody_cuda::TreeSettings::new(0.6);
 /// assert_eq!((s.theta, s.leaf_size, s.group_size, s.side, s.quadrupole), (0.6, 16, 64, false, true));
+/// assert_eq!(s.criterion, nbody_core::cell::Criterion::Geometric);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TreeSettings {
@@ -114,13 +117,46 @@ pub struct TreeSettings {
     pub side: bool,
     /// Cells carry their quadrupole (else their monopole only).
     pub quadrupole: bool,
+    /// When a cell is taken whole: the geometric test with `theta`, or Gadget's relative
+    /// test, which reads the previous field ([`CudaExecutor::tree_forces_after`]; without
+    /// one it is the geometric test).
+    pub criterion: Criterion,
 }
 
 impl TreeSettings {
     /// Leaves of 16, groups of 64, the `2 b_max` size, quadrupole cells: a walk per group
     /// is cheap on the device, so small groups pay (fewer interactions per target).
     pub const fn new(theta: f64) -> Self {
-        Self { theta, leaf_size: 16, group_size: 64, side: false, quadrupole: true }
+        Self { theta, leaf_size: 16, group_size: 64, side: false, quadrupole: true, criterion: Criterion::Geometric }
+    }
+
+    /// The same settings with the acceptance test `criterion`.
+    ///
+    /// ```
+    /// use nbody_core::cell::Criterion;
+    /// let s = nbody_cuda::TreeSettings::new(0.6).with_criterion(Criterion::Relative { alpha: 0.003 });
+    /// assert_eq!(s.criterion, Criterion::Relative { alpha: 0.003 });
+    /// ```
+    pub const fn with_criterion(mut self, criterion: Criterion) -> Self {
+        self.criterion = criterion;
+        self
+    }
+
+    /// Checks the settings: theta finite and positive, leaves and groups of at least
+    /// one particle, the criterion's alpha finite and positive.
+    ///
+    /// ```
+    /// assert!(nbody_cuda::TreeSettings::new(f64::NAN).check().is_err());
+    /// assert!(nbody_cuda::TreeSettings::new(0.5).check().is_ok());
+    /// ```
+    pub fn check(&self) -> Result<(), Error> {
+        if !(self.theta.is_finite() && self.theta > 0.0) {
+            return Err(Error::InvalidParameter { name: "theta", requirement: "finite and positive" });
+        }
+        if self.leaf_size == 0 || self.group_size == 0 {
+            return Err(Error::InvalidParameter { name: "leaf_size and group_size", requirement: "at least 1" });
+        }
+        self.criterion.check()
     }
 }
 
@@ -195,6 +231,8 @@ pub struct DeviceTree<T> {
     temp: Scratch,
     /// Nodes the node arrays hold (grown when a build runs out).
     capacity: usize,
+    /// The most particles a force has been checked against the device's memory for.
+    particles: usize,
     _t: core::marker::PhantomData<T>,
 }
 
@@ -228,6 +266,7 @@ impl<T: DeviceReal> DeviceTree<T> {
             stack: Scratch::default(),
             temp: Scratch::default(),
             capacity: 0,
+            particles: 0,
             _t: core::marker::PhantomData,
         }
     }
@@ -241,6 +280,24 @@ impl<T: DeviceReal> DeviceTree<T> {
     /// ```
     pub fn with_node_capacity(nodes: usize) -> Self {
         Self { capacity: nodes.max(1), ..Self::new() }
+    }
+
+    /// An estimate of the device memory a force on `n` particles takes (bytes): the
+    /// per-particle buffers, CUB's scratch, nodes for leaves half full, and lists of
+    /// about 128 bytes a particle (what a Plummer sphere needs at theta 0.5 with groups
+    /// of 64, with room to spare; smaller theta, larger lists).
+    ///
+    /// ```
+    /// use nbody_cuda::{DeviceTree, TreeSettings};
+    /// let bytes = DeviceTree::<f32>::bytes_for(1 << 24, &TreeSettings::new(0.5));
+    /// assert!(bytes > 2 << 30 && bytes < 8 << 30);
+    /// ```
+    pub fn bytes_for(n: usize, settings: &TreeSettings) -> usize {
+        let v4 = size_of::<Particle<T>>();
+        let per_particle = 16 + 8 + 2 * v4 + 4 + 24 + LIST_BYTES;
+        let nodes = 2 * n / settings.leaf_size.clamp(1, n.max(1)) + 64;
+        let per_node = 16 + 4 + MOMENTS * 8 + size_of::<Cell<T>>() + v4 + 8 + 4 * 8;
+        n.saturating_mul(per_particle).saturating_add(nodes.saturating_mul(per_node))
     }
 
     /// Per-particle and per-node buffers for `n` particles and `capacity` nodes.
@@ -307,11 +364,55 @@ impl CudaExecutor {
         params: &Params<T>,
         out: &mut DeviceFields<T>,
     ) -> Result<TreeReport, Error> {
+        self.tree_forces_with(tree, particles, None, settings, params, out)
+    }
+
+    /// [`CudaExecutor::tree_forces`] after an earlier force `previous` on the same
+    /// particles (same order), which the relative criterion scales its test by (a
+    /// leapfrog passes its last step's field; the geometric test does not read it).
+    /// `previous` and `out` must be different buffers.
+    ///
+    /// ```no_run
+    /// use nbody_core::{cell::Criterion, Params};
+    /// use nbody_cuda::{CudaExecutor, DeviceTree, TreeSettings};
+    /// let mut gpu = CudaExecutor::new()?;
+    /// let (bodies, _) = nbody_integrators::ics::plummer::<f32>(1 << 16, 1);
+    /// let (set, params) = (gpu.upload(&bodies)?, Params::softened(0.01));
+    /// let settings = TreeSettings::new(0.5).with_criterion(Criterion::Relative { alpha: 0.003 });
+    /// let (mut first, mut second) = (gpu.zeroed_fields::<f32>(bodies.len())?, gpu.zeroed_fields::<f32>(bodies.len())?);
+    /// let mut tree = DeviceTree::new();
+    /// gpu.tree_forces(&mut tree, &set, &settings, &params, &mut first)?; // geometric
+    /// gpu.tree_forces_after(&mut tree, &set, &first, &settings, &params, &mut second)?;
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn tree_forces_after<T: DeviceReal>(
+        &mut self,
+        tree: &mut DeviceTree<T>,
+        particles: &DeviceParticles<T>,
+        previous: &DeviceFields<T>,
+        settings: &TreeSettings,
+        params: &Params<T>,
+        out: &mut DeviceFields<T>,
+    ) -> Result<TreeReport, Error> {
+        validate::length("previous field", particles.len(), previous.len())?;
+        self.tree_forces_with(tree, particles, Some(previous), settings, params, out)
+    }
+
+    fn tree_forces_with<T: DeviceReal>(
+        &mut self,
+        tree: &mut DeviceTree<T>,
+        particles: &DeviceParticles<T>,
+        previous: Option<&DeviceFields<T>>,
+        settings: &TreeSettings,
+        params: &Params<T>,
+        out: &mut DeviceFields<T>,
+    ) -> Result<TreeReport, Error> {
         validate::params(params)?;
         validate::length("output", particles.len(), out.len())?;
         if !(settings.theta.is_finite() && settings.theta > 0.0) {
             return Err(Error::InvalidParameter { name: "theta", requirement: "finite and positive" });
         }
+        settings.criterion.check()?;
         if settings.leaf_size == 0 || settings.group_size == 0 {
             return Err(Error::InvalidParameter { name: "leaf_size and group_size", requirement: "at least 1" });
         }
@@ -327,6 +428,11 @@ impl CudaExecutor {
         }
         let n_int = count(n)?;
         self.gpu.make_current()?;
+        if n > tree.particles {
+            // Before anything is allocated or launched: will it fit?
+            self.check_tree_memory::<T>(n, settings, 0)?;
+            tree.particles = n;
+        }
         if tree.capacity == 0 {
             tree.capacity = (n / settings.leaf_size.min(n)).max(64) * 2;
         }
@@ -344,7 +450,7 @@ impl CudaExecutor {
             // counts, reserved before either is queued.
             let bytes = Self::sort_bytes(n)?.max(Self::scan_bytes(tree.capacity)?);
             tree.temp.reserve(bytes.max(1))?;
-            let args = self.tree_args(tree, particles, out, settings, params, n_int)?;
+            let args = self.tree_args(tree, particles, previous, out, settings, params, n_int)?;
             mark(0, self)?;
             self.tree_step(TreeStep::Reset, 1, 1, args)?;
             self.tree_step(TreeStep::Bounds, grid(n), THREADS, args)?;
@@ -373,7 +479,7 @@ impl CudaExecutor {
         let nodes = counters[NODES] as usize;
         let args = TreeArgs {
             index: at(&tree.index).wrapping_add(n * 4),
-            ..self.tree_args(tree, particles, out, settings, params, n_int)?
+            ..self.tree_args(tree, particles, previous, out, settings, params, n_int)?
         };
         for level in (0..=DEPTH).rev() {
             self.tree_step(TreeStep::Moments, grid(n.min(nodes)), THREADS, TreeArgs { level, ..args })?;
@@ -495,12 +601,29 @@ impl CudaExecutor {
         Ok(report)
     }
 
+    /// Refuses, before any work, a tree force on `n` particles (plus `extra` bytes the
+    /// caller is about to allocate) that would not fit in the device's free memory.
+    pub(crate) fn check_tree_memory<T: DeviceReal>(
+        &self,
+        n: usize,
+        settings: &TreeSettings,
+        extra: usize,
+    ) -> Result<(), Error> {
+        let need = DeviceTree::<T>::bytes_for(n, settings).saturating_add(extra);
+        if need > self.free_memory()? {
+            return Err(Error::OutOfMemory { bytes: need });
+        }
+        Ok(())
+    }
+
     /// The arguments every tree kernel shares (the unsorted keys and indices; the walk's
     /// list buffers null until they are sized).
+    #[allow(clippy::too_many_arguments)]
     fn tree_args<T: DeviceReal>(
         &self,
         tree: &DeviceTree<T>,
         particles: &DeviceParticles<T>,
+        previous: Option<&DeviceFields<T>>,
         out: &DeviceFields<T>,
         settings: &TreeSettings,
         params: &Params<T>,
@@ -532,7 +655,13 @@ impl CudaExecutor {
             cell_items: null(),
             cell_index: null(),
             stack: null(),
+            previous: previous.map_or_else(null, |p| ptr(&p.buf)),
             theta: T::from_f64(settings.theta),
+            alpha: T::from_f64(match settings.criterion {
+                Criterion::Relative { alpha } => alpha,
+                Criterion::Geometric => 0.0,
+            }),
+            g: params.g,
             n,
             capacity: count(tree.capacity)?,
             leaf_size: count(settings.leaf_size.min(i32::MAX as usize))?,
@@ -540,6 +669,7 @@ impl CudaExecutor {
             level: 0,
             opening_side: settings.side as i32,
             quadrupole: settings.quadrupole as i32,
+            relative: (previous.is_some() && matches!(settings.criterion, Criterion::Relative { .. })) as i32,
             potential: params.potential as i32,
         })
     }

@@ -13,9 +13,12 @@
 //! `--device-tree N,...` runs the device-resident tree instead (`nbody_cuda::tree`: leaves
 //! of 16 and groups of 64 unless `--leaf`/`--group` say otherwise) on a Plummer sphere and
 //! a clustered set, with each phase's GPU time and the error against direct summation.
+//! `--alpha A,...` adds lines with Gadget's relative criterion (device tree and host
+//! tree), its previous field from a geometric force at theta 0.5.
 
 use clap::Parser;
 use nbody::bench::median_of;
+use nbody::core::cell::Criterion;
 use nbody::core::{Executor, Field, InteractionList, Pair, Params, Particle, Span};
 use nbody::tree::{BarnesHut, Multipole, Opening};
 use std::time::Instant;
@@ -56,6 +59,10 @@ struct Args {
     /// Skips the direct summation the tree code is compared against.
     #[arg(long)]
     no_direct: bool,
+    /// Gadget's relative criterion at these alphas (comma-separated), after the first
+    /// line's theta: the previous field comes from a geometric force at theta 0.5.
+    #[arg(long, value_delimiter = ',')]
+    alpha: Vec<f64>,
     /// With cuda: the device-resident tree at these sizes (comma-separated), on a
     /// Plummer sphere and a clustered set, instead of the batched runs and the host tree.
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
@@ -225,20 +232,32 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
             let set = gpu.upload(&bodies)?;
             let mut out = gpu.zeroed_fields::<f32>(n)?;
             let mut tree = DeviceTree::new();
+            // The relative criterion's previous field: a geometric force at theta 0.5.
+            let mut previous = gpu.zeroed_fields::<f32>(n)?;
+            if !args.alpha.is_empty() {
+                gpu.tree_forces(&mut tree, &set, &TreeSettings::new(0.5), &p, &mut previous)?;
+            }
+            let criteria: Vec<(f64, Criterion)> = args
+                .theta
+                .iter()
+                .map(|&t| (t, Criterion::Geometric))
+                .chain(args.alpha.iter().map(|&alpha| (args.theta[0], Criterion::Relative { alpha })))
+                .collect();
             for &q in &quadrupole {
-                for &theta in &args.theta {
+                for &(theta, criterion) in &criteria {
                     let settings = TreeSettings {
                         theta,
                         leaf_size: args.leaf.unwrap_or(16),
                         group_size: args.group.unwrap_or(64),
                         side: args.opening == "side",
                         quadrupole: q,
+                        criterion,
                     };
                     let mut reports: Vec<(TreeReport, f64)> = Vec::new();
                     for rep in 0..7 {
                         gpu.clear(&mut out)?;
                         let t = Instant::now();
-                        let r = gpu.tree_forces(&mut tree, &set, &settings, &p, &mut out)?;
+                        let r = gpu.tree_forces_after(&mut tree, &set, &previous, &settings, &p, &mut out)?;
                         if rep >= 2 {
                             reports.push((r, t.elapsed().as_secs_f64()));
                         }
@@ -246,8 +265,12 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                     reports.sort_by(|a, b| a.0.times.total().total_cmp(&b.0.times.total()));
                     let (r, wall) = reports[reports.len() / 2];
                     let ms = |s: f64| s * 1e3;
+                    let test = match criterion {
+                        Criterion::Relative { alpha } => format!("relative alpha = {alpha}"),
+                        Criterion::Geometric => format!("theta = {theta}"),
+                    };
                     let mut line = format!(
-                        "device tree {name}, N = {n}, theta = {theta}, {}, leaf {}, group {}: {:.2} ms GPU (sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2}), {:.2} ms wall; {} nodes, {} groups, {} + {} cell interactions",
+                        "device tree {name}, N = {n}, {test}, {}, leaf {}, group {}: {:.2} ms GPU (sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2}), {:.2} ms wall; {} nodes, {} groups, {} + {} cell interactions",
                         if q { "quadrupole" } else { "monopole" },
                         settings.leaf_size,
                         settings.group_size,
@@ -356,20 +379,36 @@ fn tree_code<E: Executor<f32>>(exec: &mut E, args: &Args) {
         }
     };
     let mut field = vec![Field::zero(); tree_n];
+    let gpu = exec.name() == "cuda";
+    let defaults = |theta| if gpu { BarnesHut::for_gpu(theta) } else { BarnesHut::for_cpu(theta) };
+    // The relative criterion's previous field: a geometric force at theta 0.5.
+    let mut previous = vec![Field::zero(); tree_n];
+    if !args.alpha.is_empty() {
+        defaults(0.5).forces(&tree_bodies, &p, exec, &mut previous).unwrap();
+    }
+    let criteria: Vec<(f64, Criterion)> = args
+        .theta
+        .iter()
+        .map(|&t| (t, Criterion::Geometric))
+        .chain(args.alpha.iter().map(|&alpha| (args.theta[0], Criterion::Relative { alpha })))
+        .collect();
     for &multipole in &multipoles {
-        for &theta in &args.theta {
-            let defaults = if exec.name() == "cuda" { BarnesHut::for_gpu(theta) } else { BarnesHut::for_cpu(theta) };
-            let leaf_size = args.leaf.unwrap_or(defaults.leaf_size);
-            let group_size = args.group.unwrap_or(defaults.group_size);
-            let bh = BarnesHut { theta, leaf_size, group_size, multipole, opening, criterion: Default::default() };
+        for &(theta, criterion) in &criteria {
+            let leaf_size = args.leaf.unwrap_or(defaults(theta).leaf_size);
+            let group_size = args.group.unwrap_or(defaults(theta).group_size);
+            let bh = BarnesHut { theta, leaf_size, group_size, multipole, opening, criterion };
             field.iter_mut().for_each(|f| *f = Field::zero());
-            bh.forces(&tree_bodies, &p, exec, &mut field).unwrap(); // warm-up
+            bh.forces_after(&tree_bodies, &previous, &p, exec, &mut field).unwrap(); // warm-up
             field.iter_mut().for_each(|f| *f = Field::zero());
             let t = Instant::now();
-            let stats = bh.forces(&tree_bodies, &p, exec, &mut field).unwrap();
+            let stats = bh.forces_after(&tree_bodies, &previous, &p, exec, &mut field).unwrap();
             let tree_secs = t.elapsed().as_secs_f64();
+            let test = match criterion {
+                Criterion::Relative { alpha } => format!("relative alpha = {alpha}"),
+                Criterion::Geometric => format!("theta = {theta}"),
+            };
             let mut line = format!(
-                "tree {multipole:?} ({opening:?}), N = {tree_n}, theta = {theta}, leaf {leaf_size}, group {group_size}: {:.4} s (build {:.4}, walk {:.4}, kernel {:.4}), {} + {} cell = {} interactions, {} groups, {} spans",
+                "tree {multipole:?} ({opening:?}), N = {tree_n}, {test}, leaf {leaf_size}, group {group_size}: {:.4} s (build {:.4}, walk {:.4}, kernel {:.4}), {} + {} cell = {} interactions, {} groups, {} spans",
                 tree_secs,
                 stats.build.as_secs_f64(),
                 stats.walk.as_secs_f64(),

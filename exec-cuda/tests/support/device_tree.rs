@@ -183,6 +183,46 @@ fn bad_input() -> Result<(), Failed> {
     }
 }
 
+/// Gadget's relative criterion after a geometric force: the 99th-percentile error
+/// within alpha / 2 and falling with alpha; without an earlier force, the geometric
+/// test bit for bit; a bad alpha refused.
+fn relative_criterion() -> Result<(), Failed> {
+    use nbody_core::cell::Criterion;
+    let mut gpu = CudaExecutor::new().map_err(err)?;
+    let (ps, _) = nbody_integrators::ics::plummer::<f32>(20_000, 5);
+    let params = with_potential(Params::softened(1.0 / 256.0));
+    let want = exact(&ps, &params);
+    let mut tree = DeviceTree::new();
+    let geometric = TreeSettings::new(0.5);
+    let first = forces(&mut gpu, &mut tree, &ps, &geometric, &params)?;
+    let set = gpu.upload(&ps).map_err(err)?;
+    let previous = gpu.upload_fields(&first).map_err(err)?;
+    let mut last = f64::INFINITY;
+    for alpha in [0.005, 0.001] {
+        let settings = geometric.with_criterion(Criterion::Relative { alpha });
+        if forces(&mut gpu, &mut tree, &ps, &settings, &params)? != first {
+            return Err("the relative criterion without an earlier force is not the geometric test".into());
+        }
+        let mut out = gpu.zeroed_fields::<f32>(ps.len()).map_err(err)?;
+        let r = gpu.tree_forces_after(&mut tree, &set, &previous, &settings, &params, &mut out).map_err(err)?;
+        let mut got = vec![Field::zero(); ps.len()];
+        gpu.download(&out, &mut got).map_err(err)?;
+        let (rel, _) = errors(&got, &want);
+        let (median, p99) = (rel[rel.len() / 2], rel[rel.len() * 99 / 100]);
+        println!("device tree relative alpha {alpha}: median {median:.2e}, 99% {p99:.2e}, {} + {} cell interactions", r.interactions, r.cell_interactions);
+        if p99 > 0.5 * alpha || p99 >= last {
+            return Err(format!("alpha {alpha}: 99th percentile {p99:e} (the larger alpha gave {last:e})").into());
+        }
+        last = p99;
+    }
+    let bad = geometric.with_criterion(Criterion::Relative { alpha: -1.0 });
+    let mut out = gpu.zeroed_fields::<f32>(ps.len()).map_err(err)?;
+    match gpu.tree_forces_after(&mut tree, &set, &previous, &bad, &params, &mut out) {
+        Err(Error::InvalidParameter { name: "alpha", .. }) => Ok(()),
+        other => Err(format!("alpha -1: expected InvalidParameter, got {other:?}").into()),
+    }
+}
+
 /// A named check.
 type Check = (&'static str, fn() -> Result<(), Failed>);
 
@@ -199,5 +239,6 @@ pub(crate) fn checks() -> Vec<Check> {
         ("device_tree_degenerate_inputs", degenerate_inputs),
         ("device_tree_grows_its_node_array", grows_its_node_array),
         ("device_tree_bad_input_is_a_clear_error", bad_input),
+        ("device_tree_relative_criterion", relative_criterion),
     ]
 }
