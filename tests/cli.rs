@@ -484,3 +484,46 @@ fn spline_softening_runs_and_is_recorded() {
     let o = nbody(&["--n", "16", "--softening", "gaussian"], dir.path());
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// `--gravity tree` steps the leapfrog over a Barnes-Hut tree: its energies come from
+/// the tree's potential (within a few 1e-4 of direct summation's at the start), it
+/// conserves energy as a leapfrog should, the summary says where the forces came from,
+/// the settings file keeps theta and alpha, and the tree's options are refused where
+/// they mean nothing.
+#[test]
+fn tree_gravity_runs_and_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str], out: &str| {
+        let mut args = vec!["run", "--n", "2000", "--t-end", "0.125", "--executor", "cpu:2", "--out", out, "--quiet"];
+        args.extend(extra);
+        let o = nbody(&args, dir.path());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let summary = std::fs::read_to_string(dir.path().join(out).join("summary.txt")).unwrap();
+        let settings = std::fs::read_to_string(dir.path().join(out).join("settings.toml")).unwrap();
+        (csv_rows(&dir.path().join(out).join("energy.csv")), summary, settings)
+    };
+    let (direct, _, _) = run(&[], "direct");
+    let (tree, summary, settings) = run(&["--gravity", "tree", "--theta", "0.6"], "tree");
+    assert!(summary.contains("theta 0.6; energies from the tree's potential"), "{summary}");
+    assert!(settings.contains("gravity = \"tree\"") && settings.contains("theta = 0.6"), "{settings}");
+    // Column 3: potential energy; column 5: relative energy error.
+    let w = (tree[0][3] - direct[0][3]).abs() / direct[0][3].abs();
+    assert!(w > 0.0 && w < 1e-3, "tree potential energy off direct summation's by {w:e}");
+    let worst = tree.iter().map(|r| r[5].abs()).fold(0.0, f64::max);
+    assert!(worst < 1e-4, "tree energy error {worst:e}");
+    let (relative, summary, settings) = run(&["--gravity", "tree", "--alpha", "0.002"], "relative");
+    assert!(summary.contains("relative criterion alpha 0.002"), "{summary}");
+    assert!(settings.contains("alpha = 0.002"), "{settings}");
+    let worst = relative.iter().map(|r| r[5].abs()).fold(0.0, f64::max);
+    assert!(worst < 1e-3, "relative criterion energy error {worst:e}");
+    for (args, says) in [
+        (vec!["run", "--n", "64", "--theta", "0.5"], "need --gravity tree"),
+        (vec!["run", "--n", "64", "--gravity", "tree", "--integrator", "hermite"], "leapfrog only"),
+        (vec!["run", "--n", "64", "--gravity", "tree", "--theta", "-1"], "--theta must be positive"),
+        (vec!["run", "--n", "64", "--gravity", "tree", "--alpha", "0"], "--alpha must be positive"),
+    ] {
+        let o = nbody(&args, dir.path());
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}

@@ -37,9 +37,13 @@ fn executors() -> Vec<String> {
     out
 }
 
+/// The run's arguments; `integrator` "tree" is the leapfrog over the tree with the
+/// relative criterion (whose next force depends on the saved field).
 fn args(executor: &str, integrator: &str, out: &str) -> Vec<String> {
     let n = std::env::var("NBODY_CHECKPOINT_N").unwrap_or_else(|_| "600".into());
-    [
+    let tree = integrator == "tree";
+    let integrator = if tree { "leapfrog" } else { integrator };
+    let mut a: Vec<String> = [
         "run",
         "--n",
         &n,
@@ -60,7 +64,11 @@ fn args(executor: &str, integrator: &str, out: &str) -> Vec<String> {
         out,
     ]
     .map(String::from)
-    .to_vec()
+    .to_vec();
+    if tree {
+        a.extend(["--gravity", "tree", "--alpha", "0.003"].map(String::from));
+    }
+    a
 }
 
 /// Runs `a` in `dir`; kills it after `after` if given, once its output folder `out`
@@ -92,7 +100,7 @@ fn killed_and_resumed_runs_equal_uninterrupted_ones_bit_for_bit() {
     let only = std::env::var("NBODY_CHECKPOINT_INTEGRATORS").unwrap_or_default();
     for (executor, integrator) in executors()
         .iter()
-        .flat_map(|e| ["leapfrog", "hermite", "block-hermite", "rk"].map(|i| (e.as_str(), i)))
+        .flat_map(|e| ["leapfrog", "hermite", "block-hermite", "rk", "tree"].map(|i| (e.as_str(), i)))
         .filter(|(_, i)| only.is_empty() || only.split(',').any(|o| o == *i))
     {
         let label = format!("{executor} {integrator}");

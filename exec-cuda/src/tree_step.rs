@@ -83,6 +83,12 @@ impl<T: DeviceReal> TreeSystem<T> {
         self.interactions
     }
 
+    /// Adds to the interactions counted (a run resumed from a checkpoint carries its
+    /// count on).
+    pub fn add_interactions(&mut self, interactions: f64) {
+        self.interactions += interactions;
+    }
+
     /// The device state (positions, velocities and field), for resident calls such as
     /// [`CudaExecutor::project_resident`].
     pub fn state(&self) -> &DeviceState<T> {

@@ -10,9 +10,11 @@ use super::settings::{InitialConditions, IntegratorKind, RunArgs, RunSettings};
 use super::sim::{Host, Simulation};
 use super::team::{ReportedElsewhere, Team};
 use super::Precision;
+use crate::tree::BarnesHut;
 use anyhow::{bail, Context, Result};
 #[cfg(feature = "cuda")]
 use nbody_backends::Executor as Opens;
+use nbody_core::cell::Criterion;
 use nbody_core::projection::Projecting;
 use nbody_core::{Particle, Real, Velocity};
 use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State};
@@ -252,6 +254,9 @@ fn simulation<'t, T: CliReal>(
     let eps = T::from_f64(s.eps);
     let alone = team.size() == 1;
     let _ = alone;
+    if let Some(theta) = s.theta {
+        return tree_simulation(s, state, opened, team, theta);
+    }
     Ok(match (opened.into_executor(), s.integrator) {
         #[cfg(feature = "cuda")]
         (Opens::Cuda(gpu), IntegratorKind::Leapfrog) if alone => (
@@ -279,6 +284,45 @@ fn simulation<'t, T: CliReal>(
             on_host(s, state, exec, team, block_dt)?
         }
     })
+}
+
+/// The leapfrog over a tree: on one CUDA GPU (native kernels) the device tree, every
+/// step on the device; on any other executor the example tree built and walked on the
+/// host, its leaves on the executor. One process only.
+fn tree_simulation<'t, T: CliReal>(
+    s: &RunSettings,
+    state: State<T>,
+    opened: Opened,
+    team: &'t Team,
+    theta: f64,
+) -> Result<(Box<dyn Simulation + 't>, String)> {
+    if team.size() > 1 {
+        bail!("--gravity tree runs in one process (the tree is not split across MPI ranks): run without mpirun");
+    }
+    let criterion = s.alpha.map_or(Criterion::Geometric, |alpha| Criterion::Relative { alpha });
+    let test = match criterion {
+        Criterion::Relative { alpha } => format!("relative criterion alpha {alpha}, first force theta {theta}"),
+        Criterion::Geometric => format!("theta {theta}"),
+    };
+    let backend = opened.backend().clone();
+    let potential = "energies from the tree's potential";
+    let opened = match opened.into_executor() {
+        #[cfg(feature = "cuda")]
+        Opens::Cuda(gpu) if !backend.is_mixed() => {
+            let settings = nbody_cuda::TreeSettings::new(theta).with_criterion(criterion);
+            let sim = super::sim::DeviceTreeLeapfrog::new(*gpu, &state, settings, s.dt, T::from_f64(s.eps))?;
+            let label = format!("{backend} (device tree leapfrog, quadrupole cells, {test}; {potential})");
+            return Ok((Box::new(sim), label));
+        }
+        other => Opened::from_parts(backend.clone(), other),
+    };
+    let gpu = backend.is_cuda();
+    let bh = if gpu { BarnesHut::for_gpu(theta) } else { BarnesHut::for_cpu(theta) }.with_criterion(criterion);
+    let exec = opened.into_boxed::<T>().map_err(option_error)?;
+    let params =
+        nbody_core::Params::softened(T::from_f64(s.eps)).with_overlap_identical().with_softening(s.softening.kernel());
+    let sim = super::sim::HostTree::new(state, exec, bh, params, s.dt);
+    Ok((Box::new(sim), format!("{backend} (leapfrog over a host-built tree, quadrupole cells, {test}; {potential})")))
 }
 
 /// A simulation stepped on the host with forces from `exec` (across the ranks of an

@@ -40,6 +40,19 @@ pub enum IntegratorKind {
     Rk,
 }
 
+/// Where the forces come from.
+#[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum GravityKind {
+    /// Direct summation: every pair.
+    #[default]
+    Direct,
+    /// A Barnes-Hut tree with quadrupole cells (`theta`, or Gadget's relative criterion
+    /// with `alpha`): on one CUDA GPU the whole step stays on the device; elsewhere the
+    /// host builds and walks it and the executor runs its leaves. Leapfrog only.
+    Tree,
+}
+
 /// Arguments of `nbody run`; each may also come from the `--config` TOML file under the
 /// same name (`t-end = 2.0`).
 #[derive(Args, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -87,6 +100,19 @@ pub struct RunArgs {
     /// Softening length [default: 1/64 for plummer and cold-sphere and files, 0 otherwise].
     #[arg(long, allow_negative_numbers = true)]
     pub eps: Option<f64>,
+    /// Forces: direct (every pair) or tree (Barnes-Hut with quadrupole cells; leapfrog
+    /// only; energies then use the tree's potential) [default: direct].
+    #[arg(long, value_enum)]
+    pub gravity: Option<GravityKind>,
+    /// Opening angle of --gravity tree (a cell of size s at distance d is taken whole
+    /// when s < theta d; with --alpha, the first force's) [default: 0.5].
+    #[arg(long, allow_negative_numbers = true)]
+    pub theta: Option<f64>,
+    /// Gadget's relative opening criterion for --gravity tree: a cell is taken whole when
+    /// its estimated error is at most alpha times the target's previous acceleration
+    /// (0.001 to 0.005 is customary) [default: the geometric test with theta].
+    #[arg(long, allow_negative_numbers = true)]
+    pub alpha: Option<f64>,
     /// Softening kernel: plummer, or spline (Gadget's cubic spline of support 2.8 eps,
     /// Newtonian beyond it; CPU executors, as the CUDA integrators are Plummer's)
     /// [default: plummer].
@@ -175,6 +201,15 @@ pub struct RunSettings {
     /// Softening kernel (absent in settings written before it existed: Plummer).
     #[serde(default)]
     pub softening: SofteningKind,
+    /// Forces (absent in settings written before it existed: direct).
+    #[serde(default)]
+    pub gravity: GravityKind,
+    /// Opening angle of the tree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub theta: Option<f64>,
+    /// Relative opening criterion of the tree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
     /// Executor (a backend string: threads and devices included).
     #[serde(serialize_with = "backend_string::serialize_one")]
     pub executor: Backend,
@@ -227,6 +262,9 @@ impl RunArgs {
             t_end: self.t_end.or(file.t_end),
             eps: self.eps.or(file.eps),
             softening: self.softening.or(file.softening),
+            gravity: self.gravity.or(file.gravity),
+            theta: self.theta.or(file.theta),
+            alpha: self.alpha.or(file.alpha),
             executor: self.executor.or(file.executor),
             precision: self.precision.or(file.precision),
             threads: self.threads.or(file.threads),
@@ -303,6 +341,26 @@ impl RunArgs {
         if t_end / snapshot_every > 1e5 || t_end / energy_every > 1e7 || t_end / checkpoint_every > 1e5 {
             bail!("--snapshot-every / --energy-every would write too many outputs (more than 1e5 snapshots or 1e7 samples)");
         }
+        let gravity = args.gravity.unwrap_or_default();
+        let (theta, alpha) = match gravity {
+            GravityKind::Direct => {
+                if args.theta.is_some() || args.alpha.is_some() {
+                    bail!("--theta and --alpha set the tree: they need --gravity tree");
+                }
+                (None, None)
+            }
+            GravityKind::Tree => {
+                if args.integrator.is_some_and(|i| i != IntegratorKind::Leapfrog) {
+                    bail!("--gravity tree steps with the leapfrog only (a tree force has no jerk for Hermite, and Runge-Kutta's error control would chase the tree's noise): use --integrator leapfrog");
+                }
+                let theta = args.theta.unwrap_or(0.5);
+                positive("--theta", theta)?;
+                if let Some(alpha) = args.alpha {
+                    positive("--alpha", alpha)?;
+                }
+                (Some(theta), args.alpha)
+            }
+        };
         let pixels = args.pixels.unwrap_or_else(|| default_pixels(n));
         if !(16..=4096).contains(&pixels) {
             bail!("--pixels must be in 16..=4096 (got {pixels})");
@@ -321,6 +379,9 @@ impl RunArgs {
             t_end,
             eps,
             softening: args.softening.unwrap_or_default(),
+            gravity,
+            theta,
+            alpha,
             executor,
             precision,
             out: args.out.unwrap_or_else(|| PathBuf::from("nbody-out")),

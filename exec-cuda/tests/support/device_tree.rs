@@ -209,7 +209,10 @@ fn relative_criterion() -> Result<(), Failed> {
         gpu.download(&out, &mut got).map_err(err)?;
         let (rel, _) = errors(&got, &want);
         let (median, p99) = (rel[rel.len() / 2], rel[rel.len() * 99 / 100]);
-        println!("device tree relative alpha {alpha}: median {median:.2e}, 99% {p99:.2e}, {} + {} cell interactions", r.interactions, r.cell_interactions);
+        println!(
+            "device tree relative alpha {alpha}: median {median:.2e}, 99% {p99:.2e}, {} + {} cell interactions",
+            r.interactions, r.cell_interactions
+        );
         if p99 > 0.5 * alpha || p99 >= last {
             return Err(format!("alpha {alpha}: 99th percentile {p99:e} (the larger alpha gave {last:e})").into());
         }
