@@ -72,8 +72,7 @@ template <typename T> __device__ void tree_reset(const TreeArgs<T> &a) {
         a.bounds[k] = ~0ULL;
         a.bounds[3 + k] = 0ULL;
     }
-    a.tally[0] = 0;
-    a.tally[1] = 0;
+    for (int k = 0; k < 4; ++k) a.tally[k] = 0;
     TreeNode root = {0u, (u32)a.n, 0u, 0u};
     a.nodes[0] = root;
     a.parent[0] = 0xffffffffu;
@@ -424,6 +423,9 @@ template <typename T, bool WRITE> __device__ void tree_walk(const TreeArgs<T> &a
                 a.item_counts[g] = (unsigned long long)chunks | (unsigned long long)(cells > 0 ? chunks : 0u) << 32;
                 atomicAdd(&a.tally[0], (unsigned long long)nt * sources);
                 atomicAdd(&a.tally[1], (unsigned long long)nt * cells);
+                // The list entries in 64 bits: the host refuses lists past 32-bit indices.
+                atomicAdd(&a.tally[2], (unsigned long long)ns);
+                atomicAdd(&a.tally[3], (unsigned long long)cells);
             }
             continue;
         }

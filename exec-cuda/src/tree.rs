@@ -88,7 +88,7 @@ const DEPTH: i32 = 21;
 /// f64 moments per node (tree.cuh's TREE_MOMENTS).
 const MOMENTS: usize = 12;
 /// List bytes per particle in [`DeviceTree::bytes_for`]'s estimate.
-const LIST_BYTES: usize = 128;
+const LIST_BYTES: usize = 256;
 /// Threads per block of the tree's kernels.
 const THREADS: u32 = 256;
 /// Stack entries of a walking warp (tree.cuh's TREE_WARP_STACK).
@@ -284,8 +284,9 @@ impl<T: DeviceReal> DeviceTree<T> {
 
     /// An estimate of the device memory a force on `n` particles takes (bytes): the
     /// per-particle buffers, CUB's scratch, nodes for leaves half full, and lists of
-    /// about 128 bytes a particle (what a Plummer sphere needs at theta 0.5 with groups
-    /// of 64, with room to spare; smaller theta, larger lists).
+    /// about 256 bytes a particle (a Plummer sphere's at theta 1 with groups of 64, 2^24
+    /// particles; smaller theta, larger lists: the lists are sized after the counting
+    /// walk, and a shortfall there is an error before any force is computed).
     ///
     /// ```
     /// use nbody_cuda::{DeviceTree, TreeSettings};
@@ -310,7 +311,7 @@ impl<T: DeviceReal> DeviceTree<T> {
         self.self_counts.reserve(n * 4)?;
         self.bounds.reserve(6 * 8)?;
         self.counters.reserve(COUNTERS * 4)?;
-        self.tally.reserve(2 * 8)?;
+        self.tally.reserve(4 * 8)?;
         self.nodes.reserve(capacity * 16)?;
         self.parent.reserve(capacity * 4)?;
         self.moments.reserve(capacity * MOMENTS * 8)?;
@@ -514,6 +515,14 @@ impl CudaExecutor {
         if counters[STACK_OVERFLOW] != 0 {
             return Err(Error::Device { during: "walking the tree (stack overflow)", code: 0 });
         }
+        let mut tally = [0u64; 4];
+        download(tree.tally.buf_ref().expect("reserved"), bytemuck::cast_slice_mut(&mut tally))?;
+        if tally[2].max(tally[3]) > u64::from(u32::MAX) {
+            return Err(Error::Unsupported {
+                operation: "a device tree force with more than 2^32 list entries",
+                reason: "the lists index with 32 bits: raise theta (or alpha), or split the targets into several calls",
+            });
+        }
         let (spans, cells) = (counters[SPANS] as usize, counters[CELLS] as usize);
         let (items, cell_items) = (counters[ITEMS] as usize, counters[CELL_ITEMS] as usize);
         tree.items.reserve(items * 16)?;
@@ -556,7 +565,6 @@ impl CudaExecutor {
         self.tree_step(TreeStep::Scatter, grid(n), THREADS, args)?;
         mark(5, self)?;
         events[5].synchronize().map_err(cuda("running the device tree"))?;
-        let mut tally = [0u64; 2];
         download(tree.tally.buf_ref().expect("reserved"), bytemuck::cast_slice_mut(&mut tally))?;
         let secs = |a: usize, b: usize| -> Result<f64, Error> {
             let ms = events[b].elapsed_time_f32(&events[a]).map_err(cuda("reading an event"))?;

@@ -63,6 +63,11 @@ struct Args {
     /// line's theta: the previous field comes from a geometric force at theta 0.5.
     #[arg(long, value_delimiter = ',')]
     alpha: Vec<f64>,
+    /// With --device-tree: also times this many leapfrog steps over the device tree
+    /// (after two warm-up steps), at the first theta (or alpha) given, on the Plummer
+    /// sphere.
+    #[arg(long, default_value_t = 0)]
+    steps: usize,
     /// With cuda: the device-resident tree at these sizes (comma-separated), on a
     /// Plummer sphere and a clustered set, instead of the batched runs and the host tree.
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
@@ -237,12 +242,7 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
             if !args.alpha.is_empty() {
                 gpu.tree_forces(&mut tree, &set, &TreeSettings::new(0.5), &p, &mut previous)?;
             }
-            let criteria: Vec<(f64, Criterion)> = args
-                .theta
-                .iter()
-                .map(|&t| (t, Criterion::Geometric))
-                .chain(args.alpha.iter().map(|&alpha| (args.theta[0], Criterion::Relative { alpha })))
-                .collect();
+            let criteria = criteria(args);
             for &q in &quadrupole {
                 for &(theta, criterion) in &criteria {
                     let settings = TreeSettings {
@@ -297,9 +297,64 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                     println!("{line}");
                 }
             }
+            if args.steps > 0 && name == "plummer" {
+                leapfrog_steps(gpu, n, criteria[0], args)?;
+            }
         }
     }
     Ok(())
+}
+
+/// Leapfrog steps of dt = 1/256 over the device tree on a Plummer sphere of `n`: the
+/// wall time per step (each force waits for its lists' counts, so the clock sees the
+/// GPU's work) and the last force's phases.
+#[cfg(feature = "cuda")]
+fn leapfrog_steps(
+    gpu: &mut nbody::cuda::CudaExecutor,
+    n: usize,
+    (theta, criterion): (f64, nbody::core::cell::Criterion),
+    args: &Args,
+) -> Result<(), nbody::Error> {
+    use nbody::cuda::TreeSettings;
+    let (pos, vel) = nbody::integrators::ics::plummer::<f32>(n, 2);
+    let settings = TreeSettings {
+        leaf_size: args.leaf.unwrap_or(16),
+        group_size: args.group.unwrap_or(64),
+        side: args.opening == "side",
+        ..TreeSettings::new(theta).with_criterion(criterion)
+    };
+    let mut system = gpu.upload_tree_system(&pos, &vel, settings)?;
+    let p = Params::softened(1.0f32 / 256.0).with_overlap_identical();
+    for _ in 0..2 {
+        gpu.tree_leapfrog_step(&mut system, &p, 1.0 / 256.0)?;
+    }
+    let t = Instant::now();
+    for _ in 0..args.steps {
+        gpu.tree_leapfrog_step(&mut system, &p, 1.0 / 256.0)?;
+    }
+    let mut field = vec![Field::zero(); n];
+    gpu.download_tree_field(&mut system, &p, &mut field)?; // waits for the last kick
+    let per_step = t.elapsed().as_secs_f64() / args.steps as f64;
+    let r = system.last_force();
+    println!(
+        "device tree leapfrog, N = {n}, {criterion:?} (theta {theta}): {:.2} ms per step over {} steps (last force {:.2} ms GPU: sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2})",
+        per_step * 1e3,
+        args.steps,
+        r.times.total() * 1e3,
+        r.times.sort * 1e3,
+        r.times.build * 1e3,
+        r.times.moments * 1e3,
+        r.times.walk * 1e3,
+        r.times.kernels * 1e3
+    );
+    Ok(())
+}
+
+/// The opening tests a run compares: the geometric one at each theta, then the relative
+/// one at each alpha (its first force at the first theta).
+fn criteria(args: &Args) -> Vec<(f64, Criterion)> {
+    let geometric = args.theta.iter().map(|&t| (t, Criterion::Geometric));
+    geometric.chain(args.alpha.iter().map(|&alpha| (args.theta[0], Criterion::Relative { alpha }))).collect()
 }
 
 /// The median and 99th-percentile relative acceleration error of `field` against `direct`.
@@ -386,12 +441,7 @@ fn tree_code<E: Executor<f32>>(exec: &mut E, args: &Args) {
     if !args.alpha.is_empty() {
         defaults(0.5).forces(&tree_bodies, &p, exec, &mut previous).unwrap();
     }
-    let criteria: Vec<(f64, Criterion)> = args
-        .theta
-        .iter()
-        .map(|&t| (t, Criterion::Geometric))
-        .chain(args.alpha.iter().map(|&alpha| (args.theta[0], Criterion::Relative { alpha })))
-        .collect();
+    let criteria = criteria(args);
     for &multipole in &multipoles {
         for &(theta, criterion) in &criteria {
             let leaf_size = args.leaf.unwrap_or(defaults(theta).leaf_size);
