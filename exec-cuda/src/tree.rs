@@ -489,7 +489,9 @@ impl CudaExecutor {
         // Groups, then the counting walk over every node's slot (at most one group per
         // node; the slots past the groups stay zero for the scans). One warp walks one
         // group at a time, with its own stack.
-        tree.reserve_groups(nodes)?;
+        // Sized for the node array, not this tree's nodes: a simulation's node count
+        // changes from step to step, and a regrowth frees and allocates.
+        tree.reserve_groups(tree.capacity)?;
         let args = TreeArgs {
             counts: at(&tree.counts),
             item_counts: at(&tree.item_counts),
@@ -525,11 +527,15 @@ impl CudaExecutor {
         }
         let (spans, cells) = (counters[SPANS] as usize, counters[CELLS] as usize);
         let (items, cell_items) = (counters[ITEMS] as usize, counters[CELL_ITEMS] as usize);
-        tree.items.reserve(items * 16)?;
-        tree.spans.reserve(spans * 8)?;
-        tree.offset.reserve(spans * 4)?;
-        tree.cell_items.reserve(cell_items * 16)?;
-        tree.cell_index.reserve(cells * 4)?;
+        // An eighth of room beyond the need: a simulation's lists grow a little from
+        // step to step, and each regrowth frees and allocates gigabytes (a device-wide
+        // synchronisation; 15 ms a step at 2^23 before the room was kept).
+        let roomy = |bytes: usize| bytes + bytes / 8;
+        tree.items.reserve(roomy(items * 16))?;
+        tree.spans.reserve(roomy(spans * 8))?;
+        tree.offset.reserve(roomy(spans * 4))?;
+        tree.cell_items.reserve(roomy(cell_items * 16))?;
+        tree.cell_index.reserve(roomy(cells * 4))?;
         let args = TreeArgs {
             items: at(&tree.items),
             spans: at(&tree.spans),

@@ -190,7 +190,12 @@ impl CudaExecutor {
         let stream = self.gpu.stream().as_inner();
         // SAFETY: the buffer holds at least `bytes(len)` bytes; ordered on this stream.
         let r = unsafe {
-            cust::sys::cuMemsetD8Async(crate::memory::ptr(&f.buf).as_raw(), 0, DeviceFields::<T>::bytes(f.len()), stream)
+            cust::sys::cuMemsetD8Async(
+                crate::memory::ptr(&f.buf).as_raw(),
+                0,
+                DeviceFields::<T>::bytes(f.len()),
+                stream,
+            )
         };
         crate::pipeline::driver(r, "clearing the tree's field")
     }
