@@ -31,6 +31,9 @@
 //! # Ok::<(), nbody::Error>(())
 //! ```
 
+mod leapfrog;
+
+pub use leapfrog::TreeLeapfrog;
 use nbody_core::cell::Criterion;
 use nbody_core::layout::morton;
 use nbody_core::{Error, Executor, Field, InteractionList, LeafList, Pair, Params, Particle, Real, Span};

@@ -184,14 +184,24 @@ fn put_reals<T: Real>(out: &mut Vec<u64>, xs: impl IntoIterator<Item = T>) {
     out.extend(xs.into_iter().map(|x| x.to_f64().to_bits()));
 }
 
-/// Appends a field array (count, then four lanes each).
-pub(crate) fn put_fields<T: Real>(out: &mut Vec<u64>, f: &[Field<T>]) {
+/// Appends a field array (count, then four lanes each, as f64 bits): for integrators
+/// outside this crate that keep a field in their checkpoints.
+///
+/// ```
+/// use nbody_core::Field;
+/// use nbody_integrators::{put_fields, take_fields, Words};
+/// let mut w = Vec::new();
+/// put_fields(&mut w, &[Field::new(1.0f32, 2.0, 3.0, -4.0)]);
+/// assert_eq!(take_fields::<f32>(&mut Words::new(&w))?, vec![Field::new(1.0, 2.0, 3.0, -4.0)]);
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+pub fn put_fields<T: Real>(out: &mut Vec<u64>, f: &[Field<T>]) {
     out.push(f.len() as u64);
     put_reals(out, f.iter().flat_map(|f| [f.ax, f.ay, f.az, f.phi]));
 }
 
-/// Reads a field array.
-pub(crate) fn take_fields<T: Real>(w: &mut Words<'_>) -> Result<Vec<Field<T>>, Error> {
+/// Reads a field array [`put_fields`] wrote.
+pub fn take_fields<T: Real>(w: &mut Words<'_>) -> Result<Vec<Field<T>>, Error> {
     let n = w.len(4)?;
     let v = w.reals::<T>(4 * n)?;
     Ok(v.chunks_exact(4).map(|c| Field::new(c[0], c[1], c[2], c[3])).collect())

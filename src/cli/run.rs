@@ -10,7 +10,7 @@ use super::settings::{InitialConditions, IntegratorKind, RunArgs, RunSettings};
 use super::sim::{Host, Simulation};
 use super::team::{ReportedElsewhere, Team};
 use super::Precision;
-use crate::tree::BarnesHut;
+use crate::tree::{BarnesHut, TreeLeapfrog};
 use anyhow::{bail, Context, Result};
 #[cfg(feature = "cuda")]
 use nbody_backends::Executor as Opens;
@@ -319,9 +319,8 @@ fn tree_simulation<'t, T: CliReal>(
     let gpu = backend.is_cuda();
     let bh = if gpu { BarnesHut::for_gpu(theta) } else { BarnesHut::for_cpu(theta) }.with_criterion(criterion);
     let exec = opened.into_boxed::<T>().map_err(option_error)?;
-    let params =
-        nbody_core::Params::softened(T::from_f64(s.eps)).with_overlap_identical().with_softening(s.softening.kernel());
-    let sim = super::sim::HostTree::new(state, exec, bh, params, s.dt);
+    let leapfrog = TreeLeapfrog::new(bh, s.dt, T::from_f64(s.eps))?.with_softening(s.softening.kernel());
+    let sim = Host::new(state, Box::new(leapfrog), exec);
     Ok((Box::new(sim), format!("{backend} (leapfrog over a host-built tree, quadrupole cells, {test}; {potential})")))
 }
 

@@ -3,7 +3,7 @@
 
 use nbody_core::forward::{Call, Forward};
 use nbody_core::projection::{Project, Projecting, Projection};
-use nbody_core::{Error, Field, Particle, Real};
+use nbody_core::{Error, Particle, Real};
 use nbody_integrators::{Arrays, Checkpoint, Diagnostics, Integrator, State, Words};
 
 pub(super) use super::files::Row;
@@ -184,162 +184,6 @@ impl<T: Real> Simulation for Host<'_, T> {
         self.state.restore_split(w, a)?;
         self.integrator.restore_split(w, a)
     }
-}
-
-/// A leapfrog whose forces come from the example Barnes-Hut tree ([`crate::tree`]): the
-/// host sorts, builds and walks, any executor computes the leaves (its batched cell
-/// call). Energies use the tree's potential.
-pub(super) struct HostTree<'e, T: Real> {
-    state: State<T>,
-    exec: Counting<'e, T>,
-    bh: crate::tree::BarnesHut,
-    params: nbody_core::Params<T>,
-    dt: f64,
-    /// The field at the current positions when `fresh`; else at the last ones (the
-    /// relative criterion's scale) when `computed`.
-    field: Vec<Field<T>>,
-    spare: Vec<Field<T>>,
-    fresh: bool,
-    computed: bool,
-    steps: u64,
-}
-
-impl<'e, T: Real> HostTree<'e, T> {
-    /// A leapfrog of step `dt` over `state` with tree forces (`bh`) on `exec`.
-    pub(super) fn new(
-        state: State<T>,
-        exec: Box<dyn Projecting<T> + 'e>,
-        bh: crate::tree::BarnesHut,
-        params: nbody_core::Params<T>,
-        dt: f64,
-    ) -> Self {
-        Self {
-            state,
-            exec: Counting { inner: exec, interactions: 0.0, all_sources: None },
-            bh,
-            params,
-            dt,
-            field: Vec::new(),
-            spare: Vec::new(),
-            fresh: false,
-            computed: false,
-            steps: 0,
-        }
-    }
-
-    fn force(&mut self) -> Result<(), Error> {
-        let n = self.state.len();
-        std::mem::swap(&mut self.field, &mut self.spare);
-        self.field.clear();
-        self.field.resize(n, Field::zero());
-        self.fresh = false;
-        let last = (self.computed && self.spare.len() == n).then_some(&self.spare[..]);
-        self.computed = false;
-        match last {
-            Some(last) => self.bh.forces_after(&self.state.pos, last, &self.params, &mut self.exec, &mut self.field)?,
-            None => self.bh.forces(&self.state.pos, &self.params, &mut self.exec, &mut self.field)?,
-        };
-        (self.fresh, self.computed) = (true, true);
-        Ok(())
-    }
-}
-
-impl<T: Real> nbody_core::stepping::KickDrift<T> for HostTree<'_, T> {
-    fn field_is_current(&self) -> bool {
-        self.fresh
-    }
-
-    fn compute_field(&mut self) -> Result<(), Error> {
-        self.force()
-    }
-
-    fn kick(&mut self, h: T) -> Result<(), Error> {
-        nbody_core::stepping::kick(&mut self.state.vel, &self.field, h);
-        Ok(())
-    }
-
-    fn drift(&mut self, h: T) -> Result<(), Error> {
-        nbody_core::stepping::drift(&mut self.state.pos, &self.state.vel, h);
-        self.fresh = false;
-        Ok(())
-    }
-}
-
-impl<T: Real> Simulation for HostTree<'_, T> {
-    fn time(&self) -> f64 {
-        self.state.time
-    }
-
-    fn step(&mut self, until: f64) -> Result<bool, Error> {
-        let half = 0.5 * self.dt;
-        if self.state.time < until - half {
-            nbody_core::stepping::kick_drift_kick(self, self.dt)?;
-            self.state.time += self.dt;
-            self.steps += 1;
-        }
-        Ok(self.state.time >= until - half)
-    }
-
-    fn steps(&self) -> u64 {
-        self.steps
-    }
-
-    fn interactions(&self) -> f64 {
-        self.exec.interactions
-    }
-
-    fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
-        if !self.fresh {
-            self.force()?;
-        }
-        Ok(nbody_integrators::diagnostics(&self.state, &self.field))
-    }
-
-    fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
-        Ok(rows(&self.state.pos, &self.state.vel))
-    }
-
-    fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
-        self.exec.project(&self.state.pos, projection, grid)
-    }
-
-    /// The state and the field it kicks with next (which the relative criterion also
-    /// scales by), so a resumed run is bit for bit the same.
-    fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
-        let mut w = vec![self.steps, self.exec.interactions.to_bits()];
-        self.state.save(&mut w);
-        w.extend([u64::from(self.fresh), u64::from(self.computed)]);
-        put_fields(&mut w, &self.field);
-        Ok(Some(w))
-    }
-
-    fn restore(&mut self, w: &mut Words<'_>) -> Result<(), Error> {
-        self.steps = w.word()?;
-        self.exec.interactions = w.f64()?;
-        self.state.restore(w)?;
-        (self.fresh, self.computed) = (w.word()? != 0, w.word()? != 0);
-        self.field = take_fields(w)?;
-        Ok(())
-    }
-}
-
-/// Appends a field array to checkpoint words: its length, then four f64 words each.
-fn put_fields<T: Real>(w: &mut Vec<u64>, field: &[Field<T>]) {
-    w.push(field.len() as u64);
-    for f in field {
-        w.extend([f.ax, f.ay, f.az, f.phi].map(|x| x.to_f64().to_bits()));
-    }
-}
-
-/// Reads what [`put_fields`] wrote.
-fn take_fields<T: Real>(w: &mut Words<'_>) -> Result<Vec<Field<T>>, Error> {
-    let n = w.len(4)?;
-    (0..n)
-        .map(|_| {
-            let c = [w.f64()?, w.f64()?, w.f64()?, w.f64()?].map(T::from_f64);
-            Ok(Field::new(c[0], c[1], c[2], c[3]))
-        })
-        .collect()
 }
 
 /// Snapshot rows of positions and velocities.
@@ -637,7 +481,7 @@ mod device {
             let s = State { pos: std::mem::take(&mut self.pos), vel: std::mem::take(&mut self.vel), time };
             s.save(&mut w);
             (self.pos, self.vel) = (s.pos, s.vel);
-            super::put_fields(&mut w, &field);
+            nbody_integrators::put_fields(&mut w, &field);
             Ok(Some(w))
         }
 
@@ -646,7 +490,7 @@ mod device {
             let interactions = w.f64()?;
             let mut s = State::new(Vec::new(), Vec::new());
             s.restore(w)?;
-            let field = super::take_fields::<T>(w)?;
+            let field = nbody_integrators::take_fields::<T>(w)?;
             let settings = *self.sys.settings();
             self.sys = self.gpu.upload_tree_system(&s.pos, &s.vel, settings)?;
             self.sys.set_time(s.time);
