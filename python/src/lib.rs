@@ -9,6 +9,8 @@ use nbody_core::{
     Bodies, Error, Field, InteractionList, Jerk, LeafList, Pair, Params, Particle, PerParticle, Real, Softening, Span,
     Velocity,
 };
+use nbody::tree::{BarnesHut, TreeLeapfrog};
+use nbody_core::cell::Criterion;
 use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State};
 use numpy::ndarray::ArrayView2;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -625,14 +627,56 @@ macro_rules! each {
     };
 }
 
+/// Where a simulation's forces come from: direct summation, or a Barnes-Hut tree with
+/// the geometric test at `theta` (or the relative one at `alpha`, after a first force at
+/// `theta`).
+#[derive(Clone, Copy)]
+enum Gravity {
+    Direct,
+    Tree { theta: f64, alpha: Option<f64> },
+}
+
+impl Gravity {
+    fn parse(name: &str, theta: Option<f64>, alpha: Option<f64>) -> PyResult<Gravity> {
+        let positive = |x: f64, name: &str| {
+            if x.is_finite() && x > 0.0 {
+                Ok(x)
+            } else {
+                Err(value_error(format!("{name} must be positive and finite (got {x})")))
+            }
+        };
+        match name {
+            "direct" if theta.is_none() && alpha.is_none() => Ok(Gravity::Direct),
+            "direct" => Err(value_error("theta and alpha set the tree: they need gravity='tree'")),
+            "tree" => Ok(Gravity::Tree {
+                theta: positive(theta.unwrap_or(0.5), "theta")?,
+                alpha: alpha.map(|a| positive(a, "alpha")).transpose()?,
+            }),
+            other => Err(value_error(format!("gravity must be 'direct' or 'tree' (got {other:?})"))),
+        }
+    }
+}
+
 fn integrator<T: Real>(
     name: &str,
     dt: f64,
     eta: f64,
     tolerance: f64,
     (eps, s): (f64, Softening),
+    (gravity, gpu): (Gravity, bool),
 ) -> PyResult<Box<dyn Integrator<T> + Send>> {
     let e = T::from_f64(eps);
+    if let Gravity::Tree { theta, alpha } = gravity {
+        if name != "leapfrog" {
+            return Err(value_error(format!(
+                "gravity='tree' steps with the leapfrog only (got integrator={name:?}): a tree force has no jerk for Hermite"
+            )));
+        }
+        let bh = if gpu { BarnesHut::for_gpu(theta) } else { BarnesHut::for_cpu(theta) };
+        let criterion = alpha.map_or(Criterion::Geometric, |alpha| Criterion::Relative { alpha });
+        let leapfrog = TreeLeapfrog::new(bh.with_criterion(criterion), dt, e).map_err(runtime)?;
+        return Ok(Box::new(leapfrog.with_softening(s)));
+    }
     Ok(match name {
         "leapfrog" => Box::new(Leapfrog::new(dt, e).map_err(runtime)?.with_softening(s)),
         "hermite" => Box::new(Hermite::new(eta, e).map_err(runtime)?.with_softening(s)),
@@ -654,6 +698,7 @@ fn build<T: PyReal>(
     eta: f64,
     tolerance: f64,
     eps: (f64, Softening),
+    gravity: Gravity,
     executor: &str,
     threads: Option<usize>,
 ) -> PyResult<Run<T>> {
@@ -662,7 +707,7 @@ fn build<T: PyReal>(
     let vel = rows.iter().map(|r| Velocity::new(c(r[4]), c(r[5]), c(r[6]))).collect();
     Ok(Run {
         state: State::new(pos, vel),
-        integrator: integrator(name, dt, eta, tolerance, eps)?,
+        integrator: integrator(name, dt, eta, tolerance, eps, (gravity, executor.starts_with("cuda")))?,
         exec: backend::<T>(executor, threads)?.open_for::<T>().map_err(backend_error)?,
         steps: 0,
     })
@@ -673,9 +718,12 @@ impl Simulation {
     /// A system from initial conditions (`ic`: "plummer", "cold-sphere", "kepler",
     /// "figure8") or from `positions`, `velocities` and `masses`; `test_positions` (and
     /// `test_velocities`) append massless test particles after it, which feel every
-    /// massive particle and exert nothing (a step costs N x N_massive).
+    /// massive particle and exert nothing (a step costs N x N_massive). `gravity="tree"`
+    /// takes the forces from a Barnes-Hut tree with quadrupole cells (`theta`, default
+    /// 0.5, or Gadget's relative criterion with `alpha`; leapfrog only; energies from the
+    /// tree's potential).
     #[new]
-    #[pyo3(signature = (ic="plummer", n=1024, seed=1, positions=None, velocities=None, masses=None, integrator="leapfrog", dt=1.0/256.0, eta=0.02, tolerance=1e-8, eps=1.0/64.0, executor="cpu", precision="f64", threads=None, test_positions=None, test_velocities=None, softening="plummer"))]
+    #[pyo3(signature = (ic="plummer", n=1024, seed=1, positions=None, velocities=None, masses=None, integrator="leapfrog", dt=1.0/256.0, eta=0.02, tolerance=1e-8, eps=1.0/64.0, executor="cpu", precision="f64", threads=None, test_positions=None, test_velocities=None, softening="plummer", gravity="direct", theta=None, alpha=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         ic: &str,
@@ -695,8 +743,12 @@ impl Simulation {
         test_positions: Option<&Bound<'_, PyAny>>,
         test_velocities: Option<&Bound<'_, PyAny>>,
         softening: &str,
+        gravity: &str,
+        theta: Option<f64>,
+        alpha: Option<f64>,
     ) -> PyResult<Self> {
         let eps = (eps, softening_kernel(softening)?);
+        let gravity = Gravity::parse(gravity, theta, alpha)?;
         let mut rows: Vec<[f64; 7]> = match (positions, velocities, masses) {
             (Some(p), v, Some(m)) => {
                 let p = coords(p, "positions")?.rows();
@@ -757,8 +809,8 @@ impl Simulation {
             return Err(value_error("a simulation needs at least one particle"));
         }
         let run = match precision {
-            "f64" => Sim::F64(build(&rows, integrator, dt, eta, tolerance, eps, executor, threads)?),
-            "f32" => Sim::F32(build(&rows, integrator, dt, eta, tolerance, eps, executor, threads)?),
+            "f64" => Sim::F64(build(&rows, integrator, dt, eta, tolerance, eps, gravity, executor, threads)?),
+            "f32" => Sim::F32(build(&rows, integrator, dt, eta, tolerance, eps, gravity, executor, threads)?),
             other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
         };
         Ok(Self { run })

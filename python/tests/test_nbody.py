@@ -365,3 +365,27 @@ def test_cell_is_mass_centre_and_traceless_quadrupole():
     pos = np.array([[-0.5, 0.0, 0.0], [0.5, 0.0, 0.0]])
     c = nbody.cell(pos, np.ones(2))
     assert c.tolist() == [0.0, 0.0, 0.0, 2.0, 1.0, 0.0, 0.0, -0.5, 0.0, -0.5]
+
+
+def test_simulation_over_a_tree_conserves_energy_and_refuses_what_it_cannot_do():
+    """gravity="tree": the leapfrog over the Barnes-Hut tree, its energy from the tree's
+    potential (within 1e-3 of direct summation's), conserved as a leapfrog conserves it;
+    the relative criterion too; the tree's options refused where they mean nothing."""
+    direct = nbody.Simulation(n=2000, seed=3)
+    tree = nbody.Simulation(n=2000, seed=3, gravity="tree", theta=0.6)
+    relative = nbody.Simulation(n=2000, seed=3, gravity="tree", alpha=0.002)
+    e_direct = direct.energies()[2]
+    for sim in (tree, relative):
+        e0 = sim.energies()[2]
+        assert 0 < abs(e0 / e_direct - 1) < 1e-3
+        sim.evolve(0.0625)
+        assert sim.steps == 16
+        assert abs(sim.energies()[2] / e0 - 1) < 1e-3
+    with pytest.raises(ValueError, match="need gravity='tree'"):
+        nbody.Simulation(n=64, theta=0.5)
+    with pytest.raises(ValueError, match="leapfrog only"):
+        nbody.Simulation(n=64, gravity="tree", integrator="hermite")
+    with pytest.raises(ValueError, match="gravity must be"):
+        nbody.Simulation(n=64, gravity="fmm")
+    with pytest.raises(ValueError, match="alpha must be positive"):
+        nbody.Simulation(n=64, gravity="tree", alpha=-1.0)

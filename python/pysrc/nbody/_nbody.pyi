@@ -124,10 +124,21 @@ class Simulation:
         test_positions: Optional[FloatArray] = None,
         test_velocities: Optional[FloatArray] = None,
         softening: Softening = "plummer",
+        gravity: Literal["direct", "tree"] = "direct",
+        theta: Optional[float] = None,
+        alpha: Optional[float] = None,
     ) -> None:
         """`test_positions` (and `test_velocities`) append massless test particles after
         the system: they feel every massive particle, exert nothing, and cost
-        N x N_massive per step.
+        N x N_massive per step. `gravity="tree"` takes the forces from a Barnes-Hut tree
+        with quadrupole cells: the geometric test at `theta` (default 0.5) or Gadget's
+        relative criterion at `alpha`; leapfrog only; energies from the tree's potential.
+
+        >>> tree = Simulation(n=2000, gravity="tree", theta=0.6)
+        >>> e0 = tree.energies()[2]
+        >>> _ = tree.evolve(0.0625)
+        >>> abs(tree.energies()[2] / e0 - 1) < 1e-3
+        True
 
         >>> sim = Simulation(ic="kepler", test_positions=np.array([[8.0, 0.0, 0.0]]), test_velocities=np.array([[0.0, 0.35, 0.0]]))
         """
