@@ -11,7 +11,7 @@
 //! (particle-particle and particle-cell) and the median and 99th-percentile relative
 //! force error against direct summation on the same executor. With cuda,
 //! `--device-tree N,...` runs the device-resident tree instead (`nbody_cuda::tree`: leaves
-//! of 16 and groups of 64 unless `--leaf`/`--group` say otherwise) on a Plummer sphere and
+//! of 32 and groups of 96, `TreeSettings::new`, unless `--leaf`/`--group` say otherwise) on a Plummer sphere and
 //! a clustered set, with each phase's GPU time and the error against direct summation.
 //! `--alpha A,...` adds lines with Gadget's relative criterion (device tree and host
 //! tree), its previous field from a geometric force at theta 0.5.
@@ -247,8 +247,8 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                 for &(theta, criterion) in &criteria {
                     let settings = TreeSettings {
                         theta,
-                        leaf_size: args.leaf.unwrap_or(16),
-                        group_size: args.group.unwrap_or(64),
+                        leaf_size: args.leaf.unwrap_or(TreeSettings::new(theta).leaf_size),
+                        group_size: args.group.unwrap_or(TreeSettings::new(theta).group_size),
                         side: args.opening == "side",
                         quadrupole: q,
                         criterion,
@@ -318,8 +318,8 @@ fn leapfrog_steps(
     use nbody::cuda::TreeSettings;
     let (pos, vel) = nbody::integrators::ics::plummer::<f32>(n, 2);
     let settings = TreeSettings {
-        leaf_size: args.leaf.unwrap_or(16),
-        group_size: args.group.unwrap_or(64),
+        leaf_size: args.leaf.unwrap_or(TreeSettings::new(theta).leaf_size),
+        group_size: args.group.unwrap_or(TreeSettings::new(theta).group_size),
         side: args.opening == "side",
         ..TreeSettings::new(theta).with_criterion(criterion)
     };
