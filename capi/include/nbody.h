@@ -198,6 +198,24 @@ typedef struct NbodyCells {
 } NbodyCells;
 
 /**
+ * How a tree force takes its cells (see `nbody_tree_forces_f32`).
+ */
+typedef struct NbodyTree {
+  /**
+   * Opening angle: a cell of size s at distance d from a group is taken whole when
+   * s < theta d (finite, positive; also the relative criterion's test when no
+   * previous field is given).
+   */
+  double theta;
+  /**
+   * 0: the geometric test with `theta`. Positive: Gadget's relative criterion, a
+   * cell taken when G M / d^2 (s/d)^3 <= alpha |a_old| (finite), `a_old` from the
+   * previous field.
+   */
+  double alpha;
+} NbodyTree;
+
+/**
  * A density-map window: plane 0 = x-y, 1 = x-z, 2 = y-z.
  */
 typedef struct NbodyProjection {
@@ -557,6 +575,41 @@ enum NbodyStatus nbody_batch_cells_f64(struct NbodyExecutor *e,
                                        const struct NbodySpan *spans,
                                        size_t n_spans,
                                        const struct NbodyCells *cells,
+                                       const struct NbodyParams *params,
+                                       double *out);
+
+/**
+ * Adds the Barnes-Hut tree field of `n` particles on themselves into `out` (`n`
+ * records; every particle is a target and a source, so `params->overlap` is not read):
+ * the tree is sorted, built and walked on the host (quadrupole cells), its leaves are
+ * one batched call on the executor. `previous` (null, or the field of an earlier call
+ * on the same particles, `n` records) scales `tree->alpha`'s relative criterion; without
+ * it the test is the geometric one. A bad theta or alpha is `BadParameter`; nothing is
+ * written on an error.
+ *
+ * # Safety
+ * Each pointer must hold its count of records (or be null where allowed); `out` must
+ * not overlap the inputs.
+ */
+enum NbodyStatus nbody_tree_forces_f32(struct NbodyExecutor *e,
+                                       const float *particles,
+                                       size_t n,
+                                       const struct NbodyTree *tree,
+                                       const float *previous,
+                                       const struct NbodyParams *params,
+                                       float *out);
+
+/**
+ * [`nbody_tree_forces_f32`] for doubles.
+ *
+ * # Safety
+ * As [`nbody_tree_forces_f32`], with 4-double records.
+ */
+enum NbodyStatus nbody_tree_forces_f64(struct NbodyExecutor *e,
+                                       const double *particles,
+                                       size_t n,
+                                       const struct NbodyTree *tree,
+                                       const double *previous,
                                        const struct NbodyParams *params,
                                        double *out);
 

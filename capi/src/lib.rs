@@ -38,7 +38,9 @@
 
 pub mod grape;
 
+use nbody::tree::BarnesHut;
 use nbody_backends::{Backend, BackendError, BackendReal, Opened};
+use nbody_core::cell::Criterion;
 use nbody_core::projection::{Plane, Projecting, Projection};
 use nbody_core::{
     Bodies, Error, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, PerParticle, Real, SoaRef, Span,
@@ -1033,6 +1035,95 @@ pub unsafe extern "C" fn nbody_batch_cells_f64(
     out: *mut f64,
 ) -> NbodyStatus {
     batch_cells(e, particles, n, pairs, n_pairs, spans, n_spans, cells, params, out)
+}
+
+/// How a tree force takes its cells (see `nbody_tree_forces_f32`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct NbodyTree {
+    /// Opening angle: a cell of size s at distance d from a group is taken whole when
+    /// s < theta d (finite, positive; also the relative criterion's test when no
+    /// previous field is given).
+    pub theta: f64,
+    /// 0: the geometric test with `theta`. Positive: Gadget's relative criterion, a
+    /// cell taken when G M / d^2 (s/d)^3 <= alpha |a_old| (finite), `a_old` from the
+    /// previous field.
+    pub alpha: f64,
+}
+
+#[allow(clippy::too_many_arguments)] // the C signature
+fn tree_forces<T: CReal>(
+    e: *mut NbodyExecutor,
+    particles: *const T,
+    n: usize,
+    tree: *const NbodyTree,
+    previous: *const T,
+    p: *const NbodyParams,
+    out: *mut T,
+) -> NbodyStatus {
+    guard(|| {
+        let e = executor(e)?;
+        let p = params::<T>(p)?;
+        // SAFETY: a null pointer is refused; otherwise the caller passes a valid struct.
+        let t = *unsafe { tree.as_ref() }.ok_or_else(|| null("tree"))?;
+        let criterion = if t.alpha == 0.0 { Criterion::Geometric } else { Criterion::Relative { alpha: t.alpha } };
+        // SAFETY: the caller promises n records each (previous: null or n records).
+        let (ps, prev, o) = unsafe {
+            (
+                records(particles.cast::<Particle<T>>(), n, "particles")?,
+                if previous.is_null() { None } else { Some(records(previous.cast::<Field<T>>(), n, "previous")?) },
+                records_mut(out.cast::<Field<T>>(), n, "out")?,
+            )
+        };
+        let bh = if e.opened.backend().is_cuda() { BarnesHut::for_gpu(t.theta) } else { BarnesHut::for_cpu(t.theta) };
+        let bh = bh.with_criterion(criterion);
+        let run = |mut x: &mut dyn Projecting<T>| match prev {
+            Some(prev) => bh.forces_after(ps, prev, &p, &mut x, o),
+            None => bh.forces(ps, &p, &mut x, o),
+        };
+        T::with(e, run)?.map(|_| ()).map_err(Failure::from)
+    })
+}
+
+/// Adds the Barnes-Hut tree field of `n` particles on themselves into `out` (`n`
+/// records; every particle is a target and a source, so `params->overlap` is not read):
+/// the tree is sorted, built and walked on the host (quadrupole cells), its leaves are
+/// one batched call on the executor. `previous` (null, or the field of an earlier call
+/// on the same particles, `n` records) scales `tree->alpha`'s relative criterion; without
+/// it the test is the geometric one. A bad theta or alpha is `BadParameter`; nothing is
+/// written on an error.
+///
+/// # Safety
+/// Each pointer must hold its count of records (or be null where allowed); `out` must
+/// not overlap the inputs.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_tree_forces_f32(
+    e: *mut NbodyExecutor,
+    particles: *const f32,
+    n: usize,
+    tree: *const NbodyTree,
+    previous: *const f32,
+    params: *const NbodyParams,
+    out: *mut f32,
+) -> NbodyStatus {
+    tree_forces(e, particles, n, tree, previous, params, out)
+}
+
+/// [`nbody_tree_forces_f32`] for doubles.
+///
+/// # Safety
+/// As [`nbody_tree_forces_f32`], with 4-double records.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_tree_forces_f64(
+    e: *mut NbodyExecutor,
+    particles: *const f64,
+    n: usize,
+    tree: *const NbodyTree,
+    previous: *const f64,
+    params: *const NbodyParams,
+    out: *mut f64,
+) -> NbodyStatus {
+    tree_forces(e, particles, n, tree, previous, params, out)
 }
 
 fn project<T: CReal>(

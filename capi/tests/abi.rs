@@ -408,3 +408,89 @@ fn per_particle_softening_through_the_c_abi() {
     assert!(last_error().contains("target softening lengths[5] is a negative softening length"), "{}", last_error());
     assert_eq!(out, before);
 }
+
+/// A tree force through the C ABI: at a tiny theta it is direct summation; at theta 0.6
+/// it is within the expansion's error of it, and the relative criterion with a previous
+/// field too; a null tree, a bad theta or alpha are refused and nothing is written.
+#[test]
+fn tree_forces_through_the_c_abi() {
+    let (pos, _) = nbody_integrators_free_plummer(3000);
+    let n = pos.len();
+    let e = cpu();
+    let params = NbodyParams {
+        g: 1.0,
+        eps: 0.01,
+        potential: 1,
+        overlap: NbodyOverlap::Disjoint as i32,
+        target_start: 0,
+        source_start: 0,
+        shared_len: 0,
+        softening: NbodySoftening::Plummer as i32,
+    };
+    let mut direct = vec![Field::<f64>::zero(); n];
+    Reference.accelerations(&pos, &pos, &Params::softened(0.01).with_overlap_identical(), &mut direct).unwrap();
+    // SAFETY: n records in and out; previous null or n records.
+    let call = |tree: &NbodyTree, previous: Option<&[Field<f64>]>, out: &mut [Field<f64>]| unsafe {
+        let prev = previous.map_or(std::ptr::null(), |p| p.as_ptr().cast());
+        nbody_tree_forces_f64(e, pos.as_ptr().cast(), n, tree, prev, &params, out.as_mut_ptr().cast())
+    };
+    // The 99th percentile of the relative acceleration error (the worst is a particle
+    // whose net force nearly cancels).
+    let worst = |got: &[Field<f64>]| {
+        let mut e: Vec<f64> = got
+            .iter()
+            .zip(&direct)
+            .map(|(a, b)| {
+                let d = [a.ax - b.ax, a.ay - b.ay, a.az - b.az];
+                (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt() / (b.ax * b.ax + b.ay * b.ay + b.az * b.az).sqrt()
+            })
+            .collect();
+        e.sort_by(f64::total_cmp);
+        e[e.len() * 99 / 100]
+    };
+    let mut exact = vec![Field::<f64>::zero(); n];
+    assert_eq!(call(&NbodyTree { theta: 1e-6, alpha: 0.0 }, None, &mut exact), NbodyStatus::Ok, "{}", last_error());
+    assert!(worst(&exact) < 1e-12, "nothing accepted: {:e}", worst(&exact));
+    let mut tree = vec![Field::<f64>::zero(); n];
+    assert_eq!(call(&NbodyTree { theta: 0.6, alpha: 0.0 }, None, &mut tree), NbodyStatus::Ok, "{}", last_error());
+    let geometric = worst(&tree);
+    assert!(geometric > 1e-12 && geometric < 5e-2, "theta 0.6: 99th percentile {geometric:e}");
+    let mut relative = vec![Field::<f64>::zero(); n];
+    let status = call(&NbodyTree { theta: 0.6, alpha: 0.001 }, Some(&tree), &mut relative);
+    assert_eq!(status, NbodyStatus::Ok, "{}", last_error());
+    assert!(worst(&relative) < geometric, "alpha 0.001: 99th percentile {:e}", worst(&relative));
+    // The same as the library's own tree on the same executor.
+    let (bh, rust_params) = (nbody::tree::BarnesHut::for_cpu(0.6), Params::softened(0.01));
+    let mut cpu_exec = "cpu".parse::<nbody_backends::Backend>().unwrap().open_for::<f64>().unwrap();
+    let (mut want, mut want_relative) = (vec![Field::<f64>::zero(); n], vec![Field::<f64>::zero(); n]);
+    bh.forces(&pos, &rust_params, &mut cpu_exec, &mut want).unwrap();
+    let rel = bh.with_criterion(nbody_core::cell::Criterion::Relative { alpha: 0.001 });
+    rel.forces_after(&pos, &tree, &rust_params, &mut cpu_exec, &mut want_relative).unwrap();
+    let same = |a: &[Field<f64>], b: &[Field<f64>]| {
+        a.iter().zip(b).all(|(x, y)| (x.ax - y.ax).abs() <= 1e-12 * y.ax.abs().max(1e-3))
+    };
+    assert!(same(&tree, &want) && same(&relative, &want_relative), "the C ABI's tree differs from nbody::tree's");
+    let mut untouched = vec![Field::<f64>::zero(); n];
+    for (tree, what) in
+        [(NbodyTree { theta: -1.0, alpha: 0.0 }, "theta"), (NbodyTree { theta: 0.5, alpha: -1.0 }, "alpha")]
+    {
+        assert_eq!(call(&tree, Some(&exact), &mut untouched), NbodyStatus::BadParameter, "{what}");
+        assert!(last_error().contains(what), "{}", last_error());
+    }
+    // SAFETY: a null tree is refused before anything is read.
+    let status = unsafe {
+        nbody_tree_forces_f64(
+            e,
+            pos.as_ptr().cast(),
+            n,
+            std::ptr::null(),
+            std::ptr::null(),
+            &params,
+            untouched.as_mut_ptr().cast(),
+        )
+    };
+    assert_ne!(status, NbodyStatus::Ok);
+    assert!(untouched.iter().all(|f| *f == Field::zero()), "a refused call wrote");
+    // SAFETY: a handle from nbody_open.
+    unsafe { nbody_executor_free(e) };
+}
