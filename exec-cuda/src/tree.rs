@@ -402,7 +402,7 @@ impl CudaExecutor {
         self.tree_forces_with(tree, particles, Some(previous), settings, params, out)
     }
 
-    fn tree_forces_with<T: DeviceReal>(
+    pub(crate) fn tree_forces_with<T: DeviceReal>(
         &mut self,
         tree: &mut DeviceTree<T>,
         particles: &DeviceParticles<T>,
@@ -413,13 +413,7 @@ impl CudaExecutor {
     ) -> Result<TreeReport, Error> {
         validate::params(params)?;
         validate::length("output", particles.len(), out.len())?;
-        if !(settings.theta.is_finite() && settings.theta > 0.0) {
-            return Err(Error::InvalidParameter { name: "theta", requirement: "finite and positive" });
-        }
-        settings.criterion.check()?;
-        if settings.leaf_size == 0 || settings.group_size == 0 {
-            return Err(Error::InvalidParameter { name: "leaf_size and group_size", requirement: "at least 1" });
-        }
+        settings.check()?;
         if params.softening == Softening::Spline {
             return Err(Error::Unsupported {
                 operation: "the device tree with spline softening",

@@ -159,25 +159,20 @@ impl CudaExecutor {
     pub fn tree_field<T: DeviceReal>(&mut self, sys: &mut TreeSystem<T>, params: &Params<T>) -> Result<(), Error> {
         let n = sys.len();
         let relative = matches!(sys.settings.criterion, Criterion::Relative { .. }) && sys.computed;
-        // The state's field is cleared and summed into: stale until this succeeds.
-        sys.state.fresh = false;
-        let report = if relative {
-            let mut last = match sys.previous.take() {
+        if relative {
+            // The last force becomes the previous field; its buffer's place takes the spare.
+            let spare = match sys.previous.take() {
                 Some(p) if p.len() == n => p,
                 _ => self.zeroed_fields(n)?,
             };
-            std::mem::swap(&mut last, &mut sys.state.field);
-            sys.computed = false;
-            self.zero_on_stream(&mut sys.state.field)?;
-            let (state, settings) = (&mut sys.state, &sys.settings);
-            let r = self.tree_forces_after(&mut sys.tree, &state.pos, &last, settings, params, &mut state.field);
-            sys.previous = Some(last);
-            r?
-        } else {
-            sys.computed = false;
-            self.zero_on_stream(&mut sys.state.field)?;
-            self.tree_forces(&mut sys.tree, &sys.state.pos, &sys.settings, params, &mut sys.state.field)?
-        };
+            sys.previous = Some(std::mem::replace(&mut sys.state.field, spare));
+        }
+        // The state's field is cleared and summed into: stale until this succeeds.
+        (sys.state.fresh, sys.computed) = (false, false);
+        self.zero_on_stream(&mut sys.state.field)?;
+        let previous = if relative { sys.previous.as_ref() } else { None };
+        let (state, settings) = (&mut sys.state, &sys.settings);
+        let report = self.tree_forces_with(&mut sys.tree, &state.pos, previous, settings, params, &mut state.field)?;
         (sys.state.fresh, sys.computed, sys.last) = (true, true, report);
         sys.forces += 1;
         sys.interactions += (report.interactions + report.cell_interactions) as f64;
