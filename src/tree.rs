@@ -131,6 +131,20 @@ impl BarnesHut {
         }
     }
 
+    /// [`BarnesHut::for_gpu`] for an executor on GPUs, else [`BarnesHut::for_cpu`].
+    ///
+    /// ```
+    /// use nbody::tree::BarnesHut;
+    /// assert_eq!(BarnesHut::for_executor(true, 0.5), BarnesHut::for_gpu(0.5));
+    /// ```
+    pub const fn for_executor(gpu: bool, theta: f64) -> Self {
+        if gpu {
+            Self::for_gpu(theta)
+        } else {
+            Self::for_cpu(theta)
+        }
+    }
+
     /// The same settings with the opening test `opening`.
     pub const fn with_opening(mut self, opening: Opening) -> Self {
         self.opening = opening;
@@ -147,6 +161,19 @@ impl BarnesHut {
     pub const fn with_criterion(mut self, criterion: Criterion) -> Self {
         self.criterion = criterion;
         self
+    }
+
+    /// Checks the settings: theta finite and positive, the criterion's alpha too.
+    ///
+    /// ```
+    /// assert!(nbody::tree::BarnesHut::for_cpu(-1.0).check().is_err());
+    /// assert!(nbody::tree::BarnesHut::for_cpu(0.5).check().is_ok());
+    /// ```
+    pub fn check(&self) -> Result<(), Error> {
+        if !(self.theta.is_finite() && self.theta > 0.0) {
+            return Err(Error::InvalidParameter { name: "theta", requirement: "finite and positive" });
+        }
+        self.criterion.check()
     }
 
     /// The same settings with cells taken as `multipole`.
@@ -493,10 +520,7 @@ impl BarnesHut {
         nbody_core::validate::params(params)?;
         nbody_core::validate::length("output", particles.len(), out.len())?;
         nbody_core::validate::particles(particles, nbody_core::Array::Particles)?;
-        if !(self.theta.is_finite() && self.theta > 0.0) {
-            return Err(Error::InvalidParameter { name: "theta", requirement: "finite and positive" });
-        }
-        self.criterion.check()?;
+        self.check()?;
         if particles.is_empty() {
             return Ok(TreeStats::default());
         }
@@ -523,6 +547,8 @@ impl BarnesHut {
                 stack.extend((cell.first_child as usize..(cell.first_child + cell.children) as usize).rev());
             }
         }
+        // Only the relative test reads the previous field.
+        let previous = previous.filter(|_| matches!(self.criterion, Criterion::Relative { .. }));
         let test = Test { bh: self, g: params.g.to_f64(), previous };
         let lists: Vec<(Vec<Span>, Vec<Span>)> =
             leaves.par_iter().map(|leaf| tree.walk(leaf, &test, n, monopoles)).collect();

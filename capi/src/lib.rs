@@ -1066,7 +1066,7 @@ fn tree_forces<T: CReal>(
         let p = params::<T>(p)?;
         // SAFETY: a null pointer is refused; otherwise the caller passes a valid struct.
         let t = *unsafe { tree.as_ref() }.ok_or_else(|| null("tree"))?;
-        let criterion = if t.alpha == 0.0 { Criterion::Geometric } else { Criterion::Relative { alpha: t.alpha } };
+        let criterion = Criterion::from_alpha((t.alpha != 0.0).then_some(t.alpha));
         // SAFETY: the caller promises n records each (previous: null or n records).
         let (ps, prev, o) = unsafe {
             (
@@ -1075,8 +1075,7 @@ fn tree_forces<T: CReal>(
                 records_mut(out.cast::<Field<T>>(), n, "out")?,
             )
         };
-        let bh = if e.opened.backend().is_cuda() { BarnesHut::for_gpu(t.theta) } else { BarnesHut::for_cpu(t.theta) };
-        let bh = bh.with_criterion(criterion);
+        let bh = BarnesHut::for_executor(e.opened.backend().is_cuda(), t.theta).with_criterion(criterion);
         let run = |mut x: &mut dyn Projecting<T>| match prev {
             Some(prev) => bh.forces_after(ps, prev, &p, &mut x, o),
             None => bh.forces(ps, &p, &mut x, o),

@@ -341,6 +341,18 @@ impl Criterion {
         }
     }
 
+    /// Gadget's relative criterion at `alpha`, or the geometric test without one (how
+    /// the command, Python and C take the choice).
+    ///
+    /// ```
+    /// use nbody_core::cell::Criterion;
+    /// assert_eq!(Criterion::from_alpha(None), Criterion::Geometric);
+    /// assert_eq!(Criterion::from_alpha(Some(0.003)), Criterion::Relative { alpha: 0.003 });
+    /// ```
+    pub fn from_alpha(alpha: Option<f64>) -> Self {
+        alpha.map_or(Criterion::Geometric, |alpha| Criterion::Relative { alpha })
+    }
+
     /// Checks the criterion's parameter: alpha finite and positive.
     ///
     /// ```

@@ -672,9 +672,8 @@ fn integrator<T: Real>(
                 "gravity='tree' steps with the leapfrog only (got integrator={name:?}): a tree force has no jerk for Hermite"
             )));
         }
-        let bh = if gpu { BarnesHut::for_gpu(theta) } else { BarnesHut::for_cpu(theta) };
-        let criterion = alpha.map_or(Criterion::Geometric, |alpha| Criterion::Relative { alpha });
-        let leapfrog = TreeLeapfrog::new(bh.with_criterion(criterion), dt, e).map_err(runtime)?;
+        let bh = BarnesHut::for_executor(gpu, theta).with_criterion(Criterion::from_alpha(alpha));
+        let leapfrog = TreeLeapfrog::new(bh, dt, e).map_err(runtime)?;
         return Ok(Box::new(leapfrog.with_softening(s)));
     }
     Ok(match name {

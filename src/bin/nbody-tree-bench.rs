@@ -265,10 +265,7 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                     reports.sort_by(|a, b| a.0.times.total().total_cmp(&b.0.times.total()));
                     let (r, wall) = reports[reports.len() / 2];
                     let ms = |s: f64| s * 1e3;
-                    let test = match criterion {
-                        Criterion::Relative { alpha } => format!("relative alpha = {alpha}"),
-                        Criterion::Geometric => format!("theta = {theta}"),
-                    };
+                    let test = test_name(theta, criterion);
                     let mut line = format!(
                         "device tree {name}, N = {n}, {test}, {}, leaf {}, group {}: {:.2} ms GPU (sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2}), {:.2} ms wall; {} nodes, {} groups, {} + {} cell interactions",
                         if q { "quadrupole" } else { "monopole" },
@@ -359,6 +356,14 @@ fn criteria(args: &Args) -> Vec<(f64, Criterion)> {
     geometric.chain(args.alpha.iter().map(|&alpha| (args.theta[0], Criterion::Relative { alpha }))).collect()
 }
 
+/// How a line names its opening test.
+fn test_name(theta: f64, criterion: Criterion) -> String {
+    match criterion {
+        Criterion::Relative { alpha } => format!("relative alpha = {alpha}"),
+        Criterion::Geometric => format!("theta = {theta}"),
+    }
+}
+
 /// The median and 99th-percentile relative acceleration error of `field` against `direct`.
 fn force_errors(field: &[Field<f32>], direct: &[Field<f32>]) -> (f64, f64) {
     let norm = |v: [f32; 3]| ((v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) as f64).sqrt();
@@ -437,7 +442,7 @@ fn tree_code<E: Executor<f32>>(exec: &mut E, args: &Args) {
     };
     let mut field = vec![Field::zero(); tree_n];
     let gpu = exec.name() == "cuda";
-    let defaults = |theta| if gpu { BarnesHut::for_gpu(theta) } else { BarnesHut::for_cpu(theta) };
+    let defaults = |theta| BarnesHut::for_executor(gpu, theta);
     // The relative criterion's previous field: a geometric force at theta 0.5.
     let mut previous = vec![Field::zero(); tree_n];
     if !args.alpha.is_empty() {
@@ -455,10 +460,7 @@ fn tree_code<E: Executor<f32>>(exec: &mut E, args: &Args) {
             let t = Instant::now();
             let stats = bh.forces_after(&tree_bodies, &previous, &p, exec, &mut field).unwrap();
             let tree_secs = t.elapsed().as_secs_f64();
-            let test = match criterion {
-                Criterion::Relative { alpha } => format!("relative alpha = {alpha}"),
-                Criterion::Geometric => format!("theta = {theta}"),
-            };
+            let test = test_name(theta, criterion);
             let mut line = format!(
                 "tree {multipole:?} ({opening:?}), N = {tree_n}, {test}, leaf {leaf_size}, group {group_size}: {:.4} s (build {:.4}, walk {:.4}, kernel {:.4}), {} + {} cell = {} interactions, {} groups, {} spans",
                 tree_secs,

@@ -299,7 +299,7 @@ fn tree_simulation<'t, T: CliReal>(
     if team.size() > 1 {
         bail!("--gravity tree runs in one process (the tree is not split across MPI ranks): run without mpirun");
     }
-    let criterion = s.alpha.map_or(Criterion::Geometric, |alpha| Criterion::Relative { alpha });
+    let criterion = Criterion::from_alpha(s.alpha);
     let test = match criterion {
         Criterion::Relative { alpha } => format!("relative criterion alpha {alpha}, first force theta {theta}"),
         Criterion::Geometric => format!("theta {theta}"),
@@ -316,8 +316,7 @@ fn tree_simulation<'t, T: CliReal>(
         }
         other => Opened::from_parts(backend.clone(), other),
     };
-    let gpu = backend.is_cuda();
-    let bh = if gpu { BarnesHut::for_gpu(theta) } else { BarnesHut::for_cpu(theta) }.with_criterion(criterion);
+    let bh = BarnesHut::for_executor(backend.is_cuda(), theta).with_criterion(criterion);
     let exec = opened.into_boxed::<T>().map_err(option_error)?;
     let leapfrog = TreeLeapfrog::new(bh, s.dt, T::from_f64(s.eps))?.with_softening(s.softening.kernel());
     let sim = Host::new(state, Box::new(leapfrog), exec);
