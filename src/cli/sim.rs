@@ -290,18 +290,18 @@ mod device {
         }
     }
 
-    /// Diagnostics of host copies of a device system at `time` (lent to a [`State`] and
-    /// back, without copying).
-    fn diagnostics_of<T: DeviceReal>(
+    /// `f` of host copies of a device system at `time`, lent to a [`State`] and back
+    /// without copying (diagnostics, checkpoints).
+    fn lent<T: DeviceReal, R>(
         pos: &mut Vec<Particle<T>>,
         vel: &mut Vec<Velocity<T>>,
         time: f64,
-        field: &[Field<T>],
-    ) -> Diagnostics {
+        f: impl FnOnce(&State<T>) -> R,
+    ) -> R {
         let s = State { pos: std::mem::take(pos), vel: std::mem::take(vel), time };
-        let d = diagnostics(&s, field);
+        let r = f(&s);
         (*pos, *vel) = (s.pos, s.vel);
-        d
+        r
     }
 
     /// A leapfrog whose particles stay on the GPU(s); only diagnostics, snapshots and
@@ -359,7 +359,7 @@ mod device {
             self.download()?;
             let mut field = vec![Field::zero(); self.pos.len()];
             self.exec.download_field(&mut self.state, &self.params, &mut field)?;
-            Ok(diagnostics_of(&mut self.pos, &mut self.vel, E::time(&self.state), &field))
+            Ok(lent(&mut self.pos, &mut self.vel, E::time(&self.state), |s| diagnostics(s, &field)))
         }
 
         fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
@@ -375,10 +375,7 @@ mod device {
         fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
             self.download()?;
             let mut w = vec![self.steps, self.interactions.to_bits()];
-            let time = E::time(&self.state);
-            let s = State { pos: std::mem::take(&mut self.pos), vel: std::mem::take(&mut self.vel), time };
-            s.save(&mut w);
-            (self.pos, self.vel) = (s.pos, s.vel);
+            lent(&mut self.pos, &mut self.vel, E::time(&self.state), |s| s.save(&mut w));
             let arrangement = self.exec.arrangement(&self.state);
             w.push(arrangement.len() as u64);
             w.extend(arrangement);
@@ -458,7 +455,7 @@ mod device {
             self.download()?;
             let mut field = vec![Field::zero(); self.pos.len()];
             self.gpu.download_tree_field(&mut self.sys, &self.params, &mut field)?;
-            Ok(diagnostics_of(&mut self.pos, &mut self.vel, self.sys.time(), &field))
+            Ok(lent(&mut self.pos, &mut self.vel, self.sys.time(), |s| diagnostics(s, &field)))
         }
 
         fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
@@ -477,10 +474,7 @@ mod device {
             let mut field = vec![Field::zero(); self.pos.len()];
             self.gpu.download_tree_field(&mut self.sys, &self.params, &mut field)?;
             let mut w = vec![self.steps, self.sys.interactions().to_bits()];
-            let time = self.sys.time();
-            let s = State { pos: std::mem::take(&mut self.pos), vel: std::mem::take(&mut self.vel), time };
-            s.save(&mut w);
-            (self.pos, self.vel) = (s.pos, s.vel);
+            lent(&mut self.pos, &mut self.vel, self.sys.time(), |s| s.save(&mut w));
             nbody_integrators::put_fields(&mut w, &field);
             Ok(Some(w))
         }
@@ -554,7 +548,7 @@ mod device {
             let mut field = vec![Field::zero(); self.pos.len()];
             self.gpu.accelerations(&self.pos, &self.pos, &self.params, &mut field)?;
             self.extra += (self.pos.len() as f64).powi(2);
-            Ok(diagnostics_of(&mut self.pos, &mut self.vel, self.h.time(), &field))
+            Ok(lent(&mut self.pos, &mut self.vel, self.h.time(), |s| diagnostics(s, &field)))
         }
 
         fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
