@@ -12,6 +12,21 @@ fn cpu() -> *mut NbodyExecutor {
     e
 }
 
+/// G = 1, softening `eps` (Plummer), the potential summed, targets and sources as
+/// `overlap` says.
+fn plummer(eps: f64, overlap: NbodyOverlap) -> NbodyParams {
+    NbodyParams {
+        g: 1.0,
+        eps,
+        potential: 1,
+        overlap: overlap as i32,
+        target_start: 0,
+        source_start: 0,
+        shared_len: 0,
+        softening: NbodySoftening::Plummer as i32,
+    }
+}
+
 fn last_error() -> String {
     // SAFETY: nbody_last_error returns a valid NUL-terminated string.
     unsafe { std::ffi::CStr::from_ptr(nbody_last_error()) }.to_string_lossy().into_owned()
@@ -21,16 +36,7 @@ fn last_error() -> String {
 fn jerk_matches_the_reference() {
     let (pos, vel) = nbody_integrators_free_plummer(300);
     let e = cpu();
-    let params = NbodyParams {
-        g: 1.0,
-        eps: 0.01,
-        potential: 1,
-        overlap: NbodyOverlap::Identical as i32,
-        target_start: 0,
-        source_start: 0,
-        shared_len: 0,
-        softening: NbodySoftening::Plummer as i32,
-    };
+    let params = plummer(0.01, NbodyOverlap::Identical);
     let (mut out, mut jerk) = (vec![Field::<f64>::zero(); 300], vec![Jerk::<f64>::zero(); 300]);
     let f = |x: &[nbody_core::Particle<f64>]| x.as_ptr().cast::<f64>();
     let v = |x: &[Velocity<f64>]| x.as_ptr().cast::<f64>();
@@ -162,16 +168,7 @@ fn soa_arrays_match_the_records() {
     let lane = |k: usize| -> Vec<f64> { pos.iter().map(|p| [p.x, p.y, p.z, p.m][k]).collect() };
     let (x, y, z, m) = (lane(0), lane(1), lane(2), lane(3));
     let e = cpu();
-    let params = |potential: i32| NbodyParams {
-        g: 1.0,
-        eps: 0.01,
-        potential,
-        overlap: NbodyOverlap::Identical as i32,
-        target_start: 0,
-        source_start: 0,
-        shared_len: 0,
-        softening: NbodySoftening::Plummer as i32,
-    };
+    let params = |potential: i32| NbodyParams { potential, ..plummer(0.01, NbodyOverlap::Identical) };
     let mut want = vec![Field::<f64>::zero(); n];
     // SAFETY: 257 aligned records in and out.
     let s = unsafe {
@@ -245,16 +242,7 @@ fn spline_softening_through_the_c_abi() {
     let (pos, _) = nbody_integrators_free_plummer(300);
     let n = pos.len();
     let e = cpu();
-    let mut params = NbodyParams {
-        g: 1.0,
-        eps: 0.05,
-        potential: 1,
-        overlap: NbodyOverlap::Identical as i32,
-        target_start: 0,
-        source_start: 0,
-        shared_len: 0,
-        softening: NbodySoftening::Spline as i32,
-    };
+    let mut params = NbodyParams { softening: NbodySoftening::Spline as i32, ..plummer(0.05, NbodyOverlap::Identical) };
     let mut out = vec![Field::<f64>::zero(); n];
     // SAFETY: n aligned records in and out.
     let call = |p: &NbodyParams, out: &mut [Field<f64>]| unsafe {
@@ -290,16 +278,7 @@ fn batch_cells_through_the_c_abi() {
     let spans: Vec<Span> = (0..8).map(|k| Span::new(32 * k, 32 * k + 32)).collect();
     let ranges: Vec<Span> = (0..8).map(|k| if k < 4 { Span::new(1, 2) } else { Span::new(0, 1) }).collect();
     let cell_spans = [Span::new(0, 8), Span::new(8, 16)];
-    let params = NbodyParams {
-        g: 1.0,
-        eps: 0.01,
-        potential: 1,
-        overlap: NbodyOverlap::Disjoint as i32,
-        target_start: 0,
-        source_start: 0,
-        shared_len: 0,
-        softening: NbodySoftening::Plummer as i32,
-    };
+    let params = plummer(0.01, NbodyOverlap::Disjoint);
     let e = cpu();
     let call = |c: &NbodyCells, out: &mut [Field<f64>]| {
         // SAFETY: every pointer holds its count of aligned records; out is distinct.
@@ -354,16 +333,7 @@ fn per_particle_softening_through_the_c_abi() {
     let n = pos.len();
     let eps: Vec<f64> = (0..n).map(|i| if i % 3 == 0 { 0.1 } else { 0.01 }).collect();
     let e = cpu();
-    let params = NbodyParams {
-        g: 1.0,
-        eps: 0.0,
-        potential: 1,
-        overlap: NbodyOverlap::Identical as i32,
-        target_start: 0,
-        source_start: 0,
-        shared_len: 0,
-        softening: NbodySoftening::Plummer as i32,
-    };
+    let params = plummer(0.0, NbodyOverlap::Identical);
     let mut out = vec![Field::<f64>::zero(); n];
     // SAFETY: n aligned records and n lengths in, n records out.
     let call = |lengths: &[f64], out: &mut [Field<f64>]| unsafe {
@@ -417,16 +387,7 @@ fn tree_forces_through_the_c_abi() {
     let (pos, _) = nbody_integrators_free_plummer(3000);
     let n = pos.len();
     let e = cpu();
-    let params = NbodyParams {
-        g: 1.0,
-        eps: 0.01,
-        potential: 1,
-        overlap: NbodyOverlap::Disjoint as i32,
-        target_start: 0,
-        source_start: 0,
-        shared_len: 0,
-        softening: NbodySoftening::Plummer as i32,
-    };
+    let params = plummer(0.01, NbodyOverlap::Disjoint);
     let mut direct = vec![Field::<f64>::zero(); n];
     Reference.accelerations(&pos, &pos, &Params::softened(0.01).with_overlap_identical(), &mut direct).unwrap();
     // SAFETY: n records in and out; previous null or n records.
