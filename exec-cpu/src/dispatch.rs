@@ -197,8 +197,9 @@ macro_rules! by_kernel {
     };
 }
 
-/// `$k::<POT, MASK, SPLINE>` for the per-particle kernels: the spline always masks (a
-/// pair of two unsoftened particles is Newtonian, and may sit at zero distance).
+/// `$k::<POT, MASK, SPLINE>` for the per-particle kernels: the spline masks in its exact
+/// path (a pair of two unsoftened particles is Newtonian, and may sit at zero distance;
+/// `accumulate_split` sends such pairs there), so it has no masked variant.
 macro_rules! by_each {
     ($k:ident, $pot:expr, $mask:expr, $spline:expr) => {
         match ($pot, $mask, $spline) {
@@ -206,8 +207,8 @@ macro_rules! by_each {
             (false, true, false) => $k::<false, true, false>,
             (true, false, false) => $k::<true, false, false>,
             (true, true, false) => $k::<true, true, false>,
-            (false, _, true) => $k::<false, true, true>,
-            (true, _, true) => $k::<true, true, true>,
+            (false, _, true) => $k::<false, false, true>,
+            (true, _, true) => $k::<true, false, true>,
         }
     };
 }

@@ -7,6 +7,7 @@
 
 use crate::simd::Simd;
 use nbody_core::Real;
+use num_traits::Float;
 
 /// What one part's neighbour scan found: per target of the part its nearest source
 /// (`(r², index)`, index `u32::MAX` if none) and the `(target in part, source)` pairs
@@ -106,6 +107,10 @@ unsafe fn spline_weights<S: Simd>(r2: S::V, m: S::T, h: S::V, w: &mut S::V, g: &
                 let (sw, sg, _) = nbody_core::kernel::spline(r[l], h, S::T::from_f64(1.0) / h);
                 wa[l] = m * sw * phi_scale;
                 ga[l] = m * sg * acc_scale;
+            } else if r[l] < <S::T as Float>::min_positive_value() {
+                // Two unsoftened particles at one point (h = 0): masked, as in the pair.
+                wa[l] = S::T::from_f64(0.0);
+                ga[l] = S::T::from_f64(0.0);
             }
         }
         *w = S::load(wa.as_ptr());
@@ -165,6 +170,14 @@ pub(crate) unsafe fn accumulate_split<
         let h = S::splat(eps2);
         let (e2, h2) = if SPLINE || EACH { (zero, S::mul(h, h)) } else { (S::splat(eps2), zero) };
         let ei: [S::V; U] = core::array::from_fn(|u| if EACH { load(blk.eps, u) } else { zero });
+        // The per-particle spline's cheap test: a pair is inside only if r² is below the
+        // square of the larger of the block's largest support and the source's (at least
+        // the smallest normal number, so coincident unsoftened pairs take the exact path).
+        let neg_hmax = if SPLINE && EACH {
+            blk.eps.iter().fold(S::T::from_f64(0.0), |a, &b| if b < a { b } else { a })
+        } else {
+            S::T::from_f64(0.0)
+        };
         let se = src.e.as_ptr();
         let n = src.len();
         let (sx, sy, sz, sm) = (src.x.as_ptr(), src.y.as_ptr(), src.z.as_ptr(), src.m.as_ptr());
@@ -181,26 +194,30 @@ pub(crate) unsafe fn accumulate_split<
             let dz: [S::V; U] = core::array::from_fn(|u| split(S::sub(zj, zi[u]), lzi[u], lzj));
             // Per particle: the pair's ε² (Plummer) or its negated support (the spline).
             let cj = if EACH { S::splat(*se.add(j)) } else { zero };
-            let pair: [S::V; U] = core::array::from_fn(|u| match (EACH, SPLINE) {
+            let pair = |u: usize| match (EACH, SPLINE) {
                 (true, false) => S::sub(ei[u], cj),
                 (true, true) => S::min(ei[u], cj),
                 _ => e2,
-            });
-            let soft = |u: usize| if EACH && !SPLINE { pair[u] } else { e2 };
+            };
+            let soft = |u: usize| if EACH && !SPLINE { pair(u) } else { e2 };
             // eps² folded into the first FMA: r² = ((eps² + dx²) + dy²) + dz².
             let r2: [S::V; U] =
                 core::array::from_fn(|u| S::fma(dz[u], dz[u], S::fma(dy[u], dy[u], S::fma(dx[u], dx[u], soft(u)))));
-            // The spline: one test for the whole block whether any pair is inside h.
-            let h2u = |u: usize| if EACH { S::mul(pair[u], pair[u]) } else { h2 };
-            let near = if EACH {
-                SPLINE && (0..U).any(|u| S::any_lt(r2[u], h2u(u)))
+            // The spline: one test for the whole block whether any pair may be inside h
+            // (per particle against the bound above; the exact supports only then).
+            let bound = if SPLINE && EACH {
+                let c = *se.add(j);
+                let h = if c < neg_hmax { c } else { neg_hmax };
+                let h2 = h * h;
+                S::splat(if h2 < <S::T as Float>::min_positive_value() { <S::T as Float>::min_positive_value() } else { h2 })
             } else {
-                SPLINE && S::any_lt(r2[1..].iter().fold(r2[0], |a, &b| S::min(a, b)), h2)
+                h2
             };
+            let near = SPLINE && S::any_lt(r2[1..].iter().fold(r2[0], |a, &b| S::min(a, b)), bound);
             for u in 0..U {
                 let (mut m_rinv, mut m_rinv3) = S::weights::<MASK>(r2[u], mj);
-                if near && S::any_lt(r2[u], h2u(u)) {
-                    let hu = if EACH { S::sub(zero, pair[u]) } else { h };
+                if near && S::any_lt(r2[u], bound) {
+                    let hu = if EACH { S::sub(zero, pair(u)) } else { h };
                     spline_weights::<S>(r2[u], *sm.add(j), hu, &mut m_rinv, &mut m_rinv3);
                 }
                 ax[u] = S::fma(dx[u], m_rinv3, ax[u]);
