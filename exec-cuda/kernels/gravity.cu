@@ -128,6 +128,18 @@ template <typename C> __device__ __forceinline__ void spline_inside(C r2, C h_in
     }
 }
 
+// spline_inside as a call, not inlined: the rare path of the f32 spline's loops stays
+// small, so the common path unrolls as Plummer's does. (w, g) come back in registers. The
+// f64 loops, bound by FP64 throughput, run faster with it inline (measured on the H100).
+template <typename C> struct Weights {
+    C w, g;
+};
+template <typename C> __device__ __noinline__ Weights<C> spline_inside_call(C r2, C h_inv) {
+    Weights<C> out;
+    spline_inside(r2, h_inv, out.w, out.g);
+    return out;
+}
+
 // One interaction under kernel SOFT: e_t and e_s are the target's and source's
 // per-particle values (unused with one softening); eps2 is eps^2 (Plummer) or the support h
 // (the spline), with h_inv = 1/h.
@@ -151,7 +163,13 @@ __device__ __forceinline__ void soft_interact(const Pt<T, C> &t, const Pt<T, C> 
     if (r2 < h * h) {
         // Inside the support (rare): the per-particle support's inverse only here.
         if (SOFT == SOFT_SPLINE_EACH) hi = C(1) / h;
-        spline_inside(r2, hi, w, g);
+        if (sizeof(C) == 4) {
+            const Weights<C> wg = spline_inside_call(r2, hi);
+            w = wg.w;
+            g = wg.g;
+        } else {
+            spline_inside(r2, hi, w, g);
+        }
     } else {
         // Newtonian; two unsoftened particles at one point are masked.
         w = rsqrt_fast(r2);
@@ -163,6 +181,56 @@ __device__ __forceinline__ void soft_interact(const Pt<T, C> &t, const Pt<T, C> 
     ay = fma(dy, m_g, ay);
     az = fma(dz, m_g, az);
     if (POT) phi -= s.p.w * w;
+}
+
+// NS sources against a thread's NI targets under the spline (SOFT_SPLINE or
+// SOFT_SPLINE_EACH): Newtonian and branch-free, as Plummer's pairs are, unless a pair may
+// lie inside its support, when the whole group takes soft_interact's per-pair path. The
+// test is one bound per source: the square of the larger of the thread's largest target
+// support and the source's (at least the smallest normal number, so coincident unsoftened
+// particles count as inside); a pair is inside only if r^2 is below it. Inside pairs are a
+// few neighbours among N sources, so a warp seldom takes that path; a common group costs
+// one FMNMX per pair, one compare per source and one branch over Plummer's.
+template <typename T, typename C, int NI, int NS, bool POT, int SOFT>
+__device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<T, C> (&s)[NS], const C (&bound)[NS],
+                                             const C *e_t, const C (&e_s)[NS], C h, C h_inv, C (&ax)[NI],
+                                             C (&ay)[NI], C (&az)[NI], C (&phi)[NI]) {
+    C dx[NS][NI], dy[NS][NI], dz[NS][NI], r2[NS][NI];
+    // One support: the least r^2 of the group against it; per particle, each source's.
+    bool near = false;
+    C least = C(0);
+#pragma unroll
+    for (int q = 0; q < NS; ++q) {
+#pragma unroll
+        for (int k = 0; k < NI; ++k) {
+            separation(s[q], ti[k], dx[q][k], dy[q][k], dz[q][k]);
+            r2[q][k] = fma(dz[q][k], dz[q][k], fma(dy[q][k], dy[q][k], dx[q][k] * dx[q][k]));
+            least = k == 0 && (q == 0 || SOFT == SOFT_SPLINE_EACH) ? r2[q][k] : fmin(least, r2[q][k]);
+        }
+        if (SOFT == SOFT_SPLINE_EACH) near = near || least < bound[q];
+    }
+    if (SOFT == SOFT_SPLINE) near = least < bound[0];
+    if (!near) {
+#pragma unroll
+        for (int q = 0; q < NS; ++q)
+#pragma unroll
+            for (int k = 0; k < NI; ++k) {
+                const C rinv = rsqrt_fast(r2[q][k]);
+                const C m_rinv = s[q].p.w * rinv;
+                const C m_rinv3 = (m_rinv * rinv) * rinv;
+                ax[k] = fma(dx[q][k], m_rinv3, ax[k]);
+                ay[k] = fma(dy[q][k], m_rinv3, ay[k]);
+                az[k] = fma(dz[q][k], m_rinv3, az[k]);
+                if (POT) phi[k] -= m_rinv;
+            }
+    } else {
+#pragma unroll
+        for (int q = 0; q < NS; ++q)
+#pragma unroll
+            for (int k = 0; k < NI; ++k)
+                soft_interact<T, C, POT, true, SOFT>(ti[k], s[q], SOFT == SOFT_SPLINE_EACH ? e_t[k] : C(0), e_s[q], h,
+                                                      h_inv, ax[k], ay[k], az[k], phi[k]);
+    }
 }
 
 // Sums over TP consecutive lanes (TP a power of two <= 32), leaving the total in each.
@@ -385,17 +453,41 @@ __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const 
                                          C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI],
                                          const C *tile_e = nullptr, const C *e_i = nullptr, C h_inv = C(0)) {
     const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
-#pragma unroll(N / TP < 16 ? N / TP : 16)
-    for (int jj = 0; jj < N / TP; ++jj) {
-        const Pt<T, C> s = tile[jj * TP + slice];
-        const C e_s = EACH ? tile_e[jj * TP + slice] : C(0);
+    if (!FAR && (SOFT == SOFT_SPLINE || SOFT == SOFT_SPLINE_EACH)) {
+        // The spline (T == C here: the mixed executor's splines run batched), two f32
+        // sources per test (N / TP is even); one f64 source (the FP64 loop, at half the
+        // rate, hides the test, and holding two sources' pairs costs it occupancy).
+        const int NS = sizeof(C) == 4 ? 2 : 1;
+        C h2 = SOFT == SOFT_SPLINE ? eps2 * eps2 : C(0);
+        if (SOFT == SOFT_SPLINE_EACH)
 #pragma unroll
-        for (int k = 0; k < NI; ++k) {
-            const C e_t = EACH ? e_i[k] : C(0);
-            if (FAR)
-                soft_interact<C, C, POT, MASKED, SOFT>(high(ti[k]), high(s), e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k],
-                                                       phi[k]);
-            else soft_interact<T, C, POT, MASKED, SOFT>(ti[k], s, e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k], phi[k]);
+            for (int k = 0; k < NI; ++k) h2 = fmax(h2, e_i[k] * e_i[k]);
+        h2 = fmax(h2, min_normal<C>());
+#pragma unroll(N / TP / NS < 8 ? N / TP / NS : 8)
+        for (int jj = 0; jj < N / TP; jj += NS) {
+            Pt<T, C> s[NS];
+            C e_s[NS], bound[NS];
+#pragma unroll
+            for (int q = 0; q < NS; ++q) {
+                s[q] = tile[(jj + q) * TP + slice];
+                e_s[q] = SOFT == SOFT_SPLINE_EACH ? tile_e[(jj + q) * TP + slice] : C(0);
+                bound[q] = SOFT == SOFT_SPLINE_EACH ? fmax(h2, e_s[q] * e_s[q]) : h2;
+            }
+            spline_group<T, C, NI, NS, POT, SOFT>(ti, s, bound, e_i, e_s, eps2, h_inv, ax, ay, az, phi);
+        }
+    } else {
+#pragma unroll(N / TP < 16 ? N / TP : 16)
+        for (int jj = 0; jj < N / TP; ++jj) {
+            const Pt<T, C> s = tile[jj * TP + slice];
+            const C e_s = EACH ? tile_e[jj * TP + slice] : C(0);
+#pragma unroll
+            for (int k = 0; k < NI; ++k) {
+                const C e_t = EACH ? e_i[k] : C(0);
+                if (FAR)
+                    soft_interact<C, C, POT, MASKED, SOFT>(high(ti[k]), high(s), e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k],
+                                                           phi[k]);
+                else soft_interact<T, C, POT, MASKED, SOFT>(ti[k], s, e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k], phi[k]);
+            }
         }
     }
 }
@@ -810,6 +902,25 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
             for (int j = slice; j < B; j += TP)
                 soft_interact<C, C, POT, MASKED, SOFT>(high(p), high(tile[j]), e_i, tile_e[EACH ? j : 0], eps2, h_inv,
                                                        ax, ay, az, phi);
+        } else if (SOFT == SOFT_SPLINE || SOFT == SOFT_SPLINE_EACH) {
+            // Four f32 sources per test of the spline's supports (spline_group), one f64.
+            const int NS = sizeof(C) == 4 ? 4 : 1;
+            const C h2 = fmax(SOFT == SOFT_SPLINE ? eps2 * eps2 : e_i * e_i, min_normal<C>());
+            const Pt<T, C> t[1] = {p};
+            C bx[1] = {ax}, by[1] = {ay}, bz[1] = {az}, bphi[1] = {phi};
+#pragma unroll 2
+            for (int j = slice; j < B; j += NS * TP) {
+                Pt<T, C> src[NS];
+                C e_s[NS], bound[NS];
+#pragma unroll
+                for (int q = 0; q < NS; ++q) {
+                    src[q] = tile[j + q * TP];
+                    e_s[q] = SOFT == SOFT_SPLINE_EACH ? tile_e[j + q * TP] : C(0);
+                    bound[q] = SOFT == SOFT_SPLINE_EACH ? fmax(h2, e_s[q] * e_s[q]) : h2;
+                }
+                spline_group<T, C, 1, NS, POT, SOFT>(t, src, bound, &e_i, e_s, eps2, h_inv, bx, by, bz, bphi);
+            }
+            ax = bx[0]; ay = by[0]; az = bz[0]; phi = bphi[0];
         } else {
 #pragma unroll 8
             for (int j = slice; j < B; j += TP)
