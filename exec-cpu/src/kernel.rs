@@ -209,7 +209,11 @@ pub(crate) unsafe fn accumulate_split<
                 let c = *se.add(j);
                 let h = if c < neg_hmax { c } else { neg_hmax };
                 let h2 = h * h;
-                S::splat(if h2 < <S::T as Float>::min_positive_value() { <S::T as Float>::min_positive_value() } else { h2 })
+                S::splat(if h2 < <S::T as Float>::min_positive_value() {
+                    <S::T as Float>::min_positive_value()
+                } else {
+                    h2
+                })
             } else {
                 h2
             };
