@@ -100,6 +100,11 @@ typedef enum NbodySoftening {
 typedef struct NbodyExecutor NbodyExecutor;
 
 /**
+ * A system stepped by a leapfrog with Barnes-Hut forces (see `nbody_tree_run_new_f64`).
+ */
+typedef struct NbodyTreeRun NbodyTreeRun;
+
+/**
  * Parameters of a call.
  */
 typedef struct NbodyParams {
@@ -638,6 +643,138 @@ enum NbodyStatus nbody_project_f64(struct NbodyExecutor *e,
                                    const struct NbodyProjection *projection,
                                    double *grid,
                                    size_t n_grid);
+
+/**
+ * Starts a leapfrog of fixed step `dt` over `n` particles (`[x, y, z, m]` records) and
+ * their velocities (`[vx, vy, vz, _]` records; the fourth lane is not read) at time 0,
+ * its forces from a Barnes-Hut tree with quadrupole cells (`tree`: theta and, if
+ * positive, the relative criterion's alpha) softened by `eps` (`softening`: 0 Plummer,
+ * 1 the spline). The run owns the executor `e` from then on: `e` is freed by
+ * [`nbody_tree_run_free`], or here if this call fails, and must not be used again. On
+ * one GPU with the native kernels (`"cuda:0"`) and Plummer softening the whole step runs
+ * on the device (sort, build, walk, leaves, kicks and drifts); on any other executor
+ * the tree is built and walked on the host and its leaves run on the executor
+ * ([`nbody_tree_run_on_device`] says which). Particles and velocities are copied.
+ *
+ * # Safety
+ * `e` must be null or a handle not freed before; each array must hold `n` records
+ * (16-byte aligned); `out` null (an error) or writable storage for one pointer.
+ */
+enum NbodyStatus nbody_tree_run_new_f32(struct NbodyExecutor *e,
+                                        const float *particles,
+                                        const float *velocities,
+                                        size_t n,
+                                        const struct NbodyTree *tree,
+                                        double eps,
+                                        int32_t softening,
+                                        double dt,
+                                        struct NbodyTreeRun **out);
+
+/**
+ * [`nbody_tree_run_new_f32`] for doubles (32-byte aligned records). The mixed backends
+ * take this one only.
+ *
+ * ```
+ * use nbody_c::*;
+ * #[repr(C, align(32))]
+ * struct Records([f64; 8]);
+ * let ps = Records([-0.5, 0.0, 0.0, 0.5, 0.5, 0.0, 0.0, 0.5]);
+ * let vs = Records([0.0, -0.5, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0]);
+ * let (mut exec, mut run) = (std::ptr::null_mut(), std::ptr::null_mut());
+ * assert_eq!(unsafe { nbody_open(c"cpu:1".as_ptr(), &mut exec) }, NbodyStatus::Ok);
+ * let tree = NbodyTree { theta: 0.5, alpha: 0.0 };
+ * let s = unsafe { nbody_tree_run_new_f64(exec, ps.0.as_ptr(), vs.0.as_ptr(), 2, &tree, 0.0, 0, 1.0 / 256.0, &mut run) };
+ * assert_eq!(s, NbodyStatus::Ok);
+ * assert_eq!(unsafe { nbody_tree_run_evolve(run, 1.0) }, NbodyStatus::Ok);
+ * let (mut kinetic, mut potential) = (0.0, 0.0);
+ * assert_eq!(unsafe { nbody_tree_run_energies(run, &mut kinetic, &mut potential) }, NbodyStatus::Ok);
+ * assert!((kinetic + potential + 0.125).abs() < 1e-4); // a circular binary's energy
+ * unsafe { nbody_tree_run_free(run) };
+ * ```
+ *
+ * # Safety
+ * As [`nbody_tree_run_new_f32`], with 32-byte aligned records.
+ */
+enum NbodyStatus nbody_tree_run_new_f64(struct NbodyExecutor *e,
+                                        const double *particles,
+                                        const double *velocities,
+                                        size_t n,
+                                        const struct NbodyTree *tree,
+                                        double eps,
+                                        int32_t softening,
+                                        double dt,
+                                        struct NbodyTreeRun **out);
+
+/**
+ * Steps until the time is within half a step of `until` (nothing if it already is).
+ * On an error the run stops where the failing step began and stays usable.
+ *
+ * # Safety
+ * `run` must be null (an error) or a handle from `nbody_tree_run_new_*` not freed.
+ */
+enum NbodyStatus nbody_tree_run_evolve(struct NbodyTreeRun *run, double until);
+
+/**
+ * The simulated time and the steps taken so far (either pointer may be null).
+ *
+ * # Safety
+ * As [`nbody_tree_run_evolve`]; `time` and `steps` null or writable.
+ */
+enum NbodyStatus nbody_tree_run_time(struct NbodyTreeRun *run, double *time, uint64_t *steps);
+
+/**
+ * 1 when the run's whole step is on the GPU (the device tree), 0 when the tree is
+ * built on the host, -1 for a null handle.
+ *
+ * # Safety
+ * As [`nbody_tree_run_evolve`].
+ */
+int32_t nbody_tree_run_on_device(const struct NbodyTreeRun *run);
+
+/**
+ * Copies the particles (`[x, y, z, m]`) and velocities (`[vx, vy, vz, 0]`) now into
+ * `particles` and `velocities` (`n` records each, `n` the run's count; either may be
+ * null), from the GPU when the tree lives there. A run made in doubles refuses this
+ * call (`Unsupported`): use [`nbody_tree_run_state_f64`].
+ *
+ * # Safety
+ * As [`nbody_tree_run_evolve`]; each non-null array must hold `n` writable records.
+ */
+enum NbodyStatus nbody_tree_run_state_f32(struct NbodyTreeRun *run,
+                                          float *particles,
+                                          float *velocities,
+                                          size_t n);
+
+/**
+ * [`nbody_tree_run_state_f32`] for a run made in doubles.
+ *
+ * # Safety
+ * As [`nbody_tree_run_state_f32`].
+ */
+enum NbodyStatus nbody_tree_run_state_f64(struct NbodyTreeRun *run,
+                                          double *particles,
+                                          double *velocities,
+                                          size_t n);
+
+/**
+ * The kinetic energy and the potential energy now, the potential from the tree's field
+ * (½ Σ m φ, G = 1; a tree force is computed only if the particles moved since the last
+ * one). Either pointer may be null.
+ *
+ * # Safety
+ * As [`nbody_tree_run_evolve`]; `kinetic` and `potential` null or writable.
+ */
+enum NbodyStatus nbody_tree_run_energies(struct NbodyTreeRun *run,
+                                         double *kinetic,
+                                         double *potential);
+
+/**
+ * Frees a run and the executor it owns (null is ignored).
+ *
+ * # Safety
+ * `run` must be null or a handle from `nbody_tree_run_new_*` not freed before.
+ */
+void nbody_tree_run_free(struct NbodyTreeRun *run);
 
 #ifdef __cplusplus
 }  // extern "C"

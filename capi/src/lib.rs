@@ -37,6 +37,9 @@
 #![allow(clippy::too_many_arguments)]
 
 pub mod grape;
+mod tree_run;
+
+pub use tree_run::*;
 
 use nbody::tree::BarnesHut;
 use nbody_backends::{Backend, BackendError, BackendReal, Opened};
@@ -430,10 +433,17 @@ pub unsafe extern "C" fn nbody_cuda_new(device: u32, out: *mut *mut NbodyExecuto
 /// `e` must be null or a handle from an `nbody_*_new` call not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn nbody_executor_free(e: *mut NbodyExecutor) {
-    if !e.is_null() {
-        // SAFETY: the handle came from Box::into_raw in new_handle and is freed once.
-        drop(unsafe { Box::from_raw(e) });
-    }
+    // SAFETY: as this function's contract.
+    drop(unsafe { executor_box(e) });
+}
+
+/// Takes a handle back from C (`None` for null): it is freed when dropped.
+///
+/// # Safety
+/// `e` must be null or a handle from an `nbody_*_new` call not freed before.
+unsafe fn executor_box(e: *mut NbodyExecutor) -> Option<Box<NbodyExecutor>> {
+    // SAFETY: the handle came from Box::into_raw in new_handle and is taken back once.
+    (!e.is_null()).then(|| unsafe { Box::from_raw(e) })
 }
 
 /// The message of the last failed call on this thread ("" if none): valid until the

@@ -1,5 +1,6 @@
 //! The example programs, built against the library this test run built and run: the C
-//! Plummer check (and every bad call), the C tree code on the batched call, the Fortran
+//! Plummer check (and every bad call), the C tree code on the batched call, the C tree
+//! leapfrog (nbody_tree_run_*), the Fortran
 //! 2003 program; the first one linked the one-line pkg-config way from an installed
 //! prefix. Needs a C compiler and gfortran (the CI install script adds them).
 
@@ -91,6 +92,16 @@ fn c_tree_code_calls_the_batched_api_once_per_force_evaluation() {
     let include = format!("-I{}/include", env!("CARGO_MANIFEST_DIR"));
     let text = build_and_run("cc", "tree.c", &["-std=c11", "-D_DEFAULT_SOURCE", &include], &dir.path().join("t"));
     assert!(text.contains("passed"), "{text}");
+}
+
+#[test]
+fn c_tree_leapfrog_keeps_its_energy_and_refuses_bad_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let include = format!("-I{}/include", env!("CARGO_MANIFEST_DIR"));
+    let flags = ["-std=c11", "-D_DEFAULT_SOURCE", &include];
+    let (text, _) = build_and_run_with("cc", "tree_run.c", &flags, &dir.path().join("r"), &["cpu", "2048", "16"]);
+    assert!(text.contains("host tree") && text.contains("all checks passed"), "{text}");
+    assert!(text.contains("n is 2047, the run holds 2048 particles") && text.contains("theta"), "{text}");
 }
 
 #[test]

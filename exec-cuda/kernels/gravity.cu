@@ -205,11 +205,13 @@ __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<
         for (int k = 0; k < NI; ++k) {
             separation(s[q], ti[k], dx[q][k], dy[q][k], dz[q][k]);
             r2[q][k] = fma(dz[q][k], dz[q][k], fma(dy[q][k], dy[q][k], dx[q][k] * dx[q][k]));
-            least = k == 0 && (q == 0 || SOFT == SOFT_SPLINE_EACH) ? r2[q][k] : fmin(least, r2[q][k]);
+            // f64: a compare per pair (DSETP) costs less than a DMNMX chain on the FP64 pipe.
+            if (sizeof(C) == 8) near = near || r2[q][k] < bound[q];
+            else least = k == 0 && (q == 0 || SOFT == SOFT_SPLINE_EACH) ? r2[q][k] : fmin(least, r2[q][k]);
         }
-        if (SOFT == SOFT_SPLINE_EACH) near = near || least < bound[q];
+        if (sizeof(C) == 4 && SOFT == SOFT_SPLINE_EACH) near = near || least < bound[q];
     }
-    if (SOFT == SOFT_SPLINE) near = least < bound[0];
+    if (sizeof(C) == 4 && SOFT == SOFT_SPLINE) near = least < bound[0];
     if (!near) {
 #pragma unroll
         for (int q = 0; q < NS; ++q)
@@ -463,7 +465,7 @@ __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const 
 #pragma unroll
             for (int k = 0; k < NI; ++k) h2 = fmax(h2, e_i[k] * e_i[k]);
         h2 = fmax(h2, min_normal<C>());
-#pragma unroll(N / TP / NS < 8 ? N / TP / NS : 8)
+#pragma unroll(N / TP / NS < (NS == 1 ? 16 : 8) ? N / TP / NS : (NS == 1 ? 16 : 8))
         for (int jj = 0; jj < N / TP; jj += NS) {
             Pt<T, C> s[NS];
             C e_s[NS], bound[NS];

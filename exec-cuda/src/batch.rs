@@ -49,12 +49,10 @@ pub(crate) fn kernel_lengths<T: DeviceReal>(eps: &[T], softening: Softening) -> 
 }
 
 /// Whether per-particle Plummer must mask: the least `kernel_lengths` values of the
-/// targets and of the sources (with `padding`, massless sources of length 0 too) soften
-/// nothing an f32 pair could hold.
-pub(crate) fn lengths_mask<T: DeviceReal>(targets: &[T], sources: &[T], padding: bool) -> bool {
+/// targets and of the sources (padding included) soften nothing an f32 pair could hold.
+pub(crate) fn lengths_mask<T: DeviceReal>(targets: &[T], sources: &[T]) -> bool {
     let least = |v: &[T]| v.iter().fold(T::infinity(), |a, &x| a.min(x));
-    let least_s = if padding { T::zero() } else { least(sources) };
-    (least(targets) + least_s).to_f64() < f32::MIN_POSITIVE as f64
+    (least(targets) + least(sources)).to_f64() < f32::MIN_POSITIVE as f64
 }
 
 /// An interaction list expanded and uploaded ([`crate::CudaExecutor::upload_list`]).

@@ -167,12 +167,15 @@ impl CudaExecutor {
             let soft = match lengths {
                 Some(l) => {
                     let tv = batch::kernel_lengths(l.targets, params.softening);
-                    let sv = batch::kernel_lengths(l.sources, params.softening);
-                    let masked = batch::lengths_mask(&tv, &sv, padded > sources.len());
+                    let mut sv = batch::kernel_lengths(l.sources, params.softening);
+                    // Padding sources are massless: a length of 1 keeps Plummer's pairs
+                    // with them finite, so padding alone never makes the kernel mask.
+                    sv.resize(padded, if spline { T::zero() } else { T::one() });
+                    let masked = batch::lengths_mask(&tv, &sv);
                     let lt = me.scratch[EXTRA_A].reserve(std::mem::size_of_val(&tv[..]))?;
                     upload_padded(lt, bytemuck::cast_slice(&tv), 0)?;
                     let ls = me.scratch[EXTRA_B].reserve(padded * size_of::<T>())?;
-                    upload_padded(ls, bytemuck::cast_slice(&sv), padded * size_of::<T>())?;
+                    upload_padded(ls, bytemuck::cast_slice(&sv), 0)?;
                     let b = |me: &Self, k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
                     crate::tiled::TiledSoft {
                         soft: if spline { Soft::SplineEach } else { Soft::PlummerEach },
@@ -274,7 +277,7 @@ impl CudaExecutor {
             let each = match lengths {
                 Some(eps) if !ex.items.is_empty() => {
                     let values = batch::kernel_lengths(eps, params.softening);
-                    let masked = batch::lengths_mask(&values, &values, false);
+                    let masked = batch::lengths_mask(&values, &values);
                     up(me, LENGTHS, bytemuck::cast_slice(&values))?;
                     Some(masked)
                 }

@@ -35,6 +35,8 @@ pub struct TreeLeapfrog<T: Real> {
     spare: Vec<Field<T>>,
     fresh: bool,
     computed: bool,
+    /// Particle and cell interactions summed over every force.
+    interactions: f64,
 }
 
 impl<T: Real> TreeLeapfrog<T> {
@@ -47,7 +49,16 @@ impl<T: Real> TreeLeapfrog<T> {
         bh.check()?;
         let params = Params::softened(eps).with_overlap_identical();
         nbody_core::validate::params(&params)?;
-        Ok(Self { bh, dt, params, field: Vec::new(), spare: Vec::new(), fresh: false, computed: false })
+        Ok(Self {
+            bh,
+            dt,
+            params,
+            field: Vec::new(),
+            spare: Vec::new(),
+            fresh: false,
+            computed: false,
+            interactions: 0.0,
+        })
     }
 
     /// The same leapfrog with the softening kernel `softening` for every force.
@@ -61,6 +72,11 @@ impl<T: Real> TreeLeapfrog<T> {
         &self.bh
     }
 
+    /// Particle and cell interactions summed over every force so far.
+    pub fn interactions(&self) -> f64 {
+        self.interactions
+    }
+
     fn force<E: Executor<T> + ?Sized>(&mut self, s: &State<T>, e: &mut E) -> Result<(), Error> {
         let n = s.len();
         std::mem::swap(&mut self.field, &mut self.spare);
@@ -70,11 +86,12 @@ impl<T: Real> TreeLeapfrog<T> {
         (self.fresh, self.computed) = (false, false);
         // The geometric test does not read the last field.
         let mut e = e;
-        match last {
+        let stats = match last {
             Some(last) => self.bh.forces_after(&s.pos, last, &self.params, &mut e, &mut self.field)?,
             None => self.bh.forces(&s.pos, &self.params, &mut e, &mut self.field)?,
         };
         (self.fresh, self.computed) = (true, true);
+        self.interactions += (stats.interactions + stats.cell_interactions) as f64;
         Ok(())
     }
 }
