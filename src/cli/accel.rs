@@ -54,7 +54,9 @@ pub fn accel(a: &AccelArgs) -> Result<ExitCode> {
         bail!("--g must be positive and finite (got {})", a.g);
     }
     let backend = super::settings::backend(a.executor.clone(), a.threads, None, false, a.precision)?;
-    super::files::Format::of(&a.out)?;
+    if super::files::Format::of(&a.out)? == super::files::Format::Hdf5 {
+        bail!("{}: accelerations are written as .npy or .csv", a.out.display());
+    }
     let source_table = read_table(&a.sources)?;
     let (sources, _) = particles(&source_table, &a.sources.display().to_string())?;
     let source_eps = softening_lengths(&source_table);

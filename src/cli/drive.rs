@@ -173,7 +173,7 @@ pub(super) fn drive(
                 l_scale: l_scale.max(f64::MIN_POSITIVE),
             };
             energy.record(0.0, 0, &d0);
-            team.on_root(|| write_snapshot(s, 0, &first))?;
+            team.on_root(|| write_snapshot(s, 0, sim.time(), &first))?;
             let [(_, com, half), _] = windows(&first);
             let p = Progress { energy, snapshots: 0, k_energy: 1, k_snap: 1, k_ckpt: 1, last: d0, com, half };
             write_density(s, &mut *sim, &p.windows(), "start", team)?;
@@ -212,7 +212,7 @@ pub(super) fn drive(
         if close(until, next_snap) {
             p.snapshots += 1;
             let rows = sim.snapshot()?;
-            team.on_root(|| write_snapshot(s, p.snapshots, &rows))?;
+            team.on_root(|| write_snapshot(s, p.snapshots, sim.time(), &rows))?;
             p.k_snap += 1;
         }
         // At the end every output is written next: a checkpoint there would only make a
@@ -237,7 +237,7 @@ pub(super) fn drive(
         p.energy.record(sim.time(), sim.steps(), &p.last);
         p.snapshots += 1;
         let rows = sim.snapshot()?;
-        team.on_root(|| write_snapshot(s, p.snapshots, &rows))?;
+        team.on_root(|| write_snapshot(s, p.snapshots, sim.time(), &rows))?;
     }
     write_density(s, &mut *sim, &p.windows(), "end", team)?;
     let interactions = team.sum(sim.interactions());

@@ -33,6 +33,8 @@ pub enum Format {
     Npy,
     /// Comma-separated values.
     Csv,
+    /// Gadget's HDF5 snapshot layout (`.hdf5`, `.h5`; the `hdf5` feature).
+    Hdf5,
 }
 
 impl Format {
@@ -41,7 +43,8 @@ impl Format {
         match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
             Some("npy") => Ok(Format::Npy),
             Some("csv") => Ok(Format::Csv),
-            _ => bail!("{}: unknown file type (expected .npy or .csv)", path.display()),
+            Some("hdf5" | "h5") => Ok(Format::Hdf5),
+            _ => bail!("{}: unknown file type (expected .npy, .csv or .hdf5)", path.display()),
         }
     }
 }
@@ -87,6 +90,7 @@ pub fn parse_table(bytes: &[u8], format: Format, name: &str) -> Result<Table> {
     match format {
         Format::Npy => parse_npy(bytes, name),
         Format::Csv => parse_csv(bytes, name),
+        Format::Hdf5 => bail!("{name}: HDF5 files are read from their path (read_table), not from bytes"),
     }
 }
 
@@ -211,11 +215,24 @@ fn parse_npy(bytes: &[u8], name: &str) -> Result<Table> {
 /// Reads the table in `path` (format from the extension).
 pub fn read_table(path: &Path) -> Result<Table> {
     let format = Format::of(path)?;
+    if format == Format::Hdf5 {
+        return read_hdf5(path);
+    }
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|mut f| f.read_to_end(&mut bytes))
         .with_context(|| format!("{}", path.display()))?;
     parse_table(&bytes, format, &path.display().to_string())
+}
+
+#[cfg(feature = "hdf5")]
+fn read_hdf5(path: &Path) -> Result<Table> {
+    super::gadget::read(path)
+}
+
+#[cfg(not(feature = "hdf5"))]
+fn read_hdf5(path: &Path) -> Result<Table> {
+    bail!("{}: this build reads no HDF5 (build with --features hdf5, which needs libhdf5-dev)", path.display())
 }
 
 /// Checks a particle table (finite values, masses not negative, at least one row) and
@@ -317,6 +334,7 @@ pub fn write_table(path: &Path, names: &[&str], values: &[f64]) -> Result<()> {
             }
             Ok(())
         }
+        Format::Hdf5 => Err(std::io::Error::other("tables are written as .npy or .csv; snapshots as HDF5")),
     })
 }
 

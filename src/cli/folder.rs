@@ -62,6 +62,8 @@ fn is_run_output(name: &str) -> bool {
     let ext = |prefix: &str, suffix: &str| name.starts_with(prefix) && name.ends_with(suffix);
     matches!(name, "settings.toml" | "energy.csv" | "energy-error.png" | "summary.txt")
         || ext("snapshot-", ".npy")
+        || ext("snapshot-", ".csv")
+        || ext("snapshot-", ".hdf5")
         || ext("checkpoint-", ".nbck")
         || ext("density-", ".png")
 }

@@ -3,15 +3,28 @@
 
 use super::files::{write_table, COLUMNS};
 use super::plot::{density_png, Panel};
-use super::settings::RunSettings;
+use super::settings::{RunSettings, SnapshotFormat};
 use super::sim::{Row, Simulation};
 use super::team::Team;
 use anyhow::Result;
 use nbody_core::projection::{Plane, Projection};
 
-pub(super) fn write_snapshot(s: &RunSettings, k: u64, rows: &[Row]) -> Result<()> {
-    let flat: Vec<f64> = rows.iter().flatten().copied().collect();
-    write_table(&s.out.join(format!("snapshot-{k:05}.npy")), &COLUMNS, &flat)
+/// Snapshot `k` at time `time` in the run's format.
+pub(super) fn write_snapshot(s: &RunSettings, k: u64, time: f64, rows: &[Row]) -> Result<()> {
+    let path = s.out.join(format!("snapshot-{k:05}.{}", s.format.extension()));
+    match s.format {
+        #[cfg(feature = "hdf5")]
+        SnapshotFormat::Hdf5 => {
+            super::gadget::write(&path, rows, &super::gadget::Extras { time, units: None, field: None })
+        }
+        #[cfg(not(feature = "hdf5"))]
+        SnapshotFormat::Hdf5 => anyhow::bail!("{}: this build writes no HDF5", path.display()),
+        SnapshotFormat::Npy | SnapshotFormat::Csv => {
+            let _ = time;
+            let flat: Vec<f64> = rows.iter().flatten().copied().collect();
+            write_table(&path, &COLUMNS, &flat)
+        }
+    }
 }
 
 /// The two density windows (x-y and x-z), centred on the centre of mass, half-width a

@@ -40,6 +40,32 @@ pub enum IntegratorKind {
     Rk,
 }
 
+/// The file format of snapshots.
+#[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapshotFormat {
+    /// NumPy .npy, N x 7 float64 (x y z m vx vy vz).
+    #[default]
+    Npy,
+    /// CSV with a header line.
+    Csv,
+    /// Gadget's HDF5 layout (yt, pynbody, the Gadget and AREPO tools open it): Header
+    /// attributes, PartType1 Coordinates, Velocities, Masses, ParticleIDs, Acceleration
+    /// and Potential. Needs a build with the `hdf5` feature.
+    Hdf5,
+}
+
+impl SnapshotFormat {
+    /// The file extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            SnapshotFormat::Npy => "npy",
+            SnapshotFormat::Csv => "csv",
+            SnapshotFormat::Hdf5 => "hdf5",
+        }
+    }
+}
+
 /// Where the forces come from.
 #[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -142,6 +168,9 @@ pub struct RunArgs {
     /// Simulated time between snapshots [default: t-end, i.e. start and end only].
     #[arg(long, allow_negative_numbers = true)]
     pub snapshot_every: Option<f64>,
+    /// Snapshot file format [default: npy].
+    #[arg(long, value_enum)]
+    pub format: Option<SnapshotFormat>,
     /// Simulated time between energy samples [default: t-end / 128, at least one step].
     #[arg(long, allow_negative_numbers = true)]
     pub energy_every: Option<f64>,
@@ -219,6 +248,9 @@ pub struct RunSettings {
     pub out: PathBuf,
     /// Time between snapshots.
     pub snapshot_every: f64,
+    /// Snapshot format (absent in settings written before it existed: npy).
+    #[serde(default)]
+    pub format: SnapshotFormat,
     /// Time between energy samples.
     pub energy_every: f64,
     /// Time between checkpoints.
@@ -271,6 +303,7 @@ impl RunArgs {
             devices: self.devices.or(file.devices),
             out: self.out.or(file.out),
             snapshot_every: self.snapshot_every.or(file.snapshot_every),
+            format: self.format.or(file.format),
             energy_every: self.energy_every.or(file.energy_every),
             checkpoint_every: self.checkpoint_every.or(file.checkpoint_every),
             resume: self.resume,
@@ -332,6 +365,10 @@ impl RunArgs {
         let precision = args.precision.unwrap_or(Precision::F64);
         let executor = backend(args.executor, args.threads, args.devices.as_deref(), cuda_available, precision)?;
         check_steps(args.integrator.unwrap_or(IntegratorKind::Leapfrog), dt, t_end)?;
+        let format = args.format.unwrap_or_default();
+        if format == SnapshotFormat::Hdf5 && !cfg!(feature = "hdf5") {
+            bail!("--format hdf5: this build writes no HDF5 (build with --features hdf5, which needs libhdf5-dev)");
+        }
         let snapshot_every = args.snapshot_every.unwrap_or(t_end);
         positive("--snapshot-every", snapshot_every)?;
         let energy_every = args.energy_every.unwrap_or(t_end / 128.0);
@@ -386,6 +423,7 @@ impl RunArgs {
             precision,
             out: args.out.unwrap_or_else(|| PathBuf::from("nbody-out")),
             snapshot_every,
+            format,
             checkpoint_every,
             energy_every,
             pixels,
