@@ -527,3 +527,44 @@ fn tree_gravity_runs_and_is_recorded() {
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// `--units au,msun,yr`: the Earth, started on a circular orbit at 1 AU with the
+/// circular speed in AU/yr, is back where it started after one year, and every output
+/// says its units.
+#[test]
+fn an_orbit_in_au_solar_masses_and_years_takes_a_year() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = nbody::cli::units::Units::parse("au,msun,yr").unwrap().g();
+    let m_earth = 3.003_489_6e-6;
+    let v = (g * (1.0 + m_earth)).sqrt(); // circular speed at 1 AU, in AU/yr
+    let path = dir.path().join("orbit.csv");
+    std::fs::write(&path, format!("x,y,z,m,vx,vy,vz\n0,0,0,1,0,{},0\n1,0,0,{m_earth},0,{v},0\n", -m_earth * v))
+        .unwrap();
+    let args = ["--input", "orbit.csv", "--units", "au,msun,yr", "--t-end", "1", "--dt", "0.0009765625"];
+    let o =
+        nbody(&[&args[..], &["--eps", "0", "--executor", "cpu:1", "--quiet", "--pixels", "64"]].concat(), dir.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = dir.path().join("nbody-out");
+    let end = read_table(&out.join("snapshot-00001.npy")).unwrap();
+    let (sun, earth) = (&end.values[0..7], &end.values[7..14]);
+    let d: Vec<f64> = (0..3).map(|k| earth[k] - sun[k]).collect();
+    // One year of the orbit (its period with these constants is 1 + 1.6e-5 years: the
+    // Julian year against the orbit of G M_sun): back to (1, 0, 0) to 1e-3 AU.
+    let miss = ((d[0] - 1.0).powi(2) + d[1].powi(2) + d[2].powi(2)).sqrt();
+    assert!(miss < 1e-3, "the Earth is {miss} AU from where it started: {d:?}");
+    let speed = (earth[4].powi(2) + earth[5].powi(2) + earth[6].powi(2)).sqrt();
+    assert!((speed / (2.0 * std::f64::consts::PI) - 1.0).abs() < 1e-3, "speed {speed} AU/yr");
+    let energy = std::fs::read_to_string(out.join("energy.csv")).unwrap();
+    let header = energy.lines().next().unwrap();
+    assert!(header.starts_with("time [yr],steps,kinetic [msun au^2/yr^2]"), "{header}");
+    let rows = csv_rows(&out.join("energy.csv"));
+    assert!((rows.last().unwrap()[0] - 1.0).abs() < 1e-12);
+    // Settings keep the run's units; the summary names them.
+    let settings = std::fs::read_to_string(out.join("settings.toml")).unwrap();
+    assert!(settings.contains("units = \"au,msun,yr\"") && settings.contains("t-end = 1.0"), "{settings}");
+    let summary = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    assert!(summary.contains("units                 au,msun,yr (G = 3.947"), "{summary}");
+    // A unit the command does not know: one line naming it.
+    let o = nbody(&["--units", "au,msun,fortnight", "--quiet"], dir.path());
+    assert!(!o.status.success() && stderr(&o).contains("unknown time unit \"fortnight\""), "{}", stderr(&o));
+}

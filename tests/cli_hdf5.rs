@@ -75,4 +75,21 @@ fn hdf5_snapshots_hold_what_the_npy_ones_do_and_read_back_as_initial_conditions(
     let o = nbody(&["--input", "bad.hdf5", "--quiet", "--out", "bad"], dir.path());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("bad.hdf5: not a readable HDF5 file"), "{err}");
+
+    // Physical units: Gadget's unit attributes, the time in the run's unit.
+    run_ok(&[&common[..], &["--out", "units", "--format", "hdf5", "--units", "kpc,1e10msun,gyr"]].concat(), dir.path());
+    let units = r#"
+import sys, h5py
+h = h5py.File(sys.argv[1], "r")["Header"].attrs
+p = h5py.File(sys.argv[1], "r")["Parameters"].attrs
+assert abs(h["UnitLength_in_cm"] / 3.0857e21 - 1) < 1e-4, h["UnitLength_in_cm"]
+assert abs(h["UnitMass_in_g"] / 1.98841e43 - 1) < 1e-5, h["UnitMass_in_g"]
+assert abs(h["UnitVelocity_in_cm_per_s"] / 97779.2 - 1) < 1e-4, h["UnitVelocity_in_cm_per_s"]
+assert p["UnitLength_in_cm"] == h["UnitLength_in_cm"]
+assert abs(h["Time"] - 0.0625) < 1e-12, h["Time"]
+print("units ok")
+"#;
+    let snap = dir.path().join("units/snapshot-00001.hdf5");
+    let o = Command::new(python_with_h5py()).args(["-c", units]).arg(&snap).output().unwrap();
+    assert!(o.status.success(), "{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
 }

@@ -41,6 +41,28 @@ pub(super) const ENERGY_COLUMNS: [&str; 13] = [
     "virial_ratio",
 ];
 
+/// energy.csv, its header naming the run's units where they are not N-body units
+/// (`time [yr]`, `kinetic [msun au^2/yr^2]`).
+fn write_energy(s: &RunSettings, energy: &Energy) -> Result<()> {
+    let [t, e, p, l] = s.units.labels();
+    let header: Vec<String> = ENERGY_COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(c, name)| {
+            let unit = match c {
+                0 => &t,
+                2..=4 => &e,
+                6..=8 => &p,
+                9..=11 => &l,
+                _ => "",
+            };
+            format!("{name}{unit}")
+        })
+        .collect();
+    let names: Vec<&str> = header.iter().map(String::as_str).collect();
+    write_table(&s.out.join("energy.csv"), &names, &energy.rows)
+}
+
 impl Energy {
     fn record(&mut self, t: f64, steps: u64, d: &Diagnostics) {
         let rel = (d.total - self.e0) / self.e0.abs();
@@ -120,7 +142,7 @@ impl Progress {
 pub(super) fn checkpoint(s: &RunSettings, sim: &mut dyn Simulation, p: &Progress, team: &Team) -> Result<()> {
     if let Some(words) = sim.save()? {
         team.on_root(|| {
-            write_table(&s.out.join("energy.csv"), &ENERGY_COLUMNS, &p.energy.rows)?;
+            write_energy(s, &p.energy)?;
             let saved = super::checkpoint::Saved { settings: s.to_toml(), run: p.words(), sim: words };
             super::checkpoint::write(&s.out, sim.steps(), &saved)
         })?;
@@ -243,7 +265,7 @@ pub(super) fn drive(
     let interactions = team.sum(sim.interactions());
     let seconds = wall.elapsed().as_secs_f64();
     team.on_root(|| {
-        write_table(&s.out.join("energy.csv"), &ENERGY_COLUMNS, &p.energy.rows)?;
+        write_energy(s, &p.energy)?;
         let errors: Vec<(f64, f64)> = p.energy.errors().collect();
         let title = format!("Energy error: N = {}, {:?}, {}", s.n, s.integrator, s.precision.name());
         energy_png(&s.out.join("energy-error.png"), &title, &errors)?;
@@ -354,6 +376,9 @@ pub(super) fn summary(
     }
     let _ = writeln!(o, "  executor              {label}, {}", s.precision.name());
     let _ = writeln!(o, "  simulated time        {:.6} of {}", sim.time(), s.t_end);
+    if !s.units.is_nbody() {
+        let _ = writeln!(o, "  units                 {} (G = {:.6e} in them)", s.units.spec(), s.units.g());
+    }
     let _ = writeln!(o, "  steps                 {}", sim.steps());
     let _ = writeln!(o, "  wall time             {seconds:.3} s");
     let _ = writeln!(o, "  interactions          {:.4e} ({:.4e} per second)", interactions, interactions / seconds);

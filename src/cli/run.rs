@@ -171,9 +171,18 @@ pub fn initial_conditions(s: &RunSettings) -> Result<System> {
         }
         let n = p.len();
         pos.extend(p);
-        vel.extend(v.unwrap_or_else(|| vec![Velocity::new(0.0, 0.0, 0.0); n]));
+        vel.extend(model_velocities(s, v.unwrap_or_else(|| vec![Velocity::new(0.0, 0.0, 0.0); n])));
     }
     Ok((pos, vel))
+}
+
+/// Velocities read from a file, in the run's units, as the model's (N-body) ones.
+fn model_velocities(s: &RunSettings, mut v: Vec<Velocity<f64>>) -> Vec<Velocity<f64>> {
+    let k = s.units.scale();
+    if k != 1.0 {
+        v.iter_mut().for_each(|u| *u = Velocity::new(u.vx / k, u.vy / k, u.vz / k));
+    }
+    v
 }
 
 fn massive_system(s: &RunSettings) -> Result<System> {
@@ -188,7 +197,7 @@ fn massive_system(s: &RunSettings) -> Result<System> {
             one_softening(&table, &path.display().to_string())?;
             let (p, v) = particles(&table, &path.display().to_string())?;
             let n = p.len();
-            (p, v.unwrap_or_else(|| vec![Velocity::new(0.0, 0.0, 0.0); n]))
+            (p, model_velocities(s, v.unwrap_or_else(|| vec![Velocity::new(0.0, 0.0, 0.0); n])))
         }
     })
 }
@@ -227,11 +236,18 @@ pub(super) fn evolve<T: CliReal>(
     team: &Team,
     resume: Option<super::checkpoint::Saved>,
 ) -> Result<bool> {
+    // The integrators run in N-body units: the run's times scaled (RunSettings::model).
+    let m = s.model();
     // Block steps land on multiples of their largest step: every output time is one.
-    let block_dt = power_of_two_below(s.dt.min(s.energy_every).min(s.snapshot_every).min(s.t_end));
+    let block_dt = power_of_two_below(m.dt.min(m.energy_every).min(m.snapshot_every).min(m.t_end));
     let grid = if s.integrator == IntegratorKind::BlockHermite { block_dt } else { 0.0 };
-    let (sim, label) = simulation(s, state, opened, team, block_dt)?;
-    drive(s, sim, &label, grid, stop, team, resume)
+    let (sim, label) = simulation(&m, state, opened, team, block_dt)?;
+    if s.units.is_nbody() {
+        return drive(s, sim, &label, grid, stop, team, resume);
+    }
+    let k = s.units.scale();
+    let sim = Box::new(super::sim::InUnits::new(sim, k, grid));
+    drive(s, sim, &label, grid / k, stop, team, resume)
 }
 
 /// The simulation a run drives and its label: the executor's device-resident path for

@@ -3,6 +3,7 @@
 //! value is checked before anything runs, and errors name the setting.
 
 use super::executors::{option_error, Backend};
+use super::units::Units;
 use super::{Precision, SofteningKind};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -171,6 +172,13 @@ pub struct RunArgs {
     /// Snapshot file format [default: npy].
     #[arg(long, value_enum)]
     pub format: Option<SnapshotFormat>,
+    /// Units of the input file, of every time given (t-end, dt, the output intervals) and
+    /// of every output: LENGTH,MASS,TIME (au,msun,yr; kpc,1e10msun,gyr; units: cm m km
+    /// au pc kpc mpc ly rsun rearth rjup, g kg msun mearth mjup, s min h day yr kyr myr
+    /// gyr), or G=VALUE (units in which G has that value). Generated initial conditions
+    /// are in N-body units of the given length and mass [default: nbody, G = 1].
+    #[arg(long, value_parser = Units::parse)]
+    pub units: Option<Units>,
     /// Simulated time between energy samples [default: t-end / 128, at least one step].
     #[arg(long, allow_negative_numbers = true)]
     pub energy_every: Option<f64>,
@@ -251,6 +259,13 @@ pub struct RunSettings {
     /// Snapshot format (absent in settings written before it existed: npy).
     #[serde(default)]
     pub format: SnapshotFormat,
+    /// Units of the files, times and outputs (absent before it existed: N-body units).
+    /// Every time above is in these units; the run converts them (see `model`).
+    #[serde(default, skip_serializing_if = "Units::is_nbody")]
+    pub units: Units,
+    /// Whether the times above are in the model's units ([`RunSettings::model`]).
+    #[serde(skip)]
+    pub in_model: bool,
     /// Time between energy samples.
     pub energy_every: f64,
     /// Time between checkpoints.
@@ -304,6 +319,7 @@ impl RunArgs {
             out: self.out.or(file.out),
             snapshot_every: self.snapshot_every.or(file.snapshot_every),
             format: self.format.or(file.format),
+            units: self.units.or(file.units),
             energy_every: self.energy_every.or(file.energy_every),
             checkpoint_every: self.checkpoint_every.or(file.checkpoint_every),
             resume: self.resume,
@@ -424,6 +440,8 @@ impl RunArgs {
             out: args.out.unwrap_or_else(|| PathBuf::from("nbody-out")),
             snapshot_every,
             format,
+            units: args.units.unwrap_or_default(),
+            in_model: false,
             checkpoint_every,
             energy_every,
             pixels,
@@ -434,9 +452,41 @@ impl RunArgs {
 }
 
 impl RunSettings {
-    /// The settings as TOML, readable back with `--config`.
+    /// The settings as TOML, readable back with `--config`: times in the run's units
+    /// (`units`), also for the model's copy.
     pub fn to_toml(&self) -> String {
-        toml::to_string(self).unwrap_or_default()
+        let user = if self.in_model { self.rescaled(1.0 / self.units.scale(), false) } else { self.clone() };
+        toml::to_string(&user).unwrap_or_default()
+    }
+
+    /// The settings the integrators run with: every time in the model's N-body units
+    /// (times `units.scale()`); the same numbers for N-body units.
+    ///
+    /// ```
+    /// let a = nbody::cli::settings::RunArgs::from_toml("units = \"au,msun,yr\"\nt-end = 1.0").unwrap();
+    /// let s = a.resolve(false).unwrap();
+    /// let m = s.model();
+    /// assert!((m.t_end - 2.0 * std::f64::consts::PI).abs() < 1e-3); // a year is about 2 pi
+    /// assert_eq!(m.to_toml(), s.to_toml());
+    /// ```
+    pub fn model(&self) -> RunSettings {
+        if self.in_model {
+            self.clone()
+        } else {
+            self.rescaled(self.units.scale(), true)
+        }
+    }
+
+    fn rescaled(&self, k: f64, in_model: bool) -> RunSettings {
+        RunSettings {
+            dt: self.dt * k,
+            t_end: self.t_end * k,
+            snapshot_every: self.snapshot_every * k,
+            energy_every: self.energy_every * k,
+            checkpoint_every: self.checkpoint_every * k,
+            in_model,
+            ..self.clone()
+        }
     }
 }
 

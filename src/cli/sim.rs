@@ -723,6 +723,89 @@ impl Simulation for Gathered<'_> {
     }
 }
 
+/// A simulation seen in a run's units ([`super::units::Units`]): times, velocities,
+/// energies and momenta converted on the way in and out; the simulation itself runs in
+/// N-body units, and its checkpoints stay in them.
+pub(super) struct InUnits<'a> {
+    sim: Box<dyn Simulation + 'a>,
+    /// sqrt(G) in the run's units: model time = run time x `k`.
+    k: f64,
+    /// The block step in model units (0: none): a target time a rounding away from a
+    /// multiple of it is put on it, so block steps land where the run asked.
+    grid: f64,
+}
+
+impl<'a> InUnits<'a> {
+    pub(super) fn new(sim: Box<dyn Simulation + 'a>, k: f64, grid: f64) -> Self {
+        Self { sim, k, grid }
+    }
+}
+
+impl Simulation for InUnits<'_> {
+    fn time(&self) -> f64 {
+        self.sim.time() / self.k
+    }
+
+    fn step(&mut self, until: f64) -> Result<bool, Error> {
+        let mut u = until * self.k;
+        if self.grid > 0.0 {
+            let on = (u / self.grid).round() * self.grid;
+            if (on - u).abs() <= 1e-9 * u.abs().max(self.grid) {
+                u = on;
+            }
+        }
+        self.sim.step(u)
+    }
+
+    fn steps(&self) -> u64 {
+        self.sim.steps()
+    }
+
+    fn interactions(&self) -> f64 {
+        self.sim.interactions()
+    }
+
+    fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
+        let (k, d) = (self.k, self.sim.diagnostics()?);
+        Ok(Diagnostics {
+            kinetic: d.kinetic * k * k,
+            potential: d.potential * k * k,
+            total: d.total * k * k,
+            momentum: d.momentum.map(|p| p * k),
+            angular_momentum: d.angular_momentum.map(|l| l * k),
+            ..d
+        })
+    }
+
+    fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
+        let mut rows = self.sim.snapshot()?;
+        for r in &mut rows {
+            r[4..7].iter_mut().for_each(|v| *v *= self.k);
+        }
+        Ok(rows)
+    }
+
+    fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        self.sim.project(projection, grid)
+    }
+
+    fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
+        self.sim.save()
+    }
+
+    fn restore(&mut self, words: &mut Words<'_>) -> Result<(), Error> {
+        self.sim.restore(words)
+    }
+
+    fn save_split(&mut self) -> Result<Option<Share>, Error> {
+        self.sim.save_split()
+    }
+
+    fn restore_split(&mut self, shared: &mut Words<'_>, arrays: &mut Arrays<'_>) -> Result<(), Error> {
+        self.sim.restore_split(shared, arrays)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Counting;
