@@ -263,9 +263,10 @@ pub struct RunSettings {
     /// Every time above is in these units; the run converts them (see `model`).
     #[serde(default, skip_serializing_if = "Units::is_nbody")]
     pub units: Units,
-    /// Whether the times above are in the model's units ([`RunSettings::model`]).
+    /// For the model's copy ([`RunSettings::model`]): the run's own dt, t-end and
+    /// snapshot, energy and checkpoint intervals, which `to_toml` writes.
     #[serde(skip)]
-    pub in_model: bool,
+    pub user_times: Option<[f64; 5]>,
     /// Time between energy samples.
     pub energy_every: f64,
     /// Time between checkpoints.
@@ -441,7 +442,7 @@ impl RunArgs {
             snapshot_every,
             format,
             units: args.units.unwrap_or_default(),
-            in_model: false,
+            user_times: None,
             checkpoint_every,
             energy_every,
             pixels,
@@ -455,7 +456,18 @@ impl RunSettings {
     /// The settings as TOML, readable back with `--config`: times in the run's units
     /// (`units`), also for the model's copy.
     pub fn to_toml(&self) -> String {
-        let user = if self.in_model { self.rescaled(1.0 / self.units.scale(), false) } else { self.clone() };
+        let user = match self.user_times {
+            Some([dt, t_end, snapshot_every, energy_every, checkpoint_every]) => RunSettings {
+                dt,
+                t_end,
+                snapshot_every,
+                energy_every,
+                checkpoint_every,
+                user_times: None,
+                ..self.clone()
+            },
+            None => self.clone(),
+        };
         toml::to_string(&user).unwrap_or_default()
     }
 
@@ -470,21 +482,17 @@ impl RunSettings {
     /// assert_eq!(m.to_toml(), s.to_toml());
     /// ```
     pub fn model(&self) -> RunSettings {
-        if self.in_model {
-            self.clone()
-        } else {
-            self.rescaled(self.units.scale(), true)
+        if self.user_times.is_some() {
+            return self.clone();
         }
-    }
-
-    fn rescaled(&self, k: f64, in_model: bool) -> RunSettings {
+        let k = self.units.scale();
         RunSettings {
             dt: self.dt * k,
             t_end: self.t_end * k,
             snapshot_every: self.snapshot_every * k,
             energy_every: self.energy_every * k,
             checkpoint_every: self.checkpoint_every * k,
-            in_model,
+            user_times: Some([self.dt, self.t_end, self.snapshot_every, self.energy_every, self.checkpoint_every]),
             ..self.clone()
         }
     }
