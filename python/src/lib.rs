@@ -1,16 +1,16 @@
 //! The Python extension `nbody._nbody`: thin conversions between numpy arrays and the
 //! library's records, around the same executors and integrators the Rust API has.
 
+use nbody::tree::TreeRun;
 use nbody_backends::{Backend, BackendError, BackendReal};
 use nbody_core::cell::Cell;
+use nbody_core::cell::Criterion;
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::projection::Projecting;
 use nbody_core::{
     Bodies, Error, Field, InteractionList, Jerk, LeafList, Pair, Params, Particle, PerParticle, Real, Softening, Span,
     Velocity,
 };
-use nbody::tree::{BarnesHut, TreeLeapfrog};
-use nbody_core::cell::Criterion;
 use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State};
 use numpy::ndarray::ArrayView2;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -614,8 +614,72 @@ struct Simulation {
 }
 
 enum Sim {
-    F32(Run<f32>),
-    F64(Run<f64>),
+    F32(Engine<f32>),
+    F64(Engine<f64>),
+}
+
+/// How a simulation steps: an integrator over an executor, or the tree leapfrog, which
+/// owns its executor (on one GPU the whole step stays on the device).
+enum Engine<T: PyReal> {
+    Direct(Run<T>),
+    Tree(TreeRun<T>),
+}
+
+impl<T: PyReal> Engine<T> {
+    /// One step towards `until`; returns the time.
+    fn step(&mut self, until: f64) -> Result<f64, Error> {
+        match self {
+            Engine::Direct(r) => r.step(until).map(|_| r.state.time),
+            Engine::Tree(t) => t.step().map(|_| t.time()),
+        }
+    }
+
+    /// Steps until `t` is reached (a leapfrog: within half a step); returns the time.
+    fn evolve(&mut self, until: f64) -> Result<f64, Error> {
+        match self {
+            Engine::Direct(r) => r.evolve(until).map(|_| r.state.time),
+            Engine::Tree(t) => t.advance_to(until).map(|_| t.time()),
+        }
+    }
+
+    fn time(&self) -> f64 {
+        match self {
+            Engine::Direct(r) => r.state.time,
+            Engine::Tree(t) => t.time(),
+        }
+    }
+
+    fn steps(&self) -> u64 {
+        match self {
+            Engine::Direct(r) => r.steps,
+            Engine::Tree(t) => t.steps(),
+        }
+    }
+
+    /// The particles now (copied back from the GPU for a device tree).
+    fn state(&mut self) -> Result<&State<T>, Error> {
+        match self {
+            Engine::Direct(r) => Ok(&r.state),
+            Engine::Tree(t) => t.state(),
+        }
+    }
+
+    fn diagnostics(&mut self) -> Result<nbody_integrators::Diagnostics, Error> {
+        match self {
+            Engine::Direct(r) => r.integrator.diagnostics(&r.state, r.exec.as_mut()),
+            Engine::Tree(t) => t.diagnostics(),
+        }
+    }
+
+    fn touching(&mut self, radii: &[f64]) -> Result<Vec<[u32; 2]>, Error> {
+        match self {
+            Engine::Direct(r) => r.touching(radii),
+            Engine::Tree(_) => Err(Error::Unsupported {
+                operation: "collisions with gravity='tree'",
+                reason: "the neighbour search runs on direct summation's executor: use gravity='direct'",
+            }),
+        }
+    }
 }
 
 macro_rules! each {
@@ -663,19 +727,8 @@ fn integrator<T: Real>(
     eta: f64,
     tolerance: f64,
     (eps, s): (f64, Softening),
-    (gravity, gpu): (Gravity, bool),
 ) -> PyResult<Box<dyn Integrator<T> + Send>> {
     let e = T::from_f64(eps);
-    if let Gravity::Tree { theta, alpha } = gravity {
-        if name != "leapfrog" {
-            return Err(value_error(format!(
-                "gravity='tree' steps with the leapfrog only (got integrator={name:?}): a tree force has no jerk for Hermite"
-            )));
-        }
-        let bh = BarnesHut::for_executor(gpu, theta).with_criterion(Criterion::from_alpha(alpha));
-        let leapfrog = TreeLeapfrog::new(bh, dt, e).map_err(runtime)?;
-        return Ok(Box::new(leapfrog.with_softening(s)));
-    }
     Ok(match name {
         "leapfrog" => Box::new(Leapfrog::new(dt, e).map_err(runtime)?.with_softening(s)),
         "hermite" => Box::new(Hermite::new(eta, e).map_err(runtime)?.with_softening(s)),
@@ -700,16 +753,28 @@ fn build<T: PyReal>(
     gravity: Gravity,
     executor: &str,
     threads: Option<usize>,
-) -> PyResult<Run<T>> {
+) -> PyResult<Engine<T>> {
     let c = T::from_f64;
     let pos = rows.iter().map(|r| Particle::new(c(r[0]), c(r[1]), c(r[2]), c(r[3]))).collect();
     let vel = rows.iter().map(|r| Velocity::new(c(r[4]), c(r[5]), c(r[6]))).collect();
-    Ok(Run {
-        state: State::new(pos, vel),
-        integrator: integrator(name, dt, eta, tolerance, eps, (gravity, executor.starts_with("cuda")))?,
+    let state = State::new(pos, vel);
+    if let Gravity::Tree { theta, alpha } = gravity {
+        if name != "leapfrog" {
+            return Err(value_error(format!(
+                "gravity='tree' steps with the leapfrog only (got integrator={name:?}): a tree force has no jerk for Hermite"
+            )));
+        }
+        let opened = backend::<T>(executor, threads)?.open().map_err(backend_error)?;
+        let criterion = (theta, Criterion::from_alpha(alpha));
+        let run = TreeRun::with_softening(opened, state, criterion, dt, c(eps.0), eps.1).map_err(runtime)?;
+        return Ok(Engine::Tree(run));
+    }
+    Ok(Engine::Direct(Run {
+        state,
+        integrator: integrator(name, dt, eta, tolerance, eps)?,
         exec: backend::<T>(executor, threads)?.open_for::<T>().map_err(backend_error)?,
         steps: 0,
-    })
+    }))
 }
 
 #[pymethods]
@@ -824,7 +889,7 @@ impl Simulation {
             return Err(value_error("until must not be NaN"));
         }
         let run = &mut self.run;
-        py.detach(|| each!(run, r => r.step(until).map(|_| r.state.time))).map_err(runtime)
+        py.detach(|| each!(run, r => r.step(until))).map_err(runtime)
     }
 
     /// Index pairs `(i, j)`, `i < j`, of particles closer than `radii[i] + radii[j]`
@@ -832,7 +897,7 @@ impl Simulation {
     /// stopping condition asks after each step. The executor's neighbour search finds
     /// them (one force pass, on the GPU for a CUDA executor).
     fn collisions<'py>(&mut self, py: Python<'py>, radii: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let n = each!(&self.run, r => r.state.pos.len());
+        let n = each!(&mut self.run, r => r.state().map_err(runtime)?.pos.len());
         let radii = per_particle(radii, "radii", n)?;
         let run = &mut self.run;
         let pairs = py.detach(|| each!(run, r => r.touching(&radii))).map_err(runtime)?;
@@ -846,53 +911,49 @@ impl Simulation {
             return Err(value_error(format!("t must be finite (got {t})")));
         }
         let run = &mut self.run;
-        py.detach(|| each!(run, r => r.evolve(t).map(|_| r.state.time))).map_err(runtime)
+        py.detach(|| each!(run, r => r.evolve(t))).map_err(runtime)
     }
 
     /// Simulated time.
     #[getter]
     fn time(&self) -> f64 {
-        each!(&self.run, r => r.state.time)
+        each!(&self.run, r => r.time())
     }
 
     /// Steps taken.
     #[getter]
     fn steps(&self) -> u64 {
-        each!(&self.run, r => r.steps)
+        each!(&self.run, r => r.steps())
     }
 
     /// Positions, (N, 3) float64.
     #[getter]
-    fn positions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let v: Vec<f64> =
-            each!(&self.run, r => r.state.pos.iter().flat_map(|p| p.position().map(Real::to_f64)).collect());
+    fn positions<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v: Vec<f64> = each!(&mut self.run, r => r.state().map_err(runtime)?.pos.iter().flat_map(|p| p.position().map(Real::to_f64)).collect());
         let n = v.len() / 3;
         Ok(PyArray1::from_vec(py, v).reshape([n, 3])?.into_any())
     }
 
     /// Velocities, (N, 3) float64.
     #[getter]
-    fn velocities<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let v: Vec<f64> =
-            each!(&self.run, r => r.state.vel.iter().flat_map(|u| u.components().map(Real::to_f64)).collect());
+    fn velocities<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v: Vec<f64> = each!(&mut self.run, r => r.state().map_err(runtime)?.vel.iter().flat_map(|u| u.components().map(Real::to_f64)).collect());
         let n = v.len() / 3;
         Ok(PyArray1::from_vec(py, v).reshape([n, 3])?.into_any())
     }
 
     /// Masses, (N,) float64.
     #[getter]
-    fn masses<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        let v: Vec<f64> = each!(&self.run, r => r.state.pos.iter().map(|p| p.m.to_f64()).collect());
-        PyArray1::from_vec(py, v).into_any()
+    fn masses<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v: Vec<f64> =
+            each!(&mut self.run, r => r.state().map_err(runtime)?.pos.iter().map(|p| p.m.to_f64()).collect());
+        Ok(PyArray1::from_vec(py, v).into_any())
     }
 
     /// Kinetic, potential and total energy now (one force evaluation).
     fn energies(&mut self, py: Python<'_>) -> PyResult<(f64, f64, f64)> {
         let run = &mut self.run;
-        py.detach(|| {
-            each!(run, r => r.integrator.diagnostics(&r.state, r.exec.as_mut()).map(|d| (d.kinetic, d.potential, d.total)))
-        })
-        .map_err(runtime)
+        py.detach(|| each!(run, r => r.diagnostics().map(|d| (d.kinetic, d.potential, d.total)))).map_err(runtime)
     }
 }
 
@@ -913,5 +974,8 @@ fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_rust_seconds, m)?)?;
     m.add_class::<Simulation>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // Whether the wheel was built with the CUDA executors (pip's build backend decides:
+    // python/build_backend/nbody_build.py).
+    m.add("cuda_compiled", cfg!(feature = "cuda"))?;
     Ok(())
 }

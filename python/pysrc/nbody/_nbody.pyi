@@ -46,6 +46,10 @@ def accelerations(
     0.544331
     """
 
+cuda_compiled: bool
+"""Whether this build has the CUDA executors: `pip install ./python` compiles them in when
+it finds nvcc (NBODY_CUDA=1 or 0, or `--config-settings cuda=1`, decide instead)."""
+
 def backends() -> List[str]:
     """The backend strings this build and machine offer, as `executor=` takes them
     (the command's --executor and the C ABI's nbody_open take the same).
