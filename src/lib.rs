@@ -37,6 +37,8 @@ pub use nbody_mpi as mpi;
 pub mod bench;
 #[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "hdf5")]
+pub mod gadget;
 #[cfg(feature = "tree")]
 pub mod tree;
 

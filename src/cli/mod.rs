@@ -16,8 +16,6 @@ pub mod executors;
 pub mod files;
 pub mod folder;
 pub mod fuzz;
-#[cfg(feature = "hdf5")]
-pub mod gadget;
 pub mod info;
 mod outputs;
 pub mod plot;

@@ -7,10 +7,32 @@
 //! precision; reading takes any float width and every `PartType0`..`PartType5` present
 //! (masses from the `Masses` dataset or the header's mass table).
 
-use super::files::Table;
-use anyhow::{anyhow, bail, Context, Result};
 use hdf5_metno as hdf5;
+use std::fmt;
 use std::path::Path;
+
+/// A snapshot that could not be written or read: the message names the file and, for a
+/// damaged file, the group or field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotError(pub String);
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SnapshotError {}
+
+type Result<T> = std::result::Result<T, SnapshotError>;
+
+macro_rules! fail {
+    ($($t:tt)*) => { return Err(SnapshotError(format!($($t)*))) };
+}
+
+macro_rules! error {
+    ($($t:tt)*) => { SnapshotError(format!($($t)*)) };
+}
 
 /// The unit system of a snapshot in Gadget's terms: the length, mass and velocity units
 /// in cgs.
@@ -38,31 +60,38 @@ pub struct Extras<'a> {
 /// The particle type nbody's particles go to: Gadget's collisionless "halo" type.
 const TYPE: usize = 1;
 
-fn h5(e: hdf5::Error) -> anyhow::Error {
-    anyhow!("{e}")
-}
-
 /// Writes `rows` (x, y, z, m, vx, vy, vz) to `path` in Gadget's HDF5 layout, through a
 /// temporary file in the same folder renamed when complete.
+///
+/// ```
+/// use nbody::gadget::{read, write, Extras};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("snap.hdf5");
+/// let rows = [[1.0, 0.0, 0.0, 0.5, 0.0, 1.0, 0.0], [-1.0, 0.0, 0.0, 0.5, 0.0, -1.0, 0.0]];
+/// write(&path, &rows, &Extras { time: 0.25, ..Extras::default() })?;
+/// assert_eq!(read(&path)?, rows);
+/// # Ok::<(), nbody::gadget::SnapshotError>(())
+/// ```
 pub fn write(path: &Path, rows: &[[f64; 7]], extras: &Extras<'_>) -> Result<()> {
-    let context = || format!("writing {}", path.display());
+    let name = path.display();
+    let io = |e: &dyn fmt::Display| error!("writing {name}: {e}");
     let n = rows.len();
     let count =
-        u32::try_from(n).map_err(|_| anyhow!("{n} particles: a Gadget file holds at most 2^32 - 1 per type"))?;
+        u32::try_from(n).map_err(|_| error!("{name}: {n} particles; a Gadget file holds at most 2^32 - 1 per type"))?;
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let tmp = tempfile::Builder::new().prefix(".nbody-").suffix(".part").tempfile_in(dir).with_context(context)?;
+    let tmp = tempfile::Builder::new().prefix(".nbody-").suffix(".part").tempfile_in(dir).map_err(|e| io(&e))?;
     {
-        let file = hdf5::File::create(tmp.path()).map_err(h5).with_context(context)?;
-        fill(&file, rows, count, extras).map_err(h5).with_context(context)?;
-        file.close().map_err(h5).with_context(context)?;
+        let file = hdf5::File::create(tmp.path()).map_err(|e| io(&e))?;
+        fill(&file, rows, count, extras).map_err(|e| io(&e))?;
+        file.close().map_err(|e| io(&e))?;
     }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644)).with_context(context)?;
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(|e| io(&e))?;
     }
-    tmp.as_file().sync_all().with_context(context)?;
-    tmp.persist(path).map_err(|e| e.error).with_context(context)?;
+    tmp.as_file().sync_all().map_err(|e| io(&e))?;
+    tmp.persist(path).map_err(|e| io(&e.error))?;
     Ok(())
 }
 
@@ -135,21 +164,21 @@ fn fill(file: &hdf5::File, rows: &[[f64; 7]], count: u32, x: &Extras<'_>) -> hdf
     Ok(())
 }
 
-/// Reads every particle of a Gadget HDF5 file (types 0 to 5 in order) as a table of 7
-/// columns (x, y, z, m, vx, vy, vz; velocities 0 where a type has none). Errors name the
-/// file and the group or field.
-pub fn read(path: &Path) -> Result<Table> {
+/// Reads every particle of a Gadget HDF5 file (types 0 to 5 in order) as rows (x, y, z,
+/// m, vx, vy, vz; velocities 0 where a type has none). Errors name the file and the
+/// group or field.
+pub fn read(path: &Path) -> Result<Vec<[f64; 7]>> {
     let name = path.display().to_string();
-    let file = hdf5::File::open(path).map_err(|e| anyhow!("{name}: not a readable HDF5 file: {e}"))?;
-    let header = file.group("Header").map_err(|_| anyhow!("{name}: no Header group (not a Gadget snapshot)"))?;
+    let file = hdf5::File::open(path).map_err(|e| error!("{name}: not a readable HDF5 file: {e}"))?;
+    let header = file.group("Header").map_err(|_| error!("{name}: no Header group (not a Gadget snapshot)"))?;
     let table: Vec<f64> = match header.attr("MassTable") {
-        Ok(a) => a.read_raw::<f64>().map_err(|e| anyhow!("{name}: Header/MassTable: {e}"))?,
+        Ok(a) => a.read_raw::<f64>().map_err(|e| error!("{name}: Header/MassTable: {e}"))?,
         Err(_) => vec![0.0; 6],
     };
     if table.len() != 6 {
-        bail!("{name}: Header/MassTable has {} values, not 6", table.len());
+        fail!("{name}: Header/MassTable has {} values, not 6", table.len());
     }
-    let mut values = Vec::new();
+    let mut rows = Vec::new();
     let mut found = false;
     for (t, &table_mass) in table.iter().enumerate() {
         let group = format!("PartType{t}");
@@ -159,44 +188,43 @@ pub fn read(path: &Path) -> Result<Table> {
             if !g.link_exists(field) {
                 return Ok(None);
             }
-            let d = g.dataset(field).map_err(|e| anyhow!("{name}: {group}/{field}: {e}"))?;
+            let d = g.dataset(field).map_err(|e| error!("{name}: {group}/{field}: {e}"))?;
             let shape = d.shape();
             let ok = match width {
                 1 => shape.len() == 1,
                 w => shape.len() == 2 && shape[1] == w,
             };
             if !ok {
-                bail!(
+                fail!(
                     "{name}: {group}/{field} has shape {shape:?}, expected (N{})",
                     if width > 1 { ", 3" } else { "" }
                 );
             }
-            let v = d.read_raw::<f64>().map_err(|e| anyhow!("{name}: {group}/{field}: {e}"))?;
+            let v = d.read_raw::<f64>().map_err(|e| error!("{name}: {group}/{field}: {e}"))?;
             Ok(Some(v))
         };
-        let pos = read("Coordinates", 3)?.ok_or_else(|| anyhow!("{name}: {group} has no Coordinates"))?;
+        let pos = read("Coordinates", 3)?.ok_or_else(|| error!("{name}: {group} has no Coordinates"))?;
         let n = pos.len() / 3;
         let vel = read("Velocities", 3)?.unwrap_or_else(|| vec![0.0; 3 * n]);
         let mass = match read("Masses", 1)? {
             Some(m) => m,
             None if table_mass > 0.0 => vec![table_mass; n],
-            None => bail!("{name}: {group} has no Masses and Header/MassTable[{t}] is 0"),
+            None => fail!("{name}: {group} has no Masses and Header/MassTable[{t}] is 0"),
         };
         for (field, len) in [("Velocities", vel.len() / 3), ("Masses", mass.len())] {
             if len != n {
-                bail!("{name}: {group}/{field} has {len} rows, Coordinates {n}");
+                fail!("{name}: {group}/{field} has {len} rows, Coordinates {n}");
             }
         }
         for i in 0..n {
-            values.extend_from_slice(&pos[3 * i..3 * i + 3]);
-            values.push(mass[i]);
-            values.extend_from_slice(&vel[3 * i..3 * i + 3]);
+            let (x, v) = (&pos[3 * i..3 * i + 3], &vel[3 * i..3 * i + 3]);
+            rows.push([x[0], x[1], x[2], mass[i], v[0], v[1], v[2]]);
         }
     }
     if !found {
-        bail!("{name}: no PartType0 to PartType5 group (no particles)");
+        fail!("{name}: no PartType0 to PartType5 group (no particles)");
     }
-    Ok(Table { columns: 7, values, lines: Vec::new() })
+    Ok(rows)
 }
 
 #[cfg(test)]
@@ -211,9 +239,7 @@ mod tests {
         let field = [[1.0, 2.0, 3.0, -4.0], [5.0, 6.0, 7.0, -8.0]];
         let units = GadgetUnits { length_cm: 1.496e13, mass_g: 1.989e33, velocity_cm_s: 4.74e5 };
         write(&path, &rows, &Extras { time: 0.5, units: Some(units), field: Some(&field) }).unwrap();
-        let t = read(&path).unwrap();
-        assert_eq!(t.columns, 7);
-        assert_eq!(t.values, rows.concat());
+        assert_eq!(read(&path).unwrap(), rows);
         let f = hdf5::File::open(&path).unwrap();
         let h = f.group("Header").unwrap();
         assert_eq!(h.attr("NumPart_ThisFile").unwrap().read_raw::<u32>().unwrap(), [0, 2, 0, 0, 0, 0]);
@@ -269,7 +295,6 @@ mod tests {
             .write_raw(&[1f32, 2., 3., 4., 5., 6.])
             .unwrap();
         drop((g, h, f));
-        let t = read(&path).unwrap();
-        assert_eq!(t.values, [1.0, 2.0, 3.0, 0.5, 0.0, 0.0, 0.0, 4.0, 5.0, 6.0, 0.5, 0.0, 0.0, 0.0]);
+        assert_eq!(read(&path).unwrap(), [[1.0, 2.0, 3.0, 0.5, 0.0, 0.0, 0.0], [4.0, 5.0, 6.0, 0.5, 0.0, 0.0, 0.0]]);
     }
 }
