@@ -950,10 +950,118 @@ impl Simulation {
         Ok(PyArray1::from_vec(py, v).into_any())
     }
 
+    /// Writes the system now as a Gadget HDF5 snapshot (see `nbody.write_snapshot`).
+    fn save_snapshot(&mut self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        let run = &mut self.run;
+        let (rows, time) = each!(run, r => {
+            let time = r.time();
+            let s = r.state().map_err(runtime)?;
+            (rows_of(s), time)
+        });
+        py.detach(|| snapshots::write(&path, &rows, time))
+    }
+
     /// Kinetic, potential and total energy now (one force evaluation).
     fn energies(&mut self, py: Python<'_>) -> PyResult<(f64, f64, f64)> {
         let run = &mut self.run;
         py.detach(|| each!(run, r => r.diagnostics().map(|d| (d.kinetic, d.potential, d.total)))).map_err(runtime)
+    }
+}
+
+/// The rows `[x, y, z, m, vx, vy, vz]` of positions, velocities and masses from numpy.
+fn snapshot_rows(
+    positions: &Bound<'_, PyAny>,
+    velocities: &Bound<'_, PyAny>,
+    masses: &Bound<'_, PyAny>,
+) -> PyResult<Vec<[f64; 7]>> {
+    let p = coords(positions, "positions")?.rows();
+    finite(&p, "positions")?;
+    let v = coords(velocities, "velocities")?.rows();
+    finite(&v, "velocities")?;
+    if v.len() != p.len() {
+        return Err(value_error(format!("velocities has {} rows, positions has {}", v.len(), p.len())));
+    }
+    let m = self::masses(masses, p.len())?;
+    Ok(p.iter().zip(&v).zip(&m).map(|((x, u), &m)| [x[0], x[1], x[2], m, u[0], u[1], u[2]]).collect())
+}
+
+/// Writes a snapshot in Gadget's HDF5 layout (the command's `--format hdf5`): positions
+/// and velocities (N, 3) and masses (N,), float32 or float64, at time `time`; written
+/// to a temporary file and renamed.
+#[pyfunction]
+#[pyo3(signature = (path, positions, velocities, masses, time=0.0))]
+fn write_snapshot(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    positions: &Bound<'_, PyAny>,
+    velocities: &Bound<'_, PyAny>,
+    masses: &Bound<'_, PyAny>,
+    time: f64,
+) -> PyResult<()> {
+    if !time.is_finite() {
+        return Err(value_error(format!("time must be finite (got {time})")));
+    }
+    let rows = snapshot_rows(positions, velocities, masses)?;
+    py.detach(|| snapshots::write(&path, &rows, time))
+}
+
+/// Reads a Gadget HDF5 snapshot (every PartType0 to PartType5, float or double; masses
+/// from the Masses field or the header's mass table): positions (N, 3), velocities
+/// (N, 3) and masses (N,), float64.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn read_snapshot<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let rows = py.detach(|| snapshots::read(&path))?;
+    let n = rows.len();
+    let take = |k: std::ops::Range<usize>| -> Vec<f64> { rows.iter().flat_map(|r| r[k.clone()].to_vec()).collect() };
+    Ok((
+        PyArray1::from_vec(py, take(0..3)).reshape([n, 3])?.into_any(),
+        PyArray1::from_vec(py, take(4..7)).reshape([n, 3])?.into_any(),
+        PyArray1::from_vec(py, take(3..4)).into_any(),
+    ))
+}
+
+/// A state's rows `[x, y, z, m, vx, vy, vz]` in f64.
+fn rows_of<T: PyReal>(s: &State<T>) -> Vec<[f64; 7]> {
+    let f = |x: T| x.to_f64();
+    s.pos.iter().zip(&s.vel).map(|(p, v)| [f(p.x), f(p.y), f(p.z), f(p.m), f(v.vx), f(v.vy), f(v.vz)]).collect()
+}
+
+/// Gadget HDF5 through the facade's `nbody::gadget` where the wheel was built with HDF5.
+mod snapshots {
+    use pyo3::prelude::*;
+    use std::path::Path;
+
+    #[cfg(feature = "hdf5")]
+    pub(super) fn write(path: &Path, rows: &[[f64; 7]], time: f64) -> PyResult<()> {
+        let extras = nbody::gadget::Extras { time, ..Default::default() };
+        nbody::gadget::write(path, rows, &extras).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
+    }
+
+    #[cfg(feature = "hdf5")]
+    pub(super) fn read(path: &Path) -> PyResult<Vec<[f64; 7]>> {
+        nbody::gadget::read(path).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
+    }
+
+    #[cfg(not(feature = "hdf5"))]
+    fn missing(path: &Path) -> PyErr {
+        pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "{}: this build of nbody has no HDF5 (install libhdf5, e.g. Debian's libhdf5-dev, and reinstall: pip finds it through pkg-config)",
+            path.display()
+        ))
+    }
+
+    #[cfg(not(feature = "hdf5"))]
+    pub(super) fn write(path: &Path, _: &[[f64; 7]], _: f64) -> PyResult<()> {
+        Err(missing(path))
+    }
+
+    #[cfg(not(feature = "hdf5"))]
+    pub(super) fn read(path: &Path) -> PyResult<Vec<[f64; 7]>> {
+        Err(missing(path))
     }
 }
 
@@ -971,11 +1079,14 @@ fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(accelerations, m)?)?;
     m.add_function(wrap_pyfunction!(leaves, m)?)?;
     m.add_function(wrap_pyfunction!(cell, m)?)?;
+    m.add_function(wrap_pyfunction!(write_snapshot, m)?)?;
+    m.add_function(wrap_pyfunction!(read_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(_rust_seconds, m)?)?;
     m.add_class::<Simulation>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // Whether the wheel was built with the CUDA executors (pip's build backend decides:
     // python/build_backend/nbody_build.py).
     m.add("cuda_compiled", cfg!(feature = "cuda"))?;
+    m.add("hdf5_compiled", cfg!(feature = "hdf5"))?;
     Ok(())
 }

@@ -11,6 +11,29 @@ CPU executor, CUDA where compiled in), and simulations driven by its integrators
 ([1.0, 0.0, 0.0], [-1.0, -1.0])
 """
 
-from ._nbody import Simulation, __version__, _rust_seconds, accelerations, backends, cell, cuda_compiled, leaves
+from ._nbody import (
+    Simulation,
+    __version__,
+    _rust_seconds,
+    accelerations,
+    backends,
+    cell,
+    cuda_compiled,
+    hdf5_compiled,
+    leaves,
+    read_snapshot,
+    write_snapshot,
+)
 
-__all__ = ["accelerations", "backends", "cell", "cuda_compiled", "leaves", "Simulation", "__version__"]
+__all__ = [
+    "accelerations",
+    "backends",
+    "cell",
+    "cuda_compiled",
+    "hdf5_compiled",
+    "leaves",
+    "read_snapshot",
+    "Simulation",
+    "write_snapshot",
+    "__version__",
+]

@@ -1,5 +1,6 @@
 """Type stubs of the compiled extension (see nbody/__init__.py)."""
 
+import os
 from typing import List, Literal, Optional, Tuple, Union
 
 import numpy as np
@@ -45,6 +46,38 @@ def accelerations(
     >>> round(float(acc[0, 0]), 6)  # eps_01² = 1/2: 1 / 1.5**1.5
     0.544331
     """
+
+hdf5_compiled: bool
+"""Whether this build writes and reads Gadget HDF5 snapshots (pip compiles them in when
+pkg-config finds libhdf5; NBODY_HDF5=1 or 0 decide instead)."""
+
+def write_snapshot(
+    path: Union[str, "os.PathLike[str]"],
+    positions: FloatArray,
+    velocities: FloatArray,
+    masses: FloatArray,
+    time: float = 0.0,
+) -> None:
+    """Writes particles as a snapshot in Gadget's HDF5 layout, the one `nbody run --format
+    hdf5` writes and yt, pynbody and the Gadget tools open: Header attributes
+    (NumPart_ThisFile, NumPart_Total, MassTable, Time, BoxSize, ...) and PartType1 with
+    Coordinates, Velocities, Masses and ParticleIDs, float64. Written to a temporary file
+    and renamed. Needs a build with HDF5 (`hdf5_compiled`); a RuntimeError says so
+    otherwise, an OSError names a file that cannot be written.
+
+    >>> import numpy as np, nbody, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "two.hdf5")
+    >>> if nbody.hdf5_compiled:
+    ...     nbody.write_snapshot(path, np.eye(3)[:2], np.zeros((2, 3)), np.ones(2), time=0.5)
+    ...     assert nbody.read_snapshot(path)[2].tolist() == [1.0, 1.0]
+    """
+
+def read_snapshot(
+    path: Union[str, "os.PathLike[str]"],
+) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Positions (N, 3), velocities (N, 3) and masses (N,) of a Gadget HDF5 snapshot:
+    every PartType0 to PartType5 in order, float or double, masses from the Masses field
+    or the header's mass table. A damaged file is an OSError naming the file and field."""
 
 cuda_compiled: bool
 """Whether this build has the CUDA executors: `pip install ./python` compiles them in when
@@ -168,6 +201,15 @@ class Simulation:
         """Steps until the simulated time reaches `t`; returns the time."""
     def energies(self) -> Tuple[float, float, float]:
         """Kinetic, potential and total energy now."""
+    def save_snapshot(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the system now as a Gadget HDF5 snapshot (see `write_snapshot`).
+
+        >>> import nbody, tempfile, os
+        >>> sim = nbody.Simulation(n=64)
+        >>> path = os.path.join(tempfile.mkdtemp(), "s.hdf5")
+        >>> if nbody.hdf5_compiled:
+        ...     sim.save_snapshot(path); assert nbody.read_snapshot(path)[0].shape == (64, 3)
+        """
     @property
     def time(self) -> float: ...
     @property
