@@ -37,11 +37,7 @@ pub struct TreeRun<T: BackendReal> {
 }
 
 enum How<T: BackendReal> {
-    Host {
-        state: State<T>,
-        leapfrog: TreeLeapfrog<T>,
-        exec: Box<dyn Projecting<T> + Send>,
-    },
+    Host(Box<OnHost<T>>),
     #[cfg(feature = "cuda")]
     Device(Box<OnDevice<T>>),
 }
@@ -52,6 +48,13 @@ impl<T: BackendReal> std::fmt::Debug for TreeRun<T> {
         let at = if self.on_device() { "device tree" } else { "host tree" };
         write!(f, "TreeRun {{ {n} particles, t = {t}, {} steps of {}, {at} }}", self.steps, self.dt)
     }
+}
+
+/// The host tree's leapfrog, its particles and the executor of its leaves.
+struct OnHost<T: BackendReal> {
+    state: State<T>,
+    leapfrog: TreeLeapfrog<T>,
+    exec: Box<dyn Projecting<T> + Send>,
 }
 
 /// The device tree's system, with a host copy of the particles refreshed on demand.
@@ -119,18 +122,18 @@ impl<T: BackendReal> TreeRun<T> {
             other => Opened::from_parts(backend, other),
         };
         let exec = opened.into_boxed::<T>().map_err(refused)?;
-        Ok(Self { how: How::Host { state, leapfrog, exec }, dt, steps: 0 })
+        Ok(Self { how: How::Host(Box::new(OnHost { state, leapfrog, exec })), dt, steps: 0 })
     }
 
     /// Whether the whole step runs on the GPU (the device tree).
     pub fn on_device(&self) -> bool {
-        !matches!(self.how, How::Host { .. })
+        !matches!(self.how, How::Host(_))
     }
 
     /// Simulated time.
     pub fn time(&self) -> f64 {
         match &self.how {
-            How::Host { state, .. } => state.time,
+            How::Host(h) => h.state.time,
             #[cfg(feature = "cuda")]
             How::Device(d) => d.sys.time(),
         }
@@ -144,7 +147,7 @@ impl<T: BackendReal> TreeRun<T> {
     /// Particles in the system.
     pub fn len(&self) -> usize {
         match &self.how {
-            How::Host { state, .. } => state.len(),
+            How::Host(h) => h.state.len(),
             #[cfg(feature = "cuda")]
             How::Device(d) => d.sys.len(),
         }
@@ -158,8 +161,8 @@ impl<T: BackendReal> TreeRun<T> {
     /// One step of `dt`.
     pub fn step(&mut self) -> Result<(), Error> {
         match &mut self.how {
-            How::Host { state, leapfrog, exec } => {
-                leapfrog.step_towards(state, exec.as_mut(), f64::INFINITY)?;
+            How::Host(h) => {
+                h.leapfrog.step_towards(&mut h.state, h.exec.as_mut(), f64::INFINITY)?;
             }
             #[cfg(feature = "cuda")]
             How::Device(d) => {
@@ -187,7 +190,7 @@ impl<T: BackendReal> TreeRun<T> {
     /// The particles now (copied back from the GPU when the tree lives there).
     pub fn state(&mut self) -> Result<&State<T>, Error> {
         match &mut self.how {
-            How::Host { state, .. } => Ok(state),
+            How::Host(h) => Ok(&h.state),
             #[cfg(feature = "cuda")]
             How::Device(d) => {
                 if !d.current {
@@ -205,7 +208,7 @@ impl<T: BackendReal> TreeRun<T> {
     /// the next kick uses: a force only if the positions moved since the last one).
     pub fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
         match &mut self.how {
-            How::Host { state, leapfrog, exec } => leapfrog.diagnostics(state, exec.as_mut()),
+            How::Host(h) => h.leapfrog.diagnostics(&h.state, h.exec.as_mut()),
             #[cfg(feature = "cuda")]
             How::Device(_) => {
                 let mut field = vec![nbody_core::Field::zero(); self.len()];
@@ -220,7 +223,7 @@ impl<T: BackendReal> TreeRun<T> {
     /// Interactions summed over every force so far (particle and cell interactions).
     pub fn interactions(&self) -> f64 {
         match &self.how {
-            How::Host { leapfrog, .. } => leapfrog.interactions(),
+            How::Host(h) => h.leapfrog.interactions(),
             #[cfg(feature = "cuda")]
             How::Device(d) => d.sys.interactions(),
         }
