@@ -6,7 +6,7 @@ use nbody_backends::{Backend, BackendError, BackendReal};
 use nbody_core::cell::Cell;
 use nbody_core::cell::Criterion;
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
-use nbody_core::projection::Projecting;
+use nbody_core::projection::{Plane, Projecting, Projection};
 use nbody_core::{
     Bodies, Error, Field, InteractionList, Jerk, LeafList, Pair, Params, Particle, PerParticle, Real, Softening, Span,
     Velocity,
@@ -968,6 +968,105 @@ impl Simulation {
     }
 }
 
+/// Acceleration, jerk (the acceleration's time derivative) and potential of every
+/// particle from all the others (each skipping its own pair), as the Hermite integrators
+/// use them: positions and velocities (N, 3), masses (N,), float32 or float64.
+#[pyfunction]
+#[pyo3(signature = (positions, velocities, masses, eps=0.0, G=1.0, executor="cpu", precision="f64", threads=None))]
+#[allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity)]
+fn jerk<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    velocities: &Bound<'py, PyAny>,
+    masses: &Bound<'py, PyAny>,
+    eps: f64,
+    G: f64,
+    executor: &str,
+    precision: &str,
+    threads: Option<usize>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(value_error(format!("eps must be finite and non-negative (got {eps})")));
+    }
+    if !(G.is_finite() && G >= 0.0) {
+        return Err(value_error(format!("G must be finite and non-negative (got {G})")));
+    }
+    let rows = snapshot_rows(positions, velocities, masses)?;
+    match precision {
+        "f64" => jerk_in::<f64>(py, &rows, eps, G, &backend::<f64>(executor, threads)?),
+        "f32" => jerk_in::<f32>(py, &rows, eps, G, &backend::<f32>(executor, threads)?),
+        other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+    }
+}
+
+#[allow(clippy::type_complexity)]
+fn jerk_in<'py, T: PyReal>(
+    py: Python<'py>,
+    rows: &[[f64; 7]],
+    eps: f64,
+    g: f64,
+    backend: &Backend,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let c = T::from_f64;
+    let pos: Vec<Particle<T>> = rows.iter().map(|r| Particle::new(c(r[0]), c(r[1]), c(r[2]), c(r[3]))).collect();
+    let vel: Vec<Velocity<T>> = rows.iter().map(|r| Velocity::new(c(r[4]), c(r[5]), c(r[6]))).collect();
+    let params = Params::softened(c(eps)).with_g(c(g)).with_overlap_identical();
+    let n = pos.len();
+    let (field, jerk) = with_executor::<T, _>(py, backend, |e| {
+        let (mut out, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
+        let b = Bodies { pos: &pos, vel: &vel };
+        e.accelerations_jerk(b, b, &params, &mut out, &mut jerk).map(|_| (out, jerk))
+    })?
+    .map_err(runtime)?;
+    let acc: Vec<T> = field.iter().flat_map(|f| [f.ax, f.ay, f.az]).collect();
+    let j: Vec<T> = jerk.iter().flat_map(|j| [j.jx, j.jy, j.jz]).collect();
+    let phi: Vec<T> = field.iter().map(|f| f.phi).collect();
+    Ok((
+        PyArray1::from_vec(py, acc).reshape([n, 3])?.into_any(),
+        PyArray1::from_vec(py, j).reshape([n, 3])?.into_any(),
+        PyArray1::from_vec(py, phi).into_any(),
+    ))
+}
+
+/// The projected mass of the particles on a square window of `pixels` x `pixels` cells
+/// (plane "xy", "xz" or "yz"; `centre` the window's centre in that plane, `half_width`
+/// half its side), cloud-in-cell, as the command's density pictures: a (pixels, pixels)
+/// float64 array, row 0 at the top. On a CUDA executor the deposit runs on the GPU.
+#[pyfunction]
+#[pyo3(signature = (positions, masses, plane="xy", centre=(0.0, 0.0), half_width=1.0, pixels=256, executor="cpu", threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn density_map<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    masses: &Bound<'py, PyAny>,
+    plane: &str,
+    centre: (f64, f64),
+    half_width: f64,
+    pixels: usize,
+    executor: &str,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let plane = match plane {
+        "xy" => Plane::XY,
+        "xz" => Plane::XZ,
+        "yz" => Plane::YZ,
+        other => return Err(value_error(format!("plane must be 'xy', 'xz' or 'yz' (got {other:?})"))),
+    };
+    if pixels == 0 || pixels > 1 << 14 {
+        return Err(value_error(format!("pixels must be 1 to 16384 (got {pixels})")));
+    }
+    let projection = Projection { plane, centre: [centre.0, centre.1], half_width, pixels };
+    projection.validate(pixels * pixels).map_err(|e| value_error(e.to_string()))?;
+    let (rows, m) = particle_rows(positions, masses)?;
+    let particles = records::<f64>(&rows, &m);
+    let grid = with_executor::<f64, _>(py, &backend::<f64>(executor, threads)?, |e| {
+        let mut grid = vec![0.0; pixels * pixels];
+        e.project(&particles, &projection, &mut grid).map(|_| grid)
+    })?
+    .map_err(runtime)?;
+    Ok(PyArray1::from_vec(py, grid).reshape([pixels, pixels])?.into_any())
+}
+
 /// The rows `[x, y, z, m, vx, vy, vz]` of positions, velocities and masses from numpy.
 fn snapshot_rows(
     positions: &Bound<'_, PyAny>,
@@ -1080,6 +1179,8 @@ fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(leaves, m)?)?;
     m.add_function(wrap_pyfunction!(cell, m)?)?;
     m.add_function(wrap_pyfunction!(write_snapshot, m)?)?;
+    m.add_function(wrap_pyfunction!(jerk, m)?)?;
+    m.add_function(wrap_pyfunction!(density_map, m)?)?;
     m.add_function(wrap_pyfunction!(read_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(_rust_seconds, m)?)?;
     m.add_class::<Simulation>()?;

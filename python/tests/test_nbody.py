@@ -456,3 +456,46 @@ def test_snapshots_in_gadget_hdf5_round_trip_or_say_why_not(tmp_path):
         nbody.read_snapshot(tmp_path / "junk.hdf5")
     with pytest.raises(OSError, match="missing"):
         nbody.write_snapshot(tmp_path / "missing" / "s.hdf5", pos, vel, m)
+
+
+def test_jerk_matches_a_numpy_double_loop():
+    rng = np.random.default_rng(7)
+    pos, vel, m = rng.normal(size=(60, 3)), rng.normal(size=(60, 3)), rng.random(60)
+    eps = 0.05
+    d = pos[None, :, :] - pos[:, None, :]  # d[i, j] = x_j - x_i
+    dv = vel[None, :, :] - vel[:, None, :]
+    r2 = (d**2).sum(-1) + eps**2
+    np.fill_diagonal(r2, np.inf)
+    inv3 = r2**-1.5
+    want_a = (m[None, :, None] * d * inv3[..., None]).sum(1)
+    rv = (d * dv).sum(-1)
+    want_j = (m[None, :, None] * (dv * inv3[..., None] - 3 * (rv / r2)[..., None] * d * inv3[..., None])).sum(1)
+    want_phi = -(m[None, :] / np.sqrt(r2)).sum(1)
+    acc, jerk, phi = nbody.jerk(pos, vel, m, eps=eps)
+    assert np.allclose(acc, want_a, rtol=1e-12, atol=1e-12)
+    assert np.allclose(jerk, want_j, rtol=1e-11, atol=1e-11)
+    assert np.allclose(phi, want_phi, rtol=1e-12)
+    acc32, jerk32, _ = nbody.jerk(pos, vel, m, eps=eps, precision="f32")
+    assert acc32.dtype == np.float32 and np.allclose(jerk32, want_j, rtol=1e-3, atol=1e-3)
+    with pytest.raises(ValueError, match="velocities has 59 rows"):
+        nbody.jerk(pos, vel[:59], m)
+    with pytest.raises(ValueError, match="eps must be finite"):
+        nbody.jerk(pos, vel, m, eps=-1.0)
+
+
+def test_density_map_deposits_every_particle_inside_the_window():
+    rng = np.random.default_rng(8)
+    pos, m = rng.uniform(-0.5, 0.5, size=(1000, 3)), rng.random(1000)
+    grid = nbody.density_map(pos, m, plane="xz", half_width=1.0, pixels=64)
+    assert grid.shape == (64, 64) and grid.dtype == np.float64
+    assert grid.sum() == pytest.approx(m.sum(), rel=1e-12)
+    # Everything lies in the middle half of the window.
+    assert grid[:12].sum() == 0 and grid[-12:].sum() == 0
+    one = nbody.density_map(np.array([[0.0, 0.0, 0.0]]), np.array([2.0]), pixels=4)
+    assert one.sum() == pytest.approx(2.0) and one[1:3, 1:3].sum() == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="plane must be"):
+        nbody.density_map(pos, m, plane="xw")
+    with pytest.raises(ValueError, match="pixels must be"):
+        nbody.density_map(pos, m, pixels=0)
+    with pytest.raises(ValueError, match="half"):
+        nbody.density_map(pos, m, half_width=-1.0)

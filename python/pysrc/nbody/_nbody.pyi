@@ -47,6 +47,46 @@ def accelerations(
     0.544331
     """
 
+def jerk(
+    positions: FloatArray,
+    velocities: FloatArray,
+    masses: FloatArray,
+    eps: float = 0.0,
+    G: float = 1.0,
+    executor: str = "cpu",
+    precision: Precision = "f64",
+    threads: Optional[int] = None,
+) -> Tuple[npt.NDArray[np.floating], npt.NDArray[np.floating], npt.NDArray[np.floating]]:
+    """Acceleration (N, 3), jerk (N, 3) and potential (N,) of every particle from all the
+    others, each skipping its own pair, as the Hermite integrators use them (arrays in the
+    call's precision).
+
+    >>> import numpy as np, nbody
+    >>> pos, vel = np.array([[0.0, 0, 0], [1.0, 0, 0]]), np.array([[0.0, 0, 0], [-1.0, 0, 0]])
+    >>> acc, jerk, phi = nbody.jerk(pos, vel, np.ones(2))
+    >>> jerk[0].tolist()  # approaching at speed 1 from distance 1: d|a|/dt = 2
+    [2.0, 0.0, 0.0]
+    """
+
+def density_map(
+    positions: FloatArray,
+    masses: FloatArray,
+    plane: Literal["xy", "xz", "yz"] = "xy",
+    centre: Tuple[float, float] = (0.0, 0.0),
+    half_width: float = 1.0,
+    pixels: int = 256,
+    executor: str = "cpu",
+    threads: Optional[int] = None,
+) -> npt.NDArray[np.float64]:
+    """The projected mass on a square window (cloud-in-cell, as the command's density
+    pictures): a (pixels, pixels) float64 array, row 0 at the top; on a CUDA executor the
+    deposit runs on the GPU.
+
+    >>> import numpy as np, nbody
+    >>> float(nbody.density_map(np.zeros((1, 3)), np.array([2.0]), pixels=4).sum())
+    2.0
+    """
+
 hdf5_compiled: bool
 """Whether this build writes and reads Gadget HDF5 snapshots (pip compiles them in when
 pkg-config finds libhdf5; NBODY_HDF5=1 or 0 decide instead)."""
