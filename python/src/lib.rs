@@ -11,7 +11,7 @@ use nbody_core::{
     Bodies, Error, Field, InteractionList, Jerk, LeafList, Pair, Params, Particle, PerParticle, Real, Softening, Span,
     Velocity,
 };
-use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State};
+use nbody_integrators::{ics, BlockHermite, Checkpoint, DormandPrince, Hermite, Integrator, Leapfrog, State, Words};
 use numpy::ndarray::ArrayView2;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -611,6 +611,120 @@ impl<T: PyReal> Run<T> {
 #[pyclass(module = "nbody._nbody", unsendable)]
 struct Simulation {
     run: Sim,
+    /// How it was made: rebuilds it after particles are added or removed, and goes into
+    /// its saved files.
+    config: Config,
+}
+
+/// A simulation's settings, as the constructor took them.
+#[derive(Clone, Debug, PartialEq)]
+struct Config {
+    integrator: String,
+    dt: f64,
+    eta: f64,
+    tolerance: f64,
+    eps: f64,
+    softening: String,
+    gravity: Gravity,
+    executor: String,
+    precision: String,
+    threads: Option<usize>,
+}
+
+impl Config {
+    /// An engine over the particles `rows` (x, y, z, m, vx, vy, vz).
+    fn build(&self, rows: &[[f64; 7]]) -> PyResult<Sim> {
+        let eps = (self.eps, softening_kernel(&self.softening)?);
+        let (name, dt, eta, tol, g, ex, th) =
+            (&self.integrator[..], self.dt, self.eta, self.tolerance, self.gravity, &self.executor[..], self.threads);
+        Ok(match &self.precision[..] {
+            "f64" => Sim::F64(build(rows, name, dt, eta, tol, eps, g, ex, th)?),
+            "f32" => Sim::F32(build(rows, name, dt, eta, tol, eps, g, ex, th)?),
+            other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+        })
+    }
+
+    /// `key=value` lines (floats as their bits, so a load is exact).
+    fn to_text(&self) -> String {
+        let bits = |x: f64| format!("{:016x}", x.to_bits());
+        let (gravity, theta, alpha) = match self.gravity {
+            Gravity::Direct => ("direct", 0.0, 0.0),
+            Gravity::Tree { theta, alpha } => ("tree", theta, alpha.unwrap_or(0.0)),
+        };
+        [
+            ("integrator", self.integrator.clone()),
+            ("dt", bits(self.dt)),
+            ("eta", bits(self.eta)),
+            ("tolerance", bits(self.tolerance)),
+            ("eps", bits(self.eps)),
+            ("softening", self.softening.clone()),
+            ("gravity", gravity.to_owned()),
+            ("theta", bits(theta)),
+            ("alpha", bits(alpha)),
+            ("executor", self.executor.clone()),
+            ("precision", self.precision.clone()),
+            ("threads", self.threads.map_or("0".into(), |t| t.to_string())),
+        ]
+        .iter()
+        .map(|(k, v)| format!("{k}={v}\n"))
+        .collect()
+    }
+
+    fn from_text(text: &str) -> Option<Config> {
+        let map: HashMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
+        let f = |k: &str| map.get(k).and_then(|v| u64::from_str_radix(v, 16).ok()).map(f64::from_bits);
+        let s = |k: &str| map.get(k).map(|v| (*v).to_owned());
+        let gravity = match *map.get("gravity")? {
+            "direct" => Gravity::Direct,
+            "tree" => Gravity::Tree { theta: f("theta")?, alpha: Some(f("alpha")?).filter(|&a| a > 0.0) },
+            _ => return None,
+        };
+        let threads = map.get("threads")?.parse::<usize>().ok()?;
+        Some(Config {
+            integrator: s("integrator")?,
+            dt: f("dt")?,
+            eta: f("eta")?,
+            tolerance: f("tolerance")?,
+            eps: f("eps")?,
+            softening: s("softening")?,
+            gravity,
+            executor: s("executor")?,
+            precision: s("precision")?,
+            threads: (threads > 0).then_some(threads),
+        })
+    }
+}
+
+/// A direct-summation engine from `Engine::save_words`: the state, then an integrator
+/// made from `config` over it takes its own state back, so stepping goes on bit for bit.
+fn restore_engine<T: PyReal>(config: &Config, words: &[u64]) -> PyResult<Engine<T>> {
+    let mut w = Words::new(words);
+    let steps = w.word().map_err(runtime)?;
+    let mut state = State::<T>::new(Vec::new(), Vec::new());
+    state.restore(&mut w).map_err(runtime)?;
+    let rows = rows_of(&state);
+    let eps = (config.eps, softening_kernel(&config.softening)?);
+    let (name, ex) = (&config.integrator[..], &config.executor[..]);
+    let mut engine =
+        build::<T>(&rows, name, config.dt, config.eta, config.tolerance, eps, config.gravity, ex, config.threads)?;
+    let Engine::Direct(r) = &mut engine else {
+        return Err(value_error("a saved simulation holds direct summation's state only"));
+    };
+    (r.state, r.steps) = (state, steps);
+    r.integrator.restore(&mut w).map_err(runtime)?;
+    if !w.is_done() {
+        return Err(value_error("the saved simulation has words left over (another format or damage)"));
+    }
+    Ok(engine)
+}
+
+/// The first bytes of a saved simulation (`Simulation.save`), then the format's version.
+const SAVED_MAGIC: &[u8; 8] = b"NBODYSIM";
+const SAVED_VERSION: u64 = 1;
+
+/// FNV-1a over `bytes`: a saved file's last word, so damage is found, not loaded.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
 enum Sim {
@@ -656,6 +770,14 @@ impl<T: PyReal> Engine<T> {
         }
     }
 
+    /// Sets the clock and the step count of a freshly built engine.
+    fn resume_at(&mut self, time: f64, steps: u64) {
+        match self {
+            Engine::Direct(r) => (r.state.time, r.steps) = (time, steps),
+            Engine::Tree(t) => t.resume_at(time, steps),
+        }
+    }
+
     /// The particles now (copied back from the GPU for a device tree).
     fn state(&mut self) -> Result<&State<T>, Error> {
         match self {
@@ -668,6 +790,22 @@ impl<T: PyReal> Engine<T> {
         match self {
             Engine::Direct(r) => r.integrator.diagnostics(&r.state, r.exec.as_mut()),
             Engine::Tree(t) => t.diagnostics(),
+        }
+    }
+
+    /// Steps taken, the state and the integrator's own state, as words.
+    fn save_words(&self) -> Result<Vec<u64>, Error> {
+        match self {
+            Engine::Direct(r) => {
+                let mut w = vec![r.steps];
+                r.state.save(&mut w);
+                r.integrator.save(&mut w);
+                Ok(w)
+            }
+            Engine::Tree(_) => Err(Error::Unsupported {
+                operation: "saving a gravity='tree' simulation",
+                reason: "the tree leapfrog has no saved form in Python yet: write a snapshot (save_snapshot) instead",
+            }),
         }
     }
 
@@ -694,10 +832,26 @@ macro_rules! each {
 /// Where a simulation's forces come from: direct summation, or a Barnes-Hut tree with
 /// the geometric test at `theta` (or the relative one at `alpha`, after a first force at
 /// `theta`).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Gravity {
     Direct,
     Tree { theta: f64, alpha: Option<f64> },
+}
+
+impl Simulation {
+    /// Rebuilds the engine from the settings over the particles `change` leaves, at the
+    /// same time and step count.
+    fn rebuild(&mut self, change: impl FnOnce(&mut Vec<[f64; 7]>)) -> PyResult<()> {
+        let (mut rows, time, steps) = each!(&mut self.run, r => {
+            let (time, steps) = (r.time(), r.steps());
+            (rows_of(r.state().map_err(runtime)?), time, steps)
+        });
+        change(&mut rows);
+        let mut run = self.config.build(&rows)?;
+        each!(&mut run, r => r.resume_at(time, steps));
+        self.run = run;
+        Ok(())
+    }
 }
 
 impl Gravity {
@@ -872,12 +1026,19 @@ impl Simulation {
         if rows.is_empty() {
             return Err(value_error("a simulation needs at least one particle"));
         }
-        let run = match precision {
-            "f64" => Sim::F64(build(&rows, integrator, dt, eta, tolerance, eps, gravity, executor, threads)?),
-            "f32" => Sim::F32(build(&rows, integrator, dt, eta, tolerance, eps, gravity, executor, threads)?),
-            other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+        let config = Config {
+            integrator: integrator.to_owned(),
+            dt,
+            eta,
+            tolerance,
+            eps: eps.0,
+            softening: softening.to_owned(),
+            gravity,
+            executor: executor.to_owned(),
+            precision: precision.to_owned(),
+            threads,
         };
-        Ok(Self { run })
+        Ok(Self { run: config.build(&rows)?, config })
     }
 
     /// One step (one block step; one adaptive stretch for "rk"), never past `until`
@@ -948,6 +1109,125 @@ impl Simulation {
         let v: Vec<f64> =
             each!(&mut self.run, r => r.state().map_err(runtime)?.pos.iter().map(|p| p.m.to_f64()).collect());
         Ok(PyArray1::from_vec(py, v).into_any())
+    }
+
+    /// The whole simulation as bytes: settings, state and the integrator's own state
+    /// (what `save` writes and pickling uses).
+    fn to_bytes(&self) -> PyResult<Vec<u8>> {
+        let words = each!(&self.run, r => r.save_words()).map_err(runtime)?;
+        let config = self.config.to_text();
+        let mut out = SAVED_MAGIC.to_vec();
+        out.extend(SAVED_VERSION.to_le_bytes());
+        out.extend((config.len() as u64).to_le_bytes());
+        out.extend(config.as_bytes());
+        out.extend((words.len() as u64).to_le_bytes());
+        out.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+        let sum = fnv1a(&out);
+        out.extend(sum.to_le_bytes());
+        Ok(out)
+    }
+
+    /// A simulation from `to_bytes`' bytes (`name` names them in errors).
+    #[staticmethod]
+    #[pyo3(signature = (data, name="the saved simulation"))]
+    fn from_bytes(data: &[u8], name: &str) -> PyResult<Simulation> {
+        let bad = |why: &str| value_error(format!("{name}: {why}"));
+        if data.len() < 40 || &data[..8] != SAVED_MAGIC {
+            return Err(bad("not a saved nbody simulation"));
+        }
+        let (body, sum) = data.split_at(data.len() - 8);
+        if fnv1a(body) != u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
+            return Err(bad("damaged (its checksum does not match)"));
+        }
+        let word = |at: usize| -> PyResult<u64> {
+            body.get(at..at + 8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .ok_or_else(|| bad("cut short"))
+        };
+        if word(8)? != SAVED_VERSION {
+            return Err(bad("written by another version of the format"));
+        }
+        let text_len = usize::try_from(word(16)?).map_err(|_| bad("cut short"))?;
+        let text = body.get(24..24 + text_len).ok_or_else(|| bad("cut short"))?;
+        let config = std::str::from_utf8(text).ok().and_then(Config::from_text).ok_or_else(|| bad("bad settings"))?;
+        let n = usize::try_from(word(24 + text_len)?).map_err(|_| bad("cut short"))?;
+        let start = 32 + text_len;
+        if body.len() != start + 8 * n {
+            return Err(bad("cut short"));
+        }
+        let words: Vec<u64> =
+            body[start..].chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+        let run = match &config.precision[..] {
+            "f64" => Sim::F64(restore_engine(&config, &words)?),
+            "f32" => Sim::F32(restore_engine(&config, &words)?),
+            _ => return Err(bad("bad settings")),
+        };
+        Ok(Simulation { run, config })
+    }
+
+    /// Writes the simulation to `path` (through a temporary file renamed when complete):
+    /// `Simulation.load(path)` continues it bit for bit. Direct summation only.
+    fn save(&self, path: std::path::PathBuf) -> PyResult<()> {
+        let bytes = self.to_bytes()?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{name}.part-{}", std::process::id()));
+        let io = |e: std::io::Error| pyo3::exceptions::PyOSError::new_err(format!("{}: {e}", path.display()));
+        std::fs::write(&tmp, &bytes).map_err(io)?;
+        std::fs::rename(&tmp, &path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io(e)
+        })
+    }
+
+    /// The simulation `save` wrote to `path`.
+    #[staticmethod]
+    fn load(path: std::path::PathBuf) -> PyResult<Simulation> {
+        let data = std::fs::read(&path)
+            .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("{}: {e}", path.display())))?;
+        Simulation::from_bytes(&data, &path.display().to_string())
+    }
+
+    /// Pickling: the bytes of `to_bytes`.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>,))> {
+        let load = py.get_type::<Simulation>().getattr("from_bytes")?;
+        Ok((load, (pyo3::types::PyBytes::new(py, &self.to_bytes()?).into_any(),)))
+    }
+
+    /// Appends particles (positions and velocities (N, 3), masses (N,)) between steps. The
+    /// integrator starts again from the new system (a Hermite integrator takes its first
+    /// steps anew); the time and the step count go on.
+    fn add_particles(
+        &mut self,
+        positions: &Bound<'_, PyAny>,
+        velocities: &Bound<'_, PyAny>,
+        masses: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let extra = snapshot_rows(positions, velocities, masses)?;
+        self.rebuild(|rows| rows.extend(extra))
+    }
+
+    /// Removes the particles at `indices` (any order; each at most once) between steps,
+    /// as `add_particles` rebuilds.
+    fn remove_particles(&mut self, indices: Vec<i64>) -> PyResult<()> {
+        let n = each!(&mut self.run, r => r.state().map_err(runtime)?.len());
+        let mut gone = vec![false; n];
+        for &i in &indices {
+            let k = usize::try_from(i).ok().filter(|&k| k < n);
+            let Some(k) = k else { return Err(value_error(format!("index {i} is not a particle (0 to {})", n - 1))) };
+            if std::mem::replace(&mut gone[k], true) {
+                return Err(value_error(format!("index {i} is given twice")));
+            }
+        }
+        if indices.len() == n {
+            return Err(value_error("removing every particle would leave an empty simulation"));
+        }
+        self.rebuild(|rows| {
+            let mut k = 0;
+            rows.retain(|_| {
+                k += 1;
+                !gone[k - 1]
+            })
+        })
     }
 
     /// Writes the system now as a Gadget HDF5 snapshot (see `nbody.write_snapshot`).

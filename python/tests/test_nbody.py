@@ -499,3 +499,66 @@ def test_density_map_deposits_every_particle_inside_the_window():
         nbody.density_map(pos, m, pixels=0)
     with pytest.raises(ValueError, match="half"):
         nbody.density_map(pos, m, half_width=-1.0)
+
+
+@pytest.mark.parametrize("integrator", ["leapfrog", "hermite", "block-hermite", "rk"])
+@pytest.mark.parametrize("precision", ["f32", "f64"])
+def test_a_saved_simulation_continues_bit_for_bit(tmp_path, integrator, precision):
+    """save/load and pickle: the loaded simulation steps exactly as the original does."""
+    import pickle
+
+    kw = dict(n=128, seed=6, integrator=integrator, precision=precision, dt=1 / 64, eta=0.05, tolerance=1e-6)
+    sim = nbody.Simulation(**kw)
+    sim.evolve(0.125)
+    sim.save(tmp_path / "run.nbody")
+    loaded = nbody.Simulation.load(tmp_path / "run.nbody")
+    unpickled = pickle.loads(pickle.dumps(sim))
+    for other in (loaded, unpickled):
+        assert other.time == sim.time and other.steps == sim.steps
+    for s in (sim, loaded, unpickled):
+        s.evolve(0.25)
+    for other in (loaded, unpickled):
+        assert other.steps == sim.steps
+        assert np.array_equal(other.positions, sim.positions) and np.array_equal(other.velocities, sim.velocities)
+        assert other.energies() == sim.energies()
+
+
+def test_damaged_saves_and_tree_saves_are_refused(tmp_path):
+    sim = nbody.Simulation(n=32)
+    sim.save(tmp_path / "a.nbody")
+    data = bytearray((tmp_path / "a.nbody").read_bytes())
+    data[100] ^= 1
+    (tmp_path / "b.nbody").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="b.nbody: damaged"):
+        nbody.Simulation.load(tmp_path / "b.nbody")
+    (tmp_path / "c.nbody").write_bytes(bytes(data[:50]))
+    with pytest.raises(ValueError, match="c.nbody"):
+        nbody.Simulation.load(tmp_path / "c.nbody")
+    with pytest.raises(OSError, match="missing.nbody"):
+        nbody.Simulation.load(tmp_path / "missing.nbody")
+    with pytest.raises(RuntimeError, match="save_snapshot"):
+        nbody.Simulation(n=32, gravity="tree").save(tmp_path / "t.nbody")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.nbody", "b.nbody", "c.nbody"]
+
+
+@pytest.mark.parametrize("gravity", ["direct", "tree"])
+def test_particles_are_added_and_removed_between_steps(gravity):
+    sim = nbody.Simulation(n=100, seed=9, gravity=gravity)
+    sim.evolve(1 / 16)
+    t, steps, before = sim.time, sim.steps, sim.positions
+    sim.add_particles(np.array([[5.0, 0, 0], [-5.0, 0, 0]]), np.zeros((2, 3)), np.array([0.01, 0.02]))
+    assert sim.positions.shape == (102, 3) and sim.time == t and sim.steps == steps
+    assert np.array_equal(sim.positions[:100], before) and sim.masses[-1] == 0.02
+    sim.remove_particles([0, 101])
+    assert sim.positions.shape == (100, 3)
+    assert np.array_equal(sim.positions[:99], before[1:]) and sim.positions[99, 0] == 5.0
+    sim.evolve(1 / 8)
+    assert sim.time == pytest.approx(1 / 8) and np.isfinite(sim.positions).all()
+    with pytest.raises(ValueError, match="index 100 is not a particle"):
+        sim.remove_particles([100])
+    with pytest.raises(ValueError, match="given twice"):
+        sim.remove_particles([3, 3])
+    with pytest.raises(ValueError, match="empty"):
+        sim.remove_particles(list(range(100)))
+    with pytest.raises(ValueError, match="NaN"):
+        sim.add_particles(np.full((1, 3), np.nan), np.zeros((1, 3)), np.ones(1))

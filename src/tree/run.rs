@@ -144,6 +144,20 @@ impl<T: BackendReal> TreeRun<T> {
         self.steps
     }
 
+    /// Sets the clock and the step count: a run rebuilt over another's particles (some
+    /// added or removed) goes on from where that one was.
+    pub fn resume_at(&mut self, time: f64, steps: u64) {
+        match &mut self.how {
+            How::Host(h) => h.state.time = time,
+            #[cfg(feature = "cuda")]
+            How::Device(d) => {
+                d.sys.set_time(time);
+                d.copy.time = time;
+            }
+        }
+        self.steps = steps;
+    }
+
     /// Particles in the system.
     pub fn len(&self) -> usize {
         match &self.how {
