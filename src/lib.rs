@@ -41,6 +41,7 @@ pub mod cli;
 pub mod gadget;
 #[cfg(feature = "tree")]
 pub mod tree;
+pub mod units;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -534,7 +534,7 @@ fn tree_gravity_runs_and_is_recorded() {
 #[test]
 fn an_orbit_in_au_solar_masses_and_years_takes_a_year() {
     let dir = tempfile::tempdir().unwrap();
-    let g = nbody::cli::units::Units::parse("au,msun,yr").unwrap().g();
+    let g = nbody::units::Units::parse("au,msun,yr").unwrap().g();
     let m_earth = 3.003_489_6e-6;
     let v = (g * (1.0 + m_earth)).sqrt(); // circular speed at 1 AU, in AU/yr
     let path = dir.path().join("orbit.csv");

@@ -24,7 +24,6 @@ pub mod run;
 pub mod settings;
 mod sim;
 pub mod team;
-pub mod units;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};

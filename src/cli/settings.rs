@@ -3,8 +3,8 @@
 //! value is checked before anything runs, and errors name the setting.
 
 use super::executors::{option_error, Backend};
-use super::units::Units;
 use super::{Precision, SofteningKind};
+use crate::units::Units;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use nbody_backends::{Arithmetic, Devices};

@@ -723,7 +723,7 @@ impl Simulation for Gathered<'_> {
     }
 }
 
-/// A simulation seen in a run's units ([`super::units::Units`]): times, velocities,
+/// A simulation seen in a run's units ([`crate::units::Units`]): times, velocities,
 /// energies and momenta converted on the way in and out; the simulation itself runs in
 /// N-body units, and its checkpoints stay in them.
 pub(super) struct InUnits<'a> {

@@ -1,11 +1,28 @@
-//! Physical units for a run (`--units`): the units a user's files, times and outputs are
-//! in. The integrators always run in N-body units (G = 1) with the user's length and
+//! Physical units for a run (the command's `--units`, Python's `units=`): the units a
+//! user's files, times and outputs are in. The integrators always run in N-body units (G = 1) with the user's length and
 //! mass units; only time differs, by `scale = sqrt(G)` with G in the user's units: a
 //! time t (user) is t x scale (model), a velocity v (user) is v / scale (model), an
 //! energy E (model) is E x scale^2 (user).
 
-use anyhow::{bail, Result};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// A unit specification that could not be read: the message says what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitsError(pub String);
+
+impl fmt::Display for UnitsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UnitsError {}
+
+type Result<T> = std::result::Result<T, UnitsError>;
+
+macro_rules! bail {
+    ($($t:tt)*) => { return Err(UnitsError(format!($($t)*))) };
+}
 
 /// The gravitational constant in cgs (CODATA 2018).
 pub const G_CGS: f64 = 6.674_30e-8;
@@ -75,7 +92,7 @@ fn quantity(text: &str, table: &[(&str, f64)], what: &str) -> Result<f64> {
     let factor = if number.is_empty() {
         1.0
     } else {
-        number.parse::<f64>().map_err(|_| anyhow::anyhow!("--units: {text:?} is not a number and a {what} unit"))?
+        number.parse::<f64>().map_err(|_| UnitsError(format!("--units: {text:?} is not a number and a {what} unit")))?
     };
     let Some(&(_, cgs)) = table.iter().find(|(n, _)| *n == name) else {
         let known: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
@@ -92,7 +109,7 @@ impl Units {
     /// `kpc,1e10msun,gyr`), `G=VALUE` (units in which G has that value), or `nbody`.
     ///
     /// ```
-    /// use nbody::cli::units::Units;
+    /// use nbody::units::Units;
     /// let u = Units::parse("au,msun,yr").unwrap();
     /// assert!((u.g() - 4.0 * std::f64::consts::PI.powi(2)).abs() < 2e-3); // G = 4 pi^2 AU^3/(Msun yr^2)
     /// assert_eq!(Units::parse("G=2").unwrap().scale(), 2f64.sqrt());
@@ -104,7 +121,7 @@ impl Units {
             return Ok(Units::Nbody);
         }
         if let Some(v) = t.strip_prefix("G=").or_else(|| t.strip_prefix("g=")) {
-            let g: f64 = v.trim().parse().map_err(|_| anyhow::anyhow!("--units G=VALUE: {v:?} is not a number"))?;
+            let g: f64 = v.trim().parse().map_err(|_| UnitsError(format!("--units G=VALUE: {v:?} is not a number")))?;
             if !(g.is_finite() && g > 0.0) {
                 bail!("--units G=VALUE: G must be positive and finite (got {g})");
             }
@@ -175,15 +192,17 @@ impl Units {
     }
 }
 
-impl Serialize for Units {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+#[cfg(feature = "cli")]
+impl serde::Serialize for Units {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.serialize_str(&self.spec())
     }
 }
 
-impl<'de> Deserialize<'de> for Units {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Units, D::Error> {
-        let text = String::deserialize(d)?;
+#[cfg(feature = "cli")]
+impl<'de> serde::Deserialize<'de> for Units {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Units, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(d)?;
         Units::parse(&text).map_err(serde::de::Error::custom)
     }
 }
