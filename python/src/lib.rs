@@ -2,6 +2,7 @@
 //! library's records, around the same executors and integrators the Rust API has.
 
 use nbody::tree::TreeRun;
+use nbody::units::Units;
 use nbody_backends::{Backend, BackendError, BackendReal};
 use nbody_core::cell::Cell;
 use nbody_core::cell::Criterion;
@@ -629,9 +630,18 @@ struct Config {
     executor: String,
     precision: String,
     threads: Option<usize>,
+    /// The units of everything the simulation takes and gives; it runs in N-body units
+    /// (`dt` above is already in them).
+    units: Units,
 }
 
 impl Config {
+    /// sqrt(G) in the simulation's units: model time = time x `k`, model velocity =
+    /// velocity / `k`, energy = model energy x `k`^2.
+    fn k(&self) -> f64 {
+        self.units.scale()
+    }
+
     /// An engine over the particles `rows` (x, y, z, m, vx, vy, vz).
     fn build(&self, rows: &[[f64; 7]]) -> PyResult<Sim> {
         let eps = (self.eps, softening_kernel(&self.softening)?);
@@ -664,6 +674,7 @@ impl Config {
             ("executor", self.executor.clone()),
             ("precision", self.precision.clone()),
             ("threads", self.threads.map_or("0".into(), |t| t.to_string())),
+            ("units", self.units.spec()),
         ]
         .iter()
         .map(|(k, v)| format!("{k}={v}\n"))
@@ -691,6 +702,7 @@ impl Config {
             executor: s("executor")?,
             precision: s("precision")?,
             threads: (threads > 0).then_some(threads),
+            units: Units::parse(map.get("units").copied().unwrap_or("nbody")).ok()?,
         })
     }
 }
@@ -941,7 +953,7 @@ impl Simulation {
     /// 0.5, or Gadget's relative criterion with `alpha`; leapfrog only; energies from the
     /// tree's potential).
     #[new]
-    #[pyo3(signature = (ic="plummer", n=1024, seed=1, positions=None, velocities=None, masses=None, integrator="leapfrog", dt=1.0/256.0, eta=0.02, tolerance=1e-8, eps=1.0/64.0, executor="cpu", precision="f64", threads=None, test_positions=None, test_velocities=None, softening="plummer", gravity="direct", theta=None, alpha=None))]
+    #[pyo3(signature = (ic="plummer", n=1024, seed=1, positions=None, velocities=None, masses=None, integrator="leapfrog", dt=1.0/256.0, eta=0.02, tolerance=1e-8, eps=1.0/64.0, executor="cpu", precision="f64", threads=None, test_positions=None, test_velocities=None, softening="plummer", gravity="direct", theta=None, alpha=None, units=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         ic: &str,
@@ -964,9 +976,15 @@ impl Simulation {
         gravity: &str,
         theta: Option<f64>,
         alpha: Option<f64>,
+        units: Option<&str>,
     ) -> PyResult<Self> {
         let eps = (eps, softening_kernel(softening)?);
         let gravity = Gravity::parse(gravity, theta, alpha)?;
+        let units = Units::parse(units.unwrap_or("nbody"))
+            .map_err(|e| value_error(e.to_string().replace("--units", "units")))?;
+        if !(dt.is_finite() && dt > 0.0) {
+            return Err(value_error(format!("dt must be positive and finite (got {dt})")));
+        }
         let mut rows: Vec<[f64; 7]> = match (positions, velocities, masses) {
             (Some(p), v, Some(m)) => {
                 let p = coords(p, "positions")?.rows();
@@ -1002,6 +1020,8 @@ impl Simulation {
                 ))
             }
         };
+        // Rows from arrays carry the caller's units; generated ones are N-body already.
+        let generated = if positions.is_some() { 0 } else { rows.len() };
         match (test_positions, test_velocities) {
             (Some(p), v) => {
                 let p = coords(p, "test_positions")?.rows();
@@ -1026,9 +1046,15 @@ impl Simulation {
         if rows.is_empty() {
             return Err(value_error("a simulation needs at least one particle"));
         }
+        // Velocities given in the simulation's units are the model's divided by sqrt(G)
+        // (generated initial conditions are in N-body units already).
+        let k = units.scale();
+        for r in &mut rows[generated..] {
+            r[4..7].iter_mut().for_each(|v| *v /= k);
+        }
         let config = Config {
             integrator: integrator.to_owned(),
-            dt,
+            dt: dt * k,
             eta,
             tolerance,
             eps: eps.0,
@@ -1037,6 +1063,7 @@ impl Simulation {
             executor: executor.to_owned(),
             precision: precision.to_owned(),
             threads,
+            units,
         };
         Ok(Self { run: config.build(&rows)?, config })
     }
@@ -1049,8 +1076,8 @@ impl Simulation {
         if until.is_nan() {
             return Err(value_error("until must not be NaN"));
         }
-        let run = &mut self.run;
-        py.detach(|| each!(run, r => r.step(until))).map_err(runtime)
+        let (run, k) = (&mut self.run, self.config.k());
+        py.detach(|| each!(run, r => r.step(until * k))).map(|t| t / k).map_err(runtime)
     }
 
     /// Index pairs `(i, j)`, `i < j`, of particles closer than `radii[i] + radii[j]`
@@ -1071,14 +1098,14 @@ impl Simulation {
         if !t.is_finite() {
             return Err(value_error(format!("t must be finite (got {t})")));
         }
-        let run = &mut self.run;
-        py.detach(|| each!(run, r => r.evolve(t))).map_err(runtime)
+        let (run, k) = (&mut self.run, self.config.k());
+        py.detach(|| each!(run, r => r.evolve(t * k))).map(|t| t / k).map_err(runtime)
     }
 
     /// Simulated time.
     #[getter]
     fn time(&self) -> f64 {
-        each!(&self.run, r => r.time())
+        each!(&self.run, r => r.time()) / self.config.k()
     }
 
     /// Steps taken.
@@ -1098,7 +1125,8 @@ impl Simulation {
     /// Velocities, (N, 3) float64.
     #[getter]
     fn velocities<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let v: Vec<f64> = each!(&mut self.run, r => r.state().map_err(runtime)?.vel.iter().flat_map(|u| u.components().map(Real::to_f64)).collect());
+        let k = self.config.k();
+        let v: Vec<f64> = each!(&mut self.run, r => r.state().map_err(runtime)?.vel.iter().flat_map(|u| u.components().map(|x| x.to_f64() * k)).collect());
         let n = v.len() / 3;
         Ok(PyArray1::from_vec(py, v).reshape([n, 3])?.into_any())
     }
@@ -1202,7 +1230,9 @@ impl Simulation {
         velocities: &Bound<'_, PyAny>,
         masses: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let extra = snapshot_rows(positions, velocities, masses)?;
+        let mut extra = snapshot_rows(positions, velocities, masses)?;
+        let k = self.config.k();
+        extra.iter_mut().for_each(|r| r[4..7].iter_mut().for_each(|v| *v /= k));
         self.rebuild(|rows| rows.extend(extra))
     }
 
@@ -1232,19 +1262,22 @@ impl Simulation {
 
     /// Writes the system now as a Gadget HDF5 snapshot (see `nbody.write_snapshot`).
     fn save_snapshot(&mut self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-        let run = &mut self.run;
-        let (rows, time) = each!(run, r => {
-            let time = r.time();
+        let (run, k) = (&mut self.run, self.config.k());
+        let (mut rows, time) = each!(run, r => {
+            let time = r.time() / k;
             let s = r.state().map_err(runtime)?;
             (rows_of(s), time)
         });
-        py.detach(|| snapshots::write(&path, &rows, time))
+        rows.iter_mut().for_each(|r| r[4..7].iter_mut().for_each(|v| *v *= k));
+        let units = self.config.units.gadget();
+        py.detach(|| snapshots::write(&path, &rows, time, units))
     }
 
     /// Kinetic, potential and total energy now (one force evaluation).
     fn energies(&mut self, py: Python<'_>) -> PyResult<(f64, f64, f64)> {
-        let run = &mut self.run;
-        py.detach(|| each!(run, r => r.diagnostics().map(|d| (d.kinetic, d.potential, d.total)))).map_err(runtime)
+        let (run, k2) = (&mut self.run, self.config.k().powi(2));
+        py.detach(|| each!(run, r => r.diagnostics().map(|d| (d.kinetic * k2, d.potential * k2, d.total * k2))))
+            .map_err(runtime)
     }
 }
 
@@ -1368,7 +1401,7 @@ fn snapshot_rows(
 /// and velocities (N, 3) and masses (N,), float32 or float64, at time `time`; written
 /// to a temporary file and renamed.
 #[pyfunction]
-#[pyo3(signature = (path, positions, velocities, masses, time=0.0))]
+#[pyo3(signature = (path, positions, velocities, masses, time=0.0, units=None))]
 fn write_snapshot(
     py: Python<'_>,
     path: std::path::PathBuf,
@@ -1376,12 +1409,14 @@ fn write_snapshot(
     velocities: &Bound<'_, PyAny>,
     masses: &Bound<'_, PyAny>,
     time: f64,
+    units: Option<&str>,
 ) -> PyResult<()> {
     if !time.is_finite() {
         return Err(value_error(format!("time must be finite (got {time})")));
     }
+    let units = Units::parse(units.unwrap_or("nbody")).map_err(|e| value_error(e.to_string().replace("--units", "units")))?;
     let rows = snapshot_rows(positions, velocities, masses)?;
-    py.detach(|| snapshots::write(&path, &rows, time))
+    py.detach(|| snapshots::write(&path, &rows, time, units.gadget()))
 }
 
 /// Reads a Gadget HDF5 snapshot (every PartType0 to PartType5, float or double; masses
@@ -1415,8 +1450,13 @@ mod snapshots {
     use std::path::Path;
 
     #[cfg(feature = "hdf5")]
-    pub(super) fn write(path: &Path, rows: &[[f64; 7]], time: f64) -> PyResult<()> {
-        let extras = nbody::gadget::Extras { time, ..Default::default() };
+    pub(super) fn write(path: &Path, rows: &[[f64; 7]], time: f64, units: Option<[f64; 3]>) -> PyResult<()> {
+        let units = units.map(|[length_cm, mass_g, velocity_cm_s]| nbody::gadget::GadgetUnits {
+            length_cm,
+            mass_g,
+            velocity_cm_s,
+        });
+        let extras = nbody::gadget::Extras { time, units, ..Default::default() };
         nbody::gadget::write(path, rows, &extras).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
     }
 
@@ -1434,7 +1474,7 @@ mod snapshots {
     }
 
     #[cfg(not(feature = "hdf5"))]
-    pub(super) fn write(path: &Path, _: &[[f64; 7]], _: f64) -> PyResult<()> {
+    pub(super) fn write(path: &Path, _: &[[f64; 7]], _: f64, _: Option<[f64; 3]>) -> PyResult<()> {
         Err(missing(path))
     }
 

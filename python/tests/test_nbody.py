@@ -562,3 +562,39 @@ def test_particles_are_added_and_removed_between_steps(gravity):
         sim.remove_particles(list(range(100)))
     with pytest.raises(ValueError, match="NaN"):
         sim.add_particles(np.full((1, 3), np.nan), np.zeros((1, 3)), np.ones(1))
+
+
+def test_an_orbit_in_au_solar_masses_and_years_takes_a_year(tmp_path):
+    """units="au,msun,yr": inputs, times and outputs in those units; the Earth on a
+    circular orbit is back after one year."""
+    g = 4 * np.pi**2 * (1 - 3.8e-5)  # G in AU^3 / (Msun yr^2) with the Julian year
+    m_e = 3.0034896e-6
+    v = np.sqrt(g * (1 + m_e))
+    pos = np.array([[0.0, 0, 0], [1.0, 0, 0]])
+    vel = np.array([[0.0, -m_e * v, 0], [0.0, v, 0]])
+    sim = nbody.Simulation(positions=pos, velocities=vel, masses=np.array([1.0, m_e]), eps=0.0,
+                           dt=1 / 1024, units="au,msun,yr")
+    assert sim.time == 0.0
+    sim.evolve(1.0)
+    assert sim.time == pytest.approx(1.0, abs=1e-9)
+    d = sim.positions[1] - sim.positions[0]
+    assert np.linalg.norm(d - [1.0, 0, 0]) < 1e-3
+    assert np.linalg.norm(sim.velocities[1]) == pytest.approx(2 * np.pi, rel=1e-3)
+    kinetic = sim.energies()[0]
+    assert kinetic == pytest.approx(0.5 * m_e * v**2, rel=1e-3)
+    again = nbody.Simulation.from_bytes(sim.to_bytes())
+    assert again.time == sim.time and np.array_equal(again.velocities, sim.velocities)
+    if nbody.hdf5_compiled:
+        sim.save_snapshot(tmp_path / "orbit.hdf5")
+        _, v_read, _ = nbody.read_snapshot(tmp_path / "orbit.hdf5")
+        assert np.array_equal(v_read, sim.velocities)
+        try:
+            import h5py
+        except ImportError:
+            h5py = None
+        if h5py is not None:
+            with h5py.File(tmp_path / "orbit.hdf5", "r") as f:
+                h = f["Header"].attrs
+                assert h["UnitLength_in_cm"] == 1.495978707e13 and h["Time"] == sim.time
+    with pytest.raises(ValueError, match="unknown time unit"):
+        nbody.Simulation(n=8, units="au,msun,fortnight")

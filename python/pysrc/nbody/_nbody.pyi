@@ -97,13 +97,16 @@ def write_snapshot(
     velocities: FloatArray,
     masses: FloatArray,
     time: float = 0.0,
+    units: Optional[str] = None,
 ) -> None:
     """Writes particles as a snapshot in Gadget's HDF5 layout, the one `nbody run --format
     hdf5` writes and yt, pynbody and the Gadget tools open: Header attributes
     (NumPart_ThisFile, NumPart_Total, MassTable, Time, BoxSize, ...) and PartType1 with
     Coordinates, Velocities, Masses and ParticleIDs, float64. Written to a temporary file
-    and renamed. Needs a build with HDF5 (`hdf5_compiled`); a RuntimeError says so
-    otherwise, an OSError names a file that cannot be written.
+    and renamed. `units` ("au,msun,yr", as `Simulation` takes them) adds Gadget's unit
+    attributes (UnitLength_in_cm, UnitMass_in_g, UnitVelocity_in_cm_per_s). Needs a build
+    with HDF5 (`hdf5_compiled`); a RuntimeError says so otherwise, an OSError names a
+    file that cannot be written.
 
     >>> import numpy as np, nbody, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "two.hdf5")
@@ -204,8 +207,13 @@ class Simulation:
         gravity: Literal["direct", "tree"] = "direct",
         theta: Optional[float] = None,
         alpha: Optional[float] = None,
+        units: Optional[str] = None,
     ) -> None:
-        """`test_positions` (and `test_velocities`) append massless test particles after
+        """`units` ("au,msun,yr", "kpc,1e10msun,gyr", "G=39.48"; default N-body units,
+        G = 1) are the units of the positions, velocities and masses given, of `dt`,
+        `evolve`'s times and of everything the simulation gives back (energies in mass
+        length²/time²); it runs in N-body units of the same length and mass, and
+        generated initial conditions are N-body ones. `test_positions` (and `test_velocities`) append massless test particles after
         the system: they feel every massive particle, exert nothing, and cost
         N x N_massive per step. `gravity="tree"` takes the forces from a Barnes-Hut tree
         with quadrupole cells: the geometric test at `theta` (default 0.5) or Gadget's
