@@ -1273,6 +1273,25 @@ impl Simulation {
         py.detach(|| snapshots::write(&path, &rows, time, units))
     }
 
+    /// What the command's energy.csv reports, now, as a dict in the simulation's units:
+    /// time, steps, kinetic, potential and total energy, momentum, angular momentum (3
+    /// each), centre of mass (3) and the virial ratio 2T/|W| (one force evaluation).
+    fn diagnostics<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let (run, k) = (&mut self.run, self.config.k());
+        let d = py.detach(|| each!(run, r => r.diagnostics())).map_err(runtime)?;
+        let out = pyo3::types::PyDict::new(py);
+        out.set_item("time", self.time())?;
+        out.set_item("steps", self.steps())?;
+        out.set_item("kinetic", d.kinetic * k * k)?;
+        out.set_item("potential", d.potential * k * k)?;
+        out.set_item("total", d.total * k * k)?;
+        out.set_item("momentum", d.momentum.map(|p| p * k).to_vec())?;
+        out.set_item("angular_momentum", d.angular_momentum.map(|l| l * k).to_vec())?;
+        out.set_item("centre_of_mass", d.centre_of_mass.to_vec())?;
+        out.set_item("virial_ratio", d.virial_ratio)?;
+        Ok(out)
+    }
+
     /// Kinetic, potential and total energy now (one force evaluation).
     fn energies(&mut self, py: Python<'_>) -> PyResult<(f64, f64, f64)> {
         let (run, k2) = (&mut self.run, self.config.k().powi(2));
@@ -1414,7 +1433,8 @@ fn write_snapshot(
     if !time.is_finite() {
         return Err(value_error(format!("time must be finite (got {time})")));
     }
-    let units = Units::parse(units.unwrap_or("nbody")).map_err(|e| value_error(e.to_string().replace("--units", "units")))?;
+    let units =
+        Units::parse(units.unwrap_or("nbody")).map_err(|e| value_error(e.to_string().replace("--units", "units")))?;
     let rows = snapshot_rows(positions, velocities, masses)?;
     py.detach(|| snapshots::write(&path, &rows, time, units.gadget()))
 }

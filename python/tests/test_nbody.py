@@ -598,3 +598,14 @@ def test_an_orbit_in_au_solar_masses_and_years_takes_a_year(tmp_path):
                 assert h["UnitLength_in_cm"] == 1.495978707e13 and h["Time"] == sim.time
     with pytest.raises(ValueError, match="unknown time unit"):
         nbody.Simulation(n=8, units="au,msun,fortnight")
+
+
+def test_diagnostics_report_what_the_command_does():
+    sim = nbody.Simulation(n=512, seed=11)
+    d = sim.diagnostics()
+    assert set(d) == {"time", "steps", "kinetic", "potential", "total", "momentum", "angular_momentum",
+                      "centre_of_mass", "virial_ratio"}
+    kinetic, potential, total = sim.energies()
+    assert (d["kinetic"], d["potential"], d["total"]) == (kinetic, potential, total)
+    assert d["virial_ratio"] == pytest.approx(2 * kinetic / abs(potential))
+    assert np.abs(d["momentum"]).max() < 1e-12 and np.abs(d["centre_of_mass"]).max() < 1e-12

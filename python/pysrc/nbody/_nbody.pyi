@@ -249,6 +249,16 @@ class Simulation:
         """Steps until the simulated time reaches `t`; returns the time."""
     def energies(self) -> Tuple[float, float, float]:
         """Kinetic, potential and total energy now."""
+    def diagnostics(self) -> dict:
+        """What the command's energy.csv reports, now, in the simulation's units: time,
+        steps, kinetic, potential, total, momentum, angular_momentum, centre_of_mass,
+        virial_ratio.
+
+        >>> import nbody
+        >>> d = nbody.Simulation(n=256).diagnostics()
+        >>> 0.5 < d["virial_ratio"] < 1.5, len(d["momentum"])
+        (True, 3)
+        """
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Writes the whole simulation (settings, particles, the integrator's own state) to
         `path`, through a temporary file renamed when complete: `Simulation.load(path)`
