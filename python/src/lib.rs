@@ -711,6 +711,10 @@ impl Config {
 /// made from `config` over it takes its own state back, so stepping goes on bit for bit.
 fn restore_engine<T: PyReal>(config: &Config, words: &[u64]) -> PyResult<Engine<T>> {
     let mut w = Words::new(words);
+    // A tree run's words start with where its tree lived (TreeRun::save).
+    if matches!(config.gravity, Gravity::Tree { .. }) {
+        w.word().map_err(runtime)?;
+    }
     let steps = w.word().map_err(runtime)?;
     let mut state = State::<T>::new(Vec::new(), Vec::new());
     state.restore(&mut w).map_err(runtime)?;
@@ -719,11 +723,16 @@ fn restore_engine<T: PyReal>(config: &Config, words: &[u64]) -> PyResult<Engine<
     let (name, ex) = (&config.integrator[..], &config.executor[..]);
     let mut engine =
         build::<T>(&rows, name, config.dt, config.eta, config.tolerance, eps, config.gravity, ex, config.threads)?;
-    let Engine::Direct(r) = &mut engine else {
-        return Err(value_error("a saved simulation holds direct summation's state only"));
-    };
-    (r.state, r.steps) = (state, steps);
-    r.integrator.restore(&mut w).map_err(runtime)?;
+    match &mut engine {
+        Engine::Direct(r) => {
+            (r.state, r.steps) = (state, steps);
+            r.integrator.restore(&mut w).map_err(runtime)?;
+        }
+        Engine::Tree(t) => {
+            w = Words::new(words);
+            t.restore(&mut w).map_err(runtime)?;
+        }
+    }
     if !w.is_done() {
         return Err(value_error("the saved simulation has words left over (another format or damage)"));
     }
@@ -806,7 +815,7 @@ impl<T: PyReal> Engine<T> {
     }
 
     /// Steps taken, the state and the integrator's own state, as words.
-    fn save_words(&self) -> Result<Vec<u64>, Error> {
+    fn save_words(&mut self) -> Result<Vec<u64>, Error> {
         match self {
             Engine::Direct(r) => {
                 let mut w = vec![r.steps];
@@ -814,10 +823,7 @@ impl<T: PyReal> Engine<T> {
                 r.integrator.save(&mut w);
                 Ok(w)
             }
-            Engine::Tree(_) => Err(Error::Unsupported {
-                operation: "saving a gravity='tree' simulation",
-                reason: "the tree leapfrog has no saved form in Python yet: write a snapshot (save_snapshot) instead",
-            }),
+            Engine::Tree(t) => t.save(),
         }
     }
 
@@ -1141,8 +1147,9 @@ impl Simulation {
 
     /// The whole simulation as bytes: settings, state and the integrator's own state
     /// (what `save` writes and pickling uses).
-    fn to_bytes(&self) -> PyResult<Vec<u8>> {
-        let words = each!(&self.run, r => r.save_words()).map_err(runtime)?;
+    #[allow(clippy::wrong_self_convention)] // a device tree's run downloads its particles first
+    fn to_bytes(&mut self) -> PyResult<Vec<u8>> {
+        let words = each!(&mut self.run, r => r.save_words()).map_err(runtime)?;
         let config = self.config.to_text();
         let mut out = SAVED_MAGIC.to_vec();
         out.extend(SAVED_VERSION.to_le_bytes());
@@ -1194,8 +1201,9 @@ impl Simulation {
     }
 
     /// Writes the simulation to `path` (through a temporary file renamed when complete):
-    /// `Simulation.load(path)` continues it bit for bit. Direct summation only.
-    fn save(&self, path: std::path::PathBuf) -> PyResult<()> {
+    /// `Simulation.load(path)` continues it bit for bit (a device tree's run loads on a
+    /// GPU, a host tree's on the host).
+    fn save(&mut self, path: std::path::PathBuf) -> PyResult<()> {
         let bytes = self.to_bytes()?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let tmp = path.with_file_name(format!(".{name}.part-{}", std::process::id()));
@@ -1216,7 +1224,7 @@ impl Simulation {
     }
 
     /// Pickling: the bytes of `to_bytes`.
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>,))> {
+    fn __reduce__<'py>(&mut self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>,))> {
         let load = py.get_type::<Simulation>().getattr("from_bytes")?;
         Ok((load, (pyo3::types::PyBytes::new(py, &self.to_bytes()?).into_any(),)))
     }

@@ -10,7 +10,7 @@ use nbody_backends::{BackendReal, Opened};
 use nbody_core::cell::Criterion;
 use nbody_core::projection::Projecting;
 use nbody_core::{Error, Softening};
-use nbody_integrators::{Diagnostics, Integrator, State};
+use nbody_integrators::{Checkpoint, Diagnostics, Integrator, State, Words};
 
 /// A system stepped by a fixed-step kick-drift-kick leapfrog with Barnes-Hut forces
 /// (quadrupole cells), its energies from the tree's potential.
@@ -232,6 +232,79 @@ impl<T: BackendReal> TreeRun<T> {
                 Ok(nbody_integrators::diagnostics(&d.copy, &field))
             }
         }
+    }
+
+    /// The run as words: where the tree lives, the step count, the particles and what
+    /// the next step needs (the host leapfrog's state, or the device's current field),
+    /// so [`TreeRun::restore`] on a run made with the same settings goes on bit for bit.
+    ///
+    /// ```
+    /// use nbody::backends::Backend;
+    /// use nbody::core::cell::Criterion;
+    /// use nbody::integrators::{ics, State, Words};
+    /// use nbody::tree::TreeRun;
+    /// let (p, v) = ics::plummer::<f64>(300, 2);
+    /// let open = || "cpu:1".parse::<Backend>().unwrap().open().unwrap();
+    /// let mut a = TreeRun::new(open(), State::new(p.clone(), v.clone()), 0.5, Criterion::Geometric, 1.0 / 64.0, 0.01)?;
+    /// a.advance_to(0.125)?;
+    /// let words = a.save()?;
+    /// let mut b = TreeRun::new(open(), State::new(p, v), 0.5, Criterion::Geometric, 1.0 / 64.0, 0.01)?;
+    /// b.restore(&mut Words::new(&words))?;
+    /// a.advance_to(0.25)?;
+    /// b.advance_to(0.25)?;
+    /// assert_eq!(a.state()?.pos, b.state()?.pos);
+    /// # Ok::<(), nbody::Error>(())
+    /// ```
+    pub fn save(&mut self) -> Result<Vec<u64>, Error> {
+        let mut w = vec![u64::from(self.on_device()), self.steps];
+        match &mut self.how {
+            How::Host(h) => {
+                h.state.save(&mut w);
+                h.leapfrog.save(&mut w);
+            }
+            #[cfg(feature = "cuda")]
+            How::Device(_) => {
+                let mut field = vec![nbody_core::Field::zero(); self.len()];
+                self.state()?;
+                let How::Device(d) = &mut self.how else { unreachable!("matched above") };
+                d.gpu.download_tree_field(&mut d.sys, &d.params, &mut field)?;
+                d.copy.save(&mut w);
+                nbody_integrators::put_fields(&mut w, &field);
+            }
+        }
+        Ok(w)
+    }
+
+    /// Continues from [`TreeRun::save`]'s words (this run's particles are replaced). A run
+    /// saved on the device tree loads on the device tree only, and a host one on the host.
+    pub fn restore(&mut self, w: &mut Words<'_>) -> Result<(), Error> {
+        if (w.word()? != 0) != self.on_device() {
+            return Err(Error::Unsupported {
+                operation: "loading a tree run saved where the tree lived elsewhere",
+                reason:
+                    "a run saved on the device tree loads on one GPU (native kernels, Plummer), a host one elsewhere",
+            });
+        }
+        let steps = w.word()?;
+        let mut state = State::new(Vec::new(), Vec::new());
+        state.restore(w)?;
+        match &mut self.how {
+            How::Host(h) => {
+                h.leapfrog.restore(w)?;
+                h.state = state;
+            }
+            #[cfg(feature = "cuda")]
+            How::Device(d) => {
+                let field = nbody_integrators::take_fields::<T>(w)?;
+                let settings = *d.sys.settings();
+                d.sys = d.gpu.upload_tree_system(&state.pos, &state.vel, settings)?;
+                d.sys.set_time(state.time);
+                d.gpu.restore_tree_field(&mut d.sys, &field)?;
+                (d.copy, d.current) = (state, true);
+            }
+        }
+        self.steps = steps;
+        Ok(())
     }
 
     /// Interactions summed over every force so far (particle and cell interactions).

@@ -262,8 +262,8 @@ class Simulation:
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Writes the whole simulation (settings, particles, the integrator's own state) to
         `path`, through a temporary file renamed when complete: `Simulation.load(path)`
-        continues it bit for bit. Pickling uses the same bytes. Direct summation only (a
-        tree simulation raises RuntimeError: write a snapshot instead).
+        continues it bit for bit. Pickling uses the same bytes. A tree simulation saves its
+        field too; one stepped on the device tree loads on a GPU, a host one on the host.
 
         >>> import nbody, tempfile, os, numpy as np
         >>> sim = nbody.Simulation(n=64, integrator="hermite"); sim.evolve(0.1)
