@@ -296,8 +296,13 @@ impl<T: BackendReal> TreeRun<T> {
             #[cfg(feature = "cuda")]
             How::Device(d) => {
                 let field = nbody_integrators::take_fields::<T>(w)?;
-                let settings = *d.sys.settings();
-                d.sys = d.gpu.upload_tree_system(&state.pos, &state.vel, settings)?;
+                // A run made over the saved particles (what a loader does) keeps the
+                // system it uploaded; other particles replace it.
+                let same = d.current && d.copy.pos == state.pos && d.copy.vel == state.vel;
+                if !same {
+                    let settings = *d.sys.settings();
+                    d.sys = d.gpu.upload_tree_system(&state.pos, &state.vel, settings)?;
+                }
                 d.sys.set_time(state.time);
                 d.gpu.restore_tree_field(&mut d.sys, &field)?;
                 (d.copy, d.current) = (state, true);
