@@ -225,11 +225,8 @@ impl<T: BackendReal> TreeRun<T> {
             How::Host(h) => h.leapfrog.diagnostics(&h.state, h.exec.as_mut()),
             #[cfg(feature = "cuda")]
             How::Device(_) => {
-                let mut field = vec![nbody_core::Field::zero(); self.len()];
-                self.state()?;
-                let How::Device(d) = &mut self.how else { unreachable!("matched above") };
-                d.gpu.download_tree_field(&mut d.sys, &d.params, &mut field)?;
-                Ok(nbody_integrators::diagnostics(&d.copy, &field))
+                let (state, field) = self.device_now()?;
+                Ok(nbody_integrators::diagnostics(state, &field))
             }
         }
     }
@@ -264,11 +261,8 @@ impl<T: BackendReal> TreeRun<T> {
             }
             #[cfg(feature = "cuda")]
             How::Device(_) => {
-                let mut field = vec![nbody_core::Field::zero(); self.len()];
-                self.state()?;
-                let How::Device(d) = &mut self.how else { unreachable!("matched above") };
-                d.gpu.download_tree_field(&mut d.sys, &d.params, &mut field)?;
-                d.copy.save(&mut w);
+                let (state, field) = self.device_now()?;
+                state.save(&mut w);
                 nbody_integrators::put_fields(&mut w, &field);
             }
         }
@@ -310,6 +304,18 @@ impl<T: BackendReal> TreeRun<T> {
         }
         self.steps = steps;
         Ok(())
+    }
+
+    /// A device run's particles and its tree field now, both copied back (a force only
+    /// if the particles moved since the last one).
+    #[cfg(feature = "cuda")]
+    fn device_now(&mut self) -> Result<(&State<T>, Vec<nbody_core::Field<T>>), Error> {
+        let n = self.len();
+        self.state()?;
+        let How::Device(d) = &mut self.how else { unreachable!("called for a device run") };
+        let mut field = vec![nbody_core::Field::zero(); n];
+        d.gpu.download_tree_field(&mut d.sys, &d.params, &mut field)?;
+        Ok((&d.copy, field))
     }
 
     /// Interactions summed over every force so far (particle and cell interactions).
