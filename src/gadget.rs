@@ -46,6 +46,19 @@ pub struct GadgetUnits {
     pub velocity_cm_s: f64,
 }
 
+impl GadgetUnits {
+    /// A run's physical units in Gadget's terms (`None` for N-body units or G = value,
+    /// which name no unit in cgs).
+    ///
+    /// ```
+    /// let u = nbody::units::Units::parse("au,msun,yr").unwrap();
+    /// assert_eq!(nbody::gadget::GadgetUnits::of(&u).unwrap().length_cm, 1.495_978_707e13);
+    /// ```
+    pub fn of(units: &crate::units::Units) -> Option<GadgetUnits> {
+        units.gadget().map(|[length_cm, mass_g, velocity_cm_s]| GadgetUnits { length_cm, mass_g, velocity_cm_s })
+    }
+}
+
 /// What a snapshot holds besides positions, velocities and masses.
 #[derive(Clone, Debug, Default)]
 pub struct Extras<'a> {
@@ -140,7 +153,7 @@ fn fill(file: &hdf5::File, rows: &[[f64; 7]], count: u32, x: &Extras<'_>) -> hdf
     // N-body units are G = 1 in whatever units the initial conditions meant: no unit
     // attributes are written, rather than false ones.
     if let Some(u) = x.units {
-        let g = 6.674_30e-8 * u.mass_g / (u.length_cm * u.velocity_cm_s * u.velocity_cm_s);
+        let g = crate::units::G_CGS * u.mass_g / (u.length_cm * u.velocity_cm_s * u.velocity_cm_s);
         for group in [&header, &parameters] {
             attr(group, "UnitLength_in_cm", &[u.length_cm])?;
             attr(group, "UnitMass_in_g", &[u.mass_g])?;

@@ -1277,7 +1277,7 @@ impl Simulation {
             (rows_of(s), time)
         });
         rows.iter_mut().for_each(|r| r[4..7].iter_mut().for_each(|v| *v *= k));
-        let units = self.config.units.gadget();
+        let units = &self.config.units;
         py.detach(|| snapshots::write(&path, &rows, time, units))
     }
 
@@ -1444,7 +1444,7 @@ fn write_snapshot(
     let units =
         Units::parse(units.unwrap_or("nbody")).map_err(|e| value_error(e.to_string().replace("--units", "units")))?;
     let rows = snapshot_rows(positions, velocities, masses)?;
-    py.detach(|| snapshots::write(&path, &rows, time, units.gadget()))
+    py.detach(|| snapshots::write(&path, &rows, time, &units))
 }
 
 /// Reads a Gadget HDF5 snapshot (every PartType0 to PartType5, float or double; masses
@@ -1474,16 +1474,13 @@ fn rows_of<T: PyReal>(s: &State<T>) -> Vec<[f64; 7]> {
 
 /// Gadget HDF5 through the facade's `nbody::gadget` where the wheel was built with HDF5.
 mod snapshots {
+    use nbody::units::Units;
     use pyo3::prelude::*;
     use std::path::Path;
 
     #[cfg(feature = "hdf5")]
-    pub(super) fn write(path: &Path, rows: &[[f64; 7]], time: f64, units: Option<[f64; 3]>) -> PyResult<()> {
-        let units = units.map(|[length_cm, mass_g, velocity_cm_s]| nbody::gadget::GadgetUnits {
-            length_cm,
-            mass_g,
-            velocity_cm_s,
-        });
+    pub(super) fn write(path: &Path, rows: &[[f64; 7]], time: f64, units: &Units) -> PyResult<()> {
+        let units = nbody::gadget::GadgetUnits::of(units);
         let extras = nbody::gadget::Extras { time, units, ..Default::default() };
         nbody::gadget::write(path, rows, &extras).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
     }
@@ -1502,7 +1499,7 @@ mod snapshots {
     }
 
     #[cfg(not(feature = "hdf5"))]
-    pub(super) fn write(path: &Path, _: &[[f64; 7]], _: f64, _: Option<[f64; 3]>) -> PyResult<()> {
+    pub(super) fn write(path: &Path, _: &[[f64; 7]], _: f64, _: &Units) -> PyResult<()> {
         Err(missing(path))
     }
 

@@ -15,11 +15,7 @@ pub(super) fn write_snapshot(s: &RunSettings, k: u64, time: f64, rows: &[Row]) -
     match s.format {
         #[cfg(feature = "hdf5")]
         SnapshotFormat::Hdf5 => {
-            let units = s.units.gadget().map(|[length_cm, mass_g, velocity_cm_s]| crate::gadget::GadgetUnits {
-                length_cm,
-                mass_g,
-                velocity_cm_s,
-            });
+            let units = crate::gadget::GadgetUnits::of(&s.units);
             Ok(crate::gadget::write(&path, rows, &crate::gadget::Extras { time, units, field: None })?)
         }
         #[cfg(not(feature = "hdf5"))]
