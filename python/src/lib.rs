@@ -148,6 +148,44 @@ impl Coords<'_> {
         }
     }
 
+    /// The rows as particles of precision `T` with masses `m` (zero where `m` is
+    /// shorter: targets), every coordinate checked finite, in one pass over the array
+    /// (a contiguous one read as a slice).
+    fn particles<T: Real>(&self, m: &[f64], name: &str) -> PyResult<Vec<Particle<T>>> {
+        fn build<S: Copy + Into<f64>, T: Real>(
+            v: ArrayView2<'_, S>,
+            m: &[f64],
+            name: &str,
+        ) -> PyResult<Vec<Particle<T>>> {
+            let mut out = Vec::with_capacity(v.nrows());
+            let mut push = |i: usize, x: f64, y: f64, z: f64| {
+                if !(x.is_finite() && y.is_finite() && z.is_finite()) {
+                    return Err(value_error(format!("{name}[{i}] has a NaN or infinite coordinate")));
+                }
+                let c = T::from_f64;
+                out.push(Particle::new(c(x), c(y), c(z), c(m.get(i).copied().unwrap_or(0.0))));
+                Ok(())
+            };
+            match v.as_slice() {
+                Some(flat) => {
+                    for (i, r) in flat.chunks_exact(3).enumerate() {
+                        push(i, r[0].into(), r[1].into(), r[2].into())?;
+                    }
+                }
+                None => {
+                    for (i, r) in v.rows().into_iter().enumerate() {
+                        push(i, r[0].into(), r[1].into(), r[2].into())?;
+                    }
+                }
+            }
+            Ok(out)
+        }
+        match self {
+            Coords::F32(a) => build(a.as_array(), m, name),
+            Coords::F64(a) => build(a.as_array(), m, name),
+        }
+    }
+
     /// Row `i` in f64.
     fn rows(&self) -> Vec<[f64; 3]> {
         fn take<T: Copy + Into<f64>>(v: ArrayView2<'_, T>) -> Vec<[f64; 3]> {
@@ -193,18 +231,32 @@ fn finite(rows: &[[f64; 3]], name: &str) -> PyResult<()> {
     }
 }
 
-/// Finite positions (N, 3) and masses (N,) as rows in f64.
-fn particle_rows(positions: &Bound<'_, PyAny>, masses: &Bound<'_, PyAny>) -> PyResult<(Vec<[f64; 3]>, Vec<f64>)> {
+/// Particles of precision `T` from positions (N, 3) and masses (N,), checked (finite
+/// coordinates; finite, non-negative masses).
+fn particles<T: Real>(positions: &Bound<'_, PyAny>, masses: &Bound<'_, PyAny>) -> PyResult<Vec<Particle<T>>> {
     let pos = coords(positions, "positions")?;
-    let rows = pos.rows();
     let m = self::masses(masses, pos.len())?;
-    finite(&rows, "positions")?;
-    Ok((rows, m))
+    pos.particles(&m, "positions")
 }
 
-fn records<T: Real>(rows: &[[f64; 3]], m: &[f64]) -> Vec<Particle<T>> {
-    let c = T::from_f64;
-    rows.iter().zip(m).map(|(r, &m)| Particle::new(c(r[0]), c(r[1]), c(r[2]), c(m))).collect()
+/// Massless particles of precision `T` at the finite points (K, 3) of `obj`.
+fn points<T: Real>(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<Particle<T>>> {
+    coords(obj, name)?.particles(&[], name)
+}
+
+/// Fields as numpy arrays: acceleration (N, 3) and potential (N,), each filled in one
+/// pass into a vector of its final size that numpy then owns (no further copy).
+fn field_arrays<'py, T: PyReal>(
+    py: Python<'py>,
+    field: &[Field<T>],
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let (mut acc, mut phi) = (Vec::with_capacity(3 * field.len()), Vec::with_capacity(field.len()));
+    for f in field {
+        acc.extend_from_slice(&[f.ax, f.ay, f.az]);
+        phi.push(f.phi);
+    }
+    let acc = PyArray1::from_vec(py, acc).reshape([field.len(), 3])?.into_any();
+    Ok((acc, PyArray1::from_vec(py, phi).into_any()))
 }
 
 /// (acceleration (N, 3), potential (N,)) of a call in precision `T`.
@@ -246,10 +298,7 @@ fn compute<'py, T: PyReal>(
         r.map(|_| out)
     })?
     .map_err(runtime)?;
-    let acc: Vec<T> = out.iter().flat_map(|f| [f.ax, f.ay, f.az]).collect();
-    let phi: Vec<T> = out.iter().map(|f| f.phi).collect();
-    let acc = PyArray1::from_vec(py, acc).reshape([n, 3])?.into_any();
-    Ok((acc, PyArray1::from_vec(py, phi).into_any()))
+    field_arrays(py, &out)
 }
 
 /// A call's softening: one length, or one per particle (targets', sources').
@@ -296,45 +345,55 @@ fn accelerations<'py>(
     target_eps: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let softening = softening_kernel(softening)?;
-    let (rows, m) = particle_rows(positions, masses)?;
-    let eps = match (lengths_of(eps, rows.len())?, targets, target_eps) {
-        (Ok(e), _, None) => Lengths::One(e),
-        (Err(each), None, None) => Lengths::Each { targets: each.clone(), sources: each },
-        (Err(each), Some(t), Some(te)) => {
-            let n_targets = coords(t, "targets")?.rows().len();
-            Lengths::Each { targets: per_particle(te, "target_eps", n_targets)?, sources: each }
-        }
-        (Err(_), Some(_), None) => {
-            return Err(value_error("eps per particle with targets needs target_eps (one length per target)"))
-        }
-        (_, _, Some(_)) => {
-            return Err(value_error("target_eps goes with targets and an eps array (one length per particle)"))
-        }
-    };
     if !(G.is_finite() && G >= 0.0) {
         return Err(value_error(format!("G must be finite and non-negative (got {G})")));
     }
-    let target_rows = match targets {
-        Some(t) => {
-            let t = coords(t, "targets")?.rows();
-            finite(&t, "targets")?;
-            Some(t)
-        }
-        None => None,
-    };
-    let zeros = |t: &Vec<[f64; 3]>| vec![0.0; t.len()];
+    let call = Call { positions, masses, eps, g: G, targets, potential, softening, target_eps };
     match precision {
-        "f64" => {
-            let b = backend::<f64>(executor, threads)?;
-            let t = target_rows.as_ref().map(|t| records::<f64>(t, &zeros(t)));
-            compute::<f64>(py, &records(&rows, &m), t, &eps, G, potential, softening, &b)
-        }
-        "f32" => {
-            let b = backend::<f32>(executor, threads)?;
-            let t = target_rows.as_ref().map(|t| records::<f32>(t, &zeros(t)));
-            compute::<f32>(py, &records(&rows, &m), t, &eps, G, potential, softening, &b)
-        }
+        "f64" => call.run::<f64>(py, executor, threads),
+        "f32" => call.run::<f32>(py, executor, threads),
         other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+    }
+}
+
+/// `accelerations`' arguments, read in the call's precision.
+struct Call<'a, 'py> {
+    positions: &'a Bound<'py, PyAny>,
+    masses: &'a Bound<'py, PyAny>,
+    eps: Option<&'a Bound<'py, PyAny>>,
+    g: f64,
+    targets: Option<&'a Bound<'py, PyAny>>,
+    potential: bool,
+    softening: Softening,
+    target_eps: Option<&'a Bound<'py, PyAny>>,
+}
+
+impl<'py> Call<'_, 'py> {
+    /// Reads the arrays straight into precision `T` (one pass each) and computes.
+    fn run<T: PyReal>(
+        &self,
+        py: Python<'py>,
+        executor: &str,
+        threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let sources = particles::<T>(self.positions, self.masses)?;
+        let eps = match (lengths_of(self.eps, sources.len())?, self.targets, self.target_eps) {
+            (Ok(e), _, None) => Lengths::One(e),
+            (Err(each), None, None) => Lengths::Each { targets: each.clone(), sources: each },
+            (Err(each), Some(t), Some(te)) => {
+                let n_targets = coords(t, "targets")?.len();
+                Lengths::Each { targets: per_particle(te, "target_eps", n_targets)?, sources: each }
+            }
+            (Err(_), Some(_), None) => {
+                return Err(value_error("eps per particle with targets needs target_eps (one length per target)"))
+            }
+            (_, _, Some(_)) => {
+                return Err(value_error("target_eps goes with targets and an eps array (one length per particle)"))
+            }
+        };
+        let targets = self.targets.map(|t| points::<T>(t, "targets")).transpose()?;
+        let b = backend::<T>(executor, threads)?;
+        compute::<T>(py, &sources, targets, &eps, self.g, self.potential, self.softening, &b)
     }
 }
 
@@ -422,10 +481,7 @@ fn leaves_in<'py, T: PyReal>(
         .map(|_| out)
     })?
     .map_err(runtime)?;
-    let acc: Vec<T> = out.iter().flat_map(|f| [f.ax, f.ay, f.az]).collect();
-    let phi: Vec<T> = out.iter().map(|f| f.phi).collect();
-    let acc = PyArray1::from_vec(py, acc).reshape([n, 3])?.into_any();
-    Ok((acc, PyArray1::from_vec(py, phi).into_any()))
+    field_arrays(py, &out)
 }
 
 /// A tree or FMM code's leaf work in one call: the particles at `positions` with
@@ -456,7 +512,7 @@ fn leaves<'py>(
     softening: &str,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let softening = softening_kernel(softening)?;
-    let (rows, m) = particle_rows(positions, masses)?;
+    let sources = particles::<f64>(positions, masses)?;
     let pair_rows = index_rows(pairs, "pairs", 4)?;
     let pairs: Vec<Pair> =
         pair_rows.iter().map(|r| Pair { targets: Span::new(r[0], r[1]), sources: Span::new(r[2], r[3]) }).collect();
@@ -469,7 +525,7 @@ fn leaves<'py>(
         (None, None, None) => (Vec::new(), vec![Span::new(0, 0); pairs.len()], Vec::new()),
         _ => return Err(value_error("cells, cell_ranges and cell_spans go together: give all three or none")),
     };
-    let (eps, lengths) = match lengths_of(eps, rows.len())? {
+    let (eps, lengths) = match lengths_of(eps, sources.len())? {
         Ok(e) => (e, None),
         Err(_) if !cells.is_empty() => {
             return Err(value_error("cells with an eps per particle: give one eps (a number) with cells"))
@@ -482,12 +538,13 @@ fn leaves<'py>(
         "f64" => {
             let params = Params::softened(eps).with_g(G).with_softening(softening);
             let params = Params { potential, ..params };
-            leaves_in::<f64>(py, &records(&rows, &m), &cells, list, params, l, &backend::<f64>(executor, threads)?)
+            leaves_in::<f64>(py, &sources, &cells, list, params, l, &backend::<f64>(executor, threads)?)
         }
         "f32" => {
             let params = Params::softened(eps as f32).with_g(G as f32).with_softening(softening);
             let params = Params { potential, ..params };
-            leaves_in::<f32>(py, &records(&rows, &m), &cells, list, params, l, &backend::<f32>(executor, threads)?)
+            let sources: Vec<Particle<f32>> = sources.iter().map(Particle::cast).collect();
+            leaves_in::<f32>(py, &sources, &cells, list, params, l, &backend::<f32>(executor, threads)?)
         }
         other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     }
@@ -502,22 +559,31 @@ fn cell<'py>(
     positions: &Bound<'py, PyAny>,
     masses: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (rows, m) = particle_rows(positions, masses)?;
-    let c = Cell::from_particles(&records::<f64>(&rows, &m));
+    let c = Cell::from_particles(&particles::<f64>(positions, masses)?);
     let q = c.quadrupole();
     let row = vec![c.x, c.y, c.z, c.m, q[0], q[1], q[2], q[3], q[4], q[5]];
     Ok(PyArray1::from_vec(py, row).into_any())
 }
 
-/// Seconds per call of the CPU executor on a Plummer sphere of `n` particles, timed in
-/// Rust (median of `reps` after a warm-up): what the Python call is compared against.
+/// Seconds per call of `executor` on a Plummer sphere of `n` particles (the particles
+/// on themselves, as `accelerations` without targets), timed in Rust (median of `reps`
+/// after a warm-up): what the Python call is compared against.
 #[pyfunction]
-#[pyo3(signature = (n, reps=20, threads=1, precision="f64"))]
-fn _rust_seconds(py: Python<'_>, n: usize, reps: usize, threads: usize, precision: &str) -> PyResult<f64> {
-    fn time<T: PyReal>(py: Python<'_>, n: usize, reps: usize, threads: usize) -> PyResult<f64> {
+#[pyo3(signature = (n, reps=20, threads=1, precision="f64", executor="cpu", potential=true))]
+fn _rust_seconds(
+    py: Python<'_>,
+    n: usize,
+    reps: usize,
+    threads: usize,
+    precision: &str,
+    executor: &str,
+    potential: bool,
+) -> PyResult<f64> {
+    fn time<T: PyReal>(py: Python<'_>, n: usize, reps: usize, backend: &Backend, potential: bool) -> PyResult<f64> {
         let (ps, _) = ics::plummer::<T>(n, 1);
-        let params = Params::softened(T::from_f64(0.01)).with_overlap_identical();
-        with_executor::<T, _>(py, &backend::<T>("cpu", Some(threads))?, |e| {
+        let mut params = Params::softened(T::from_f64(0.01)).with_overlap_identical();
+        params.potential = potential;
+        with_executor::<T, _>(py, backend, |e| {
             let mut out = vec![Field::zero(); n];
             let mut times = Vec::new();
             for k in 0..=reps {
@@ -532,9 +598,11 @@ fn _rust_seconds(py: Python<'_>, n: usize, reps: usize, threads: usize, precisio
             Ok(times[times.len() / 2])
         })?
     }
+    let reps = reps.max(1);
     match precision {
-        "f32" => time::<f32>(py, n, reps.max(1), threads),
-        _ => time::<f64>(py, n, reps.max(1), threads),
+        "f32" => time::<f32>(py, n, reps, &backend::<f32>(executor, Some(threads))?, potential),
+        "f64" => time::<f64>(py, n, reps, &backend::<f64>(executor, Some(threads))?, potential),
+        other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     }
 }
 
@@ -1358,14 +1426,10 @@ fn jerk_in<'py, T: PyReal>(
         e.accelerations_jerk(b, b, &params, &mut out, &mut jerk).map(|_| (out, jerk))
     })?
     .map_err(runtime)?;
-    let acc: Vec<T> = field.iter().flat_map(|f| [f.ax, f.ay, f.az]).collect();
-    let j: Vec<T> = jerk.iter().flat_map(|j| [j.jx, j.jy, j.jz]).collect();
-    let phi: Vec<T> = field.iter().map(|f| f.phi).collect();
-    Ok((
-        PyArray1::from_vec(py, acc).reshape([n, 3])?.into_any(),
-        PyArray1::from_vec(py, j).reshape([n, 3])?.into_any(),
-        PyArray1::from_vec(py, phi).into_any(),
-    ))
+    let (acc, phi) = field_arrays(py, &field)?;
+    let mut j = Vec::with_capacity(3 * n);
+    jerk.iter().for_each(|k| j.extend_from_slice(&[k.jx, k.jy, k.jz]));
+    Ok((acc, PyArray1::from_vec(py, j).reshape([n, 3])?.into_any(), phi))
 }
 
 /// The projected mass of the particles on a square window of `pixels` x `pixels` cells
@@ -1397,8 +1461,7 @@ fn density_map<'py>(
     }
     let projection = Projection { plane, centre: [centre.0, centre.1], half_width, pixels };
     projection.validate(pixels * pixels).map_err(|e| value_error(e.to_string()))?;
-    let (rows, m) = particle_rows(positions, masses)?;
-    let particles = records::<f64>(&rows, &m);
+    let particles = particles::<f64>(positions, masses)?;
     let grid = with_executor::<f64, _>(py, &backend::<f64>(executor, threads)?, |e| {
         let mut grid = vec![0.0; pixels * pixels];
         e.project(&particles, &projection, &mut grid).map(|_| grid)

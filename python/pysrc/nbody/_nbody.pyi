@@ -135,7 +135,14 @@ def backends() -> List[str]:
     True
     """
 
-def _rust_seconds(n: int, reps: int = 20, threads: int = 1, precision: Precision = "f64") -> float:
+def _rust_seconds(
+    n: int,
+    reps: int = 20,
+    threads: int = 1,
+    precision: Precision = "f64",
+    executor: str = "cpu",
+    potential: bool = True,
+) -> float:
     """Seconds per call of the same computation timed inside Rust (benchmarks)."""
 
 IndexArray = npt.NDArray[np.integer]
