@@ -226,6 +226,59 @@ fn relative_criterion() -> Result<(), Failed> {
     }
 }
 
+/// A tree leapfrog saved (particles, velocities, field) and put back on a fresh system
+/// continues bit for bit, under either criterion, whether the copy lives on the same
+/// executor, on a second executor beside the first, or on one opened after the first
+/// was dropped (what loading a checkpoint in the same process does).
+fn leapfrog_restores_bit_for_bit() -> Result<(), Failed> {
+    use nbody_core::cell::Criterion;
+    use nbody_core::Velocity;
+    let (p, v) = nbody_integrators::ics::plummer::<f32>(3000, 9);
+    let params = Params::softened(1.0f32 / 64.0).with_overlap_identical();
+    let dt = 1.0 / 128.0;
+    for criterion in [Criterion::Geometric, Criterion::Relative { alpha: 0.002 }] {
+        let settings = TreeSettings::new(0.6).with_criterion(criterion);
+        let mut gpu = CudaExecutor::new().map_err(err)?;
+        let mut sys = gpu.upload_tree_system(&p, &v, settings).map_err(err)?;
+        for _ in 0..3 {
+            gpu.tree_leapfrog_step(&mut sys, &params, dt).map_err(err)?;
+        }
+        let (mut pos, mut vel) = (vec![Particle::default(); p.len()], vec![Velocity::default(); p.len()]);
+        gpu.download_tree_system(&sys, &mut pos, &mut vel).map_err(err)?;
+        let mut field = vec![Field::zero(); p.len()];
+        gpu.download_tree_field(&mut sys, &params, &mut field).map_err(err)?;
+        let time = sys.time();
+        // The copy's steps, then the original's: positions after `steps` more steps.
+        let resume = |gpu: &mut CudaExecutor| -> Result<Vec<Particle<f32>>, Failed> {
+            let mut copy = gpu.upload_tree_system(&pos, &vel, settings).map_err(err)?;
+            copy.set_time(time);
+            gpu.restore_tree_field(&mut copy, &field).map_err(err)?;
+            for _ in 0..3 {
+                gpu.tree_leapfrog_step(&mut copy, &params, dt).map_err(err)?;
+            }
+            let (mut q, mut w) = (vec![Particle::default(); p.len()], vec![Velocity::default(); p.len()]);
+            gpu.download_tree_system(&copy, &mut q, &mut w).map_err(err)?;
+            Ok(q)
+        };
+        let same_executor = resume(&mut gpu)?;
+        let mut second = CudaExecutor::new().map_err(err)?;
+        let beside = resume(&mut second)?;
+        for _ in 0..3 {
+            gpu.tree_leapfrog_step(&mut sys, &params, dt).map_err(err)?;
+        }
+        let mut want = vec![Particle::default(); p.len()];
+        gpu.download_tree_system(&sys, &mut want, &mut vel.clone()).map_err(err)?;
+        drop((sys, gpu));
+        let after_drop = resume(&mut second)?;
+        for (name, got) in [("same executor", same_executor), ("second executor", beside), ("after a drop", after_drop)] {
+            if got != want {
+                return Err(format!("{criterion:?}, {name}: the restored run left the saved one").into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A named check.
 type Check = (&'static str, fn() -> Result<(), Failed>);
 
@@ -243,5 +296,6 @@ pub(crate) fn checks() -> Vec<Check> {
         ("device_tree_grows_its_node_array", grows_its_node_array),
         ("device_tree_bad_input_is_a_clear_error", bad_input),
         ("device_tree_relative_criterion", relative_criterion),
+        ("device_tree_leapfrog_restores_bit_for_bit", leapfrog_restores_bit_for_bit),
     ]
 }
