@@ -1,16 +1,11 @@
-"""On the GPU: device-tree simulations saved, loaded and pickled continue bit for bit.
-Run beside the unpacked wheel (pylib/), under compute-sanitizer to see the open fault:
+"""On the GPU: device-tree simulations (either opening criterion) saved, loaded and
+pickled continue bit for bit. Run beside the unpacked wheel (pylib/), also under
+compute-sanitizer:
 
     compute-sanitizer --print-limit 5 python3 gpu_save_check.py
 
-Known failure (H100, CUDA 13's compute-sanitizer, the commit that added this file): the
-geometric case passes; in the relative-criterion case (alpha 0.002) stepping the
-restored or unpickled simulation makes nbody_tree_split_f32 read 8 bytes far outside
-any allocation (threads 8.. of block 0, launched from CudaExecutor::tree_field), which
-surfaces without the sanitizer as device error 700 "during building the device tree"
-in some orders of creating and dropping simulations. The split kernel reads something
-a fresh DeviceTree of a restored TreeSystem (computed = true, previous = None, the
-field uploaded by restore_tree_field) has not written yet."""
+A restored run's first build (a fresh node array) once read nodes that a build out of
+room had left unwritten; the split kernel now stops once a level has overflowed."""
 import os
 import pickle
 import sys

@@ -129,6 +129,11 @@ template <typename T> __device__ void tree_gather(const TreeArgs<T> &a) {
 // contiguous and in octant order, so a walk meets them in the same order whatever order
 // the nodes were appended in.
 template <typename T> __device__ void tree_split(const TreeArgs<T> &a) {
+    // Once a level has run out of room, some of the nodes below capacity were never
+    // written (a split whose children did not all fit writes none): the host builds again
+    // with more room, and nothing may read those nodes meanwhile. In a fresh node array
+    // they hold whatever the allocation held before, and their spans index anywhere.
+    if (a.counters[TREE_OVERFLOW]) return;
     const u32 *lvl = a.counters + TREE_LEVELS;
     const u32 begin = lvl[a.level], end = lvl[a.level + 1];
     const int shift = 3 * (TREE_DEPTH - 1 - a.level);
