@@ -34,6 +34,7 @@ fn main() {
         gpu("plummer_65536_accuracy_f32", || plummer_accuracy::<f32>(1e-5)),
         gpu("plummer_65536_accuracy_f64", || plummer_accuracy::<f64>(1e-13)),
         gpu("plummer_65536_accuracy_mixed_at_origin_and_shifted", mixed_accuracy),
+        gpu("clustered_65536_accuracy_mixed", mixed_on_clustered),
         gpu("mixed_every_launch_config_matches_the_oracle", mixed_every_config),
         gpu("mixed_device_leapfrog_matches_the_host_leapfrog", mixed_device_leapfrog),
         gpu("mixed_state_sorted_and_resorted_gives_the_callers_order", mixed_sorted_state),
@@ -84,6 +85,14 @@ fn mixed_accuracy() -> Result<(), Failed> {
     let mut plain = CudaExecutor::new().map_err(gpu_err)?;
     accuracy::mixed_at_origin_and_shifted(&mut mixed, Some(&mut plain), 2e-6)?;
     accuracy::mixed_in_morton_order(&mut mixed, 2e-6)
+}
+
+/// The mixed executor on clustered, mass-spread systems, every target against the GPU's
+/// f64 field (the CPU mixed executor's bound, to compare the two; the goal is 2e-6).
+fn mixed_on_clustered() -> Result<(), Failed> {
+    let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
+    let mut reference = CudaExecutor::new().map_err(gpu_err)?;
+    accuracy::mixed_on_clustered(&mut mixed, &mut reference, 6e-6)
 }
 
 /// The warp-shuffle variant (every targets-per-thread, f32, f64 and mixed) against the
