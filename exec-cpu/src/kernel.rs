@@ -133,6 +133,10 @@ unsafe fn spline_weights<S: Simd>(r2: S::V, m: S::T, h: S::V, w: &mut S::V, g: &
 /// With `EACH` a softening per particle (see [`Block::eps`]): the block's `eps` and the
 /// sources' `e` lanes are read instead of `eps2`.
 ///
+/// With `RUN > 0` each run of `RUN` sources is summed apart and then added into the
+/// totals (two-level sums: each total rounds about n / RUN times instead of n times, for
+/// one subtraction per run); `RUN = 0` sums all sources in one run.
+///
 /// # Safety
 /// The backend's instructions must be available (see `simd`); every slice of `blk`
 /// holds `U * S::LANES` values; with `LOW`, `low_targets` hold `U * S::LANES` values and
@@ -147,6 +151,7 @@ pub(crate) unsafe fn accumulate_split<
     const LOW: bool,
     const SPLINE: bool,
     const EACH: bool,
+    const RUN: usize,
 >(
     blk: &mut Block<'_, S::T>,
     low_targets: [&[S::T]; 3],
@@ -182,53 +187,70 @@ pub(crate) unsafe fn accumulate_split<
         let n = src.len();
         let (sx, sy, sz, sm) = (src.x.as_ptr(), src.y.as_ptr(), src.z.as_ptr(), src.m.as_ptr());
         let [lx, ly, lz] = low_sources.map(|s| s.as_ptr());
-        for j in 0..n {
-            let (xj, yj, zj) = (S::splat(*sx.add(j)), S::splat(*sy.add(j)), S::splat(*sz.add(j)));
-            let mj = S::splat(*sm.add(j));
-            let low_j = |p: *const S::T| if LOW { S::splat(*p.add(j)) } else { zero };
-            let (lxj, lyj, lzj) = (low_j(lx), low_j(ly), low_j(lz));
-            // (x_j - x_i) - (low_i - low_j): the backends have no add.
-            let split = |hi: S::V, low_i: S::V, low_j: S::V| if LOW { S::sub(hi, S::sub(low_i, low_j)) } else { hi };
-            let dx: [S::V; U] = core::array::from_fn(|u| split(S::sub(xj, xi[u]), lxi[u], lxj));
-            let dy: [S::V; U] = core::array::from_fn(|u| split(S::sub(yj, yi[u]), lyi[u], lyj));
-            let dz: [S::V; U] = core::array::from_fn(|u| split(S::sub(zj, zi[u]), lzi[u], lzj));
-            // Per particle: the pair's ε² (Plummer) or its negated support (the spline).
-            let cj = if EACH { S::splat(*se.add(j)) } else { zero };
-            let pair = |u: usize| match (EACH, SPLINE) {
-                (true, false) => S::sub(ei[u], cj),
-                (true, true) => S::min(ei[u], cj),
-                _ => e2,
-            };
-            let soft = |u: usize| if EACH && !SPLINE { pair(u) } else { e2 };
-            // eps² folded into the first FMA: r² = ((eps² + dx²) + dy²) + dz².
-            let r2: [S::V; U] =
-                core::array::from_fn(|u| S::fma(dz[u], dz[u], S::fma(dy[u], dy[u], S::fma(dx[u], dx[u], soft(u)))));
-            // The spline: one test for the whole block whether any pair may be inside h
-            // (per particle against the bound above; the exact supports only then).
-            let bound = if SPLINE && EACH {
-                let c = *se.add(j);
-                let h = if c < neg_hmax { c } else { neg_hmax };
-                let h2 = h * h;
-                S::splat(if h2 < <S::T as Float>::min_positive_value() {
-                    <S::T as Float>::min_positive_value()
+        // With RUN > 0, two-level sums: each run of RUN sources is summed on its own
+        // (negated, so that the backends' fnma and sub do it), then added to the totals.
+        // RUN = 0 is one run, rounded exactly as a single sum (negation is exact).
+        let run = if RUN == 0 { n.max(1) } else { RUN };
+        let one = S::splat(S::T::from_f64(1.0));
+        for j0 in (0..n).step_by(run) {
+            let (mut cx, mut cy, mut cz, mut cphi) = ([zero; U], [zero; U], [zero; U], [zero; U]);
+            for j in j0..n.min(j0 + run) {
+                let (xj, yj, zj) = (S::splat(*sx.add(j)), S::splat(*sy.add(j)), S::splat(*sz.add(j)));
+                let mj = S::splat(*sm.add(j));
+                let low_j = |p: *const S::T| if LOW { S::splat(*p.add(j)) } else { zero };
+                let (lxj, lyj, lzj) = (low_j(lx), low_j(ly), low_j(lz));
+                // (x_j - x_i) - (low_i - low_j): the backends have no add.
+                let split =
+                    |hi: S::V, low_i: S::V, low_j: S::V| if LOW { S::sub(hi, S::sub(low_i, low_j)) } else { hi };
+                let dx: [S::V; U] = core::array::from_fn(|u| split(S::sub(xj, xi[u]), lxi[u], lxj));
+                let dy: [S::V; U] = core::array::from_fn(|u| split(S::sub(yj, yi[u]), lyi[u], lyj));
+                let dz: [S::V; U] = core::array::from_fn(|u| split(S::sub(zj, zi[u]), lzi[u], lzj));
+                // Per particle: the pair's ε² (Plummer) or its negated support (the spline).
+                let cj = if EACH { S::splat(*se.add(j)) } else { zero };
+                let pair = |u: usize| match (EACH, SPLINE) {
+                    (true, false) => S::sub(ei[u], cj),
+                    (true, true) => S::min(ei[u], cj),
+                    _ => e2,
+                };
+                let soft = |u: usize| if EACH && !SPLINE { pair(u) } else { e2 };
+                // eps² folded into the first FMA: r² = ((eps² + dx²) + dy²) + dz².
+                let r2: [S::V; U] =
+                    core::array::from_fn(|u| S::fma(dz[u], dz[u], S::fma(dy[u], dy[u], S::fma(dx[u], dx[u], soft(u)))));
+                // The spline: one test for the whole block whether any pair may be inside h
+                // (per particle against the bound above; the exact supports only then).
+                let bound = if SPLINE && EACH {
+                    let c = *se.add(j);
+                    let h = if c < neg_hmax { c } else { neg_hmax };
+                    let h2 = h * h;
+                    S::splat(if h2 < <S::T as Float>::min_positive_value() {
+                        <S::T as Float>::min_positive_value()
+                    } else {
+                        h2
+                    })
                 } else {
                     h2
-                })
-            } else {
-                h2
-            };
-            let near = SPLINE && S::any_lt(r2[1..].iter().fold(r2[0], |a, &b| S::min(a, b)), bound);
-            for u in 0..U {
-                let (mut m_rinv, mut m_rinv3) = S::weights::<MASK>(r2[u], mj);
-                if near && S::any_lt(r2[u], bound) {
-                    let hu = if EACH { S::sub(zero, pair(u)) } else { h };
-                    spline_weights::<S>(r2[u], *sm.add(j), hu, &mut m_rinv, &mut m_rinv3);
+                };
+                let near = SPLINE && S::any_lt(r2[1..].iter().fold(r2[0], |a, &b| S::min(a, b)), bound);
+                for u in 0..U {
+                    let (mut m_rinv, mut m_rinv3) = S::weights::<MASK>(r2[u], mj);
+                    if near && S::any_lt(r2[u], bound) {
+                        let hu = if EACH { S::sub(zero, pair(u)) } else { h };
+                        spline_weights::<S>(r2[u], *sm.add(j), hu, &mut m_rinv, &mut m_rinv3);
+                    }
+                    cx[u] = S::fnma(dx[u], m_rinv3, cx[u]);
+                    cy[u] = S::fnma(dy[u], m_rinv3, cy[u]);
+                    cz[u] = S::fnma(dz[u], m_rinv3, cz[u]);
+                    if POT {
+                        cphi[u] = S::fma(m_rinv, one, cphi[u]);
+                    }
                 }
-                ax[u] = S::fma(dx[u], m_rinv3, ax[u]);
-                ay[u] = S::fma(dy[u], m_rinv3, ay[u]);
-                az[u] = S::fma(dz[u], m_rinv3, az[u]);
+            }
+            for u in 0..U {
+                ax[u] = S::sub(ax[u], cx[u]);
+                ay[u] = S::sub(ay[u], cy[u]);
+                az[u] = S::sub(az[u], cz[u]);
                 if POT {
-                    phi[u] = S::sub(phi[u], m_rinv);
+                    phi[u] = S::sub(phi[u], cphi[u]);
                 }
             }
         }
