@@ -270,7 +270,8 @@ fn leapfrog_restores_bit_for_bit() -> Result<(), Failed> {
         gpu.download_tree_system(&sys, &mut want, &mut vel.clone()).map_err(err)?;
         drop((sys, gpu));
         let after_drop = resume(&mut second)?;
-        for (name, got) in [("same executor", same_executor), ("second executor", beside), ("after a drop", after_drop)] {
+        for (name, got) in [("same executor", same_executor), ("second executor", beside), ("after a drop", after_drop)]
+        {
             if got != want {
                 return Err(format!("{criterion:?}, {name}: the restored run left the saved one").into());
             }
