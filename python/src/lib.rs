@@ -46,11 +46,15 @@ fn runtime(e: Error) -> PyErr {
 /// The precisions the package computes in.
 trait PyReal: BackendReal + numpy::Element {
     fn pool() -> &'static Pool<Self>;
+    fn host_buffers() -> &'static Mutex<Scratch<Self>>;
 }
 
 impl PyReal for f32 {
     fn pool() -> &'static Pool<f32> {
         &POOL32
+    }
+    fn host_buffers() -> &'static Mutex<Scratch<f32>> {
+        &SCRATCH32
     }
 }
 
@@ -58,7 +62,23 @@ impl PyReal for f64 {
     fn pool() -> &'static Pool<f64> {
         &POOL64
     }
+    fn host_buffers() -> &'static Mutex<Scratch<f64>> {
+        &SCRATCH64
+    }
 }
+
+/// Host buffers `accelerations` reuses from call to call (its particles in, its fields
+/// out): fresh ones cost page faults and zeroing each call, which at 65,536 particles
+/// were a sizeable part of the host's time around a GPU call. A call takes them and
+/// puts them back; a call made meanwhile from another thread allocates its own.
+#[derive(Default)]
+struct Scratch<T: Real> {
+    particles: Vec<Particle<T>>,
+    fields: Vec<Field<T>>,
+}
+
+static SCRATCH32: Mutex<Scratch<f32>> = Mutex::new(Scratch { particles: Vec::new(), fields: Vec::new() });
+static SCRATCH64: Mutex<Scratch<f64>> = Mutex::new(Scratch { particles: Vec::new(), fields: Vec::new() });
 
 /// A registry error as Python sees it: a bad string or precision is a ValueError, a
 /// missing device or build a RuntimeError.
@@ -152,37 +172,49 @@ impl Coords<'_> {
     /// shorter: targets), every coordinate checked finite, in one pass over the array
     /// (a contiguous one read as a slice).
     fn particles<T: Real>(&self, m: &[f64], name: &str) -> PyResult<Vec<Particle<T>>> {
+        let mut out = Vec::new();
+        self.particles_into(m, name, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Coords::particles`] into `out` (replacing what it held, keeping its allocation).
+    fn particles_into<T: Real>(&self, m: &[f64], name: &str, out: &mut Vec<Particle<T>>) -> PyResult<()> {
         fn build<S: Copy + Into<f64>, T: Real>(
             v: ArrayView2<'_, S>,
             m: &[f64],
             name: &str,
-        ) -> PyResult<Vec<Particle<T>>> {
-            let mut out = Vec::with_capacity(v.nrows());
-            let mut push = |i: usize, x: f64, y: f64, z: f64| {
-                if !(x.is_finite() && y.is_finite() && z.is_finite()) {
-                    return Err(value_error(format!("{name}[{i}] has a NaN or infinite coordinate")));
+            out: &mut Vec<Particle<T>>,
+        ) -> PyResult<()> {
+            out.clear();
+            let bad = |i: usize| value_error(format!("{name}[{i}] has a NaN or infinite coordinate"));
+            let c = |x: S| T::from_f64(x.into());
+            let Some(flat) = v.as_slice() else {
+                // Strided or transposed: row by row.
+                for (i, r) in v.rows().into_iter().enumerate() {
+                    if !r.iter().all(|&x| x.into().is_finite()) {
+                        return Err(bad(i));
+                    }
+                    out.push(Particle::new(c(r[0]), c(r[1]), c(r[2]), T::from_f64(m.get(i).copied().unwrap_or(0.0))));
                 }
-                let c = T::from_f64;
-                out.push(Particle::new(c(x), c(y), c(z), c(m.get(i).copied().unwrap_or(0.0))));
-                Ok(())
+                return Ok(());
             };
-            match v.as_slice() {
-                Some(flat) => {
-                    for (i, r) in flat.chunks_exact(3).enumerate() {
-                        push(i, r[0].into(), r[1].into(), r[2].into())?;
-                    }
-                }
-                None => {
-                    for (i, r) in v.rows().into_iter().enumerate() {
-                        push(i, r[0].into(), r[1].into(), r[2].into())?;
-                    }
-                }
+            // Contiguous: one branch-free finiteness pass (the row is looked for only when
+            // one fails), then a plain conversion the compiler vectorises.
+            if !flat.iter().fold(true, |ok, &x| ok & x.into().is_finite()) {
+                let i = flat.iter().position(|&x| !x.into().is_finite()).unwrap_or(0) / 3;
+                return Err(bad(i));
             }
-            Ok(out)
+            let rows = flat.chunks_exact(3);
+            if m.is_empty() {
+                out.extend(rows.map(|r| Particle::new(c(r[0]), c(r[1]), c(r[2]), T::zero())));
+            } else {
+                out.extend(rows.zip(m).map(|(r, &mass)| Particle::new(c(r[0]), c(r[1]), c(r[2]), T::from_f64(mass))));
+            }
+            Ok(())
         }
         match self {
-            Coords::F32(a) => build(a.as_array(), m, name),
-            Coords::F64(a) => build(a.as_array(), m, name),
+            Coords::F32(a) => build(a.as_array(), m, name, out),
+            Coords::F64(a) => build(a.as_array(), m, name, out),
         }
     }
 
@@ -250,10 +282,11 @@ fn field_arrays<'py, T: PyReal>(
     py: Python<'py>,
     field: &[Field<T>],
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    let (mut acc, mut phi) = (Vec::with_capacity(3 * field.len()), Vec::with_capacity(field.len()));
-    for f in field {
-        acc.extend_from_slice(&[f.ax, f.ay, f.az]);
-        phi.push(f.phi);
+    // Sized first and filled by index: no capacity check per element.
+    let (mut acc, mut phi) = (vec![T::zero(); 3 * field.len()], vec![T::zero(); field.len()]);
+    for ((a, p), f) in acc.chunks_exact_mut(3).zip(&mut phi).zip(field) {
+        a.copy_from_slice(&[f.ax, f.ay, f.az]);
+        *p = f.phi;
     }
     let acc = PyArray1::from_vec(py, acc).reshape([field.len(), 3])?.into_any();
     Ok((acc, PyArray1::from_vec(py, phi).into_any()))
@@ -270,6 +303,7 @@ fn compute<'py, T: PyReal>(
     potential: bool,
     softening: Softening,
     backend: &Backend,
+    out: &mut Vec<Field<T>>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let scalar = match eps {
         Lengths::One(e) => *e,
@@ -283,22 +317,23 @@ fn compute<'py, T: PyReal>(
         Lengths::Each { targets, sources } => Some((cast(targets), cast(sources))),
         Lengths::One(_) => None,
     };
-    let out = with_executor::<T, _>(py, backend, |e| {
-        let mut out = vec![Field::zero(); n];
+    with_executor::<T, _>(py, backend, |e| {
+        out.clear();
+        out.resize(n, Field::zero());
         let (t, p) = match &targets {
             Some(t) => (&t[..], params),
             None => (sources, params.with_overlap_identical()),
         };
         let r = match &lengths {
             Some((te, se)) => {
-                e.accelerations_per_particle(t, sources, PerParticle { targets: te, sources: se }, &p, &mut out)
+                e.accelerations_per_particle(t, sources, PerParticle { targets: te, sources: se }, &p, out)
             }
-            None => e.accelerations(t, sources, &p, &mut out),
+            None => e.accelerations(t, sources, &p, out),
         };
-        r.map(|_| out)
+        r.map(|_| ())
     })?
     .map_err(runtime)?;
-    field_arrays(py, &out)
+    field_arrays(py, out)
 }
 
 /// A call's softening: one length, or one per particle (targets', sources').
@@ -376,7 +411,12 @@ impl<'py> Call<'_, 'py> {
         executor: &str,
         threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-        let sources = particles::<T>(self.positions, self.masses)?;
+        // The buffers of the last call (none if another thread holds them).
+        let mut scratch = T::host_buffers().lock().map(|mut s| std::mem::take(&mut *s)).unwrap_or_default();
+        let pos = coords(self.positions, "positions")?;
+        let m = self::masses(self.masses, pos.len())?;
+        pos.particles_into(&m, "positions", &mut scratch.particles)?;
+        let sources = &scratch.particles;
         let eps = match (lengths_of(self.eps, sources.len())?, self.targets, self.target_eps) {
             (Ok(e), _, None) => Lengths::One(e),
             (Err(each), None, None) => Lengths::Each { targets: each.clone(), sources: each },
@@ -393,7 +433,12 @@ impl<'py> Call<'_, 'py> {
         };
         let targets = self.targets.map(|t| points::<T>(t, "targets")).transpose()?;
         let b = backend::<T>(executor, threads)?;
-        compute::<T>(py, &sources, targets, &eps, self.g, self.potential, self.softening, &b)
+        let out = &mut scratch.fields;
+        let arrays = compute::<T>(py, sources, targets, &eps, self.g, self.potential, self.softening, &b, out)?;
+        if let Ok(mut s) = T::host_buffers().lock() {
+            *s = scratch;
+        }
+        Ok(arrays)
     }
 }
 
