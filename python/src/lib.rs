@@ -70,7 +70,8 @@ impl PyReal for f64 {
 /// Host buffers `accelerations` reuses from call to call (its particles in, its fields
 /// out): fresh ones cost page faults and zeroing each call, which at 65,536 particles
 /// were a sizeable part of the host's time around a GPU call. A call takes them and
-/// puts them back; a call made meanwhile from another thread allocates its own.
+/// puts them back (up to 2^22 particles); a call made meanwhile from another thread
+/// allocates its own.
 #[derive(Default)]
 struct Scratch<T: Real> {
     particles: Vec<Particle<T>>,
@@ -435,8 +436,12 @@ impl<'py> Call<'_, 'py> {
         let b = backend::<T>(executor, threads)?;
         let out = &mut scratch.fields;
         let arrays = compute::<T>(py, sources, targets, &eps, self.g, self.potential, self.softening, &b, out)?;
-        if let Ok(mut s) = T::host_buffers().lock() {
-            *s = scratch;
+        // Kept only up to 2^22 particles: a one-off large call's buffers go back to the
+        // allocator rather than stay held for the rest of the session.
+        if scratch.particles.capacity().max(scratch.fields.capacity()) <= 1 << 22 {
+            if let Ok(mut s) = T::host_buffers().lock() {
+                *s = scratch;
+            }
         }
         Ok(arrays)
     }
