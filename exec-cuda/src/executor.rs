@@ -33,6 +33,9 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         }
         self.check_mixed_extent::<T>(targets, sources)?;
         self.guarded(|me| {
+            if me.runs_sorted::<T>(targets.len(), sources.len(), params) {
+                return me.accelerations_sorted(targets, sources, params, out);
+            }
             if sources.len() >= pipeline::PIPELINE_MIN_SOURCES {
                 return me.accelerations_pipelined(targets, sources, params, out);
             }
@@ -210,6 +213,40 @@ impl CudaExecutor {
             me.launch_tiled_as(config, t, targets.len(), src, padded, o, params, soft)?;
             me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))
         })
+    }
+
+    /// Whether a host-slice call runs on sorted copies ([`CudaExecutor::sorted_call`]):
+    /// mixed kernels, at least [`CudaExecutor::sorted_above`] pairs, and no shared range
+    /// (its pairs would not stay paired).
+    fn runs_sorted<T: DeviceReal>(&self, n_t: usize, n_s: usize, params: &Params<T>) -> bool {
+        self.sorts::<T>(n_t, n_s) && !matches!(params.overlap, nbody_core::Overlap::Shared { .. })
+    }
+
+    /// A large mixed call: targets and sources (once, when identical) up, sorted on the
+    /// device, the kernel, the results put back in order and down.
+    fn accelerations_sorted<T: DeviceReal>(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        let identical = params.overlap == nbody_core::Overlap::Identical;
+        let s = self.scratch[SOURCES].reserve(std::mem::size_of_val(sources))?;
+        upload_padded(s, bytemuck::cast_slice(sources), 0)?;
+        let src = ptr(s);
+        let tgt = if identical {
+            src
+        } else {
+            let t = self.scratch[TARGETS].reserve(std::mem::size_of_val(targets))?;
+            upload_padded(t, bytemuck::cast_slice(targets), 0)?;
+            ptr(t)
+        };
+        let o = self.scratch[OUT].reserve(std::mem::size_of_val(out))?;
+        upload_padded(o, bytemuck::cast_slice(out), 0)?;
+        let o = ptr(o);
+        self.sorted_call(tgt, targets.len(), src, sources.len(), identical, params, o)?;
+        self.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))
     }
 
     /// A plain call the tiled kernels do not serve (a length per particle, or the

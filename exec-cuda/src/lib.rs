@@ -38,6 +38,7 @@ mod kernels;
 mod memory;
 mod mixed;
 mod multi;
+mod order;
 mod pipeline;
 mod project;
 mod resident;
@@ -60,6 +61,7 @@ pub use kernels::Family;
 pub use memory::{DeviceFields, DeviceParticles};
 pub use mixed::CudaMixedExecutor;
 pub use multi::{MultiDevice, MultiState, PeerAccess};
+pub use order::SORTED_MIN_INTERACTIONS;
 pub use resident::DeviceState;
 pub use tree::{DeviceTree, TreeReport, TreeSettings, TreeTimes};
 pub use tree_step::TreeSystem;
@@ -96,6 +98,8 @@ impl DeviceReal for f64 {
 pub struct CudaExecutor {
     // Fields drop in order: every buffer before the module, stream and context.
     scratch: [Scratch; jerk::SLOTS],
+    /// Morton sorts on the device and the sorted copies they feed (mixed kernels).
+    morton: order::MortonScratch,
     /// Pinned host staging for the two-stream source upload (pipeline.rs).
     pinned: [Option<cust::memory::LockedBuffer<u8>>; 2],
     tuned: HashMap<(Family, bool, bool, u32, u32), LaunchConfig>,
@@ -112,6 +116,8 @@ pub struct CudaExecutor {
     /// The kernels of f64 calls: [`Family::F64`], or [`Family::Mixed`] on a
     /// [`CudaMixedExecutor`].
     f64_family: Family,
+    /// Mixed calls of at least this many pairs run sorted ([`order`]).
+    sorted_above: u64,
     /// Test hook (feature `testing`): the next tiled launch asks for an impossible block
     /// size, so the driver refuses it (see `CudaExecutor::fail_next_launch`).
     sabotage: std::cell::Cell<bool>,
@@ -154,12 +160,14 @@ impl CudaExecutor {
         let gpu = device::Gpu::open(ordinal, FATBIN)?;
         Ok(Self {
             scratch: Default::default(),
+            morton: Default::default(),
             pinned: [None, None],
             tuned: HashMap::new(),
             autotune: false,
             forced: None,
             jerk_per_thread: None,
             f64_family: Family::F64,
+            sorted_above: order::SORTED_MIN_INTERACTIONS,
             sabotage: std::cell::Cell::new(false),
             split_partials: Default::default(),
             resident_blocks: Default::default(),
@@ -246,6 +254,7 @@ impl CudaExecutor {
             let _ = self.gpu.stream().synchronize();
             let _ = self.gpu.copy_stream().synchronize();
             self.scratch.iter_mut().for_each(Scratch::release);
+            self.morton.release();
         }
         result
     }

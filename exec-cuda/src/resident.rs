@@ -7,19 +7,21 @@ use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal};
 use cust::memory::DeviceBuffer;
-use nbody_core::layout::{gather, morton_order, scatter};
+use nbody_core::layout::{gather, scatter};
 use nbody_core::resident::{Owner, Resident};
 use nbody_core::{validate, Array, Error, Field, Params, Particle, Velocity};
 
 /// Positions, velocities and the last field of a system, all on the device.
 ///
-/// On a mixed executor ([`crate::CudaMixedExecutor`]) the state keeps its particles in
-/// Morton order (sorted at upload, and again every [`DeviceState::resort_interval`]
-/// drifts as they move, or as [`DeviceState::set_resort_every`] says), where the mixed
-/// kernels run compact source tiles in plain float. At 2^20 bodies on an H100, with the
-/// potential: a force call takes 859 ms in a generator's random order and 733 ms
-/// sorted, and a leapfrog step of this state 763 ms. Downloads give particles and
-/// fields back in the caller's order.
+/// On a mixed executor ([`crate::CudaMixedExecutor`]) a state of at least
+/// [`crate::CudaExecutor::sorted_above`]'s square root particles (262,144 by default)
+/// keeps them in Morton order, sorted on the device at upload and again every
+/// [`DeviceState::resort_interval`] drifts as they move (or as
+/// [`DeviceState::set_resort_every`] says), where the mixed kernels run compact source
+/// tiles in plain float. At 2^20 bodies on an H200, acceleration only: a force call
+/// takes 758 ms in a generator's random order and 623 ms sorted, and a leapfrog step of
+/// this state 626 ms (1.76e12 interactions/s). Downloads give particles and fields back
+/// in the caller's order.
 #[derive(Debug)]
 pub struct DeviceState<T: DeviceReal> {
     pub(crate) pos: DeviceParticles<T>,
@@ -60,6 +62,7 @@ impl<T: DeviceReal> DeviceState<T> {
     /// use nbody_core::resident::Resident;
     /// let mut mixed = nbody_cuda::CudaMixedExecutor::new()?;
     /// let (p, v) = nbody_integrators::ics::plummer::<f64>(4096, 1);
+    /// mixed.executor().set_sorted_above(0); // sort states of any size
     /// let state = mixed.executor().upload_state(&p, &v)?;
     /// assert_eq!(state.order().map(|o| o.len()), Some(4096));
     /// # Ok::<(), nbody_core::Error>(())
@@ -68,20 +71,20 @@ impl<T: DeviceReal> DeviceState<T> {
         self.order.as_deref()
     }
 
-    /// Drifts between two Morton sorts of a sorted state: 2^23 / N, at least 8. A sort
-    /// (the state down, a host sort, the state up) cost about 100 ms at N = 2^20 on the
-    /// H100's host, where the force took 733 ms sorted and particles stepped by 1/256
-    /// cost 3.6% more force time after 8 steps and 11% after 64; every 8 drifts was the
-    /// fastest of 8, 16, 32 and never (763, 765, 777, 801 ms per step). Below 2^20 the
-    /// sort's share of the force grows as 1/N, so it comes more rarely, staying under
-    /// about 2% of the force time.
+    /// Drifts between two Morton sorts of a sorted state: 2^21 / N, at least 1. A sort on
+    /// the device (keys, CUB's sort, the gathers, the permutation down) costs a few
+    /// milliseconds at N = 2^20 on an H200, where the sorted force takes 623 ms and
+    /// particles stepped by 1/256 cost 10% more force time after 16 steps unsorted;
+    /// acceleration-only leapfrog steps took 627, 626, 632 and 696 ms sorting every 1, 2,
+    /// 8 drifts and never. At 262,144 bodies every 1, 2, 8 and never: 46.4, 46.0, 45.7,
+    /// 46.7 ms. Smaller N sort more rarely, as their sort's share of the force grows.
     ///
     /// ```
-    /// assert_eq!(nbody_cuda::DeviceState::<f64>::resort_interval(1 << 20), 8);
-    /// assert_eq!(nbody_cuda::DeviceState::<f64>::resort_interval(1 << 16), 128);
+    /// assert_eq!(nbody_cuda::DeviceState::<f64>::resort_interval(1 << 20), 2);
+    /// assert_eq!(nbody_cuda::DeviceState::<f64>::resort_interval(1 << 16), 32);
     /// ```
     pub fn resort_interval(n: usize) -> usize {
-        ((1usize << 23) / n.max(1)).max(8)
+        ((1usize << 21) / n.max(1)).max(1)
     }
 
     /// Sorts a sorted state again every `drifts` drifts instead of
@@ -120,6 +123,7 @@ impl CudaExecutor {
     /// let mut mixed = nbody_cuda::CudaMixedExecutor::new()?;
     /// let gpu = mixed.executor();
     /// let (p, v) = nbody_integrators::ics::plummer::<f64>(4096, 1);
+    /// gpu.set_sorted_above(0); // sort states of any size
     /// let state = gpu.upload_state(&p, &v)?;
     /// let order = state.order().unwrap().to_vec();
     /// let again = gpu.upload_state_arranged(&p, &v, &order, state.drifts_since_sort())?;
@@ -203,26 +207,39 @@ impl CudaExecutor {
     }
 
     /// Puts a sorted state back in Morton order of its current positions (they move
-    /// apart as the system evolves). Only after a drift: the field is stale then, so
-    /// only positions and velocities move. A refused upload (positions grown wider
-    /// than the mixed kernels take) leaves the state as it was.
+    /// apart as the system evolves), on the device: keys, CUB's sort, and gathers of the
+    /// positions and velocities; only the permutation comes back, to compose the state's
+    /// order. Only after a drift: the field is stale then, so only positions and
+    /// velocities move.
     fn resort<T: DeviceReal>(&mut self, s: &mut DeviceState<T>) -> Result<(), Error> {
         let Some(order) = &s.order else { return Ok(()) };
-        self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
-        let n = s.len();
-        let mut pos = vec![Particle::new(T::zero(), T::zero(), T::zero(), T::zero()); n];
-        let mut vel = vec![Velocity::new(T::zero(), T::zero(), T::zero()); n];
-        download(&s.pos.buf, bytemuck::cast_slice_mut(&mut pos))?;
-        download(&s.vel, bytemuck::cast_slice_mut(&mut vel))?;
-        let mut step = Vec::new();
-        morton_order(&pos, &mut step);
-        let order: Vec<u32> = step.iter().map(|&k| order[k as usize]).collect();
-        self.update(&mut s.pos, &gather(&pos, &step))?;
-        let bytes = s.pos.padded_len() * size_of::<Velocity<T>>();
-        upload_padded(&mut s.vel, bytemuck::cast_slice(&gather(&vel, &step)), bytes)?;
-        s.order = Some(order);
+        let step = self.morton_sort_in_place::<T>(ptr(&s.pos.buf), ptr(&s.vel), s.len())?;
+        s.order = Some(step.iter().map(|&k| order[k as usize]).collect());
         s.drifts_since_sort = 0;
         Ok(())
+    }
+
+    /// Puts a sorted state in Morton order of its current positions now (it sorts itself
+    /// every [`DeviceState::resort_interval`] drifts); the field is recomputed when next
+    /// needed. No effect on a state kept in the caller's order. For callers that move
+    /// particles by other means, and for timing the sort.
+    ///
+    /// ```no_run
+    /// use nbody_core::resident::Resident;
+    /// let mut gpu = nbody_cuda::CudaMixedExecutor::new()?.into_executor();
+    /// gpu.set_sorted_above(0);
+    /// let (p, v) = nbody_integrators::ics::plummer::<f64>(4096, 1);
+    /// let mut state = gpu.upload_state(&p, &v)?;
+    /// gpu.resort_state(&mut state)?;
+    /// assert_eq!(state.drifts_since_sort(), 0);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn resort_state<T: DeviceReal>(&mut self, s: &mut DeviceState<T>) -> Result<(), Error> {
+        self.own(s)?;
+        if s.order.is_some() {
+            s.fresh = false;
+        }
+        self.resort(s)
     }
 
     /// Makes this executor's context current and checks that it made `s`.
@@ -251,16 +268,14 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
 
     fn upload_state(&mut self, pos: &[Particle<T>], vel: &[Velocity<T>]) -> Result<DeviceState<T>, Error> {
         validate::velocities(vel, pos.len(), Array::Velocities)?;
-        let order = if self.family::<T>() == crate::Family::Mixed {
-            // Checked before sorting, so an error names the caller's index.
-            validate::particles(pos, Array::Particles)?;
-            let mut order = Vec::new();
-            morton_order(pos, &mut order);
-            Some(order)
-        } else {
-            None
-        };
-        self.upload_state_in(pos, vel, order, 0)
+        if !self.sorts::<T>(pos.len(), pos.len()) {
+            return self.upload_state_in(pos, vel, None, 0);
+        }
+        // Checked before sorting, so an error names the caller's index.
+        validate::particles(pos, Array::Particles)?;
+        let mut state = self.upload_state_in(pos, vel, Some((0..pos.len() as u32).collect()), 0)?;
+        self.resort(&mut state)?;
+        Ok(state)
     }
 
     fn download_state(

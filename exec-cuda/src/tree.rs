@@ -90,7 +90,7 @@ const MOMENTS: usize = 12;
 /// List bytes per particle in [`DeviceTree::bytes_for`]'s estimate.
 const LIST_BYTES: usize = 256;
 /// Threads per block of the tree's kernels.
-const THREADS: u32 = 256;
+pub(crate) const THREADS: u32 = 256;
 /// Stack entries of a walking warp (tree.cuh's TREE_WARP_STACK).
 const WARP_STACK: usize = 4096;
 /// Walking blocks (of 4 warps) per SM: the warps stride over the groups, each with its
@@ -349,8 +349,43 @@ fn runtime(code: c_int, during: &'static str) -> Result<(), Error> {
     }
 }
 
+/// Scratch bytes CUB's sort of `n` keys needs.
+pub(crate) fn sort_bytes(n: usize) -> Result<usize, Error> {
+    let mut bytes = 0usize;
+    let (k, v) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: a null scratch only asks for its size; nothing is read or written.
+    let r = unsafe { nbody_cub_sort_pairs(std::ptr::null_mut(), &mut bytes, k, k, v, v, count(n)?, 63, k.cast()) };
+    runtime(r, "sizing CUB's sort").map(|_| bytes)
+}
+
+/// Queues CUB's radix sort of `n` keys and indices (the first halves of `keys` and
+/// `index`) into their second halves, with `temp` (at least [`sort_bytes`]).
+pub(crate) fn sort_pairs(temp: &Scratch, keys: Ptr, index: Ptr, n: usize, stream: *mut c_void) -> Result<(), Error> {
+    let (keys, index) = (keys.as_raw() as usize, index.as_raw() as usize);
+    let (k_in, k_out) = (keys as *const u64, (keys + n * 8) as *mut u64);
+    let (v_in, v_out) = (index as *const u32, (index + n * 4) as *mut u32);
+    let mut bytes = temp.buf_ref().map_or(0, |b| b.len());
+    // SAFETY: keys and index hold 2n entries each (the callers' reservations), the
+    // scratch `bytes` (at least what sort_bytes asked for); the sort runs on the
+    // executor's stream, in its primary context, which the static runtime picks up.
+    let r = unsafe {
+        nbody_cub_sort_pairs(
+            at(temp).as_raw() as *mut c_void,
+            &mut bytes,
+            k_in,
+            k_out,
+            v_in,
+            v_out,
+            count(n)?,
+            63,
+            stream,
+        )
+    };
+    runtime(r, "sorting the Morton keys")
+}
+
 /// Blocks for a grid-stride kernel over at most `items` items.
-fn grid(items: usize) -> u32 {
+pub(crate) fn grid(items: usize) -> u32 {
     items.div_ceil(THREADS as usize).clamp(1, 4096) as u32
 }
 
@@ -446,14 +481,14 @@ impl CudaExecutor {
             tree.reserve(n, tree.capacity)?;
             // CUB's scratch for the sort of n keys and the scans of at most `capacity`
             // counts, reserved before either is queued.
-            let bytes = Self::sort_bytes(n)?.max(Self::scan_bytes(tree.capacity)?);
+            let bytes = sort_bytes(n)?.max(Self::scan_bytes(tree.capacity)?);
             tree.temp.reserve(bytes.max(1))?;
             let args = self.tree_args(tree, particles, previous, out, settings, params, n_int)?;
             mark(0, self)?;
             self.tree_step(TreeStep::Reset, 1, 1, args)?;
             self.tree_step(TreeStep::Bounds, grid(n), THREADS, args)?;
             self.tree_step(TreeStep::Keys, grid(n), THREADS, args)?;
-            self.sort_keys(tree, n, stream)?;
+            sort_pairs(&tree.temp, at(&tree.keys), at(&tree.index), n, stream)?;
             let sorted_index = TreeArgs { index: at(&tree.index).wrapping_add(n * 4), ..args };
             self.tree_step(TreeStep::Gather, grid(n), THREADS, sorted_index)?;
             mark(1, self)?;
@@ -685,7 +720,7 @@ impl CudaExecutor {
         })
     }
 
-    fn tree_step<T: DeviceReal>(
+    pub(crate) fn tree_step<T: DeviceReal>(
         &self,
         step: TreeStep,
         blocks: u32,
@@ -693,19 +728,10 @@ impl CudaExecutor {
         args: TreeArgs<T>,
     ) -> Result<(), Error> {
         let kernel = Kernel::Tree { tag: T::FAMILY, step };
-        // SAFETY: every address in `args` is a buffer of this tree reserved for the sizes
-        // the kernels index (n particles, `capacity` nodes, the sized lists), or null
-        // where the step does not read it.
+        // SAFETY: every address in `args` is a buffer reserved for the sizes the kernels
+        // index (n particles, a tree's `capacity` nodes, its sized lists), or null where
+        // the step does not read it.
         unsafe { self.launch(kernel, blocks, threads, args, "launching a device tree kernel") }
-    }
-
-    /// Scratch bytes CUB's sort of `n` keys needs.
-    fn sort_bytes(n: usize) -> Result<usize, Error> {
-        let mut bytes = 0usize;
-        let (k, v) = (std::ptr::null_mut(), std::ptr::null_mut());
-        // SAFETY: a null scratch only asks for its size; nothing is read or written.
-        let r = unsafe { nbody_cub_sort_pairs(std::ptr::null_mut(), &mut bytes, k, k, v, v, count(n)?, 63, k.cast()) };
-        runtime(r, "sizing CUB's sort").map(|_| bytes)
     }
 
     /// Scratch bytes CUB's exclusive sum of `len` u64s needs.
@@ -715,21 +741,6 @@ impl CudaExecutor {
         // SAFETY: a null scratch only asks for its size; nothing is read or written.
         let r = unsafe { nbody_cub_exclusive_sum(std::ptr::null_mut(), &mut bytes, p, p, count(len)?, p.cast()) };
         runtime(r, "sizing CUB's scan").map(|_| bytes)
-    }
-
-    /// CUB's radix sort of the keys and indices (first halves) into the second halves,
-    /// with the scratch reserved for it.
-    fn sort_keys<T: DeviceReal>(&self, tree: &DeviceTree<T>, n: usize, stream: *mut c_void) -> Result<(), Error> {
-        let (keys, index) = (at(&tree.keys).as_raw() as usize, at(&tree.index).as_raw() as usize);
-        let (k_in, k_out) = (keys as *const u64, (keys + n * 8) as *mut u64);
-        let (v_in, v_out) = (index as *const u32, (index + n * 4) as *mut u32);
-        let mut bytes = tree.temp.buf_ref().map_or(0, |b| b.len());
-        let temp = at(&tree.temp).as_raw() as *mut c_void;
-        // SAFETY: keys and index hold 2n entries each, the scratch `bytes` (at least what
-        // sort_bytes asked for); the sort runs on this executor's stream, in its primary
-        // context, which the static runtime picks up.
-        let r = unsafe { nbody_cub_sort_pairs(temp, &mut bytes, k_in, k_out, v_in, v_out, count(n)?, 63, stream) };
-        runtime(r, "sorting the Morton keys")
     }
 
     /// CUB's exclusive sum of `len` u64s from `input` into `output`.

@@ -38,6 +38,7 @@ fn main() {
         gpu("mixed_every_launch_config_matches_the_oracle", mixed_every_config),
         gpu("mixed_device_leapfrog_matches_the_host_leapfrog", mixed_device_leapfrog),
         gpu("mixed_state_sorted_and_resorted_gives_the_callers_order", mixed_sorted_state),
+        gpu("mixed_large_calls_sorted_on_the_device_match_the_oracle", mixed_sorted_calls),
         gpu("mixed_kernels_refuse_wide_systems_on_every_path", mixed_wide),
         gpu("mixed_jerk_in_both_orders_matches_the_reference", mixed_jerk_orders),
         gpu("mixed_batch_in_both_orders_matches_the_reference", mixed_batch_orders),
@@ -353,15 +354,17 @@ fn mixed_device_leapfrog() -> Result<(), Failed> {
     leapfrog_against_host(CudaMixedExecutor::new().map_err(gpu_err)?.executor(), 1e-9)
 }
 
-/// A mixed executor keeps a resident state in Morton order and sorts it again as the
-/// particles move (here every third drift): 16 leapfrog steps on a Plummer sphere of
-/// unequal masses stay with the host leapfrog (positions within 1e-9), every mass comes
-/// back where the caller had it, and the downloaded field is the reference's at the
-/// caller's positions (within the 2e-6).
+/// A mixed executor keeps a resident state in Morton order and sorts it again on the
+/// device as the particles move (here every third drift): 16 leapfrog steps on a
+/// Plummer sphere of unequal masses stay with the host leapfrog (positions within 1e-9),
+/// every mass comes back where the caller had it, the downloaded field is the
+/// reference's at the caller's positions (within the 2e-6), and the state put
+/// back as saved (its order and drifts since its sort) continues bit for bit.
 fn mixed_sorted_state() -> Result<(), Failed> {
     use nbody_integrators::{Leapfrog, State};
     let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
     let gpu = mixed.executor();
+    gpu.set_sorted_above(0);
     let n = 2048;
     let (mut p, v) = nbody_integrators::ics::plummer::<f64>(n, 6);
     for (k, b) in p.iter_mut().enumerate() {
@@ -413,6 +416,77 @@ fn mixed_sorted_state() -> Result<(), Failed> {
         .fold(0.0, nan_max);
     if err > 2e-6 || err.is_nan() {
         return Err(format!("downloaded field off the reference by {err:e}").into());
+    }
+    let (order, drifts) = (dev.order().ok_or("the state lost its order")?.to_vec(), dev.drifts_since_sort());
+    let mut again = gpu.upload_state_arranged(&pos, &vel, &order, drifts).map_err(gpu_err)?;
+    again.set_resort_every(3);
+    for _ in 0..5 {
+        gpu.leapfrog_step(&mut dev, &params, dt).map_err(gpu_err)?;
+        gpu.leapfrog_step(&mut again, &params, dt).map_err(gpu_err)?;
+    }
+    let (mut a, mut b) = ((p.clone(), v.clone()), (p.clone(), v.clone()));
+    gpu.download_state(&dev, &mut a.0, &mut a.1).map_err(gpu_err)?;
+    gpu.download_state(&again, &mut b.0, &mut b.1).map_err(gpu_err)?;
+    if a != b || dev.order() != again.order() {
+        return Err("the state put back as saved did not continue bit for bit".into());
+    }
+    Ok(())
+}
+
+/// Mixed host-slice calls above the executor's threshold (set to 0 here) run on copies
+/// sorted on the device: identical targets and sources, and distinct ones (each
+/// sorted apart), both in the generator's random order, add the oracle's field into what
+/// `out` held, at the caller's indices, within the mixed bound (2e-6 relative, every
+/// 16th target); the resident sorted call agrees with the unsorted one.
+fn mixed_sorted_calls() -> Result<(), Failed> {
+    use nbody_core::Overlap;
+    let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
+    mixed.executor().set_sorted_above(0);
+    let (all, _) = nbody_integrators::ics::plummer::<f64>(20_480, 12);
+    let eps = 0.01;
+    let cases = [(&all[..8192], &all[..8192], Overlap::Identical), (&all[16_384..], &all[..16_384], Overlap::Disjoint)];
+    for (targets, sources, overlap) in cases {
+        let params = Params::softened(eps).with_overlap(overlap);
+        let before = vec![Field::new(1.0, -1.0, 0.5, 2.0); targets.len()];
+        let mut out = before.clone();
+        mixed.accelerations(targets, sources, &params, &mut out).map_err(gpu_err)?;
+        let picked: Vec<Particle<f64>> = targets.iter().step_by(16).copied().collect();
+        let truth = exact(&picked, sources, &params.with_overlap(Overlap::Disjoint)).map_err(gpu_err)?;
+        let mut worst = (0.0f64, 0.0f64);
+        for ((o, e), p) in out.iter().step_by(16).zip(&truth).zip(&picked) {
+            let a = o.acceleration();
+            let d = (0..3).map(|k| (a[k] - before[0].acceleration()[k] - e.acc[k]).powi(2)).sum::<f64>().sqrt();
+            worst.0 = nan_max(worst.0, d / e.acc.iter().map(|x| x * x).sum::<f64>().sqrt());
+            // The oracle counted each target's own pair in its potential (-m / eps).
+            let phi = if overlap == Overlap::Identical { e.phi + p.m / eps } else { e.phi };
+            worst.1 = nan_max(worst.1, ((o.phi - before[0].phi) - phi).abs() / phi.abs());
+        }
+        if worst.0 > 2e-6 || worst.1 > 2e-6 {
+            return Err(format!(
+                "{overlap:?}: relative errors {:.2e} (acceleration), {:.2e} (potential)",
+                worst.0, worst.1
+            )
+            .into());
+        }
+        println!("sorted {overlap:?} call, {} x {}: {:.2e} {:.2e}", targets.len(), sources.len(), worst.0, worst.1);
+        let gpu = mixed.executor();
+        let (t, s) = (gpu.upload(targets).map_err(gpu_err)?, gpu.upload(sources).map_err(gpu_err)?);
+        let s = if overlap == Overlap::Identical { &t } else { &s };
+        let (mut plain, mut sorted) =
+            (gpu.zeroed_fields(targets.len()).map_err(gpu_err)?, gpu.zeroed_fields(targets.len()).map_err(gpu_err)?);
+        gpu.accelerations_resident(&t, s, &params, &mut plain).map_err(gpu_err)?;
+        gpu.accelerations_resident_sorted(&t, s, &params, &mut sorted).map_err(gpu_err)?;
+        let (mut a, mut b) = (vec![Field::zero(); targets.len()], vec![Field::zero(); targets.len()]);
+        gpu.download(&plain, &mut a).map_err(gpu_err)?;
+        gpu.download(&sorted, &mut b).map_err(gpu_err)?;
+        let differ = a.iter().zip(&b).map(|(x, y)| {
+            let d = (0..3).map(|k| (x.acceleration()[k] - y.acceleration()[k]).powi(2)).sum::<f64>().sqrt();
+            d / x.acceleration().iter().map(|v| v * v).sum::<f64>().sqrt()
+        });
+        let worst = differ.fold(0.0, nan_max);
+        if worst.is_nan() || worst >= 4e-6 {
+            return Err(format!("{overlap:?}: resident sorted and unsorted calls differ by {worst:.2e}").into());
+        }
     }
     Ok(())
 }

@@ -472,28 +472,86 @@ fn leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(f64, f64), nbody_c
 const MIXED_STEPS: usize = 64;
 
 /// The mixed device leapfrog on a Plummer sphere in the generator's order (the state
-/// sorts itself): ms per step over [`MIXED_STEPS`] steps for several re-sort intervals
-/// (each step timed with events, re-sorts included), and one force call on the
-/// particles in the caller's order and on a Morton-sorted copy.
+/// sorts itself on the device): ms per step over [`MIXED_STEPS`] steps for several
+/// re-sort intervals (each step timed with events, sorts included); and one force call
+/// on the particles in the caller's order unsorted, on a Morton-sorted copy, sorted on
+/// the device within the call, and through the host-slice call (transfers and the sort
+/// included, wall clock), that last one checked against the f64 oracle first.
 fn mixed_leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(), nbody_core::Error> {
     let (p, v) = nbody_integrators::ics::plummer::<f64>(n, 1);
     let params = Params::softened(1.0 / 256.0);
     let identical = params.with_overlap_identical();
-    let mut force = |bodies: &[Particle<f64>]| {
-        let set = gpu.upload(bodies)?;
-        let mut out = gpu.zeroed_fields::<f64>(n)?;
-        timing::time_with_events(gpu, 3, |g| g.accelerations_resident(&set, &set, &identical, &mut out))
-    };
-    let caller = force(&p)?;
-    let sorted = force(&nbody_integrators::ics::morton_sorted(&p, &v).0)?;
+    let err = sorted_call_error(gpu, &p, &identical)?;
+    println!("\nmixed host-slice call, N = {n}: max relative acceleration error vs f64 oracle (256 targets) {err:.2e}");
+    if err.is_nan() || err >= 2e-6 {
+        return Err(nbody_core::Error::InvalidParameter {
+            name: "accuracy check",
+            requirement: "below 2e-6 before timing",
+        });
+    }
+    let sorted_copy = nbody_integrators::ics::morton_sorted(&p, &v).0;
+    for potential in [false, true] {
+        let call = Params { potential, ..identical };
+        let force = |g: &mut CudaExecutor, bodies: &[Particle<f64>], sort: bool| {
+            let set = g.upload(bodies)?;
+            let mut out = g.zeroed_fields::<f64>(n)?;
+            timing::time_with_events(g, 3, |g| match sort {
+                true => g.accelerations_resident_sorted(&set, &set, &call, &mut out),
+                false => g.accelerations_resident(&set, &set, &call, &mut out),
+            })
+        };
+        let caller = force(gpu, &p, false)?;
+        let sorted = force(gpu, &sorted_copy, false)?;
+        let on_device = force(gpu, &p, true)?;
+        let mut field = vec![Field::zero(); n];
+        let host = (0..4)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                Executor::accelerations(gpu, &p, &p, &call, &mut field).map(|_| t.elapsed().as_secs_f64())
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
+        let host = host[1..].iter().copied().fold(f64::INFINITY, f64::min);
+        let rate = |s: f64| (n * n) as f64 / s;
+        println!("mixed force, N = {n}, potential {potential} (ms, interactions/s):");
+        println!("  caller's order, unsorted          {:>9.2}  {:.3e}", caller * 1e3, rate(caller));
+        println!("  Morton-sorted copy                {:>9.2}  {:.3e}", sorted * 1e3, rate(sorted));
+        println!(
+            "  sorted on the device in the call  {:>9.2}  {:.3e}  (sort, gathers, scatter: {:.2} ms)",
+            on_device * 1e3,
+            rate(on_device),
+            (on_device - sorted) * 1e3
+        );
+        println!(
+            "  host-slice call (up, sort, down)  {:>9.2}  {:.3e}  (best of 3, wall clock)",
+            host * 1e3,
+            rate(host)
+        );
+    }
+    // The sort of a state alone, as its leapfrog steps run it (wall clock: the permutation
+    // comes down to compose the state's order).
+    let before = gpu.sorted_above();
+    gpu.set_sorted_above(0);
+    let mut state = gpu.upload_state(&p, &v)?;
+    gpu.set_sorted_above(before);
+    let sorts = (0..6)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            gpu.resort_state(&mut state).map(|_| t.elapsed().as_secs_f64())
+        })
+        .collect::<Result<Vec<f64>, _>>()?;
+    let mut sorts = sorts[1..].to_vec();
+    sorts.sort_by(f64::total_cmp);
     println!(
-        "\ndevice leapfrog mixed, N = {n}, {MIXED_STEPS} steps of 1/256; force alone {:.1} ms in the caller's order, \
-         {:.1} ms sorted",
-        caller * 1e3,
-        sorted * 1e3
+        "sort of a mixed state on the device, N = {n} (keys, CUB's sort, gathers, permutation down): {:.2} ms \
+         (median of 5, wall clock)",
+        sorts[2] * 1e3
     );
+    // A leapfrog step needs accelerations only; the potential where diagnostics ask.
+    println!("device leapfrog mixed, N = {n}, {MIXED_STEPS} steps of 1/256:");
     let default = nbody::cuda::DeviceState::<f64>::resort_interval(n);
-    for every in [8, 16, 32, usize::MAX] {
+    let runs = [(false, 1), (false, 2), (false, 8), (false, usize::MAX), (true, default)];
+    for (potential, every) in runs {
+        let params = Params { potential, ..params };
         let mut state = gpu.upload_state(&p, &v)?;
         state.set_resort_every(every);
         gpu.leapfrog_step(&mut state, &params, 1.0 / 256.0)?; // warm-up
@@ -508,13 +566,40 @@ fn mixed_leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(), nbody_cor
             e => e.to_string(),
         };
         println!(
-            "  sorted at upload, again every {label:>11} drifts: {:.1} ms/step ({:.3e} interactions/s); per 8 steps: {}",
+            "  potential {potential:>5}, sorted at upload, again every {label:>11} drifts: {:.1} ms/step ({:.3e} \
+             interactions/s); per 8 steps: {}",
             mean(&times),
             (n * n) as f64 / (mean(&times) * 1e-3),
             groups.join(" ")
         );
     }
     Ok(())
+}
+
+/// Max relative acceleration error of the mixed host-slice call on `bodies` (sorted on
+/// the device when large) at 256 of its targets, against the f64 oracle.
+fn sorted_call_error(
+    gpu: &mut CudaExecutor,
+    bodies: &[Particle<f64>],
+    params: &Params<f64>,
+) -> Result<f64, nbody_core::Error> {
+    let mut out = vec![Field::zero(); bodies.len()];
+    Executor::accelerations(gpu, bodies, bodies, params, &mut out)?;
+    let stride = (bodies.len() / 256).max(1);
+    let targets: Vec<Particle<f64>> = bodies.iter().step_by(stride).copied().collect();
+    let mut truth = vec![oracle::Exact::default(); targets.len()];
+    // The targets are declared as the sources' own, every `stride`-th one.
+    let plain = params.with_overlap(nbody_core::Overlap::Disjoint);
+    oracle::field(&targets, None, bodies, None, &plain, &mut truth)?;
+    Ok(out
+        .iter()
+        .step_by(stride)
+        .zip(&truth)
+        .map(|(f, e)| {
+            let d: f64 = (0..3).map(|k| (f.acceleration()[k] - e.acc[k]).powi(2)).sum::<f64>().sqrt();
+            d / e.acc.iter().map(|a| a * a).sum::<f64>().sqrt()
+        })
+        .fold(0.0, f64::max))
 }
 
 /// The mixed batched kernel alone (CUDA events, median of 3) on `n` resident particles:
