@@ -368,14 +368,14 @@ __device__ __forceinline__ void note_box(const Pt<double, float> &s, float (*box
     }
 }
 
-// True when the tile whose warps noted `box` lies FAR_REACHES reaches from the frame's
-// targets (the same answer in every thread); B, the block size, makes the loop over
-// warps short and unrolled.
+// The squared gap (rounded down) between the box of the tile whose warps noted `box`
+// and the frame's targets (the same answer in every thread); B, the block size, makes
+// the loop over warps short and unrolled.
 template <int B, typename T, typename C, int W>
-__device__ __forceinline__ bool far_tile(const C (*)[W], const Frame<T, C> &) {
-    return false;
+__device__ __forceinline__ float tile_gap2(const C (*)[W], const Frame<T, C> &) {
+    return 0.0f;
 }
-template <int B> __device__ __forceinline__ bool far_tile(const float (*box)[32], const Frame<double, float> &f) {
+template <int B> __device__ __forceinline__ float tile_gap2(const float (*box)[32], const Frame<double, float> &f) {
     float gap2 = 0.0f;
 #pragma unroll
     for (int k = 0; k < 3; ++k) {
@@ -389,7 +389,17 @@ template <int B> __device__ __forceinline__ bool far_tile(const float (*box)[32]
         const float gap = fmaxf(0.0f, fmaxf(__fsub_rd(lo, f.hi[k]), __fsub_rd(f.lo[k], hi)));
         gap2 = __fmaf_rd(gap, gap, gap2);
     }
-    return gap2 >= f.far2;
+    return gap2;
+}
+
+// True when the tile whose warps noted `box` lies FAR_REACHES reaches from the frame's
+// targets.
+template <int B, typename T, typename C, int W>
+__device__ __forceinline__ bool far_tile(const C (*)[W], const Frame<T, C> &) {
+    return false;
+}
+template <int B> __device__ __forceinline__ bool far_tile(const float (*box)[32], const Frame<double, float> &f) {
+    return tile_gap2<B>(box, f) >= f.far2;
 }
 
 // Adds G * sums into out[i]; the potential only when POT; subtracts the self term for
@@ -710,15 +720,31 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
         best[q] = T(1) / T(0);
         arg[q] = NO_NEIGHBOUR;
     }
-    // Mixed, without neighbours: tiles far from the targets take float separations (see
-    // FAR_REACHES); neighbour searches keep the double-single distances for every tile.
+    // Mixed: tiles far from the targets take float separations (see FAR_REACHES). With
+    // neighbours, only where no source of the tile can be a neighbour of the warp's
+    // targets (its gap beyond each target's radius and nearest distance so far, by a
+    // margin far above the roundings of either), so the lists and nearest neighbours are
+    // those the double-single distances give; and the tiles start at the block's own
+    // sources (targets that are sources), whose nearest distances then bound the rest.
     __shared__ C boxes[6][IsMixed<T, C>::value ? 32 : 1];
     const int begin = blockIdx.y * chunk, end = min(begin + chunk, n_sources_padded);
-    for (int base = begin; base < end; base += B) {
+    // (Targets not declared as sources start where they would sit in the sources, were
+    // they the same array in the same order: a guess that only orders the tiles.)
+    int start = 0;
+    if (MIXED && NEIGH && block_first < n_targets) {
+        int s0 = x.own != 0 ? x.own[block_first]
+                            : (block_first - self_t0 >= 0 && block_first - self_t0 < self_len
+                                   ? self_s0 + block_first - self_t0
+                                   : -1);
+        if (s0 < 0) s0 = (int)((long long)block_first * n_sources / n_targets);
+        if (s0 >= begin && s0 < end) start = (s0 - begin) / B * B;
+    }
+    for (int step = 0; step < end - begin; step += B) {
+        const int base = begin + (start + step) % (end - begin);
         __syncthreads();
         tile_x[threadIdx.x] = fx.apply(sources[base + threadIdx.x]);
         tile_v[threadIdx.x] = fv.velocity(source_vel[base + threadIdx.x]);
-        if (MIXED && !NEIGH) note_box(tile_x[threadIdx.x], boxes);
+        if (MIXED) note_box(tile_x[threadIdx.x], boxes);
         __syncthreads();
         // The tile's sums, with double-single or (FAR) float separations.
         auto sum_tile = [&](auto far) {
@@ -742,7 +768,7 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
                     jx[q] = fma(m_rinv3, fma(-alpha, dx, dvx), jx[q]);
                     jy[q] = fma(m_rinv3, fma(-alpha, dy, dvy), jy[q]);
                     jz[q] = fma(m_rinv3, fma(-alpha, dz, dvz), jz[q]);
-                    if (NEIGH) {
+                    if (NEIGH && !FAR) {
                         const int j = base + k;
                         const T d2 = (T)((dx * dx + dy * dy) + dz * dz);
                         const bool other = j != own[q] && j < n_sources;
@@ -758,7 +784,16 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
                 }
             }
         };
-        if (MIXED && !NEIGH && far_tile<B>(boxes, fx)) sum_tile(Bool<true>());
+        bool far = MIXED && far_tile<B>(boxes, fx);
+        if (NEIGH && far) {
+            const T gap2 = (T)tile_gap2<B>(boxes, fx);
+            bool clear = true;
+#pragma unroll
+            for (int q = 0; q < NI; ++q)
+                clear = clear && (first + q >= n_targets || gap2 > T(1.001) * fmax(h2[q], best[q]));
+            far = __all_sync(0xffffffffu, clear);
+        }
+        if (far) sum_tile(Bool<true>());
         else sum_tile(Bool<false>());
         // Mixed precision: each tile's float sums (B / TP interactions) go into doubles.
         if (MIXED) {

@@ -371,7 +371,7 @@ impl<T: DeviceReal> DeviceHermite<T> {
             exec.gpu.info().sm_count,
             exec.jerk_per_thread,
             &mut self.partials,
-            (size_of::<T>(), exec.two_per_thread::<T>()),
+            (size_of::<T>(), exec.two_per_thread::<T>(false)),
         )?;
         exec.launch_jerk(&staged, &self.params)?;
         let correct = Kernel::HermiteCorrect { tag: T::FAMILY };

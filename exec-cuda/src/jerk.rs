@@ -254,7 +254,13 @@ impl CudaExecutor {
         upload_padded(sv, bytemuck::cast_slice(sources.vel), padded * vsize)?;
         let j = me.scratch[crate::EXTRA_C].reserve(std::mem::size_of_val(jerk))?;
         upload_padded(j, bytemuck::cast_slice(jerk), 0)?;
-        let plan = Plan::new(n, padded, me.gpu.info().sm_count, me.jerk_per_thread, me.two_per_thread::<T>());
+        let plan = Plan::new(
+            n,
+            padded,
+            me.gpu.info().sm_count,
+            me.jerk_per_thread,
+            me.two_per_thread::<T>(neighbours.is_some()),
+        );
         // Slots PART_ACC, PART_JERK, PART_NEAR (the pattern's places; asserted below).
         let [.., acc, jerk, near, _, _, _, _, _, _, _] = &mut me.scratch;
         let mut extra = JerkExtra::with_partials(&plan, n, size_of::<T>(), [acc, jerk, near])?;

@@ -387,7 +387,7 @@ impl DeviceJMemory {
             gpu.gpu.info().sm_count,
             gpu.jerk_per_thread,
             &mut self.partials,
-            (8, gpu.two_per_thread::<f64>()),
+            (8, gpu.two_per_thread::<f64>(!matches!(search, Search::Nothing))),
         )?;
         let staged = match &search {
             Search::Nothing => staged,

@@ -134,7 +134,9 @@ impl CudaExecutor {
 
     /// Whether a mixed call of `n_t` targets and `n_s` sources runs sorted.
     pub(crate) fn sorts<T: DeviceReal>(&self, n_t: usize, n_s: usize) -> bool {
-        self.family::<T>() == Family::Mixed && (n_t as u64).saturating_mul(n_s as u64) >= self.sorted_above
+        self.family::<T>() == Family::Mixed
+            && n_t.min(n_s) > 1
+            && (n_t as u64).saturating_mul(n_s as u64) >= self.sorted_above
     }
 
     fn stream_ptr(&self) -> *mut c_void {
