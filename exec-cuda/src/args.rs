@@ -490,6 +490,53 @@ impl CudaExecutor {
     }
 }
 
+impl<T: DeviceReal> TreeArgs<T> {
+    /// A tree kernel's arguments with every buffer null, every setting zero and `n`
+    /// items: what a launch that reads a few buffers fills in.
+    pub(crate) fn bare(n: i32) -> Self {
+        Self {
+            particles: null(),
+            sorted: null(),
+            sorted_out: null(),
+            out: null(),
+            keys: null(),
+            index: null(),
+            bounds: null(),
+            counters: null(),
+            tally: null(),
+            nodes: null(),
+            parent: null(),
+            moments: null(),
+            cells: null(),
+            opening: null(),
+            groups: null(),
+            counts: null(),
+            item_counts: null(),
+            span_at: null(),
+            item_at: null(),
+            items: null(),
+            spans: null(),
+            offset: null(),
+            cell_items: null(),
+            cell_index: null(),
+            stack: null(),
+            previous: null(),
+            theta: T::zero(),
+            alpha: T::zero(),
+            g: T::zero(),
+            n,
+            capacity: 0,
+            leaf_size: 0,
+            group_size: 0,
+            level: 0,
+            opening_side: 0,
+            quadrupole: 0,
+            relative: 0,
+            potential: 0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,50 +66,6 @@ fn at(s: &Scratch) -> Ptr {
     s.buf_ref().map_or_else(null, |b| ptr(b))
 }
 
-/// A tree kernel's arguments with every buffer null and `n` items.
-fn bare<T: DeviceReal>(n: i32) -> TreeArgs<T> {
-    TreeArgs {
-        particles: null(),
-        sorted: null(),
-        sorted_out: null(),
-        out: null(),
-        keys: null(),
-        index: null(),
-        bounds: null(),
-        counters: null(),
-        tally: null(),
-        nodes: null(),
-        parent: null(),
-        moments: null(),
-        cells: null(),
-        opening: null(),
-        groups: null(),
-        counts: null(),
-        item_counts: null(),
-        span_at: null(),
-        item_at: null(),
-        items: null(),
-        spans: null(),
-        offset: null(),
-        cell_items: null(),
-        cell_index: null(),
-        stack: null(),
-        previous: null(),
-        theta: T::zero(),
-        alpha: T::zero(),
-        g: T::zero(),
-        n,
-        capacity: 0,
-        leaf_size: 0,
-        group_size: 0,
-        level: 0,
-        opening_side: 0,
-        quadrupole: 0,
-        relative: 0,
-        potential: 0,
-    }
-}
-
 impl CudaExecutor {
     /// Runs the mixed kernels on Morton-sorted copies for host-slice calls of at least
     /// `pairs` target-source pairs, and keeps device-resident states of at least
@@ -162,7 +118,7 @@ impl CudaExecutor {
             keys: at(&self.morton.keys),
             index: at(&self.morton.index),
             bounds: at(&self.morton.bounds),
-            ..bare::<T>(n_int)
+            ..TreeArgs::<T>::bare(n_int)
         };
         self.tree_step(TreeStep::Bounds, crate::tree::grid(n), crate::tree::THREADS, args)?;
         self.tree_step(TreeStep::Keys, crate::tree::grid(n), crate::tree::THREADS, args)?;
@@ -184,7 +140,7 @@ impl CudaExecutor {
 
     /// Queues `to[k] = from[index[k]]` for the first `n` four-lane records of T.
     fn gather<T: DeviceReal>(&self, from: Ptr, to: Ptr, index: Ptr, n: usize) -> Result<(), Error> {
-        let args = TreeArgs { particles: from, sorted: to, index, ..bare::<T>(count(n)?) };
+        let args = TreeArgs { particles: from, sorted: to, index, ..TreeArgs::<T>::bare(count(n)?) };
         self.tree_step(TreeStep::Gather, crate::tree::grid(n), crate::tree::THREADS, args)
     }
 
@@ -310,7 +266,8 @@ impl CudaExecutor {
         );
         debug_assert_eq!((ptr(t_buf), ptr(o_buf)), (tgt, sorted_out));
         self.launch_tiled(config, t_buf, n_t, s_buf, padded, o_buf, params)?;
-        let args = TreeArgs { sorted_out, out, index, potential: params.potential as i32, ..bare::<T>(count(n_t)?) };
+        let args =
+            TreeArgs { sorted_out, out, index, potential: params.potential as i32, ..TreeArgs::<T>::bare(count(n_t)?) };
         self.tree_step(TreeStep::Scatter, crate::tree::grid(n_t), crate::tree::THREADS, args)
     }
 }

@@ -691,16 +691,6 @@ impl CudaExecutor {
             cells: at(&tree.cells),
             opening: at(&tree.opening),
             groups: at(&tree.groups),
-            counts: null(),
-            item_counts: null(),
-            span_at: null(),
-            item_at: null(),
-            items: null(),
-            spans: null(),
-            offset: null(),
-            cell_items: null(),
-            cell_index: null(),
-            stack: null(),
             previous: previous.map_or_else(null, |p| ptr(&p.buf)),
             theta: T::from_f64(settings.theta),
             alpha: T::from_f64(match settings.criterion {
@@ -717,6 +707,7 @@ impl CudaExecutor {
             quadrupole: settings.quadrupole as i32,
             relative: (previous.is_some() && matches!(settings.criterion, Criterion::Relative { .. })) as i32,
             potential: params.potential as i32,
+            ..TreeArgs::<T>::bare(n)
         })
     }
 
