@@ -11,10 +11,11 @@
 //! device-resident states at upload and as they drift
 //! ([`crate::DeviceState::resort_interval`]).
 
-use crate::args::{null, Ptr, TreeArgs};
+use crate::args::{Ptr, TreeArgs};
 use crate::kernels::{count, TreeStep};
 use crate::memory::{ptr, Scratch};
 use crate::pipeline::driver;
+use crate::tree::at;
 use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal, Family, SOURCE_PAD};
 use nbody_core::{Error, Overlap, Params, Particle};
 use std::ffi::c_void;
@@ -59,11 +60,6 @@ impl MortonScratch {
             s.release();
         }
     }
-}
-
-/// The address of a reserved buffer.
-fn at(s: &Scratch) -> Ptr {
-    s.buf_ref().map_or_else(null, |b| ptr(b))
 }
 
 impl CudaExecutor {

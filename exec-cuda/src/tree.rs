@@ -335,7 +335,7 @@ impl<T: DeviceReal> DeviceTree<T> {
 }
 
 /// The address of a reserved scratch buffer (null before its first reservation).
-fn at(s: &Scratch) -> Ptr {
+pub(crate) fn at(s: &Scratch) -> Ptr {
     s.buf_ref().map_or_else(null, |b| ptr(b))
 }
 
