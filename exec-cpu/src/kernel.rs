@@ -50,6 +50,12 @@ pub struct SourcesSoa<'a, T> {
 }
 
 impl<'a, T> SourcesSoa<'a, T> {
+    /// Positions and masses only (no velocities, no softening per particle).
+    pub(crate) fn positions(pos: [&'a [T]; 3], m: &'a [T]) -> Self {
+        let [x, y, z] = pos;
+        Self { x, y, z, m, vx: &[], vy: &[], vz: &[], e: &[] }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.x.len()
     }
@@ -81,6 +87,13 @@ pub(crate) struct Block<'a, T> {
     pub vel: [&'a [T]; 3],
     pub acc: [&'a mut [T]; 4],
     pub jerk: [&'a mut [T]; 3],
+}
+
+impl<'a, T> Block<'a, T> {
+    /// Positions and sums only (no velocities, no softening per particle, no jerk).
+    pub(crate) fn plain(pos: [&'a [T]; 3], acc: [&'a mut [T]; 4]) -> Self {
+        Self { pos, eps: &[], vel: [&[], &[], &[]], acc, jerk: [&mut [], &mut [], &mut []] }
+    }
 }
 
 /// The spline's lanes: for every lane of `r2` inside its support (the lane of `h`), the weights
@@ -124,12 +137,6 @@ unsafe fn spline_weights<S: Simd>(r2: S::V, m: S::T, h: S::V, w: &mut S::V, g: &
 /// support `h`, separations are not softened, and lanes inside `h` take the spline's
 /// weights.
 ///
-/// With `LOW`, coordinates split in two, `x + low` (double-single):
-/// each separation is `(x_j - x_i) + (low_j - low_i)`, exact to the working precision
-/// for close pairs, where the high parts' difference is exact and the low parts add
-/// what rounding the coordinates dropped (the mixed executor's near tiles). Without
-/// `LOW` the low parts are not read.
-///
 /// With `EACH` a softening per particle (see [`Block::eps`]): the block's `eps` and the
 /// sources' `e` lanes are read instead of `eps2`.
 ///
@@ -139,8 +146,7 @@ unsafe fn spline_weights<S: Simd>(r2: S::V, m: S::T, h: S::V, w: &mut S::V, g: &
 ///
 /// # Safety
 /// The backend's instructions must be available (see `simd`); every slice of `blk`
-/// holds `U * S::LANES` values; with `LOW`, `low_targets` hold `U * S::LANES` values and
-/// `low_sources` one per source; with `EACH`, `blk.eps` holds `U * S::LANES` values and
+/// holds `U * S::LANES` values; with `EACH`, `blk.eps` holds `U * S::LANES` values and
 /// `src.e` one per source.
 #[inline(always)]
 pub(crate) unsafe fn accumulate_split<
@@ -148,15 +154,12 @@ pub(crate) unsafe fn accumulate_split<
     const U: usize,
     const POT: bool,
     const MASK: bool,
-    const LOW: bool,
     const SPLINE: bool,
     const EACH: bool,
     const RUN: usize,
 >(
     blk: &mut Block<'_, S::T>,
-    low_targets: [&[S::T]; 3],
     src: &SourcesSoa<'_, S::T>,
-    low_sources: [&[S::T]; 3],
     eps2: S::T,
 ) {
     // SAFETY: the caller's contract: this CPU has the backend's features, and the lengths are as above.
@@ -167,9 +170,6 @@ pub(crate) unsafe fn accumulate_split<
         let yi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[1], u));
         let zi: [S::V; U] = core::array::from_fn(|u| load(blk.pos[2], u));
         let zero = S::splat(S::T::from_f64(0.0));
-        let low_i =
-            |k: usize| -> [S::V; U] { core::array::from_fn(|u| if LOW { load(low_targets[k], u) } else { zero }) };
-        let (lxi, lyi, lzi) = (low_i(0), low_i(1), low_i(2));
         let (mut ax, mut ay, mut az, mut phi) = ([zero; U], [zero; U], [zero; U], [zero; U]);
         // The spline: `eps2` is its support h; no softening is added to r².
         let h = S::splat(eps2);
@@ -186,7 +186,6 @@ pub(crate) unsafe fn accumulate_split<
         let se = src.e.as_ptr();
         let n = src.len();
         let (sx, sy, sz, sm) = (src.x.as_ptr(), src.y.as_ptr(), src.z.as_ptr(), src.m.as_ptr());
-        let [lx, ly, lz] = low_sources.map(|s| s.as_ptr());
         // With RUN > 0, two-level sums: each run of RUN sources is summed on its own
         // (negated, so that the backends' fnma and sub do it), then added to the totals.
         // RUN = 0 is one run, rounded exactly as a single sum (negation is exact).
@@ -197,14 +196,9 @@ pub(crate) unsafe fn accumulate_split<
             for j in j0..n.min(j0 + run) {
                 let (xj, yj, zj) = (S::splat(*sx.add(j)), S::splat(*sy.add(j)), S::splat(*sz.add(j)));
                 let mj = S::splat(*sm.add(j));
-                let low_j = |p: *const S::T| if LOW { S::splat(*p.add(j)) } else { zero };
-                let (lxj, lyj, lzj) = (low_j(lx), low_j(ly), low_j(lz));
-                // (x_j - x_i) - (low_i - low_j): the backends have no add.
-                let split =
-                    |hi: S::V, low_i: S::V, low_j: S::V| if LOW { S::sub(hi, S::sub(low_i, low_j)) } else { hi };
-                let dx: [S::V; U] = core::array::from_fn(|u| split(S::sub(xj, xi[u]), lxi[u], lxj));
-                let dy: [S::V; U] = core::array::from_fn(|u| split(S::sub(yj, yi[u]), lyi[u], lyj));
-                let dz: [S::V; U] = core::array::from_fn(|u| split(S::sub(zj, zi[u]), lzi[u], lzj));
+                let dx: [S::V; U] = core::array::from_fn(|u| S::sub(xj, xi[u]));
+                let dy: [S::V; U] = core::array::from_fn(|u| S::sub(yj, yi[u]));
+                let dz: [S::V; U] = core::array::from_fn(|u| S::sub(zj, zi[u]));
                 // Per particle: the pair's ε² (Plummer) or its negated support (the spline).
                 let cj = if EACH { S::splat(*se.add(j)) } else { zero };
                 let pair = |u: usize| match (EACH, SPLINE) {

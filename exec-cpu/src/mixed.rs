@@ -12,16 +12,20 @@
 //! A rounded offset errs by `2^-24 |offset|`, which is not small beside a close pair's
 //! separation when the block is wide (16 targets of a Morton run can straddle a jump of
 //! the curve: 4.0e-6 on the 65,536-body Plummer sphere shifted by 1e4 with rounded
-//! offsets alone). So a tile near the block (closer than the block's reach, its targets'
-//! largest distance from the centre) also gets the low parts of the offsets, and its
-//! separations are exact for close pairs (double-single, as the GPU's mixed kernels
-//! do); a far tile's float separations err by at most `2^-22 |d|` (see `is_far`).
-//! Partial sums of a tile are f32 and are added into f64 sums.
+//! offsets alone). And however exact its separation, a pair in f32 errs by a few 2^-24 of
+//! its pull, which is far from small beside the net pull of a target whose nearest
+//! neighbour pulls many times harder than the whole system (clustered, mass-spread
+//! systems: 5.5e-6 with close pairs in double-single f32). So sources nearer a block
+//! than half its reach (its targets' largest distance from the centre), found by the
+//! boxes of chunks of 16 sources, are taken in f64 on the coordinates themselves; the
+//! rest in f32, whose float separations err by at most `6 * 2^-24 |d|` (see `is_far`).
+//! Partial sums of f32 runs are f32 and are added into f64 sums.
 
 use crate::dispatch::Isa;
 use crate::kernel::{accumulate_split, Block, SourcesSoa};
 use crate::simd::{Portable, Simd};
 use crate::Parallelism;
+use core::ops::Range;
 use nbody_core::kernel::self_potential;
 use nbody_core::layout::morton_order;
 use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle};
@@ -29,9 +33,10 @@ use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particl
 /// The mixed-precision CPU executor (an `Executor<f64>`). The jerk kernel runs in full
 /// f64 (through [`crate::CpuExecutor`]): Hermite integrators need its accuracy.
 ///
-/// Its range is f32's on the offsets: systems wider than [`MAX_EXTENT`] are refused, and
-/// separations whose f32 square is below the smallest normal f32 (about 1e-19) count as
-/// coincident.
+/// Its range is f32's on the offsets: systems wider than [`MAX_EXTENT`] are refused.
+/// Without softening, pairs at zero distance are skipped, and so are pairs taken in f32
+/// whose separation's square is below the smallest normal f32 (about 1e-19; pairs that
+/// close are taken in f64 unless all 16 targets of a block are that close together).
 ///
 /// ```
 /// use nbody_core::{Executor, Field, Params};
@@ -58,7 +63,10 @@ struct Scratch {
     /// each tile of them (lo x, y, z, hi x, y, z).
     src: [Vec<f64>; 3],
     mass: Vec<f32>,
+    mass64: Vec<f64>,
     boxes: Vec<[f64; 6]>,
+    /// The box of each chunk of [`CHUNK`] sources (chunks do not straddle tiles).
+    chunk_boxes: Vec<[f64; 6]>,
     /// Targets in Morton order: slot k of the padded arrays holds target `order[k]`.
     order: Vec<u32>,
     /// Sources in Morton order (when they are not the targets).
@@ -70,10 +78,9 @@ struct Scratch {
 #[derive(Default, Clone, Debug)]
 struct ThreadBuf {
     tile: [Vec<f32>; 3],
-    tile_low: [Vec<f32>; 3],
     targets: [Vec<f32>; 3],
-    targets_low: [Vec<f32>; 3],
     sums: [Vec<f32>; 4],
+    sums64: [Vec<f64>; 4],
 }
 
 /// One thread's share: whole blocks of targets and their f64 sums.
@@ -83,11 +90,14 @@ pub(crate) struct MixedPart<'a> {
     buf: &'a mut ThreadBuf,
 }
 
-/// Sources as the mixed kernel reads them: in Morton order, with each tile's box.
+/// Sources as the mixed kernel reads them: in Morton order, with each tile's and each
+/// chunk's box.
 pub(crate) struct MixedSources<'a> {
     pos: [&'a [f64]; 3],
     mass: &'a [f32],
+    mass64: &'a [f64],
     boxes: &'a [[f64; 6]],
+    chunk_boxes: &'a [[f64; 6]],
 }
 
 /// Targets per block, each block with its own centre. Small, so the offsets that are
@@ -141,7 +151,7 @@ impl Executor<f64> for MixedExecutor {
         let parts = self.full.threads().min(targets.len().div_ceil(BLOCK)).max(1);
         let s = &mut self.scratch;
         stage(s, targets, sources, parts);
-        let Scratch { tpos, acc, src, mass, boxes, threads, .. } = s;
+        let Scratch { tpos, acc, src, mass, mass64, boxes, chunk_boxes, threads, .. } = s;
         let per = (tpos[0].len() / BLOCK).div_ceil(parts) * BLOCK;
         let mut pos = tpos.each_ref().map(|v| v.chunks(per));
         let mut sums = acc.each_mut().map(|v| v.chunks_mut(per));
@@ -154,7 +164,7 @@ impl Executor<f64> for MixedExecutor {
                 Some(MixedPart { pos: p, acc: a, buf })
             })
             .collect();
-        let srcs = MixedSources { pos: [&src[0], &src[1], &src[2]], mass, boxes };
+        let srcs = MixedSources { pos: [&src[0], &src[1], &src[2]], mass, mass64, boxes, chunk_boxes };
         let run = |mut part: MixedPart<'_>| {
             // SAFETY: `kernel` suits this CPU and every part holds whole blocks.
             unsafe { kernel(&mut part, &srcs, eps2) }
@@ -166,8 +176,9 @@ impl Executor<f64> for MixedExecutor {
             let i = i as usize;
             let mut f = Field::new(acc[0][k], acc[1][k], acc[2][k], acc[3][k]);
             if !masked && i >= t0 && i < t0 + len {
-                // Remove the f32 kernel's self term as it computed it: m / eps in f32.
-                f.phi += self_potential(sources[s0 + i - t0].m as f32, eps2) as f64;
+                // Remove the self term as the f64 path computed it (a particle is always
+                // near its own block): m / eps with eps rounded to f32, as the kernels use it.
+                f.phi += self_potential(sources[s0 + i - t0].m, eps2 as f64);
             }
             nbody_core::kernel::finish(params.g, &f, params.potential, &mut out[i]);
         }
@@ -217,12 +228,16 @@ impl nbody_core::projection::Project<f64> for MixedExecutor {
 /// Sources per tile, each tile with its box; a far tile's f32 sums go into the f64
 /// totals once.
 const TILE: usize = 512;
-/// Sources per f32 partial sum in a near tile. In Morton order a near tile holds a
-/// target's close neighbours, whose large pulls cancel, so the rounding of a long f32
-/// sum weighs on the small total (65,536-body Plummer sphere shifted by 1e4, AMD EPYC:
-/// max error 1.5e-6 with sums of 512, 3.9e-7 with 128); far tiles keep 512, as every
-/// tile of 128 cost 20% at N = 16,384.
-const NEAR_RUN: usize = 128;
+/// Sources per chunk of a near tile: each chunk with its own box, in f64 where it is near
+/// the block and in f32 otherwise. Small, so that the boxes are tight and few sources
+/// take the slower f64 path (Plummer sphere, `NEAR` = 1/2: 3.6% of the interactions at
+/// N = 65,536 and 13% at 16,384 with chunks of 32, 16% and 22% with chunks of 128 and
+/// `NEAR` = 1; chunks of 16 cost 5% less than 32 at N = 16,384).
+const CHUNK: usize = 16;
+/// Sources nearer a block than `NEAR` times its reach are taken in f64 (see `is_far`):
+/// these hold every target's nearest neighbours, whose pulls can be many times the net
+/// pull, where f32's rounding of a pair would show.
+const NEAR: f64 = 0.5;
 /// Sources per inner f32 sum in the kernel (two-level sums; see `accumulate_split`). On a
 /// clustered, mass-spread system the targets at the blobs' centres have small net pulls
 /// summed from large opposed ones, and one f32 sum over a tile's sources cost them most
@@ -258,41 +273,37 @@ fn stage(s: &mut Scratch, targets: &[Particle<f64>], sources: &[Particle<f64>], 
         v.clear();
         v.extend(order.iter().map(|&i| sources[i as usize].position()[k]));
     }
+    s.mass64.clear();
+    s.mass64.extend(order.iter().map(|&i| sources[i as usize].m));
     s.mass.clear();
-    s.mass.extend(order.iter().map(|&i| sources[i as usize].m as f32));
+    s.mass.extend(s.mass64.iter().map(|&m| m as f32));
     s.boxes.clear();
     let src = &s.src;
     s.boxes.extend((0..sources.len()).step_by(TILE).map(|t0| {
         let t1 = (t0 + TILE).min(sources.len());
         bounding_box(src.each_ref().map(|v| &v[t0..t1]))
     }));
+    s.chunk_boxes.clear();
+    s.chunk_boxes.extend((0..sources.len()).step_by(CHUNK).map(|c0| {
+        let c1 = (c0 + CHUNK).min(sources.len());
+        bounding_box(src.each_ref().map(|v| &v[c0..c1]))
+    }));
     if s.threads.len() < parts {
         s.threads.resize(parts, ThreadBuf::default());
     }
     for t in &mut s.threads[..parts] {
-        t.tile.iter_mut().chain(&mut t.tile_low).for_each(|v| v.resize(TILE, 0.0));
-        t.targets.iter_mut().chain(&mut t.targets_low).for_each(|v| v.resize(BLOCK, 0.0));
+        t.tile.iter_mut().for_each(|v| v.resize(TILE, 0.0));
+        t.targets.iter_mut().for_each(|v| v.resize(BLOCK, 0.0));
         t.sums.iter_mut().for_each(|v| v.resize(BLOCK, 0.0));
+        t.sums64.iter_mut().for_each(|v| v.resize(BLOCK, 0.0));
     }
 }
 
-/// `dst[i] = (xs[i] - centre)` rounded to f32 (the subtraction in f64 first), and where
-/// `low` is given the f32 of what that rounding dropped.
+/// `dst[i] = (xs[i] - centre)` rounded to f32 (the subtraction in f64 first).
 #[inline(always)]
-fn offsets(dst: &mut [f32], low: Option<&mut [f32]>, xs: &[f64], centre: f64) {
-    match low {
-        None => {
-            for (d, &x) in dst.iter_mut().zip(xs) {
-                *d = (x - centre) as f32;
-            }
-        }
-        Some(low) => {
-            for ((d, l), &x) in dst.iter_mut().zip(low).zip(xs) {
-                let o = x - centre;
-                *d = o as f32;
-                *l = (o - *d as f64) as f32;
-            }
-        }
+fn offsets(dst: &mut [f32], xs: &[f64], centre: f64) {
+    for (d, &x) in dst.iter_mut().zip(xs) {
+        *d = (x - centre) as f32;
     }
 }
 
@@ -309,105 +320,86 @@ fn bounding_box(xyz: [&[f64]; 3]) -> [f64; 6] {
     b
 }
 
-/// Whether a tile with box `tile` is far enough from a block (box `block`, every target
-/// within `reach` of its centre `c`) for float offsets: a float separation errs by at
-/// most `2^-24 (|s - c| + |t - c| + |d|) <= 2^-24 (2 |d| + 2 reach)`, which is at most
-/// `2^-22 |d|` when every pair is at least `reach` apart.
+/// Whether sources in the box `tile` are at least `near` (`near2` its square) from the
+/// block's box: then a float separation errs by at most
+/// `2^-24 (|s - c| + |t - c| + |d|) <= 2^-24 (2 |d| + 2 reach)`, that is at most
+/// `6 * 2^-24 |d|` with `near` = `reach` / 2 (`reach`: the targets' largest distance from
+/// the centre `c`). A box touching the block's is never far (even for a block of one
+/// point, whose reach is 0), so every particle meets itself in f64.
 #[inline(always)]
-fn is_far(tile: &[f64; 6], block: &[f64; 6], reach2: f64) -> bool {
+fn is_far(tile: &[f64; 6], block: &[f64; 6], near2: f64) -> bool {
     let gap2: f64 = (0..3)
         .map(|k| {
             let gap = (tile[k] - block[k + 3]).max(block[k] - tile[k + 3]).max(0.0);
             gap * gap
         })
         .sum();
-    gap2 >= reach2
+    gap2 > 0.0 && gap2 >= near2
 }
 
-/// Blocks outer (each has its own centre), source tiles inner.
+/// Blocks outer (each has its own centre), source tiles inner: a far tile in f32 on
+/// float offsets, a near one chunk by chunk, each chunk far enough in f32 and the rest in
+/// f64.
 #[inline(always)]
-unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: bool>(
+unsafe fn drive<S, const U: usize, D, const UD: usize, const POT: bool, const MASK: bool>(
     part: &mut MixedPart<'_>,
     src: &MixedSources<'_>,
     eps2: f32,
-) {
-    // SAFETY: the caller's contract: this CPU has the backend's features.
+) where
+    S: Simd<T = f32>,
+    D: Simd<T = f64>,
+{
+    // SAFETY: the caller's contract: this CPU has the backends' features.
     unsafe {
-        let bs = U * S::LANES;
+        let (bs, bd) = (U * S::LANES, UD * D::LANES);
         debug_assert_eq!(BLOCK % bs, 0);
+        debug_assert_eq!(BLOCK % bd, 0);
+        let eps2_64 = eps2 as f64;
         let n = src.mass.len();
         let buf = &mut *part.buf;
         for b in (0..part.pos[0].len()).step_by(BLOCK) {
             let r = b..b + BLOCK;
-            // The block's box; its centre per axis, but the origin where the box is wider
-            // than its distance from it (a sparse block): offsets are then never larger
-            // than the coordinates, and the error never worse than plain f32's.
+            // The block's box and its centre: every decision below depends on the
+            // particles' relative positions only, so a shifted system gets the same
+            // error.
             let bbox = bounding_box(part.pos.each_ref().map(|v| &v[r.clone()]));
-            let c: [f64; 3] = core::array::from_fn(|k| {
-                let (lo, hi) = (bbox[k], bbox[k + 3]);
-                let mid = 0.5 * (lo + hi);
-                if hi - lo >= mid.abs() {
-                    0.0
-                } else {
-                    mid
-                }
-            });
+            let c: [f64; 3] = core::array::from_fn(|k| 0.5 * (bbox[k] + bbox[k + 3]));
             let reach2 = (0..BLOCK)
                 .map(|i| (0..3).map(|k| (part.pos[k][b + i] - c[k]).powi(2)).sum::<f64>())
                 .fold(0.0, f64::max);
-            let [tx, ty, tz] = &mut buf.targets;
-            let [lx, ly, lz] = &mut buf.targets_low;
-            for ((dst, low), k) in [(tx, lx), (ty, ly), (tz, lz)].into_iter().zip(0..3) {
-                offsets(dst, Some(low), &part.pos[k][r.clone()], c[k]);
+            for (dst, k) in buf.targets.iter_mut().zip(0..3) {
+                offsets(dst, &part.pos[k][r.clone()], c[k]);
             }
             let mut total = [[0.0f64; BLOCK]; 4];
+            let targets = part.pos.each_ref().map(|p| &p[r.clone()]);
+            let near2 = reach2 * NEAR * NEAR;
             for (t0, tile_box) in (0..n).step_by(TILE).zip(src.boxes) {
                 let t1 = (t0 + TILE).min(n);
-                let far = is_far(tile_box, &bbox, reach2);
-                for (((dst, low), pos), ck) in buf.tile.iter_mut().zip(&mut buf.tile_low).zip(&src.pos).zip(c) {
-                    offsets(dst, (!far).then(|| &mut low[..t1 - t0]), &pos[t0..t1], ck);
-                }
-                // A near tile's f32 sums go into the totals every NEAR_RUN sources.
-                let run = if far { TILE } else { NEAR_RUN };
-                for s0 in (0..t1 - t0).step_by(run) {
-                    let s1 = (s0 + run).min(t1 - t0);
-                    buf.sums.iter_mut().for_each(|v| v.fill(0.0));
-                    let tile = SourcesSoa {
-                        x: &buf.tile[0][s0..s1],
-                        y: &buf.tile[1][s0..s1],
-                        z: &buf.tile[2][s0..s1],
-                        m: &src.mass[t0 + s0..t0 + s1],
-                        vx: &[],
-                        vy: &[],
-                        vz: &[],
-                        e: &[],
-                    };
-                    let tile_low = buf.tile_low.each_ref().map(|v| &v[s0..s1]);
-                    for v in (0..BLOCK).step_by(bs) {
-                        let q = v..v + bs;
-                        let [ax, ay, az, phi] = &mut buf.sums;
-                        let mut blk = Block {
-                            pos: [&buf.targets[0][q.clone()], &buf.targets[1][q.clone()], &buf.targets[2][q.clone()]],
-                            eps: &[],
-                            vel: [&[], &[], &[]],
-                            acc: [&mut ax[q.clone()], &mut ay[q.clone()], &mut az[q.clone()], &mut phi[q.clone()]],
-                            jerk: [&mut [], &mut [], &mut []],
-                        };
-                        let low = buf.targets_low.each_ref().map(|t| &t[q.clone()]);
-                        if far {
-                            accumulate_split::<S, U, POT, MASK, false, false, false, SUM_RUN>(
-                                &mut blk, low, &tile, tile_low, eps2,
-                            );
-                        } else {
-                            accumulate_split::<S, U, POT, MASK, true, false, false, SUM_RUN>(
-                                &mut blk, low, &tile, tile_low, eps2,
-                            );
+                // The tile's runs: all of it in f32 when it is the block's reach away; else
+                // chunk by chunk, runs of near chunks in f64 and each other chunk in f32 on
+                // its own (short f32 sums: near a block, large pulls cancel in them).
+                let mut runs = [(0, 0, false); TILE / CHUNK];
+                let mut len: usize = 1;
+                runs[0] = (t0, t1, false);
+                if !is_far(tile_box, &bbox, reach2) {
+                    len = 0;
+                    for (c0, chunk_box) in (t0..t1).step_by(CHUNK).zip(&src.chunk_boxes[t0 / CHUNK..]) {
+                        let c1 = (c0 + CHUNK).min(t1);
+                        let near = !is_far(chunk_box, &bbox, near2);
+                        match len.checked_sub(1).map(|l| &mut runs[l]) {
+                            Some(last) if near && last.2 => last.1 = c1,
+                            _ => {
+                                runs[len] = (c0, c1, near);
+                                len += 1;
+                            }
                         }
                     }
-                    for (tot, sum) in total.iter_mut().zip(&buf.sums) {
-                        for (t, &s) in tot.iter_mut().zip(sum) {
-                            *t += s as f64;
-                        }
+                }
+                for &(s0, s1, near) in &runs[..len] {
+                    if near {
+                        exact::<D, UD, POT, MASK>(&mut buf.sums64, targets, src, s0..s1, eps2_64, &mut total);
+                    } else {
+                        float::<S, U, POT, MASK>(buf, src, s0..s1, c, eps2, &mut total);
                     }
                 }
             }
@@ -418,8 +410,80 @@ unsafe fn drive<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
     }
 }
 
+/// Sources `s` in f32 on offsets from the block's centre `c` (its targets' offsets are
+/// in `buf.targets`), summed in f32 and then added into `total`.
+///
+/// # Safety
+/// This CPU has the backend's features.
+#[inline(always)]
+unsafe fn float<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: bool>(
+    buf: &mut ThreadBuf,
+    src: &MixedSources<'_>,
+    s: Range<usize>,
+    c: [f64; 3],
+    eps2: f32,
+    total: &mut [[f64; BLOCK]; 4],
+) {
+    let len = s.len();
+    for (dst, (pos, ck)) in buf.tile.iter_mut().zip(src.pos.iter().zip(c)) {
+        offsets(&mut dst[..len], &pos[s.clone()], ck);
+    }
+    let tile = SourcesSoa::positions(buf.tile.each_ref().map(|v| &v[..len]), &src.mass[s]);
+    let bs = U * S::LANES;
+    for v in (0..BLOCK).step_by(bs) {
+        let q = v..v + bs;
+        let [ax, ay, az, phi] = &mut buf.sums;
+        let mut blk = Block::plain(
+            buf.targets.each_ref().map(|t| &t[q.clone()]),
+            [&mut ax[q.clone()], &mut ay[q.clone()], &mut az[q.clone()], &mut phi[q.clone()]],
+        );
+        // SAFETY: the caller's contract; every slice of the block holds `bs` values.
+        unsafe { accumulate_split::<S, U, POT, MASK, false, false, SUM_RUN>(&mut blk, &tile, eps2) };
+    }
+    add_into(total, &buf.sums);
+}
+
+/// Sources `s` in f64 on the coordinates themselves against the block's `targets`,
+/// added into `total` (`sums` is scratch for one block).
+///
+/// # Safety
+/// This CPU has the backend's features.
+#[inline(always)]
+unsafe fn exact<D: Simd<T = f64>, const UD: usize, const POT: bool, const MASK: bool>(
+    sums: &mut [Vec<f64>; 4],
+    targets: [&[f64]; 3],
+    src: &MixedSources<'_>,
+    s: Range<usize>,
+    eps2: f64,
+    total: &mut [[f64; BLOCK]; 4],
+) {
+    let tile = SourcesSoa::positions(src.pos.map(|v| &v[s.clone()]), &src.mass64[s]);
+    let bd = UD * D::LANES;
+    for v in (0..BLOCK).step_by(bd) {
+        let q = v..v + bd;
+        let [ax, ay, az, phi] = sums;
+        let mut blk = Block::plain(
+            targets.map(|t| &t[q.clone()]),
+            [&mut ax[q.clone()], &mut ay[q.clone()], &mut az[q.clone()], &mut phi[q.clone()]],
+        );
+        // SAFETY: the caller's contract; every slice of the block holds `bd` values.
+        unsafe { accumulate_split::<D, UD, POT, MASK, false, false, 0>(&mut blk, &tile, eps2) };
+    }
+    add_into(total, sums);
+}
+
+/// Adds a block's partial sums into its f64 totals.
+#[inline(always)]
+fn add_into<T: Copy + Into<f64>>(total: &mut [[f64; BLOCK]; 4], sums: &[Vec<T>; 4]) {
+    for (tot, sum) in total.iter_mut().zip(sums) {
+        for (t, &s) in tot.iter_mut().zip(sum) {
+            *t += s.into();
+        }
+    }
+}
+
 macro_rules! mixed_entry {
-    ($($isa:ident => $s:ty, $u:literal $(, #[$feat:meta])?);* $(;)?) => {
+    ($($isa:ident => $s:ty, $u:literal, $d:ty, $ud:literal $(, #[$feat:meta])?);* $(;)?) => {
         fn select(isa: Isa, pot: bool, mask: bool) -> MixedFn {
             $(
                 if isa == Isa::$isa {
@@ -427,7 +491,7 @@ macro_rules! mixed_entry {
                     unsafe fn k<const P: bool, const M: bool>(part: &mut MixedPart<'_>, src: &MixedSources<'_>, eps2: f32) {
                         // SAFETY: drive's contract is the caller's (this CPU has the entry point's features).
                         unsafe {
-                            drive::<$s, $u, P, M>(part, src, eps2)
+                            drive::<$s, $u, $d, $ud, P, M>(part, src, eps2)
                         }
                     }
                     return crate::dispatch::by_flags!(k, pot, mask);
@@ -437,9 +501,9 @@ macro_rules! mixed_entry {
                 // SAFETY: drive's contract is the caller's (the portable backend needs no feature).
                 unsafe {
                     if eps2 == 0.0 {
-                        drive::<Portable<f32>, 1, true, true>(part, src, eps2)
+                        drive::<Portable<f32>, 1, Portable<f64>, 1, true, true>(part, src, eps2)
                     } else {
-                        drive::<Portable<f32>, 1, true, false>(part, src, eps2)
+                        drive::<Portable<f32>, 1, Portable<f64>, 1, true, false>(part, src, eps2)
                     }
                 }
             }
@@ -449,14 +513,14 @@ macro_rules! mixed_entry {
 }
 
 #[cfg(target_arch = "x86_64")]
-use crate::simd::{Avx2F32, Avx512F32};
+use crate::simd::{Avx2F32, Avx2F64, Avx512F32, Avx512F64};
 
 #[cfg(target_arch = "x86_64")]
 mixed_entry!(
-    Avx512 => Avx512F32, 1, #[target_feature(enable = "avx512f")];
-    Avx2 => Avx2F32, 2, #[target_feature(enable = "avx2,fma")];
-    Portable => Portable<f32>, 2;
+    Avx512 => Avx512F32, 1, Avx512F64, 2, #[target_feature(enable = "avx512f")];
+    Avx2 => Avx2F32, 2, Avx2F64, 4, #[target_feature(enable = "avx2,fma")];
+    Portable => Portable<f32>, 2, Portable<f64>, 2;
 );
 
 #[cfg(not(target_arch = "x86_64"))]
-mixed_entry!(Portable => Portable<f32>, 1;);
+mixed_entry!(Portable => Portable<f32>, 1, Portable<f64>, 1;);

@@ -80,12 +80,11 @@ fn main() {
             accuracy::mixed_in_morton_order(&mut MixedExecutor::new(Parallelism::Threads(2)), 2e-6)
         }),
         Trial::test("cpu::clustered_65536_accuracy_mixed", || {
-            // 2e-6 holds on the Plummer sphere; here the worst targets reach 5.5e-6 with
-            // AVX2 or AVX-512 and 6.7e-6 on the portable path, which has no FMA (one f32
-            // sum per tile gave 1.5e-5). What is left is larger shifted by 1e4 than at the
-            // origin (3.5e-6), so the offsets still cost something: not yet understood.
+            // The worst targets have a neighbour pulling 10-20 times their net pull: in
+            // f32 that pair alone erred by up to 5.5e-6; in f64 (sources within half a
+            // block's reach) the worst of seeds 1-8 is 1.3e-6, 1.3e-6 on the portable path.
             let mut reference = CpuExecutor::new(Parallelism::Threads(2));
-            accuracy::mixed_on_clustered(&mut MixedExecutor::new(Parallelism::Threads(2)), &mut reference, 8e-6)
+            accuracy::mixed_on_clustered(&mut MixedExecutor::new(Parallelism::Threads(2)), &mut reference, 2e-6)
         }),
     ]);
     run(trials);
