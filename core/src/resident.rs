@@ -103,6 +103,41 @@ pub trait Resident<T: Real>: Executor<T> {
     }
 }
 
+/// A resident executor whose held field can also take the pull of sources it does not
+/// hold: another process's particles, passed around a ring of MPI ranks, so each rank's
+/// targets stay in its executor's memory and only sources travel. The field is built as
+/// [`Resident::compute_field`] (this system's own pull) followed by any number of
+/// [`ForeignSources::add_pull`] calls.
+///
+/// ```
+/// use nbody_core::resident::{ForeignSources, OnHost, Resident};
+/// use nbody_core::{Field, Params, Particle, Reference, Velocity};
+/// let mine = [Particle::new(-1.0f64, 0.0, 0.0, 1.0)];
+/// let theirs = [Particle::new(1.0f64, 0.0, 0.0, 1.0)];
+/// let mut exec = OnHost::new(Reference);
+/// let mut s = exec.upload_state(&mine, &[Velocity::new(0.0, 0.0, 0.0)])?;
+/// let params = Params::softened(0.0);
+/// exec.compute_field(&mut s, &params)?; // own pull: none, one particle
+/// exec.add_pull(&mut s, &theirs, &params)?;
+/// let mut out = [Field::zero()];
+/// exec.download_field(&mut s, &params, &mut out)?;
+/// assert_eq!(out[0].ax, 0.25); // G m / r^2 towards +x
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+pub trait ForeignSources<T: Real>: Resident<T> {
+    /// Copies the positions and masses of `s` into `out` (of `s`'s length) in the order
+    /// the executor stores them: what other processes take as sources, where order does
+    /// not matter.
+    fn download_sources(&mut self, s: &Self::State, out: &mut [Particle<T>]) -> Result<(), Error>;
+
+    /// Adds the pull of `sources` (none of them `s`'s own particles) into the field held
+    /// for `s`, which [`Resident::compute_field`] made current. `params` as for
+    /// `compute_field` (its overlap is ignored: the sets are disjoint). The executor may
+    /// return before the work is done; `sources` may be reused as soon as it returns. A
+    /// failure leaves the field stale.
+    fn add_pull(&mut self, s: &mut Self::State, sources: &[Particle<T>], params: &Params<T>) -> Result<(), Error>;
+}
+
 /// A resident system as [`kick_drift_kick`] steps it.
 struct Stepping<'a, T: Real, E: Resident<T> + ?Sized> {
     exec: &'a mut E,
@@ -276,5 +311,23 @@ impl<T: Real, E: Executor<T>> Resident<T> for OnHost<E> {
 
     fn set_time(s: &mut HostState<T>, t: f64) {
         s.time = t;
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<T: Real, E: Executor<T>> ForeignSources<T> for OnHost<E> {
+    fn download_sources(&mut self, s: &HostState<T>, out: &mut [Particle<T>]) -> Result<(), Error> {
+        self.owner.check(s.owner)?;
+        crate::validate::length("sources", s.pos.len(), out.len())?;
+        out.copy_from_slice(&s.pos);
+        Ok(())
+    }
+
+    fn add_pull(&mut self, s: &mut HostState<T>, sources: &[Particle<T>], params: &Params<T>) -> Result<(), Error> {
+        self.owner.check(s.owner)?;
+        let params = params.with_overlap(crate::Overlap::Disjoint);
+        let outcome = self.exec.accelerations(&s.pos, sources, &params, &mut s.field);
+        s.fresh &= outcome.is_ok();
+        outcome
     }
 }

@@ -5,10 +5,10 @@ use crate::args::StepArgs;
 use crate::device::cuda;
 use crate::kernels::{count, Kernel};
 use crate::memory::{alloc, download, ptr, upload_padded};
-use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal};
+use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal, SOURCES, SOURCE_PAD};
 use cust::memory::DeviceBuffer;
 use nbody_core::layout::{gather, scatter};
-use nbody_core::resident::{Owner, Resident};
+use nbody_core::resident::{ForeignSources, Owner, Resident};
 use nbody_core::{validate, Array, Error, Field, Params, Particle, Velocity};
 
 /// Positions, velocities and the last field of a system, all on the device.
@@ -338,6 +338,58 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
 
     fn set_time(s: &mut DeviceState<T>, t: f64) {
         s.time = t;
+    }
+}
+
+/// Another process's sources against a state's targets on the device (an MPI rank's
+/// resident ring, `nbody_mpi`): the state's positions go down once per field, each
+/// foreign slice goes up into scratch and its kernel is queued behind the last, so the
+/// caller's message passing runs while the GPU computes.
+///
+/// ```no_run
+/// use nbody_core::resident::{ForeignSources, Resident};
+/// use nbody_core::{Field, Params};
+/// let mut gpu = nbody_cuda::CudaExecutor::new()?;
+/// let (p, v) = nbody_integrators::ics::plummer::<f32>(4096, 1);
+/// let mut state = gpu.upload_state(&p[..2048], &v[..2048])?;
+/// let params = Params::softened(0.01f32);
+/// gpu.compute_field(&mut state, &params)?;
+/// gpu.add_pull(&mut state, &p[2048..], &params)?; // the other half's pull
+/// let mut out = vec![Field::zero(); 2048];
+/// gpu.download_field(&mut state, &params, &mut out)?;
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+impl<T: DeviceReal> ForeignSources<T> for CudaExecutor {
+    fn download_sources(&mut self, s: &DeviceState<T>, out: &mut [Particle<T>]) -> Result<(), Error> {
+        self.own(s)?;
+        validate::length("sources", s.len(), out.len())?;
+        self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
+        download(&s.pos.buf, bytemuck::cast_slice_mut(out))
+    }
+
+    fn add_pull(&mut self, s: &mut DeviceState<T>, sources: &[Particle<T>], params: &Params<T>) -> Result<(), Error> {
+        self.own(s)?;
+        validate::params(params)?;
+        validate::particles(sources, Array::Sources)?;
+        self.check_mixed_extent::<T>(&[], sources)?;
+        if sources.is_empty() || s.is_empty() {
+            return Ok(());
+        }
+        s.fresh = false;
+        let params = params.with_overlap(nbody_core::Overlap::Disjoint);
+        let padded = sources.len().next_multiple_of(SOURCE_PAD);
+        let (targets, field) = (&s.pos.buf, &s.field.buf);
+        self.guarded(|me| {
+            let bytes = padded * size_of::<Particle<T>>();
+            // The copy waits for the kernel still reading the last slice (the stream is a
+            // blocking one, so the synchronous copy is ordered after it).
+            upload_padded(me.scratch[SOURCES].reserve(bytes)?, bytemuck::cast_slice(sources), bytes)?;
+            let config = me.config_for::<T>(s.pos.len(), sources.len(), &params)?;
+            let src = me.scratch[SOURCES].buf_ref().ok_or(Error::NoDevice)?;
+            me.launch_tiled(config, targets, s.pos.len(), src, padded, field, &params)
+        })?;
+        s.fresh = true;
+        Ok(())
     }
 }
 

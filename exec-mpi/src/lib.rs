@@ -43,11 +43,13 @@
 
 mod grid;
 mod replicated;
+mod resident;
 mod ring;
 mod wire;
 
 pub use mpi;
 pub use replicated::Replicated;
+pub use resident::DistributedState;
 
 use mpi::collective::SystemOperation;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};

@@ -11,6 +11,7 @@
 
 use nbody_conformance::{compare, exact, mpirun, suite, wait_within, Arguments, Failed, Trial};
 use nbody_core::neighbours::{Nearest, Neighbours};
+use nbody_core::resident::{OnHost, Resident};
 use nbody_core::{
     Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Pair, Params, Particle, Span, Velocity,
 };
@@ -77,6 +78,7 @@ fn under_mpirun() {
             wrappers_reach(scheme)
         }));
     }
+    trials.extend(resident_trials(size));
     let mut args = Arguments::from_args();
     // Lockstep: every rank runs the same trials in the same order, one at a time.
     args.test_threads = Some(1);
@@ -245,4 +247,99 @@ fn wrappers_reach(scheme: Scheme) -> Result<(), Failed> {
         return Err(format!("replicated: a door reached no rank's probe: {counts:?} for {DOORS:?}").into());
     }
     Ok(())
+}
+
+/// A rank's resident executor for the resident ring's trials.
+fn resident() -> Result<Distributed<OnHost<CpuExecutor>>, Failed> {
+    let inner = OnHost::new(CpuExecutor::new(Parallelism::Sequential));
+    Distributed::new(inner, &SimpleCommunicator::world(), Scheme::Ring).map_err(|e| Failed::from(e.to_string()))
+}
+
+/// The resident ring ([`Resident`] for [`Distributed`]): each rank's slice stays in its
+/// executor, only sources travel.
+fn resident_trials(size: usize) -> Vec<Trial> {
+    let rank = SimpleCommunicator::world().rank() as usize;
+    vec![
+        // The field held on each rank is the oracle's for the whole system, with and
+        // without the potential, from empty ranks to many particles per rank.
+        Trial::test(format!("mpi{size}-resident/field_matches_oracle"), move || {
+            let mut exec = resident()?;
+            for n in [0, 1, 3, 50, 700] {
+                let (pos, vel) = system(n);
+                let mine = slice(n, size, rank);
+                let mut s = exec.upload_state(&pos[mine.clone()], &vel[mine.clone()]).map_err(|e| e.to_string())?;
+                if s.total() != n || s.len() != mine.len() {
+                    return Err(format!("n = {n}: state of {} here, {} in all", s.len(), s.total()).into());
+                }
+                for potential in [true, false] {
+                    let params = Params::softened(0.01).with_overlap_identical();
+                    let params = if potential { params } else { params.acceleration_only() };
+                    exec.compute_field(&mut s, &params).map_err(|e| e.to_string())?;
+                    let mut out = vec![Field::zero(); mine.len()];
+                    exec.download_field(&mut s, &params, &mut out).map_err(|e| e.to_string())?;
+                    let want = exact(&pos, &pos, &params).map_err(|e| e.to_string())?;
+                    compare(&out, &vec![Field::zero(); mine.len()], &want[mine.clone()], n, potential, f64::EPSILON)
+                        .map_err(|e| format!("n = {n}, rank {rank}: {e}"))?;
+                }
+            }
+            Ok(())
+        }),
+        // Leapfrog steps over the ranks follow one process's resident leapfrog on the
+        // whole system (the same operations, sums in another order).
+        Trial::test(format!("mpi{size}-resident/leapfrog_follows_one_process"), move || {
+            let mut exec = resident()?;
+            let n = 300;
+            let (pos, vel) = system(n);
+            let mine = slice(n, size, rank);
+            let params = Params::softened(0.01);
+            let mut s = exec.upload_state(&pos[mine.clone()], &vel[mine.clone()]).map_err(|e| e.to_string())?;
+            let mut alone = OnHost::new(nbody_core::Reference);
+            let mut whole = alone.upload_state(&pos, &vel).map_err(|e| e.to_string())?;
+            for _ in 0..8 {
+                exec.leapfrog_step(&mut s, &params, 1.0 / 128.0).map_err(|e| e.to_string())?;
+                alone.leapfrog_step(&mut whole, &params, 1.0 / 128.0).map_err(|e| e.to_string())?;
+            }
+            let (mut p, mut v) = (vec![Particle::default(); mine.len()], vec![Velocity::default(); mine.len()]);
+            exec.download_state(&s, &mut p, &mut v).map_err(|e| e.to_string())?;
+            let (mut pw, mut vw) = (pos.clone(), vel.clone());
+            alone.download_state(&whole, &mut pw, &mut vw).map_err(|e| e.to_string())?;
+            let worst = p
+                .iter()
+                .zip(&pw[mine.clone()])
+                .map(|(a, b)| ((a.x - b.x).powi(2) + (a.y - b.y).powi(2) + (a.z - b.z).powi(2)).sqrt())
+                .fold(0.0f64, f64::max);
+            let t = <Distributed<OnHost<CpuExecutor>> as Resident<f64>>::time(&s);
+            if worst > 1e-12 || t != 8.0 / 128.0 {
+                return Err(format!("rank {rank}: positions differ by {worst:e}, time {t}").into());
+            }
+            Ok(())
+        }),
+        // A bad particle on the last rank: that rank's upload gets its own error, every
+        // other rank a Peer error naming it, and a good system uploads afterwards.
+        Trial::test(format!("mpi{size}-resident/bad_input_on_one_rank"), move || {
+            let mut exec = resident()?;
+            let (mut pos, vel) = system(40);
+            let mine = slice(40, size, rank);
+            let bad = size - 1;
+            if rank == bad {
+                pos[mine.start + 2].z = f64::INFINITY;
+            }
+            let got = exec.upload_state(&pos[mine.clone()], &vel[mine.clone()]).map(|_| ());
+            let want = if rank == bad {
+                Error::NonFinite { array: Array::Particles, index: 2 }
+            } else {
+                Error::Peer { rank: bad }
+            };
+            if got != Err(want) {
+                return Err(format!("rank {rank}: {got:?}, expected {want:?}").into());
+            }
+            let (good, _) = system(40);
+            let mut s = exec.upload_state(&good[mine.clone()], &vel[mine.clone()]).map_err(|e| e.to_string())?;
+            let params = Params::softened(0.01);
+            let mut out = vec![Field::zero(); mine.len()];
+            exec.download_field(&mut s, &params, &mut out).map_err(|e| format!("after a refusal: {e}"))?;
+            let want = exact(&good, &good, &params.with_overlap_identical()).map_err(|e| e.to_string())?;
+            compare(&out, &vec![Field::zero(); mine.len()], &want[mine], 40, true, f64::EPSILON).map_err(Failed::from)
+        }),
+    ]
 }
