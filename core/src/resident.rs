@@ -131,10 +131,10 @@ pub trait ForeignSources<T: Real>: Resident<T> {
     fn download_sources(&mut self, s: &Self::State, out: &mut [Particle<T>]) -> Result<(), Error>;
 
     /// Adds the pull of `sources` (none of them `s`'s own particles) into the field held
-    /// for `s`, which [`Resident::compute_field`] made current. `params` as for
-    /// `compute_field` (its overlap is ignored: the sets are disjoint). The executor may
-    /// return before the work is done; `sources` may be reused as soon as it returns. A
-    /// failure leaves the field stale.
+    /// for `s`, which [`Resident::compute_field`] made current (a stale field is an
+    /// error). `params` as for `compute_field` (its overlap is ignored: the sets are
+    /// disjoint). The executor may return before the work is done; `sources` may be
+    /// reused as soon as it returns. A failure leaves the field stale.
     fn add_pull(&mut self, s: &mut Self::State, sources: &[Particle<T>], params: &Params<T>) -> Result<(), Error>;
 }
 
@@ -325,9 +325,10 @@ impl<T: Real, E: Executor<T>> ForeignSources<T> for OnHost<E> {
 
     fn add_pull(&mut self, s: &mut HostState<T>, sources: &[Particle<T>], params: &Params<T>) -> Result<(), Error> {
         self.owner.check(s.owner)?;
+        crate::validate::foreign_pull(core::mem::replace(&mut s.fresh, false))?;
         let params = params.with_overlap(crate::Overlap::Disjoint);
-        let outcome = self.exec.accelerations(&s.pos, sources, &params, &mut s.field);
-        s.fresh &= outcome.is_ok();
-        outcome
+        self.exec.accelerations(&s.pos, sources, &params, &mut s.field)?;
+        s.fresh = true;
+        Ok(())
     }
 }

@@ -92,6 +92,21 @@ pub fn length(what: &'static str, expected: usize, found: usize) -> Result<(), E
     }
 }
 
+/// A foreign slice's pull ([`crate::resident::ForeignSources::add_pull`]) adds to a
+/// field only once [`crate::resident::Resident::compute_field`] made it current.
+///
+/// ```
+/// assert!(nbody_core::validate::foreign_pull(true).is_ok());
+/// assert!(nbody_core::validate::foreign_pull(false).is_err());
+/// ```
+pub fn foreign_pull(field_is_current: bool) -> Result<(), Error> {
+    if field_is_current {
+        Ok(())
+    } else {
+        Err(Error::InvalidParameter { name: "state", requirement: "a field made current by compute_field first" })
+    }
+}
+
 /// Checks G and ε.
 pub fn params<T: Real>(params: &Params<T>) -> Result<(), Error> {
     if !(params.eps.is_finite() && params.eps >= T::zero()) {

@@ -369,13 +369,15 @@ impl<T: DeviceReal> ForeignSources<T> for CudaExecutor {
 
     fn add_pull(&mut self, s: &mut DeviceState<T>, sources: &[Particle<T>], params: &Params<T>) -> Result<(), Error> {
         self.own(s)?;
+        let was_fresh = std::mem::replace(&mut s.fresh, false);
+        validate::foreign_pull(was_fresh)?;
         validate::params(params)?;
         validate::particles(sources, Array::Sources)?;
         self.check_mixed_extent::<T>(&[], sources)?;
         if sources.is_empty() || s.is_empty() {
+            s.fresh = was_fresh;
             return Ok(());
         }
-        s.fresh = false;
         let params = params.with_overlap(nbody_core::Overlap::Disjoint);
         let padded = sources.len().next_multiple_of(SOURCE_PAD);
         let (targets, field) = (&s.pos.buf, &s.field.buf);

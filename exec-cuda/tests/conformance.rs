@@ -54,6 +54,7 @@ fn main() {
         gpu("device_resident_matches_host_path", device_resident),
         gpu("autotuned_choice_matches_the_oracle", autotuned),
         gpu("device_leapfrog_matches_the_host_leapfrog", device_leapfrog),
+        gpu("foreign_sources_add_their_pull_to_a_resident_field", foreign_sources),
         gpu("pipelined_upload_matches_the_oracle", pipelined),
         gpu("multi_device_resident_leapfrog_matches_the_host_leapfrog", multi_leapfrog),
         gpu("multi_device_failure_names_the_device_and_loses_nothing", multi_failure),
@@ -971,4 +972,66 @@ fn argument_layouts() -> Result<(), Failed> {
         return Err(format!("only {} structs compared: {compared:?}", compared.len()).into());
     }
     Ok(())
+}
+
+/// A resident state's own pull plus two foreign slices' ([`ForeignSources`], the MPI
+/// resident ring's step) is the oracle's field of the whole system at the state's
+/// particles, on the f32, f64 and mixed (sorted state) executors; the state's sources come
+/// down as uploaded (in its own order); a bad foreign slice is refused naming its index,
+/// and leaves the field stale.
+fn foreign_sources() -> Result<(), Failed> {
+    use nbody_core::resident::ForeignSources;
+    use nbody_core::{Array, Overlap};
+    fn check<T: DeviceReal>(gpu: &mut CudaExecutor, bound: f64, what: &str) -> Result<(), Failed> {
+        let (all, vel) = nbody_integrators::ics::plummer::<T>(6000, 13);
+        let mine = 2500;
+        let params = Params::softened(T::from_f64(0.01));
+        let mut s = gpu.upload_state(&all[..mine], &vel[..mine]).map_err(gpu_err)?;
+        let mut down = vec![Particle::default(); mine];
+        gpu.download_sources(&s, &mut down).map_err(gpu_err)?;
+        let key = |p: &Particle<T>| (p.x.to_f64(), p.y.to_f64(), p.z.to_f64(), p.m.to_f64());
+        let mut a: Vec<_> = down.iter().map(key).collect();
+        let mut b: Vec<_> = all[..mine].iter().map(key).collect();
+        a.sort_by(|x, y| x.partial_cmp(y).unwrap());
+        b.sort_by(|x, y| x.partial_cmp(y).unwrap());
+        if a != b {
+            return Err(format!("{what}: the sources came down changed").into());
+        }
+        gpu.compute_field(&mut s, &params).map_err(gpu_err)?;
+        gpu.add_pull(&mut s, &all[mine..4000], &params).map_err(gpu_err)?;
+        gpu.add_pull(&mut s, &all[4000..], &params).map_err(gpu_err)?;
+        let mut out = vec![Field::zero(); mine];
+        gpu.download_field(&mut s, &params, &mut out).map_err(gpu_err)?;
+        let truth = exact(&all[..mine], &all, &params.with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: mine }))
+            .map_err(gpu_err)?;
+        let mut worst = (0.0f64, 0.0f64);
+        for (o, e) in out.iter().zip(&truth) {
+            let a = o.acceleration();
+            let d = (0..3).map(|k| (a[k].to_f64() - e.acc[k]).powi(2)).sum::<f64>().sqrt();
+            worst.0 = nan_max(worst.0, d / e.acc.iter().map(|x| x * x).sum::<f64>().sqrt());
+            worst.1 = nan_max(worst.1, (o.phi.to_f64() - e.phi).abs() / e.phi.abs());
+        }
+        println!("{what}: own pull and two foreign slices, relative errors {:.2e} {:.2e}", worst.0, worst.1);
+        if worst.0 > bound || worst.1 > bound {
+            return Err(format!("{what}: relative errors {:.2e} {:.2e} over {bound:e}", worst.0, worst.1).into());
+        }
+        let mut bad = all[mine..mine + 10].to_vec();
+        bad[7].m = T::from_f64(f64::NAN);
+        match gpu.add_pull(&mut s, &bad, &params) {
+            Err(Error::NonFinite { array: Array::Sources, index: 7 }) => {}
+            other => return Err(format!("{what}: a NaN source gave {other:?}").into()),
+        }
+        if <CudaExecutor as Resident<T>>::field_is_current(&s) {
+            return Err(format!("{what}: a refused slice left the field current").into());
+        }
+        if !matches!(gpu.add_pull(&mut s, &all[mine..], &params), Err(Error::InvalidParameter { name: "state", .. })) {
+            return Err(format!("{what}: a foreign pull was added to a stale field").into());
+        }
+        Ok(())
+    }
+    check::<f32>(&mut CudaExecutor::new().map_err(gpu_err)?, 1e-5, "f32")?;
+    check::<f64>(&mut CudaExecutor::new().map_err(gpu_err)?, 1e-12, "f64")?;
+    let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?.into_executor();
+    mixed.set_sorted_above(0);
+    check::<f64>(&mut mixed, 2e-6, "mixed, sorted state")
 }

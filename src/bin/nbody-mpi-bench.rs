@@ -4,6 +4,7 @@
 //! ```text
 //! mpirun -n 8 nbody-mpi-bench --costs --sizes 32768,131072 --weak 16384 --alone
 //! mpirun -n 1 nbody-mpi-bench --executor cuda --sizes 1048576 --alone
+//! mpirun -n 2 nbody-mpi-bench --executor cuda --sizes 65536 --resident --costs
 //! nbody-mpi-bench --predict            # 1..256 GPUs at the seed's sizes, from the model
 //! ```
 //!
@@ -12,6 +13,11 @@
 //! kernel rate measured on each rank's own block and the MPI latency and bandwidth
 //! measured by ping-pong, and predicts the call; its ratio to the measurement is printed
 //! beside it.
+//!
+//! `--resident` also times the resident ring (each rank's system held by its executor,
+//! only sources travel): a force on the held positions and a leapfrog step, beside the
+//! model built from the pieces each rank measures alone (its positions copied down, its
+//! own pull, one foreign slice's pull).
 
 use clap::{Parser, ValueEnum};
 use nbody::bench::median;
@@ -19,7 +25,8 @@ use nbody::mpi::mpi::collective::SystemOperation;
 use nbody::mpi::mpi::topology::SimpleCommunicator;
 use nbody::mpi::mpi::traits::*;
 use nbody::mpi::{Distributed, Scheme};
-use nbody::{Executor, Field, Params, Particle, Real};
+use nbody::core::resident::{ForeignSources, OnHost, Resident};
+use nbody::{Executor, Field, Params, Particle, Real, Velocity};
 use std::fmt::Write as _;
 
 #[derive(Parser, Debug)]
@@ -61,6 +68,10 @@ struct Args {
     /// (e.g. a cluster fabric's).
     #[arg(long, num_args = 2, value_names = ["LATENCY", "BANDWIDTH"])]
     network: Option<Vec<f64>>,
+    /// Also time the resident ring: a force and a leapfrog step of a system held by the
+    /// ranks' executors (`OnHost` for the CPU executor), only sources travelling.
+    #[arg(long)]
+    resident: bool,
     /// Write the figures as JSON lines here (rank 0).
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -218,6 +229,8 @@ fn executor<T: nbody::cpu::CpuReal + Dev>(args: &Args, world: &SimpleCommunicato
 /// The CUDA executor where it is compiled in, one device per rank (rank mod devices).
 trait Dev: Real {
     fn cuda(rank: u32) -> Box<dyn Executor<Self>>;
+    /// The resident ring's figures on this rank's CUDA executor (see [`resident`]).
+    fn cuda_resident(args: &Args, world: &SimpleCommunicator, n: usize, net: Network) -> Option<String>;
 }
 
 #[cfg(feature = "cuda")]
@@ -225,6 +238,18 @@ impl<T: Real + nbody::cuda::DeviceReal> Dev for T {
     fn cuda(rank: u32) -> Box<dyn Executor<Self>> {
         let devices = nbody::cuda::CudaExecutor::device_count().unwrap_or(1).max(1);
         Box::new(nbody::cuda::CudaExecutor::on_device(rank % devices).expect("a CUDA device"))
+    }
+    fn cuda_resident(args: &Args, world: &SimpleCommunicator, n: usize, net: Network) -> Option<String> {
+        let devices = nbody::cuda::CudaExecutor::device_count().unwrap_or(1).max(1);
+        let gpu = nbody::cuda::CudaExecutor::on_device(world.rank() as u32 % devices).expect("a CUDA device");
+        resident(gpu, args, world, n, net)
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl Settle for nbody::cuda::CudaExecutor {
+    fn settle(&self) {
+        self.synchronize().expect("the queued kernels finish");
     }
 }
 
@@ -234,6 +259,88 @@ impl<T: Real> Dev for T {
         eprintln!("--executor cuda: built without CUDA");
         std::process::exit(2)
     }
+    fn cuda_resident(_: &Args, _: &SimpleCommunicator, _: usize, _: Network) -> Option<String> {
+        Self::cuda(0);
+        None
+    }
+}
+
+/// Waits until an executor's queued work has finished (a GPU's kernels), so a timing
+/// covers it.
+trait Settle {
+    fn settle(&self);
+}
+
+/// Host executors finish their work before returning.
+impl<E> Settle for OnHost<E> {
+    fn settle(&self) {}
+}
+
+/// The resident ring at `n` particles over the ranks of `world`, each rank's slice held
+/// by `inner`: a force on the held positions (a zero drift makes them new) and a
+/// leapfrog step, each the median over `--reps` after a warm-up, timed to the slowest
+/// rank's end; and the model from what each rank measures alone: its positions copied
+/// down (`t_down`), its own pull (`t_own`), one foreign slice's pull, upload included
+/// (`t_add`). Returns rank 0's report line (and JSON line after a tab).
+fn resident<T: Real, E: ForeignSources<T> + Settle>(
+    inner: E,
+    args: &Args,
+    world: &SimpleCommunicator,
+    n: usize,
+    net: Network,
+) -> Option<String> {
+    let (rank, p) = (world.rank() as usize, world.size() as usize);
+    let (all, vel) = nbody::integrators::ics::plummer::<T>(n, 11);
+    let share = n * rank / p..n * (rank + 1) / p;
+    let (mine, mine_v): (&[Particle<T>], &[Velocity<T>]) = (&all[share.clone()], &vel[share]);
+    let params = Params::softened(T::from_f64(1.0 / 64.0)).acceleration_only();
+    let mut dist = Distributed::new(inner, world, Scheme::Ring).expect("the ring needs no layout");
+    let reps = args.reps;
+    let median_of = |f: &mut dyn FnMut()| {
+        f();
+        median((0..reps).map(|_| timed(world, &mut *f)).collect())
+    };
+    // The pieces, each rank alone on its own slice.
+    let solo = dist.inner_mut();
+    let mut own = solo.upload_state(mine, mine_v).expect("valid input");
+    let mut down = vec![Particle::default(); mine.len()];
+    let t_down = median_of(&mut || solo.download_sources(&own, &mut down).expect("valid"));
+    let t_own = median_of(&mut || {
+        solo.drift(&mut own, T::zero()).expect("valid");
+        solo.compute_field(&mut own, &params).expect("valid");
+        solo.settle();
+    });
+    let t_add = median_of(&mut || {
+        solo.add_pull(&mut own, &down, &params).expect("valid");
+        solo.settle();
+    });
+    drop(own);
+    // The ring.
+    let mut s = dist.upload_state(mine, mine_v).expect("valid input");
+    let force = median_of(&mut || {
+        dist.drift(&mut s, T::zero()).expect("valid");
+        dist.compute_field(&mut s, &params).expect("valid");
+        dist.inner().settle();
+    });
+    let step = median_of(&mut || {
+        dist.leapfrog_step(&mut s, &params, 1.0 / 4096.0).expect("valid");
+        dist.inner().settle();
+    });
+    let record = std::mem::size_of::<Particle<T>>() as f64;
+    let t_m = net.message((n / p) as f64 * record);
+    let agree = net.all_gather(p, 24.0 * p as f64);
+    let steps = p as f64 - 1.0;
+    let model = agree + t_down + t_own + steps * t_add + steps * (t_m - t_own).max(0.0);
+    (rank == 0).then(|| {
+        format!(
+            "{p:>5} {n:>9} {:>7} {:>14} {force:>12.5e} {:>12.4e} {model:>12.5e} {:>8.3}   step {step:.5e} s; alone: down {t_down:.3e}, own {t_own:.3e}, add {t_add:.3e}\t\
+             {{\"kind\":\"resident\",\"ranks\":{p},\"n\":{n},\"force_s\":{force:e},\"step_s\":{step:e},\"model_s\":{model:e},\"down_s\":{t_down:e},\"own_s\":{t_own:e},\"add_s\":{t_add:e}}}",
+            "force",
+            "resident ring",
+            (n * n) as f64 / force,
+            model / force
+        )
+    })
 }
 
 fn bench<T: nbody::cpu::CpuReal + Dev>(args: &Args, world: &SimpleCommunicator) {
@@ -370,6 +477,19 @@ fn bench<T: nbody::cpu::CpuReal + Dev>(args: &Args, world: &SimpleCommunicator) 
                 json,
                 "{{\"kind\":\"{kind}\",\"ranks\":{p},\"n\":{n},\"scheme\":\"{name}\",\"seconds\":{call:e},\"model_s\":{predicted:e},\"block_s\":{block:e}}}"
             );
+        }
+        if args.resident {
+            let line = match args.executor {
+                Exec::Cpu => {
+                    let cpu = nbody::cpu::CpuExecutor::new(nbody::cpu::Parallelism::threads(args.threads));
+                    resident::<T, _>(OnHost::new(cpu), args, world, n, net)
+                }
+                Exec::Cuda => T::cuda_resident(args, world, n, net),
+            };
+            if let Some((text, js)) = line.as_deref().and_then(|l| l.split_once('\t')) {
+                let _ = writeln!(report, "{text}");
+                let _ = writeln!(json, "{js}");
+            }
         }
     }
     if root {
