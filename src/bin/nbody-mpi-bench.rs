@@ -242,7 +242,7 @@ impl<T: Real + nbody::cuda::DeviceReal> Dev for T {
     fn cuda_resident(args: &Args, world: &SimpleCommunicator, n: usize, net: Network) -> Option<String> {
         let devices = nbody::cuda::CudaExecutor::device_count().unwrap_or(1).max(1);
         let gpu = nbody::cuda::CudaExecutor::on_device(world.rank() as u32 % devices).expect("a CUDA device");
-        resident(gpu, args, world, n, net)
+        resident::<T, _>(gpu, args, world, n, net)
     }
 }
 
