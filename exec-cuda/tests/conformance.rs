@@ -1002,8 +1002,12 @@ fn foreign_sources() -> Result<(), Failed> {
         gpu.add_pull(&mut s, &all[4000..], &params).map_err(gpu_err)?;
         let mut out = vec![Field::zero(); mine];
         gpu.download_field(&mut s, &params, &mut out).map_err(gpu_err)?;
-        let truth = exact(&all[..mine], &all, &params.with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: mine }))
-            .map_err(gpu_err)?;
+        let truth = exact(
+            &all[..mine],
+            &all,
+            &params.with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: mine }),
+        )
+        .map_err(gpu_err)?;
         let mut worst = (0.0f64, 0.0f64);
         for (o, e) in out.iter().zip(&truth) {
             let a = o.acceleration();

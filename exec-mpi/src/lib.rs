@@ -21,6 +21,11 @@
 //! mid-call (a device error) is agreed the same way after the exchange completes, and
 //! outputs are left untouched on every rank.
 //!
+//! A system that stays in the ranks' executors between steps (one GPU per rank) is the
+//! **resident ring**: [`Distributed`] is [`nbody_core::resident::Resident`] when its
+//! executor offers [`nbody_core::resident::ForeignSources`]; each rank's targets stay
+//! where they are and only source slices travel ([`DistributedState`]).
+//!
 //! [`Replicated`] is the other way to use many ranks: every rank holds all particles
 //! (a small system, or a code that replicates its data) and the work is split; it is
 //! also what runs the conformance suite against [`Distributed`] with arrays that every

@@ -73,16 +73,24 @@ impl<T: Real, E: ForeignSources<T>> Resident<T> for Distributed<E> {
 
     fn upload_state(&mut self, pos: &[Particle<T>], vel: &[Velocity<T>]) -> Result<Self::State, Error> {
         let made = self.inner.upload_state(pos, vel);
-        let checked = match &made {
-            Ok(_) => Ok(()),
-            Err(e) => Err(e.clone()),
-        };
+        let checked = made.as_ref().map(|_| ()).map_err(|e| *e);
         let counts = self.agree(checked, pos.len(), pos.len())?;
         let inner = made?;
-        Ok(DistributedState { inner, counts, fresh: false, own: vec![Particle::default(); pos.len()], buffers: Buffers::default() })
+        Ok(DistributedState {
+            inner,
+            counts,
+            fresh: false,
+            own: vec![Particle::default(); pos.len()],
+            buffers: Buffers::default(),
+        })
     }
 
-    fn download_state(&mut self, s: &Self::State, pos: &mut [Particle<T>], vel: &mut [Velocity<T>]) -> Result<(), Error> {
+    fn download_state(
+        &mut self,
+        s: &Self::State,
+        pos: &mut [Particle<T>],
+        vel: &mut [Velocity<T>],
+    ) -> Result<(), Error> {
         self.inner.download_state(&s.inner, pos, vel)
     }
 
@@ -112,7 +120,8 @@ impl<T: Real, E: ForeignSources<T>> Resident<T> for Distributed<E> {
                 return;
             }
             *interactions += n * src.pos.len() as f64;
-            outcome = if step == 0 { inner.compute_field(state, params) } else { inner.add_pull(state, src.pos, params) };
+            outcome =
+                if step == 0 { inner.compute_field(state, params) } else { inner.add_pull(state, src.pos, params) };
         };
         let own = Bodies { pos: &s.own, vel: &[] };
         let passed = pass(&self.comm, &s.counts, own, false, &mut s.buffers, compute);

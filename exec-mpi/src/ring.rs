@@ -95,8 +95,7 @@ pub(crate) fn pass<T: Real>(
     for k in 0..p {
         let here = n_of(r + p - k);
         let arriving = n_of(r + 2 * p - k - 1);
-        let send =
-            if k == 0 { own } else { Bodies { pos: &held[..here], vel: &held_v[..vel_len(here)] } };
+        let send = if k == 0 { own } else { Bodies { pos: &held[..here], vel: &held_v[..vel_len(here)] } };
         if k + 1 == p {
             compute(k, send);
             break;

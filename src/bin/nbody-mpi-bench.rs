@@ -21,11 +21,11 @@
 
 use clap::{Parser, ValueEnum};
 use nbody::bench::median;
+use nbody::core::resident::{ForeignSources, OnHost, Resident};
 use nbody::mpi::mpi::collective::SystemOperation;
 use nbody::mpi::mpi::topology::SimpleCommunicator;
 use nbody::mpi::mpi::traits::*;
 use nbody::mpi::{Distributed, Scheme};
-use nbody::core::resident::{ForeignSources, OnHost, Resident};
 use nbody::{Executor, Field, Params, Particle, Real, Velocity};
 use std::fmt::Write as _;
 
