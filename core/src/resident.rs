@@ -75,7 +75,9 @@ pub trait Resident<T: Real>: Executor<T> {
         pos: &mut [Particle<T>],
         vel: &mut [Velocity<T>],
     ) -> Result<(), Error>;
-    /// The field at the current positions (computed first if it is stale), copied back.
+    /// The field at the current positions, copied back: computed first if it is stale,
+    /// or if `params` asks for the potential and the field held was computed without
+    /// (steps may run acceleration-only, diagnostics ask for the potential).
     fn download_field(&mut self, s: &mut Self::State, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error>;
     /// Whether the field held for `s` belongs to its current positions.
     fn field_is_current(s: &Self::State) -> bool;
@@ -133,7 +135,7 @@ pub trait ForeignSources<T: Real>: Resident<T> {
     /// Adds the pull of `sources` (none of them `s`'s own particles) into the field held
     /// for `s`, which [`Resident::compute_field`] made current (a stale field is an
     /// error). `params` as for `compute_field` (its overlap is ignored: the sets are
-    /// disjoint). The executor may return before the work is done; `sources` may be
+    /// disjoint; the potential is added where the field held has one). The executor may return before the work is done; `sources` may be
     /// reused as soon as it returns. A failure leaves the field stale.
     fn add_pull(&mut self, s: &mut Self::State, sources: &[Particle<T>], params: &Params<T>) -> Result<(), Error>;
 }
@@ -208,6 +210,8 @@ pub struct HostState<T: Real> {
     vel: alloc::vec::Vec<Velocity<T>>,
     field: alloc::vec::Vec<Field<T>>,
     fresh: bool,
+    /// Whether `field` has potentials.
+    potential: bool,
     time: f64,
     owner: Owner,
 }
@@ -251,6 +255,7 @@ impl<T: Real, E: Executor<T>> Resident<T> for OnHost<E> {
             vel: vel.to_vec(),
             field: alloc::vec![Field::zero(); pos.len()],
             fresh: false,
+            potential: false,
             time: 0.0,
             owner: self.owner,
         })
@@ -273,7 +278,7 @@ impl<T: Real, E: Executor<T>> Resident<T> for OnHost<E> {
     fn download_field(&mut self, s: &mut HostState<T>, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error> {
         self.owner.check(s.owner)?;
         crate::validate::length("output", s.field.len(), out.len())?;
-        if !s.fresh {
+        if !s.fresh || (params.potential && !s.potential) {
             self.compute_field(s, params)?;
         }
         out.copy_from_slice(&s.field);
@@ -288,7 +293,7 @@ impl<T: Real, E: Executor<T>> Resident<T> for OnHost<E> {
         self.owner.check(s.owner)?;
         s.field.iter_mut().for_each(|f| *f = Field::zero());
         self.exec.accelerations(&s.pos, &s.pos, &params.with_overlap(crate::Overlap::Identical), &mut s.field)?;
-        s.fresh = true;
+        (s.fresh, s.potential) = (true, params.potential);
         Ok(())
     }
 
@@ -326,9 +331,34 @@ impl<T: Real, E: Executor<T>> ForeignSources<T> for OnHost<E> {
     fn add_pull(&mut self, s: &mut HostState<T>, sources: &[Particle<T>], params: &Params<T>) -> Result<(), Error> {
         self.owner.check(s.owner)?;
         crate::validate::foreign_pull(core::mem::replace(&mut s.fresh, false))?;
-        let params = params.with_overlap(crate::Overlap::Disjoint);
+        // The held field's kind: a potential is added only where the own pull had one.
+        let params = Params { potential: s.potential, ..params.with_overlap(crate::Overlap::Disjoint) };
         self.exec.accelerations(&s.pos, sources, &params, &mut s.field)?;
         s.fresh = true;
         Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    use super::{OnHost, Resident};
+    use crate::{Field, Params, Particle, Reference, Velocity};
+
+    /// An acceleration-only step leaves no potential; a download asking for one computes
+    /// it, with the same accelerations.
+    #[test]
+    fn potential_is_computed_when_asked_after_acceleration_only_steps() {
+        let p = [Particle::new(-1.0f64, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 2.0)];
+        let v = [Velocity::new(0.0, -0.3, 0.0), Velocity::new(0.0, 0.3, 0.0)];
+        let mut exec = OnHost::new(Reference);
+        let mut s = exec.upload_state(&p, &v).unwrap();
+        let params = Params::softened(0.0);
+        exec.leapfrog_step(&mut s, &params.acceleration_only(), 0.01).unwrap();
+        let (mut plain, mut full) = ([Field::zero(); 2], [Field::zero(); 2]);
+        exec.download_field(&mut s, &params.acceleration_only(), &mut plain).unwrap();
+        exec.download_field(&mut s, &params, &mut full).unwrap();
+        assert!(plain.iter().all(|f| f.phi == 0.0));
+        assert!(full[0].phi < -0.9 && full[1].phi < -0.4, "{full:?}");
+        assert_eq!(plain.map(|f| f.acceleration()), full.map(|f| f.acceleration()));
     }
 }

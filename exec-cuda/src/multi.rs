@@ -628,6 +628,8 @@ pub struct MultiState<T: DeviceReal> {
     padded: Vec<usize>,
     n: usize,
     fresh: bool,
+    /// Whether the field held has potentials.
+    potential: bool,
     /// A drift since the last field: the positions must be exchanged first.
     drifted: bool,
     /// Simulated time.
@@ -733,7 +735,7 @@ impl MultiDevice {
             };
             run(exec).map_err(on_device(lane.ordinal))?;
         }
-        s.fresh = true;
+        (s.fresh, s.potential) = (true, params.potential);
         Ok(())
     }
 
@@ -875,6 +877,7 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
             padded,
             n: pos.len(),
             fresh: false,
+            potential: false,
             drifted: false,
             time: 0.0,
             owner: self.owner,
@@ -916,7 +919,7 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
     ) -> Result<(), Error> {
         self.owner.check(state.owner)?;
         validate::length("output", state.n, out.len())?;
-        if !state.fresh {
+        if !state.fresh || (params.potential && !state.potential) {
             self.force(state, params)?;
         }
         for (lane, part) in self.lanes.iter_mut().zip(&state.parts) {

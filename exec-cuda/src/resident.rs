@@ -28,6 +28,9 @@ pub struct DeviceState<T: DeviceReal> {
     vel: DeviceBuffer<u8>,
     pub(crate) field: DeviceFields<T>,
     pub(crate) fresh: bool,
+    /// Whether the field held has potentials (an acceleration-only step leaves them out;
+    /// a download that asks for them computes them then).
+    potential: bool,
     /// Simulated time.
     pub time: f64,
     owner: Owner,
@@ -176,6 +179,7 @@ impl CudaExecutor {
             vel: v,
             field,
             fresh: false,
+            potential: false,
             time: 0.0,
             owner: self.gpu.owner(),
             order,
@@ -189,7 +193,7 @@ impl CudaExecutor {
         self.clear(&mut s.field)?;
         let p = params.with_overlap(nbody_core::Overlap::Identical);
         self.accelerations_resident(&s.pos, &s.pos, &p, &mut s.field)?;
-        s.fresh = true;
+        (s.fresh, s.potential) = (true, params.potential);
         Ok(())
     }
 
@@ -299,7 +303,7 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
         self.own(state)?;
-        if !state.fresh {
+        if !state.fresh || (params.potential && !state.potential) {
             self.force(state, params)?;
         }
         validate::length("output", state.len(), out.len())?;
@@ -378,7 +382,8 @@ impl<T: DeviceReal> ForeignSources<T> for CudaExecutor {
             s.fresh = was_fresh;
             return Ok(());
         }
-        let params = params.with_overlap(nbody_core::Overlap::Disjoint);
+        // The held field's kind: a potential is added only where the own pull had one.
+        let params = Params { potential: s.potential, ..params.with_overlap(nbody_core::Overlap::Disjoint) };
         let padded = sources.len().next_multiple_of(SOURCE_PAD);
         let (targets, field) = (&s.pos.buf, &s.field.buf);
         self.guarded(|me| {

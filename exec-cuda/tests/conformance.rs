@@ -55,6 +55,7 @@ fn main() {
         gpu("autotuned_choice_matches_the_oracle", autotuned),
         gpu("device_leapfrog_matches_the_host_leapfrog", device_leapfrog),
         gpu("foreign_sources_add_their_pull_to_a_resident_field", foreign_sources),
+        gpu("acceleration_only_steps_then_a_potential_on_download", potential_on_download),
         gpu("pipelined_upload_matches_the_oracle", pipelined),
         gpu("multi_device_resident_leapfrog_matches_the_host_leapfrog", multi_leapfrog),
         gpu("multi_device_failure_names_the_device_and_loses_nothing", multi_failure),
@@ -1038,4 +1039,36 @@ fn foreign_sources() -> Result<(), Failed> {
     let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?.into_executor();
     mixed.set_sorted_above(0);
     check::<f64>(&mut mixed, 2e-6, "mixed, sorted state")
+}
+
+/// Steps run acceleration-only (`nbody run` asks for the potential only for its
+/// diagnostics): a download asking for the potential then computes it, on one device
+/// and on two lanes of a multi-device executor, and the accelerations are the same bits
+/// as the step's own, so a run is the same whatever its diagnostics did.
+fn potential_on_download() -> Result<(), Failed> {
+    fn check<E: Resident<f32>>(exec: &mut E, what: &str) -> Result<(), Failed> {
+        let (p, v) = nbody_integrators::ics::plummer::<f32>(3000, 8);
+        let params = Params::softened(0.01f32);
+        let mut s = exec.upload_state(&p, &v).map_err(gpu_err)?;
+        exec.leapfrog_step(&mut s, &params.acceleration_only(), 1.0 / 256.0).map_err(gpu_err)?;
+        let mut plain = vec![Field::new(9.0f32, 9.0, 9.0, 9.0); p.len()];
+        exec.download_field(&mut s, &params.acceleration_only(), &mut plain).map_err(gpu_err)?;
+        let mut full = plain.clone();
+        exec.download_field(&mut s, &params, &mut full).map_err(gpu_err)?;
+        let (mut pos, mut vel) = (p.clone(), v.clone());
+        exec.download_state(&s, &mut pos, &mut vel).map_err(gpu_err)?;
+        let truth = exact(&pos, &pos, &params.with_overlap_identical()).map_err(gpu_err)?;
+        let worst = full.iter().zip(&truth).map(|(f, e)| (f.phi as f64 - e.phi).abs() / e.phi.abs()).fold(0.0, nan_max);
+        if worst > 1e-5 || plain.iter().any(|f| f.phi != 0.0) {
+            return Err(
+                format!("{what}: potential error {worst:e}, or a potential in an acceleration-only field").into()
+            );
+        }
+        if plain.iter().zip(&full).any(|(a, b)| a.acceleration() != b.acceleration()) {
+            return Err(format!("{what}: the accelerations changed when the potential was added").into());
+        }
+        Ok(())
+    }
+    check(&mut CudaExecutor::new().map_err(gpu_err)?, "one device")?;
+    check(&mut MultiDevice::on_devices(&[0, 0]).map_err(gpu_err)?, "two lanes on device 0")
 }

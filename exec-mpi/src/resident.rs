@@ -18,6 +18,8 @@ pub struct DistributedState<S, T: Real> {
     /// `(n, n)` of every rank, agreed when the system was uploaded.
     counts: Vec<[u64; 2]>,
     fresh: bool,
+    /// Whether the field held has potentials.
+    potential: bool,
     own: Vec<Particle<T>>,
     buffers: Buffers<T>,
 }
@@ -80,6 +82,7 @@ impl<T: Real, E: ForeignSources<T>> Resident<T> for Distributed<E> {
             inner,
             counts,
             fresh: false,
+            potential: false,
             own: vec![Particle::default(); pos.len()],
             buffers: Buffers::default(),
         })
@@ -95,7 +98,7 @@ impl<T: Real, E: ForeignSources<T>> Resident<T> for Distributed<E> {
     }
 
     fn download_field(&mut self, s: &mut Self::State, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error> {
-        if !s.fresh {
+        if !s.fresh || (params.potential && !s.potential) {
             self.compute_field(s, params)?;
         }
         self.inner.download_field(&mut s.inner, params, out)
@@ -127,7 +130,7 @@ impl<T: Real, E: ForeignSources<T>> Resident<T> for Distributed<E> {
         let passed = pass(&self.comm, &s.counts, own, false, &mut s.buffers, compute);
         let outcome = passed.and(outcome);
         self.agree_outcome(outcome)?;
-        s.fresh = true;
+        (s.fresh, s.potential) = (true, params.potential);
         Ok(())
     }
 
