@@ -75,9 +75,11 @@ pub trait Resident<T: Real>: Executor<T> {
         pos: &mut [Particle<T>],
         vel: &mut [Velocity<T>],
     ) -> Result<(), Error>;
-    /// The field at the current positions, copied back: computed first if it is stale,
-    /// or if `params` asks for the potential and the field held was computed without
-    /// (steps may run acceleration-only, diagnostics ask for the potential).
+    /// The field at the current positions, copied back: computed first if it is stale.
+    /// Where `params` asks for the potential and the field held was computed without
+    /// (steps may run acceleration-only, diagnostics ask for the potential), the field is
+    /// computed for this download only and the held one kept as it was, so a run does
+    /// not depend on when its diagnostics ran.
     fn download_field(&mut self, s: &mut Self::State, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error>;
     /// Whether the field held for `s` belongs to its current positions.
     fn field_is_current(s: &Self::State) -> bool;
@@ -278,11 +280,22 @@ impl<T: Real, E: Executor<T>> Resident<T> for OnHost<E> {
     fn download_field(&mut self, s: &mut HostState<T>, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error> {
         self.owner.check(s.owner)?;
         crate::validate::length("output", s.field.len(), out.len())?;
-        if !s.fresh || (params.potential && !s.potential) {
-            self.compute_field(s, params)?;
+        let held = (s.fresh, s.potential);
+        if !params.potential || (held.0 && held.1) {
+            if !s.fresh {
+                self.compute_field(s, params)?;
+            }
+            out.copy_from_slice(&s.field);
+            return Ok(());
         }
-        out.copy_from_slice(&s.field);
-        Ok(())
+        // A potential the held field lacks: computed aside for this download only, the
+        // held field kept as the steps made it (a run's bits do not depend on when its
+        // diagnostics ran).
+        let kept = core::mem::replace(&mut s.field, alloc::vec![Field::zero(); out.len()]);
+        let got = self.compute_field(s, params).map(|()| out.copy_from_slice(&s.field));
+        s.field = kept;
+        (s.fresh, s.potential) = held;
+        got
     }
 
     fn field_is_current(s: &HostState<T>) -> bool {
@@ -360,5 +373,9 @@ mod tests {
         assert!(plain.iter().all(|f| f.phi == 0.0));
         assert!(full[0].phi < -0.9 && full[1].phi < -0.4, "{full:?}");
         assert_eq!(plain.map(|f| f.acceleration()), full.map(|f| f.acceleration()));
+        let mut again = [Field::zero(); 2];
+        exec.download_field(&mut s, &params.acceleration_only(), &mut again).unwrap();
+        assert_eq!(again, plain, "the held field stays acceleration-only");
+        assert!(OnHost::<Reference>::field_is_current(&s));
     }
 }

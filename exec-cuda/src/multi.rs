@@ -919,19 +919,27 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
     ) -> Result<(), Error> {
         self.owner.check(state.owner)?;
         validate::length("output", state.n, out.len())?;
-        if !state.fresh || (params.potential && !state.potential) {
-            self.force(state, params)?;
+        let held = (state.fresh, state.potential);
+        if !params.potential || (held.0 && held.1) {
+            if !state.fresh {
+                self.force(state, params)?;
+            }
+            return self.download_held_field(state, out);
         }
-        for (lane, part) in self.lanes.iter_mut().zip(&state.parts) {
-            let r = part.own.clone();
-            let mut get = || -> Result<(), Error> {
-                lane.exec.gpu.make_current()?;
-                lane.exec.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
-                download(&part.field.buf, bytemuck::cast_slice_mut(&mut out[r.clone()]))
-            };
-            get().map_err(on_device(lane.ordinal))?;
+        // A potential the held field lacks: computed into other buffers for this download
+        // only, the held field kept as the steps made it (see the single device's
+        // `download_field`).
+        let mut kept = Vec::with_capacity(state.parts.len());
+        for (lane, part) in self.lanes.iter_mut().zip(&mut state.parts) {
+            let fresh = lane.exec.zeroed_fields(part.own.len()).map_err(on_device(lane.ordinal))?;
+            kept.push(std::mem::replace(&mut part.field, fresh));
         }
-        Ok(())
+        let got = self.force(state, params).and_then(|()| self.download_held_field(state, out));
+        for (part, field) in state.parts.iter_mut().zip(kept) {
+            part.field = field;
+        }
+        (state.fresh, state.potential) = held;
+        got
     }
 
     fn field_is_current(s: &MultiState<T>) -> bool {
@@ -1009,4 +1017,20 @@ fn each_lane<T: DeviceReal>(
         run(&mut lane.exec).map_err(on_device(lane.ordinal))?;
     }
     Ok(())
+}
+
+impl MultiDevice {
+    /// Copies the field each lane holds into its range of `out`.
+    fn download_held_field<T: DeviceReal>(&mut self, state: &MultiState<T>, out: &mut [Field<T>]) -> Result<(), Error> {
+        for (lane, part) in self.lanes.iter_mut().zip(&state.parts) {
+            let r = part.own.clone();
+            let mut get = || -> Result<(), Error> {
+                lane.exec.gpu.make_current()?;
+                lane.exec.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
+                download(&part.field.buf, bytemuck::cast_slice_mut(&mut out[r.clone()]))
+            };
+            get().map_err(on_device(lane.ordinal))?;
+        }
+        Ok(())
+    }
 }

@@ -303,12 +303,28 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
         self.own(state)?;
-        if !state.fresh || (params.potential && !state.potential) {
-            self.force(state, params)?;
-        }
         validate::length("output", state.len(), out.len())?;
-        self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
-        download_in_order(&state.field.buf, state.order(), out)
+        let held = (state.fresh, state.potential);
+        if !params.potential || (held.0 && held.1) {
+            if !state.fresh {
+                self.force(state, params)?;
+            }
+            self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
+            return download_in_order(&state.field.buf, state.order(), out);
+        }
+        // A potential the held field lacks: computed into other buffers for this download
+        // only. The held field stays what the steps made it (the potential's kernel sums
+        // accelerations in another order), so a run's bits do not depend on when its
+        // diagnostics ran, and a resumed run matches an uninterrupted one.
+        let aside = self.zeroed_fields(state.len())?;
+        let kept = std::mem::replace(&mut state.field, aside);
+        let got = self.force(state, params).and_then(|()| {
+            self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
+            download_in_order(&state.field.buf, state.order(), out)
+        });
+        state.field = kept;
+        (state.fresh, state.potential) = held;
+        got
     }
 
     fn field_is_current(s: &DeviceState<T>) -> bool {

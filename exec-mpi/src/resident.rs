@@ -98,10 +98,18 @@ impl<T: Real, E: ForeignSources<T>> Resident<T> for Distributed<E> {
     }
 
     fn download_field(&mut self, s: &mut Self::State, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error> {
-        if !s.fresh || (params.potential && !s.potential) {
-            self.compute_field(s, params)?;
+        if !params.potential || (s.fresh && s.potential) {
+            if !s.fresh {
+                self.compute_field(s, params)?;
+            }
+            return self.inner.download_field(&mut s.inner, params, out);
         }
-        self.inner.download_field(&mut s.inner, params, out)
+        // A potential the held field lacks: the ring computes it for this download, and
+        // the field is stale afterwards, so the next step computes its own as it would
+        // have (a run's bits do not depend on when its diagnostics ran).
+        let got = self.compute_field(s, params).and_then(|()| self.inner.download_field(&mut s.inner, params, out));
+        s.fresh = false;
+        got
     }
 
     fn field_is_current(s: &Self::State) -> bool {
