@@ -246,6 +246,19 @@ impl CudaExecutor {
         self.resort(s)
     }
 
+    /// Copies the field `s` holds, whatever computed it (the tree's forces too), in the
+    /// caller's order, once the kernels are done.
+    pub(crate) fn download_held_field<T: DeviceReal>(
+        &mut self,
+        s: &DeviceState<T>,
+        out: &mut [Field<T>],
+    ) -> Result<(), Error> {
+        self.own(s)?;
+        validate::length("output", s.len(), out.len())?;
+        self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
+        download_in_order(&s.field.buf, s.order(), out)
+    }
+
     /// Makes this executor's context current and checks that it made `s`.
     fn own<T: DeviceReal>(&self, s: &DeviceState<T>) -> Result<(), Error> {
         self.gpu.owner().check(s.owner)?;
@@ -309,8 +322,7 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
             if !state.fresh {
                 self.force(state, params)?;
             }
-            self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
-            return download_in_order(&state.field.buf, state.order(), out);
+            return self.download_held_field(state, out);
         }
         // A potential the held field lacks: computed into other buffers for this download
         // only. The held field stays what the steps made it (the potential's kernel sums
@@ -318,10 +330,7 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
         // diagnostics ran, and a resumed run matches an uninterrupted one.
         let aside = self.zeroed_fields(state.len())?;
         let kept = std::mem::replace(&mut state.field, aside);
-        let got = self.force(state, params).and_then(|()| {
-            self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
-            download_in_order(&state.field.buf, state.order(), out)
-        });
+        let got = self.force(state, params).and_then(|()| self.download_held_field(state, out));
         state.field = kept;
         (state.fresh, state.potential) = held;
         got

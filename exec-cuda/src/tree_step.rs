@@ -231,8 +231,9 @@ impl CudaExecutor {
         if !sys.state.fresh {
             self.tree_field(sys, params)?;
         }
-        // Fresh now: the resident download does not compute anything.
-        self.download_field(&mut sys.state, params, out)
+        // The tree's own field as held (a direct download asking for a potential the
+        // state lacks would compute one by direct summation).
+        self.download_held_field(&sys.state, out)
     }
 
     /// Puts a field saved with the system (a checkpoint) back as its current field, so
