@@ -922,7 +922,7 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
         let held = (state.fresh, state.potential);
         if !params.potential || (held.0 && held.1) {
             if !state.fresh {
-                self.force(state, params)?;
+                self.compute_field(state, params)?;
             }
             return self.download_held_field(state, out);
         }
@@ -934,7 +934,7 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
             let fresh = lane.exec.zeroed_fields(part.own.len()).map_err(on_device(lane.ordinal))?;
             kept.push(std::mem::replace(&mut part.field, fresh));
         }
-        let got = self.force(state, params).and_then(|()| self.download_held_field(state, out));
+        let got = self.compute_field(state, params).and_then(|()| self.download_held_field(state, out));
         for (part, field) in state.parts.iter_mut().zip(kept) {
             part.field = field;
         }

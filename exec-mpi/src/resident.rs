@@ -2,7 +2,8 @@
 //! steps, and only sources travel. A field is this rank's own pull, computed where the
 //! system lives while its positions go to the next rank, then each other rank's slice
 //! as it arrives, added by [`ForeignSources::add_pull`] (queued on a GPU, so the next
-//! message moves while it computes). Targets are never copied, and no field comes back
+//! message moves while it computes). Targets never go up again (only their positions
+//! come down, once per field, as the slice this rank sends), and no field comes back
 //! unless asked for.
 
 use crate::ring::{pass, Buffers};
