@@ -107,6 +107,23 @@ pub trait Resident<T: Real>: Executor<T> {
     }
 }
 
+/// Whether a resident download with `params` computes its field aside: it asks for the
+/// potential and the field held (current or not, with potentials or not) has none to
+/// give. Steps may run acceleration-only; computing the potential into the held field
+/// would change the accelerations' last bits (another kernel sums them), so a run would
+/// depend on when its diagnostics ran. Every resident executor decides by this rule.
+///
+/// ```
+/// use nbody_core::{resident::field_aside, Params};
+/// let p = Params::softened(0.01f64);
+/// assert!(field_aside(true, false, &p)); // current, acceleration-only
+/// assert!(!field_aside(true, true, &p));
+/// assert!(!field_aside(false, false, &p.acceleration_only())); // computed into the held field
+/// ```
+pub fn field_aside<T: Real>(fresh: bool, potential: bool, params: &Params<T>) -> bool {
+    params.potential && !(fresh && potential)
+}
+
 /// A resident executor whose held field can also take the pull of sources it does not
 /// hold: another process's particles, passed around a ring of MPI ranks, so each rank's
 /// targets stay in its executor's memory and only sources travel. The field is built as
@@ -137,8 +154,9 @@ pub trait ForeignSources<T: Real>: Resident<T> {
     /// Adds the pull of `sources` (none of them `s`'s own particles) into the field held
     /// for `s`, which [`Resident::compute_field`] made current (a stale field is an
     /// error). `params` as for `compute_field` (its overlap is ignored: the sets are
-    /// disjoint; the potential is added where the field held has one). The executor may return before the work is done; `sources` may be
-    /// reused as soon as it returns. A failure leaves the field stale.
+    /// disjoint; the potential is added where the field held has one). The executor may
+    /// return before the work is done; `sources` may be reused as soon as it returns. A
+    /// failure leaves the field stale.
     fn add_pull(&mut self, s: &mut Self::State, sources: &[Particle<T>], params: &Params<T>) -> Result<(), Error>;
 }
 
@@ -281,7 +299,7 @@ impl<T: Real, E: Executor<T>> Resident<T> for OnHost<E> {
         self.owner.check(s.owner)?;
         crate::validate::length("output", s.field.len(), out.len())?;
         let held = (s.fresh, s.potential);
-        if !params.potential || (held.0 && held.1) {
+        if !field_aside(held.0, held.1, params) {
             if !s.fresh {
                 self.compute_field(s, params)?;
             }

@@ -920,7 +920,7 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
         self.owner.check(state.owner)?;
         validate::length("output", state.n, out.len())?;
         let held = (state.fresh, state.potential);
-        if !params.potential || (held.0 && held.1) {
+        if !nbody_core::resident::field_aside(held.0, held.1, params) {
             if !state.fresh {
                 self.compute_field(state, params)?;
             }

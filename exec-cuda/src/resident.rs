@@ -318,7 +318,7 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
         self.own(state)?;
         validate::length("output", state.len(), out.len())?;
         let held = (state.fresh, state.potential);
-        if !params.potential || (held.0 && held.1) {
+        if !nbody_core::resident::field_aside(held.0, held.1, params) {
             if !state.fresh {
                 self.force(state, params)?;
             }

@@ -99,7 +99,7 @@ impl<T: Real, E: ForeignSources<T>> Resident<T> for Distributed<E> {
     }
 
     fn download_field(&mut self, s: &mut Self::State, params: &Params<T>, out: &mut [Field<T>]) -> Result<(), Error> {
-        if !params.potential || (s.fresh && s.potential) {
+        if !nbody_core::resident::field_aside(s.fresh, s.potential, params) {
             if !s.fresh {
                 self.compute_field(s, params)?;
             }
