@@ -21,6 +21,8 @@ struct Item {
 struct Span {
     u32 start, end;
 };
+// An item that adds its sums atomically (see BATCH_ARGS_FIELDS' slots).
+#define NO_SLOT 0xffffffffu
 // A far cell (nbody_core::cell::Cell): centre of mass, mass, traceless quadrupole
 // (xx, xy, xz, yy, yz, zz), two lanes of padding: 12 lanes, aligned like four.
 template <typename T> struct __align__(4 * sizeof(T)) CellRec {
@@ -88,6 +90,10 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
 
 // nbody_batch_*: items index spans, spans index particles, out has one entry per
 // particle. nbody_self_potential_* reads self_count (n entries) instead of the items.
+// slots (null: none) gives each item its block of 32 entries of partial, or NO_SLOT: an
+// item of a target group cut into several items writes its sums there, and
+// nbody_batch_reduce_* (items = runs: t0, t1 and the run's slots [span_first,
+// span_last); n = runs) adds them in order, so sums do not depend on the blocks' timing.
 #define BATCH_ARGS_FIELDS(F)                                                                                           \
     F(const typename V4<T>::type *, particles)                                                                         \
     F(const Item *, items)                                                                                             \
@@ -96,11 +102,14 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
     F(const u32 *, self_count)                                                                                         \
     F(typename V4<T>::type *, out)                                                                                     \
     F(const T *, lengths)                                                                                              \
+    F(const u32 *, slots)                                                                                              \
+    F(typename V4<T>::type *, partial)                                                                                 \
     F(T, eps2)                                                                                                         \
     F(T, g)                                                                                                            \
     F(int, n)
 
-// nbody_cells_*: items index spans, spans index cells, out has one entry per particle.
+// nbody_cells_*: items index spans, spans index cells, out has one entry per particle;
+// slots and partial as the batched kernel's.
 #define CELL_ARGS_FIELDS(F)                                                                                            \
     F(const typename V4<T>::type *, particles)                                                                         \
     F(const CellRec<T> *, cells)                                                                                       \
@@ -108,6 +117,8 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
     F(const Span *, spans)                                                                                             \
     F(const u32 *, offset)                                                                                             \
     F(typename V4<T>::type *, out)                                                                                     \
+    F(const u32 *, slots)                                                                                              \
+    F(typename V4<T>::type *, partial)                                                                                 \
     F(T, eps2)                                                                                                         \
     F(T, g)                                                                                                            \
     F(int, n)

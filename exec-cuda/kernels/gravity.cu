@@ -884,6 +884,45 @@ __device__ __forceinline__ void jerk_reduce(const typename V4<T>::type *__restri
 // spans cost as much as the interactions for tree lists of one-particle monopole spans).
 // (Item and Span are declared in args.h.)
 
+// Where a batched or cell item's sums for target i go: added atomically into out (the
+// item is its target group's only one), or into the item's block of partial sums, which
+// nbody_batch_reduce_* adds in the items' order (a group cut into several items: sums
+// that do not depend on which block finished first).
+template <typename T, bool POT>
+__device__ __forceinline__ void item_sums(typename V4<T>::type *out, const u32 *slots, typename V4<T>::type *partial,
+                                          const Item &item, int i, T sx, T sy, T sz, T sphi) {
+    const u32 slot = slots ? slots[blockIdx.x] : NO_SLOT;
+    if (slot != NO_SLOT) {
+        typename V4<T>::type v;
+        v.x = sx; v.y = sy; v.z = sz; v.w = POT ? sphi : T(0);
+        partial[(size_t)slot * 32 + (i - item.t0)] = v;
+        return;
+    }
+    atomicAdd(&out[i].x, sx);
+    atomicAdd(&out[i].y, sy);
+    atomicAdd(&out[i].z, sz);
+    if (POT) atomicAdd(&out[i].w, sphi);
+}
+
+// Adds each run's partial sums (a run: a target group's items, in order) into out, one
+// thread per target.
+template <typename T> __device__ __forceinline__ void batch_reduce(const BatchArgs<T> &a) {
+    const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= 32 * (size_t)a.n) return;
+    const Item run = a.items[t / 32];
+    const u32 l = (u32)(t % 32), i = run.t0 + l;
+    if (i >= run.t1) return;
+    T sx = 0, sy = 0, sz = 0, sphi = 0;
+    for (u32 s = run.span_first; s < run.span_last; ++s) {
+        const typename V4<T>::type v = a.partial[(size_t)s * 32 + l];
+        sx += v.x; sy += v.y; sz += v.z; sphi += v.w;
+    }
+    atomicAdd(&a.out[i].x, sx);
+    atomicAdd(&a.out[i].y, sy);
+    atomicAdd(&a.out[i].z, sz);
+    atomicAdd(&a.out[i].w, sphi);
+}
+
 // Batched kernel: block of 128 threads = 32 targets x 4 slices. The item's spans are read
 // as one concatenated list, so a tile of 128 is filled across span boundaries (tree lists
 // are made of short spans); only the item's last tile is padded with massless particles.
@@ -891,7 +930,8 @@ template <typename T, typename C, bool POT, bool MASKED, int SOFT>
 __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__ particles,
                                         const Item *__restrict__ items, const Span *__restrict__ spans,
                                         const u32 *__restrict__ offset, typename V4<T>::type *__restrict__ out,
-                                        const T *__restrict__ lengths, T eps2_, T g) {
+                                        const T *__restrict__ lengths, const u32 *__restrict__ slots,
+                                        typename V4<T>::type *__restrict__ partial, T eps2_, T g) {
     const bool MIXED = IsMixed<T, C>::value;
     const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
     const C eps2 = (C)eps2_;
@@ -978,12 +1018,7 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
     if (POT) {
         sphi = lane_sum<TP>(sphi);
     }
-    if (active && slice == 0) {
-        atomicAdd(&out[i].x, g * sx);
-        atomicAdd(&out[i].y, g * sy);
-        atomicAdd(&out[i].z, g * sz);
-        if (POT) atomicAdd(&out[i].w, g * sphi);
-    }
+    if (active && slice == 0) item_sums<T, POT>(out, slots, partial, item, i, g * sx, g * sy, g * sz, g * sphi);
 }
 
 // A far cell as the cell kernel reads it, in the arithmetic precision C: centre (in the
@@ -1029,7 +1064,8 @@ template <typename T, typename C, bool POT, bool INDEXED>
 __device__ __forceinline__ void batched_cells(const typename V4<T>::type *__restrict__ particles,
                                               const CellRec<T> *__restrict__ cells, const Item *__restrict__ items,
                                               const Span *__restrict__ spans, const u32 *__restrict__ offset,
-                                              typename V4<T>::type *__restrict__ out, T eps2_, T g) {
+                                              typename V4<T>::type *__restrict__ out, const u32 *__restrict__ slots,
+                                              typename V4<T>::type *__restrict__ partial, T eps2_, T g) {
     const C eps2 = (C)eps2_;
     const int B = 128, TP = 4;
     __shared__ CellC<C> tile[B];
@@ -1076,12 +1112,7 @@ __device__ __forceinline__ void batched_cells(const typename V4<T>::type *__rest
     }
     T sx = lane_sum<TP>((T)ax), sy = lane_sum<TP>((T)ay), sz = lane_sum<TP>((T)az), sphi = 0;
     if (POT) sphi = lane_sum<TP>((T)phi);
-    if (active && slice == 0) {
-        atomicAdd(&out[i].x, g * sx);
-        atomicAdd(&out[i].y, g * sy);
-        atomicAdd(&out[i].z, g * sz);
-        if (POT) atomicAdd(&out[i].w, g * sphi);
-    }
+    if (active && slice == 0) item_sums<T, POT>(out, slots, partial, item, i, g * sx, g * sy, g * sz, g * sphi);
 }
 
 // The warp-shuffle variant, for comparison with the shared-memory tiles: no shared
@@ -1293,7 +1324,8 @@ SHUFFLE_ALL(double, float, mixed)
 #define BATCH_SOFT(T, C, NAME, POT, MASKED, SOFT)                                                                      \
     extern "C" __global__ void __launch_bounds__(128)                                                                  \
         nbody_batch_##NAME##_p##POT##_m##MASKED##_s##SOFT(const BatchArgs<T> a) {                                      \
-        batched<T, C, POT, MASKED, SOFT>(a.particles, a.items, a.spans, a.offset, a.out, a.lengths, a.eps2, a.g);         \
+        batched<T, C, POT, MASKED, SOFT>(a.particles, a.items, a.spans, a.offset, a.out, a.lengths, a.slots, a.partial, \
+                                         a.eps2, a.g);                                                                 \
     }
 // Plummer's kernels with and without the mask; the spline's mask themselves (named m1).
 #define BATCH(T, C, NAME, POT, MASKED) BATCH_SOFT(T, C, NAME, POT, MASKED, 0) BATCH_SOFT(T, C, NAME, POT, MASKED, 1)
@@ -1301,10 +1333,12 @@ SHUFFLE_ALL(double, float, mixed)
 
 #define CELLS(T, C, NAME, POT)                                                                                         \
     extern "C" __global__ void __launch_bounds__(128) nbody_cells_##NAME##_p##POT(const CellArgs<T> a) {              \
-        batched_cells<T, C, POT, false>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.eps2, a.g);          \
+        batched_cells<T, C, POT, false>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.slots, a.partial,   \
+                                        a.eps2, a.g);                                                                  \
     }                                                                                                                  \
     extern "C" __global__ void __launch_bounds__(128) nbody_cells_##NAME##_p##POT##_indexed(const CellArgs<T> a) {    \
-        batched_cells<T, C, POT, true>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.eps2, a.g);           \
+        batched_cells<T, C, POT, true>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.slots, a.partial,    \
+                                       a.eps2, a.g);                                                                   \
     }
 
 #define PER_PRECISION(T, C, NAME)                                                                                       \
@@ -1312,7 +1346,8 @@ SHUFFLE_ALL(double, float, mixed)
     JERK(T, C, NAME, 0, 0, 1) JERK(T, C, NAME, 0, 1, 1) JERK(T, C, NAME, 1, 0, 1) JERK(T, C, NAME, 1, 1, 1)                        \
     BATCH(T, C, NAME, 0, 0) BATCH(T, C, NAME, 0, 1) BATCH(T, C, NAME, 1, 0) BATCH(T, C, NAME, 1, 1)                   \
     BATCH_SPLINE(T, C, NAME, 0) BATCH_SPLINE(T, C, NAME, 1)                                                            \
-    CELLS(T, C, NAME, 0) CELLS(T, C, NAME, 1)
+    CELLS(T, C, NAME, 0) CELLS(T, C, NAME, 1)                                                                         \
+    extern "C" __global__ void nbody_batch_reduce_##NAME(const BatchArgs<T> a) { batch_reduce<T>(a); }
 
 PER_PRECISION(float, float, f32)
 PER_PRECISION(double, double, f64)

@@ -150,6 +150,10 @@ kernel_args! {
         out: Ptr = "typename V4<T>::type *",
         /// Per-particle softening as the kernels read it (null with one softening).
         lengths: Ptr = "const T *",
+        /// Per item: its block of partial sums, or `NO_SLOT` (null: every item adds
+        /// atomically).
+        slots: Ptr = "const u32 *",
+        partial: Ptr = "typename V4<T>::type *",
         eps2: T = "T",
         g: T = "T",
         n: i32 = "int",
@@ -165,6 +169,9 @@ kernel_args! {
         spans: Ptr = "const Span *",
         offset: Ptr = "const u32 *",
         out: Ptr = "typename V4<T>::type *",
+        /// As [`BatchArgs`]'s.
+        slots: Ptr = "const u32 *",
+        partial: Ptr = "typename V4<T>::type *",
         eps2: T = "T",
         g: T = "T",
         n: i32 = "int",

@@ -4,7 +4,9 @@
 use crate::kernels::Soft;
 use crate::memory::{ptr, upload_padded};
 use crate::{batch, pipeline, CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, OUT, SELF_COUNTS, SOURCES, TARGETS};
-use crate::{CELLS, CELL_ITEMS, CELL_OFFSETS, CELL_SPANS, LENGTHS};
+use crate::{
+    CELLS, CELL_ITEMS, CELL_OFFSETS, CELL_RUNS, CELL_SLOTS, CELL_SPANS, ITEM_RUNS, ITEM_SLOTS, LENGTHS, PARTIAL,
+};
 use nbody_core::cell::Cell;
 use nbody_core::kernel::Softened;
 use nbody_core::projection::Projection;
@@ -299,7 +301,11 @@ impl CudaExecutor {
     ) -> Result<(), Error> {
         self.check_mixed_extent::<T>(particles, &[])?;
         let n = particles.len();
-        let (ex, cx) = rayon::join(|| batch::expand(list, n), || batch::expand(cell_list, n));
+        let sms = self.gpu.info().sm_count;
+        let (ex, cx) = rayon::join(
+            || batch::expand(list, n, batch::chunk_for(list, sms)),
+            || batch::expand(cell_list, n, batch::chunk_for(cell_list, sms)),
+        );
         if ex.items.is_empty() && cx.items.is_empty() {
             return Ok(());
         }
@@ -310,7 +316,17 @@ impl CudaExecutor {
             };
             up(me, SOURCES, bytemuck::cast_slice(particles))?;
             up(me, OUT, bytemuck::cast_slice(out))?;
+            me.scratch[PARTIAL].reserve(batch::partial_bytes::<T>(ex.partials.max(cx.partials)))?;
             let b = |me: &Self, k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
+            // The slots and runs of a launch that cut some target group (else none).
+            let order = |me: &mut Self, ex: &batch::Expanded, slots: usize, runs: usize| {
+                if ex.runs.is_empty() {
+                    return Ok::<_, Error>((crate::args::null(), crate::args::null(), 0));
+                }
+                up(me, slots, bytemuck::cast_slice(&ex.slots))?;
+                up(me, runs, bytemuck::cast_slice(&ex.runs))?;
+                Ok((b(me, slots)?, b(me, runs)?, ex.runs.len()))
+            };
             let each = match lengths {
                 Some(eps) if !ex.items.is_empty() => {
                     let values = batch::kernel_lengths(eps, params.softening);
@@ -325,6 +341,7 @@ impl CudaExecutor {
                 up(me, EXTRA_B, bytemuck::cast_slice(&ex.spans))?;
                 up(me, EXTRA_C, bytemuck::cast_slice(&ex.offsets))?;
                 up(me, SELF_COUNTS, bytemuck::cast_slice(&ex.self_counts))?;
+                let (slots, runs, n_runs) = order(me, &ex, ITEM_SLOTS, ITEM_RUNS)?;
                 let bufs = batch::Buffers {
                     particles: b(me, SOURCES)?,
                     items: b(me, EXTRA_A)?,
@@ -333,6 +350,10 @@ impl CudaExecutor {
                     self_counts: b(me, SELF_COUNTS)?,
                     out: b(me, OUT)?,
                     lengths: if each.is_some() { b(me, LENGTHS)? } else { crate::args::null() },
+                    slots,
+                    partial: b(me, PARTIAL)?,
+                    runs,
+                    n_runs,
                 };
                 me.launch_batch(&bufs, ex.items.len(), n, params, each)?;
             }
@@ -341,6 +362,7 @@ impl CudaExecutor {
                 up(me, CELL_ITEMS, bytemuck::cast_slice(&cx.items))?;
                 up(me, CELL_SPANS, bytemuck::cast_slice(&cx.spans))?;
                 up(me, CELL_OFFSETS, bytemuck::cast_slice(&cx.offsets))?;
+                let (slots, runs, n_runs) = order(me, &cx, CELL_SLOTS, CELL_RUNS)?;
                 let bufs = batch::Buffers {
                     particles: b(me, SOURCES)?,
                     items: b(me, CELL_ITEMS)?,
@@ -349,6 +371,10 @@ impl CudaExecutor {
                     self_counts: crate::args::null(),
                     out: b(me, OUT)?,
                     lengths: crate::args::null(),
+                    slots,
+                    partial: b(me, PARTIAL)?,
+                    runs,
+                    n_runs,
                 };
                 me.launch_cells(&bufs, b(me, CELLS)?, cx.items.len(), n, params, false)?;
             }

@@ -114,6 +114,9 @@ pub(crate) enum Kernel {
     Batch { tag: Family, potential: bool, masked: bool, soft: Soft },
     /// Removes the self terms a batched launch counted.
     SelfPotential { tag: Family, soft: Soft },
+    /// Adds the partial sums of target groups a batched or cell launch cut into several
+    /// items, in order.
+    BatchReduce { tag: Family },
     /// The batched cell kernel (far cells with a quadrupole as sources); `indexed`: the
     /// list holds cell indices, not spans (the device tree's).
     Cells { tag: Family, potential: bool, indexed: bool },
@@ -177,6 +180,7 @@ impl Kernel {
                 format!("nbody_batch_{tag}_p{}_m{}_s{}", b(potential), b(soft.masked(masked)), soft as u8)
             }
             Kernel::SelfPotential { tag, soft } => format!("nbody_self_potential_{tag}_s{}", soft as u8),
+            Kernel::BatchReduce { tag } => format!("nbody_batch_reduce_{tag}"),
             Kernel::Cells { tag, potential, indexed: false } => format!("nbody_cells_{tag}_p{}", b(potential)),
             Kernel::Cells { tag, potential, indexed: true } => format!("nbody_cells_{tag}_p{}_indexed", b(potential)),
             Kernel::Project { tag } => format!("nbody_project_{tag}"),
@@ -207,7 +211,7 @@ impl Kernel {
     pub(crate) fn args(&self) -> &'static str {
         match self {
             Kernel::Tiled { .. } | Kernel::TiledReduce { .. } | Kernel::Shuffle { .. } => "TiledArgs",
-            Kernel::Batch { .. } | Kernel::SelfPotential { .. } => "BatchArgs",
+            Kernel::Batch { .. } | Kernel::SelfPotential { .. } | Kernel::BatchReduce { .. } => "BatchArgs",
             Kernel::Cells { .. } => "CellArgs",
             Kernel::Project { .. } => "ProjectArgs",
             Kernel::Kick { .. } | Kernel::Drift { .. } => "StepArgs",
@@ -242,6 +246,7 @@ impl Kernel {
             Kernel::Batch { tag: Mixed, potential, masked: true, soft: Soft::Spline },
             Kernel::SelfPotential { tag: F32, soft: Soft::Plummer },
             Kernel::SelfPotential { tag: Mixed, soft: Soft::SplineEach },
+            Kernel::BatchReduce { tag: F64 },
             Kernel::Cells { tag: Mixed, potential, indexed: false },
             Kernel::Cells { tag: F32, potential, indexed: true },
             Kernel::Project { tag: F64 },

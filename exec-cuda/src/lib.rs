@@ -142,6 +142,13 @@ const CELL_OFFSETS: usize = 10;
 /// A batched call's per-particle softening (the targets' slot, which batched calls leave
 /// unused).
 const LENGTHS: usize = TARGETS;
+/// A batched call's partial-sum slots and runs, for its particle and its cell launch,
+/// and the partial sums both use in turn (the jerk launch's slots 11 to 15).
+const ITEM_SLOTS: usize = 11;
+const ITEM_RUNS: usize = 12;
+const CELL_SLOTS: usize = 13;
+const CELL_RUNS: usize = 14;
+const PARTIAL: usize = 15;
 
 impl CudaExecutor {
     /// Forces the jerk kernel's targets per thread (1 or 2; `None`: the executor's

@@ -594,6 +594,11 @@ impl CudaExecutor {
             self_counts: at(&tree.self_counts),
             out: at(&tree.sorted_out),
             lengths: null(),
+            // One item per 32 targets holds the group's whole list: nothing to reduce.
+            slots: null(),
+            partial: null(),
+            runs: null(),
+            n_runs: 0,
         };
         self.launch_batch(&bufs, items, n, params, None)?;
         if cell_items > 0 {

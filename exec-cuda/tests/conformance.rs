@@ -42,6 +42,7 @@ fn main() {
         gpu("mixed_kernels_refuse_wide_systems_on_every_path", mixed_wide),
         gpu("mixed_jerk_in_both_orders_matches_the_reference", mixed_jerk_orders),
         gpu("mixed_batch_in_both_orders_matches_the_reference", mixed_batch_orders),
+        gpu("batched_cell_calls_give_the_same_bits_every_time", batched_same_bits),
         gpu("j_memory_matches_host_prediction_and_the_reference", || j_memory(false)),
         gpu("warp_shuffle_variant_matches_the_oracle", warp_shuffle),
         gpu("mixed_j_memory_matches_host_prediction_and_the_reference", || j_memory(true)),
@@ -527,6 +528,83 @@ fn mixed_batch_orders() -> Result<(), Failed> {
         }
     }
     Ok(())
+}
+
+/// A tree code's leaf call whose lists are long enough to be cut into several items per
+/// target group (8,192 particles: groups of 32 and of 100 targets against every particle
+/// and 3,000 far quadrupole cells), on one GPU in f32, f64 and mixed precision and on
+/// two lanes of GPU 0: four calls give the same bits (the cut groups' sums are added in
+/// order, not atomically), and every 8th target is within the precision's bound of the
+/// f64 reference.
+fn batched_same_bits() -> Result<(), Failed> {
+    fn check<T: DeviceReal, E: Executor<T>>(what: &str, exec: &mut E, bound: f64) -> Result<(), Failed> {
+        use nbody_core::{cell::Cell, InteractionList, LeafList, Pair, Span};
+        let (pos, _) = nbody_integrators::ics::plummer::<f64>(8192, 11);
+        let c = T::from_f64;
+        let ps: Vec<Particle<T>> = pos.iter().map(|b| Particle::new(c(b.x), c(b.y), c(b.z), c(b.m))).collect();
+        let n = ps.len() as u32;
+        let cells: Vec<Cell<T>> = (0..3000)
+            .map(|k| {
+                let (a, r) = (k as f64 * 2.399963, 30.0 + (k % 7) as f64);
+                let q = [1e-3, 2e-4, -1e-4, -4e-4, 3e-4, -6e-4].map(|x| c(x * (1 + k % 5) as f64));
+                Cell::new(c(r * a.cos()), c(r * a.sin()), c(((k % 11) as f64 - 5.0) * 3.0), c(1e-3), q)
+            })
+            .collect();
+        // Groups of 32 targets, then of 100; each against one span of every particle.
+        let mut cuts: Vec<u32> = (0..4096).step_by(32).collect();
+        cuts.extend((4096..n).step_by(100));
+        cuts.push(n);
+        let spans = [Span::new(0, n)];
+        let pairs: Vec<Pair> =
+            cuts.windows(2).map(|w| Pair { targets: Span::new(w[0], w[1]), sources: Span::new(0, 1) }).collect();
+        let cell_spans = [Span::new(0, 1000), Span::new(1000, 3000)];
+        let ranges = vec![Span::new(0, 2); pairs.len()];
+        let list = LeafList {
+            particles: InteractionList { pairs: &pairs, source_spans: &spans },
+            cells: &ranges,
+            cell_spans: &cell_spans,
+        };
+        let params = Params::softened(c(0.01));
+        let mut first = vec![Field::zero(); ps.len()];
+        exec.accelerations_batch_cells(&ps, &cells, &list, &params, &mut first).map_err(gpu_err)?;
+        let bits = |f: &[Field<T>]| -> Vec<u64> {
+            f.iter().flat_map(|x| [x.ax, x.ay, x.az, x.phi].map(|v| v.to_f64().to_bits())).collect()
+        };
+        for round in 1..4 {
+            let mut again = vec![Field::zero(); ps.len()];
+            exec.accelerations_batch_cells(&ps, &cells, &list, &params, &mut again).map_err(gpu_err)?;
+            if let Some(i) = bits(&first).iter().zip(bits(&again)).position(|(a, b)| *a != b) {
+                return Err(format!("{what}: call {round} differs from the first at target {}", i / 4).into());
+            }
+        }
+        // The f64 reference on the same list, every 8th target.
+        let ref_ps: Vec<Particle<f64>> =
+            ps.iter().map(|p| Particle::new(p.x.to_f64(), p.y.to_f64(), p.z.to_f64(), p.m.to_f64())).collect();
+        let ref_cells: Vec<Cell<f64>> = cells
+            .iter()
+            .map(|k| {
+                Cell::new(k.x.to_f64(), k.y.to_f64(), k.z.to_f64(), k.m.to_f64(), k.quadrupole().map(|q| q.to_f64()))
+            })
+            .collect();
+        let mut want = vec![Field::zero(); ps.len()];
+        let p64 = Params::softened(0.01);
+        nbody_core::Reference
+            .accelerations_batch_cells(&ref_ps, &ref_cells, &list, &p64, &mut want)
+            .map_err(gpu_err)?;
+        let norm = |x: [f64; 3]| x.iter().map(|c| c * c).sum::<f64>().sqrt();
+        for k in (0..ps.len()).step_by(8) {
+            let (a, b) = (first[k].acceleration().map(|x| x.to_f64()), want[k].acceleration());
+            let err = norm([a[0] - b[0], a[1] - b[1], a[2] - b[2]]) / norm(b);
+            if err > bound || err.is_nan() {
+                return Err(format!("{what}, target {k}: acceleration off by {err:e} (bound {bound:e})").into());
+            }
+        }
+        Ok(())
+    }
+    check::<f32, _>("f32", &mut CudaExecutor::new().map_err(gpu_err)?, 1e-5)?;
+    check::<f64, _>("f64", &mut CudaExecutor::new().map_err(gpu_err)?, 1e-12)?;
+    check::<f64, _>("mixed", &mut CudaMixedExecutor::new().map_err(gpu_err)?, 2e-6)?;
+    check::<f32, _>("two lanes of GPU 0", &mut MultiDevice::on_devices(&[0, 0]).map_err(gpu_err)?, 1e-5)
 }
 
 /// The larger of two errors, NaN if either is (`f64::max` would drop it).
