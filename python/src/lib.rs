@@ -219,6 +219,53 @@ impl Coords<'_> {
         }
     }
 
+    /// The common case in one pass: contiguous positions and a contiguous float32 or
+    /// float64 `masses` of the same length, every coordinate finite and every mass finite
+    /// and non-negative, packed into `out`. False (and `out` unspecified) when any of that
+    /// fails: the caller then takes the checked path, which names the bad entry.
+    fn pack_into<T: Real>(&self, masses: &Bound<'_, PyAny>, out: &mut Vec<Particle<T>>) -> bool {
+        fn pack<S: Copy + Into<f64>, M: Copy + Into<f64>, T: Real>(
+            flat: &[S],
+            m: &[M],
+            out: &mut Vec<Particle<T>>,
+        ) -> bool {
+            if flat.len() != 3 * m.len() {
+                return false;
+            }
+            out.clear();
+            out.reserve(m.len());
+            // Branch-free: one flag for the whole array, the records written regardless.
+            let mut ok = true;
+            let c = T::from_f64;
+            out.extend(flat.chunks_exact(3).zip(m).map(|(r, &mass)| {
+                let (x, y, z, w) = (r[0].into(), r[1].into(), r[2].into(), mass.into());
+                ok &= x.is_finite() & y.is_finite() & z.is_finite() & w.is_finite() & (w >= 0.0);
+                Particle::new(c(x), c(y), c(z), c(w))
+            }));
+            ok
+        }
+        fn with_masses<S: Copy + Into<f64> + numpy::Element, T: Real>(
+            a: &PyReadonlyArray2<'_, S>,
+            masses: &Bound<'_, PyAny>,
+            out: &mut Vec<Particle<T>>,
+        ) -> bool {
+            // The view's slice: C order only (numpy's would take Fortran order too).
+            let view = a.as_array();
+            let Some(flat) = view.as_slice() else { return false };
+            if let Ok(m) = masses.extract::<PyReadonlyArray1<'_, f64>>() {
+                return m.as_slice().is_ok_and(|m| pack(flat, m, out));
+            }
+            if let Ok(m) = masses.extract::<PyReadonlyArray1<'_, f32>>() {
+                return m.as_slice().is_ok_and(|m| pack(flat, m, out));
+            }
+            false
+        }
+        match self {
+            Coords::F32(a) => with_masses(a, masses, out),
+            Coords::F64(a) => with_masses(a, masses, out),
+        }
+    }
+
     /// Row `i` in f64.
     fn rows(&self) -> Vec<[f64; 3]> {
         fn take<T: Copy + Into<f64>>(v: ArrayView2<'_, T>) -> Vec<[f64; 3]> {
@@ -277,20 +324,27 @@ fn points<T: Real>(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<Particle<
     coords(obj, name)?.particles(&[], name)
 }
 
-/// Fields as numpy arrays: acceleration (N, 3) and potential (N,), each filled in one
-/// pass into a vector of its final size that numpy then owns (no further copy).
+/// Fields as numpy arrays: acceleration (N, 3) and potential (N,), written once into
+/// arrays numpy allocates uninitialised (no zeroing pass, no further copy).
 fn field_arrays<'py, T: PyReal>(
     py: Python<'py>,
     field: &[Field<T>],
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    // Sized first and filled by index: no capacity check per element.
-    let (mut acc, mut phi) = (vec![T::zero(); 3 * field.len()], vec![T::zero(); field.len()]);
-    for ((a, p), f) in acc.chunks_exact_mut(3).zip(&mut phi).zip(field) {
-        a.copy_from_slice(&[f.ax, f.ay, f.az]);
-        *p = f.phi;
+    let n = field.len();
+    // SAFETY: both arrays are fresh, C-contiguous and ours alone; every element is
+    // written below before Python sees them.
+    let (acc, phi) = unsafe { (numpy::PyArray2::<T>::new(py, [n, 3], false), PyArray1::<T>::new(py, [n], false)) };
+    {
+        // SAFETY: as above; the slices end before the arrays are returned.
+        let (a, p) = unsafe { (acc.as_slice_mut(), phi.as_slice_mut()) };
+        let fail = |e: numpy::AsSliceError| PyRuntimeError::new_err(format!("output array: {e}"));
+        let (a, p) = (a.map_err(fail)?, p.map_err(fail)?);
+        for ((a, p), f) in a.chunks_exact_mut(3).zip(p.iter_mut()).zip(field) {
+            a.copy_from_slice(&[f.ax, f.ay, f.az]);
+            *p = f.phi;
+        }
     }
-    let acc = PyArray1::from_vec(py, acc).reshape([field.len(), 3])?.into_any();
-    Ok((acc, PyArray1::from_vec(py, phi).into_any()))
+    Ok((acc.into_any(), phi.into_any()))
 }
 
 /// (acceleration (N, 3), potential (N,)) of a call in precision `T`.
@@ -415,8 +469,11 @@ impl<'py> Call<'_, 'py> {
         // The buffers of the last call (none if another thread holds them).
         let mut scratch = T::host_buffers().lock().map(|mut s| std::mem::take(&mut *s)).unwrap_or_default();
         let pos = coords(self.positions, "positions")?;
-        let m = self::masses(self.masses, pos.len())?;
-        pos.particles_into(&m, "positions", &mut scratch.particles)?;
+        if !pos.pack_into(self.masses, &mut scratch.particles) {
+            // Strided, mismatched or bad input: checked entry by entry, naming the first.
+            let m = self::masses(self.masses, pos.len())?;
+            pos.particles_into(&m, "positions", &mut scratch.particles)?;
+        }
         let sources = &scratch.particles;
         let eps = match (lengths_of(self.eps, sources.len())?, self.targets, self.target_eps) {
             (Ok(e), _, None) => Lengths::One(e),
