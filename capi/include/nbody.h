@@ -59,6 +59,11 @@ typedef enum NbodyStatus {
    * An internal error (a caught panic): please report it.
    */
   NBODY_STATUS_PANIC = 10,
+  /**
+   * A file could not be read or written, or is not what the call reads (a saved run
+   * damaged, cut short or of another format); nothing was changed.
+   */
+  NBODY_STATUS_FILE = 11,
 } NbodyStatus;
 
 /**
@@ -775,6 +780,58 @@ enum NbodyStatus nbody_tree_run_energies(struct NbodyTreeRun *run,
  * `run` must be null or a handle from `nbody_tree_run_new_*` not freed before.
  */
 void nbody_tree_run_free(struct NbodyTreeRun *run);
+
+/**
+ * Writes `run` to `path`: its settings, precision, time, steps, particles, velocities
+ * and the last force (the leapfrog's half kick), so [`nbody_tree_run_load`] continues it
+ * bit for bit. The file is written beside `path` and renamed when complete: a run
+ * stopped mid-write leaves the previous file whole. A run on the device tree is copied
+ * down first and loads on one GPU only; a host tree's loads on any other executor.
+ *
+ * ```
+ * use nbody_c::*;
+ * #[repr(C, align(32))]
+ * struct Records([f64; 8]);
+ * let ps = Records([-0.5, 0.0, 0.0, 0.5, 0.5, 0.0, 0.0, 0.5]);
+ * let vs = Records([0.0, -0.5, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0]);
+ * let (mut exec, mut run) = (std::ptr::null_mut(), std::ptr::null_mut());
+ * assert_eq!(unsafe { nbody_open(c"cpu:1".as_ptr(), &mut exec) }, NbodyStatus::Ok);
+ * let tree = NbodyTree { theta: 0.5, alpha: 0.0 };
+ * let s = unsafe { nbody_tree_run_new_f64(exec, ps.0.as_ptr(), vs.0.as_ptr(), 2, &tree, 0.0, 0, 1.0 / 256.0, &mut run) };
+ * assert_eq!(s, NbodyStatus::Ok);
+ * let dir = std::env::temp_dir().join(format!("nbody-doc-{}", std::process::id()));
+ * std::fs::create_dir_all(&dir).unwrap();
+ * let path = std::ffi::CString::new(dir.join("run.tree").to_str().unwrap()).unwrap();
+ * assert_eq!(unsafe { nbody_tree_run_save(run, path.as_ptr()) }, NbodyStatus::Ok);
+ * let (mut exec2, mut again) = (std::ptr::null_mut(), std::ptr::null_mut());
+ * assert_eq!(unsafe { nbody_open(c"cpu:1".as_ptr(), &mut exec2) }, NbodyStatus::Ok);
+ * assert_eq!(unsafe { nbody_tree_run_load(exec2, path.as_ptr(), &mut again) }, NbodyStatus::Ok);
+ * unsafe { nbody_tree_run_free(run) };
+ * unsafe { nbody_tree_run_free(again) };
+ * std::fs::remove_dir_all(&dir).unwrap();
+ * ```
+ *
+ * # Safety
+ * As [`nbody_tree_run_evolve`]; `path` null (an error) or a NUL-terminated string.
+ */
+enum NbodyStatus nbody_tree_run_save(struct NbodyTreeRun *run,
+                                     const char *path);
+
+/**
+ * Continues a run [`nbody_tree_run_save`] wrote to `path` on the executor `e` (which
+ * the new run owns from then on: freed by [`nbody_tree_run_free`], or here if this call
+ * fails), in the precision it was saved in: stepping it gives the same bits as the
+ * saved run would have. A file that cannot be read, is damaged (its checksum), cut
+ * short or of another format is `NBODY_STATUS_FILE`, naming the file; a run saved on the
+ * device tree needs one GPU (`"cuda:0"`), a host tree's any other executor.
+ *
+ * # Safety
+ * `e` must be null or a handle not freed before; `path` null (an error) or a
+ * NUL-terminated string; `out` null (an error) or writable storage for one pointer.
+ */
+enum NbodyStatus nbody_tree_run_load(struct NbodyExecutor *e,
+                                     const char *path,
+                                     struct NbodyTreeRun **out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -79,6 +79,9 @@ pub enum NbodyStatus {
     Unsupported = 9,
     /// An internal error (a caught panic): please report it.
     Panic = 10,
+    /// A file could not be read or written, or is not what the call reads (a saved run
+    /// damaged, cut short or of another format); nothing was changed.
+    File = 11,
 }
 
 /// Which targets are also sources (their self term is removed with eps > 0).

@@ -3,15 +3,30 @@
 //! does, on the device when its executor is one GPU.
 
 use crate::{executor_box, guard, null, records, records_mut, CReal, Failure, NbodyExecutor, NbodyStatus, NbodyTree};
-use nbody::integrators::State;
+use core::ffi::{c_char, CStr};
+use nbody::integrators::{Checkpoint, State, Words};
 use nbody::tree::TreeRun;
 use nbody_core::cell::Criterion;
 use nbody_core::{Particle, Softening, Velocity};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// A system stepped by a leapfrog with Barnes-Hut forces (see `nbody_tree_run_new_f64`).
 #[derive(Debug)]
 pub struct NbodyTreeRun {
     run: Precision,
+    /// What the run was made with, for [`nbody_tree_run_save`].
+    settings: Settings,
+}
+
+/// A run's settings as `nbody_tree_run_new_*` took them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Settings {
+    theta: f64,
+    alpha: f64,
+    eps: f64,
+    softening: i32,
+    dt: f64,
 }
 
 #[derive(Debug)]
@@ -95,7 +110,6 @@ fn new_run<T: RunReal>(
         }
         // SAFETY: a null pointer is refused; otherwise the caller passes a valid struct.
         let t = *unsafe { tree.as_ref() }.ok_or_else(|| null("tree"))?;
-        let criterion = Criterion::from_alpha((t.alpha != 0.0).then_some(t.alpha));
         // SAFETY: the caller promises n 4-lane records at each pointer.
         let (pos, vel) = unsafe {
             (
@@ -106,12 +120,19 @@ fn new_run<T: RunReal>(
         // The padding lane of a C velocity record is not read.
         let vel = vel.iter().map(|v| Velocity::new(v.vx, v.vy, v.vz)).collect();
         let state = State::new(pos.to_vec(), vel);
-        let run =
-            TreeRun::with_softening(exec.opened, state, (t.theta, criterion), dt, T::from_f64(eps), softening(soft)?)?;
+        let settings = Settings { theta: t.theta, alpha: t.alpha, eps, softening: soft, dt };
+        let run = make::<T>(exec.opened, state, settings)?;
         // SAFETY: `out` is non-null and points to a handle slot the caller owns.
-        unsafe { *out = Box::into_raw(Box::new(NbodyTreeRun { run: T::wrap(run) })) };
+        unsafe { *out = Box::into_raw(Box::new(NbodyTreeRun { run: T::wrap(run), settings })) };
         Ok(())
     })
+}
+
+/// A run over `state` with `s`'s settings on the executor `opened`.
+fn make<T: RunReal>(opened: nbody_backends::Opened, state: State<T>, s: Settings) -> Result<TreeRun<T>, Failure> {
+    let criterion = Criterion::from_alpha((s.alpha != 0.0).then_some(s.alpha));
+    let soft = softening(s.softening)?;
+    Ok(TreeRun::with_softening(opened, state, (s.theta, criterion), s.dt, T::from_f64(s.eps), soft)?)
 }
 
 /// Starts a leapfrog of fixed step `dt` over `n` particles (`[x, y, z, m]` records) and
@@ -333,4 +354,171 @@ pub unsafe extern "C" fn nbody_tree_run_free(run: *mut NbodyTreeRun) {
         // SAFETY: the handle came from Box::into_raw in new_run and is freed once.
         drop(unsafe { Box::from_raw(run) });
     }
+}
+
+/// The first bytes of a saved run, then the format's version.
+const SAVED_MAGIC: &[u8; 8] = b"NBODYTRE";
+const SAVED_VERSION: u64 = 1;
+
+/// FNV-1a over `bytes`: a saved run's last word, so damage is found, not loaded.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// A C path as a Rust one.
+fn path_of(path: *const c_char) -> Result<PathBuf, Failure> {
+    // SAFETY: a null pointer is refused; otherwise the caller passes a C string.
+    let c = unsafe { path.as_ref().map(|_| CStr::from_ptr(path)) }.ok_or_else(|| null("path"))?;
+    let text = c.to_str().map_err(|_| Failure(NbodyStatus::BadParameter, "path is not UTF-8".into()))?;
+    Ok(PathBuf::from(text))
+}
+
+fn file_error(path: &Path, what: &str, e: impl std::fmt::Display) -> Failure {
+    Failure(NbodyStatus::File, format!("{}: {what}: {e}", path.display()))
+}
+
+/// Writes `run` to `path`: its settings, precision, time, steps, particles, velocities
+/// and the last force (the leapfrog's half kick), so [`nbody_tree_run_load`] continues it
+/// bit for bit. The file is written beside `path` and renamed when complete: a run
+/// stopped mid-write leaves the previous file whole. A run on the device tree is copied
+/// down first and loads on one GPU only; a host tree's loads on any other executor.
+///
+/// ```
+/// use nbody_c::*;
+/// #[repr(C, align(32))]
+/// struct Records([f64; 8]);
+/// let ps = Records([-0.5, 0.0, 0.0, 0.5, 0.5, 0.0, 0.0, 0.5]);
+/// let vs = Records([0.0, -0.5, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0]);
+/// let (mut exec, mut run) = (std::ptr::null_mut(), std::ptr::null_mut());
+/// assert_eq!(unsafe { nbody_open(c"cpu:1".as_ptr(), &mut exec) }, NbodyStatus::Ok);
+/// let tree = NbodyTree { theta: 0.5, alpha: 0.0 };
+/// let s = unsafe { nbody_tree_run_new_f64(exec, ps.0.as_ptr(), vs.0.as_ptr(), 2, &tree, 0.0, 0, 1.0 / 256.0, &mut run) };
+/// assert_eq!(s, NbodyStatus::Ok);
+/// let dir = std::env::temp_dir().join(format!("nbody-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let path = std::ffi::CString::new(dir.join("run.tree").to_str().unwrap()).unwrap();
+/// assert_eq!(unsafe { nbody_tree_run_save(run, path.as_ptr()) }, NbodyStatus::Ok);
+/// let (mut exec2, mut again) = (std::ptr::null_mut(), std::ptr::null_mut());
+/// assert_eq!(unsafe { nbody_open(c"cpu:1".as_ptr(), &mut exec2) }, NbodyStatus::Ok);
+/// assert_eq!(unsafe { nbody_tree_run_load(exec2, path.as_ptr(), &mut again) }, NbodyStatus::Ok);
+/// unsafe { nbody_tree_run_free(run) };
+/// unsafe { nbody_tree_run_free(again) };
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+///
+/// # Safety
+/// As [`nbody_tree_run_evolve`]; `path` null (an error) or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_tree_run_save(run: *mut NbodyTreeRun, path: *const c_char) -> NbodyStatus {
+    guard(|| {
+        let r = handle(run)?;
+        let path = path_of(path)?;
+        let (bits, words) = match &mut r.run {
+            Precision::F32(x) => (32u64, x.save()?),
+            Precision::F64(x) => (64u64, x.save()?),
+        };
+        let s = r.settings;
+        let head = [
+            SAVED_VERSION,
+            bits,
+            s.theta.to_bits(),
+            s.alpha.to_bits(),
+            s.eps.to_bits(),
+            s.softening as u64,
+            s.dt.to_bits(),
+            words.len() as u64,
+        ];
+        let mut bytes = SAVED_MAGIC.to_vec();
+        bytes.extend(head.iter().chain(&words).flat_map(|w| w.to_le_bytes()));
+        bytes.extend(fnv1a(&bytes).to_le_bytes());
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{name}.part-{}", std::process::id()));
+        let written = std::fs::File::create(&tmp).and_then(|mut f| {
+            f.write_all(&bytes)?;
+            f.sync_all()
+        });
+        if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &path)) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(file_error(&path, "writing the run", e));
+        }
+        Ok(())
+    })
+}
+
+/// Continues a run [`nbody_tree_run_save`] wrote to `path` on the executor `e` (which
+/// the new run owns from then on: freed by [`nbody_tree_run_free`], or here if this call
+/// fails), in the precision it was saved in: stepping it gives the same bits as the
+/// saved run would have. A file that cannot be read, is damaged (its checksum), cut
+/// short or of another format is `NBODY_STATUS_FILE`, naming the file; a run saved on the
+/// device tree needs one GPU (`"cuda:0"`), a host tree's any other executor.
+///
+/// # Safety
+/// `e` must be null or a handle not freed before; `path` null (an error) or a
+/// NUL-terminated string; `out` null (an error) or writable storage for one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nbody_tree_run_load(
+    e: *mut NbodyExecutor,
+    path: *const c_char,
+    out: *mut *mut NbodyTreeRun,
+) -> NbodyStatus {
+    // SAFETY: the caller passes a handle from nbody_open or null (refused below).
+    let exec = unsafe { executor_box(e) };
+    guard(|| {
+        let exec = exec.ok_or_else(|| null("executor"))?;
+        if out.is_null() {
+            return Err(null("out"));
+        }
+        let path = path_of(path)?;
+        let bytes = std::fs::read(&path).map_err(|e| file_error(&path, "reading the run", e))?;
+        let bad = |why: &str| file_error(&path, "not a run nbody_tree_run_save wrote", why);
+        if bytes.len() < 8 + 9 * 8 + 8 || &bytes[..8] != SAVED_MAGIC || bytes.len() % 8 != 0 {
+            return Err(bad("wrong start or size"));
+        }
+        let (body, sum) = bytes.split_at(bytes.len() - 8);
+        if fnv1a(body) != u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
+            return Err(bad("damaged (its checksum does not match)"));
+        }
+        let all: Vec<u64> =
+            body[8..].chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+        let (head, words) = all.split_at(8);
+        if head[0] != SAVED_VERSION {
+            return Err(bad("written by another version of the format"));
+        }
+        if head[7] != words.len() as u64 {
+            return Err(bad("cut short"));
+        }
+        let f = f64::from_bits;
+        let settings = Settings {
+            theta: f(head[2]),
+            alpha: f(head[3]),
+            eps: f(head[4]),
+            softening: head[5] as i32,
+            dt: f(head[6]),
+        };
+        let run = match head[1] {
+            32 => Precision::F32(load::<f32>(exec.opened, settings, words)?),
+            64 => Precision::F64(load::<f64>(exec.opened, settings, words)?),
+            _ => return Err(bad("unknown precision")),
+        };
+        // SAFETY: `out` is non-null and points to a handle slot the caller owns.
+        unsafe { *out = Box::into_raw(Box::new(NbodyTreeRun { run, settings })) };
+        Ok(())
+    })
+}
+
+/// A run made over the saved particles, then given the saved run's words.
+fn load<T: RunReal>(opened: nbody_backends::Opened, settings: Settings, words: &[u64]) -> Result<TreeRun<T>, Failure> {
+    // The words: where the tree lived, steps, then the state (TreeRun::save).
+    let mut w = Words::new(words);
+    w.word()?;
+    w.word()?;
+    let mut state = State::<T>::new(Vec::new(), Vec::new());
+    state.restore(&mut w)?;
+    let mut run = make::<T>(opened, state, settings)?;
+    let mut w = Words::new(words);
+    run.restore(&mut w)?;
+    if !w.is_done() {
+        return Err(Failure(NbodyStatus::File, "the saved run has words left over (another format or damage)".into()));
+    }
+    Ok(run)
 }

@@ -102,6 +102,11 @@ fn c_tree_leapfrog_keeps_its_energy_and_refuses_bad_calls() {
     let (text, _) = build_and_run_with("cc", "tree_run.c", &flags, &dir.path().join("r"), &["cpu", "2048", "16"]);
     assert!(text.contains("host tree") && text.contains("all checks passed"), "{text}");
     assert!(text.contains("n is 2047, the run holds 2048 particles") && text.contains("theta"), "{text}");
+    assert!(
+        text.contains("loaded and stepped 4 more: the same bits")
+            && text.contains("not a run nbody_tree_run_save wrote"),
+        "{text}"
+    );
 }
 
 #[test]
