@@ -100,14 +100,7 @@ fn new_run<T: RunReal>(
     dt: f64,
     out: *mut *mut NbodyTreeRun,
 ) -> NbodyStatus {
-    // The executor is taken first, so it is freed whatever fails after.
-    // SAFETY: the caller passes a handle from nbody_open or null (refused below).
-    let exec = unsafe { executor_box(e) };
-    guard(|| {
-        let exec = exec.ok_or_else(|| null("executor"))?;
-        if out.is_null() {
-            return Err(null("out"));
-        }
+    let make_run = |opened| {
         // SAFETY: a null pointer is refused; otherwise the caller passes a valid struct.
         let t = *unsafe { tree.as_ref() }.ok_or_else(|| null("tree"))?;
         // SAFETY: the caller promises n 4-lane records at each pointer.
@@ -121,9 +114,32 @@ fn new_run<T: RunReal>(
         let vel = vel.iter().map(|v| Velocity::new(v.vx, v.vy, v.vz)).collect();
         let state = State::new(pos.to_vec(), vel);
         let settings = Settings { theta: t.theta, alpha: t.alpha, eps, softening: soft, dt };
-        let run = make::<T>(exec.opened, state, settings)?;
+        Ok(NbodyTreeRun { run: T::wrap(make::<T>(opened, state, settings)?), settings })
+    };
+    // SAFETY: the caller's handle and slot, as `owning` requires.
+    unsafe { owning(e, out, make_run) }
+}
+
+/// Takes the executor `e` (freed whatever fails after), checks the handle slot `out`, and
+/// stores there the run `f` makes on the executor.
+///
+/// # Safety
+/// `e` null or a handle not freed before; `out` null or writable storage for a pointer.
+unsafe fn owning(
+    e: *mut NbodyExecutor,
+    out: *mut *mut NbodyTreeRun,
+    f: impl FnOnce(nbody_backends::Opened) -> Result<NbodyTreeRun, Failure>,
+) -> NbodyStatus {
+    // SAFETY: the caller passes a handle from nbody_open or null (refused below).
+    let exec = unsafe { executor_box(e) };
+    guard(|| {
+        let exec = exec.ok_or_else(|| null("executor"))?;
+        if out.is_null() {
+            return Err(null("out"));
+        }
+        let run = f(exec.opened)?;
         // SAFETY: `out` is non-null and points to a handle slot the caller owns.
-        unsafe { *out = Box::into_raw(Box::new(NbodyTreeRun { run: T::wrap(run), settings })) };
+        unsafe { *out = Box::into_raw(Box::new(run)) };
         Ok(())
     })
 }
@@ -461,49 +477,39 @@ pub unsafe extern "C" fn nbody_tree_run_load(
     path: *const c_char,
     out: *mut *mut NbodyTreeRun,
 ) -> NbodyStatus {
-    // SAFETY: the caller passes a handle from nbody_open or null (refused below).
-    let exec = unsafe { executor_box(e) };
-    guard(|| {
-        let exec = exec.ok_or_else(|| null("executor"))?;
-        if out.is_null() {
-            return Err(null("out"));
-        }
-        let path = path_of(path)?;
-        let bytes = std::fs::read(&path).map_err(|e| file_error(&path, "reading the run", e))?;
-        let bad = |why: &str| file_error(&path, "not a run nbody_tree_run_save wrote", why);
-        if bytes.len() < 8 + 9 * 8 + 8 || &bytes[..8] != SAVED_MAGIC || bytes.len() % 8 != 0 {
-            return Err(bad("wrong start or size"));
-        }
-        let (body, sum) = bytes.split_at(bytes.len() - 8);
-        if fnv1a(body) != u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
-            return Err(bad("damaged (its checksum does not match)"));
-        }
-        let all: Vec<u64> =
-            body[8..].chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
-        let (head, words) = all.split_at(8);
-        if head[0] != SAVED_VERSION {
-            return Err(bad("written by another version of the format"));
-        }
-        if head[7] != words.len() as u64 {
-            return Err(bad("cut short"));
-        }
-        let f = f64::from_bits;
-        let settings = Settings {
-            theta: f(head[2]),
-            alpha: f(head[3]),
-            eps: f(head[4]),
-            softening: head[5] as i32,
-            dt: f(head[6]),
-        };
-        let run = match head[1] {
-            32 => Precision::F32(load::<f32>(exec.opened, settings, words)?),
-            64 => Precision::F64(load::<f64>(exec.opened, settings, words)?),
-            _ => return Err(bad("unknown precision")),
-        };
-        // SAFETY: `out` is non-null and points to a handle slot the caller owns.
-        unsafe { *out = Box::into_raw(Box::new(NbodyTreeRun { run, settings })) };
-        Ok(())
-    })
+    // SAFETY: the caller's handle and slot, as `owning` requires.
+    unsafe { owning(e, out, |opened| load_file(opened, path)) }
+}
+
+/// [`nbody_tree_run_load`]'s work once the executor is taken.
+fn load_file(opened: nbody_backends::Opened, path: *const c_char) -> Result<NbodyTreeRun, Failure> {
+    let path = path_of(path)?;
+    let bytes = std::fs::read(&path).map_err(|e| file_error(&path, "reading the run", e))?;
+    let bad = |why: &str| file_error(&path, "not a run nbody_tree_run_save wrote", why);
+    if bytes.len() < 8 + 9 * 8 + 8 || &bytes[..8] != SAVED_MAGIC || bytes.len() % 8 != 0 {
+        return Err(bad("wrong start or size"));
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - 8);
+    if fnv1a(body) != u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
+        return Err(bad("damaged (its checksum does not match)"));
+    }
+    let all: Vec<u64> = body[8..].chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+    let (head, words) = all.split_at(8);
+    if head[0] != SAVED_VERSION {
+        return Err(bad("written by another version of the format"));
+    }
+    if head[7] != words.len() as u64 {
+        return Err(bad("cut short"));
+    }
+    let f = f64::from_bits;
+    let settings =
+        Settings { theta: f(head[2]), alpha: f(head[3]), eps: f(head[4]), softening: head[5] as i32, dt: f(head[6]) };
+    let run = match head[1] {
+        32 => Precision::F32(load::<f32>(opened, settings, words)?),
+        64 => Precision::F64(load::<f64>(opened, settings, words)?),
+        _ => return Err(bad("unknown precision")),
+    };
+    Ok(NbodyTreeRun { run, settings })
 }
 
 /// A run made over the saved particles, then given the saved run's words.
