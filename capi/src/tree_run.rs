@@ -4,7 +4,7 @@
 
 use crate::{executor_box, guard, null, records, records_mut, CReal, Failure, NbodyExecutor, NbodyStatus, NbodyTree};
 use core::ffi::{c_char, CStr};
-use nbody::integrators::{Checkpoint, State, Words};
+use nbody::integrators::{seal, unseal, Checkpoint, State, Words};
 use nbody::tree::TreeRun;
 use nbody_core::cell::Criterion;
 use nbody_core::{Particle, Softening, Velocity};
@@ -376,11 +376,6 @@ pub unsafe extern "C" fn nbody_tree_run_free(run: *mut NbodyTreeRun) {
 const SAVED_MAGIC: &[u8; 8] = b"NBODYTRE";
 const SAVED_VERSION: u64 = 1;
 
-/// FNV-1a over `bytes`: a saved run's last word, so damage is found, not loaded.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
-}
-
 /// A C path as a Rust one.
 fn path_of(path: *const c_char) -> Result<PathBuf, Failure> {
     // SAFETY: a null pointer is refused; otherwise the caller passes a C string.
@@ -446,7 +441,7 @@ pub unsafe extern "C" fn nbody_tree_run_save(run: *mut NbodyTreeRun, path: *cons
         ];
         let mut bytes = SAVED_MAGIC.to_vec();
         bytes.extend(head.iter().chain(&words).flat_map(|w| w.to_le_bytes()));
-        bytes.extend(fnv1a(&bytes).to_le_bytes());
+        seal(&mut bytes);
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let tmp = path.with_file_name(format!(".{name}.part-{}", std::process::id()));
         let written = std::fs::File::create(&tmp).and_then(|mut f| {
@@ -489,10 +484,7 @@ fn load_file(opened: nbody_backends::Opened, path: *const c_char) -> Result<Nbod
     if bytes.len() < 8 + 9 * 8 + 8 || &bytes[..8] != SAVED_MAGIC || bytes.len() % 8 != 0 {
         return Err(bad("wrong start or size"));
     }
-    let (body, sum) = bytes.split_at(bytes.len() - 8);
-    if fnv1a(body) != u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
-        return Err(bad("damaged (its checksum does not match)"));
-    }
+    let body = unseal(&bytes).ok_or_else(|| bad("damaged (its checksum does not match)"))?;
     let all: Vec<u64> = body[8..].chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
     let (head, words) = all.split_at(8);
     if head[0] != SAVED_VERSION {

@@ -126,6 +126,33 @@ pub(crate) fn take_triple_array(a: &mut Arrays<'_>) -> Result<Vec<[f64; 3]>, Err
     Ok(a.reals::<f64>(3)?.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
 }
 
+/// Appends the FNV-1a checksum of `bytes` to them: the last word of every saved file
+/// (the command's checkpoints, Python's and C's saved runs), so damage is found, not
+/// loaded.
+///
+/// ```
+/// let mut bytes = b"NBODY".to_vec();
+/// nbody_integrators::seal(&mut bytes);
+/// assert_eq!(nbody_integrators::unseal(&bytes), Some(&b"NBODY"[..]));
+/// bytes[1] ^= 1;
+/// assert_eq!(nbody_integrators::unseal(&bytes), None);
+/// ```
+pub fn seal(bytes: &mut Vec<u8>) {
+    let sum = fnv1a(bytes);
+    bytes.extend(sum.to_le_bytes());
+}
+
+/// The bytes [`seal`] sealed, without their checksum; `None` when it does not match or
+/// they are too short to hold one.
+pub fn unseal(bytes: &[u8]) -> Option<&[u8]> {
+    let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+    (fnv1a(body) == u64::from_le_bytes(sum.try_into().ok()?)).then_some(body)
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
 /// Words being read back, in order.
 #[derive(Debug)]
 pub struct Words<'a> {

@@ -62,7 +62,7 @@ softening_builder!(Hermite6, "Hermite6::<f64>::new(0.1, 0.05)");
 softening_builder!(DormandPrince, "DormandPrince::<f64>::new(1e-8, 1e-8, 0.05)");
 
 pub use block::BlockHermite;
-pub use checkpoint::{put_fields, take_fields, Arrays, Checkpoint, Words};
+pub use checkpoint::{put_fields, seal, take_fields, unseal, Arrays, Checkpoint, Words};
 pub use hermite::{Criterion, Hermite};
 pub use hermite6::Hermite6;
 pub use integrator::Integrator;

@@ -918,11 +918,6 @@ fn restore_engine<T: PyReal>(config: &Config, words: &[u64]) -> PyResult<Engine<
 const SAVED_MAGIC: &[u8; 8] = b"NBODYSIM";
 const SAVED_VERSION: u64 = 1;
 
-/// FNV-1a over `bytes`: a saved file's last word, so damage is found, not loaded.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
-}
-
 enum Sim {
     F32(Engine<f32>),
     F64(Engine<f64>),
@@ -1332,8 +1327,7 @@ impl Simulation {
         out.extend(config.as_bytes());
         out.extend((words.len() as u64).to_le_bytes());
         out.extend(words.iter().flat_map(|w| w.to_le_bytes()));
-        let sum = fnv1a(&out);
-        out.extend(sum.to_le_bytes());
+        nbody_integrators::seal(&mut out);
         Ok(out)
     }
 
@@ -1345,10 +1339,7 @@ impl Simulation {
         if data.len() < 40 || &data[..8] != SAVED_MAGIC {
             return Err(bad("not a saved nbody simulation"));
         }
-        let (body, sum) = data.split_at(data.len() - 8);
-        if fnv1a(body) != u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
-            return Err(bad("damaged (its checksum does not match)"));
-        }
+        let body = nbody_integrators::unseal(data).ok_or_else(|| bad("damaged (its checksum does not match)"))?;
         let word = |at: usize| -> PyResult<u64> {
             body.get(at..at + 8)
                 .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))

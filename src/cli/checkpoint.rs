@@ -25,10 +25,6 @@ pub struct Saved {
     pub sim: Vec<u64>,
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
-}
-
 fn encode(s: &Saved) -> Vec<u8> {
     let mut b = MAGIC.to_vec();
     let text = s.settings.as_bytes();
@@ -39,8 +35,7 @@ fn encode(s: &Saved) -> Vec<u8> {
         b.extend((words.len() as u64).to_le_bytes());
         b.extend(words.iter().flat_map(|w| w.to_le_bytes()));
     }
-    let sum = fnv1a(&b);
-    b.extend(sum.to_le_bytes());
+    nbody_integrators::seal(&mut b);
     b
 }
 
@@ -48,10 +43,9 @@ fn decode(b: &[u8]) -> Result<Saved> {
     if b.len() < 16 || &b[..8] != MAGIC {
         bail!("not an nbody checkpoint");
     }
-    let (body, sum) = b.split_at(b.len() - 8);
-    if fnv1a(body) != u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
+    let Some(body) = nbody_integrators::unseal(b) else {
         bail!("checksum mismatch (truncated or damaged)");
-    }
+    };
     let mut at = 8;
     let mut word = || -> Result<u64> {
         let w = body.get(at..at + 8).context("ends early")?;
