@@ -844,6 +844,41 @@ pub trait Executor<T: Real> {
     fn collective(&mut self) -> Option<&mut dyn crate::collective::Collective> {
         None
     }
+
+    /// Writes (not adds) the field of `call`'s particles on its targets: accelerations
+    /// into `acc`, one row per target, and when `phi` is given the potential into it
+    /// (`params.potential` is not read, nor `params.overlap`, which the call sets), for
+    /// executors that take positions in rows and masses apart as they are (see
+    /// [`crate::columns`]). The default, for executors that take [`Particle`]s only, is
+    /// [`Error::Unsupported`]: the caller packs the particles and calls
+    /// [`Executor::accelerations`] instead.
+    ///
+    /// An executor that overrides it checks [`crate::columns::check`] first, refuses bad
+    /// values as [`crate::columns::first_bad`] names them and leaves `acc` and `phi`
+    /// untouched on any error; a softening it does not take is [`Error::Unsupported`].
+    ///
+    /// ```
+    /// use nbody_core::columns::ColumnsCall;
+    /// use nbody_core::{Error, Executor, Params, Reference};
+    /// let (x, m) = ([[0.0f64; 3], [1.0, 0.0, 0.0]], [1.0, 1.0]);
+    /// let call = ColumnsCall { positions: &x, masses: &m, targets: None };
+    /// let mut acc = [[0.0; 3]; 2];
+    /// let r = Reference.field_columns(call, &Params::softened(0.1), &mut acc, None);
+    /// assert!(matches!(r, Err(Error::Unsupported { .. })));
+    /// ```
+    fn field_columns(
+        &mut self,
+        call: crate::columns::ColumnsCall<'_, T>,
+        params: &Params<T>,
+        acc: &mut [[T; 3]],
+        phi: Option<&mut [T]>,
+    ) -> Result<(), Error> {
+        let _ = (call, params, acc, phi);
+        Err(Error::Unsupported {
+            operation: "field_columns",
+            reason: "this executor takes packed particles: pack them and call accelerations",
+        })
+    }
 }
 
 /// The snap call in plain loops (see [`Executor::accelerations_snap_unchecked`]), on

@@ -363,6 +363,17 @@ where
     fn collective(&mut self) -> Option<&mut dyn crate::collective::Collective> {
         self.inner_mut().collective()
     }
+
+    fn field_columns(
+        &mut self,
+        call: crate::columns::ColumnsCall<'_, T>,
+        params: &Params<T>,
+        acc: &mut [[T; 3]],
+        phi: Option<&mut [T]>,
+    ) -> Result<(), Error> {
+        self.before(&Call::Accelerations { targets: call.targets_len(), sources: call.positions.len() });
+        self.inner_mut().field_columns(call, params, acc, phi)
+    }
 }
 
 /// `&mut E` is an executor wherever `E` is.

@@ -14,6 +14,8 @@
 //! - [`rsqrt`]: exact and Newton-refined bit-trick reciprocal square roots.
 //! - [`resident::Resident`]: executors that hold a system in their own memory and step
 //!   it there (the leapfrog written once over it).
+//! - [`columns`]: positions in rows and masses apart, as numpy and C hold them, for
+//!   executors that take them without a host pass.
 //! - [`Executor`]: the contract every executor meets; [`Reference`] implements it in the
 //!   caller's precision and [`oracle`] recomputes everything in f64 for tests.
 //!
@@ -35,6 +37,7 @@ extern crate alloc;
 
 pub mod cell;
 pub mod collective;
+pub mod columns;
 mod error;
 mod executor;
 pub mod forward;

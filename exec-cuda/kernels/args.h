@@ -131,6 +131,19 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
     F(T, h)                                                                                                            \
     F(int, n)
 
+// nbody_columns_pack_* (rows and column in, records out: n records from rows of x, y, z
+// and the column's masses (null: massless), zero records up to padded; the first bad
+// index atomically kept in first_bad[0] (non-finite) and first_bad[1] (negative mass))
+// and nbody_columns_unpack_* (records in, rows of ax, ay, az and the column of
+// potentials, null: not wanted, out).
+#define COLUMNS_ARGS_FIELDS(F)                                                                                         \
+    F(typename V4<T>::type *, records)                                                                                 \
+    F(T *, rows)                                                                                                       \
+    F(T *, column)                                                                                                     \
+    F(int *, first_bad)                                                                                                \
+    F(int, n)                                                                                                          \
+    F(int, padded)
+
 // nbody_project_*: a pixels x pixels grid of doubles, row 0 at the top; h_axis and
 // v_axis pick the coordinates; a coordinate's cell is (x - left) scale, (top - y) scale.
 #define PROJECT_ARGS_FIELDS(F)                                                                                         \
@@ -263,6 +276,7 @@ template <typename T> struct JerkArgs { JERK_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct BatchArgs { BATCH_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct CellArgs { CELL_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct StepArgs { STEP_ARGS_FIELDS(NBODY_ARGS_FIELD) };
+template <typename T> struct ColumnsArgs { COLUMNS_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct ProjectArgs { PROJECT_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct HermiteArgs { HERMITE_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct TreeArgs { TREE_ARGS_FIELDS(NBODY_ARGS_FIELD) };
@@ -288,6 +302,8 @@ struct ListsArgs {
     P(CellArgs<double>, CELL_ARGS_FIELDS)                                                                              \
     P(StepArgs<float>, STEP_ARGS_FIELDS)                                                                               \
     P(StepArgs<double>, STEP_ARGS_FIELDS)                                                                              \
+    P(ColumnsArgs<float>, COLUMNS_ARGS_FIELDS)                                                                         \
+    P(ColumnsArgs<double>, COLUMNS_ARGS_FIELDS)                                                                        \
     P(ProjectArgs<float>, PROJECT_ARGS_FIELDS)                                                                         \
     P(ProjectArgs<double>, PROJECT_ARGS_FIELDS)                                                                        \
     P(HermiteArgs<float>, HERMITE_ARGS_FIELDS)                                                                         \

@@ -189,6 +189,19 @@ kernel_args! {
 }
 
 kernel_args! {
+    /// Packing rows and a column into records, and unpacking records into rows and a
+    /// column (see [`crate::columns`]).
+    struct ColumnsArgs as "ColumnsArgs" {
+        records: Ptr = "typename V4<T>::type *",
+        rows: Ptr = "T *",
+        column: Ptr = "T *",
+        first_bad: Ptr = "int *",
+        n: i32 = "int",
+        padded: i32 = "int",
+    }
+}
+
+kernel_args! {
     /// The density map (of either precision: the particles' type is the pointer's).
     struct ProjectArgs as "ProjectArgs" {
         particles: Ptr = "const typename V4<T>::type *",
@@ -428,6 +441,8 @@ pub(crate) fn probed() -> Vec<(&'static str, usize, Vec<FieldLayout>)> {
         one::<CellArgs<f64>>("CellArgs<double>"),
         one::<StepArgs<f32>>("StepArgs<float>"),
         one::<StepArgs<f64>>("StepArgs<double>"),
+        one::<ColumnsArgs>("ColumnsArgs<float>"),
+        one::<ColumnsArgs>("ColumnsArgs<double>"),
         one::<ProjectArgs>("ProjectArgs<float>"),
         one::<ProjectArgs>("ProjectArgs<double>"),
         one::<HermiteArgs>("HermiteArgs<float>"),
@@ -649,6 +664,8 @@ mod tests {
         check::<CellArgs<f64>>(8);
         check::<StepArgs<f32>>(4);
         check::<StepArgs<f64>>(8);
+        check::<ColumnsArgs>(4);
+        check::<ColumnsArgs>(8);
         check::<ProjectArgs>(4);
         check::<ProjectArgs>(8);
         check::<HermiteArgs>(4);

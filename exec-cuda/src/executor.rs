@@ -148,6 +148,17 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         let cell_list = InteractionList { pairs: &pairs, source_spans: list.cell_spans };
         self.run_leaves(particles, None, &list.particles, cells, &cell_list, params, out)
     }
+
+    /// Packs and unpacks on the device (see [`crate::columns`]).
+    fn field_columns(
+        &mut self,
+        call: nbody_core::columns::ColumnsCall<'_, T>,
+        params: &Params<T>,
+        acc: &mut [[T; 3]],
+        phi: Option<&mut [T]>,
+    ) -> Result<(), Error> {
+        self.columns_call(call, params, acc, phi)
+    }
 }
 
 impl CudaExecutor {
@@ -196,16 +207,7 @@ impl CudaExecutor {
                     lengths: (crate::args::null(), crate::args::null()),
                 },
             };
-            // The configuration the Plummer kernel would take (forced, tuned or the
-            // ladder's), where the soft variants exist: the ladder's.
-            let plummer = params.with_softening(nbody_core::Softening::Plummer);
-            let config = match me.config_for::<T>(targets.len(), sources.len(), &plummer)? {
-                c if crate::tuning::ladder(me.family::<T>()).contains(&c) => c,
-                _ => {
-                    let rungs = crate::tuning::ladder(me.family::<T>());
-                    crate::tuning::choose_for_on(rungs, targets.len(), padded, me.gpu.info().sm_count)
-                }
-            };
+            let config = me.soft_config(targets.len(), sources.len(), padded, params)?;
             let s = &me.scratch;
             let (t, src, o) = (
                 s[TARGETS].buf_ref().ok_or(Error::NoDevice)?,
@@ -214,6 +216,24 @@ impl CudaExecutor {
             );
             me.launch_tiled_as(config, t, targets.len(), src, padded, o, params, soft)?;
             me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))
+        })
+    }
+
+    /// The launch configuration of a soft (spline or per-particle) tiled launch: the one
+    /// the Plummer kernel would take (forced, tuned or the ladder's) where the soft
+    /// variants exist, the ladder's otherwise.
+    pub(crate) fn soft_config<T: DeviceReal>(
+        &mut self,
+        n_t: usize,
+        n_s: usize,
+        padded: usize,
+        params: &Params<T>,
+    ) -> Result<crate::tuning::LaunchConfig, Error> {
+        let plummer = params.with_softening(nbody_core::Softening::Plummer);
+        let rungs = crate::tuning::ladder(self.family::<T>());
+        Ok(match self.config_for::<T>(n_t, n_s, &plummer)? {
+            c if rungs.contains(&c) => c,
+            _ => crate::tuning::choose_for_on(rungs, n_t, padded, self.gpu.info().sm_count),
         })
     }
 

@@ -126,6 +126,10 @@ pub(crate) enum Kernel {
     Kick { tag: Family },
     /// `x += v h` on resident particles.
     Drift { tag: Family },
+    /// Rows of positions and a column of masses packed into records on the device.
+    PackColumns { tag: Family },
+    /// Records unpacked into rows of accelerations and a column of potentials.
+    UnpackColumns { tag: Family },
     /// The jerk kernel (with the nearest neighbour and lists when `neighbours`).
     Jerk {
         tag: Family,
@@ -186,6 +190,8 @@ impl Kernel {
             Kernel::Project { tag } => format!("nbody_project_{tag}"),
             Kernel::Kick { tag } => format!("nbody_kick_{tag}"),
             Kernel::Drift { tag } => format!("nbody_drift_{tag}"),
+            Kernel::PackColumns { tag } => format!("nbody_columns_pack_{tag}"),
+            Kernel::UnpackColumns { tag } => format!("nbody_columns_unpack_{tag}"),
             Kernel::Jerk { tag, threads_per_target, targets_per_thread, potential, masked, neighbours } => format!(
                 "nbody_jerk_{tag}_tp{threads_per_target}_ni{targets_per_thread}_p{}_m{}_n{}",
                 b(potential),
@@ -215,6 +221,7 @@ impl Kernel {
             Kernel::Cells { .. } => "CellArgs",
             Kernel::Project { .. } => "ProjectArgs",
             Kernel::Kick { .. } | Kernel::Drift { .. } => "StepArgs",
+            Kernel::PackColumns { .. } | Kernel::UnpackColumns { .. } => "ColumnsArgs",
             Kernel::Jerk { .. } | Kernel::JerkReduce { .. } => "JerkArgs",
             Kernel::HermitePredict { .. } | Kernel::HermiteGather { .. } | Kernel::HermiteCorrect { .. } => {
                 "HermiteArgs"
@@ -252,6 +259,8 @@ impl Kernel {
             Kernel::Project { tag: F64 },
             Kernel::Kick { tag: F32 },
             Kernel::Drift { tag: F64 },
+            Kernel::PackColumns { tag: F32 },
+            Kernel::UnpackColumns { tag: F64 },
             Kernel::Jerk {
                 tag: F64,
                 threads_per_target: 4,

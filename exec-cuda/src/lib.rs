@@ -28,6 +28,7 @@
 
 mod args;
 mod batch;
+mod columns;
 pub mod costs;
 mod device;
 mod executor;

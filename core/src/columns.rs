@@ -1,0 +1,95 @@
+//! Particles as columns: positions in rows of three (`[x, y, z]`) beside a separate
+//! array of masses, and the field written back the same way (rows of accelerations, a
+//! column of potentials): the layout numpy, C and Fortran codes hold. An executor that
+//! takes such arrays as they are (a GPU packs and unpacks them on the device, so the
+//! host makes no pass over them) overrides [`crate::Executor::field_columns`]; front
+//! ends call it and pack into [`crate::Particle`]s themselves where it answers
+//! [`Error::Unsupported`].
+
+use crate::{validate, Error, Params, Real};
+
+/// One call in columns: the field of the particles at `positions` with `masses` on
+/// `targets` (`None`: on the particles themselves, each without its own pair).
+///
+/// ```
+/// use nbody_core::columns::ColumnsCall;
+/// let (x, m) = ([[0.0f32, 0.0, 0.0], [1.0, 0.0, 0.0]], [1.0f32, 1.0]);
+/// let call = ColumnsCall { positions: &x, masses: &m, targets: None };
+/// assert_eq!(call.targets_len(), 2);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct ColumnsCall<'a, T> {
+    /// The sources' positions, one row each.
+    pub positions: &'a [[T; 3]],
+    /// The sources' masses, one per row of `positions`.
+    pub masses: &'a [T],
+    /// Points the field is wanted at; `None`: the particles themselves, each particle's
+    /// pair with itself removed (as [`crate::Overlap::Identical`]).
+    pub targets: Option<&'a [[T; 3]]>,
+}
+
+impl<T> ColumnsCall<'_, T> {
+    /// How many rows the outputs hold.
+    pub fn targets_len(&self) -> usize {
+        self.targets.map_or(self.positions.len(), <[_]>::len)
+    }
+}
+
+/// The checks of a columns call that need no pass over the values: the parameters, and
+/// the lengths of masses and outputs against the rows. The values (finite, no negative
+/// mass) are the executor's to check where it reads them.
+///
+/// ```
+/// use nbody_core::columns::{check, ColumnsCall};
+/// use nbody_core::Params;
+/// let (x, m) = ([[0.0f64; 3]; 2], [1.0; 2]);
+/// let call = ColumnsCall { positions: &x, masses: &m[..1], targets: None };
+/// assert!(check(&call, &Params::softened(0.1), 2, None).is_err()); // one mass for two rows
+/// ```
+pub fn check<T: Real>(
+    call: &ColumnsCall<'_, T>,
+    params: &Params<T>,
+    acc_len: usize,
+    phi_len: Option<usize>,
+) -> Result<(), Error> {
+    validate::params(params)?;
+    validate::length("masses", call.positions.len(), call.masses.len())?;
+    validate::length("output", call.targets_len(), acc_len)?;
+    if let Some(n) = phi_len {
+        validate::length("potential output", call.targets_len(), n)?;
+    }
+    Ok(())
+}
+
+/// Names the first bad value of a columns call's arrays as [`validate::particles`]
+/// would: a non-finite coordinate or mass ([`Error::NonFinite`]) or a negative mass
+/// ([`Error::NegativeMass`]), `None` when every value is good. For executors that found
+/// *that* something is wrong (on a device, say) and name it on the host.
+///
+/// ```
+/// use nbody_core::columns::{first_bad, ColumnsCall};
+/// use nbody_core::{Array, Error};
+/// let (x, m) = ([[0.0f64; 3], [f64::NAN, 0.0, 0.0]], [-1.0, 1.0]);
+/// let call = ColumnsCall { positions: &x, masses: &m, targets: None };
+/// assert_eq!(first_bad(&call), Some(Error::NegativeMass { array: Array::Particles, index: 0 }));
+/// let targets = [[0.0, f64::INFINITY, 0.0]];
+/// let call = ColumnsCall { positions: &x, masses: &m, targets: Some(&targets) };
+/// assert_eq!(first_bad(&call), Some(Error::NonFinite { array: Array::Targets, index: 0 }));
+/// ```
+pub fn first_bad<T: Real>(call: &ColumnsCall<'_, T>) -> Option<Error> {
+    use crate::Array;
+    // Targets first, as `validate::call` checks them.
+    let finite = |r: &[T; 3]| r.iter().all(|c| c.is_finite());
+    if let Some(index) = call.targets.and_then(|t| t.iter().position(|r| !finite(r))) {
+        return Some(Error::NonFinite { array: Array::Targets, index });
+    }
+    for (index, (r, m)) in call.positions.iter().zip(call.masses).enumerate() {
+        if !(finite(r) && m.is_finite()) {
+            return Some(Error::NonFinite { array: Array::Particles, index });
+        }
+        if *m < T::zero() {
+            return Some(Error::NegativeMass { array: Array::Particles, index });
+        }
+    }
+    None
+}
