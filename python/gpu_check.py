@@ -12,6 +12,39 @@ want, _ = nbody.accelerations(pos, m, eps=0.01)
 got, _ = nbody.accelerations(pos, m, eps=0.01, executor="cuda")
 print("f64 cuda vs cpu: max relative difference", float(np.abs(got - want).max() / np.abs(want).max()))
 
+# The columns path (contiguous arrays of the call's precision, packed on the device)
+# against the host path (Fortran order takes it) and the CPU, with targets, the spline,
+# without the potential; bad values named as on the CPU.
+failures = []
+for dtype, precision, tol in ((np.float64, "f64", 1e-12), (np.float32, "f32", 1e-5)):
+    p, w = pos.astype(dtype), m.astype(dtype)
+    pts = rng.normal(size=(300, 3)).astype(dtype)
+    for kw in (dict(eps=0.01), dict(eps=0.05, softening="spline"), dict(eps=0.0, potential=False), dict(eps=0.01, targets=pts)):
+        cpu_a, cpu_p = nbody.accelerations(p, w, precision=precision, **kw)
+        col_a, col_p = nbody.accelerations(p, w, precision=precision, executor="cuda", **kw)
+        host_a, host_p = nbody.accelerations(np.asfortranarray(p), w, precision=precision, executor="cuda", **kw)
+        scale = np.abs(cpu_a).max()
+        d_col, d_host = float(np.abs(col_a - cpu_a).max() / scale), float(np.abs(host_a - cpu_a).max() / scale)
+        d_phi = float(np.abs(col_p - cpu_p).max() / max(np.abs(cpu_p).max(), 1e-300))
+        ok = col_a.dtype == dtype and d_col < tol and d_host < tol and d_phi < tol
+        print(f"columns {precision} {sorted(kw)}: vs cpu {d_col:.2e} (host path {d_host:.2e}, potential {d_phi:.2e})", "ok" if ok else "FAILED")
+        if not ok:
+            failures.append((precision, kw))
+    for bad, what in ((np.nan, "positions[7]"), (-1.0, "masses[7]")):
+        q, v = p.copy(), w.copy()
+        if what.startswith("positions"):
+            q[7, 1] = bad
+        else:
+            v[7] = bad
+        try:
+            nbody.accelerations(q, v, precision=precision, executor="cuda")
+            failures.append((precision, what, "accepted"))
+        except ValueError as e:
+            print(f"columns {precision} bad {what}: {e}")
+            if what not in str(e):
+                failures.append((precision, what, str(e)))
+print("columns checks:", "all ok" if not failures else f"FAILED {failures}")
+
 host = nbody.Simulation(n=4096, seed=5, gravity="tree", theta=0.5, precision="f32")
 gpu = nbody.Simulation(n=4096, seed=5, gravity="tree", theta=0.5, precision="f32", executor="cuda")
 for sim in (host, gpu):

@@ -43,6 +43,7 @@ fn main() {
         gpu("mixed_jerk_in_both_orders_matches_the_reference", mixed_jerk_orders),
         gpu("mixed_batch_in_both_orders_matches_the_reference", mixed_batch_orders),
         gpu("batched_cell_calls_give_the_same_bits_every_time", batched_same_bits),
+        gpu("columns_match_the_oracle_and_refuse_bad_values", columns),
         gpu("j_memory_matches_host_prediction_and_the_reference", || j_memory(false)),
         gpu("warp_shuffle_variant_matches_the_oracle", warp_shuffle),
         gpu("mixed_j_memory_matches_host_prediction_and_the_reference", || j_memory(true)),
@@ -1156,4 +1157,101 @@ fn potential_on_download() -> Result<(), Failed> {
     }
     check(&mut CudaExecutor::new().map_err(gpu_err)?, "one device")?;
     check(&mut MultiDevice::on_devices(&[0, 0]).map_err(gpu_err)?, "two lanes on device 0")
+}
+
+/// `field_columns` (rows and a column packed and unpacked on the device) against the
+/// oracle: f32 and f64, Plummer with and without softening and the spline, with and
+/// without the potential, on the particles themselves and at other points, sizes from
+/// one to past a pipelined call's; bad values named as the host names them with the
+/// outputs untouched; the mixed kernels refuse.
+fn columns() -> Result<(), Failed> {
+    use nbody_core::columns::ColumnsCall;
+    use nbody_core::{Array, Softening};
+    fn case<T: DeviceReal>(gpu: &mut CudaExecutor, u: f64) -> Result<(), Failed> {
+        let (all, _) = nbody_integrators::ics::plummer::<T>(40_000, 5);
+        let c = T::from_f64;
+        for n in [1usize, 100, 5000, 40_000] {
+            let ps = &all[..n];
+            let rows: Vec<[T; 3]> = ps.iter().map(|p| [p.x, p.y, p.z]).collect();
+            let m: Vec<T> = ps.iter().map(|p| p.m).collect();
+            // 300 points on a line through the system, massless as targets.
+            let points: Vec<Particle<T>> =
+                (0..300).map(|k| Particle::new(c(k as f64 * 0.01 - 1.5), c(0.3), c(-0.2), T::zero())).collect();
+            let point_rows: Vec<[T; 3]> = points.iter().map(|p| [p.x, p.y, p.z]).collect();
+            for (soft, eps) in [(Softening::Plummer, 0.0), (Softening::Plummer, 0.01), (Softening::Spline, 0.05)] {
+                for potential in [false, true] {
+                    for at_points in [false, true] {
+                        let params = Params::softened(c(eps)).with_softening(soft);
+                        let (targets, t_rows) = if at_points { (&points[..], Some(&point_rows[..])) } else { (ps, None) };
+                        let nt = targets.len();
+                        let (mut acc, mut phi) = (vec![[c(7.0); 3]; nt], vec![c(7.0); nt]);
+                        let call = ColumnsCall { positions: &rows, masses: &m, targets: t_rows };
+                        gpu.field_columns(call, &params, &mut acc, potential.then_some(&mut phi[..])).map_err(gpu_err)?;
+                        if !potential && phi.iter().any(|&p| p != c(7.0)) {
+                            return Err(format!("{} n {n}: the potential was written though not asked for", T::NAME).into());
+                        }
+                        let mut truth_params = if at_points { params } else { params.with_overlap_identical() };
+                        truth_params.potential = potential;
+                        let truth = exact(targets, ps, &truth_params).map_err(gpu_err)?;
+                        let got: Vec<Field<T>> = acc
+                            .iter()
+                            .zip(&phi)
+                            .map(|(a, &p)| Field::new(a[0], a[1], a[2], if potential { p } else { T::zero() }))
+                            .collect();
+                        let before = vec![Field::zero(); nt];
+                        nbody_conformance::compare(&got, &before, &truth, n, potential, u).map_err(|e| {
+                            format!("{} n {n}, {soft:?} eps {eps}, potential {potential}, points {at_points}: {e}", T::NAME)
+                        })?;
+                    }
+                }
+            }
+        }
+        // Bad values: named as the host names them, nothing written.
+        let rows = vec![[c(0.5); 3]; 1000];
+        let mut m = vec![c(1e-3); 1000];
+        let params = Params::softened(c(0.01));
+        let mut bad_rows = rows.clone();
+        bad_rows[700][1] = T::infinity();
+        m[400] = c(-1.0);
+        m[900] = T::nan();
+        let point = [[c(0.0), T::nan(), c(0.0)]];
+        let cases: [(&[[T; 3]], Option<&[[T; 3]]>, Error); 3] = [
+            (&rows, None, Error::NegativeMass { array: Array::Particles, index: 400 }),
+            (&bad_rows, None, Error::NegativeMass { array: Array::Particles, index: 400 }),
+            (&rows, Some(&point), Error::NonFinite { array: Array::Targets, index: 0 }),
+        ];
+        for (positions, targets, want) in cases {
+            let nt = targets.map_or(positions.len(), <[_]>::len);
+            let (mut acc, mut phi) = (vec![[c(7.0); 3]; nt], vec![c(7.0); nt]);
+            let call = ColumnsCall { positions, masses: &m, targets };
+            match gpu.field_columns(call, &params, &mut acc, Some(&mut phi)) {
+                Err(e) if e == want => {}
+                other => return Err(format!("{}: expected {want}, got {other:?}", T::NAME).into()),
+            }
+            if acc.iter().flatten().chain(&phi).any(|&x| x != c(7.0)) {
+                return Err(format!("{}: a refused call wrote its outputs", T::NAME).into());
+            }
+        }
+        m[400] = c(1e-3);
+        let call = ColumnsCall { positions: &bad_rows, masses: &m, targets: None };
+        match gpu.field_columns(call, &params, &mut vec![[c(0.0); 3]; 1000], None) {
+            Err(Error::NonFinite { array: Array::Particles, index: 700 }) => {}
+            other => return Err(format!("{}: expected the infinity at 700, got {other:?}", T::NAME).into()),
+        }
+        // The executor still works after refusing.
+        let call = ColumnsCall { positions: &rows, masses: &m[..999], targets: None };
+        if gpu.field_columns(call, &params, &mut vec![[c(0.0); 3]; 1000], None).is_ok() {
+            return Err("999 masses for 1000 rows were accepted".into());
+        }
+        Ok(())
+    }
+    case::<f32>(&mut CudaExecutor::new().map_err(gpu_err)?, f32::EPSILON as f64)?;
+    case::<f64>(&mut CudaExecutor::new().map_err(gpu_err)?, f64::EPSILON)?;
+    let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
+    let (rows, m) = (vec![[0.0f64; 3]; 4], vec![1.0f64; 4]);
+    let call = ColumnsCall { positions: &rows, masses: &m, targets: None };
+    match mixed.field_columns(call, &Params::softened(0.1), &mut vec![[0.0; 3]; 4], None) {
+        Err(Error::Unsupported { .. }) => Ok(()),
+        other => Err(format!("the mixed executor: expected Unsupported, got {other:?}").into()),
+    }
 }

@@ -5,6 +5,7 @@ use nbody::tree::TreeRun;
 use nbody::units::Units;
 use nbody_backends::{Backend, BackendError, BackendReal};
 use nbody_core::cell::Cell;
+use nbody_core::columns::ColumnsCall;
 use nbody_core::cell::Criterion;
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::projection::{Plane, Projecting, Projection};
@@ -391,6 +392,86 @@ fn compute<'py, T: PyReal>(
     field_arrays(py, out)
 }
 
+impl<'py> Call<'_, 'py> {
+    /// The columns path ([`nbody_core::columns`]) for a GPU backend: C-contiguous arrays
+    /// of the call's precision handed to the executor as they are (read without the
+    /// GIL, as numpy's own operations read them), packed, checked and unpacked on the
+    /// device, the results downloaded straight into fresh numpy arrays. `None` where the
+    /// call does not qualify (another dtype or order, a length per particle, a CPU
+    /// backend), where the executor answers Unsupported, or where a value is refused:
+    /// the host path then runs, and names the bad entry as it always has.
+    fn columns<T: PyReal>(
+        &self,
+        py: Python<'py>,
+        executor: &str,
+        threads: Option<usize>,
+    ) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+        let eps = match self.eps.map(|e| e.extract::<f64>()) {
+            None => 0.0,
+            Some(Ok(x)) if x.is_finite() && x >= 0.0 => x,
+            Some(_) => return Ok(None),
+        };
+        if self.target_eps.is_some() {
+            return Ok(None);
+        }
+        let b = backend::<T>(executor, threads)?;
+        if !b.is_cuda() {
+            return Ok(None);
+        }
+        let (Ok(pos), Ok(m)) =
+            (self.positions.extract::<PyReadonlyArray2<'py, T>>(), self.masses.extract::<PyReadonlyArray1<'py, T>>())
+        else {
+            return Ok(None);
+        };
+        let targets = match self.targets.map(|t| t.extract::<PyReadonlyArray2<'py, T>>()) {
+            None => None,
+            Some(Ok(t)) => Some(t),
+            Some(Err(_)) => return Ok(None),
+        };
+        // C order only: ndarray's slice (numpy's would take Fortran order too).
+        fn rows<'a, T: PyReal>(a: &'a PyReadonlyArray2<'_, T>) -> Option<&'a [[T; 3]]> {
+            (a.shape()[1] == 3).then(|| a.as_array().to_slice().map(bytemuck::cast_slice)).flatten()
+        }
+        let (Some(positions), Some(masses)) = (rows(&pos), m.as_array().to_slice()) else { return Ok(None) };
+        let target_rows = match &targets {
+            None => None,
+            Some(t) => match rows(t) {
+                Some(r) => Some(r),
+                None => return Ok(None),
+            },
+        };
+        if masses.len() != positions.len() {
+            return Ok(None);
+        }
+        let n = target_rows.map_or(positions.len(), <[_]>::len);
+        let mut params = Params::softened(T::from_f64(eps)).with_g(T::from_f64(self.g)).with_softening(self.softening);
+        params.potential = self.potential;
+        // SAFETY: fresh C-contiguous arrays, ours alone; the accelerations are written
+        // before Python sees them (or the arrays are dropped), the potential too when
+        // asked for (zeros otherwise).
+        let acc = unsafe { numpy::PyArray2::<T>::new(py, [n, 3], false) };
+        let phi = if self.potential {
+            unsafe { PyArray1::<T>::new(py, [n], false) }
+        } else {
+            PyArray1::<T>::zeros(py, [n], false)
+        };
+        {
+            // SAFETY: as above; the slices end before the arrays are returned.
+            let fail = |e: numpy::AsSliceError| PyRuntimeError::new_err(format!("output array: {e}"));
+            let (a, p) = unsafe { (acc.as_slice_mut().map_err(fail)?, phi.as_slice_mut().map_err(fail)?) };
+            let a: &mut [[T; 3]] = bytemuck::cast_slice_mut(a);
+            let phi_out = self.potential.then_some(p);
+            let call = ColumnsCall { positions, masses, targets: target_rows };
+            match with_executor::<T, _>(py, &b, |e| e.field_columns(call, &params, a, phi_out))? {
+                Ok(()) => {}
+                Err(Error::Unsupported { .. } | Error::NonFinite { .. } | Error::NegativeMass { .. }) => return Ok(None),
+                Err(e) => return Err(runtime(e)),
+            }
+        }
+        Ok(Some((acc.into_any(), phi.into_any())))
+    }
+}
+
 /// A call's softening: one length, or one per particle (targets', sources').
 enum Lengths {
     One(f64),
@@ -466,6 +547,9 @@ impl<'py> Call<'_, 'py> {
         executor: &str,
         threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        if let Some(arrays) = self.columns::<T>(py, executor, threads)? {
+            return Ok(arrays);
+        }
         // The buffers of the last call (none if another thread holds them).
         let mut scratch = T::host_buffers().lock().map(|mut s| std::mem::take(&mut *s)).unwrap_or_default();
         let pos = coords(self.positions, "positions")?;

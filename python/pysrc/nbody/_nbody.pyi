@@ -37,8 +37,11 @@ def accelerations(
     by the symmetrised rule: Plummer eps_ij² = (eps_i² + eps_j²) / 2, the spline with the
     larger support. With `targets` and an eps array, `target_eps` (M,) gives the targets'
     lengths. Results are float64 for precision "f64" and float32 for "f32". The GIL is
-    released while the forces are computed. Bad input raises ValueError naming the
-    argument and the index; a device failure raises RuntimeError.
+    released while the forces are computed. On a single-GPU executor ("cuda", "cuda:K"),
+    C-contiguous arrays of the call's own dtype with one eps go to the device as they
+    are and are packed and checked there (the fastest way in); other arrays are packed
+    on the host first. Bad input raises ValueError naming the argument and the index; a
+    device failure raises RuntimeError.
 
     >>> import numpy as np, nbody
     >>> pos = np.array([[0.0, 0, 0], [1.0, 0, 0]])
