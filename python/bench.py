@@ -1,6 +1,8 @@
 """What a call from Python costs beside the same call timed inside Rust (same process,
 same executor, medians; the Python call computes the particles on themselves as the Rust
-one does).
+one does). On a GPU `accelerations` hands its arrays to the executor's columns entry
+(`field_columns`), so that is the Rust call it is compared with; the packed-records call
+(`Executor::accelerations` on host slices) is printed beside it.
 
     python bench.py                      # CPU, f64: N = 1,024 and 16,384, 1 and all threads
     python bench.py --executor cuda      # GPU: N = 65,536, f32 and f64, acceleration only
@@ -48,19 +50,23 @@ def main():
     else:
         rows = [(n, reps, t, "f64", True) for n, reps in [(1024, 400), (16384, 9)] for t in sorted({1, cores})]
     print(f"nbody {nbody.__version__}: Python call against the same call timed in Rust ({a.executor}, medians)")
-    print(f"{'N':>7} {'prec':>4} {'threads':>7} {'potential':>9} {'Rust (ms)':>10} {'Python (ms)':>12} {'extra':>8}")
+    extra_col = f" {'Rust records (ms)':>17}" if gpu else ""
+    print(f"{'N':>7} {'prec':>4} {'threads':>7} {'potential':>9} {'Rust (ms)':>10} {'Python (ms)':>12} {'extra':>8}{extra_col}")
+    entry = "columns" if gpu else "accelerations"
     for n, reps, threads, precision, potential in rows:
         # Interleaved rounds, the best of each side: clocks and neighbours drift.
-        rust, py = [], []
+        rust, py, records = [], [], []
         for _ in range(a.rounds):
-            rust.append(nbody._rust_seconds(n, reps, threads, precision, a.executor, potential))
+            rust.append(nbody._rust_seconds(n, reps, threads, precision, a.executor, potential, entry))
             py.append(python_seconds(n, reps, threads, precision, a.executor, potential))
+            if gpu:
+                records.append(nbody._rust_seconds(n, reps, threads, precision, a.executor, potential, "accelerations"))
         r, p = min(rust), min(py)
+        tail = f" {min(records) * 1e3:>17.4f}" if gpu else ""
         print(
             f"{n:>7} {precision:>4} {threads if not gpu else '-':>7} {str(potential):>9} "
-            f"{r * 1e3:>10.4f} {p * 1e3:>12.4f} {100 * (p / r - 1):>7.1f}%"
+            f"{r * 1e3:>10.4f} {p * 1e3:>12.4f} {100 * (p / r - 1):>7.1f}%{tail}"
         )
-
 
 if __name__ == "__main__":
     main()

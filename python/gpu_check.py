@@ -25,7 +25,7 @@ for dtype, precision, tol in ((np.float64, "f64", 1e-12), (np.float32, "f32", 1e
         host_a, host_p = nbody.accelerations(np.asfortranarray(p), w, precision=precision, executor="cuda", **kw)
         scale = np.abs(cpu_a).max()
         d_col, d_host = float(np.abs(col_a - cpu_a).max() / scale), float(np.abs(host_a - cpu_a).max() / scale)
-        d_phi = float(np.abs(col_p - cpu_p).max() / max(np.abs(cpu_p).max(), 1e-300))
+        d_phi = float(np.abs(col_p - cpu_p).max()) / max(float(np.abs(cpu_p).max()), 1e-300)
         ok = col_a.dtype == dtype and d_col < tol and d_host < tol and d_phi < tol
         print(f"columns {precision} {sorted(kw)}: vs cpu {d_col:.2e} (host path {d_host:.2e}, potential {d_phi:.2e})", "ok" if ok else "FAILED")
         if not ok:

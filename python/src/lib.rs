@@ -758,9 +758,13 @@ fn cell<'py>(
 
 /// Seconds per call of `executor` on a Plummer sphere of `n` particles (the particles
 /// on themselves, as `accelerations` without targets), timed in Rust (median of `reps`
-/// after a warm-up): what the Python call is compared against.
+/// after a warm-up): what the Python call is compared against. `entry` is the Rust entry
+/// point timed: "accelerations" (packed records, adding into a zeroed field) or
+/// "columns" (`field_columns` on rows and a column, the call `accelerations` makes on a
+/// single GPU; an executor without it answers Unsupported as a RuntimeError).
 #[pyfunction]
-#[pyo3(signature = (n, reps=20, threads=1, precision="f64", executor="cpu", potential=true))]
+#[pyo3(signature = (n, reps=20, threads=1, precision="f64", executor="cpu", potential=true, entry="accelerations"))]
+#[allow(clippy::too_many_arguments)]
 fn _rust_seconds(
     py: Python<'_>,
     n: usize,
@@ -769,18 +773,34 @@ fn _rust_seconds(
     precision: &str,
     executor: &str,
     potential: bool,
+    entry: &str,
 ) -> PyResult<f64> {
-    fn time<T: PyReal>(py: Python<'_>, n: usize, reps: usize, backend: &Backend, potential: bool) -> PyResult<f64> {
+    fn time<T: PyReal>(
+        py: Python<'_>,
+        n: usize,
+        reps: usize,
+        backend: &Backend,
+        potential: bool,
+        columns: bool,
+    ) -> PyResult<f64> {
         let (ps, _) = ics::plummer::<T>(n, 1);
         let mut params = Params::softened(T::from_f64(0.01)).with_overlap_identical();
         params.potential = potential;
+        let rows: Vec<[T; 3]> = ps.iter().map(|p| [p.x, p.y, p.z]).collect();
+        let masses: Vec<T> = ps.iter().map(|p| p.m).collect();
         with_executor::<T, _>(py, backend, |e| {
             let mut out = vec![Field::zero(); n];
+            let (mut acc, mut phi) = (vec![[T::zero(); 3]; n], vec![T::zero(); n]);
             let mut times = Vec::new();
             for k in 0..=reps {
                 out.iter_mut().for_each(|f| *f = Field::zero());
                 let t = std::time::Instant::now();
-                e.accelerations(&ps, &ps, &params, &mut out).map_err(runtime)?;
+                if columns {
+                    let call = ColumnsCall { positions: &rows, masses: &masses, targets: None };
+                    e.field_columns(call, &params, &mut acc, potential.then_some(&mut phi[..])).map_err(runtime)?;
+                } else {
+                    e.accelerations(&ps, &ps, &params, &mut out).map_err(runtime)?;
+                }
                 if k > 0 {
                     times.push(t.elapsed().as_secs_f64());
                 }
@@ -790,9 +810,14 @@ fn _rust_seconds(
         })?
     }
     let reps = reps.max(1);
+    let columns = match entry {
+        "accelerations" => false,
+        "columns" => true,
+        other => return Err(value_error(format!("entry must be 'accelerations' or 'columns' (got {other:?})"))),
+    };
     match precision {
-        "f32" => time::<f32>(py, n, reps, &backend::<f32>(executor, Some(threads))?, potential),
-        "f64" => time::<f64>(py, n, reps, &backend::<f64>(executor, Some(threads))?, potential),
+        "f32" => time::<f32>(py, n, reps, &backend::<f32>(executor, Some(threads))?, potential, columns),
+        "f64" => time::<f64>(py, n, reps, &backend::<f64>(executor, Some(threads))?, potential, columns),
         other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     }
 }
