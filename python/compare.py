@@ -2,7 +2,11 @@
 same particles (a Plummer-like random set, f64, eps = 0.01), interleaved rounds, median
 seconds per call. pytreegrav and REBOUND come from PyPI (`pip install pytreegrav
 rebound`); whichever is missing is skipped with a line saying so.
-Usage: python compare.py [N ...]   (default 4096 65536)"""
+Usage: python compare.py [N ...]         (default 4096 65536)
+       python compare.py --gpu [N ...]   (default 65536 262144): nbody's CUDA executor
+       (f32 and f64) beside pytreegrav's CUDA brute force (float32; `pip install
+       pytreegrav[cuda]`), both the one-call form (which uploads the sources every call)
+       and a held CudaAccelBruteforce (sources resident)."""
 import ctypes
 import sys
 import time
@@ -22,8 +26,61 @@ def median_seconds(call, reps):
     return float(np.median(ts))
 
 
+def gpu(sizes):
+    try:
+        import pytreegrav
+        from pytreegrav.cuda import CudaAccelBruteforce
+    except ImportError as e:
+        pytreegrav = None
+        print(f"SKIP pytreegrav on the GPU: {e}")
+    eps = 0.01
+    for n in sizes:
+        rng = np.random.default_rng(n)
+        pos = rng.normal(size=(n, 3))
+        m = np.full(n, 1.0 / n)
+        p32, m32 = pos.astype(np.float32), m.astype(np.float32)
+        calls = {
+            "nbody cuda f32": lambda: nbody.accelerations(p32, m32, eps=eps, executor="cuda", precision="f32", potential=False),
+            "nbody cuda f64": lambda: nbody.accelerations(pos, m, eps=eps, executor="cuda", potential=False),
+        }
+        want, _ = nbody.accelerations(pos, m, eps=eps, executor="cuda", potential=False)
+        if pytreegrav:
+            h = np.full(n, eps, dtype=np.float32)
+            held = CudaAccelBruteforce(p32, m32, h)
+            calls["pytreegrav cuda brute force, one call"] = lambda: pytreegrav.Accel(
+                p32, m32, h, method="bruteforce", device="cuda"
+            )
+            calls["pytreegrav cuda brute force, held"] = lambda: held(p32, h)
+            # pytreegrav softens with a spline kernel of support h: compared where the
+            # pairs are unsoftened, the median (most pairs are far apart).
+            got = held(p32, h)
+            rel = np.linalg.norm(got - want, axis=1) / np.linalg.norm(want, axis=1)
+            print(f"N = {n}: pytreegrav cuda against nbody cuda f64, median relative difference {np.median(rel):.2e}")
+        results = {k: [] for k in calls}
+        for _ in range(3):  # interleaved rounds
+            for k, c in calls.items():
+                results[k].append(median_seconds(c, 7))
+        base = np.median(results["nbody cuda f32"])
+        for k, r in results.items():
+            t = float(np.median(r))
+            print(f"N = {n:6d}  {k:40s} {t * 1e3:10.3f} ms  {n * n / t:.3e} interactions/s  ({t / base:.2f}x nbody cuda f32)")
+
+
 def main():
-    sizes = [int(a) for a in sys.argv[1:]] or [4096, 65536]
+    args = sys.argv[1:]
+    if args[:1] == ["--gpu"]:
+        from importlib.metadata import PackageNotFoundError, version
+
+        names = ["pytreegrav", "numba", "numba-cuda"]
+        found = []
+        for name in names:
+            try:
+                found.append(f"{name} {version(name)}")
+            except PackageNotFoundError:
+                pass
+        print(", ".join([f"nbody {nbody.__version__}"] + found))
+        return gpu([int(a) for a in args[1:]] or [65536, 262144])
+    sizes = [int(a) for a in args] or [4096, 65536]
     try:
         import pytreegrav
     except ImportError:
