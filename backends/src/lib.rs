@@ -245,9 +245,16 @@ impl fmt::Display for Backend {
     }
 }
 
-/// Threads the machine runs at once (what a backend may ask for at most).
+/// Threads the machine runs at once (what a backend may ask for at most), asked once per
+/// process: the standard library reads the cgroup's quota files to answer, some tens of
+/// microseconds that every front-end call checking its backend would pay again.
+///
+/// ```
+/// assert!(nbody_backends::available_threads() >= 1);
+/// ```
 pub fn available_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |t| t.get())
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get()))
 }
 
 impl Backend {

@@ -5,8 +5,8 @@ use nbody::tree::TreeRun;
 use nbody::units::Units;
 use nbody_backends::{Backend, BackendError, BackendReal};
 use nbody_core::cell::Cell;
-use nbody_core::columns::ColumnsCall;
 use nbody_core::cell::Criterion;
+use nbody_core::columns::ColumnsCall;
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::projection::{Plane, Projecting, Projection};
 use nbody_core::{
@@ -403,8 +403,7 @@ impl<'py> Call<'_, 'py> {
     fn columns<T: PyReal>(
         &self,
         py: Python<'py>,
-        executor: &str,
-        threads: Option<usize>,
+        b: &Backend,
     ) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
         let eps = match self.eps.map(|e| e.extract::<f64>()) {
             None => 0.0,
@@ -414,7 +413,6 @@ impl<'py> Call<'_, 'py> {
         if self.target_eps.is_some() {
             return Ok(None);
         }
-        let b = backend::<T>(executor, threads)?;
         if !b.is_cuda() {
             return Ok(None);
         }
@@ -462,9 +460,11 @@ impl<'py> Call<'_, 'py> {
             let a: &mut [[T; 3]] = bytemuck::cast_slice_mut(a);
             let phi_out = self.potential.then_some(p);
             let call = ColumnsCall { positions, masses, targets: target_rows };
-            match with_executor::<T, _>(py, &b, |e| e.field_columns(call, &params, a, phi_out))? {
+            match with_executor::<T, _>(py, b, |e| e.field_columns(call, &params, a, phi_out))? {
                 Ok(()) => {}
-                Err(Error::Unsupported { .. } | Error::NonFinite { .. } | Error::NegativeMass { .. }) => return Ok(None),
+                Err(Error::Unsupported { .. } | Error::NonFinite { .. } | Error::NegativeMass { .. }) => {
+                    return Ok(None)
+                }
                 Err(e) => return Err(runtime(e)),
             }
         }
@@ -547,7 +547,8 @@ impl<'py> Call<'_, 'py> {
         executor: &str,
         threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-        if let Some(arrays) = self.columns::<T>(py, executor, threads)? {
+        let b = backend::<T>(executor, threads)?;
+        if let Some(arrays) = self.columns::<T>(py, &b)? {
             return Ok(arrays);
         }
         // The buffers of the last call (none if another thread holds them).
@@ -574,7 +575,6 @@ impl<'py> Call<'_, 'py> {
             }
         };
         let targets = self.targets.map(|t| points::<T>(t, "targets")).transpose()?;
-        let b = backend::<T>(executor, threads)?;
         let out = &mut scratch.fields;
         let arrays = compute::<T>(py, sources, targets, &eps, self.g, self.potential, self.softening, &b, out)?;
         // Kept only up to 2^22 particles: a one-off large call's buffers go back to the
