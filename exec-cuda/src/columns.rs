@@ -109,7 +109,9 @@ impl CudaExecutor {
                 let t = ptr(me.scratch[EXTRA_B].reserve(n_t * 4 * sz)?);
                 let pack = ColumnsArgs { records: t, rows: at(2), column: null(), first_bad: at(3), n: ni, padded: ni };
                 // SAFETY: as above, for the targets' rows and n_t records.
-                unsafe { me.launch(Kernel::PackColumns { tag: T::FAMILY }, blocks(n_t), 256, pack, "packing targets")? };
+                unsafe {
+                    me.launch(Kernel::PackColumns { tag: T::FAMILY }, blocks(n_t), 256, pack, "packing targets")?
+                };
                 EXTRA_B
             } else {
                 SOURCES
@@ -126,8 +128,12 @@ impl CudaExecutor {
                     s[OUT].buf_ref().ok_or(Error::NoDevice)?,
                 );
                 if spline {
-                    let soft =
-                        TiledSoft { soft: Soft::Spline, eps2: p.spline_support(), masked: true, lengths: (null(), null()) };
+                    let soft = TiledSoft {
+                        soft: Soft::Spline,
+                        eps2: p.spline_support(),
+                        masked: true,
+                        lengths: (null(), null()),
+                    };
                     me.launch_tiled_as(config, t, n_t, src, padded, o, &p, soft)?;
                 } else {
                     me.launch_tiled(config, t, n_t, src, padded, o, &p)?;
@@ -147,7 +153,9 @@ impl CudaExecutor {
                 padded: ni,
             };
             // SAFETY: n_t records in, 3 n_t rows and n_t potentials out, reserved above.
-            unsafe { me.launch(Kernel::UnpackColumns { tag: T::FAMILY }, blocks(n_t), 256, unpack, "unpacking columns")? };
+            unsafe {
+                me.launch(Kernel::UnpackColumns { tag: T::FAMILY }, blocks(n_t), 256, unpack, "unpacking columns")?
+            };
             me.gpu.stream().synchronize().map_err(crate::device::cuda("running the kernels"))?;
             let mut flags = NONE_BAD;
             let input = me.scratch[EXTRA_A].buf_ref().ok_or(Error::NoDevice)?;
@@ -161,7 +169,7 @@ impl CudaExecutor {
             }
             let result: &DeviceSlice<u8> = me.scratch[EXTRA_C].buf_ref().ok_or(Error::NoDevice)?;
             download(result, bytemuck::cast_slice_mut(acc))?;
-            if let Some(phi) = phi.as_deref_mut() {
+            if let Some(phi) = phi {
                 download(&result.index(outs[1]..), bytemuck::cast_slice_mut(phi))?;
             }
             Ok(())

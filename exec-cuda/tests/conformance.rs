@@ -1182,13 +1182,17 @@ fn columns() -> Result<(), Failed> {
                 for potential in [false, true] {
                     for at_points in [false, true] {
                         let params = Params::softened(c(eps)).with_softening(soft);
-                        let (targets, t_rows) = if at_points { (&points[..], Some(&point_rows[..])) } else { (ps, None) };
+                        let (targets, t_rows) =
+                            if at_points { (&points[..], Some(&point_rows[..])) } else { (ps, None) };
                         let nt = targets.len();
                         let (mut acc, mut phi) = (vec![[c(7.0); 3]; nt], vec![c(7.0); nt]);
                         let call = ColumnsCall { positions: &rows, masses: &m, targets: t_rows };
-                        gpu.field_columns(call, &params, &mut acc, potential.then_some(&mut phi[..])).map_err(gpu_err)?;
+                        gpu.field_columns(call, &params, &mut acc, potential.then_some(&mut phi[..]))
+                            .map_err(gpu_err)?;
                         if !potential && phi.iter().any(|&p| p != c(7.0)) {
-                            return Err(format!("{} n {n}: the potential was written though not asked for", T::NAME).into());
+                            return Err(
+                                format!("{} n {n}: the potential was written though not asked for", T::NAME).into()
+                            );
                         }
                         let mut truth_params = if at_points { params } else { params.with_overlap_identical() };
                         truth_params.potential = potential;
@@ -1200,7 +1204,10 @@ fn columns() -> Result<(), Failed> {
                             .collect();
                         let before = vec![Field::zero(); nt];
                         nbody_conformance::compare(&got, &before, &truth, n, potential, u).map_err(|e| {
-                            format!("{} n {n}, {soft:?} eps {eps}, potential {potential}, points {at_points}: {e}", T::NAME)
+                            format!(
+                                "{} n {n}, {soft:?} eps {eps}, potential {potential}, points {at_points}: {e}",
+                                T::NAME
+                            )
                         })?;
                     }
                 }
@@ -1215,7 +1222,8 @@ fn columns() -> Result<(), Failed> {
         m[400] = c(-1.0);
         m[900] = T::nan();
         let point = [[c(0.0), T::nan(), c(0.0)]];
-        let cases: [(&[[T; 3]], Option<&[[T; 3]]>, Error); 3] = [
+        type Rows<'a, T> = &'a [[T; 3]];
+        let cases: [(Rows<T>, Option<Rows<T>>, Error); 3] = [
             (&rows, None, Error::NegativeMass { array: Array::Particles, index: 400 }),
             (&bad_rows, None, Error::NegativeMass { array: Array::Particles, index: 400 }),
             (&rows, Some(&point), Error::NonFinite { array: Array::Targets, index: 0 }),
@@ -1234,13 +1242,13 @@ fn columns() -> Result<(), Failed> {
         }
         m[400] = c(1e-3);
         let call = ColumnsCall { positions: &bad_rows, masses: &m, targets: None };
-        match gpu.field_columns(call, &params, &mut vec![[c(0.0); 3]; 1000], None) {
+        match gpu.field_columns(call, &params, &mut [[c(0.0); 3]; 1000], None) {
             Err(Error::NonFinite { array: Array::Particles, index: 700 }) => {}
             other => return Err(format!("{}: expected the infinity at 700, got {other:?}", T::NAME).into()),
         }
         // The executor still works after refusing.
         let call = ColumnsCall { positions: &rows, masses: &m[..999], targets: None };
-        if gpu.field_columns(call, &params, &mut vec![[c(0.0); 3]; 1000], None).is_ok() {
+        if gpu.field_columns(call, &params, &mut [[c(0.0); 3]; 1000], None).is_ok() {
             return Err("999 masses for 1000 rows were accepted".into());
         }
         Ok(())
@@ -1250,7 +1258,7 @@ fn columns() -> Result<(), Failed> {
     let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
     let (rows, m) = (vec![[0.0f64; 3]; 4], vec![1.0f64; 4]);
     let call = ColumnsCall { positions: &rows, masses: &m, targets: None };
-    match mixed.field_columns(call, &Params::softened(0.1), &mut vec![[0.0; 3]; 4], None) {
+    match mixed.field_columns(call, &Params::softened(0.1), &mut [[0.0; 3]; 4], None) {
         Err(Error::Unsupported { .. }) => Ok(()),
         other => Err(format!("the mixed executor: expected Unsupported, got {other:?}").into()),
     }
