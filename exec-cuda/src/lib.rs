@@ -253,6 +253,18 @@ impl CudaExecutor {
         Ok(padded)
     }
 
+    /// [`CudaExecutor::stage`] for a call whose targets are its sources (the same slice):
+    /// the particles go up once, padded, into the sources' slot, which serves as both.
+    fn stage_once<T: DeviceReal>(&mut self, particles: &[Particle<T>], out: &[Field<T>]) -> Result<usize, Error> {
+        let padded = particles.len().next_multiple_of(SOURCE_PAD);
+        let bytes = padded * size_of::<Particle<T>>();
+        let s = self.scratch[SOURCES].reserve(bytes)?;
+        upload_padded(s, bytemuck::cast_slice(particles), bytes)?;
+        let o = self.scratch[OUT].reserve(std::mem::size_of_val(out))?;
+        upload_padded(o, bytemuck::cast_slice(out), 0)?;
+        Ok(padded)
+    }
+
     /// Runs `f` with the context current; on failure drops the scratch buffers (a failed
     /// call may have left the device short of memory) so the next call starts clean.
     fn guarded<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R, Error>) -> Result<R, Error> {
