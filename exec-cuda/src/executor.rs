@@ -2,7 +2,7 @@
 //! download, and on failure leave the outputs untouched and the executor usable.
 
 use crate::kernels::Soft;
-use crate::memory::{ptr, upload_padded};
+use crate::memory::{ptr, upload_outputs, upload_padded};
 use crate::{batch, pipeline, CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, OUT, SELF_COUNTS, SOURCES, TARGETS};
 use crate::{
     CELLS, CELL_ITEMS, CELL_OFFSETS, CELL_RUNS, CELL_SLOTS, CELL_SPANS, ITEM_RUNS, ITEM_SLOTS, LENGTHS, PARTIAL,
@@ -270,7 +270,7 @@ impl CudaExecutor {
             ptr(t)
         };
         let o = self.scratch[OUT].reserve(std::mem::size_of_val(out))?;
-        upload_padded(o, bytemuck::cast_slice(out), 0)?;
+        upload_outputs(o, bytemuck::cast_slice(out))?;
         let o = ptr(o);
         self.sorted_call(tgt, targets.len(), src, sources.len(), identical, params, o)?;
         self.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))

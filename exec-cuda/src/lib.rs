@@ -71,7 +71,7 @@ pub use tuning::SOURCE_PAD;
 use cust::function::Function;
 use cust::memory::DeviceCopy;
 use device::cuda;
-use memory::{download, upload_padded, Scratch};
+use memory::{download, upload_outputs, upload_padded, Scratch};
 use nbody_core::{Error, Field, Particle, Real};
 use std::collections::HashMap;
 use tuning::LaunchConfig;
@@ -249,7 +249,7 @@ impl CudaExecutor {
         let s = self.scratch[SOURCES].reserve(padded * psize)?;
         upload_padded(s, bytemuck::cast_slice(sources), padded * psize)?;
         let o = self.scratch[OUT].reserve(std::mem::size_of_val(out))?;
-        upload_padded(o, bytemuck::cast_slice(out), 0)?;
+        upload_outputs(o, bytemuck::cast_slice(out))?;
         Ok(padded)
     }
 
@@ -261,7 +261,7 @@ impl CudaExecutor {
         let s = self.scratch[SOURCES].reserve(bytes)?;
         upload_padded(s, bytemuck::cast_slice(particles), bytes)?;
         let o = self.scratch[OUT].reserve(std::mem::size_of_val(out))?;
-        upload_padded(o, bytemuck::cast_slice(out), 0)?;
+        upload_outputs(o, bytemuck::cast_slice(out))?;
         Ok(padded)
     }
 

@@ -112,6 +112,20 @@ pub(crate) fn upload_padded(dst: &mut DeviceBuffer<u8>, data: &[u8], total: usiz
     Ok(())
 }
 
+/// Sends the outputs a kernel adds into: a field that is all zero bits (a fresh force, the
+/// common case) is zeroed on the device instead, which costs a scan on the host rather
+/// than a copy from pageable memory (about 0.3 ms per MB on an H100 host).
+pub(crate) fn upload_outputs(dst: &mut DeviceBuffer<u8>, out: &[u8]) -> Result<(), Error> {
+    // Word by word without an early exit, so the scan vectorises.
+    let (head, words, tail) = bytemuck::pod_align_to::<u8, u64>(out);
+    let zero = head.iter().chain(tail).fold(0u8, |a, &b| a | b) == 0 && words.iter().fold(0, |a, &w| a | w) == 0;
+    if zero {
+        upload_padded(dst, &[], out.len())
+    } else {
+        upload_padded(dst, out, 0)
+    }
+}
+
 /// Copies `dst.len()` bytes from the front of `src` to the host.
 pub(crate) fn download(src: &DeviceSlice<u8>, dst: &mut [u8]) -> Result<(), Error> {
     if dst.is_empty() {

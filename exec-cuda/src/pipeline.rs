@@ -5,7 +5,7 @@
 //! the output, with the self terms of the sources it holds.
 
 use crate::device::cuda;
-use crate::memory::{download, upload_padded};
+use crate::memory::{download, upload_outputs, upload_padded};
 use crate::{CudaExecutor, DeviceReal, OUT, SOURCES, SOURCE_PAD, TARGETS};
 use cust::memory::{AsyncCopyDestination, LockedBuffer};
 use cust::stream::Stream;
@@ -97,7 +97,7 @@ impl CudaExecutor {
         let t = self.scratch[TARGETS].reserve(std::mem::size_of_val(targets))?;
         upload_padded(t, bytemuck::cast_slice(targets), 0)?;
         let o = self.scratch[OUT].reserve(std::mem::size_of_val(out))?;
-        upload_padded(o, bytemuck::cast_slice(out), 0)?;
+        upload_outputs(o, bytemuck::cast_slice(out))?;
         self.scratch[SOURCES].reserve(tile_bytes)?;
         self.scratch[crate::EXTRA_A].reserve(tile_bytes)?;
         for p in &mut self.pinned {
