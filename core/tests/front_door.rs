@@ -137,3 +137,75 @@ fn two_hooks_give_every_entry_point() {
     // accelerations, jerk, neighbours, and one per non-empty source span of the batch.
     assert_eq!(h.calls, 5);
 }
+
+/// `columns::first_bad` names what `validate::particles` names on the same values packed
+/// into records, wherever the bad value sits and whichever kind comes first.
+#[test]
+fn columns_name_bad_values_as_packed_records_do() {
+    use nbody_core::columns::{first_bad, ColumnsCall};
+    use nbody_core::{validate, Array};
+    let bad_values = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, -0.0];
+    for n in [1usize, 2, 7] {
+        for at in 0..n {
+            for lane in 0..4 {
+                for &v in &bad_values {
+                    // A second, later offender of the other kind, which must not be named.
+                    let mut rows: Vec<[f64; 3]> = (0..n).map(|i| [i as f64, 0.5, -0.25]).collect();
+                    let mut m = vec![1.0; n];
+                    if lane < 3 {
+                        rows[at][lane] = v;
+                    } else {
+                        m[at] = v;
+                    }
+                    if at + 1 < n {
+                        m[n - 1] = -2.0;
+                    }
+                    let packed: Vec<Particle<f64>> =
+                        rows.iter().zip(&m).map(|(r, &w)| Particle::new(r[0], r[1], r[2], w)).collect();
+                    let call = ColumnsCall { positions: &rows, masses: &m, targets: None };
+                    assert_eq!(
+                        first_bad(&call),
+                        validate::particles(&packed, Array::Particles).err(),
+                        "{n} {at} {lane} {v}"
+                    );
+                }
+            }
+        }
+    }
+    // Targets are named before the particles, as `validate::call` checks them first.
+    let (rows, m, points) = ([[0.0; 3]], [-1.0], [[0.0, 0.0, f64::NAN]]);
+    let call = ColumnsCall { positions: &rows, masses: &m, targets: Some(&points) };
+    assert_eq!(first_bad(&call), Some(Error::NonFinite { array: Array::Targets, index: 0 }));
+}
+
+/// A wrapper forwards `field_columns` to the executor inside (its `before` sees the call
+/// as an acceleration call), and an executor without the door answers Unsupported.
+#[test]
+fn columns_are_forwarded_and_refused_by_default() {
+    use nbody_core::columns::ColumnsCall;
+    use nbody_core::forward::{Call, Forward};
+    struct Counted {
+        inner: Reference,
+        pairs: usize,
+    }
+    impl Forward for Counted {
+        type Inner = Reference;
+        fn inner(&self) -> &Reference {
+            &self.inner
+        }
+        fn inner_mut(&mut self) -> &mut Reference {
+            &mut self.inner
+        }
+        fn before(&mut self, call: &Call<'_>) {
+            self.pairs += call.interactions();
+        }
+    }
+    let mut e = Counted { inner: Reference, pairs: 0 };
+    let (rows, m, points) = ([[0.0f64; 3], [1.0, 0.0, 0.0]], [1.0, 1.0], [[0.0f64; 3]; 3]);
+    let call = ColumnsCall { positions: &rows, masses: &m, targets: Some(&points) };
+    let mut acc = [[0.0; 3]; 3];
+    let r = e.field_columns(call, &Params::softened(0.1), &mut acc, None);
+    assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
+    assert_eq!(e.pairs, 6);
+    assert_eq!(acc, [[0.0; 3]; 3]);
+}
