@@ -51,10 +51,9 @@ impl CudaExecutor {
             });
         }
         let (n_s, n_t) = (call.positions.len(), call.targets_len());
-        if n_t == 0 {
-            return Ok(());
-        }
-        if n_s == 0 {
+        if n_t == 0 || n_s == 0 {
+            // Nothing to compute, but bad values are refused as the host door refuses
+            // them (sources are checked even with no target to pull).
             if let Some(bad) = columns::first_bad(&call) {
                 return Err(bad);
             }

@@ -1246,6 +1246,16 @@ fn columns() -> Result<(), Failed> {
             Err(Error::NonFinite { array: Array::Particles, index: 700 }) => {}
             other => return Err(format!("{}: expected the infinity at 700, got {other:?}", T::NAME).into()),
         }
+        // No target: nothing to compute, the sources still checked.
+        m[3] = c(-1.0);
+        let call = ColumnsCall { positions: &rows, masses: &m, targets: Some(&[]) };
+        match gpu.field_columns(call, &params, &mut [], None) {
+            Err(Error::NegativeMass { array: Array::Particles, index: 3 }) => {}
+            other => {
+                return Err(format!("{}: no targets, expected the mass at 3 refused, got {other:?}", T::NAME).into())
+            }
+        }
+        m[3] = c(1e-3);
         // The executor still works after refusing.
         let call = ColumnsCall { positions: &rows, masses: &m[..999], targets: None };
         if gpu.field_columns(call, &params, &mut [[c(0.0); 3]; 1000], None).is_ok() {
