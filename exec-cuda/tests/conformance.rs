@@ -1162,8 +1162,8 @@ fn potential_on_download() -> Result<(), Failed> {
 /// `field_columns` (rows and a column packed and unpacked on the device) against the
 /// oracle: f32 and f64, Plummer with and without softening and the spline, with and
 /// without the potential, on the particles themselves and at other points, sizes from
-/// one to 20,000 (the oracle's cost bounds the largest); bad values named as the host names them with the
-/// outputs untouched; the mixed kernels refuse.
+/// one to 20,000 (the oracle's cost bounds the largest); bad values named as the host
+/// names them with the outputs untouched; the mixed kernels refuse.
 fn columns() -> Result<(), Failed> {
     use nbody_core::columns::ColumnsCall;
     use nbody_core::{Array, Softening};
