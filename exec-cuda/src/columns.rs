@@ -7,7 +7,7 @@
 //! what the kernel costs and one that adds a pack and an unpack on one core.
 
 use crate::args::{null, ColumnsArgs};
-use crate::kernels::{count, Kernel, Soft};
+use crate::kernels::{count, Kernel};
 use crate::memory::{download, ptr, upload_padded};
 use crate::tiled::TiledSoft;
 use crate::{CudaExecutor, DeviceReal, Family, EXTRA_A, EXTRA_B, EXTRA_C, OUT, SOURCES, SOURCE_PAD};
@@ -127,13 +127,7 @@ impl CudaExecutor {
                     s[OUT].buf_ref().ok_or(Error::NoDevice)?,
                 );
                 if spline {
-                    let soft = TiledSoft {
-                        soft: Soft::Spline,
-                        eps2: p.spline_support(),
-                        masked: true,
-                        lengths: (null(), null()),
-                    };
-                    me.launch_tiled_as(config, t, n_t, src, padded, o, &p, soft)?;
+                    me.launch_tiled_as(config, t, n_t, src, padded, o, &p, TiledSoft::spline(&p))?;
                 } else {
                     me.launch_tiled(config, t, n_t, src, padded, o, &p)?;
                 }

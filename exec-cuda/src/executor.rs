@@ -205,12 +205,7 @@ impl CudaExecutor {
                         lengths: (b(me, EXTRA_A)?, b(me, EXTRA_B)?),
                     }
                 }
-                None => crate::tiled::TiledSoft {
-                    soft: Soft::Spline,
-                    eps2: params.spline_support(),
-                    masked: true,
-                    lengths: (crate::args::null(), crate::args::null()),
-                },
+                None => crate::tiled::TiledSoft::spline(params),
             };
             let config = me.soft_config(targets.len(), sources.len(), padded, params)?;
             let s = &me.scratch;

@@ -242,19 +242,14 @@ impl CudaExecutor {
         sources: &[Particle<T>],
         out: &[Field<T>],
     ) -> Result<usize, Error> {
-        let padded = sources.len().next_multiple_of(SOURCE_PAD);
-        let psize = size_of::<Particle<T>>();
         let t = self.scratch[TARGETS].reserve(std::mem::size_of_val(targets))?;
         upload_padded(t, bytemuck::cast_slice(targets), 0)?;
-        let s = self.scratch[SOURCES].reserve(padded * psize)?;
-        upload_padded(s, bytemuck::cast_slice(sources), padded * psize)?;
-        let o = self.scratch[OUT].reserve(std::mem::size_of_val(out))?;
-        upload_outputs(o, bytemuck::cast_slice(out))?;
-        Ok(padded)
+        self.stage_once(sources, out)
     }
 
-    /// [`CudaExecutor::stage`] for a call whose targets are its sources (the same slice):
-    /// the particles go up once, padded, into the sources' slot, which serves as both.
+    /// The sources (padded) and the outputs of [`CudaExecutor::stage`], without the
+    /// targets: for a call whose targets are its sources (the same slice), whose
+    /// particles go up once into the sources' slot, which serves as both.
     fn stage_once<T: DeviceReal>(&mut self, particles: &[Particle<T>], out: &[Field<T>]) -> Result<usize, Error> {
         let padded = particles.len().next_multiple_of(SOURCE_PAD);
         let bytes = padded * size_of::<Particle<T>>();

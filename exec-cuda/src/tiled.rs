@@ -22,6 +22,14 @@ pub(crate) struct TiledSoft<T> {
     pub lengths: (cust::memory::DevicePointer<u8>, cust::memory::DevicePointer<u8>),
 }
 
+impl<T: DeviceReal> TiledSoft<T> {
+    /// The spline with one support for every particle (`params.spline_support()`); it
+    /// masks for itself.
+    pub(crate) fn spline(params: &Params<T>) -> Self {
+        TiledSoft { soft: Soft::Spline, eps2: params.spline_support(), masked: true, lengths: (null(), null()) }
+    }
+}
+
 /// Device memory a launch may take for partial sums when it splits its sources only to
 /// fill its last wave ([`balance_waves`]): 8 chunks of 2^20 f32 targets.
 const PARTIALS_BUDGET: usize = 128 << 20;
