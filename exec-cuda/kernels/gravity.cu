@@ -923,25 +923,22 @@ template <typename T> __device__ __forceinline__ void batch_reduce(const BatchAr
     atomicAdd(&a.out[i].w, sphi);
 }
 
-// Batched kernel: block of 128 threads = 32 targets x 4 slices. The item's spans are read
+// Batched kernel: block of 128 threads = 128 / TP targets x TP slices (32 x 4 for a full
+// item; batched picks TP by the item's count of targets). The item's spans are read
 // as one concatenated list, so a tile of 128 is filled across span boundaries (tree lists
 // are made of short spans); only the item's last tile is padded with massless particles.
-template <typename T, typename C, bool POT, bool MASKED, int SOFT>
-__device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__ particles,
-                                        const Item *__restrict__ items, const Span *__restrict__ spans,
-                                        const u32 *__restrict__ offset, typename V4<T>::type *__restrict__ out,
-                                        const T *__restrict__ lengths, const u32 *__restrict__ slots,
-                                        typename V4<T>::type *__restrict__ partial, T eps2_, T g) {
+template <typename T, typename C, bool POT, bool MASKED, int SOFT, int TP>
+__device__ __forceinline__ void batched_layout(const typename V4<T>::type *__restrict__ particles, const Item &item,
+                                               const Span *__restrict__ spans, const u32 *__restrict__ offset,
+                                               typename V4<T>::type *__restrict__ out,
+                                               const T *__restrict__ lengths, const u32 *__restrict__ slots,
+                                               typename V4<T>::type *__restrict__ partial, T eps2_, T g,
+                                               Pt<T, C> *tile, C *tile_e, C (*boxes)[IsMixed<T, C>::value ? 32 : 1]) {
     const bool MIXED = IsMixed<T, C>::value;
     const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
     const C eps2 = (C)eps2_;
     const C h_inv = SOFT == SOFT_SPLINE ? C(1) / eps2 : C(0);
-    const int B = 128, TP = 4;
-    __shared__ Pt<T, C> tile[B];
-    __shared__ C tile_e[EACH ? B : 1];
-    // Mixed: the tile's box, per warp (note_box, far_tile).
-    __shared__ C boxes[6][IsMixed<T, C>::value ? 32 : 1];
-    const Item item = items[blockIdx.x];
+    const int B = 128;
     const int slice = threadIdx.x % TP;
     const int i = item.t0 + threadIdx.x / TP;
     const bool active = i < (int)item.t1;
@@ -1021,69 +1018,106 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
     if (active && slice == 0) item_sums<T, POT>(out, slots, partial, item, i, g * sx, g * sy, g * sz, g * sphi);
 }
 
+// One item per block of 128 threads. An item's cost is its list over the block's
+// 128 / TP rows, whatever its count of targets, so items of few targets (a tree group's
+// last: a group of 68 makes items of 32, 32 and 4) take more slices per target: 32
+// targets x 4 slices, 16 x 8, 8 x 16 or 4 x 32 (the branch is the block's, so no warp
+// diverges).
+template <typename T, typename C, bool POT, bool MASKED, int SOFT>
+__device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__ particles,
+                                        const Item *__restrict__ items, const Span *__restrict__ spans,
+                                        const u32 *__restrict__ offset, typename V4<T>::type *__restrict__ out,
+                                        const T *__restrict__ lengths, const u32 *__restrict__ slots,
+                                        typename V4<T>::type *__restrict__ partial, T eps2, T g) {
+    const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
+    __shared__ Pt<T, C> tile[128];
+    __shared__ C tile_e[EACH ? 128 : 1];
+    // Mixed: the tile's box, per warp (note_box, far_tile).
+    __shared__ C boxes[6][IsMixed<T, C>::value ? 32 : 1];
+    const Item item = items[blockIdx.x];
+    const u32 targets = item.t1 - item.t0;
+#define BATCHED_LAYOUT(TP)                                                                                             \
+    batched_layout<T, C, POT, MASKED, SOFT, TP>(particles, item, spans, offset, out, lengths, slots, partial, eps2, g, \
+                                                tile, tile_e, boxes)
+    if (targets > 16) BATCHED_LAYOUT(4);
+    else if (targets > 8) BATCHED_LAYOUT(8);
+    else if (targets > 4) BATCHED_LAYOUT(16);
+    else BATCHED_LAYOUT(32);
+#undef BATCHED_LAYOUT
+}
+
 // A far cell as the cell kernel reads it, in the arithmetic precision C: centre (in the
-// block's frame for mixed precision: a far cell needs no low parts), mass, quadrupole.
-template <typename C> struct CellC {
-    C x, y, z, m, q[6];
+// block's frame for mixed precision: a far cell needs no low parts), mass, quadrupole;
+// twelve lanes aligned like four, so a thread reads one in three 128-bit loads.
+template <typename C> struct __align__(4 * sizeof(C)) CellC {
+    C x, y, z, m, q[6], pad[2];
 };
 
 // One particle-cell interaction (nbody_core::cell::cell): with d = x_i - c, r^2 = |d|^2
-// + eps^2, phi -= M/r + dQd/(2 r^5), a += Q d / r^5 - (M/r^3 + 5/2 dQd/r^7) d. A target
-// at an unsoftened cell's centre feels nothing (masked, as in the pair kernel).
-template <typename C, bool POT>
+// + eps^2, phi -= M/r + dQd/(2 r^5), a += Q d / r^5 - (M + 5/2 dQd/r^4) d / r^3 (the
+// monopole through 1/r^3, not r^2/r^5, so it stays normal as far out as the pair
+// kernel's). MASKED: a target at an unsoftened cell's centre feels nothing (as in the
+// pair kernel); the device tree's lists need no mask, since a walk takes a cell only
+// when its centre lies outside the group's box, so every target's r^2 > 0.
+template <typename C, bool POT, bool MASKED>
 __device__ __forceinline__ void cell_interact(const typename V4<C>::type &t, const CellC<C> &c, C eps2, C &ax, C &ay,
                                               C &az, C &phi) {
     const C dx = t.x - c.x, dy = t.y - c.y, dz = t.z - c.z;
     const C r2 = fma(dz, dz, fma(dy, dy, fma(dx, dx, eps2)));
     C rinv = rsqrt_fast(r2);
-    rinv = r2 >= min_normal<C>() ? rinv : C(0);
-    const C rinv2 = rinv * rinv;
+    if (MASKED) rinv = r2 >= min_normal<C>() ? rinv : C(0);
     const C qdx = fma(c.q[0], dx, fma(c.q[1], dy, c.q[2] * dz));
     const C qdy = fma(c.q[1], dx, fma(c.q[3], dy, c.q[4] * dz));
     const C qdz = fma(c.q[2], dx, fma(c.q[4], dy, c.q[5] * dz));
     const C dqd = fma(dx, qdx, fma(dy, qdy, dz * qdz));
-    const C m_rinv = c.m * rinv;
-    const C rinv5 = rinv2 * rinv2 * rinv;
-    const C quad_phi = C(0.5) * dqd * rinv5;
-    const C radial = rinv2 * fma(C(5), quad_phi, m_rinv);
+    const C rinv2 = rinv * rinv, rinv3 = rinv2 * rinv, rinv5 = rinv3 * rinv2;
+    const C radial = rinv3 * fma(C(2.5) * dqd * rinv2, rinv2, c.m);
     ax = fma(-radial, dx, fma(qdx, rinv5, ax));
     ay = fma(-radial, dy, fma(qdy, rinv5, ay));
     az = fma(-radial, dz, fma(qdz, rinv5, az));
-    if (POT) phi -= m_rinv + quad_phi;
+    if (POT) phi -= fma(C(0.5) * dqd, rinv5, c.m * rinv);
 }
 
-// The batched cell kernel: the batched kernel's work items (32 targets x 4 slices, an
-// item's spans read as one concatenated list of at most a chunk), over cells: each
-// thread stages one cell of a tile of 128 in shared memory, each slice of a target
-// takes every fourth. Mixed precision: targets and cell centres in the block's frame,
-// their float parts only (a cell is far: the rounding of its offset is relative to the
-// distance).
+// The batched cell kernel: the batched kernel's work items (up to 32 targets, an item's
+// spans read as one concatenated list of at most a chunk), over cells: each thread stages
+// one cell of a tile of 128 in shared memory; a thread holds NI targets (128 / TP rows
+// apart) and each of a target's TP slices takes every TP-th cell, so one read of a cell
+// serves NI interactions. An item's cost is its list over the 128 / TP rows, whatever
+// its count of targets, so items of few targets (a group's last: a tree group of 68
+// makes items of 32, 32 and 4) take more slices per target (cells_layout). Mixed
+// precision: targets and cell centres in the block's frame, their float parts only (a
+// cell is far: the rounding of its offset is relative to the distance). The last tile
+// is read only as far as it is filled (no padding cells, so the tree's unmasked kernel
+// never meets a cell at a target).
 // INDEXED: the item's [span_first, span_last) indexes a flat array of cell indices (the
-// device tree's lists, one entry per cell) instead of spans: no search per source.
-template <typename T, typename C, bool POT, bool INDEXED>
-__device__ __forceinline__ void batched_cells(const typename V4<T>::type *__restrict__ particles,
-                                              const CellRec<T> *__restrict__ cells, const Item *__restrict__ items,
-                                              const Span *__restrict__ spans, const u32 *__restrict__ offset,
-                                              typename V4<T>::type *__restrict__ out, const u32 *__restrict__ slots,
-                                              typename V4<T>::type *__restrict__ partial, T eps2_, T g) {
+// device tree's lists, one entry per cell) instead of spans: no search per source, and
+// no mask (see cell_interact).
+template <typename T, typename C, bool POT, bool INDEXED, int NI, int TP>
+__device__ __forceinline__ void cells_layout(const typename V4<T>::type *__restrict__ particles,
+                                             const CellRec<T> *__restrict__ cells, const Item &item,
+                                             const Span *__restrict__ spans, const u32 *__restrict__ offset,
+                                             typename V4<T>::type *__restrict__ out, const u32 *__restrict__ slots,
+                                             typename V4<T>::type *__restrict__ partial, T eps2_, T g,
+                                             CellC<C> *tile) {
     const C eps2 = (C)eps2_;
-    const int B = 128, TP = 4;
-    __shared__ CellC<C> tile[B];
-    const Item item = items[blockIdx.x];
-    const int slice = threadIdx.x % TP;
-    const int i = item.t0 + threadIdx.x / TP;
-    const bool active = i < (int)item.t1;
+    const int B = 128, ROWS = B / TP;
+    const int slice = threadIdx.x % TP, row = threadIdx.x / TP;
     const Frame<T, C> frame = block_frame<T, C>(particles, item.t0, item.t1 - item.t0, item.t1);
-    const typename V4<C>::type p = high(frame.apply(active ? particles[i] : zero4<T>())).p;
-    C ax = 0, ay = 0, az = 0, phi = 0;
+    typename V4<C>::type p[NI];
+    C ax[NI], ay[NI], az[NI], phi[NI];
+#pragma unroll
+    for (int k = 0; k < NI; ++k) {
+        const int i = item.t0 + row + k * ROWS;
+        p[k] = high(frame.apply(i < (int)item.t1 ? particles[i] : zero4<T>())).p;
+        ax[k] = ay[k] = az[k] = phi[k] = C(0);
+    }
     const u32 last = item.span_last - 1;
     const u32 *index = (const u32 *)spans;
     const u32 total =
         INDEXED ? item.span_last - item.span_first : offset[last] + (spans[last].end - spans[last].start);
     for (u32 base = 0; base < total; base += B) {
         const u32 flat = base + threadIdx.x;
-        // Padding: a massless cell without moments adds exactly nothing.
-        CellC<C> c = {0, 0, 0, 0, {0, 0, 0, 0, 0, 0}};
+        CellC<C> c;
         if (flat < total) {
             u32 k;
             if (INDEXED) {
@@ -1103,16 +1137,60 @@ __device__ __forceinline__ void batched_cells(const typename V4<T>::type *__rest
             c.x = f.x; c.y = f.y; c.z = f.z; c.m = f.w;
 #pragma unroll
             for (int k = 0; k < 6; ++k) c.q[k] = (C)r.q[k];
+            c.pad[0] = c.pad[1] = C(0);
         }
         __syncthreads();
-        tile[threadIdx.x] = c;
+        if (flat < total) tile[threadIdx.x] = c;
         __syncthreads();
-#pragma unroll 8
-        for (int j = slice; j < B; j += TP) cell_interact<C, POT>(p, tile[j], eps2, ax, ay, az, phi);
+        const int filled = (int)min((u32)B, total - base);
+        if (filled == B) {
+#pragma unroll(B / TP < 4 ? B / TP : 4)
+            for (int j = slice; j < B; j += TP) {
+                const CellC<C> cj = tile[j];
+#pragma unroll
+                for (int k = 0; k < NI; ++k) cell_interact<C, POT, !INDEXED>(p[k], cj, eps2, ax[k], ay[k], az[k], phi[k]);
+            }
+        } else {
+            for (int j = slice; j < filled; j += TP) {
+                const CellC<C> cj = tile[j];
+#pragma unroll
+                for (int k = 0; k < NI; ++k) cell_interact<C, POT, !INDEXED>(p[k], cj, eps2, ax[k], ay[k], az[k], phi[k]);
+            }
+        }
     }
-    T sx = lane_sum<TP>((T)ax), sy = lane_sum<TP>((T)ay), sz = lane_sum<TP>((T)az), sphi = 0;
-    if (POT) sphi = lane_sum<TP>((T)phi);
-    if (active && slice == 0) item_sums<T, POT>(out, slots, partial, item, i, g * sx, g * sy, g * sz, g * sphi);
+#pragma unroll
+    for (int k = 0; k < NI; ++k) {
+        const int i = item.t0 + row + k * ROWS;
+        T sx = lane_sum<TP>((T)ax[k]), sy = lane_sum<TP>((T)ay[k]), sz = lane_sum<TP>((T)az[k]), sphi = 0;
+        if (POT) sphi = lane_sum<TP>((T)phi[k]);
+        if (i < (int)item.t1 && slice == 0) item_sums<T, POT>(out, slots, partial, item, i, g * sx, g * sy, g * sz, g * sphi);
+    }
+}
+
+// One item per block of 128 threads, laid out by its count of targets: 32 as 16 rows of
+// two targets, 8 slices each; 16, 8 and 4 as rows of one target with 8, 16 and 32
+// slices (the branch is the block's, so no warp diverges).
+template <typename T, typename C, bool POT, bool INDEXED>
+__device__ __forceinline__ void batched_cells(const typename V4<T>::type *__restrict__ particles,
+                                              const CellRec<T> *__restrict__ cells, const Item *__restrict__ items,
+                                              const Span *__restrict__ spans, const u32 *__restrict__ offset,
+                                              typename V4<T>::type *__restrict__ out, const u32 *__restrict__ slots,
+                                              typename V4<T>::type *__restrict__ partial, T eps2, T g) {
+    __shared__ CellC<C> tile[128];
+    const Item item = items[blockIdx.x];
+    const u32 targets = item.t1 - item.t0;
+    // f64 keeps one layout, 32 targets of 4 slices: two targets per thread, or a choice
+    // of layouts, raise its registers from 52 to 80-124 (occupancy) for loads and idle
+    // rows that the FP64 pipe, at half the FP32 rate, mostly hides.
+    if (sizeof(C) == 8 || targets > 16)
+        cells_layout<T, C, POT, INDEXED, sizeof(C) == 4 ? 2 : 1, sizeof(C) == 4 ? 8 : 4>(
+            particles, cells, item, spans, offset, out, slots, partial, eps2, g, tile);
+    else if (targets > 8)
+        cells_layout<T, C, POT, INDEXED, 1, 8>(particles, cells, item, spans, offset, out, slots, partial, eps2, g, tile);
+    else if (targets > 4)
+        cells_layout<T, C, POT, INDEXED, 1, 16>(particles, cells, item, spans, offset, out, slots, partial, eps2, g, tile);
+    else
+        cells_layout<T, C, POT, INDEXED, 1, 32>(particles, cells, item, spans, offset, out, slots, partial, eps2, g, tile);
 }
 
 // The warp-shuffle variant, for comparison with the shared-memory tiles: no shared
@@ -1321,8 +1399,10 @@ SHUFFLE_ALL(double, float, mixed)
                                               a.self_len, a.x);                                                        \
     }
 
+// f32 Plummer: held to 32 registers (16 blocks an SM), as before the item layouts
+// (batched) raised it to 40 with no spill; the others as the compiler chooses.
 #define BATCH_SOFT(T, C, NAME, POT, MASKED, SOFT)                                                                      \
-    extern "C" __global__ void __launch_bounds__(128)                                                                  \
+    extern "C" __global__ void __launch_bounds__(128, (sizeof(T) == 4 && SOFT < 2) ? 16 : 0)                          \
         nbody_batch_##NAME##_p##POT##_m##MASKED##_s##SOFT(const BatchArgs<T> a) {                                      \
         batched<T, C, POT, MASKED, SOFT>(a.particles, a.items, a.spans, a.offset, a.out, a.lengths, a.slots, a.partial, \
                                          a.eps2, a.g);                                                                 \
@@ -1331,12 +1411,17 @@ SHUFFLE_ALL(double, float, mixed)
 #define BATCH(T, C, NAME, POT, MASKED) BATCH_SOFT(T, C, NAME, POT, MASKED, 0) BATCH_SOFT(T, C, NAME, POT, MASKED, 1)
 #define BATCH_SPLINE(T, C, NAME, POT) BATCH_SOFT(T, C, NAME, POT, 1, 2) BATCH_SOFT(T, C, NAME, POT, 1, 3)
 
+// f32: held to 56 registers (9 blocks an SM; the item layouts took 64, 8 blocks), which
+// spills one register outside the loops.
+#define CELLS_MIN_BLOCKS(T) (sizeof(T) == 4 ? 9 : 0)
 #define CELLS(T, C, NAME, POT)                                                                                         \
-    extern "C" __global__ void __launch_bounds__(128) nbody_cells_##NAME##_p##POT(const CellArgs<T> a) {              \
+    extern "C" __global__ void __launch_bounds__(128, CELLS_MIN_BLOCKS(T))                                            \
+        nbody_cells_##NAME##_p##POT(const CellArgs<T> a) {                                                             \
         batched_cells<T, C, POT, false>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.slots, a.partial,   \
                                         a.eps2, a.g);                                                                  \
     }                                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(128) nbody_cells_##NAME##_p##POT##_indexed(const CellArgs<T> a) {    \
+    extern "C" __global__ void __launch_bounds__(128, CELLS_MIN_BLOCKS(T))                                            \
+        nbody_cells_##NAME##_p##POT##_indexed(const CellArgs<T> a) {                                                   \
         batched_cells<T, C, POT, true>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.slots, a.partial,    \
                                        a.eps2, a.g);                                                                   \
     }
