@@ -257,6 +257,7 @@ struct TreeNode {
     F(u32 *, cell_index)                                                                                               \
     F(u32 *, stack)                                                                                                    \
     F(const typename V4<T>::type *, previous)                                                                          \
+    F(u32 *, scratch)                                                                                                  \
     F(T, theta)                                                                                                        \
     F(T, alpha)                                                                                                        \
     F(T, g)                                                                                                            \
@@ -268,7 +269,13 @@ struct TreeNode {
     F(int, opening_side)                                                                                               \
     F(int, quadrupole)                                                                                                 \
     F(int, relative)                                                                                                   \
-    F(int, potential)
+    F(int, potential)                                                                                                  \
+    F(int, scratch_cells)                                                                                              \
+    F(int, scratch_spans)                                                                                              \
+    F(int, cap_spans)                                                                                                  \
+    F(int, cap_cells)                                                                                                  \
+    F(int, cap_items)                                                                                                  \
+    F(int, cap_cell_items)
 
 template <typename T> struct JerkExtra { JERK_EXTRA_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct TiledArgs { TILED_ARGS_FIELDS(NBODY_ARGS_FIELD) };

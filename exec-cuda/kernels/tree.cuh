@@ -7,7 +7,9 @@
 
 // counters[TREE_*]: nodes taken (may pass capacity: then TREE_OVERFLOW is set and the
 // host builds again with more room), target groups, a walk stack overflow, the list
-// totals, then the node range of every level (level L holds [lvl[L], lvl[L + 1])).
+// totals, then the node range of every level (level L holds [lvl[L], lvl[L + 1])), and
+// last a one-pass walk whose lists did not fit (TREE_LIST_OVERFLOW: the host walks
+// again in two passes).
 #define TREE_NODES 0
 #define TREE_OVERFLOW 1
 #define TREE_GROUPS 2
@@ -17,6 +19,14 @@
 #define TREE_ITEMS 6
 #define TREE_CELL_ITEMS 7
 #define TREE_LEVELS 8
+#define TREE_LIST_OVERFLOW 31
+// The longest group lists of a walk (spans, cells): a one-pass walk's scratch is sized
+// from them.
+#define TREE_MOST_SPANS 32
+#define TREE_MOST_CELLS 33
+// The next group a walking warp takes, one counter per walk mode (TREE_NEXT_GROUP +
+// MODE), so the two passes of a two-pass walk each start from zero.
+#define TREE_NEXT_GROUP 34
 // Morton keys of 21 bits per axis: levels 0 (the root) to 21.
 #define TREE_DEPTH 21
 // Stack entries per walking warp (src/tree.rs's WARP_STACK).
@@ -68,6 +78,10 @@ template <typename T> __device__ void tree_reset(const TreeArgs<T> &a) {
     for (int k = 0; k < TREE_LEVELS + TREE_DEPTH + 2; ++k) a.counters[k] = 0;
     a.counters[TREE_NODES] = 1;
     a.counters[TREE_LEVELS + 1] = 1;
+    a.counters[TREE_LIST_OVERFLOW] = 0;
+    a.counters[TREE_MOST_SPANS] = 0;
+    a.counters[TREE_MOST_CELLS] = 0;
+    for (int k = 0; k < 3; ++k) a.counters[TREE_NEXT_GROUP + k] = 0;
     for (int k = 0; k < 3; ++k) {
         a.bounds[k] = ~0ULL;
         a.bounds[3 + k] = 0ULL;
@@ -312,24 +326,48 @@ __device__ __forceinline__ u32 warp_exclusive(u32 x, u32 &total) {
     return inc - x;
 }
 
-// One group's walk per warp, the warps striding over the groups. The warp pops up to 32
+// What a walk writes: WALK_COUNT counts (spans, cells, items, interactions) for the scans;
+// WALK_FILL writes the list at the group's place in the scans, and its items (32
+// targets each); WALK_ONCE (a force after the first, whose list buffers were sized by
+// an earlier two-pass walk) writes the list into the warp's scratch, then takes its
+// places with atomics and copies it there: one traversal instead of two. A group whose
+// list outgrows the scratch, or lists that outgrow the buffers, set TREE_LIST_OVERFLOW
+// and the host walks again in two passes. The places differ run to run, the lists and
+// each item's sums do not, and a target's two items (particles, cells) add into a zeroed
+// output, so the forces are the same run to run.
+#define WALK_COUNT 0
+#define WALK_FILL 1
+#define WALK_ONCE 2
+
+// One group's walk per warp, each warp taking the next group from a counter when done
+// with its last (lists differ in length tenfold, and not every launched block is
+// resident at once: a fixed stride left the walk waiting on its slowest warps). The warp pops up to 32
 // nodes off its stack (in global memory, TREE_WARP_STACK entries per warp) and tests
 // one per lane: a node that holds none of the group's particles and whose centre of
 // mass lies farther than its reach from the group's box (and, with the relative test,
 // whose error estimate is small enough against the group's previous accelerations) is
 // taken as a cell, a leaf otherwise as its particle span, anything else is opened (its
 // children pushed, in order). Cells (as indices) and spans go out with warp prefix sums; neighbouring lanes'
-// adjacent leaf ranges merge into one span. WRITE = false counts
-// (spans, cells, items, interactions); WRITE = true writes the list at the group's place
-// in the scans, and its items (32 targets each).
-template <typename T, bool WRITE> __device__ void tree_walk(const TreeArgs<T> &a) {
+// adjacent leaf ranges merge into one span. MODE: see WALK_COUNT.
+template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) {
+    const bool WRITE = MODE != WALK_COUNT, ONCE = MODE == WALK_ONCE;
     const unsigned full = 0xffffffffu;
     const int lane = threadIdx.x & 31;
     const unsigned below = (1u << lane) - 1u;
-    const u32 warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, warps = (gridDim.x * blockDim.x) >> 5;
+    const u32 warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     u32 *stack = a.stack + (size_t)warp * TREE_WARP_STACK;
+    // WALK_ONCE: the warp's scratch list (cells, spans, offsets), and where it writes.
+    const u32 s_cells = ONCE ? (u32)a.scratch_cells : 0u, s_spans = ONCE ? (u32)a.scratch_spans : 0u;
+    u32 *scratch = ONCE ? a.scratch + (size_t)warp * (s_cells + 3 * s_spans) : nullptr;
+    u32 *cell_out = ONCE ? scratch : a.cell_index;
+    Span *span_out = ONCE ? (Span *)(scratch + s_cells) : a.spans;
+    u32 *offset_out = ONCE ? scratch + s_cells + 2 * s_spans : a.offset;
     const u32 groups = a.counters[TREE_GROUPS];
-    for (u32 g = warp; g < groups; g += warps) {
+    for (;;) {
+        u32 g = 0;
+        if (lane == 0) g = atomicAdd(&a.counters[TREE_NEXT_GROUP + MODE], 1u);
+        g = __shfl_sync(full, g, 0);
+        if (g >= groups) break;
         const Span grp = a.groups[g];
         T lo[3] = {(T)INFINITY, (T)INFINITY, (T)INFINITY}, hi[3] = {-(T)INFINITY, -(T)INFINITY, -(T)INFINITY};
         for (u32 k = grp.start + lane; k < grp.end; k += 32) {
@@ -354,7 +392,7 @@ template <typename T, bool WRITE> __device__ void tree_walk(const TreeArgs<T> &a
             for (int o = 16; o > 0; o /= 2) a_old = min(a_old, __shfl_xor_sync(full, a_old, o));
         }
         u32 span_base = 0, cell_base = 0;
-        if (WRITE) {
+        if (MODE == WALK_FILL) {
             span_base = (u32)(a.span_at[g] & 0xffffffffULL);
             cell_base = (u32)(a.span_at[g] >> 32);
         }
@@ -388,7 +426,10 @@ template <typename T, bool WRITE> __device__ void tree_walk(const TreeArgs<T> &a
             }
             // Cells, by index.
             const unsigned taken = __ballot_sync(full, kind == 1);
-            if (WRITE && kind == 1) a.cell_index[cell_base + cells + __popc(taken & below)] = c;
+            if (WRITE && kind == 1) {
+                const u32 at = cell_base + cells + __popc(taken & below);
+                if (!ONCE || at < s_cells) cell_out[at] = c;
+            }
             cells += __popc(taken);
             // Leaf spans: a run starts where the lane before did not end where this begins.
             const unsigned leaves = __ballot_sync(full, kind == 2);
@@ -400,13 +441,15 @@ template <typename T, bool WRITE> __device__ void tree_walk(const TreeArgs<T> &a
             const u32 before = warp_exclusive(kind == 2 ? node.end - node.start : 0u, batch_sources);
             if (WRITE && kind == 2) {
                 const u32 at = span_base + ns + __popc(span_starts & (below | (1u << lane))) - 1;
-                if (span_start) {
-                    a.spans[at].start = node.start;
-                    a.offset[at] = sources + before;
+                if (!ONCE || at < s_spans) {
+                    if (span_start) {
+                        span_out[at].start = node.start;
+                        offset_out[at] = sources + before;
+                    }
+                    const bool next_joins =
+                        lane < 31 && ((leaves >> (lane + 1)) & 1u) && !((span_starts >> (lane + 1)) & 1u);
+                    if (!next_joins) span_out[at].end = node.end;
                 }
-                const bool next_joins =
-                    lane < 31 && ((leaves >> (lane + 1)) & 1u) && !((span_starts >> (lane + 1)) & 1u);
-                if (!next_joins) a.spans[at].end = node.end;
             }
             ns += __popc(span_starts);
             sources += batch_sources;
@@ -422,19 +465,57 @@ template <typename T, bool WRITE> __device__ void tree_walk(const TreeArgs<T> &a
             sp += pushed;
         }
         const u32 nt = grp.end - grp.start, chunks = (nt + 31) / 32;
-        if (!WRITE) {
-            if (lane == 0) {
+        if (MODE != WALK_FILL && lane == 0) {
+            if (MODE == WALK_COUNT) {
                 a.counts[g] = (unsigned long long)ns | (unsigned long long)cells << 32;
                 a.item_counts[g] = (unsigned long long)chunks | (unsigned long long)(cells > 0 ? chunks : 0u) << 32;
-                atomicAdd(&a.tally[0], (unsigned long long)nt * sources);
-                atomicAdd(&a.tally[1], (unsigned long long)nt * cells);
-                // The list entries in 64 bits: the host refuses lists past 32-bit indices.
-                atomicAdd(&a.tally[2], (unsigned long long)ns);
-                atomicAdd(&a.tally[3], (unsigned long long)cells);
             }
-            continue;
+            atomicAdd(&a.tally[0], (unsigned long long)nt * sources);
+            atomicAdd(&a.tally[1], (unsigned long long)nt * cells);
+            // The list entries in 64 bits: the host refuses lists past 32-bit indices.
+            atomicAdd(&a.tally[2], (unsigned long long)ns);
+            atomicAdd(&a.tally[3], (unsigned long long)cells);
+            atomicMax(&a.counters[TREE_MOST_SPANS], ns);
+            atomicMax(&a.counters[TREE_MOST_CELLS], cells);
         }
-        const u32 item_base = (u32)(a.item_at[g] & 0xffffffffULL), cell_item_base = (u32)(a.item_at[g] >> 32);
+        if (MODE == WALK_COUNT) continue;
+        u32 item_base, cell_item_base;
+        if (ONCE) {
+            // The group's places: spans, cells, items, cell items (the totals may wrap
+            // past 2^32 entries; the host reads the 64-bit tallies and walks again then).
+            u32 places[4] = {0u, 0u, 0u, 0u};
+            if (lane == 0) {
+                places[0] = atomicAdd(&a.counters[TREE_SPANS], ns);
+                places[1] = atomicAdd(&a.counters[TREE_CELLS], cells);
+                places[2] = atomicAdd(&a.counters[TREE_ITEMS], chunks);
+                places[3] = cells > 0 ? atomicAdd(&a.counters[TREE_CELL_ITEMS], chunks) : 0u;
+            }
+#pragma unroll
+            for (int k = 0; k < 4; ++k) places[k] = __shfl_sync(full, places[k], 0);
+            const unsigned long long caps[4] = {(u32)a.cap_spans, (u32)a.cap_cells, (u32)a.cap_items,
+                                                (u32)a.cap_cell_items};
+            const u32 need[4] = {ns, cells, chunks, cells > 0 ? chunks : 0u};
+            bool fits = ns <= s_spans && cells <= s_cells;
+#pragma unroll
+            for (int k = 0; k < 4; ++k) fits = fits && (unsigned long long)places[k] + need[k] <= caps[k];
+            if (!fits) {
+                if (lane == 0) a.counters[TREE_LIST_OVERFLOW] = 1;
+                continue;
+            }
+            __syncwarp(); // the lanes' scratch writes, before other lanes read them
+            for (u32 k = lane; k < cells; k += 32) a.cell_index[places[1] + k] = cell_out[k];
+            for (u32 k = lane; k < ns; k += 32) {
+                a.spans[places[0] + k] = span_out[k];
+                a.offset[places[0] + k] = offset_out[k];
+            }
+            span_base = places[0];
+            cell_base = places[1];
+            item_base = places[2];
+            cell_item_base = places[3];
+        } else {
+            item_base = (u32)(a.item_at[g] & 0xffffffffULL);
+            cell_item_base = (u32)(a.item_at[g] >> 32);
+        }
         for (u32 k = lane; k < chunks; k += 32) {
             const u32 t0 = grp.start + 32 * k, t1 = min(t0 + 32, grp.end);
             const Item it = {t0, t1, span_base, span_base + ns};
@@ -481,8 +562,9 @@ template <typename T> __device__ void tree_scatter(const TreeArgs<T> &a) {
     TREE_KERNEL(NAME, T, level, tree_level<T>)                                                                         \
     TREE_KERNEL(NAME, T, moments, tree_moments<T>)                                                                     \
     TREE_KERNEL(NAME, T, groups, tree_groups<T>)                                                                       \
-    TREE_KERNEL(NAME, T, count, (tree_walk<T, false>))                                                                 \
-    TREE_KERNEL(NAME, T, fill, (tree_walk<T, true>))                                                                   \
+    TREE_KERNEL(NAME, T, count, (tree_walk<T, WALK_COUNT>))                                                            \
+    TREE_KERNEL(NAME, T, fill, (tree_walk<T, WALK_FILL>))                                                              \
+    TREE_KERNEL(NAME, T, once, (tree_walk<T, WALK_ONCE>))                                                              \
     TREE_KERNEL(NAME, T, totals, tree_totals<T>)                                                                       \
     TREE_KERNEL(NAME, T, scatter, tree_scatter<T>)
 TREE_KERNELS(f32, float)

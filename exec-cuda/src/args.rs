@@ -305,6 +305,7 @@ kernel_args! {
         cell_index: Ptr = "u32 *",
         stack: Ptr = "u32 *",
         previous: Ptr = "const typename V4<T>::type *",
+        scratch: Ptr = "u32 *",
         theta: T = "T",
         alpha: T = "T",
         g: T = "T",
@@ -317,6 +318,12 @@ kernel_args! {
         quadrupole: i32 = "int",
         relative: i32 = "int",
         potential: i32 = "int",
+        scratch_cells: i32 = "int",
+        scratch_spans: i32 = "int",
+        cap_spans: i32 = "int",
+        cap_cells: i32 = "int",
+        cap_items: i32 = "int",
+        cap_cell_items: i32 = "int",
     }
 }
 
@@ -543,6 +550,7 @@ impl<T: DeviceReal> TreeArgs<T> {
             cell_index: null(),
             stack: null(),
             previous: null(),
+            scratch: null(),
             theta: T::zero(),
             alpha: T::zero(),
             g: T::zero(),
@@ -555,6 +563,12 @@ impl<T: DeviceReal> TreeArgs<T> {
             quadrupole: 0,
             relative: 0,
             potential: 0,
+            scratch_cells: 0,
+            scratch_spans: 0,
+            cap_spans: 0,
+            cap_cells: 0,
+            cap_items: 0,
+            cap_cell_items: 0,
         }
     }
 }

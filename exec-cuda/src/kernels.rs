@@ -76,6 +76,7 @@ pub(crate) enum TreeStep {
     Count,
     Totals,
     Fill,
+    Once,
     Scatter,
 }
 
@@ -94,6 +95,7 @@ impl TreeStep {
             TreeStep::Count => "count",
             TreeStep::Totals => "totals",
             TreeStep::Fill => "fill",
+            TreeStep::Once => "once",
             TreeStep::Scatter => "scatter",
         }
     }

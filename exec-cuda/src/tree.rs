@@ -16,8 +16,12 @@
 //!    each: a node is taken as a cell when it holds none of the group's particles and
 //!    its centre of mass lies farther than `size / theta` from the group's box (size
 //!    `2 b_max` or the node's side); leaves that are not are taken as particle spans.
-//!    The walk runs twice: it counts, CUB scans the counts into places, then it writes
-//!    the lists in the batched kernels' item form (cells as a flat array of indices).
+//!    The first force's walk runs twice: it counts, CUB scans the counts into places,
+//!    then it writes the lists in the batched kernels' item form (cells as a flat array
+//!    of indices). Later forces walk once: each warp writes its group's list into its
+//!    own scratch (sized from the longest lists so far), takes its places in the
+//!    buffers the earlier walks sized with atomics, and copies it there; a list that
+//!    does not fit sends the force back to the two passes.
 //! 5. The batched particle and cell kernels over those lists, then the results added into
 //!    the caller's order.
 //!
@@ -82,7 +86,11 @@ const SPANS: usize = 4;
 const CELLS: usize = 5;
 const ITEMS: usize = 6;
 const CELL_ITEMS: usize = 7;
-const COUNTERS: usize = 32;
+const LIST_OVERFLOW: usize = 31;
+const MOST_SPANS: usize = 32;
+const MOST_CELLS: usize = 33;
+/// tree.cuh's counters: up to TREE_NEXT_GROUP (34) and its three walk modes.
+const COUNTERS: usize = 37;
 /// Levels 0 (the root) to 21: 21 bits of key per axis.
 const DEPTH: i32 = 21;
 /// f64 moments per node (tree.cuh's TREE_MOMENTS).
@@ -198,6 +206,9 @@ pub struct TreeReport {
     pub interactions: u64,
     /// Particle-cell interactions.
     pub cell_interactions: u64,
+    /// Traversals the walk made: 2 (count, then write) for a tree's first force, 1 once
+    /// earlier walks sized its lists, 3 when a one-pass walk's lists did not fit.
+    pub walks: u32,
     /// Where the time went.
     pub times: TreeTimes,
 }
@@ -232,6 +243,11 @@ pub struct DeviceTree<T> {
     self_counts: Scratch,
     stack: Scratch,
     temp: Scratch,
+    /// The one-pass walk's per-warp lists.
+    scratch: Scratch,
+    /// Entries of a warp's scratch list (cells, spans): the longest group lists of the
+    /// last two-pass walk, with room; zero until one ran.
+    scratch_len: (usize, usize),
     /// Nodes the node arrays hold (grown when a build runs out).
     capacity: usize,
     /// The most particles a force has been checked against the device's memory for.
@@ -268,6 +284,8 @@ impl<T: DeviceReal> DeviceTree<T> {
             self_counts: Scratch::default(),
             stack: Scratch::default(),
             temp: Scratch::default(),
+            scratch: Scratch::default(),
+            scratch_len: (0, 0),
             capacity: 0,
             particles: 0,
             _t: core::marker::PhantomData,
@@ -531,52 +549,22 @@ impl CudaExecutor {
             item_at: at(&tree.item_at),
             ..args
         };
-        for buf in [args.counts, args.item_counts] {
-            // SAFETY: both hold `nodes` u64s; ordered on this stream.
-            let r = unsafe { cust::sys::cuMemsetD8Async(buf.as_raw(), 0, nodes * 8, stream.cast()) };
-            driver(r, "clearing the walk's counts")?;
-        }
         self.tree_step(TreeStep::Groups, grid(nodes), THREADS, args)?;
         let walk_blocks = nodes.div_ceil(4).min(self.gpu.info().sm_count as usize * WALK_BLOCKS_PER_SM).max(1);
         tree.stack.reserve(walk_blocks * 4 * WARP_STACK * 4)?;
         let args = TreeArgs { stack: at(&tree.stack), ..args };
         let walk_blocks = walk_blocks as u32;
-        self.tree_step(TreeStep::Count, walk_blocks, 128, args)?;
-        Self::scan(&tree.temp, args.counts, args.span_at, nodes, stream)?;
-        Self::scan(&tree.temp, args.item_counts, args.item_at, nodes, stream)?;
-        self.tree_step(TreeStep::Totals, 1, 1, TreeArgs { capacity: count(nodes)?, ..args })?;
-        self.read_counters(tree, &mut counters)?;
-        if counters[STACK_OVERFLOW] != 0 {
-            return Err(Error::Device { during: "walking the tree (stack overflow)", code: 0 });
-        }
         let mut tally = [0u64; 4];
-        download(tree.tally.buf_ref().expect("reserved"), bytemuck::cast_slice_mut(&mut tally))?;
-        if tally[2].max(tally[3]) > u64::from(u32::MAX) {
-            return Err(Error::Unsupported {
-                operation: "a device tree force with more than 2^32 list entries",
-                reason: "the lists index with 32 bits: raise theta (or alpha), or split the targets into several calls",
-            });
-        }
+        let mut walks = 0;
+        let args = match self.walk_once(tree, walk_blocks, args, &mut counters, &mut tally, &mut walks)? {
+            Some(args) => args,
+            None => {
+                walks += 2;
+                self.walk_twice(tree, nodes, walk_blocks, args, &mut counters, &mut tally)?
+            }
+        };
         let (spans, cells) = (counters[SPANS] as usize, counters[CELLS] as usize);
         let (items, cell_items) = (counters[ITEMS] as usize, counters[CELL_ITEMS] as usize);
-        // An eighth of room beyond the need: a simulation's lists grow a little from
-        // step to step, and each regrowth frees and allocates gigabytes (a device-wide
-        // synchronisation; 15 ms a step at 2^23 before the room was kept).
-        let roomy = |bytes: usize| bytes + bytes / 8;
-        tree.items.reserve(roomy(items * 16))?;
-        tree.spans.reserve(roomy(spans * 8))?;
-        tree.offset.reserve(roomy(spans * 4))?;
-        tree.cell_items.reserve(roomy(cell_items * 16))?;
-        tree.cell_index.reserve(roomy(cells * 4))?;
-        let args = TreeArgs {
-            items: at(&tree.items),
-            spans: at(&tree.spans),
-            offset: at(&tree.offset),
-            cell_items: at(&tree.cell_items),
-            cell_index: at(&tree.cell_index),
-            ..args
-        };
-        self.tree_step(TreeStep::Fill, walk_blocks, 128, args)?;
         mark(4, self)?;
         let v4 = size_of::<Particle<T>>();
         // SAFETY: sorted_out holds n fields; ordered on this stream.
@@ -619,6 +607,7 @@ impl CudaExecutor {
             spans: spans + cells,
             interactions: tally[0],
             cell_interactions: tally[1],
+            walks,
             times: TreeTimes {
                 sort: secs(0, 1)?,
                 build: secs(1, 2)?,
@@ -650,6 +639,126 @@ impl CudaExecutor {
             *o = Field::new(o.ax + f.ax, o.ay + f.ay, o.az + f.az, phi);
         }
         Ok(report)
+    }
+
+    /// The one-pass walk (see the module's step 4), when an earlier two-pass walk sized
+    /// the lists and the scratch fits in memory: the walked arguments, or None when the
+    /// walk must run in two passes (no sizes yet, or a list that did not fit).
+    fn walk_once<T: DeviceReal>(
+        &self,
+        tree: &mut DeviceTree<T>,
+        walk_blocks: u32,
+        args: TreeArgs<T>,
+        counters: &mut [u32; COUNTERS],
+        tally: &mut [u64; 4],
+        walks: &mut u32,
+    ) -> Result<Option<TreeArgs<T>>, Error> {
+        let (s_cells, s_spans) = tree.scratch_len;
+        if s_cells == 0 {
+            return Ok(None);
+        }
+        let words = s_cells + 3 * s_spans;
+        if tree.scratch.reserve(walk_blocks as usize * 4 * words * 4).is_err() {
+            // Short of memory for it: the two passes need none.
+            tree.scratch.release();
+            return Ok(None);
+        }
+        let cap =
+            |s: &Scratch, entry: usize| s.buf_ref().map_or(0, |b| (b.len() / entry).min(i32::MAX as usize) as i32);
+        let args = TreeArgs {
+            items: at(&tree.items),
+            spans: at(&tree.spans),
+            offset: at(&tree.offset),
+            cell_items: at(&tree.cell_items),
+            cell_index: at(&tree.cell_index),
+            scratch: at(&tree.scratch),
+            scratch_cells: count(s_cells)?,
+            scratch_spans: count(s_spans)?,
+            cap_spans: cap(&tree.spans, 8).min(cap(&tree.offset, 4)),
+            cap_cells: cap(&tree.cell_index, 4),
+            cap_items: cap(&tree.items, 16),
+            cap_cell_items: cap(&tree.cell_items, 16),
+            ..args
+        };
+        self.tree_step(TreeStep::Once, walk_blocks, 128, args)?;
+        *walks += 1;
+        self.read_counters(tree, counters)?;
+        if counters[STACK_OVERFLOW] != 0 {
+            return Err(Error::Device { during: "walking the tree (stack overflow)", code: 0 });
+        }
+        download(tree.tally.buf_ref().expect("reserved"), bytemuck::cast_slice_mut(tally))?;
+        // The u32 totals wrap past 2^32 entries: the 64-bit tallies must agree with them.
+        let fits = counters[LIST_OVERFLOW] == 0
+            && tally[2] == u64::from(counters[SPANS])
+            && tally[3] == u64::from(counters[CELLS]);
+        if fits {
+            return Ok(Some(args));
+        }
+        // The two passes count again from zero.
+        // SAFETY: tally holds 4 u64s; ordered on this stream.
+        let stream = self.gpu.stream().as_inner() as *mut c_void;
+        let r = unsafe { cust::sys::cuMemsetD8Async(at(&tree.tally).as_raw(), 0, 4 * 8, stream.cast()) };
+        driver(r, "clearing the walk's tallies")?;
+        Ok(None)
+    }
+
+    /// The two-pass walk: counts, scans, list buffers sized, lists written. Records the
+    /// longest group lists for later one-pass walks' scratch.
+    fn walk_twice<T: DeviceReal>(
+        &self,
+        tree: &mut DeviceTree<T>,
+        nodes: usize,
+        walk_blocks: u32,
+        args: TreeArgs<T>,
+        counters: &mut [u32; COUNTERS],
+        tally: &mut [u64; 4],
+    ) -> Result<TreeArgs<T>, Error> {
+        let stream = self.gpu.stream().as_inner() as *mut c_void;
+        for buf in [args.counts, args.item_counts] {
+            // SAFETY: both hold `nodes` u64s; ordered on this stream.
+            let r = unsafe { cust::sys::cuMemsetD8Async(buf.as_raw(), 0, nodes * 8, stream.cast()) };
+            driver(r, "clearing the walk's counts")?;
+        }
+        self.tree_step(TreeStep::Count, walk_blocks, 128, args)?;
+        Self::scan(&tree.temp, args.counts, args.span_at, nodes, stream)?;
+        Self::scan(&tree.temp, args.item_counts, args.item_at, nodes, stream)?;
+        self.tree_step(TreeStep::Totals, 1, 1, TreeArgs { capacity: count(nodes)?, ..args })?;
+        self.read_counters(tree, counters)?;
+        if counters[STACK_OVERFLOW] != 0 {
+            return Err(Error::Device { during: "walking the tree (stack overflow)", code: 0 });
+        }
+        download(tree.tally.buf_ref().expect("reserved"), bytemuck::cast_slice_mut(tally))?;
+        if tally[2].max(tally[3]) > u64::from(u32::MAX) {
+            return Err(Error::Unsupported {
+                operation: "a device tree force with more than 2^32 list entries",
+                reason: "the lists index with 32 bits: raise theta (or alpha), or split the targets into several calls",
+            });
+        }
+        let (spans, cells) = (counters[SPANS] as usize, counters[CELLS] as usize);
+        let (items, cell_items) = (counters[ITEMS] as usize, counters[CELL_ITEMS] as usize);
+        // An eighth of room beyond the need: a simulation's lists grow a little from
+        // step to step, and each regrowth frees and allocates gigabytes (a device-wide
+        // synchronisation; 15 ms a step at 2^23 before the room was kept).
+        let roomy = |bytes: usize| bytes + bytes / 8;
+        tree.items.reserve(roomy(items * 16))?;
+        tree.spans.reserve(roomy(spans * 8))?;
+        tree.offset.reserve(roomy(spans * 4))?;
+        tree.cell_items.reserve(roomy(cell_items * 16))?;
+        tree.cell_index.reserve(roomy(cells * 4))?;
+        // The scratch of later one-pass walks: the longest lists with room, in whole
+        // warps' worth (even, so the spans stay 8-byte aligned).
+        let scratch = |most: u32| roomy(most as usize).div_ceil(32).max(1) * 32;
+        tree.scratch_len = (scratch(counters[MOST_CELLS]), scratch(counters[MOST_SPANS]));
+        let args = TreeArgs {
+            items: at(&tree.items),
+            spans: at(&tree.spans),
+            offset: at(&tree.offset),
+            cell_items: at(&tree.cell_items),
+            cell_index: at(&tree.cell_index),
+            ..args
+        };
+        self.tree_step(TreeStep::Fill, walk_blocks, 128, args)?;
+        Ok(args)
     }
 
     /// Refuses, before any work, a tree force on `n` particles (plus `extra` bytes the
