@@ -38,6 +38,18 @@ pub(crate) fn per_particle_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u:
                 compare(&out, &before, &ex, s.len(), p.potential, u)
                     .map_err(|err| format!("{name} per particle: {err}"))?;
             }
+            // A system on itself: one slice of particles and one of lengths as both
+            // targets and sources (an executor may send them once).
+            let q = p.with_overlap_identical();
+            let zero = vec![Field::zero(); s.len()];
+            let mut out = zero.clone();
+            let on_itself = PerParticle { targets: &se, sources: &se };
+            if computed(name, e.accelerations_per_particle(&s, &s, on_itself, &q, &mut out), &out, &zero)? {
+                let mut ex = vec![Exact::default(); s.len()];
+                oracle::field_per_particle(&s, &s, on_itself, &q, &mut ex).map_err(|err| err.to_string())?;
+                compare(&out, &zero, &ex, s.len(), q.potential, u)
+                    .map_err(|err| format!("{name} per particle on itself: {err}"))?;
+            }
             // Batched: the targets against targets and sources in one array, in two
             // source spans (the targets' own pairs inside the first: self terms removed).
             let (nt, ns) = (t.len() as u32, s.len() as u32);

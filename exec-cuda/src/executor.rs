@@ -183,18 +183,23 @@ impl CudaExecutor {
             return self.plain_via_batch(targets, sources, lengths, params, out);
         }
         let spline = params.softening == nbody_core::Softening::Spline;
+        // A system on itself (the same slices of particles and of lengths) goes up once,
+        // as the Plummer call's does.
+        let identical = core::ptr::eq(targets, sources) && lengths.is_none_or(|l| core::ptr::eq(l.targets, l.sources));
         self.guarded(|me| {
-            let padded = me.stage(targets, sources, out)?;
+            let padded = if identical { me.stage_once(sources, out)? } else { me.stage(targets, sources, out)? };
             let soft = match lengths {
                 Some(l) => {
-                    let tv = batch::kernel_lengths(l.targets, params.softening);
                     let mut sv = batch::kernel_lengths(l.sources, params.softening);
                     // Padding sources are massless: a length of 1 keeps Plummer's pairs
                     // with them finite, so padding alone never makes the kernel mask.
                     sv.resize(padded, if spline { T::zero() } else { T::one() });
-                    let masked = batch::lengths_mask(&tv, &sv);
-                    let lt = me.scratch[EXTRA_A].reserve(std::mem::size_of_val(&tv[..]))?;
-                    upload_padded(lt, bytemuck::cast_slice(&tv), 0)?;
+                    let tv = if identical { Vec::new() } else { batch::kernel_lengths(l.targets, params.softening) };
+                    let masked = batch::lengths_mask(if identical { &sv[..targets.len()] } else { &tv }, &sv);
+                    if !identical {
+                        let lt = me.scratch[EXTRA_A].reserve(std::mem::size_of_val(&tv[..]))?;
+                        upload_padded(lt, bytemuck::cast_slice(&tv), 0)?;
+                    }
                     let ls = me.scratch[EXTRA_B].reserve(padded * size_of::<T>())?;
                     upload_padded(ls, bytemuck::cast_slice(&sv), 0)?;
                     let b = |me: &Self, k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
@@ -202,7 +207,7 @@ impl CudaExecutor {
                         soft: if spline { Soft::SplineEach } else { Soft::PlummerEach },
                         eps2: T::zero(),
                         masked,
-                        lengths: (b(me, EXTRA_A)?, b(me, EXTRA_B)?),
+                        lengths: (b(me, if identical { EXTRA_B } else { EXTRA_A })?, b(me, EXTRA_B)?),
                     }
                 }
                 None => crate::tiled::TiledSoft::spline(params),
@@ -210,7 +215,7 @@ impl CudaExecutor {
             let config = me.soft_config(targets.len(), sources.len(), padded, params)?;
             let s = &me.scratch;
             let (t, src, o) = (
-                s[TARGETS].buf_ref().ok_or(Error::NoDevice)?,
+                s[if identical { SOURCES } else { TARGETS }].buf_ref().ok_or(Error::NoDevice)?,
                 s[SOURCES].buf_ref().ok_or(Error::NoDevice)?,
                 s[OUT].buf_ref().ok_or(Error::NoDevice)?,
             );
