@@ -1399,10 +1399,8 @@ SHUFFLE_ALL(double, float, mixed)
                                               a.self_len, a.x);                                                        \
     }
 
-// f32 Plummer: held to 32 registers (16 blocks an SM), as before the item layouts
-// (batched) raised it to 40 with no spill; the others as the compiler chooses.
 #define BATCH_SOFT(T, C, NAME, POT, MASKED, SOFT)                                                                      \
-    extern "C" __global__ void __launch_bounds__(128, (sizeof(T) == 4 && SOFT < 2) ? 16 : 0)                          \
+    extern "C" __global__ void __launch_bounds__(128)                                                                  \
         nbody_batch_##NAME##_p##POT##_m##MASKED##_s##SOFT(const BatchArgs<T> a) {                                      \
         batched<T, C, POT, MASKED, SOFT>(a.particles, a.items, a.spans, a.offset, a.out, a.lengths, a.slots, a.partial, \
                                          a.eps2, a.g);                                                                 \
@@ -1411,17 +1409,15 @@ SHUFFLE_ALL(double, float, mixed)
 #define BATCH(T, C, NAME, POT, MASKED) BATCH_SOFT(T, C, NAME, POT, MASKED, 0) BATCH_SOFT(T, C, NAME, POT, MASKED, 1)
 #define BATCH_SPLINE(T, C, NAME, POT) BATCH_SOFT(T, C, NAME, POT, 1, 2) BATCH_SOFT(T, C, NAME, POT, 1, 3)
 
-// f32: held to 56 registers (9 blocks an SM; the item layouts took 64, 8 blocks), which
-// spills one register outside the loops.
-#define CELLS_MIN_BLOCKS(T) (sizeof(T) == 4 ? 9 : 0)
+// No register bound: holding the f32 batched kernel to 32 registers and the cell kernel
+// to 56 (their occupancy before the item layouts) made the tree's kernels 2-11% slower
+// on the H100 (benches/results/h100-s50/).
 #define CELLS(T, C, NAME, POT)                                                                                         \
-    extern "C" __global__ void __launch_bounds__(128, CELLS_MIN_BLOCKS(T))                                            \
-        nbody_cells_##NAME##_p##POT(const CellArgs<T> a) {                                                             \
+    extern "C" __global__ void __launch_bounds__(128) nbody_cells_##NAME##_p##POT(const CellArgs<T> a) {              \
         batched_cells<T, C, POT, false>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.slots, a.partial,   \
                                         a.eps2, a.g);                                                                  \
     }                                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(128, CELLS_MIN_BLOCKS(T))                                            \
-        nbody_cells_##NAME##_p##POT##_indexed(const CellArgs<T> a) {                                                   \
+    extern "C" __global__ void __launch_bounds__(128) nbody_cells_##NAME##_p##POT##_indexed(const CellArgs<T> a) {    \
         batched_cells<T, C, POT, true>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.slots, a.partial,    \
                                        a.eps2, a.g);                                                                   \
     }

@@ -4,7 +4,7 @@
 //!
 //! `--executor cpu|cuda` (cuda needs the `cuda` feature), `--n N` particles for the
 //! batched runs (default 65,536; 0 skips them), `--tree N` tree-code size (default
-//! 65,536), `--theta` (one or more, comma-separated), `--multipole
+//! 65,536; 0 skips it), `--theta` (one or more, comma-separated), `--multipole
 //! monopole|quadrupole|both`, `--leaf`, `--group` (default `BarnesHut::for_cpu` or
 //! `for_gpu`); with cuda, `--resident N` first times the batched and dense kernels alone
 //! on N resident particles. Each tree line gives the time split, the interactions
@@ -383,7 +383,10 @@ fn run<E: Executor<f32>>(exec: &mut E, args: &Args) {
     if args.n > 0 {
         batched_rates(exec, args.n);
     }
-    tree_code(exec, args);
+    // --tree 0 skips the tree code, as --n 0 skips the batched runs.
+    if args.tree > 0 {
+        tree_code(exec, args);
+    }
 }
 
 /// The batched rate on synthetic lists against the dense rate.
