@@ -136,7 +136,10 @@ impl TreeSettings {
     /// size, quadrupole cells: a walk per group is cheap on the device, so small groups
     /// pay (fewer interactions per target). Of leaves of 8 to 32 and groups of 32 to 160
     /// on the H100 at 2^20 and theta 1, these were the fastest at the same error (7.9 ms,
-    /// against 8.4 for leaves of 16 and groups of 64; benches/results/h100-device-tree-leaf-group.log).
+    /// against 8.4 for leaves of 16 and groups of 64; benches/results/h100-device-tree-leaf-group.log);
+    /// with the later kernels and one-pass walk they are within 1% of the fastest of
+    /// leaves of 24 to 48 and groups of 64 to 144 at 2^20 and 2^23
+    /// (benches/results/h100-s50/leaf-group-sweep.log).
     pub const fn new(theta: f64) -> Self {
         Self { theta, leaf_size: 32, group_size: 96, side: false, quadrupole: true, criterion: Criterion::Geometric }
     }
@@ -695,8 +698,8 @@ impl CudaExecutor {
             return Ok(Some(args));
         }
         // The two passes count again from zero.
-        // SAFETY: tally holds 4 u64s; ordered on this stream.
         let stream = self.gpu.stream().as_inner() as *mut c_void;
+        // SAFETY: tally holds 4 u64s; ordered on this stream.
         let r = unsafe { cust::sys::cuMemsetD8Async(at(&tree.tally).as_raw(), 0, 4 * 8, stream.cast()) };
         driver(r, "clearing the walk's tallies")?;
         Ok(None)
