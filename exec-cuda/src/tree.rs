@@ -109,7 +109,7 @@ const WALK_BLOCKS_PER_SM: usize = 16;
 ///
 /// ```
 /// let s = nbody_cuda::TreeSettings::new(0.6);
-/// assert_eq!((s.theta, s.leaf_size, s.group_size, s.side, s.quadrupole), (0.6, 32, 96, false, true));
+/// assert_eq!((s.theta, s.leaf_size, s.group_size, s.side, s.quadrupole), (0.6, 40, 96, false, true));
 /// assert_eq!(s.criterion, nbody_core::cell::Criterion::Geometric);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -132,16 +132,16 @@ pub struct TreeSettings {
 }
 
 impl TreeSettings {
-    /// Leaves of 32, groups of 96 (three full items of the batched kernels), the `2 b_max`
+    /// Leaves of 40, groups of 96 (three full items of the batched kernels), the `2 b_max`
     /// size, quadrupole cells: a walk per group is cheap on the device, so small groups
     /// pay (fewer interactions per target). Of leaves of 8 to 32 and groups of 32 to 160
-    /// on the H100 at 2^20 and theta 1, these were the fastest at the same error (7.9 ms,
-    /// against 8.4 for leaves of 16 and groups of 64; benches/results/h100-device-tree-leaf-group.log);
-    /// with the later kernels and one-pass walk they are within 1% of the fastest of
-    /// leaves of 24 to 48 and groups of 64 to 144 at 2^20 and 2^23
-    /// (benches/results/h100-s50/leaf-group-sweep.log).
+    /// on the H100 at 2^20 and theta 1, groups of 96 and leaves of 24 to 32 were the
+    /// fastest at the same error (benches/results/h100-device-tree-leaf-group.log); with
+    /// the later kernels and one-pass walk leaves of 40 beat 32, 48 and 64 on the Plummer
+    /// sphere and the clustered set at 2^20 and 2^23 by up to 1%, at the same median
+    /// error (benches/results/h100-s50/leaf-sweep.log).
     pub const fn new(theta: f64) -> Self {
-        Self { theta, leaf_size: 32, group_size: 96, side: false, quadrupole: true, criterion: Criterion::Geometric }
+        Self { theta, leaf_size: 40, group_size: 96, side: false, quadrupole: true, criterion: Criterion::Geometric }
     }
 
     /// The same settings with the acceptance test `criterion`.

@@ -11,7 +11,7 @@
 //! (particle-particle and particle-cell) and the median and 99th-percentile relative
 //! force error against direct summation on the same executor. With cuda,
 //! `--device-tree N,...` runs the device-resident tree instead (`nbody_cuda::tree`: leaves
-//! of 32 and groups of 96, `TreeSettings::new`, unless `--leaf`/`--group` say otherwise) on a Plummer sphere and
+//! of 40 and groups of 96, `TreeSettings::new`, unless `--leaf`/`--group` say otherwise) on a Plummer sphere and
 //! a clustered set, with each phase's GPU time and the error against direct summation.
 //! `--alpha A,...` adds lines with Gadget's relative criterion (device tree and host
 //! tree), its previous field from a geometric force at theta 0.5.
