@@ -346,6 +346,19 @@ impl<T: DeviceReal> DeviceTree<T> {
         Ok(())
     }
 
+    /// `args` with the walk's list buffers (items, spans, offsets, cell items, cell
+    /// indices) as reserved now.
+    fn with_lists(&self, args: TreeArgs<T>) -> TreeArgs<T> {
+        TreeArgs {
+            items: at(&self.items),
+            spans: at(&self.spans),
+            offset: at(&self.offset),
+            cell_items: at(&self.cell_items),
+            cell_index: at(&self.cell_index),
+            ..args
+        }
+    }
+
     /// The walk's per-group counts and their scans.
     fn reserve_groups(&mut self, groups: usize) -> Result<(), Error> {
         for s in [&mut self.counts, &mut self.item_counts, &mut self.span_at, &mut self.item_at] {
@@ -669,11 +682,6 @@ impl CudaExecutor {
         let cap =
             |s: &Scratch, entry: usize| s.buf_ref().map_or(0, |b| (b.len() / entry).min(i32::MAX as usize) as i32);
         let args = TreeArgs {
-            items: at(&tree.items),
-            spans: at(&tree.spans),
-            offset: at(&tree.offset),
-            cell_items: at(&tree.cell_items),
-            cell_index: at(&tree.cell_index),
             scratch: at(&tree.scratch),
             scratch_cells: count(s_cells)?,
             scratch_spans: count(s_spans)?,
@@ -681,7 +689,7 @@ impl CudaExecutor {
             cap_cells: cap(&tree.cell_index, 4),
             cap_items: cap(&tree.items, 16),
             cap_cell_items: cap(&tree.cell_items, 16),
-            ..args
+            ..tree.with_lists(args)
         };
         self.tree_step(TreeStep::Once, walk_blocks, 128, args)?;
         *walks += 1;
@@ -752,14 +760,7 @@ impl CudaExecutor {
         // warps' worth (even, so the spans stay 8-byte aligned).
         let scratch = |most: u32| roomy(most as usize).div_ceil(32).max(1) * 32;
         tree.scratch_len = (scratch(counters[MOST_CELLS]), scratch(counters[MOST_SPANS]));
-        let args = TreeArgs {
-            items: at(&tree.items),
-            spans: at(&tree.spans),
-            offset: at(&tree.offset),
-            cell_items: at(&tree.cell_items),
-            cell_index: at(&tree.cell_index),
-            ..args
-        };
+        let args = tree.with_lists(args);
         self.tree_step(TreeStep::Fill, walk_blocks, 128, args)?;
         Ok(args)
     }
