@@ -194,11 +194,12 @@ impl CudaExecutor {
                     // Padding sources are massless: a length of 1 keeps Plummer's pairs
                     // with them finite, so padding alone never makes the kernel mask.
                     sv.resize(padded, if spline { T::zero() } else { T::one() });
-                    let tv = if identical { Vec::new() } else { batch::kernel_lengths(l.targets, params.softening) };
-                    let masked = batch::lengths_mask(if identical { &sv[..targets.len()] } else { &tv }, &sv);
-                    if !identical {
+                    // The targets' own lengths, unless they are the sources'.
+                    let own = (!identical).then(|| batch::kernel_lengths(l.targets, params.softening));
+                    let masked = batch::lengths_mask(own.as_deref().unwrap_or(&sv[..targets.len()]), &sv);
+                    if let Some(tv) = &own {
                         let lt = me.scratch[EXTRA_A].reserve(std::mem::size_of_val(&tv[..]))?;
-                        upload_padded(lt, bytemuck::cast_slice(&tv), 0)?;
+                        upload_padded(lt, bytemuck::cast_slice(tv), 0)?;
                     }
                     let ls = me.scratch[EXTRA_B].reserve(padded * size_of::<T>())?;
                     upload_padded(ls, bytemuck::cast_slice(&sv), 0)?;
@@ -207,7 +208,7 @@ impl CudaExecutor {
                         soft: if spline { Soft::SplineEach } else { Soft::PlummerEach },
                         eps2: T::zero(),
                         masked,
-                        lengths: (b(me, if identical { EXTRA_B } else { EXTRA_A })?, b(me, EXTRA_B)?),
+                        lengths: (b(me, if own.is_some() { EXTRA_A } else { EXTRA_B })?, b(me, EXTRA_B)?),
                     }
                 }
                 None => crate::tiled::TiledSoft::spline(params),

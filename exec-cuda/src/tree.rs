@@ -693,11 +693,7 @@ impl CudaExecutor {
         };
         self.tree_step(TreeStep::Once, walk_blocks, 128, args)?;
         *walks += 1;
-        self.read_counters(tree, counters)?;
-        if counters[STACK_OVERFLOW] != 0 {
-            return Err(Error::Device { during: "walking the tree (stack overflow)", code: 0 });
-        }
-        download(tree.tally.buf_ref().expect("reserved"), bytemuck::cast_slice_mut(tally))?;
+        self.walked(tree, counters, tally)?;
         // The u32 totals wrap past 2^32 entries: the 64-bit tallies must agree with them.
         let fits = counters[LIST_OVERFLOW] == 0
             && tally[2] == u64::from(counters[SPANS])
@@ -711,6 +707,21 @@ impl CudaExecutor {
         let r = unsafe { cust::sys::cuMemsetD8Async(at(&tree.tally).as_raw(), 0, 4 * 8, stream.cast()) };
         driver(r, "clearing the walk's tallies")?;
         Ok(None)
+    }
+
+    /// A walk's counters and 64-bit tallies, read back; a stack that overflowed is an
+    /// error.
+    fn walked<T: DeviceReal>(
+        &self,
+        tree: &DeviceTree<T>,
+        counters: &mut [u32; COUNTERS],
+        tally: &mut [u64; 4],
+    ) -> Result<(), Error> {
+        self.read_counters(tree, counters)?;
+        if counters[STACK_OVERFLOW] != 0 {
+            return Err(Error::Device { during: "walking the tree (stack overflow)", code: 0 });
+        }
+        download(tree.tally.buf_ref().expect("reserved"), bytemuck::cast_slice_mut(tally))
     }
 
     /// The two-pass walk: counts, scans, list buffers sized, lists written. Records the
@@ -734,11 +745,7 @@ impl CudaExecutor {
         Self::scan(&tree.temp, args.counts, args.span_at, nodes, stream)?;
         Self::scan(&tree.temp, args.item_counts, args.item_at, nodes, stream)?;
         self.tree_step(TreeStep::Totals, 1, 1, TreeArgs { capacity: count(nodes)?, ..args })?;
-        self.read_counters(tree, counters)?;
-        if counters[STACK_OVERFLOW] != 0 {
-            return Err(Error::Device { during: "walking the tree (stack overflow)", code: 0 });
-        }
-        download(tree.tally.buf_ref().expect("reserved"), bytemuck::cast_slice_mut(tally))?;
+        self.walked(tree, counters, tally)?;
         if tally[2].max(tally[3]) > u64::from(u32::MAX) {
             return Err(Error::Unsupported {
                 operation: "a device tree force with more than 2^32 list entries",
