@@ -50,6 +50,7 @@ pub(crate) fn all<T: Real, E: Projecting<T>>() -> Vec<(&'static str, Check<E>)> 
         ("per_particle_matches_oracle", crate::per_particle::per_particle_matches_oracle::<T, E>),
         ("per_particle_equal_lengths", crate::per_particle::per_particle_equal_lengths::<T, E>),
         ("per_particle_bad_input", crate::per_particle::per_particle_bad_input::<T, E>),
+        ("per_particle_many_tiles", crate::per_particle::per_particle_many_tiles::<T, E>),
         ("few_targets_many_sources", few_targets_many_sources::<T, E>),
     ]
 }

@@ -162,3 +162,37 @@ fn neg(array: Array, index: usize) -> Error {
 fn non_finite(array: Array, index: usize) -> Error {
     Error::NonFinite { array, index }
 }
+
+/// Many source tiles whose lengths differ from tile to tile (runs of 300 sources: tiny,
+/// unsoftened, a support of 0.3 that holds many pairs, 1/64), targets of four lengths
+/// with shared particles keeping theirs, and few targets against many sources (an
+/// executor may split the sources among blocks): both kernels, potential on, against
+/// the oracle. Executors that bound a tile's pairs by its largest support meet every
+/// case of that bound here.
+pub(crate) fn per_particle_many_tiles<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+    for (n_t, n_s, shared) in [(700, 2_600, (10, 1_000, 40)), (37, 30_000, (5, 12_345, 25))] {
+        let c = crate::neighbours::big_case(n_t, n_s, shared);
+        let (t, s, before) = (c.targets::<T>(), c.sources::<T>(), c.before::<T>());
+        let te: Vec<T> = (0..t.len()).map(|i| T::from_f64([0.0, 1.0 / 512.0, 1.0 / 32.0, 0.2][i % 4])).collect();
+        let (t0, s0, len) = shared;
+        let se: Vec<T> = (0..s.len())
+            .map(|j| match j.checked_sub(s0) {
+                Some(k) if k < len => te[t0 + k],
+                _ => T::from_f64([1.0 / 1024.0, 0.0, 0.3, 1.0 / 64.0][(j / 300) % 4]),
+            })
+            .collect();
+        for softening in [Softening::Plummer, Softening::Spline] {
+            let name = softening.name();
+            let p = c.params::<T>().with_softening(softening);
+            let eps = PerParticle { targets: &te, sources: &se };
+            let mut out = before.clone();
+            if computed(name, e.accelerations_per_particle(&t, &s, eps, &p, &mut out), &out, &before)? {
+                let mut ex = vec![Exact::default(); t.len()];
+                oracle::field_per_particle(&t, &s, eps, &p, &mut ex).map_err(|err| err.to_string())?;
+                compare(&out, &before, &ex, s.len(), p.potential, u)
+                    .map_err(|err| format!("{name} per particle, {n_t} x {}: {err}", s.len()))?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -185,18 +185,25 @@ __device__ __forceinline__ void soft_interact(const Pt<T, C> &t, const Pt<T, C> 
 
 // NS sources against a thread's NI targets under the spline (SOFT_SPLINE or
 // SOFT_SPLINE_EACH): Newtonian and branch-free, as Plummer's pairs are, unless a pair may
-// lie inside its support, when the whole group takes soft_interact's per-pair path. The
-// test is one bound per source: the square of the larger of the thread's largest target
-// support and the source's (at least the smallest normal number, so coincident unsoftened
-// particles count as inside); a pair is inside only if r^2 is below it. Inside pairs are a
-// few neighbours among N sources, so a warp seldom takes that path; a common group costs
-// one FMNMX per pair, one compare per source and one branch over Plummer's.
-template <typename T, typename C, int NI, int NS, bool POT, int SOFT>
+// lie inside its support, when the whole group takes the per-pair path. A pair is inside
+// only if r^2 is below the square of the larger of its two supports, so the test is one
+// bound per source: the square of the larger of the thread's largest target support and
+// the source's (at least the smallest normal number, so coincident unsoftened particles
+// count as inside). Inside pairs are a few neighbours among N sources, so a warp seldom
+// takes that path; a common group costs one FMNMX per pair, one compare per source and
+// one branch over Plummer's.
+//
+// SQ (the tiled kernel's SOFT_SPLINE_EACH): e_t and e_s (read at e_s[q * ES]) hold
+// squared supports, and bound[0] bounds the whole group (its caller folds the tile's
+// largest support into it), so the common path is the one-support spline's and reads no
+// source's support; the per-pair path takes 1/h = rsqrt(max(e_t^2, e_s^2)).
+template <typename T, typename C, int NI, int NS, bool POT, int SOFT, int ES, bool SQ = false>
 __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<T, C> (&s)[NS], const C (&bound)[NS],
-                                             const C *e_t, const C (&e_s)[NS], C h, C h_inv, C (&ax)[NI],
-                                             C (&ay)[NI], C (&az)[NI], C (&phi)[NI]) {
+                                             const C *e_t, const C *e_s, C h, C h_inv, C (&ax)[NI], C (&ay)[NI],
+                                             C (&az)[NI], C (&phi)[NI]) {
+    // One bound for the group: the least r^2 of the group against it; else each source's.
+    const bool ONE = SOFT == SOFT_SPLINE || SQ;
     C dx[NS][NI], dy[NS][NI], dz[NS][NI], r2[NS][NI];
-    // One support: the least r^2 of the group against it; per particle, each source's.
     bool near = false;
     C least = C(0);
 #pragma unroll
@@ -206,12 +213,12 @@ __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<
             separation(s[q], ti[k], dx[q][k], dy[q][k], dz[q][k]);
             r2[q][k] = fma(dz[q][k], dz[q][k], fma(dy[q][k], dy[q][k], dx[q][k] * dx[q][k]));
             // f64: a compare per pair (DSETP) costs less than a DMNMX chain on the FP64 pipe.
-            if (sizeof(C) == 8) near = near || r2[q][k] < bound[q];
-            else least = k == 0 && (q == 0 || SOFT == SOFT_SPLINE_EACH) ? r2[q][k] : fmin(least, r2[q][k]);
+            if (sizeof(C) == 8) near = near || r2[q][k] < bound[ONE ? 0 : q];
+            else least = k == 0 && (q == 0 || !ONE) ? r2[q][k] : fmin(least, r2[q][k]);
         }
-        if (sizeof(C) == 4 && SOFT == SOFT_SPLINE_EACH) near = near || least < bound[q];
+        if (sizeof(C) == 4 && !ONE) near = near || least < bound[q];
     }
-    if (sizeof(C) == 4 && SOFT == SOFT_SPLINE) near = least < bound[0];
+    if (sizeof(C) == 4 && ONE) near = least < bound[0];
     if (!near) {
 #pragma unroll
         for (int q = 0; q < NS; ++q)
@@ -225,13 +232,47 @@ __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<
                 az[k] = fma(dz[q][k], m_rinv3, az[k]);
                 if (POT) phi[k] -= m_rinv;
             }
+    } else if (SQ) {
+#pragma unroll
+        for (int q = 0; q < NS; ++q) {
+            const C hh_s = e_s[q * ES];
+#pragma unroll
+            for (int k = 0; k < NI; ++k) {
+                const C hh = fmax(e_t[k], hh_s);
+                C w, g;
+                if (r2[q][k] < hh) {
+                    // 1/h from h^2 by the fast reciprocal square root: an exact
+                    // square root and division here made the whole f32 kernel 2x
+                    // slower on the H100, rare as the path is. finish removes the
+                    // self term with the same arithmetic.
+                    const C hi = rsqrt_fast(hh);
+                    if (sizeof(C) == 4) {
+                        const Weights<C> wg = spline_inside_call(r2[q][k], hi);
+                        w = wg.w;
+                        g = wg.g;
+                    } else {
+                        spline_inside(r2[q][k], hi, w, g);
+                    }
+                } else {
+                    // Newtonian; two unsoftened particles at one point are masked.
+                    w = r2[q][k] >= min_normal<C>() ? rsqrt_fast(r2[q][k]) : C(0);
+                    g = w * w * w;
+                }
+                const C m_g = s[q].p.w * g;
+                ax[k] = fma(dx[q][k], m_g, ax[k]);
+                ay[k] = fma(dy[q][k], m_g, ay[k]);
+                az[k] = fma(dz[q][k], m_g, az[k]);
+                if (POT) phi[k] -= s[q].p.w * w;
+            }
+        }
     } else {
 #pragma unroll
         for (int q = 0; q < NS; ++q)
 #pragma unroll
             for (int k = 0; k < NI; ++k)
-                soft_interact<T, C, POT, true, SOFT>(ti[k], s[q], SOFT == SOFT_SPLINE_EACH ? e_t[k] : C(0), e_s[q], h,
-                                                      h_inv, ax[k], ay[k], az[k], phi[k]);
+                soft_interact<T, C, POT, true, SOFT>(ti[k], s[q], SOFT == SOFT_SPLINE_EACH ? e_t[k] : C(0),
+                                                      SOFT == SOFT_SPLINE_EACH ? e_s[q * ES] : C(0), h, h_inv, ax[k],
+                                                      ay[k], az[k], phi[k]);
     }
 }
 
@@ -421,7 +462,8 @@ __device__ __forceinline__ void finish(typename V4<T>::type *out, int i, T m_i, 
                 if (!MASKED || e2 >= min_normal<C>()) phi += (T)((C)m_i * rsqrt_fast(e2));
             }
             if (SOFT == SOFT_SPLINE) phi += (T)((C)m_i * (C(14.0 / 5.0) * (C(1) / (C)eps2)));
-            if (SOFT == SOFT_SPLINE_EACH && e_i > C(0)) phi += (T)((C)m_i * (C(14.0 / 5.0) * (C(1) / e_i)));
+            // The tiled kernel's per-pair spline takes 1/h as rsqrt(h^2) (spline_group).
+            if (SOFT == SOFT_SPLINE_EACH && e_i > C(0)) phi += (T)((C)m_i * (C(14.0 / 5.0) * rsqrt_fast(e_i * e_i)));
         }
         o.w += g * phi;
     }
@@ -459,33 +501,36 @@ template <typename T, typename C, int B> struct TileBlocks {
 
 // Adds the N sources of `tile` into NI targets' sums, each of the TP slices taking every
 // TP-th source from its own: N / TP iterations known at compile time, fully unrolled
-// when short. FAR (a mixed kernel's far tile): the float parts only.
+// when short. FAR (a mixed kernel's far tile): the float parts only. SOFT_SPLINE_EACH:
+// e_i and tile_e hold squared supports and tile_h2 is the largest of the tile's.
 template <typename T, typename C, int N, int TP, int NI, bool POT, bool MASKED, bool FAR, int SOFT = SOFT_PLUMMER>
 __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const Pt<T, C> (&ti)[NI], C eps2,
                                          C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI],
-                                         const C *tile_e = nullptr, const C *e_i = nullptr, C h_inv = C(0)) {
+                                         const C *tile_e = nullptr, const C *e_i = nullptr, C h_inv = C(0),
+                                         C tile_h2 = C(0)) {
     const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
     if (!FAR && (SOFT == SOFT_SPLINE || SOFT == SOFT_SPLINE_EACH)) {
         // The spline (T == C here: the mixed executor's splines run batched), two f32
         // sources per test (N / TP is even); one f64 source (the FP64 loop, at half the
-        // rate, hides the test, and holding two sources' pairs costs it occupancy).
+        // rate, hides the test, and holding two sources' pairs costs it occupancy). One
+        // bound for the whole tile: per particle, the larger of the thread's and the
+        // tile's largest supports.
         const int NS = sizeof(C) == 4 ? 2 : 1;
-        C h2 = SOFT == SOFT_SPLINE ? eps2 * eps2 : C(0);
+        C h2 = SOFT == SOFT_SPLINE ? eps2 * eps2 : tile_h2;
         if (SOFT == SOFT_SPLINE_EACH)
 #pragma unroll
-            for (int k = 0; k < NI; ++k) h2 = fmax(h2, e_i[k] * e_i[k]);
-        h2 = fmax(h2, min_normal<C>());
+            for (int k = 0; k < NI; ++k) h2 = fmax(h2, e_i[k]);
+        C bound[NS];
+#pragma unroll
+        for (int q = 0; q < NS; ++q) bound[q] = fmax(h2, min_normal<C>());
 #pragma unroll(N / TP / NS < (NS == 1 ? 16 : 8) ? N / TP / NS : (NS == 1 ? 16 : 8))
         for (int jj = 0; jj < N / TP; jj += NS) {
             Pt<T, C> s[NS];
-            C e_s[NS], bound[NS];
 #pragma unroll
-            for (int q = 0; q < NS; ++q) {
-                s[q] = tile[(jj + q) * TP + slice];
-                e_s[q] = SOFT == SOFT_SPLINE_EACH ? tile_e[(jj + q) * TP + slice] : C(0);
-                bound[q] = SOFT == SOFT_SPLINE_EACH ? fmax(h2, e_s[q] * e_s[q]) : h2;
-            }
-            spline_group<T, C, NI, NS, POT, SOFT>(ti, s, bound, e_i, e_s, eps2, h_inv, ax, ay, az, phi);
+            for (int q = 0; q < NS; ++q) s[q] = tile[(jj + q) * TP + slice];
+            const bool SQ = SOFT == SOFT_SPLINE_EACH;
+            spline_group<T, C, NI, NS, POT, SOFT, TP, SQ>(ti, s, bound, e_i, SQ ? tile_e + jj * TP + slice : tile_e,
+                                                          eps2, h_inv, ax, ay, az, phi);
         }
     } else {
 #pragma unroll(N / TP < 16 ? N / TP : 16)
@@ -501,6 +546,25 @@ __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const 
                 else soft_interact<T, C, POT, MASKED, SOFT>(ti[k], s, e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k], phi[k]);
             }
         }
+    }
+}
+
+// Stores a thread's K per-particle lengths into a source tile's lengths (one per B
+// threads). The spline's go in squared, and each warp's largest square into most[warp],
+// so sum_tile's test has one bound per tile (the warp's threads all call this).
+template <typename C, int B, int K, int SOFT>
+__device__ __forceinline__ void stage_lengths(const C *e, C *tile_e, C *most) {
+    C largest = C(0);
+#pragma unroll
+    for (int q = 0; q < K; ++q) {
+        const C v = SOFT == SOFT_SPLINE_EACH ? e[q] * e[q] : e[q];
+        largest = fmax(largest, v);
+        tile_e[q * B + threadIdx.x] = v;
+    }
+    if (SOFT == SOFT_SPLINE_EACH) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) largest = fmax(largest, __shfl_xor_sync(0xffffffffu, largest, off));
+        if (threadIdx.x % 32 == 0) most[threadIdx.x / 32] = largest;
     }
 }
 
@@ -526,9 +590,11 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     const C eps2 = (C)eps2_;
     const C h_inv = SOFT == SOFT_SPLINE ? C(1) / eps2 : C(0);
     // Two tiles: while one is read, the next is stored into the other, so each tile costs
-    // one barrier, not two. Per-particle lengths ride beside them (padding: length 0).
+    // one barrier, not two. Per-particle lengths ride beside them (padding: length 0); the
+    // spline's as squares, with each warp's largest in tile_most (stage_lengths).
     __shared__ Pt<T, C> tile[2][L];
     __shared__ C tile_e[2][EACH ? L : 1];
+    __shared__ C tile_most[2][SOFT == SOFT_SPLINE_EACH ? B / 32 : 1];
     // Mixed: the boxes of both tiles' sources, per warp (note_box, far_tile).
     __shared__ C boxes[2][6][IsMixed<T, C>::value ? 32 : 1];
     const int slice = threadIdx.x % TP;
@@ -536,13 +602,15 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     const int first = block_first + threadIdx.x / TP * NI;
     const Frame<T, C> frame = block_frame<T, C>(targets, block_first, B / TP * NI, n_targets);
     Pt<T, C> ti[NI];
-    C ax[NI], ay[NI], az[NI], phi[NI], ei[NI];
+    C ax[NI], ay[NI], az[NI], phi[NI], ei[NI], ei_sum[NI];
     T mi[NI], sx[NI], sy[NI], sz[NI], sphi[NI];
 #pragma unroll
     for (int k = 0; k < NI; ++k) {
         ti[k] = frame.apply(first + k < n_targets ? targets[first + k] : zero4<T>());
         mi[k] = first + k < n_targets ? targets[first + k].w : T(0);
         ei[k] = EACH && first + k < n_targets ? (C)lengths_t[first + k] : C(0);
+        // What the sums read: the spline's squared supports, Plummer's values as they are.
+        ei_sum[k] = SOFT == SOFT_SPLINE_EACH ? ei[k] * ei[k] : ei[k];
         ax[k] = 0; ay[k] = 0; az[k] = 0; phi[k] = 0;
         sx[k] = 0; sy[k] = 0; sz[k] = 0; sphi[k] = 0;
     }
@@ -559,9 +627,12 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
             copy_async((v4 *)&tile[0][q * B + threadIdx.x], &sources[begin + q * B + threadIdx.x]);
         copies_wait();
     }
-    if (EACH)
-        for (int q = 0; q < K && begin + q * B < end; ++q)
-            tile_e[0][q * B + threadIdx.x] = (C)lengths_s[begin + q * B + threadIdx.x];
+    if (EACH) {
+        C first_e[K];
+#pragma unroll
+        for (int q = 0; q < K; ++q) first_e[q] = begin + q * B < end ? (C)lengths_s[begin + q * B + threadIdx.x] : C(0);
+        stage_lengths<C, B, K, SOFT>(first_e, tile_e[0], tile_most[0]);
+    }
     __syncthreads();
     int buf = 0, tiles = 0;
     for (int base = begin; base < end; base += L, buf ^= 1) {
@@ -580,15 +651,21 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
                     next_e[q] = base + L + q * B < end ? (C)lengths_s[base + L + q * B + threadIdx.x] : C(0);
         }
         const C *te = tile_e[EACH ? buf : 0];
+        C most = C(0);
+        if (SOFT == SOFT_SPLINE_EACH)
+#pragma unroll
+            for (int w = 0; w < B / 32; ++w) most = fmax(most, tile_most[buf][w]);
         if (MIXED && far_tile<B>(boxes[buf], frame)) {
-            sum_tile<T, C, L, TP, NI, POT, MASKED, true, SOFT>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te, ei, h_inv);
+            sum_tile<T, C, L, TP, NI, POT, MASKED, true, SOFT>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te, ei_sum,
+                                                               h_inv, most);
         } else if (K == 1 || end - base >= L) {
-            sum_tile<T, C, L, TP, NI, POT, MASKED, false, SOFT>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te, ei, h_inv);
+            sum_tile<T, C, L, TP, NI, POT, MASKED, false, SOFT>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te, ei_sum,
+                                                                h_inv, most);
         } else {
             // The chunk's last tile, partly filled: its sub-tiles one at a time.
             for (int q = 0; q < (end - base) / B; ++q)
                 sum_tile<T, C, B, TP, NI, POT, MASKED, false, SOFT>(tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi,
-                                                                    EACH ? te + q * B : te, ei, h_inv);
+                                                                    EACH ? te + q * B : te, ei_sum, h_inv, most);
         }
         if (MIXED && (++tiles % FLUSH == 0 || !more)) {
 #pragma unroll
@@ -606,9 +683,7 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
             } else {
                 copies_wait();
             }
-            if (EACH)
-#pragma unroll
-                for (int q = 0; q < K; ++q) tile_e[buf ^ 1][q * B + threadIdx.x] = next_e[q];
+            if (EACH) stage_lengths<C, B, K, SOFT>(next_e, tile_e[buf ^ 1], tile_most[buf ^ 1]);
         }
         __syncthreads();
     }
@@ -992,7 +1067,7 @@ __device__ __forceinline__ void batched_layout(const typename V4<T>::type *__res
                     e_s[q] = SOFT == SOFT_SPLINE_EACH ? tile_e[j + q * TP] : C(0);
                     bound[q] = SOFT == SOFT_SPLINE_EACH ? fmax(h2, e_s[q] * e_s[q]) : h2;
                 }
-                spline_group<T, C, 1, NS, POT, SOFT>(t, src, bound, &e_i, e_s, eps2, h_inv, bx, by, bz, bphi);
+                spline_group<T, C, 1, NS, POT, SOFT, 1>(t, src, bound, &e_i, e_s, eps2, h_inv, bx, by, bz, bphi);
             }
             ax = bx[0]; ay = by[0]; az = bz[0]; phi = bphi[0];
         } else {
@@ -1335,8 +1410,14 @@ TILED_ALL(double, float, mixed)
 // Plummer with and without the mask, the spline with one support or one per particle
 // (masking itself, named m1), for the f32 and f64 ladders (tuning.rs's LADDER; the mixed
 // executor runs these through the batched kernel).
+// The f64 soft kernels are held to 128 registers (two 256-thread blocks an SM): unbound,
+// per-particle Plummer took 254 and one block, and ran at 0.87 of Plummer's rate on the
+// H100 against 0.90 bound. Holding the f32 ones to Plummer's 80 made per-particle
+// Plummer 1-2% slower (2.2 more instructions per pair), so they keep the f32 tiled bound.
+#define TILED_SOFT_BOUNDS_f32(B) TILED_BOUNDS_f32(B)
+#define TILED_SOFT_BOUNDS_f64(B) __launch_bounds__(B, 512 / (B))
 #define TILED_SOFT(T, C, NAME, B, TP, NI, POT, MASKED, SOFT)                                                           \
-    extern "C" __global__ void TILED_BOUNDS_##NAME(B)                                                                  \
+    extern "C" __global__ void TILED_SOFT_BOUNDS_##NAME(B)                                                             \
         nbody_tiled_##NAME##_b##B##_tp##TP##_ni##NI##_p##POT##_m##MASKED##_s##SOFT(const TiledArgs<T> a) {             \
         tiled<T, C, B, TP, NI, POT, MASKED, SOFT>(a.targets, a.n_targets, a.sources, a.n_sources_padded, a.out, a.eps2, \
                                                   a.g, a.self_t0, a.self_len, a.chunk, a.partial, a.lengths_t,         \

@@ -1,0 +1,76 @@
+// Times exported tiled kernels, kernel alone, from cubins built by soft-cubins.sh: the
+// shipped kernels beside a variant, in one process on one GPU (CUDA events after two
+// warm-up launches, median of ten). The system is the bench's: a Plummer sphere in
+// random order, two species alternating (eps 1/256 and 1/64); one launch of
+// n / (targets per block) blocks over all sources (no source split), so compare kernels
+// of one configuration with each other, not with the library's host-slice rates.
+//
+//   nvcc -O2 -o soft-harness soft-harness.cpp -lcuda
+//   ./soft-harness N CUBIN:KERNEL[:p|s|u] ...
+//
+// The suffix says what the per-particle arrays hold: p Plummer's eps^2/2, s the spline's
+// 2.8 eps, u none (the kernel's own eps^2 = 1/65536, or the spline's support 2.8/256 for
+// the _s2 kernels). The last column sums a sample of the outputs: equal sums say two
+// variants computed the same forces.
+#include <cuda.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cmath>
+#include <vector>
+#include <random>
+#include <string>
+#include <algorithm>
+#include <cstring>
+#define CK(x) do { CUresult r = (x); if (r != CUDA_SUCCESS) { const char *s; cuGetErrorString(r, &s); fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s); exit(1);} } while (0)
+struct Args { CUdeviceptr targets, sources, out, partial, lt, ls; float eps2, g; int n_targets, n_sources_padded, self_t0, self_len, chunk; };
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]);
+    CK(cuInit(0)); CUdevice dev; CK(cuDeviceGet(&dev, 0)); CUcontext ctx; CK(cuCtxCreate(&ctx, 0, dev));
+    std::mt19937_64 rng(1); std::uniform_real_distribution<double> U(0, 1);
+    std::vector<float> p(4 * n), lp(n), ls(n);
+    double a = 3 * M_PI / 16;
+    for (int i = 0; i < n; ++i) {
+        double x1 = 1e-10 + U(rng) * (0.999 - 1e-10), r = 1 / sqrt(pow(x1, -2.0 / 3) - 1);
+        double z = 2 * U(rng) - 1, ph = 2 * M_PI * U(rng), s = sqrt(1 - z * z);
+        p[4 * i] = a * r * s * cos(ph); p[4 * i + 1] = a * r * s * sin(ph); p[4 * i + 2] = a * r * z; p[4 * i + 3] = 1.0 / n;
+        double e = i % 2 == 0 ? 1.0 / 256 : 1.0 / 64;
+        lp[i] = 0.5 * e * e; ls[i] = 2.8 * e;
+    }
+    int padded = (n + 1023) / 1024 * 1024;
+    p.resize(4 * padded, 0.f); lp.resize(padded, 1.f); ls.resize(padded, 0.f);
+    CUdeviceptr dp, dout, dlp, dls;
+    CK(cuMemAlloc(&dp, p.size() * 4)); CK(cuMemcpyHtoD(dp, p.data(), p.size() * 4));
+    CK(cuMemAlloc(&dout, 16 * n));
+    CK(cuMemAlloc(&dlp, padded * 4)); CK(cuMemcpyHtoD(dlp, lp.data(), padded * 4));
+    CK(cuMemAlloc(&dls, padded * 4)); CK(cuMemcpyHtoD(dls, ls.data(), padded * 4));
+    CUevent e0, e1; CK(cuEventCreate(&e0, 0)); CK(cuEventCreate(&e1, 0));
+    for (int k = 2; k < argc; ++k) {
+        std::string spec = argv[k];
+        size_t c1 = spec.find(':'), c2 = spec.find(':', c1 + 1);
+        std::string file = spec.substr(0, c1), name = spec.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+        char L = c2 == std::string::npos ? 'u' : spec[c2 + 1];
+        CUmodule m; CK(cuModuleLoad(&m, file.c_str())); CUfunction f; CK(cuModuleGetFunction(&f, m, name.c_str()));
+        int B = 256, TP = 4, NI = 4;
+        sscanf(strstr(name.c_str(), "_b"), "_b%d_tp%d_ni%d", &B, &TP, &NI);
+        int per_block = B / TP * NI, blocks = (n + per_block - 1) / per_block;
+        Args a{dp, dp, dout, 0, L == 'p' ? dlp : L == 's' ? dls : 0, L == 'p' ? dlp : L == 's' ? dls : 0,
+               L == 'u' ? (float)(1.0 / 65536) : 0.f, 1.f, n, padded, 0, n, padded};
+        if (name.find("_s2") != std::string::npos) a.eps2 = 2.8f / 256;  // the spline's support
+        void *params[] = {&a};
+        std::vector<float> times;
+        for (int rep = 0; rep < 12; ++rep) {
+            CK(cuMemsetD8(dout, 0, 16 * n));
+            CK(cuEventRecord(e0, 0));
+            CK(cuLaunchKernel(f, blocks, 1, 1, B, 1, 1, 0, 0, params, 0));
+            CK(cuEventRecord(e1, 0)); CK(cuEventSynchronize(e1));
+            float ms; CK(cuEventElapsedTime(&ms, e0, e1)); if (rep >= 2) times.push_back(ms);
+        }
+        std::sort(times.begin(), times.end());
+        std::vector<float> o(4 * n); CK(cuMemcpyDtoH(o.data(), dout, 16 * n));
+        double chk = 0; for (int i = 0; i < n; i += 97) chk += fabs(o[4 * i]) + fabs(o[4 * i + 1]);
+        printf("%-60s %-48s %8.4f ms  %.3e /s  chk %.6e\n", file.c_str(), name.c_str(), times[times.size() / 2],
+               (double)n * n / (times[times.size() / 2] * 1e-3), chk);
+        CK(cuModuleUnload(m));
+    }
+    return 0;
+}
