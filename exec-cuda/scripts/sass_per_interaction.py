@@ -13,6 +13,9 @@ with more instructions, the double-single loop, which any order of particles can
 for every tile. Instructions per interaction = instructions in that
 body (NOPs excluded) / MUFU.RSQ count. The benchmark
 divides the device's issue rate by this number for its issue-bound ceiling.
+
+The spline kernels (_s2, _s3) branch to a per-pair path inside the loop, which is counted
+too: their numbers are the loop's size, not the common path's cost.
 """
 import re
 import subprocess
