@@ -31,13 +31,7 @@ pub(crate) fn per_particle_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u:
             let name = softening.name();
             let p = c.params::<T>().with_softening(softening);
             let eps = PerParticle { targets: &te, sources: &se };
-            let mut out = before.clone();
-            if computed(name, e.accelerations_per_particle(&t, &s, eps, &p, &mut out), &out, &before)? {
-                let mut ex = vec![Exact::default(); t.len()];
-                oracle::field_per_particle(&t, &s, eps, &p, &mut ex).map_err(|err| err.to_string())?;
-                compare(&out, &before, &ex, s.len(), p.potential, u)
-                    .map_err(|err| format!("{name} per particle: {err}"))?;
-            }
+            plain_matches(e, (&t, &s), eps, &p, &before, u).map_err(|err| format!("{name} per particle: {err}"))?;
             // A system on itself: one slice of particles and one of lengths as both
             // targets and sources (an executor may send them once).
             let q = p.with_overlap_identical();
@@ -75,6 +69,25 @@ pub(crate) fn per_particle_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u:
         }
         Ok(())
     })
+}
+
+/// One plain per-particle call from `before` against the oracle (or a refusal that left
+/// `before` as it was).
+fn plain_matches<T: Real, E: Executor<T>>(
+    e: &mut E,
+    (t, s): (&[Particle<T>], &[Particle<T>]),
+    eps: PerParticle<'_, T>,
+    p: &Params<T>,
+    before: &[Field<T>],
+    u: f64,
+) -> Result<(), String> {
+    let mut out = before.to_vec();
+    if computed(p.softening.name(), e.accelerations_per_particle(t, s, eps, p, &mut out), &out, before)? {
+        let mut ex = vec![Exact::default(); t.len()];
+        oracle::field_per_particle(t, s, eps, p, &mut ex).map_err(|err| err.to_string())?;
+        compare(&out, before, &ex, s.len(), p.potential, u)?;
+    }
+    Ok(())
 }
 
 /// Equal lengths give what `Params::eps` gives: the per-particle path is the same
@@ -182,16 +195,10 @@ pub(crate) fn per_particle_many_tiles<T: Real, E: Executor<T>>(e: &mut E, u: f64
             })
             .collect();
         for softening in [Softening::Plummer, Softening::Spline] {
-            let name = softening.name();
             let p = c.params::<T>().with_softening(softening);
             let eps = PerParticle { targets: &te, sources: &se };
-            let mut out = before.clone();
-            if computed(name, e.accelerations_per_particle(&t, &s, eps, &p, &mut out), &out, &before)? {
-                let mut ex = vec![Exact::default(); t.len()];
-                oracle::field_per_particle(&t, &s, eps, &p, &mut ex).map_err(|err| err.to_string())?;
-                compare(&out, &before, &ex, s.len(), p.potential, u)
-                    .map_err(|err| format!("{name} per particle, {n_t} x {}: {err}", s.len()))?;
-            }
+            plain_matches(e, (&t, &s), eps, &p, &before, u)
+                .map_err(|err| format!("{} per particle, {n_t} x {}: {err}", softening.name(), s.len()))?;
         }
     }
     Ok(())
