@@ -1412,12 +1412,15 @@ TILED_ALL(double, float, mixed)
 // executor runs these through the batched kernel).
 // The f64 soft kernels are held to 128 registers (two 256-thread blocks an SM): unbound,
 // per-particle Plummer took 254 and one block, and ran at 0.87 of Plummer's rate on the
-// H100 against 0.90 bound. Holding the f32 ones to Plummer's 80 made per-particle
-// Plummer 1-2% slower (2.2 more instructions per pair), so they keep the f32 tiled bound.
-#define TILED_SOFT_BOUNDS_f32(B) TILED_BOUNDS_f32(B)
-#define TILED_SOFT_BOUNDS_f64(B) __launch_bounds__(B, 512 / (B))
+// H100 against 0.90 bound. The f32 per-particle spline without the potential is held to
+// Plummer's 80 (three blocks an SM, and the source split Plummer gets): 2.62 ms against
+// 2.83 at N = 65,536 on the H100, kernel and reduction (benches/results/h100-s51/
+// chunked.log). Held to 80, per-particle Plummer got 1-2% slower (2.2 more instructions
+// per pair); the others keep the f32 tiled bound.
+#define TILED_SOFT_BOUNDS_f32(B, POT, SOFT) __launch_bounds__(B, (SOFT) == 3 && !(POT) ? 768 / (B) : 1)
+#define TILED_SOFT_BOUNDS_f64(B, POT, SOFT) __launch_bounds__(B, 512 / (B))
 #define TILED_SOFT(T, C, NAME, B, TP, NI, POT, MASKED, SOFT)                                                           \
-    extern "C" __global__ void TILED_SOFT_BOUNDS_##NAME(B)                                                             \
+    extern "C" __global__ void TILED_SOFT_BOUNDS_##NAME(B, POT, SOFT)                                                  \
         nbody_tiled_##NAME##_b##B##_tp##TP##_ni##NI##_p##POT##_m##MASKED##_s##SOFT(const TiledArgs<T> a) {             \
         tiled<T, C, B, TP, NI, POT, MASKED, SOFT>(a.targets, a.n_targets, a.sources, a.n_sources_padded, a.out, a.eps2, \
                                                   a.g, a.self_t0, a.self_len, a.chunk, a.partial, a.lengths_t,         \
