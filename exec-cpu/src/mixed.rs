@@ -17,13 +17,15 @@
 //! neighbour pulls many times harder than the whole system (clustered, mass-spread
 //! systems: 5.5e-6 with close pairs in double-single f32). So sources nearer a block
 //! than half its reach (its targets' largest distance from the centre), found by the
-//! boxes of chunks of 16 sources, are taken in f64 on the coordinates themselves; the
-//! rest in f32, whose float separations err by at most `6 * 2^-24 |d|` (see `is_far`).
+//! boxes of chunks of 16 sources, are taken in f64 on the coordinates themselves (with
+//! `1/r` to 2^-33 or better rather than to its last bit: the pairs' errors are weighed
+//! against f32's, and on AVX2 this skips the last Newton step); the rest in f32, whose
+//! float separations err by at most `6 * 2^-24 |d|` (see `is_far`).
 //! Partial sums of f32 runs are f32 and are added into f64 sums.
 
 use crate::dispatch::Isa;
 use crate::kernel::{accumulate_split, Block, SourcesSoa};
-use crate::simd::{Portable, Simd};
+use crate::simd::{Portable, Short, Simd};
 use crate::Parallelism;
 use core::ops::Range;
 use nbody_core::kernel::self_potential;
@@ -402,7 +404,7 @@ unsafe fn drive<S, const U: usize, D, const UD: usize, const POT: bool, const MA
                 }
                 for &(s0, s1, near) in &runs[..len] {
                     if near {
-                        exact::<D, UD, POT, MASK>(&mut buf.sums64, targets, src, s0..s1, eps2_64, &mut total);
+                        exact::<Short<D>, UD, POT, MASK>(&mut buf.sums64, targets, src, s0..s1, eps2_64, &mut total);
                     } else {
                         float::<S, U, POT, MASK>(buf, src, s0..s1, c, eps2, &mut total);
                     }
@@ -448,8 +450,9 @@ unsafe fn float<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
     add_into(total, &buf.sums);
 }
 
-/// Sources `s` in f64 on the coordinates themselves against the block's `targets`,
-/// added into `total` (`sums` is scratch for one block).
+/// Sources `s` in f64 on the coordinates themselves against the block's `targets`
+/// (`D` is [`Short`]: `1/r` to 2^-33 or better), added into `total` (`sums` is scratch
+/// for one block).
 ///
 /// # Safety
 /// This CPU has the backend's features.

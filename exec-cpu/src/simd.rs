@@ -55,6 +55,72 @@ pub(crate) trait Simd: Copy {
         // (m/r · 1/r) · 1/r: stays 0 for a massless source where 1/r² would overflow.
         (m_rinv, Self::mul(Self::mul(m_rinv, rinv), rinv))
     }
+
+    /// [`Simd::weights`] with `1/r` to at least 2^-33 rather than to the type's last bit
+    /// (same scales): for f64 pairs whose error is weighed against f32's (the mixed
+    /// executor's near sources). Backends whose last refinement step only serves the last
+    /// bits skip it here; the others give [`Simd::weights`].
+    #[inline(always)]
+    unsafe fn weights_short<const MASK: bool>(r2: Self::V, ms: Self::V) -> (Self::V, Self::V) {
+        Self::weights::<MASK>(r2, ms)
+    }
+}
+
+/// `S` whose weights are [`Simd::weights_short`]: the mixed executor's f64 near pairs.
+#[derive(Clone, Copy)]
+pub(crate) struct Short<S>(core::marker::PhantomData<S>);
+
+impl<S: Simd> Simd for Short<S> {
+    type T = S::T;
+    type V = S::V;
+    const LANES: usize = S::LANES;
+    const ACC_SCALE: f64 = S::ACC_SCALE;
+    const PHI_SCALE: f64 = S::PHI_SCALE;
+
+    #[inline(always)]
+    unsafe fn splat(x: S::T) -> S::V {
+        S::splat(x)
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const S::T) -> S::V {
+        S::load(p)
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut S::T, v: S::V) {
+        S::store(p, v)
+    }
+    #[inline(always)]
+    unsafe fn sub(a: S::V, b: S::V) -> S::V {
+        S::sub(a, b)
+    }
+    #[inline(always)]
+    unsafe fn mul(a: S::V, b: S::V) -> S::V {
+        S::mul(a, b)
+    }
+    #[inline(always)]
+    unsafe fn fma(a: S::V, b: S::V, c: S::V) -> S::V {
+        S::fma(a, b, c)
+    }
+    #[inline(always)]
+    unsafe fn fnma(a: S::V, b: S::V, c: S::V) -> S::V {
+        S::fnma(a, b, c)
+    }
+    #[inline(always)]
+    unsafe fn rsqrt<const MASK: bool>(x: S::V) -> S::V {
+        S::rsqrt::<MASK>(x)
+    }
+    #[inline(always)]
+    unsafe fn any_lt(a: S::V, b: S::V) -> bool {
+        S::any_lt(a, b)
+    }
+    #[inline(always)]
+    unsafe fn min(a: S::V, b: S::V) -> S::V {
+        S::min(a, b)
+    }
+    #[inline(always)]
+    unsafe fn weights<const MASK: bool>(r2: S::V, ms: S::V) -> (S::V, S::V) {
+        S::weights_short::<MASK>(r2, ms)
+    }
 }
 
 /// The last Newton step folded into the weights: with `w = y (3 - x y²) = 2 y'` (the
@@ -392,11 +458,27 @@ mod x86 {
         }
         #[inline(always)]
         unsafe fn rsqrt<const MASK: bool>(x: __m256d) -> __m256d {
+            Self::rsqrt_steps::<MASK, true>(x)
+        }
+        /// Without the Newton step: 2^-35.
+        #[inline(always)]
+        unsafe fn weights_short<const MASK: bool>(r2: __m256d, m: __m256d) -> (__m256d, __m256d) {
+            let rinv = Self::rsqrt_steps::<MASK, false>(r2);
+            let m_rinv = _mm256_mul_pd(m, rinv);
+            (m_rinv, _mm256_mul_pd(_mm256_mul_pd(m_rinv, rinv), rinv))
+        }
+    }
+
+    impl Avx2F64 {
+        /// `rsqrt`, with its last (Newton) step when `FULL`.
+        #[inline(always)]
+        unsafe fn rsqrt_steps<const MASK: bool, const FULL: bool>(x: __m256d) -> __m256d {
             // Values outside the f32 range (r² > 3e38 or < 1e-38) would round to inf or 0:
             // those lanes take the exact 1/sqrt instead.
             let xf = _mm256_cvtpd_ps(x);
             let y0 = _mm256_cvtps_pd(_mm_rsqrt_ps(xf));
-            let y = newton::<Self>(x, householder::<Self>(x, y0));
+            let y = householder::<Self>(x, y0);
+            let y = if FULL { newton::<Self>(x, y) } else { y };
             let lo = _mm256_cmp_pd::<_CMP_LT_OQ>(x, _mm256_set1_pd(1e-36));
             let hi = _mm256_cmp_pd::<_CMP_GT_OQ>(x, _mm256_set1_pd(1e36));
             let outside = _mm256_or_pd(lo, hi);
