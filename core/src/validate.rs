@@ -42,18 +42,26 @@ pub fn particles<T: Real>(ps: &[Particle<T>], array: Array) -> Result<(), Error>
 /// ```
 #[inline]
 pub fn particles_ok<T: Real>(ps: &[Particle<T>]) -> bool {
+    // SAFETY: a record is four lanes of T (size and alignment asserted in layout.rs).
+    let lanes: &[T] = unsafe { core::slice::from_raw_parts(ps.as_ptr().cast::<T>(), 4 * ps.len()) };
+    lanes_ok::<T, 4>(lanes)
+}
+
+/// True when no lane is infinite or NaN and no lane `k` with `k % STRIDE == STRIDE - 1`
+/// is negative (below -0), judged on the bits without branches, so that it vectorises.
+#[inline]
+fn lanes_ok<T: Real, const STRIDE: usize>(lanes: &[T]) -> bool {
     macro_rules! check {
         ($u:ty, $exp:expr, $sign:expr) => {{
-            // SAFETY: a record is four lanes of T (size and alignment asserted in layout.rs),
-            // and T is f32 or f64, as wide as $u (checked by the match below); every bit
-            // pattern is a valid integer.
-            let lanes: &[$u] = unsafe { core::slice::from_raw_parts(ps.as_ptr().cast::<$u>(), 4 * ps.len()) };
+            // SAFETY: T is f32 or f64, as wide as $u (checked by the match below); every
+            // bit pattern is a valid integer.
+            let bits: &[$u] = unsafe { core::slice::from_raw_parts(lanes.as_ptr().cast::<$u>(), lanes.len()) };
             let mut bad: $u = 0;
-            for (k, &b) in lanes.iter().enumerate() {
+            for (k, &b) in bits.iter().enumerate() {
                 // All exponent bits set: infinity or NaN.
                 bad |= ((b & $exp) == $exp) as $u;
-                // The mass lane: sign set on a non-zero mass, negative.
-                bad |= ((k % 4 == 3) & ((b & $sign) != 0) & ((b & !$sign) != 0)) as $u;
+                // A signed lane: sign set on a non-zero value, negative.
+                bad |= ((k % STRIDE == STRIDE - 1) & ((b & $sign) != 0) & ((b & !$sign) != 0)) as $u;
             }
             bad == 0
         }};
@@ -200,6 +208,10 @@ fn call_checks<T: Real>(
 /// ```
 pub fn softening_lengths<T: Real>(eps: &[T], n: usize, array: Array) -> Result<(), Error> {
     length(array.label(), n, eps.len())?;
+    // As for particles: the bits first, branch-free; the walk only names an offender.
+    if lanes_ok::<T, 1>(eps) {
+        return Ok(());
+    }
     for (index, &e) in eps.iter().enumerate() {
         if !e.is_finite() {
             return Err(Error::NonFinite { array, index });

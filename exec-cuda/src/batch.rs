@@ -63,7 +63,19 @@ pub(crate) fn kernel_lengths<T: DeviceReal>(eps: &[T], softening: Softening) -> 
 /// Whether per-particle Plummer must mask: the least `kernel_lengths` values of the
 /// targets and of the sources (padding included) soften nothing an f32 pair could hold.
 pub(crate) fn lengths_mask<T: DeviceReal>(targets: &[T], sources: &[T]) -> bool {
-    let least = |v: &[T]| v.iter().fold(T::infinity(), |a, &x| a.min(x));
+    // Sixteen independent minima, so that the loop vectorises (the lengths are
+    // validated: no NaN to order).
+    let least = |v: &[T]| {
+        let mut lanes = [T::infinity(); 16];
+        let chunks = v.chunks_exact(16);
+        let tail = chunks.remainder().iter().fold(T::infinity(), |a, &x| if x < a { x } else { a });
+        for chunk in chunks {
+            for (l, &x) in lanes.iter_mut().zip(chunk) {
+                *l = if x < *l { x } else { *l };
+            }
+        }
+        lanes.iter().fold(tail, |a, &x| if x < a { x } else { a })
+    };
     (least(targets) + least(sources)).to_f64() < f32::MIN_POSITIVE as f64
 }
 
