@@ -50,10 +50,7 @@ pub(crate) trait Simd: Copy {
     /// constants of their last Newton step.
     #[inline(always)]
     unsafe fn weights<const MASK: bool>(r2: Self::V, ms: Self::V) -> (Self::V, Self::V) {
-        let rinv = Self::rsqrt::<MASK>(r2);
-        let m_rinv = Self::mul(ms, rinv);
-        // (m/r · 1/r) · 1/r: stays 0 for a massless source where 1/r² would overflow.
-        (m_rinv, Self::mul(Self::mul(m_rinv, rinv), rinv))
+        weights_of::<Self>(Self::rsqrt::<MASK>(r2), ms)
     }
 
     /// [`Simd::weights`] with `1/r` to at least 2^-33 rather than to the type's last bit
@@ -64,6 +61,14 @@ pub(crate) trait Simd: Copy {
     unsafe fn weights_short<const MASK: bool>(r2: Self::V, ms: Self::V) -> (Self::V, Self::V) {
         Self::weights::<MASK>(r2, ms)
     }
+}
+
+/// `(m / r, m / r³)` from `rinv = 1/r`: the unscaled weights.
+#[inline(always)]
+unsafe fn weights_of<S: Simd>(rinv: S::V, ms: S::V) -> (S::V, S::V) {
+    let m_rinv = S::mul(ms, rinv);
+    // (m/r · 1/r) · 1/r: stays 0 for a massless source where 1/r² would overflow.
+    (m_rinv, S::mul(S::mul(m_rinv, rinv), rinv))
 }
 
 /// `S` whose weights are [`Simd::weights_short`]: the mixed executor's f64 near pairs.
@@ -211,7 +216,7 @@ pub(crate) use x86::*;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{folded_weights, householder, newton, Simd};
+    use super::{folded_weights, householder, newton, weights_of, Simd};
     use core::arch::x86_64::*;
 
     /// AVX-512F, 16 f32 lanes: vrsqrt14ps (relative error below 2^-14) and one Newton
@@ -463,9 +468,7 @@ mod x86 {
         /// Without the Newton step: 2^-35.
         #[inline(always)]
         unsafe fn weights_short<const MASK: bool>(r2: __m256d, m: __m256d) -> (__m256d, __m256d) {
-            let rinv = Self::rsqrt_steps::<MASK, false>(r2);
-            let m_rinv = _mm256_mul_pd(m, rinv);
-            (m_rinv, _mm256_mul_pd(_mm256_mul_pd(m_rinv, rinv), rinv))
+            weights_of::<Self>(Self::rsqrt_steps::<MASK, false>(r2), m)
         }
     }
 

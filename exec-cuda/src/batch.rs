@@ -65,16 +65,17 @@ pub(crate) fn kernel_lengths<T: DeviceReal>(eps: &[T], softening: Softening) -> 
 pub(crate) fn lengths_mask<T: DeviceReal>(targets: &[T], sources: &[T]) -> bool {
     // Sixteen independent minima, so that the loop vectorises (the lengths are
     // validated: no NaN to order).
+    let lesser = |a: T, x: T| if x < a { x } else { a };
     let least = |v: &[T]| {
         let mut lanes = [T::infinity(); 16];
         let chunks = v.chunks_exact(16);
-        let tail = chunks.remainder().iter().fold(T::infinity(), |a, &x| if x < a { x } else { a });
+        let tail = chunks.remainder().iter().fold(T::infinity(), |a, &x| lesser(a, x));
         for chunk in chunks {
             for (l, &x) in lanes.iter_mut().zip(chunk) {
-                *l = if x < *l { x } else { *l };
+                *l = lesser(*l, x);
             }
         }
-        lanes.iter().fold(tail, |a, &x| if x < a { x } else { a })
+        lanes.iter().fold(tail, |a, &x| lesser(a, x))
     };
     (least(targets) + least(sources)).to_f64() < f32::MIN_POSITIVE as f64
 }
