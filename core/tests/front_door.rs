@@ -209,3 +209,50 @@ fn columns_are_forwarded_and_refused_by_default() {
     assert_eq!(e.pairs, 6);
     assert_eq!(acc, [[0.0; 3]; 3]);
 }
+
+/// A system on itself (one slice for both sides) is checked once and meets itself; two
+/// arrays are still checked one by one and compared over the overlap, where -0 and +0 are
+/// the same number though not the same bits.
+#[test]
+fn one_slice_for_both_sides_is_checked_once() {
+    use nbody_core::{validate, Array, PerParticle};
+    let (mut p, v, _) = bodies();
+    let params = Params::softened(0.1).with_overlap_identical();
+    assert_eq!(validate::call(&p, &p, &params, 5), Ok(()));
+    p[3].y = f64::NAN;
+    assert_eq!(validate::call(&p, &p, &params, 5), Err(Error::NonFinite { array: Array::Targets, index: 3 }));
+    p[3].y = 0.0;
+    let mut copy = p.clone();
+    p[0].z = 0.0;
+    copy[0].z = -0.0;
+    assert_eq!(validate::call(&p, &copy, &params, 5), Ok(()));
+    copy[4].m += 1.0;
+    assert_eq!(validate::call(&p, &copy, &params, 5), Err(Error::OverlapMismatch { target: 4, source: 4 }));
+    // The same holds for softening lengths and velocities.
+    let eps = [0.1, 0.2, 0.1, 0.2, 0.1];
+    assert_eq!(validate::per_particle_call(&p, &p, &PerParticle { targets: &eps, sources: &eps }, &params, 5), Ok(()));
+    let bad = [0.1, 0.2, -0.1, 0.2, 0.1];
+    assert_eq!(
+        validate::per_particle_call(&p, &p, &PerParticle { targets: &bad, sources: &bad }, &params, 5),
+        Err(Error::NegativeSoftening { array: Array::TargetSoftening, index: 2 })
+    );
+    let other = [0.1, 0.2, 0.1, 0.3, 0.1];
+    assert_eq!(
+        validate::per_particle_call(&p, &p, &PerParticle { targets: &eps, sources: &other }, &params, 5),
+        Err(Error::OverlapMismatch { target: 3, source: 3 })
+    );
+    let shifted =
+        Params::softened(0.1).with_overlap(nbody_core::Overlap::Shared { target_start: 0, source_start: 1, len: 2 });
+    assert_eq!(
+        validate::per_particle_call(&p[..3], &p, &PerParticle { targets: &eps[..3], sources: &eps }, &shifted, 3),
+        Err(Error::OverlapMismatch { target: 0, source: 1 })
+    );
+    let b = Bodies { pos: &p, vel: &v };
+    assert_eq!(validate::jerk_call(&b, &b, &params, 5, 5), Ok(()));
+    let mut w = v.clone();
+    w[1].vx += 1.0;
+    assert_eq!(
+        validate::jerk_call(&b, &Bodies { pos: &p, vel: &w }, &params, 5, 5),
+        Err(Error::OverlapMismatch { target: 1, source: 1 })
+    );
+}
