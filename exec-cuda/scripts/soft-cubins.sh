@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds a cubin of the f32 tiled kernels, Plummer and the soft ones, in the (256,8,4)
+# Builds a cubin of the f32 (or f64) tiled kernels, Plummer and the soft ones, in the (256,8,4)
 # and (256,4,4) configurations, from a copy of a kernels folder (optionally edited by a
 # sed expression), for soft-harness.cpp:
 #   exec-cuda/scripts/soft-cubins.sh exec-cuda/kernels shipped.cubin
 #   exec-cuda/scripts/soft-cubins.sh exec-cuda/kernels variant.cubin 's/old/new/'
+# SOFT_CUBINS_F64=1 builds the f64 kernels of the same configurations instead.
 set -euo pipefail
 src=$(cd "$1" && pwd); out=$(realpath "$2")
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -18,5 +19,6 @@ TILED_PM(float, float, f32, 256, 8, 4)
 TILED_SOFT_PM(float, float, f32, 256, 4, 4)
 TILED_PM(float, float, f32, 256, 4, 4)
 LIST
+if [ "${SOFT_CUBINS_F64:-0}" = 1 ]; then sed -i '/^TILED_/s/float, float, f32/double, double, f64/' g.cu; fi
 nvcc -cubin -O3 -ftz=true -std=c++14 -gencode arch=compute_90,code=sm_90 -o "$out" g.cu
 cuobjdump -res-usage "$out" | grep -A1 tiled | grep -o "Function [^:]*\|REG:[0-9]*" | paste - -

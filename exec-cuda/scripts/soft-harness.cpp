@@ -1,4 +1,5 @@
-// Times exported tiled kernels, kernel alone, from cubins built by soft-cubins.sh: the
+// Times exported tiled kernels, kernel alone, from cubins built by soft-cubins.sh (f32, or
+// f64 with SOFT_CUBINS_F64=1; one precision per run, read from the first kernel's name): the
 // shipped kernels beside a variant, in one process on one GPU (CUDA events after two
 // warm-up launches, median of ten). The system is the bench's: a Plummer sphere in
 // random order, two species alternating (eps 1/256 and 1/64); one launch of
@@ -22,12 +23,13 @@
 #include <algorithm>
 #include <cstring>
 #define CK(x) do { CUresult r = (x); if (r != CUDA_SUCCESS) { const char *s; cuGetErrorString(r, &s); fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s); exit(1);} } while (0)
-struct Args { CUdeviceptr targets, sources, out, partial, lt, ls; float eps2, g; int n_targets, n_sources_padded, self_t0, self_len, chunk; };
-int main(int argc, char **argv) {
+template <typename R> struct Args { CUdeviceptr targets, sources, out, partial, lt, ls; R eps2, g; int n_targets, n_sources_padded, self_t0, self_len, chunk; };
+template <typename R> int run(int argc, char **argv) {
+    const size_t W = sizeof(R);
     int n = atoi(argv[1]);
     CK(cuInit(0)); CUdevice dev; CK(cuDeviceGet(&dev, 0)); CUcontext ctx; CK(cuCtxCreate(&ctx, 0, dev));
     std::mt19937_64 rng(1); std::uniform_real_distribution<double> U(0, 1);
-    std::vector<float> p(4 * n), lp(n), ls(n);
+    std::vector<R> p(4 * n), lp(n), ls(n);
     double a = 3 * M_PI / 16;
     for (int i = 0; i < n; ++i) {
         double x1 = 1e-10 + U(rng) * (0.999 - 1e-10), r = 1 / sqrt(pow(x1, -2.0 / 3) - 1);
@@ -39,10 +41,10 @@ int main(int argc, char **argv) {
     int padded = (n + 1023) / 1024 * 1024;
     p.resize(4 * padded, 0.f); lp.resize(padded, 1.f); ls.resize(padded, 0.f);
     CUdeviceptr dp, dout, dlp, dls;
-    CK(cuMemAlloc(&dp, p.size() * 4)); CK(cuMemcpyHtoD(dp, p.data(), p.size() * 4));
-    CK(cuMemAlloc(&dout, 16 * n));
-    CK(cuMemAlloc(&dlp, padded * 4)); CK(cuMemcpyHtoD(dlp, lp.data(), padded * 4));
-    CK(cuMemAlloc(&dls, padded * 4)); CK(cuMemcpyHtoD(dls, ls.data(), padded * 4));
+    CK(cuMemAlloc(&dp, p.size() * W)); CK(cuMemcpyHtoD(dp, p.data(), p.size() * W));
+    CK(cuMemAlloc(&dout, 4 * W * n));
+    CK(cuMemAlloc(&dlp, padded * W)); CK(cuMemcpyHtoD(dlp, lp.data(), padded * W));
+    CK(cuMemAlloc(&dls, padded * W)); CK(cuMemcpyHtoD(dls, ls.data(), padded * W));
     CUevent e0, e1; CK(cuEventCreate(&e0, 0)); CK(cuEventCreate(&e1, 0));
     for (int k = 2; k < argc; ++k) {
         std::string spec = argv[k];
@@ -53,25 +55,29 @@ int main(int argc, char **argv) {
         int B = 256, TP = 4, NI = 4;
         sscanf(strstr(name.c_str(), "_b"), "_b%d_tp%d_ni%d", &B, &TP, &NI);
         int per_block = B / TP * NI, blocks = (n + per_block - 1) / per_block;
-        Args a{dp, dp, dout, 0, L == 'p' ? dlp : L == 's' ? dls : 0, L == 'p' ? dlp : L == 's' ? dls : 0,
-               L == 'u' || L == 'w' ? (float)(1.0 / 65536) : 0.f, 1.f, n, padded, 0, n, padded};
+        Args<R> a{dp, dp, dout, 0, L == 'p' ? dlp : L == 's' ? dls : 0, L == 'p' ? dlp : L == 's' ? dls : 0,
+                  L == 'u' || L == 'w' ? (R)(1.0 / 65536) : R(0), R(1), n, padded, 0, n, padded};
         // The spline's support: the bench's 2.8/256, or with suffix w the larger species' 2.8/64.
-        if (name.find("_s2") != std::string::npos) a.eps2 = L == 'w' ? 2.8f / 64 : 2.8f / 256;
+        if (name.find("_s2") != std::string::npos) a.eps2 = L == 'w' ? R(2.8 / 64) : R(2.8 / 256);
         void *params[] = {&a};
         std::vector<float> times;
         for (int rep = 0; rep < 12; ++rep) {
-            CK(cuMemsetD8(dout, 0, 16 * n));
+            CK(cuMemsetD8(dout, 0, 4 * W * n));
             CK(cuEventRecord(e0, 0));
             CK(cuLaunchKernel(f, blocks, 1, 1, B, 1, 1, 0, 0, params, 0));
             CK(cuEventRecord(e1, 0)); CK(cuEventSynchronize(e1));
             float ms; CK(cuEventElapsedTime(&ms, e0, e1)); if (rep >= 2) times.push_back(ms);
         }
         std::sort(times.begin(), times.end());
-        std::vector<float> o(4 * n); CK(cuMemcpyDtoH(o.data(), dout, 16 * n));
+        std::vector<R> o(4 * n); CK(cuMemcpyDtoH(o.data(), dout, 4 * W * n));
         double chk = 0; for (int i = 0; i < n; i += 97) chk += fabs(o[4 * i]) + fabs(o[4 * i + 1]);
         printf("%-60s %-48s %8.4f ms  %.3e /s  chk %.6e\n", file.c_str(), name.c_str(), times[times.size() / 2],
                (double)n * n / (times[times.size() / 2] * 1e-3), chk);
         CK(cuModuleUnload(m));
     }
     return 0;
+}
+int main(int argc, char **argv) {
+    if (argc > 2 && strstr(argv[2], "_f64_")) return run<double>(argc, argv);
+    return run<float>(argc, argv);
 }
