@@ -113,13 +113,14 @@ __device__ __forceinline__ void interact(const Pt<T, C> &t, const Pt<T, C> &s, C
 
 // The cubic spline inside its support h (nbody_core::kernel::spline, r2 < h^2): the
 // potential weight w (phi -= m w) and the force weight g (a += m g d).
-// f64 takes r and 1/r from one fast reciprocal square root (r^2 = 0, a particle on itself,
-// gives u = 0): its square root and division are long sequences with slow paths, and they
-// made the per-particle spline 14% slower (7.25 against 6.37 ms at N = 65,536 on the H100,
-// kernel alone). f32 keeps them: its rare path is a call, and the root's registers cost the
-// one-support spline a block an SM (2.48 against 2.64 ms).
-template <typename C> __device__ __forceinline__ void spline_inside(C r2, C h_inv, C &w, C &g) {
-    const bool ROOT = sizeof(C) == 8;
+// ROOT: r and 1/r from one fast reciprocal square root (r^2 = 0, a particle on itself, gives
+// u = 0) instead of a square root and a division, long sequences with slow paths: in f64
+// they made the per-particle spline 14% slower (7.25 against 6.37 ms at N = 65,536 on the
+// H100, kernel alone), and inline in the f32 per-particle spline's per-pair path 3% (2.89
+// against 2.80 ms). The f32 one-support spline keeps them in a call: the root's registers
+// cost it a block an SM (2.48 against 2.64 ms).
+template <typename C, bool ROOT = sizeof(C) == 8>
+__device__ __forceinline__ void spline_inside(C r2, C h_inv, C &w, C &g) {
     const C rinv = ROOT ? rsqrt_fast(fmax(r2, min_normal<C>())) : C(0);
     const C u = (ROOT ? r2 * rinv : sqrt(r2)) * h_inv, u2 = u * u, h3 = h_inv * h_inv * h_inv;
     if (u < C(0.5)) {
@@ -254,13 +255,7 @@ __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<
                     // slower on the H100, rare as the path is. finish removes the
                     // self term with the same arithmetic.
                     const C hi = rsqrt_fast(hh);
-                    if (sizeof(C) == 4) {
-                        const Weights<C> wg = spline_inside_call(r2[q][k], hi);
-                        w = wg.w;
-                        g = wg.g;
-                    } else {
-                        spline_inside(r2[q][k], hi, w, g);
-                    }
+                    spline_inside<C, true>(r2[q][k], hi, w, g);
                 } else {
                     // Newtonian; two unsoftened particles at one point are masked.
                     w = r2[q][k] >= min_normal<C>() ? rsqrt_fast(r2[q][k]) : C(0);
