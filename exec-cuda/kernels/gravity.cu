@@ -139,13 +139,21 @@ __device__ __forceinline__ void spline_inside(C r2, C h_inv, C &w, C &g) {
 
 // spline_inside as a call, not inlined: the rare path of the f32 spline's loops stays
 // small, so the common path unrolls as Plummer's does. (w, g) come back in registers. The
-// f64 loops, bound by FP64 throughput, run faster with it inline (measured on the H100).
+// f64 one-support loops, bound by FP64 throughput, run faster with it inline (measured on
+// the H100). The per-particle spline's per-pair path (spline_group's SQ) takes the call in
+// f64 and wherever the potential is summed: inlined in each of the unrolled groups, the
+// rare path made those kernels 9,000 instructions long, and in the generator's order,
+// where a warp meets a pair inside its support every few hundred steps, each such step
+// cost dozens of common ones in instruction fetches (H100, N = 65,536, kernel alone: f32
+// with the potential 4.13 ms inline against 3.00 as a call, f64 12.2 against 6.42, and
+// 6.01 against 5.97 without it; benches/results/h100-s54/). The f32 kernel without the
+// potential (5,200 instructions as a call) keeps it inline: 2.52 against 2.59 ms.
 template <typename C> struct Weights {
     C w, g;
 };
-template <typename C> __device__ __noinline__ Weights<C> spline_inside_call(C r2, C h_inv) {
+template <typename C, bool ROOT = sizeof(C) == 8> __device__ __noinline__ Weights<C> spline_inside_call(C r2, C h_inv) {
     Weights<C> out;
-    spline_inside(r2, h_inv, out.w, out.g);
+    spline_inside<C, ROOT>(r2, h_inv, out.w, out.g);
     return out;
 }
 
@@ -255,7 +263,14 @@ __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<
                     // slower on the H100, rare as the path is. finish removes the
                     // self term with the same arithmetic.
                     const C hi = rsqrt_fast(hh);
-                    spline_inside<C, true>(r2[q][k], hi, w, g);
+                    if (sizeof(C) == 8 || POT) {
+                        // One shared copy of the rare path (see spline_inside_call).
+                        const Weights<C> wg = spline_inside_call<C, true>(r2[q][k], hi);
+                        w = wg.w;
+                        g = wg.g;
+                    } else {
+                        spline_inside<C, true>(r2[q][k], hi, w, g);
+                    }
                 } else {
                     // Newtonian; two unsoftened particles at one point are masked.
                     w = r2[q][k] >= min_normal<C>() ? rsqrt_fast(r2[q][k]) : C(0);

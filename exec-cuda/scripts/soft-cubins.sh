@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a cubin of the f32 (or f64) tiled kernels, Plummer and the soft ones, in the (256,8,4)
-# and (256,4,4) configurations, from a copy of a kernels folder (optionally edited by a
-# sed expression), for soft-harness.cpp:
+# and (256,4,4) configurations, with the reduce kernels of split launches, from a copy of a
+# kernels folder (optionally edited by a sed expression), for soft-harness.cpp:
 #   exec-cuda/scripts/soft-cubins.sh exec-cuda/kernels shipped.cubin
 #   exec-cuda/scripts/soft-cubins.sh exec-cuda/kernels variant.cubin 's/old/new/'
 # SOFT_CUBINS_F64=1 builds the f64 kernels of the same configurations instead.
@@ -18,6 +18,9 @@ TILED_SOFT_PM(float, float, f32, 256, 8, 4)
 TILED_PM(float, float, f32, 256, 8, 4)
 TILED_SOFT_PM(float, float, f32, 256, 4, 4)
 TILED_PM(float, float, f32, 256, 4, 4)
+TILED_REDUCE_PM(float, float, f32)
+TILED_REDUCE_SOFT_P(float, float, f32, 0)
+TILED_REDUCE_SOFT_P(float, float, f32, 1)
 LIST
 if [ "${SOFT_CUBINS_F64:-0}" = 1 ]; then sed -i '/^TILED_/s/float, float, f32/double, double, f64/' g.cu; fi
 nvcc -cubin -O3 -ftz=true -std=c++14 -gencode arch=compute_90,code=sm_90 -o "$out" g.cu
