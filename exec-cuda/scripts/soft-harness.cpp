@@ -75,7 +75,7 @@ template <typename R> int run(int argc, char **argv) {
         std::string file = spec.substr(0, c1), name = spec.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
         char L = c2 == std::string::npos ? 'u' : spec[c2 + 1];
         const size_t c3 = c2 == std::string::npos ? std::string::npos : spec.find(':', c2 + 1);
-        int chunks = c3 == std::string::npos ? 1 : atoi(spec.c_str() + c3 + 1);
+        int chunks = c3 == std::string::npos ? 1 : std::max(1, atoi(spec.c_str() + c3 + 1));
         CUmodule m; CK(cuModuleLoad(&m, file.c_str())); CUfunction f; CK(cuModuleGetFunction(&f, m, name.c_str()));
         int B = 256, TP = 4, NI = 4;
         sscanf(strstr(name.c_str(), "_b"), "_b%d_tp%d_ni%d", &B, &TP, &NI);
