@@ -183,10 +183,13 @@ fn non_finite(array: Array, index: usize) -> Error {
 /// the oracle. Executors that bound a tile's pairs by its largest support meet every
 /// case of that bound here.
 pub(crate) fn per_particle_many_tiles<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
-    for (n_t, n_s, shared) in [(700, 2_600, (10, 1_000, 40)), (37, 30_000, (5, 12_345, 25))] {
+    // Target lengths repeating every 4 targets (where a kernel gives each thread targets a
+    // multiple of 4 apart, each thread holds one length) and in runs of 3 (every thread
+    // several).
+    for (n_t, n_s, shared, run) in [(700, 2_600, (10, 1_000, 40), 1), (37, 30_000, (5, 12_345, 25), 3)] {
         let c = crate::neighbours::big_case(n_t, n_s, shared);
         let (t, s, before) = (c.targets::<T>(), c.sources::<T>(), c.before::<T>());
-        let te: Vec<T> = (0..t.len()).map(|i| T::from_f64([0.0, 1.0 / 512.0, 1.0 / 32.0, 0.2][i % 4])).collect();
+        let te: Vec<T> = (0..t.len()).map(|i| T::from_f64([0.0, 1.0 / 512.0, 1.0 / 32.0, 0.2][i / run % 4])).collect();
         let (t0, s0, len) = shared;
         let se: Vec<T> = (0..s.len())
             .map(|j| match j.checked_sub(s0) {

@@ -42,6 +42,11 @@ template <> __device__ __forceinline__ double min_normal<double>() { return 2.22
 #define SOFT_SPLINE 2
 #define SOFT_SPLINE_EACH 3
 
+// A compile-time flag as a value, for a generic lambda to branch on at compile time.
+template <bool V> struct Flag {
+    static constexpr bool value = V;
+};
+
 template <typename T> __device__ __forceinline__ typename V4<T>::type zero4() {
     typename V4<T>::type z;
     z.x = 0; z.y = 0; z.z = 0; z.w = 0;
@@ -521,7 +526,12 @@ template <typename T, typename C, int B> struct TileBlocks {
 // TP-th source from its own: N / TP iterations known at compile time, fully unrolled
 // when short. FAR (a mixed kernel's far tile): the float parts only. SOFT_SPLINE_EACH:
 // e_i and tile_e hold squared supports and tile_h2 is the largest of the tile's.
-template <typename T, typename C, int N, int TP, int NI, bool POT, bool MASKED, bool FAR, int SOFT = SOFT_PLUMMER>
+// SOFT_PLUMMER_EACH: tile_e is the slices' rows of ROW lengths, each padded by V
+// (stage_lengths), read V at
+// a time; SAME (a warp whose threads each hold targets of one length): a pair's eps^2 is
+// summed once per source, not once per pair.
+template <typename T, typename C, int N, int TP, int NI, bool POT, bool MASKED, bool FAR, int SOFT = SOFT_PLUMMER,
+          bool SAME = false, int ROW = N / TP>
 __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const Pt<T, C> (&ti)[NI], C eps2,
                                          C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI],
                                          const C *tile_e = nullptr, const C *e_i = nullptr, C h_inv = C(0),
@@ -551,18 +561,47 @@ __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const 
                                                           eps2, h_inv, ax, ay, az, phi);
         }
     } else {
-#pragma unroll(N / TP < 16 ? N / TP : 16)
-        for (int jj = 0; jj < N / TP; ++jj) {
+        // Lengths per vector load (16 bytes) for per-particle Plummer; 1 otherwise.
+        const bool PE = SOFT == SOFT_PLUMMER_EACH;
+        const int V = PE ? 16 / (int)sizeof(C) : 1;
+        static_assert(!PE || (N / TP) % V == 0, "a slice's sources come in whole vectors");
+#pragma unroll((N / TP < 16 ? N / TP : 16) / V)
+        for (int j0 = 0; j0 < N / TP; j0 += V) {
+            C e_v[V];
+            if (PE) {
+                typedef typename V4<C>::type c4;
+                // 16-byte aligned: ROW and j0 are multiples of V, tile_e is aligned.
+                const C *at = tile_e + slice * (ROW + V) + j0;
+                if (sizeof(C) == 4) {
+                    const float4 v = *reinterpret_cast<const float4 *>(at);
+                    e_v[0] = v.x; e_v[1 % V] = v.y; e_v[2 % V] = v.z; e_v[3 % V] = v.w;
+                } else {
+                    const double2 v = *reinterpret_cast<const double2 *>(at);
+                    e_v[0] = v.x; e_v[1 % V] = v.y;
+                }
+            }
+#pragma unroll
+        for (int jv = 0; jv < V; ++jv) {
+            const int jj = j0 + jv;
             const Pt<T, C> s = tile[jj * TP + slice];
-            const C e_s = EACH ? tile_e[jj * TP + slice] : C(0);
+            const C e_s = PE ? e_v[jv] : EACH ? tile_e[jj * TP + slice] : C(0);
+            // The sum soft_interact forms per pair (e_t + e_s), here once for NI pairs.
+            const C e_pair = SAME ? e_i[0] + e_s : C(0);
 #pragma unroll
             for (int k = 0; k < NI; ++k) {
                 const C e_t = EACH ? e_i[k] : C(0);
-                if (FAR)
+                if (SAME && FAR)
+                    soft_interact<C, C, POT, MASKED, SOFT_PLUMMER>(high(ti[k]), high(s), C(0), C(0), e_pair, h_inv,
+                                                                   ax[k], ay[k], az[k], phi[k]);
+                else if (SAME)
+                    soft_interact<T, C, POT, MASKED, SOFT_PLUMMER>(ti[k], s, C(0), C(0), e_pair, h_inv, ax[k], ay[k],
+                                                                   az[k], phi[k]);
+                else if (FAR)
                     soft_interact<C, C, POT, MASKED, SOFT>(high(ti[k]), high(s), e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k],
                                                            phi[k]);
                 else soft_interact<T, C, POT, MASKED, SOFT>(ti[k], s, e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k], phi[k]);
             }
+        }
         }
     }
 }
@@ -570,14 +609,18 @@ __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const 
 // Stores a thread's K per-particle lengths into a source tile's lengths (one per B
 // threads). The spline's go in squared, and each warp's largest square into most[warp],
 // so sum_tile's test has one bound per tile (the warp's threads all call this).
-template <typename C, int B, int K, int SOFT>
+// Per-particle Plummer's go in by slice (TP rows of K * B / TP: source p at row p % TP,
+// column p / TP), so that sum_tile reads a slice's next sources with one vector load; each
+// row padded by one vector, so the slices' loads fall in different banks.
+template <typename C, int B, int K, int TP, int SOFT>
 __device__ __forceinline__ void stage_lengths(const C *e, C *tile_e, C *most) {
     C largest = C(0);
 #pragma unroll
     for (int q = 0; q < K; ++q) {
         const C v = SOFT == SOFT_SPLINE_EACH ? e[q] * e[q] : e[q];
         largest = fmax(largest, v);
-        tile_e[q * B + threadIdx.x] = v;
+        const int p = q * B + threadIdx.x;
+        tile_e[SOFT == SOFT_PLUMMER_EACH ? p % TP * (K * B / TP + 16 / (int)sizeof(C)) + p / TP : p] = v;
     }
     if (SOFT == SOFT_SPLINE_EACH) {
 #pragma unroll
@@ -611,27 +654,40 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     // one barrier, not two. Per-particle lengths ride beside them (padding: length 0); the
     // spline's as squares, with each warp's largest in tile_most (stage_lengths).
     __shared__ Pt<T, C> tile[2][L];
-    __shared__ C tile_e[2][EACH ? L : 1];
+    __shared__ __align__(16) C tile_e[2][SOFT == SOFT_PLUMMER_EACH ? L + TP * 16 / sizeof(C) : EACH ? L : 1];
     __shared__ C tile_most[2][SOFT == SOFT_SPLINE_EACH ? B / 32 : 1];
     // Mixed: the boxes of both tiles' sources, per warp (note_box, far_tile).
     __shared__ C boxes[2][6][IsMixed<T, C>::value ? 32 : 1];
     const int slice = threadIdx.x % TP;
     const int block_first = blockIdx.x * (B / TP) * NI;
-    const int first = block_first + threadIdx.x / TP * NI;
+    // A thread's NI targets: consecutive, or for per-particle Plummer every (B / TP)-th of
+    // the block's, so that targets whose lengths alternate or come in long runs give each
+    // thread one length (see `same` below).
+    const bool STRIDED = SOFT == SOFT_PLUMMER_EACH;
+    const int first = block_first + threadIdx.x / TP * (STRIDED ? 1 : NI);
+    const int step = STRIDED ? B / TP : 1;
     const Frame<T, C> frame = block_frame<T, C>(targets, block_first, B / TP * NI, n_targets);
     Pt<T, C> ti[NI];
     C ax[NI], ay[NI], az[NI], phi[NI], ei[NI], ei_sum[NI];
     T mi[NI], sx[NI], sy[NI], sz[NI], sphi[NI];
+    bool one_length = true;
 #pragma unroll
     for (int k = 0; k < NI; ++k) {
-        ti[k] = frame.apply(first + k < n_targets ? targets[first + k] : zero4<T>());
-        mi[k] = first + k < n_targets ? targets[first + k].w : T(0);
-        ei[k] = EACH && first + k < n_targets ? (C)lengths_t[first + k] : C(0);
+        const int i = first + k * step;
+        ti[k] = frame.apply(i < n_targets ? targets[i] : zero4<T>());
+        mi[k] = i < n_targets ? targets[i].w : T(0);
+        ei[k] = EACH && i < n_targets ? (C)lengths_t[i] : C(0);
         // What the sums read: the spline's squared supports, Plummer's values as they are.
         ei_sum[k] = SOFT == SOFT_SPLINE_EACH ? ei[k] * ei[k] : ei[k];
+        // Padding targets (past the end) take any length: their sums are dropped.
+        one_length = one_length && (i >= n_targets || ei[k] == ei[0]);
         ax[k] = 0; ay[k] = 0; az[k] = 0; phi[k] = 0;
         sx[k] = 0; sy[k] = 0; sz[k] = 0; sphi[k] = 0;
     }
+    // Per-particle Plummer in a warp whose every thread holds one target length: each
+    // source's eps^2 with it is one add for NI pairs instead of NI (sum_tile's SAME; on the
+    // H100 per-particle Plummer otherwise costs one add a pair over Plummer's 13 instructions).
+    const bool same = STRIDED && __all_sync(0xffffffffu, one_length);
     const int begin = blockIdx.y * chunk, end = min(begin + chunk, n_sources_padded);
     // A tile holds K sub-tiles of B sources (the chunk's last tile may hold fewer); the
     // mixed kernels' single sub-tile goes through the frame.
@@ -649,7 +705,7 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         C first_e[K];
 #pragma unroll
         for (int q = 0; q < K; ++q) first_e[q] = begin + q * B < end ? (C)lengths_s[begin + q * B + threadIdx.x] : C(0);
-        stage_lengths<C, B, K, SOFT>(first_e, tile_e[0], tile_most[0]);
+        stage_lengths<C, B, K, TP, SOFT>(first_e, tile_e[0], tile_most[0]);
     }
     __syncthreads();
     int buf = 0, tiles = 0;
@@ -673,18 +729,26 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         if (SOFT == SOFT_SPLINE_EACH)
 #pragma unroll
             for (int w = 0; w < B / 32; ++w) most = fmax(most, tile_most[buf][w]);
-        if (MIXED && far_tile<B>(boxes[buf], frame)) {
-            sum_tile<T, C, L, TP, NI, POT, MASKED, true, SOFT>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te, ei_sum,
-                                                               h_inv, most);
-        } else if (K == 1 || end - base >= L) {
-            sum_tile<T, C, L, TP, NI, POT, MASKED, false, SOFT>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te, ei_sum,
-                                                                h_inv, most);
-        } else {
-            // The chunk's last tile, partly filled: its sub-tiles one at a time.
-            for (int q = 0; q < (end - base) / B; ++q)
-                sum_tile<T, C, B, TP, NI, POT, MASKED, false, SOFT>(tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi,
-                                                                    EACH ? te + q * B : te, ei_sum, h_inv, most);
-        }
+        // The tile's sum, in three forms (far, full, partly filled), each with one length per
+        // thread or not (a warp-uniform branch).
+        auto sum = [&](auto one) {
+            const bool S = decltype(one)::value;
+            if (MIXED && far_tile<B>(boxes[buf], frame)) {
+                sum_tile<T, C, L, TP, NI, POT, MASKED, true, SOFT, S>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te,
+                                                                      ei_sum, h_inv, most);
+            } else if (K == 1 || end - base >= L) {
+                sum_tile<T, C, L, TP, NI, POT, MASKED, false, SOFT, S>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te,
+                                                                       ei_sum, h_inv, most);
+            } else {
+                // The chunk's last tile, partly filled: its sub-tiles one at a time.
+                for (int q = 0; q < (end - base) / B; ++q)
+                    sum_tile<T, C, B, TP, NI, POT, MASKED, false, SOFT, S, L / TP>(
+                        tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi,
+                        SOFT == SOFT_PLUMMER_EACH ? te + q * (B / TP) : EACH ? te + q * B : te, ei_sum, h_inv, most);
+            }
+        };
+        if (same) sum(Flag<STRIDED>());
+        else sum(Flag<false>());
         if (MIXED && (++tiles % FLUSH == 0 || !more)) {
 #pragma unroll
             for (int k = 0; k < NI; ++k) {
@@ -701,7 +765,7 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
             } else {
                 copies_wait();
             }
-            if (EACH) stage_lengths<C, B, K, SOFT>(next_e, tile_e[buf ^ 1], tile_most[buf ^ 1]);
+            if (EACH) stage_lengths<C, B, K, TP, SOFT>(next_e, tile_e[buf ^ 1], tile_most[buf ^ 1]);
         }
         __syncthreads();
     }
@@ -720,13 +784,14 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     if (slice == 0) {
 #pragma unroll
         for (int k = 0; k < NI; ++k) {
-            if (first + k >= n_targets) continue;
+            const int i = first + k * step;
+            if (i >= n_targets) continue;
             if (gridDim.y > 1) {
                 v4 a;
                 a.x = sx[k]; a.y = sy[k]; a.z = sz[k]; a.w = sphi[k];
-                partial[(size_t)blockIdx.y * n_targets + first + k] = a;
+                partial[(size_t)blockIdx.y * n_targets + i] = a;
             } else {
-                finish<T, C, POT, MASKED, SOFT>(out, first + k, mi[k], eps2_, g, sx[k], sy[k], sz[k], sphi[k], self_t0,
+                finish<T, C, POT, MASKED, SOFT>(out, i, mi[k], eps2_, g, sx[k], sy[k], sz[k], sphi[k], self_t0,
                                                 self_len, ei[k]);
             }
         }
@@ -1433,9 +1498,11 @@ TILED_ALL(double, float, mixed)
 // H100 against 0.90 bound. The f32 per-particle spline without the potential is held to
 // Plummer's 80 (three blocks an SM, and the source split Plummer gets): 2.62 ms against
 // 2.83 at N = 65,536 on the H100, kernel and reduction (benches/results/h100-s51/
-// chunked.log). Held to 80, per-particle Plummer got 1-2% slower (2.2 more instructions
-// per pair); the others keep the f32 tiled bound.
-#define TILED_SOFT_BOUNDS_f32(B, POT, SOFT) __launch_bounds__(B, (SOFT) == 3 && !(POT) ? 768 / (B) : 1)
+// chunked.log). So is per-particle Plummer without the potential since it sums a pair's eps^2
+// once per source: unbound it took 96 registers and two blocks an SM, and ran 1.4% slower
+// with the mask (2.49 against 2.46 ms, kernel alone at N = 65,536 on the H200), the same
+// without it (benches/results/h100-s55/). The others keep the f32 tiled bound.
+#define TILED_SOFT_BOUNDS_f32(B, POT, SOFT) __launch_bounds__(B, ((SOFT) == 1 || (SOFT) == 3) && !(POT) ? 768 / (B) : 1)
 #define TILED_SOFT_BOUNDS_f64(B, POT, SOFT) __launch_bounds__(B, 512 / (B))
 #define TILED_SOFT(T, C, NAME, B, TP, NI, POT, MASKED, SOFT)                                                           \
     extern "C" __global__ void TILED_SOFT_BOUNDS_##NAME(B, POT, SOFT)                                                  \
