@@ -1501,8 +1501,10 @@ TILED_ALL(double, float, mixed)
 // chunked.log). So is per-particle Plummer without the potential since it sums a pair's eps^2
 // once per source: unbound it took 96 registers and two blocks an SM, and ran 1.4% slower
 // with the mask (2.49 against 2.46 ms, kernel alone at N = 65,536 on the H200), the same
-// without it (benches/results/h100-s55/). The others keep the f32 tiled bound.
-#define TILED_SOFT_BOUNDS_f32(B, POT, SOFT) __launch_bounds__(B, ((SOFT) == 1 || (SOFT) == 3) && !(POT) ? 768 / (B) : 1)
+// without it (benches/results/gpu-s55/). So is the one-support spline without the potential,
+// which took 80 unbound until the tile loop's two forms made it 81 (two blocks an SM; 5%
+// off its bench rate). The kernels with the potential keep the f32 tiled bound.
+#define TILED_SOFT_BOUNDS_f32(B, POT, SOFT) __launch_bounds__(B, !(POT) ? 768 / (B) : 1)
 #define TILED_SOFT_BOUNDS_f64(B, POT, SOFT) __launch_bounds__(B, 512 / (B))
 #define TILED_SOFT(T, C, NAME, B, TP, NI, POT, MASKED, SOFT)                                                           \
     extern "C" __global__ void TILED_SOFT_BOUNDS_##NAME(B, POT, SOFT)                                                  \
