@@ -42,11 +42,6 @@ template <> __device__ __forceinline__ double min_normal<double>() { return 2.22
 #define SOFT_SPLINE 2
 #define SOFT_SPLINE_EACH 3
 
-// A compile-time flag as a value, for a generic lambda to branch on at compile time.
-template <bool V> struct Flag {
-    static constexpr bool value = V;
-};
-
 template <typename T> __device__ __forceinline__ typename V4<T>::type zero4() {
     typename V4<T>::type z;
     z.x = 0; z.y = 0; z.z = 0; z.w = 0;
@@ -522,6 +517,29 @@ template <typename T, typename C, int B> struct TileBlocks {
     enum { value = IsMixed<T, C>::value || 8192 / (B * (int)sizeof(Pt<T, C>)) < 1 ? 1 : 8192 / (B * (int)sizeof(Pt<T, C>)) };
 };
 
+// One source s (its per-particle value e_s) against a thread's NI targets. SAME: the
+// targets share one length, so soft_interact's per-pair sum e_t + e_s is formed once.
+template <typename T, typename C, int NI, bool POT, bool MASKED, bool FAR, int SOFT, bool SAME>
+__device__ __forceinline__ void source_pairs(const Pt<T, C> &s, C e_s, const Pt<T, C> (&ti)[NI], const C *e_i, C eps2,
+                                             C h_inv, C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI]) {
+    const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
+    const C e_pair = SAME ? e_i[0] + e_s : C(0);
+#pragma unroll
+    for (int k = 0; k < NI; ++k) {
+        const C e_t = EACH ? e_i[k] : C(0);
+        if (SAME && FAR)
+            soft_interact<C, C, POT, MASKED, SOFT_PLUMMER>(high(ti[k]), high(s), C(0), C(0), e_pair, h_inv, ax[k], ay[k],
+                                                           az[k], phi[k]);
+        else if (SAME)
+            soft_interact<T, C, POT, MASKED, SOFT_PLUMMER>(ti[k], s, C(0), C(0), e_pair, h_inv, ax[k], ay[k], az[k],
+                                                           phi[k]);
+        else if (FAR)
+            soft_interact<C, C, POT, MASKED, SOFT>(high(ti[k]), high(s), e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k],
+                                                   phi[k]);
+        else soft_interact<T, C, POT, MASKED, SOFT>(ti[k], s, e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k], phi[k]);
+    }
+}
+
 // Adds the N sources of `tile` into NI targets' sums, each of the TP slices taking every
 // TP-th source from its own: N / TP iterations known at compile time, fully unrolled
 // when short. FAR (a mixed kernel's far tile): the float parts only. SOFT_SPLINE_EACH:
@@ -560,49 +578,33 @@ __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const 
             spline_group<T, C, NI, NS, POT, SOFT, TP, SQ>(ti, s, bound, e_i, SQ ? tile_e + jj * TP + slice : tile_e,
                                                           eps2, h_inv, ax, ay, az, phi);
         }
-    } else {
-        // Lengths per vector load (16 bytes) for per-particle Plummer; 1 otherwise.
-        const bool PE = SOFT == SOFT_PLUMMER_EACH;
-        const int V = PE ? 16 / (int)sizeof(C) : 1;
-        static_assert(!PE || (N / TP) % V == 0, "a slice's sources come in whole vectors");
+    } else if (SOFT == SOFT_PLUMMER_EACH) {
+        // A slice's lengths V at a time (16 bytes; tile_e's rows and j0 are multiples of V,
+        // and tile_e is aligned).
+        const int V = 16 / (int)sizeof(C);
+        static_assert((N / TP) % V == 0, "a slice's sources come in whole vectors");
 #pragma unroll((N / TP < 16 ? N / TP : 16) / V)
         for (int j0 = 0; j0 < N / TP; j0 += V) {
             C e_v[V];
-            if (PE) {
-                typedef typename V4<C>::type c4;
-                // 16-byte aligned: ROW and j0 are multiples of V, tile_e is aligned.
-                const C *at = tile_e + slice * (ROW + V) + j0;
-                if (sizeof(C) == 4) {
-                    const float4 v = *reinterpret_cast<const float4 *>(at);
-                    e_v[0] = v.x; e_v[1 % V] = v.y; e_v[2 % V] = v.z; e_v[3 % V] = v.w;
-                } else {
-                    const double2 v = *reinterpret_cast<const double2 *>(at);
-                    e_v[0] = v.x; e_v[1 % V] = v.y;
-                }
+            const C *at = tile_e + slice * (ROW + V) + j0;
+            if (sizeof(C) == 4) {
+                const float4 v = *reinterpret_cast<const float4 *>(at);
+                e_v[0] = v.x; e_v[1 % V] = v.y; e_v[2 % V] = v.z; e_v[3 % V] = v.w;
+            } else {
+                const double2 v = *reinterpret_cast<const double2 *>(at);
+                e_v[0] = v.x; e_v[1 % V] = v.y;
             }
 #pragma unroll
-        for (int jv = 0; jv < V; ++jv) {
-            const int jj = j0 + jv;
-            const Pt<T, C> s = tile[jj * TP + slice];
-            const C e_s = PE ? e_v[jv] : EACH ? tile_e[jj * TP + slice] : C(0);
-            // The sum soft_interact forms per pair (e_t + e_s), here once for NI pairs.
-            const C e_pair = SAME ? e_i[0] + e_s : C(0);
-#pragma unroll
-            for (int k = 0; k < NI; ++k) {
-                const C e_t = EACH ? e_i[k] : C(0);
-                if (SAME && FAR)
-                    soft_interact<C, C, POT, MASKED, SOFT_PLUMMER>(high(ti[k]), high(s), C(0), C(0), e_pair, h_inv,
-                                                                   ax[k], ay[k], az[k], phi[k]);
-                else if (SAME)
-                    soft_interact<T, C, POT, MASKED, SOFT_PLUMMER>(ti[k], s, C(0), C(0), e_pair, h_inv, ax[k], ay[k],
-                                                                   az[k], phi[k]);
-                else if (FAR)
-                    soft_interact<C, C, POT, MASKED, SOFT>(high(ti[k]), high(s), e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k],
-                                                           phi[k]);
-                else soft_interact<T, C, POT, MASKED, SOFT>(ti[k], s, e_t, e_s, eps2, h_inv, ax[k], ay[k], az[k], phi[k]);
-            }
+            for (int jv = 0; jv < V; ++jv)
+                source_pairs<T, C, NI, POT, MASKED, FAR, SOFT, SAME>(tile[(j0 + jv) * TP + slice], e_v[jv], ti, e_i, eps2,
+                                                                     h_inv, ax, ay, az, phi);
         }
-        }
+    } else {
+#pragma unroll(N / TP < 16 ? N / TP : 16)
+        for (int jj = 0; jj < N / TP; ++jj)
+            source_pairs<T, C, NI, POT, MASKED, FAR, SOFT, false>(tile[jj * TP + slice],
+                                                                  EACH ? tile_e[jj * TP + slice] : C(0), ti, e_i,
+                                                                  eps2, h_inv, ax, ay, az, phi);
     }
 }
 
@@ -620,7 +622,8 @@ __device__ __forceinline__ void stage_lengths(const C *e, C *tile_e, C *most) {
         const C v = SOFT == SOFT_SPLINE_EACH ? e[q] * e[q] : e[q];
         largest = fmax(largest, v);
         const int p = q * B + threadIdx.x;
-        tile_e[SOFT == SOFT_PLUMMER_EACH ? p % TP * (K * B / TP + 16 / (int)sizeof(C)) + p / TP : p] = v;
+        if (SOFT == SOFT_PLUMMER_EACH) tile_e[p % TP * (K * B / TP + 16 / (int)sizeof(C)) + p / TP] = v;
+        else tile_e[q * B + threadIdx.x] = v;
     }
     if (SOFT == SOFT_SPLINE_EACH) {
 #pragma unroll
@@ -670,7 +673,6 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     Pt<T, C> ti[NI];
     C ax[NI], ay[NI], az[NI], phi[NI], ei[NI], ei_sum[NI];
     T mi[NI], sx[NI], sy[NI], sz[NI], sphi[NI];
-    bool one_length = true;
 #pragma unroll
     for (int k = 0; k < NI; ++k) {
         const int i = first + k * step;
@@ -679,15 +681,23 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         ei[k] = EACH && i < n_targets ? (C)lengths_t[i] : C(0);
         // What the sums read: the spline's squared supports, Plummer's values as they are.
         ei_sum[k] = SOFT == SOFT_SPLINE_EACH ? ei[k] * ei[k] : ei[k];
-        // Padding targets (past the end) take any length: their sums are dropped.
-        one_length = one_length && (i >= n_targets || ei[k] == ei[0]);
         ax[k] = 0; ay[k] = 0; az[k] = 0; phi[k] = 0;
         sx[k] = 0; sy[k] = 0; sz[k] = 0; sphi[k] = 0;
     }
     // Per-particle Plummer in a warp whose every thread holds one target length: each
     // source's eps^2 with it is one add for NI pairs instead of NI (sum_tile's SAME; on the
     // H100 per-particle Plummer otherwise costs one add a pair over Plummer's 13 instructions).
-    const bool same = STRIDED && __all_sync(0xffffffffu, one_length);
+    // Only the strided kernels compute it: even dead, the test changed how the compiler
+    // scheduled Plummer's loop (2% slower on the H200).
+    bool same = false;
+    if (STRIDED) {
+        bool one_length = true;
+#pragma unroll
+        for (int k = 0; k < NI; ++k)
+            // Padding targets (past the end) take any length: their sums are dropped.
+            one_length = one_length && (first + k * step >= n_targets || ei[k] == ei[0]);
+        same = __all_sync(0xffffffffu, one_length);
+    }
     const int begin = blockIdx.y * chunk, end = min(begin + chunk, n_sources_padded);
     // A tile holds K sub-tiles of B sources (the chunk's last tile may hold fewer); the
     // mixed kernels' single sub-tile goes through the frame.
@@ -729,26 +739,30 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         if (SOFT == SOFT_SPLINE_EACH)
 #pragma unroll
             for (int w = 0; w < B / 32; ++w) most = fmax(most, tile_most[buf][w]);
-        // The tile's sum, in three forms (far, full, partly filled), each with one length per
-        // thread or not (a warp-uniform branch).
-        auto sum = [&](auto one) {
-            const bool S = decltype(one)::value;
-            if (MIXED && far_tile<B>(boxes[buf], frame)) {
-                sum_tile<T, C, L, TP, NI, POT, MASKED, true, SOFT, S>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te,
-                                                                      ei_sum, h_inv, most);
-            } else if (K == 1 || end - base >= L) {
-                sum_tile<T, C, L, TP, NI, POT, MASKED, false, SOFT, S>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te,
-                                                                       ei_sum, h_inv, most);
-            } else {
-                // The chunk's last tile, partly filled: its sub-tiles one at a time.
+        if (STRIDED && same) {
+            // Per-particle Plummer (never mixed) with one length per thread: a full tile, or
+            // the chunk's last one sub-tile at a time. (A generic lambda over both forms
+            // changed how the compiler scheduled Plummer's loop: 2% slower on the H200.)
+            if (K == 1 || end - base >= L)
+                sum_tile<T, C, L, TP, NI, POT, MASKED, false, SOFT, STRIDED>(tile[buf], slice, ti, eps2, ax, ay, az,
+                                                                             phi, te, ei_sum, h_inv, most);
+            else
                 for (int q = 0; q < (end - base) / B; ++q)
-                    sum_tile<T, C, B, TP, NI, POT, MASKED, false, SOFT, S, L / TP>(
-                        tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi,
-                        SOFT == SOFT_PLUMMER_EACH ? te + q * (B / TP) : EACH ? te + q * B : te, ei_sum, h_inv, most);
-            }
-        };
-        if (same) sum(Flag<STRIDED>());
-        else sum(Flag<false>());
+                    sum_tile<T, C, B, TP, NI, POT, MASKED, false, SOFT, STRIDED, L / TP>(
+                        tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi, te + q * (B / TP), ei_sum, h_inv, most);
+        } else if (MIXED && far_tile<B>(boxes[buf], frame)) {
+            sum_tile<T, C, L, TP, NI, POT, MASKED, true, SOFT>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te, ei_sum,
+                                                               h_inv, most);
+        } else if (K == 1 || end - base >= L) {
+            sum_tile<T, C, L, TP, NI, POT, MASKED, false, SOFT>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te, ei_sum,
+                                                                h_inv, most);
+        } else {
+            // The chunk's last tile, partly filled: its sub-tiles one at a time.
+            for (int q = 0; q < (end - base) / B; ++q)
+                sum_tile<T, C, B, TP, NI, POT, MASKED, false, SOFT, false, L / TP>(
+                    tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi,
+                    STRIDED ? te + q * (B / TP) : EACH ? te + q * B : te, ei_sum, h_inv, most);
+        }
         if (MIXED && (++tiles % FLUSH == 0 || !more)) {
 #pragma unroll
             for (int k = 0; k < NI; ++k) {
