@@ -545,9 +545,8 @@ __device__ __forceinline__ void source_pairs(const Pt<T, C> &s, C e_s, const Pt<
 // when short. FAR (a mixed kernel's far tile): the float parts only. SOFT_SPLINE_EACH:
 // e_i and tile_e hold squared supports and tile_h2 is the largest of the tile's.
 // SOFT_PLUMMER_EACH: tile_e is the slices' rows of ROW lengths, each padded by V
-// (stage_lengths), read V at
-// a time; SAME (a warp whose threads each hold targets of one length): a pair's eps^2 is
-// summed once per source, not once per pair.
+// (stage_lengths), read V at a time; SAME (a warp whose threads each hold targets of one
+// length): a pair's eps^2 is summed once per source, not once per pair.
 template <typename T, typename C, int N, int TP, int NI, bool POT, bool MASKED, bool FAR, int SOFT = SOFT_PLUMMER,
           bool SAME = false, int ROW = N / TP>
 __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const Pt<T, C> (&ti)[NI], C eps2,
@@ -667,6 +666,7 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     // the block's, so that targets whose lengths alternate or come in long runs give each
     // thread one length (see `same` below).
     const bool STRIDED = SOFT == SOFT_PLUMMER_EACH;
+    static_assert(!STRIDED || !IsMixed<T, C>::value, "the one-length form has no far tiles");
     const int first = block_first + threadIdx.x / TP * (STRIDED ? 1 : NI);
     const int step = STRIDED ? B / TP : 1;
     const Frame<T, C> frame = block_frame<T, C>(targets, block_first, B / TP * NI, n_targets);
