@@ -517,20 +517,25 @@ template <typename T, typename C, int B> struct TileBlocks {
     enum { value = IsMixed<T, C>::value || 8192 / (B * (int)sizeof(Pt<T, C>)) < 1 ? 1 : 8192 / (B * (int)sizeof(Pt<T, C>)) };
 };
 
+// Per-particle Plummer's source lengths per 16-byte load: sum_tile reads a slice's lengths
+// this many at a time, and stage_lengths pads each slice's row by as many.
+template <typename C> struct LengthVector {
+    enum { value = 16 / (int)sizeof(C) };
+};
+
 // One source s (its per-particle value e_s) against a thread's NI targets. SAME: the
-// targets share one length, so soft_interact's per-pair sum e_t + e_s is formed once.
+// targets share one length, so soft_interact's per-pair sum e_t + e_s is formed once
+// (never with FAR: only the strided kernels, never mixed, take it).
 template <typename T, typename C, int NI, bool POT, bool MASKED, bool FAR, int SOFT, bool SAME>
 __device__ __forceinline__ void source_pairs(const Pt<T, C> &s, C e_s, const Pt<T, C> (&ti)[NI], const C *e_i, C eps2,
                                              C h_inv, C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI]) {
     const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
+    static_assert(!(SAME && FAR), "the one-length form has no far tiles");
     const C e_pair = SAME ? e_i[0] + e_s : C(0);
 #pragma unroll
     for (int k = 0; k < NI; ++k) {
         const C e_t = EACH ? e_i[k] : C(0);
-        if (SAME && FAR)
-            soft_interact<C, C, POT, MASKED, SOFT_PLUMMER>(high(ti[k]), high(s), C(0), C(0), e_pair, h_inv, ax[k], ay[k],
-                                                           az[k], phi[k]);
-        else if (SAME)
+        if (SAME)
             soft_interact<T, C, POT, MASKED, SOFT_PLUMMER>(ti[k], s, C(0), C(0), e_pair, h_inv, ax[k], ay[k], az[k],
                                                            phi[k]);
         else if (FAR)
@@ -580,7 +585,7 @@ __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const 
     } else if (SOFT == SOFT_PLUMMER_EACH) {
         // A slice's lengths V at a time (16 bytes; tile_e's rows and j0 are multiples of V,
         // and tile_e is aligned).
-        const int V = 16 / (int)sizeof(C);
+        const int V = LengthVector<C>::value;
         static_assert((N / TP) % V == 0, "a slice's sources come in whole vectors");
 #pragma unroll((N / TP < 16 ? N / TP : 16) / V)
         for (int j0 = 0; j0 < N / TP; j0 += V) {
@@ -621,8 +626,7 @@ __device__ __forceinline__ void stage_lengths(const C *e, C *tile_e, C *most) {
         const C v = SOFT == SOFT_SPLINE_EACH ? e[q] * e[q] : e[q];
         largest = fmax(largest, v);
         const int p = q * B + threadIdx.x;
-        if (SOFT == SOFT_PLUMMER_EACH) tile_e[p % TP * (K * B / TP + 16 / (int)sizeof(C)) + p / TP] = v;
-        else tile_e[q * B + threadIdx.x] = v;
+        tile_e[SOFT == SOFT_PLUMMER_EACH ? p % TP * (K * B / TP + LengthVector<C>::value) + p / TP : p] = v;
     }
     if (SOFT == SOFT_SPLINE_EACH) {
 #pragma unroll
@@ -656,7 +660,7 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     // one barrier, not two. Per-particle lengths ride beside them (padding: length 0); the
     // spline's as squares, with each warp's largest in tile_most (stage_lengths).
     __shared__ Pt<T, C> tile[2][L];
-    __shared__ __align__(16) C tile_e[2][SOFT == SOFT_PLUMMER_EACH ? L + TP * 16 / sizeof(C) : EACH ? L : 1];
+    __shared__ __align__(16) C tile_e[2][SOFT == SOFT_PLUMMER_EACH ? L + TP * LengthVector<C>::value : EACH ? L : 1];
     __shared__ C tile_most[2][SOFT == SOFT_SPLINE_EACH ? B / 32 : 1];
     // Mixed: the boxes of both tiles' sources, per warp (note_box, far_tile).
     __shared__ C boxes[2][6][IsMixed<T, C>::value ? 32 : 1];
