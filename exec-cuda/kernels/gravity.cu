@@ -208,16 +208,23 @@ __device__ __forceinline__ void soft_interact(const Pt<T, C> &t, const Pt<T, C> 
 // the source's (at least the smallest normal number, so coincident unsoftened particles
 // count as inside). Inside pairs are a few neighbours among N sources, so a warp seldom
 // takes that path; a common group costs one FMNMX per pair, one compare per source and
-// one branch over Plummer's.
+// one branch (with WARP, a vote) over Plummer's.
 //
-// SQ (the tiled kernel's SOFT_SPLINE_EACH): e_t and e_s (read at e_s[q * ES]) hold
+// SQ (the tiled kernel's SOFT_SPLINE_EACH): e_t and e_s (read at e_s[e_at + q * ES]) hold
 // squared supports, and bound[0] bounds the whole group (its caller folds the tile's
 // largest support into it), so the common path is the one-support spline's and reads no
 // source's support; the per-pair path takes 1/h = rsqrt(max(e_t^2, e_s^2)).
-template <typename T, typename C, int NI, int NS, bool POT, int SOFT, int ES, bool SQ = false>
+//
+// WARP (the tiled kernel, whose warps run its loops converged): in f32, the whole warp
+// takes the per-pair path when one of its threads must, instead of running both paths
+// (one vote a group). At the bench's larger support (2.8/64) 1.9% of a warp's groups
+// are near. H200, N = 65,536, kernel alone: the per-particle spline 2.53 -> 2.46 ms (with
+// the potential 3.03 -> 2.96), the one-support spline 2.40 -> 2.37. Not taken where it
+// did not pay: f64 (the same times) and the one-support spline with the potential (+1%).
+template <typename T, typename C, int NI, int NS, bool POT, int SOFT, int ES, bool SQ = false, bool WARP = false>
 __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<T, C> (&s)[NS], const C (&bound)[NS],
                                              const C *e_t, const C *e_s, C h, C h_inv, C (&ax)[NI], C (&ay)[NI],
-                                             C (&az)[NI], C (&phi)[NI]) {
+                                             C (&az)[NI], C (&phi)[NI], int e_at = 0) {
     // One bound for the group: the least r^2 of the group against it; else each source's.
     const bool ONE = SOFT == SOFT_SPLINE || SQ;
     C dx[NS][NI], dy[NS][NI], dz[NS][NI], r2[NS][NI];
@@ -236,6 +243,7 @@ __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<
         if (sizeof(C) == 4 && !ONE) near = near || least < bound[q];
     }
     if (sizeof(C) == 4 && ONE) near = least < bound[0];
+    if (WARP && sizeof(C) == 4 && (SQ || !POT)) near = __any_sync(0xffffffffu, near);
     if (!near) {
 #pragma unroll
         for (int q = 0; q < NS; ++q)
@@ -250,9 +258,12 @@ __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<
                 if (POT) phi[k] -= m_rinv;
             }
     } else if (SQ) {
+        // The supports' address formed here: the compiler otherwise forms it on the common
+        // path, three instructions a group (2.7% of the f32 kernel's time).
+        asm volatile("" : "+r"(e_at));
 #pragma unroll
         for (int q = 0; q < NS; ++q) {
-            const C hh_s = e_s[q * ES];
+            const C hh_s = e_s[e_at + q * ES];
 #pragma unroll
             for (int k = 0; k < NI; ++k) {
                 const C hh = fmax(e_t[k], hh_s);
@@ -579,8 +590,8 @@ __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const 
 #pragma unroll
             for (int q = 0; q < NS; ++q) s[q] = tile[(jj + q) * TP + slice];
             const bool SQ = SOFT == SOFT_SPLINE_EACH;
-            spline_group<T, C, NI, NS, POT, SOFT, TP, SQ>(ti, s, bound, e_i, SQ ? tile_e + jj * TP + slice : tile_e,
-                                                          eps2, h_inv, ax, ay, az, phi);
+            spline_group<T, C, NI, NS, POT, SOFT, TP, SQ, true>(ti, s, bound, e_i, SQ ? tile_e + slice : tile_e,
+                                                                eps2, h_inv, ax, ay, az, phi, SQ ? jj * TP : 0);
         }
     } else if (SOFT == SOFT_PLUMMER_EACH) {
         // A slice's lengths V at a time (16 bytes; tile_e's rows and j0 are multiples of V,
