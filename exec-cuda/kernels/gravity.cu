@@ -207,8 +207,9 @@ __device__ __forceinline__ void soft_interact(const Pt<T, C> &t, const Pt<T, C> 
 // bound per source: the square of the larger of the thread's largest target support and
 // the source's (at least the smallest normal number, so coincident unsoftened particles
 // count as inside). Inside pairs are a few neighbours among N sources, so a warp seldom
-// takes that path; a common group costs one FMNMX per pair, one compare per source and
-// one branch (with WARP, a vote) over Plummer's.
+// takes that path; a common group costs a minimum per pair (in f32, half that where
+// ptxas joins them; see below), one compare per source and one branch (with WARP, a
+// vote) over Plummer's.
 //
 // SQ (the tiled kernel's SOFT_SPLINE_EACH): e_t and e_s (read at e_s[e_at + q * ES]) hold
 // squared supports, and bound[0] bounds the whole group (its caller folds the tile's
@@ -221,6 +222,10 @@ __device__ __forceinline__ void soft_interact(const Pt<T, C> &t, const Pt<T, C> 
 // are near. H200, N = 65,536, kernel alone: the per-particle spline 2.53 -> 2.46 ms (with
 // the potential 3.03 -> 2.96), the one-support spline 2.40 -> 2.37. Not taken where it
 // did not pay: f64 (the same times) and the one-support spline with the potential (+1%).
+// A non-negative float's bits as a signed integer: they order as the values do.
+__device__ __forceinline__ int order_bits(float x) { return __float_as_int(x); }
+__device__ __forceinline__ long long order_bits(double x) { return __double_as_longlong(x); }
+
 template <typename T, typename C, int NI, int NS, bool POT, int SOFT, int ES, bool SQ = false, bool WARP = false>
 __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<T, C> (&s)[NS], const C (&bound)[NS],
                                              const C *e_t, const C *e_s, C h, C h_inv, C (&ax)[NI], C (&ay)[NI],
@@ -229,7 +234,12 @@ __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<
     const bool ONE = SOFT == SOFT_SPLINE || SQ;
     C dx[NS][NI], dy[NS][NI], dz[NS][NI], r2[NS][NI];
     bool near = false;
-    C least = C(0);
+    // f32: the least r^2 as an integer (r^2 >= +0, whose bits order as the values): the
+    // ptxas of CUDA 12.9 and 13 joins two chained integer minima into one VIMNMX3 on
+    // sm_90, so a group of eight takes four instructions instead of seven FMNMX (H100,
+    // kernel alone: the per-particle spline 2.46 -> 2.42 ms, the spline 2.35 -> 2.30);
+    // nvcc 11.8 emits seven two-input VIMNMX, as fast as the FMNMX (benches/results/gpu-s57).
+    decltype(order_bits(C(0))) least = 0;
 #pragma unroll
     for (int q = 0; q < NS; ++q) {
 #pragma unroll
@@ -238,11 +248,11 @@ __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<
             r2[q][k] = fma(dz[q][k], dz[q][k], fma(dy[q][k], dy[q][k], dx[q][k] * dx[q][k]));
             // f64: a compare per pair (DSETP) costs less than a DMNMX chain on the FP64 pipe.
             if (sizeof(C) == 8) near = near || r2[q][k] < bound[ONE ? 0 : q];
-            else least = k == 0 && (q == 0 || !ONE) ? r2[q][k] : fmin(least, r2[q][k]);
+            else least = k == 0 && (q == 0 || !ONE) ? order_bits(r2[q][k]) : min(least, order_bits(r2[q][k]));
         }
-        if (sizeof(C) == 4 && !ONE) near = near || least < bound[q];
+        if (sizeof(C) == 4 && !ONE) near = near || least < order_bits(bound[q]);
     }
-    if (sizeof(C) == 4 && ONE) near = least < bound[0];
+    if (sizeof(C) == 4 && ONE) near = least < order_bits(bound[0]);
     if (WARP && sizeof(C) == 4 && (SQ || !POT)) near = __any_sync(0xffffffffu, near);
     if (!near) {
 #pragma unroll

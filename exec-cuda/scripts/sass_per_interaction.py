@@ -43,9 +43,12 @@ for body in functions:
     for target, addr in loops:
         if any(target <= t and a < addr for t, a in loops if (t, a) != (target, addr)):
             continue  # an outer loop
-        loop = [t for a, t in instrs if target <= a <= addr and not t.startswith("NOP")]
+        loop = [t for a, t in instrs if target <= a <= addr]
+        # Counted by address (16 bytes an instruction): an older cuobjdump prints opcodes
+        # it does not know (nvcc 11.8's VIMNMX on sm_90) without an address or a name.
+        size = (addr - target) // 16 + 1 - sum(1 for t in loop if t.startswith("NOP"))
         rsq = sum(1 for t in loop if "MUFU.RSQ" in t)
-        if rsq and (best is None or (rsq, sign * len(loop)) > (best[1], sign * best[0])):
-            best = (len(loop), rsq)
+        if rsq and (best is None or (rsq, sign * size) > (best[1], sign * best[0])):
+            best = (size, rsq)
     if best:
         print(f"{name} {best[0] / best[1]:.3f}")
