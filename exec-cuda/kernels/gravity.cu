@@ -200,6 +200,10 @@ __device__ __forceinline__ void soft_interact(const Pt<T, C> &t, const Pt<T, C> 
     if (POT) phi -= s.p.w * w;
 }
 
+// A non-negative float's bits as a signed integer: they order as the values do.
+__device__ __forceinline__ int order_bits(float x) { return __float_as_int(x); }
+__device__ __forceinline__ long long order_bits(double x) { return __double_as_longlong(x); }
+
 // NS sources against a thread's NI targets under the spline (SOFT_SPLINE or
 // SOFT_SPLINE_EACH): Newtonian and branch-free, as Plummer's pairs are, unless a pair may
 // lie inside its support, when the whole group takes the per-pair path. A pair is inside
@@ -222,10 +226,6 @@ __device__ __forceinline__ void soft_interact(const Pt<T, C> &t, const Pt<T, C> 
 // are near. H200, N = 65,536, kernel alone: the per-particle spline 2.53 -> 2.46 ms (with
 // the potential 3.03 -> 2.96), the one-support spline 2.40 -> 2.37. Not taken where it
 // did not pay: f64 (the same times) and the one-support spline with the potential (+1%).
-// A non-negative float's bits as a signed integer: they order as the values do.
-__device__ __forceinline__ int order_bits(float x) { return __float_as_int(x); }
-__device__ __forceinline__ long long order_bits(double x) { return __double_as_longlong(x); }
-
 template <typename T, typename C, int NI, int NS, bool POT, int SOFT, int ES, bool SQ = false, bool WARP = false>
 __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<T, C> (&s)[NS], const C (&bound)[NS],
                                              const C *e_t, const C *e_s, C h, C h_inv, C (&ax)[NI], C (&ay)[NI],
