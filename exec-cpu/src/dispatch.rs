@@ -109,7 +109,7 @@ unsafe fn drive<S: Simd, const U: usize, const POT: bool, const MASK: bool, cons
                     acc: [&mut ax[r.clone()], &mut ay[r.clone()], &mut az[r.clone()], &mut phi[r]],
                     jerk: [&mut [], &mut [], &mut []],
                 };
-                accumulate_split::<S, U, POT, MASK, SPLINE, EACH, 0>(&mut blk, &tile, eps2);
+                accumulate_split::<S, U, POT, MASK, SPLINE, EACH, 0>(&mut blk, &tile, eps2, None);
                 add_into(&part.acc, &mut part.total, b, bs);
             }
         }

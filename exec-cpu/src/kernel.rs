@@ -131,6 +131,15 @@ unsafe fn spline_weights<S: Simd>(r2: S::V, m: S::T, h: S::V, w: &mut S::V, g: &
     }
 }
 
+/// The squares of a block's pairs' rounding errors, up to a constant factor (the mixed
+/// executor's f32 pairs near a block, see `nbody_cpu::mixed`): each pair adds
+/// `(m / r³)² (r² + base)` to its target's lane of `sums` (added to, unlike the block's
+/// sums, which are overwritten).
+pub(crate) struct ErrorEstimate<'a, T> {
+    pub sums: &'a mut [T],
+    pub base: T,
+}
+
 /// Writes the pull of every source in `src` on a block of `U * S::LANES` targets into
 /// the block's sums (overwriting them). `phi` accumulates `-Σ m / r` when `POT`; `MASK`
 /// zeroes pairs at zero distance. With `SPLINE` the cubic spline: `eps2` is then its
@@ -143,6 +152,9 @@ unsafe fn spline_weights<S: Simd>(r2: S::V, m: S::T, h: S::V, w: &mut S::V, g: &
 /// With `RUN > 0` each run of `RUN` sources is summed apart and then added into the
 /// totals (two-level sums: each total rounds about n / RUN times instead of n times, for
 /// one subtraction per run); `RUN = 0` sums all sources in one run.
+///
+/// With an `estimate`, each pair also adds its term (see [`ErrorEstimate`]); callers
+/// pass `None` or `Some` literally, so the inlined kernel keeps no test of it.
 ///
 /// # Safety
 /// The backend's instructions must be available (see `simd`); every slice of `blk`
@@ -161,6 +173,7 @@ pub(crate) unsafe fn accumulate_split<
     blk: &mut Block<'_, S::T>,
     src: &SourcesSoa<'_, S::T>,
     eps2: S::T,
+    estimate: Option<ErrorEstimate<'_, S::T>>,
 ) {
     // SAFETY: the caller's contract: this CPU has the backend's features, and the lengths are as above.
     unsafe {
@@ -191,6 +204,8 @@ pub(crate) unsafe fn accumulate_split<
         // RUN = 0 is one run, rounded exactly as a single sum (negation is exact).
         let run = if RUN == 0 { n.max(1) } else { RUN };
         let one = S::splat(S::T::from_f64(1.0));
+        let neg_base = estimate.as_ref().map_or(zero, |e| S::splat(-e.base));
+        let mut err = [zero; U];
         for j0 in (0..n).step_by(run) {
             let (mut cx, mut cy, mut cz, mut cphi) = ([zero; U], [zero; U], [zero; U], [zero; U]);
             for j in j0..n.min(j0 + run) {
@@ -237,6 +252,9 @@ pub(crate) unsafe fn accumulate_split<
                     if POT {
                         cphi[u] = S::fma(m_rinv, one, cphi[u]);
                     }
+                    if estimate.is_some() {
+                        err[u] = S::fma(S::mul(m_rinv3, m_rinv3), S::sub(r2[u], neg_base), err[u]);
+                    }
                 }
             }
             for u in 0..U {
@@ -255,6 +273,12 @@ pub(crate) unsafe fn accumulate_split<
             S::store(blk.acc[1].as_mut_ptr().add(u * l), S::mul(ay[u], acc_scale));
             S::store(blk.acc[2].as_mut_ptr().add(u * l), S::mul(az[u], acc_scale));
             S::store(blk.acc[3].as_mut_ptr().add(u * l), S::mul(phi[u], phi_scale));
+        }
+        if let Some(e) = estimate {
+            for (u, &eu) in err.iter().enumerate() {
+                let p = e.sums.as_mut_ptr().add(u * l);
+                S::store(p, S::fma(S::mul(eu, acc_scale), acc_scale, S::load(p)));
+            }
         }
     }
 }

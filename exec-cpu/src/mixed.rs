@@ -21,10 +21,17 @@
 //! `1/r` to 2^-33 or better rather than to its last bit: the pairs' errors are weighed
 //! against f32's, and on AVX2 this skips the last Newton step); the rest in f32, whose
 //! float separations err by at most `6 * 2^-24 |d|` (see `is_far`).
+//!
+//! Few targets need those near sources in f64, and at small N they are a third of all
+//! pairs. So a softened call takes them in f32 first, each pair adding an estimate of its
+//! rounding error, and a block takes them again in f64 only when some target's estimate
+//! exceeds `TOLERANCE` of its pull (see `drive`). The chunk that holds a target's own
+//! source always runs in f64: its pair at zero distance has no error, but the estimate
+//! cannot tell it from a very close pair, which has.
 //! Partial sums of f32 runs are f32 and are added into f64 sums.
 
 use crate::dispatch::Isa;
-use crate::kernel::{accumulate_split, Block, SourcesSoa};
+use crate::kernel::{accumulate_split, Block, ErrorEstimate, SourcesSoa};
 use crate::simd::{Portable, Short, Simd};
 use crate::Parallelism;
 use core::ops::Range;
@@ -83,6 +90,10 @@ struct ThreadBuf {
     targets: [Vec<f32>; 3],
     sums: [Vec<f32>; 4],
     sums64: [Vec<f64>; 4],
+    /// A block's error estimates (see `drive`), the runs they cover, and its f64 runs.
+    err: Vec<f32>,
+    estimated: Vec<Range<usize>>,
+    exact: Vec<Range<usize>>,
 }
 
 /// One thread's share: whole blocks of targets and their f64 sums.
@@ -100,6 +111,9 @@ pub(crate) struct MixedSources<'a> {
     mass64: &'a [f64],
     boxes: &'a [[f64; 6]],
     chunk_boxes: &'a [[f64; 6]],
+    /// The targets are these sources: block `b..b + BLOCK` meets itself in the chunk
+    /// that starts at `b`.
+    identical: bool,
 }
 
 /// Targets per block, each block with its own centre. Small, so the offsets that are
@@ -166,7 +180,8 @@ impl Executor<f64> for MixedExecutor {
                 Some(MixedPart { pos: p, acc: a, buf })
             })
             .collect();
-        let srcs = MixedSources { pos: [&src[0], &src[1], &src[2]], mass, mass64, boxes, chunk_boxes };
+        let identical = core::ptr::eq(targets, sources);
+        let srcs = MixedSources { pos: [&src[0], &src[1], &src[2]], mass, mass64, boxes, chunk_boxes, identical };
         let run = |mut part: MixedPart<'_>| {
             // SAFETY: `kernel` suits this CPU and every part holds whole blocks.
             unsafe { kernel(&mut part, &srcs, eps2) }
@@ -234,12 +249,26 @@ const TILE: usize = 512;
 /// the block and in f32 otherwise. Small, so that the boxes are tight and few sources
 /// take the slower f64 path (Plummer sphere, `NEAR` = 1/2: 3.6% of the interactions at
 /// N = 65,536 and 13% at 16,384 with chunks of 32, 16% and 22% with chunks of 128 and
-/// `NEAR` = 1; chunks of 16 cost 5% less than 32 at N = 16,384).
+/// `NEAR` = 1; chunks of 16 cost 5% less than 32 at N = 16,384). As long as a block, so
+/// that a block of targets that are the sources meets itself in one chunk.
 const CHUNK: usize = 16;
+const _: () = assert!(CHUNK == BLOCK && TILE.is_multiple_of(CHUNK));
 /// Sources nearer a block than `NEAR` times its reach are taken in f64 (see `is_far`):
 /// these hold every target's nearest neighbours, whose pulls can be many times the net
 /// pull, where f32's rounding of a pair would show.
 const NEAR: f64 = 0.5;
+/// A softened block keeps its near sources in f32 while every target's error estimate
+/// (see `drive`) stays below this fraction of its pull. On the clustered test's systems
+/// (worst relative error over every target, bound 2e-6) 1e-5 gives the same worst error
+/// as near sources always in f64, and 2e-5 exceeds the bound; 4.7% of the blocks of a
+/// 4,096-body Plummer sphere take their near sources again in f64.
+const TOLERANCE: f64 = 1e-5;
+/// The estimate's constant: a float separation errs by up to `2^-24 (|t - c| + |s - c| +
+/// |d|) <= 2^-24 (2 |d| + 2 reach)` and the weight `m / r³` by a few 2^-24, so a pair's
+/// pull errs by up to `2^-24 m/r³ (8 |d| + 8 reach)`, whose square is at most
+/// `128 · 2^-48 (m/r³)² (d² + reach²)`. The squares are summed (rounding errors are
+/// independent), and the estimate is the root of the sum.
+const ERROR_UNIT2: f64 = 128.0 / (16_777_216.0 * 16_777_216.0);
 /// Sources per inner f32 sum in the kernel (two-level sums; see `accumulate_split`). On a
 /// clustered, mass-spread system the targets at the blobs' centres have small net pulls
 /// summed from large opposed ones, and one f32 sum over a tile's sources cost them most
@@ -289,6 +318,7 @@ fn stage(s: &mut Scratch, targets: &[Particle<f64>], sources: &[Particle<f64>], 
         t.targets.iter_mut().for_each(|v| v.resize(BLOCK, 0.0));
         t.sums.iter_mut().for_each(|v| v.resize(BLOCK, 0.0));
         t.sums64.iter_mut().for_each(|v| v.resize(BLOCK, 0.0));
+        t.err.resize(BLOCK, 0.0);
     }
 }
 
@@ -322,6 +352,15 @@ fn boxes_of_runs(boxes: &mut Vec<[f64; 6]>, xyz: &[Vec<f64>; 3], size: usize) {
         let b = (a + size).min(n);
         bounding_box(xyz.each_ref().map(|v| &v[a..b]))
     }));
+}
+
+/// How a run of a tile's sources is taken: in f32 (far from the block), in f64, or in
+/// f32 with an error estimate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Run {
+    Far,
+    Exact,
+    Estimated,
 }
 
 /// Whether sources in the box `tile` are at least `near` (`near2` its square) from the
@@ -377,37 +416,78 @@ unsafe fn drive<S, const U: usize, D, const UD: usize, const POT: bool, const MA
             let mut total = [[0.0f64; BLOCK]; 4];
             let targets = part.pos.each_ref().map(|p| &p[r.clone()]);
             let near2 = reach2 * NEAR * NEAR;
+            // Softened, the near sources run in f32 into `near`, and each pair adds
+            // (m/r³)² (r² + reach²) to its target's estimate (see ERROR_UNIT2), except
+            // where they may hold a target's own point (its own chunk when the targets are
+            // the sources, else any chunk whose box touches the block's): those in f64.
+            // Unsoftened, a pair too close for f32 would be dropped, so all run in f64.
+            let mut near = [[0.0f64; BLOCK]; 4];
+            buf.err.fill(0.0);
+            buf.exact.clear();
+            buf.estimated.clear();
             for (t0, tile_box) in (0..n).step_by(TILE).zip(src.boxes) {
                 let t1 = (t0 + TILE).min(n);
                 // The tile's runs: all of it in f32 when it is the block's reach away; else
-                // chunk by chunk, runs of near chunks in f64 and each other chunk in f32 on
-                // its own (short f32 sums: near a block, large pulls cancel in them). The
-                // runs are listed first so that each kernel has one call site: with two,
-                // the inliner left the kernels' closures outlined, without the target
-                // features, and the f64 path ran 3x slower.
-                let mut runs = [(0, 0, false); TILE / CHUNK];
+                // chunk by chunk, each chunk in f32 on its own (short f32 sums: near a
+                // block, large pulls cancel in them) or listed for f64. Each kernel has one
+                // call site: with two, the inliner left the kernels' closures outlined,
+                // without the target features, and the f64 path ran 3x slower.
+                let mut runs = [(0, 0, Run::Far); TILE / CHUNK];
                 let mut len: usize = 1;
-                runs[0] = (t0, t1, false);
+                runs[0] = (t0, t1, Run::Far);
                 if !is_far(tile_box, &bbox, reach2) {
                     len = 0;
                     for (c0, chunk_box) in (t0..t1).step_by(CHUNK).zip(&src.chunk_boxes[t0 / CHUNK..]) {
                         let c1 = (c0 + CHUNK).min(t1);
-                        let near = !is_far(chunk_box, &bbox, near2);
-                        match len.checked_sub(1).map(|l| &mut runs[l]) {
-                            Some(last) if near && last.2 => last.1 = c1,
-                            _ => {
-                                runs[len] = (c0, c1, near);
-                                len += 1;
-                            }
-                        }
+                        let own = if src.identical { c0 == b } else { !is_far(chunk_box, &bbox, 0.0) };
+                        let run = match is_far(chunk_box, &bbox, near2) {
+                            true => Run::Far,
+                            false if MASK || own => Run::Exact,
+                            false => Run::Estimated,
+                        };
+                        runs[len] = (c0, c1, run);
+                        len += 1;
                     }
                 }
-                for &(s0, s1, near) in &runs[..len] {
-                    if near {
-                        exact::<Short<D>, UD, POT, MASK>(&mut buf.sums64, targets, src, s0..s1, eps2_64, &mut total);
-                    } else {
-                        float::<S, U, POT, MASK>(buf, src, s0..s1, c, eps2, &mut total);
+                for &(s0, s1, run) in &runs[..len] {
+                    if run != Run::Exact {
+                        let estimated = run == Run::Estimated;
+                        let (dst, estimate) =
+                            if estimated { (&mut near, Some(reach2 as f32)) } else { (&mut total, None) };
+                        float::<S, U, POT, MASK>(buf, src, s0..s1, c, eps2, dst, estimate);
+                        if !estimated {
+                            continue;
+                        }
                     }
+                    let listed = if run == Run::Exact { &mut buf.exact } else { &mut buf.estimated };
+                    match listed.last_mut() {
+                        Some(last) if last.end == s0 => last.end = s1,
+                        _ => listed.push(s0..s1),
+                    }
+                }
+            }
+            // The f64 runs, then, if some target's estimate exceeds TOLERANCE of its pull
+            // (or is not finite), the estimated runs again in f64 (one call site).
+            for redo in [false, true] {
+                if redo {
+                    let coarse = (0..BLOCK).any(|i| {
+                        let a2: f64 = (0..3).map(|k| (total[k][i] + near[k][i]).powi(2)).sum();
+                        let e2 = ERROR_UNIT2 * buf.err[i] as f64;
+                        e2.is_nan() || e2 > TOLERANCE * TOLERANCE * a2
+                    });
+                    if !coarse {
+                        break;
+                    }
+                    near = [[0.0; BLOCK]; 4];
+                }
+                let (listed, dst) = if redo { (&buf.estimated, &mut near) } else { (&buf.exact, &mut total) };
+                for s in listed {
+                    exact::<Short<D>, UD, POT, MASK>(&mut buf.sums64, targets, src, s.clone(), eps2_64, dst);
+                }
+            }
+            for (tot, n) in total.iter_mut().zip(&near) {
+                for (t, n) in tot.iter_mut().zip(n) {
+                    *t += n;
                 }
             }
             for (dst, tot) in part.acc.iter_mut().zip(&total) {
@@ -418,7 +498,8 @@ unsafe fn drive<S, const U: usize, D, const UD: usize, const POT: bool, const MA
 }
 
 /// Sources `s` in f32 on offsets from the block's centre `c` (its targets' offsets are
-/// in `buf.targets`), summed in f32 and then added into `total`.
+/// in `buf.targets`), summed in f32 and then added into `total`; with `estimate` (the
+/// square of the block's reach), each pair's error term is added into `buf.err`.
 ///
 /// # Safety
 /// This CPU has the backend's features.
@@ -430,6 +511,7 @@ unsafe fn float<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
     c: [f64; 3],
     eps2: f32,
     total: &mut [[f64; BLOCK]; 4],
+    estimate: Option<f32>,
 ) {
     let len = s.len();
     for (dst, (pos, ck)) in buf.tile.iter_mut().zip(src.pos.iter().zip(c)) {
@@ -444,8 +526,9 @@ unsafe fn float<S: Simd<T = f32>, const U: usize, const POT: bool, const MASK: b
             buf.targets.each_ref().map(|t| &t[q.clone()]),
             [&mut ax[q.clone()], &mut ay[q.clone()], &mut az[q.clone()], &mut phi[q.clone()]],
         );
+        let estimate = estimate.map(|base| ErrorEstimate { sums: &mut buf.err[q.clone()], base });
         // SAFETY: the caller's contract; every slice of the block holds `bs` values.
-        unsafe { accumulate_split::<S, U, POT, MASK, false, false, SUM_RUN>(&mut blk, &tile, eps2) };
+        unsafe { accumulate_split::<S, U, POT, MASK, false, false, SUM_RUN>(&mut blk, &tile, eps2, estimate) };
     }
     add_into(total, &buf.sums);
 }
@@ -475,7 +558,7 @@ unsafe fn exact<D: Simd<T = f64>, const UD: usize, const POT: bool, const MASK: 
             [&mut ax[q.clone()], &mut ay[q.clone()], &mut az[q.clone()], &mut phi[q.clone()]],
         );
         // SAFETY: the caller's contract; every slice of the block holds `bd` values.
-        unsafe { accumulate_split::<D, UD, POT, MASK, false, false, 0>(&mut blk, &tile, eps2) };
+        unsafe { accumulate_split::<D, UD, POT, MASK, false, false, 0>(&mut blk, &tile, eps2, None) };
     }
     add_into(total, sums);
 }
