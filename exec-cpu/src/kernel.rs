@@ -153,8 +153,9 @@ pub(crate) struct ErrorEstimate<'a, T> {
 /// totals (two-level sums: each total rounds about n / RUN times instead of n times, for
 /// one subtraction per run); `RUN = 0` sums all sources in one run.
 ///
-/// With an `estimate`, each pair also adds its term (see [`ErrorEstimate`]); callers
-/// pass `None` or `Some` literally, so the inlined kernel keeps no test of it.
+/// With an `estimate`, each pair also adds its term (see [`ErrorEstimate`]). Without
+/// one the inlined kernel keeps a test per pair that always goes one way, or none where
+/// the caller passes `None` literally.
 ///
 /// # Safety
 /// The backend's instructions must be available (see `simd`); every slice of `blk`
