@@ -485,11 +485,7 @@ unsafe fn drive<S, const U: usize, D, const UD: usize, const POT: bool, const MA
                     exact::<Short<D>, UD, POT, MASK>(&mut buf.sums64, targets, src, s.clone(), eps2_64, dst);
                 }
             }
-            for (tot, n) in total.iter_mut().zip(&near) {
-                for (t, n) in tot.iter_mut().zip(n) {
-                    *t += n;
-                }
-            }
+            add_into(&mut total, &near);
             for (dst, tot) in part.acc.iter_mut().zip(&total) {
                 dst[r.clone()].copy_from_slice(tot);
             }
@@ -565,9 +561,9 @@ unsafe fn exact<D: Simd<T = f64>, const UD: usize, const POT: bool, const MASK: 
 
 /// Adds a block's partial sums into its f64 totals.
 #[inline(always)]
-fn add_into<T: Copy + Into<f64>>(total: &mut [[f64; BLOCK]; 4], sums: &[Vec<T>; 4]) {
+fn add_into<T: Copy + Into<f64>, A: AsRef<[T]>>(total: &mut [[f64; BLOCK]; 4], sums: &[A; 4]) {
     for (tot, sum) in total.iter_mut().zip(sums) {
-        for (t, &s) in tot.iter_mut().zip(sum) {
+        for (t, &s) in tot.iter_mut().zip(sum.as_ref()) {
             *t += s.into();
         }
     }
