@@ -24,8 +24,8 @@
 //!
 //! Few targets need those near sources in f64, and at small N they are a third of all
 //! pairs. So a softened call takes them in f32 first, each pair adding an estimate of its
-//! rounding error, and a block takes them again in f64 only when some target's estimate
-//! exceeds `TOLERANCE` of its pull (see `drive`). The chunk that holds a target's own
+//! rounding error, and a target takes them again in f64, on its own, only when its
+//! estimate exceeds `TOLERANCE` of its pull (see `drive`). The chunk that holds a target's own
 //! source always runs in f64: its pair at zero distance has no error, but the estimate
 //! cannot tell it from a very close pair, which has.
 //! Partial sums of f32 runs are f32 and are added into f64 sums.
@@ -257,11 +257,11 @@ const _: () = assert!(CHUNK == BLOCK && TILE.is_multiple_of(CHUNK));
 /// these hold every target's nearest neighbours, whose pulls can be many times the net
 /// pull, where f32's rounding of a pair would show.
 const NEAR: f64 = 0.5;
-/// A softened block keeps its near sources in f32 while every target's error estimate
-/// (see `drive`) stays below this fraction of its pull. On the clustered test's systems
+/// A softened call keeps a target's near sources in f32 while its error estimate (see
+/// `drive`) stays below this fraction of its pull. On the clustered test's systems
 /// (worst relative error over every target, bound 2e-6) 1e-5 gives the same worst error
-/// as near sources always in f64, and 2e-5 exceeds the bound; 4.7% of the blocks of a
-/// 4,096-body Plummer sphere take their near sources again in f64.
+/// as near sources always in f64, and 2e-5 exceeds the bound; 17 of the 4,096 targets of
+/// a Plummer sphere take their near sources again in f64.
 const TOLERANCE: f64 = 1e-5;
 /// The estimate's constant: a float separation errs by up to `2^-24 (|t - c| + |s - c| +
 /// |d|) <= 2^-24 (2 |d| + 2 reach)` and the weight `m / r³` by a few 2^-24, so a pair's
@@ -466,23 +466,20 @@ unsafe fn drive<S, const U: usize, D, const UD: usize, const POT: bool, const MA
                     }
                 }
             }
-            // The f64 runs, then, if some target's estimate exceeds TOLERANCE of its pull
-            // (or is not finite), the estimated runs again in f64 (one call site).
-            for redo in [false, true] {
-                if redo {
-                    let coarse = (0..BLOCK).any(|i| {
-                        let a2: f64 = (0..3).map(|k| (total[k][i] + near[k][i]).powi(2)).sum();
-                        let e2 = ERROR_UNIT2 * buf.err[i] as f64;
-                        e2.is_nan() || e2 > TOLERANCE * TOLERANCE * a2
-                    });
-                    if !coarse {
-                        break;
+            for s in &buf.exact {
+                exact::<Short<D>, UD, POT, MASK>(&mut buf.sums64, targets, src, s.clone(), eps2_64, &mut total);
+            }
+            // A target whose estimate exceeds TOLERANCE of its pull (or is not finite) takes
+            // the estimated runs again in f64, alone: few do (17 of 4,096 on the Plummer
+            // sphere), and their blocks' other targets keep their f32 sums.
+            for i in 0..BLOCK {
+                let a2: f64 = (0..3).map(|k| (total[k][i] + near[k][i]).powi(2)).sum();
+                let e2 = ERROR_UNIT2 * buf.err[i] as f64;
+                if e2.is_nan() || e2 > TOLERANCE * TOLERANCE * a2 {
+                    let redone = exact_one::<POT>(targets.map(|t| t[i]), src, &buf.estimated, eps2_64);
+                    for (k, v) in redone.into_iter().enumerate() {
+                        near[k][i] = v;
                     }
-                    near = [[0.0; BLOCK]; 4];
-                }
-                let (listed, dst) = if redo { (&buf.estimated, &mut near) } else { (&buf.exact, &mut total) };
-                for s in listed {
-                    exact::<Short<D>, UD, POT, MASK>(&mut buf.sums64, targets, src, s.clone(), eps2_64, dst);
                 }
             }
             add_into(&mut total, &near);
@@ -557,6 +554,17 @@ unsafe fn exact<D: Simd<T = f64>, const UD: usize, const POT: bool, const MASK: 
         unsafe { accumulate_split::<D, UD, POT, MASK, false, false, 0>(&mut blk, &tile, eps2, None) };
     }
     add_into(total, sums);
+}
+
+/// One target at `xi` against the sources of `runs` in f64, with `1/r` exact (softened
+/// calls only); its sums in the kernels' order (ax, ay, az, phi), phi zero without `POT`.
+fn exact_one<const POT: bool>(xi: [f64; 3], src: &MixedSources<'_>, runs: &[Range<usize>], eps2: f64) -> [f64; 4] {
+    let mut f = Field::zero();
+    for j in runs.iter().flat_map(|s| s.clone()) {
+        let p = Particle::new(src.pos[0][j], src.pos[1][j], src.pos[2][j], src.mass64[j]);
+        nbody_core::kernel::pair(xi, &p, eps2, false, &mut f);
+    }
+    [f.ax, f.ay, f.az, if POT { f.phi } else { 0.0 }]
 }
 
 /// Adds a block's partial sums into its f64 totals.
