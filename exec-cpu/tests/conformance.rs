@@ -79,6 +79,14 @@ fn main() {
         Trial::test("cpu::plummer_65536_accuracy_mixed_in_morton_order", || {
             accuracy::mixed_in_morton_order(&mut MixedExecutor::new(Parallelism::Threads(2)), 2e-6)
         }),
+        Trial::test("cpu::coincident_copies_accuracy_mixed", || {
+            let mut reference = CpuExecutor::new(Parallelism::Threads(2));
+            accuracy::mixed_with_coincident_copies(
+                &mut MixedExecutor::new(Parallelism::Threads(2)),
+                &mut reference,
+                2e-6,
+            )
+        }),
         Trial::test("cpu::clustered_65536_accuracy_mixed", || {
             // The worst targets have a neighbour pulling 10-20 times their net pull: in
             // f32 that pair alone erred by up to 5.5e-6; in f64 (sources within half a
