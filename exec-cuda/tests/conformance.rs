@@ -35,6 +35,7 @@ fn main() {
         gpu("plummer_65536_accuracy_f64", || plummer_accuracy::<f64>(1e-13)),
         gpu("plummer_65536_accuracy_mixed_at_origin_and_shifted", mixed_accuracy),
         gpu("clustered_65536_accuracy_mixed", mixed_on_clustered),
+        gpu("coincident_copies_accuracy_mixed", mixed_with_coincident_copies),
         gpu("mixed_every_launch_config_matches_the_oracle", mixed_every_config),
         gpu("mixed_device_leapfrog_matches_the_host_leapfrog", mixed_device_leapfrog),
         gpu("mixed_state_sorted_and_resorted_gives_the_callers_order", mixed_sorted_state),
@@ -98,6 +99,13 @@ fn mixed_on_clustered() -> Result<(), Failed> {
     let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
     let mut reference = CudaExecutor::new().map_err(gpu_err)?;
     accuracy::mixed_on_clustered(&mut mixed, &mut reference, 6e-6)
+}
+
+/// The mixed executor with every particle three times over, against the GPU's f64 field.
+fn mixed_with_coincident_copies() -> Result<(), Failed> {
+    let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
+    let mut reference = CudaExecutor::new().map_err(gpu_err)?;
+    accuracy::mixed_with_coincident_copies(&mut mixed, &mut reference, 2e-6)
 }
 
 /// The warp-shuffle variant (every targets-per-thread, f32, f64 and mixed) against the
