@@ -127,8 +127,8 @@ pub fn clustered(seed: u64) -> Vec<Particle<f64>> {
 
 /// The mixed-precision figures on [`clustered`] systems (seeds 1 and 3, the worst of
 /// four), over every target (the worst are a few particles with small net pulls, which a
-/// sample misses): the max error below `bound` in the generator's order and shuffled (a
-/// file's order), each at the origin and shifted by 1e4 on every axis, and in the
+/// sample misses): the max error below `bound` in the generator's order, in Morton order
+/// and shuffled (a file's order), each at the origin and shifted by 1e4 on every axis, and in the
 /// generator's order with the targets a copy of the sources. The truth is `reference`'s field
 /// (an f64 executor, itself within 1e-13 of the oracle: the f64 accuracy checks), once,
 /// permuted for each order; a shift does not change it beyond 1e-12.
@@ -149,7 +149,9 @@ pub fn mixed_on_clustered<E: Executor<f64>, R: Executor<f64>>(
             shuffled.swap(i, (rng.next() % (i as u64 + 1)) as usize);
         }
         let identity: Vec<u32> = (0..generated.len() as u32).collect();
-        for (order, perm) in [("generated", identity), ("shuffled", shuffled)] {
+        let mut morton = Vec::new();
+        nbody_core::layout::morton_order(&generated, &mut morton);
+        for (order, perm) in [("generated", identity), ("Morton", morton), ("shuffled", shuffled)] {
             let bodies = nbody_core::layout::gather(&generated, &perm);
             let want: Vec<Exact> = nbody_core::layout::gather(&truth, &perm)
                 .iter()
