@@ -153,10 +153,7 @@ pub fn mixed_on_clustered<E: Executor<f64>, R: Executor<f64>>(
         nbody_core::layout::morton_order(&generated, &mut morton);
         for (order, perm) in [("generated", identity), ("Morton", morton), ("shuffled", shuffled)] {
             let bodies = nbody_core::layout::gather(&generated, &perm);
-            let want: Vec<Exact> = nbody_core::layout::gather(&truth, &perm)
-                .iter()
-                .map(|f| Exact { acc: [f.ax, f.ay, f.az], phi: f.phi, ..Exact::default() })
-                .collect();
+            let want = as_exact(&nbody_core::layout::gather(&truth, &perm));
             // Once with the targets a copy of the sources (not the same slice), which an
             // executor cannot tell from other targets that share points with the sources.
             let copy = order == "generated";
@@ -198,8 +195,7 @@ pub fn mixed_with_coincident_copies<E: Executor<f64>, R: Executor<f64>>(
     reference.accelerations(&bodies, &bodies, &params, &mut truth).map_err(|e| e.to_string())?;
     let mut got = vec![Field::zero(); bodies.len()];
     mixed.accelerations(&bodies, &bodies, &params, &mut got).map_err(|e| e.to_string())?;
-    let want: Vec<Exact> =
-        truth.iter().map(|f| Exact { acc: [f.ax, f.ay, f.az], phi: f.phi, ..Exact::default() }).collect();
+    let want = as_exact(&truth);
     let name = mixed.name();
     check(&format!("{name} with coincident copies"), relative_acceleration_error(&got, &want), bound)?;
     let phi = got.iter().zip(&truth).map(|(g, t)| ((g.phi - t.phi) / t.phi).abs()).fold(0.0, f64::max);
@@ -209,6 +205,11 @@ pub fn mixed_with_coincident_copies<E: Executor<f64>, R: Executor<f64>>(
             Err(format!("{name} with coincident copies: max relative potential error {phi:e} >= {bound:e}").into())
         }
     }
+}
+
+/// An f64 executor's field as the truth that [`relative_acceleration_error`] reads.
+fn as_exact(fields: &[Field<f64>]) -> Vec<Exact> {
+    fields.iter().map(|f| Exact { acc: [f.ax, f.ay, f.az], phi: f.phi, ..Exact::default() }).collect()
 }
 
 /// SplitMix64: a seeded stream for the clustered system's masses and order.
