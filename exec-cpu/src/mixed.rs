@@ -90,10 +90,9 @@ struct ThreadBuf {
     targets: [Vec<f32>; 3],
     sums: [Vec<f32>; 4],
     sums64: [Vec<f64>; 4],
-    /// A block's error estimates (see `drive`), the runs they cover, and its f64 runs.
+    /// A block's error estimates (see `drive`) and the runs they cover.
     err: Vec<f32>,
     estimated: Vec<Range<usize>>,
-    exact: Vec<Range<usize>>,
 }
 
 /// One thread's share: whole blocks of targets and their f64 sums.
@@ -423,13 +422,12 @@ unsafe fn drive<S, const U: usize, D, const UD: usize, const POT: bool, const MA
             // Unsoftened, a pair too close for f32 would be dropped, so all run in f64.
             let mut near = [[0.0f64; BLOCK]; 4];
             buf.err.fill(0.0);
-            buf.exact.clear();
             buf.estimated.clear();
             for (t0, tile_box) in (0..n).step_by(TILE).zip(src.boxes) {
                 let t1 = (t0 + TILE).min(n);
                 // The tile's runs: all of it in f32 when it is the block's reach away; else
                 // chunk by chunk, each chunk in f32 on its own (short f32 sums: near a
-                // block, large pulls cancel in them) or listed for f64. Each kernel has one
+                // block, large pulls cancel in them) or in f64. Each kernel has one
                 // call site: with two, the inliner left the kernels' closures outlined,
                 // without the target features, and the f64 path ran 3x slower.
                 let mut runs = [(0, 0, Run::Far); TILE / CHUNK];
@@ -445,29 +443,31 @@ unsafe fn drive<S, const U: usize, D, const UD: usize, const POT: bool, const MA
                             false if MASK || own => Run::Exact,
                             false => Run::Estimated,
                         };
-                        runs[len] = (c0, c1, run);
-                        len += 1;
+                        // Consecutive f64 chunks join into one run.
+                        match len.checked_sub(1).map(|l| &mut runs[l]) {
+                            Some(last) if run == Run::Exact && last.2 == run => last.1 = c1,
+                            _ => {
+                                runs[len] = (c0, c1, run);
+                                len += 1;
+                            }
+                        }
                     }
                 }
                 for &(s0, s1, run) in &runs[..len] {
-                    if run != Run::Exact {
-                        let estimated = run == Run::Estimated;
-                        let (dst, estimate) =
-                            if estimated { (&mut near, Some(reach2 as f32)) } else { (&mut total, None) };
-                        float::<S, U, POT, MASK>(buf, src, s0..s1, c, eps2, dst, estimate);
-                        if !estimated {
-                            continue;
+                    if run == Run::Exact {
+                        exact::<Short<D>, UD, POT, MASK>(&mut buf.sums64, targets, src, s0..s1, eps2_64, &mut total);
+                        continue;
+                    }
+                    let estimated = run == Run::Estimated;
+                    let (dst, estimate) = if estimated { (&mut near, Some(reach2 as f32)) } else { (&mut total, None) };
+                    float::<S, U, POT, MASK>(buf, src, s0..s1, c, eps2, dst, estimate);
+                    if estimated {
+                        match buf.estimated.last_mut() {
+                            Some(last) if last.end == s0 => last.end = s1,
+                            _ => buf.estimated.push(s0..s1),
                         }
                     }
-                    let listed = if run == Run::Exact { &mut buf.exact } else { &mut buf.estimated };
-                    match listed.last_mut() {
-                        Some(last) if last.end == s0 => last.end = s1,
-                        _ => listed.push(s0..s1),
-                    }
                 }
-            }
-            for s in &buf.exact {
-                exact::<Short<D>, UD, POT, MASK>(&mut buf.sums64, targets, src, s.clone(), eps2_64, &mut total);
             }
             // A target whose estimate exceeds TOLERANCE of its pull (or is not finite) takes
             // the estimated runs again in f64, alone: few do (17 of 4,096 on the Plummer
