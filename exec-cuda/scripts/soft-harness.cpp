@@ -3,13 +3,14 @@
 // shipped kernels beside a variant, in one process on one GPU (CUDA events after two
 // warm-up launches, median of ten). The system is the bench's: a Plummer sphere in
 // random order (or Morton order with SORT=1), two species alternating (eps 1/256 and
-// 1/64); n / (targets per block) blocks over all sources, or over chunks of them as the
-// host splits a launch (then the cubin's reduce kernel adds the chunks; soft-cubins.sh
-// builds them), so compare kernels of one configuration with each other, not with the
-// library's host-slice rates.
+// 1/64; with ONE_EPS=x every particle's eps is x, which prices a per-particle kernel at one
+// length against the one-length kernel); n / (targets per block) blocks over all sources,
+// or over chunks of them as the host splits a launch (then the cubin's reduce kernel adds
+// the chunks; soft-cubins.sh builds them), so compare kernels of one configuration with
+// each other, not with the library's host-slice rates.
 //
 //   nvcc -O2 -o soft-harness soft-harness.cpp -lcuda
-//   [SORT=1] ./soft-harness N CUBIN:KERNEL[:p|s|u|w[:CHUNKS]] ...
+//   [SORT=1] [ONE_EPS=x] ./soft-harness N CUBIN:KERNEL[:p|s|u|w[:CHUNKS]] ...
 //
 // The suffix says what the per-particle arrays hold: p Plummer's eps^2/2, s the spline's
 // 2.8 eps, u none (the kernel's own eps^2 = 1/65536, or the spline's support 2.8/256 for
@@ -37,7 +38,8 @@ template <typename R> int run(int argc, char **argv) {
         double x1 = 1e-10 + U(rng) * (0.999 - 1e-10), r = 1 / sqrt(pow(x1, -2.0 / 3) - 1);
         double z = 2 * U(rng) - 1, ph = 2 * M_PI * U(rng), s = sqrt(1 - z * z);
         p[4 * i] = a * r * s * cos(ph); p[4 * i + 1] = a * r * s * sin(ph); p[4 * i + 2] = a * r * z; p[4 * i + 3] = 1.0 / n;
-        double e = i % 2 == 0 ? 1.0 / 256 : 1.0 / 64;
+        // ONE_EPS=x: every particle's eps x instead (the spline per particle at one support).
+        double e = getenv("ONE_EPS") ? atof(getenv("ONE_EPS")) : i % 2 == 0 ? 1.0 / 256 : 1.0 / 64;
         lp[i] = 0.5 * e * e; ls[i] = 2.8 * e;
     }
     if (getenv("SORT") && *getenv("SORT") == '1') {
