@@ -49,35 +49,40 @@ pub(crate) struct Buffers {
     pub n_runs: usize,
 }
 
-/// A softening length per particle as the batched and tiled kernels read it
-/// (gravity.cu's `SOFT_*_EACH`): Plummer `ε²/2` (a pair's ε² is the sum), the spline
-/// `h = 2.8 ε` (a pair's support is the larger).
-pub(crate) fn kernel_lengths<T: DeviceReal>(eps: &[T], softening: Softening) -> Vec<T> {
-    let (half, support) = (T::from_f64(0.5), T::from_f64(nbody_core::SPLINE_SUPPORT));
-    match softening {
-        Softening::Plummer => eps.iter().map(|&e| half * e * e).collect(),
-        Softening::Spline => eps.iter().map(|&e| support * e).collect(),
-    }
-}
-
-/// Whether per-particle Plummer must mask: the least `kernel_lengths` values of the
-/// targets and of the sources (padding included) soften nothing an f32 pair could hold.
-pub(crate) fn lengths_mask<T: DeviceReal>(targets: &[T], sources: &[T]) -> bool {
+/// Writes a softening length per particle as the batched and tiled kernels read it
+/// (gravity.cu's `SOFT_*_EACH`) into `dst` (as long as `eps`): Plummer `ε²/2` (a pair's ε²
+/// is the sum), the spline `h = 2.8 ε` (a pair's support is the larger). Returns the least
+/// value written (infinity for none), found in the same pass.
+pub(crate) fn write_kernel_lengths<T: DeviceReal>(eps: &[T], softening: Softening, dst: &mut [T]) -> T {
+    let (scale, square) = match softening {
+        Softening::Plummer => (T::from_f64(0.5), true),
+        Softening::Spline => (T::from_f64(nbody_core::SPLINE_SUPPORT), false),
+    };
+    let value = |e: T| if square { scale * e * e } else { scale * e };
     // Sixteen independent minima, so that the loop vectorises (the lengths are
     // validated: no NaN to order).
     let lesser = |a: T, x: T| if x < a { x } else { a };
-    let least = |v: &[T]| {
-        let mut lanes = [T::infinity(); 16];
-        let chunks = v.chunks_exact(16);
-        let tail = chunks.remainder().iter().fold(T::infinity(), |a, &x| lesser(a, x));
-        for chunk in chunks {
-            for (l, &x) in lanes.iter_mut().zip(chunk) {
-                *l = lesser(*l, x);
-            }
+    let mut lanes = [T::infinity(); 16];
+    let (mut from, mut to) = (eps.chunks_exact(16), dst.chunks_exact_mut(16));
+    for (e, d) in (&mut from).zip(&mut to) {
+        for ((l, &e), d) in lanes.iter_mut().zip(e).zip(d) {
+            *d = value(e);
+            *l = lesser(*l, *d);
         }
-        lanes.iter().fold(tail, |a, &x| lesser(a, x))
-    };
-    (least(targets) + least(sources)).to_f64() < f32::MIN_POSITIVE as f64
+    }
+    let mut least = lanes.iter().fold(T::infinity(), |a, &x| lesser(a, x));
+    for (&e, d) in from.remainder().iter().zip(to.into_remainder()) {
+        *d = value(e);
+        least = lesser(least, *d);
+    }
+    least
+}
+
+/// Whether per-particle Plummer must mask, from the least kernel lengths of the targets
+/// and of the sources (padding included): together they soften nothing an f32 pair could
+/// hold.
+pub(crate) fn lengths_mask<T: DeviceReal>(least_target: T, least_source: T) -> bool {
+    (least_target + least_source).to_f64() < f32::MIN_POSITIVE as f64
 }
 
 /// An interaction list expanded and uploaded ([`crate::CudaExecutor::upload_list`]).
@@ -647,5 +652,32 @@ mod tests {
         let ex = expand(&InteractionList { pairs: &mid, source_spans: &spans }, 1 << 20, c);
         assert_eq!(ex.items.len(), 128 * (1usize << 20).div_ceil(c as usize));
         assert_eq!((ex.runs.len(), ex.partials), (128, ex.items.len()));
+    }
+
+    #[test]
+    fn kernel_lengths_and_their_least_in_one_pass() {
+        // 37 values: two full chunks of sixteen and a tail, the least in the tail once.
+        let eps: Vec<f64> = (0..37).map(|i| if i == 35 { 0.001 } else { 0.01 + i as f64 * 1e-3 }).collect();
+        for softening in [Softening::Plummer, Softening::Spline] {
+            let mut out = vec![f64::NAN; 37];
+            let least = write_kernel_lengths(&eps, softening, &mut out);
+            for (&e, &v) in eps.iter().zip(&out) {
+                let want = match softening {
+                    Softening::Plummer => 0.5 * e * e,
+                    Softening::Spline => nbody_core::SPLINE_SUPPORT * e,
+                };
+                assert_eq!(v, want);
+            }
+            assert_eq!(least, out[35]);
+        }
+        // The least in a full chunk; none at all.
+        let mut eps = [3.0f32; 20];
+        eps[5] = 0.5;
+        let mut out = [0.0f32; 20];
+        assert_eq!(write_kernel_lengths(&eps, Softening::Spline, &mut out), out[5]);
+        assert!(out[5] < out[4]);
+        assert_eq!(write_kernel_lengths::<f32>(&[], Softening::Plummer, &mut []), f32::INFINITY);
+        // Plummer masks only when the least target and source lengths together hold nothing.
+        assert!(lengths_mask(0.0f32, 0.0) && !lengths_mask(0.0f32, 1e-3) && !lengths_mask(1e-3f32, 0.0));
     }
 }

@@ -190,25 +190,23 @@ impl CudaExecutor {
             let padded = if identical { me.stage_once(sources, out)? } else { me.stage(targets, sources, out)? };
             let soft = match lengths {
                 Some(l) => {
-                    let mut sv = batch::kernel_lengths(l.sources, params.softening);
                     // Padding sources are massless: a length of 1 keeps Plummer's pairs
                     // with them finite, so padding alone never makes the kernel mask.
-                    sv.resize(padded, if spline { T::zero() } else { T::one() });
+                    let pad = if spline { T::zero() } else { T::one() };
+                    let least = me.upload_lengths(EXTRA_B, l.sources, params.softening, pad, padded)?;
+                    let least_s = if padded > sources.len() && pad < least { pad } else { least };
                     // The targets' own lengths, unless they are the sources'.
-                    let own = (!identical).then(|| batch::kernel_lengths(l.targets, params.softening));
-                    let masked = batch::lengths_mask(own.as_deref().unwrap_or(&sv[..targets.len()]), &sv);
-                    if let Some(tv) = &own {
-                        let lt = me.scratch[EXTRA_A].reserve(std::mem::size_of_val(&tv[..]))?;
-                        upload_padded(lt, bytemuck::cast_slice(tv), 0)?;
-                    }
-                    let ls = me.scratch[EXTRA_B].reserve(padded * size_of::<T>())?;
-                    upload_padded(ls, bytemuck::cast_slice(&sv), 0)?;
+                    let least_t = if identical {
+                        least
+                    } else {
+                        me.upload_lengths(EXTRA_A, l.targets, params.softening, pad, targets.len())?
+                    };
                     let b = |me: &Self, k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
                     crate::tiled::TiledSoft {
                         soft: if spline { Soft::SplineEach } else { Soft::PlummerEach },
                         eps2: T::zero(),
-                        masked,
-                        lengths: (b(me, if own.is_some() { EXTRA_A } else { EXTRA_B })?, b(me, EXTRA_B)?),
+                        masked: batch::lengths_mask(least_t, least_s),
+                        lengths: (b(me, if identical { EXTRA_B } else { EXTRA_A })?, b(me, EXTRA_B)?),
                     }
                 }
                 None => crate::tiled::TiledSoft::spline(params),
@@ -355,10 +353,8 @@ impl CudaExecutor {
             };
             let each = match lengths {
                 Some(eps) if !ex.items.is_empty() => {
-                    let values = batch::kernel_lengths(eps, params.softening);
-                    let masked = batch::lengths_mask(&values, &values);
-                    up(me, LENGTHS, bytemuck::cast_slice(&values))?;
-                    Some(masked)
+                    let least = me.upload_lengths(LENGTHS, eps, params.softening, T::zero(), eps.len())?;
+                    Some(batch::lengths_mask(least, least))
                 }
                 _ => None,
             };
