@@ -266,8 +266,8 @@ impl CudaExecutor {
     /// Sends the kernels' lengths of `eps` ([`batch::write_kernel_lengths`]), then `pad` up
     /// to `total` values, into scratch slot `slot`; returns the least length of `eps`. They
     /// are written straight into page-locked memory, which the copy reads at the bus's
-    /// speed (from a fresh pageable vector the driver staged it: about 0.07 ms of an
-    /// H100 call at 65,536 particles).
+    /// speed, instead of a fresh vector the driver must stage (a per-particle call carried
+    /// about 0.07 ms more than a Plummer call on an H100 at 65,536 particles).
     fn upload_lengths<T: DeviceReal>(
         &mut self,
         slot: usize,
@@ -281,10 +281,18 @@ impl CudaExecutor {
         if total == 0 {
             return Ok(T::infinity());
         }
-        let host: &mut [T] = bytemuck::cast_slice_mut(self.lengths_up.resize(total * size_of::<T>())?);
+        let mut pageable = Vec::new();
+        let host: &mut [T] = match self.lengths_up.resize(total * size_of::<T>()) {
+            Ok(bytes) => bytemuck::cast_slice_mut(bytes),
+            // Page-locked memory refused (the system's limit): a pageable vector still works.
+            Err(_) => {
+                pageable.resize(total, pad);
+                &mut pageable
+            }
+        };
         let least = batch::write_kernel_lengths(eps, softening, &mut host[..eps.len()]);
         host[eps.len()..].fill(pad);
-        upload_padded(dst, self.lengths_up.bytes(), 0)?;
+        upload_padded(dst, bytemuck::cast_slice(host), 0)?;
         Ok(least)
     }
 
