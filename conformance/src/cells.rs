@@ -2,20 +2,15 @@
 //! `accelerations_batch_cells`: far cells with a quadrupole as sources) against the f64
 //! evaluation of the same expansion ([`nbody_core::cell::exact`]).
 
-use crate::compare;
 use crate::exact;
 use crate::gen::{cases, Case};
+use crate::{compare, Path};
 use nbody_core::cell::{self, Cell};
 use nbody_core::kernel::Softened;
 use nbody_core::oracle::Exact;
 use nbody_core::{
     Array, Error, Executor, Field, InteractionList, LeafList, Overlap, Pair, Params, Particle, Real, Span,
 };
-
-/// Roundings per cell interaction beyond the pair kernel's, counted as that many more
-/// sources in [`crate::tolerance`]: the quadrupole adds about thirty operations to the
-/// pair kernel's dozen (64 ulps of slack in all).
-const CELL_EXTRA_SOURCES: usize = 48;
 
 /// Cells of up to eight consecutive source rows each (their own expansion, built in `T`).
 fn cells_of<T: Real>(sources: &[Particle<T>]) -> Vec<Cell<T>> {
@@ -37,7 +32,7 @@ fn check_target<T: Real>(
     let kernel = Softened::of(&params.cast::<f64>());
     let (acc, phi, acc_bound, phi_bound) = cell::exact(xi, cells, params.g.to_f64(), &kernel);
     let exact = Exact { acc, phi, acc_bound, phi_bound, ..Exact::default() };
-    compare(&[*got], &[*before], &[exact], cells.len() + CELL_EXTRA_SOURCES, params.potential, u)
+    compare(&[*got], &[*before], &[exact], Path::Cells, params.potential, u)
         .map_err(|e| format!("target {i} (as target 0 below): {e}"))
 }
 
@@ -101,14 +96,13 @@ pub(crate) fn batch_cells_match_exact<T: Real, E: Executor<T>>(e: &mut E, u: f64
             .map_err(|err| format!("batched cell call failed: {err}"))?;
         for (i, t) in particles.iter().enumerate() {
             let mut truth = Exact::default();
-            let (mut seen, mut named) = (0, Vec::new());
+            let mut named = Vec::new();
             for (k, p) in pairs.iter().enumerate().filter(|(_, p)| p.targets.range().contains(&i)) {
                 for s in list.particles.sources_of(p) {
                     let q = params.with_overlap(Overlap::between(i..i + 1, s.range()));
                     let x = exact(core::slice::from_ref(t), &particles[s.range()], &q)
                         .map_err(|err| format!("oracle refused a valid case: {err}"))?[0];
                     add(&mut truth, x.acc, x.phi, x.acc_bound, x.phi_bound);
-                    seen += s.len();
                 }
                 named.extend(list.cells_of(k).iter().flat_map(|s| cells[s.range()].iter().copied()));
             }
@@ -116,8 +110,7 @@ pub(crate) fn batch_cells_match_exact<T: Real, E: Executor<T>>(e: &mut E, u: f64
             let kernel = Softened::of(&params.cast::<f64>());
             let (acc, phi, acc_bound, phi_bound) = cell::exact(xi, &named, params.g.to_f64(), &kernel);
             add(&mut truth, acc, phi, acc_bound, phi_bound);
-            let sources = seen + named.len() + CELL_EXTRA_SOURCES;
-            compare(&out[i..i + 1], &before[i..i + 1], &[truth], sources, params.potential, u)
+            compare(&out[i..i + 1], &before[i..i + 1], &[truth], Path::Cells, params.potential, u)
                 .map_err(|err| format!("particle {i} (as target 0 below): {err}"))?;
         }
         Ok(())

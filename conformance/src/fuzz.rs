@@ -2,7 +2,7 @@
 //! same code runs under libFuzzer (nightly, `cargo +nightly fuzz run ...`) and replays the
 //! committed corpus as ordinary tests on stable.
 
-use crate::{compare, exact};
+use crate::{compare, exact, Path};
 use arbitrary::{Arbitrary, Unstructured};
 use nbody_core::projection::Projecting;
 use nbody_core::{Bodies, Jerk, Velocity};
@@ -196,7 +196,7 @@ pub fn against_oracle<T: Real, E: Projecting<T>>(exec: &mut E, data: &[u8], unit
     let before = vec![Field::zero(); c.targets.len()];
     let mut out = before.clone();
     exec.accelerations(&c.targets, &c.sources, &c.params, &mut out).expect("valid input was refused");
-    if let Err(m) = compare(&out, &before, &truth, c.sources.len(), c.params.potential, unit_roundoff) {
+    if let Err(m) = compare(&out, &before, &truth, Path::Pairs, c.params.potential, unit_roundoff) {
         panic!("executor disagrees with the oracle: {m}\n{c:?}");
     }
 }

@@ -40,15 +40,57 @@ use nbody_core::{Error, Field, Params, Particle, Real};
 pub use spline::computes_spline;
 use std::sync::Arc;
 
-/// Roundings per interaction an executor may spend beyond plain summation: the
-/// difference, r², an rsqrt refined to within about 2 ulp, and three products.
-pub const SLACK_ULPS: f64 = 16.0;
+/// The arithmetic a compared value went through: each has its own multiple of the unit
+/// roundoff in the error model (see [`tolerance`]).
+///
+/// The model: a value is correct when `|value − oracle| ≤ multiple · u · scale`, where
+/// `u` is the unit roundoff of the arithmetic (`f32::EPSILON` for f32 and for the
+/// mixed executors' f32 interactions, `f64::EPSILON` for f64) and `scale` is the
+/// target's own error scale from the f64 [`oracle`]: the sum of the magnitudes of its
+/// terms, each widened by how far rounding the coordinates moves it. The oracle sums
+/// with compensation, so its own error is about one rounding whatever the number of
+/// sources; the multiple does not grow with the source count, and an executor that
+/// drops, doubles or misplaces one source of a few thousand is caught.
+///
+/// ```
+/// use nbody_conformance::{tolerance, Path};
+/// assert_eq!(tolerance(f32::EPSILON as f64, Path::Pairs), 16.0 * f32::EPSILON as f64);
+/// assert!(tolerance(1.0, Path::Cells) > tolerance(1.0, Path::Pairs));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// Plummer pairs (and ε = 0), in f32, f64 or the mixed executors' near and far
+    /// sums: the difference, r², an rsqrt refined to about 2 ulp and three products per
+    /// pair, summed in tiles, lanes, threads or blocks. Measured need on the CPU: 2
+    /// (f32, mixed) and 4 (f64) of the 16 allowed.
+    Pairs,
+    /// The spline kernel's polynomials inside the support, and per-particle lengths.
+    Spline,
+    /// Cells: the quadrupole's thirty further operations per interaction. Measured
+    /// need on the CPU: 8 (f64) of the 32 allowed.
+    Cells,
+    /// The jerk, from relative velocities: one more product chain per pair.
+    Jerk,
+    /// The snap: two derivative orders above the acceleration, each term a chain of
+    /// about twenty products.
+    Snap,
+}
 
-/// The relative tolerance (against the oracle's error scale) for `n_sources` sources
-/// computed with unit roundoff `u`: worst-case recursive summation costs `n` roundings,
-/// plus the slack.
-pub fn tolerance(u: f64, n_sources: usize) -> f64 {
-    (n_sources as f64 + SLACK_ULPS) * u
+impl Path {
+    /// The multiple of `u · scale` a value of this path may err by.
+    pub const fn multiple(self) -> f64 {
+        match self {
+            Path::Pairs | Path::Spline | Path::Jerk => 16.0,
+            Path::Cells => 32.0,
+            Path::Snap => 128.0,
+        }
+    }
+}
+
+/// The relative tolerance (against the oracle's error scale) of a value of `path`
+/// computed with unit roundoff `u`: the error model of [`Path`].
+pub fn tolerance(u: f64, path: Path) -> f64 {
+    path.multiple() * u
 }
 
 /// Builds the suite's trials for one executor and precision. `make` creates a fresh
@@ -110,16 +152,16 @@ pub fn exact<T: Real>(
 
 /// Checks `got − before` against the oracle: every acceleration component (and the
 /// potential when `potential`, else that `phi` is unchanged) within
-/// `tolerance(u, n_sources) · bound`, plus the rounding of adding into `before`.
+/// `tolerance(u, path) · scale`, plus the rounding of adding into `before`.
 pub fn compare<T: Real>(
     got: &[Field<T>],
     before: &[Field<T>],
     exact: &[Exact],
-    n_sources: usize,
+    path: Path,
     potential: bool,
     u: f64,
 ) -> Result<(), String> {
-    let tol = tolerance(u, n_sources);
+    let tol = tolerance(u, path);
     // Below the smallest normal number results lose their precision (and may be flushed
     // to zero): that much absolute difference is always allowed.
     let floor = 4.0 * T::min_positive_value().to_f64();

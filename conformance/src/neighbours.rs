@@ -7,7 +7,7 @@
 //! else must match exactly.
 
 use crate::gen::{cases, Case};
-use crate::{compare, tolerance};
+use crate::{compare, tolerance, Path};
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::oracle::{self, Exact};
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Real};
@@ -120,8 +120,8 @@ pub(crate) fn jerk_many_targets<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> R
         .map_err(|err| format!("{} failed: {err}", e.name()))?;
     let mut ex = vec![Exact::default(); t.len()];
     oracle::field(&t, Some(&tv), &s, Some(&sv), &p, &mut ex).map_err(|err| err.to_string())?;
-    compare(&out, &c.before::<T>(), &ex, s.len(), p.potential, u)?;
-    let tol = tolerance(u, s.len());
+    compare(&out, &c.before::<T>(), &ex, Path::Pairs, p.potential, u)?;
+    let tol = tolerance(u, Path::Jerk);
     for (i, (j, x)) in jerk.iter().zip(&ex).enumerate() {
         for (k, got) in j.components().into_iter().enumerate() {
             if !((got.to_f64() - x.jerk[k]).abs() <= tol * x.jerk_bound) {
@@ -183,8 +183,8 @@ fn check_case<T: Real, E: Executor<T>>(e: &mut E, c: &Case, capacity: usize, see
     r.map_err(|err| format!("{} failed: {err}", e.name()))?;
     let mut ex = vec![Exact::default(); n];
     oracle::field(&t, Some(&tv), &s, Some(&sv), &p, &mut ex).map_err(|err| err.to_string())?;
-    compare(&out, &before, &ex, s.len(), p.potential, u)?;
-    let tol = tolerance(u, s.len());
+    compare(&out, &before, &ex, Path::Pairs, p.potential, u)?;
+    let tol = tolerance(u, Path::Jerk);
     for (i, (j, x)) in jerk.iter().zip(&ex).enumerate() {
         for (k, got) in j.components().into_iter().enumerate() {
             if !((got.to_f64() - x.jerk[k]).abs() <= tol * x.jerk_bound) {

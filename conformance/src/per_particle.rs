@@ -3,9 +3,9 @@
 //! [`Error::Unsupported`] and leaves its outputs as they were; bad lengths are refused
 //! with errors naming the array and index.
 
-use crate::compare;
 use crate::gen::{cases, Case};
 use crate::spline::computed;
+use crate::{compare, Path};
 use nbody_core::oracle::{self, Exact};
 use nbody_core::{
     Array, Error, Executor, Field, InteractionList, Overlap, Pair, Params, Particle, PerParticle, Real, Softening, Span,
@@ -41,7 +41,7 @@ pub(crate) fn per_particle_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u:
             if computed(name, e.accelerations_per_particle(&s, &s, on_itself, &q, &mut out), &out, &zero)? {
                 let mut ex = vec![Exact::default(); s.len()];
                 oracle::field_per_particle(&s, &s, on_itself, &q, &mut ex).map_err(|err| err.to_string())?;
-                compare(&out, &zero, &ex, s.len(), q.potential, u)
+                compare(&out, &zero, &ex, Path::Spline, q.potential, u)
                     .map_err(|err| format!("{name} per particle on itself: {err}"))?;
             }
             // Batched: the targets against targets and sources in one array, in two
@@ -60,7 +60,7 @@ pub(crate) fn per_particle_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u:
                 let mut ex = vec![Exact::default(); t.len()];
                 let eps = PerParticle { targets: &te, sources: &all_eps };
                 oracle::field_per_particle(&t, &all, eps, &q, &mut ex).map_err(|err| err.to_string())?;
-                compare(&out[..t.len()], &before, &ex, all.len(), p.potential, u)
+                compare(&out[..t.len()], &before, &ex, Path::Spline, p.potential, u)
                     .map_err(|err| format!("{name} batched per particle: {err}"))?;
                 if out[t.len()..] != before_all[t.len()..] {
                     return Err(format!("{name} batched per particle: wrote outside the pairs' targets"));
@@ -85,7 +85,7 @@ fn plain_matches<T: Real, E: Executor<T>>(
     if computed(p.softening.name(), e.accelerations_per_particle(t, s, eps, p, &mut out), &out, before)? {
         let mut ex = vec![Exact::default(); t.len()];
         oracle::field_per_particle(t, s, eps, p, &mut ex).map_err(|err| err.to_string())?;
-        compare(&out, before, &ex, s.len(), p.potential, u)?;
+        compare(&out, before, &ex, Path::Spline, p.potential, u)?;
     }
     Ok(())
 }
@@ -101,7 +101,7 @@ pub(crate) fn per_particle_equal_lengths<T: Real, E: Executor<T>>(e: &mut E, u: 
         let eps = PerParticle { targets: &te, sources: &se };
         if computed("equal lengths", e.accelerations_per_particle(&t, &s, eps, &p, &mut out), &out, &before)? {
             let ex = crate::exact(&t, &s, &p).map_err(|err| err.to_string())?;
-            compare(&out, &before, &ex, s.len(), p.potential, u).map_err(|err| format!("equal lengths: {err}"))?;
+            compare(&out, &before, &ex, Path::Spline, p.potential, u).map_err(|err| format!("equal lengths: {err}"))?;
         }
         Ok(())
     })

@@ -4,7 +4,7 @@
 //! spline oracle and must refuse.
 
 use crate::gen::{cases, Case};
-use crate::{compare, exact, tolerance};
+use crate::{compare, exact, tolerance, Path};
 use nbody_core::cell::{self, Cell};
 use nbody_core::kernel::Softened;
 use nbody_core::oracle::{self, Exact};
@@ -30,8 +30,8 @@ pub(crate) fn computed<T: Real>(
 }
 
 /// Every jerk component within the tolerance of the oracle's.
-fn jerks_close<T: Real>(jerk: &[Jerk<T>], ex: &[Exact], n: usize, u: f64) -> Result<(), String> {
-    let tol = tolerance(u, n);
+fn jerks_close<T: Real>(jerk: &[Jerk<T>], ex: &[Exact], u: f64) -> Result<(), String> {
+    let tol = tolerance(u, Path::Jerk);
     for (i, (j, x)) in jerk.iter().zip(ex).enumerate() {
         for (k, got) in j.components().into_iter().enumerate() {
             let diff = (got.to_f64() - x.jerk[k]).abs();
@@ -54,7 +54,7 @@ pub(crate) fn spline_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) 
         let mut out = before.clone();
         if computed("spline accelerations", e.accelerations(&t, &s, &p, &mut out), &out, &before)? {
             let ex = exact(&t, &s, &p).map_err(|err| err.to_string())?;
-            compare(&out, &before, &ex, s.len(), p.potential, u)
+            compare(&out, &before, &ex, Path::Spline, p.potential, u)
                 .map_err(|err| format!("spline accelerations: {err}"))?;
         }
         // Jerk.
@@ -65,8 +65,8 @@ pub(crate) fn spline_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) 
         if computed("spline jerk", e.accelerations_jerk(tb, sb, &p, &mut out, &mut jerk), &out, &before)? {
             let mut ex = vec![Exact::default(); t.len()];
             oracle::field(&t, Some(&tv), &s, Some(&sv), &p, &mut ex).map_err(|err| err.to_string())?;
-            compare(&out, &before, &ex, s.len(), p.potential, u).map_err(|err| format!("spline jerk: {err}"))?;
-            jerks_close(&jerk, &ex, s.len(), u)?;
+            compare(&out, &before, &ex, Path::Spline, p.potential, u).map_err(|err| format!("spline jerk: {err}"))?;
+            jerks_close(&jerk, &ex, u)?;
         }
         // Batched: the targets against targets and sources in one array (their own
         // pairs inside the span: self terms removed).
@@ -80,7 +80,7 @@ pub(crate) fn spline_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) 
         if computed("spline batch", e.accelerations_batch(&all, &list, &p, &mut out), &out, &before_all)? {
             let q = p.with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: t.len() });
             let ex = exact(&t, &all, &q).map_err(|err| err.to_string())?;
-            compare(&out[..t.len()], &before, &ex, all.len(), p.potential, u)
+            compare(&out[..t.len()], &before, &ex, Path::Spline, p.potential, u)
                 .map_err(|err| format!("spline batch: {err}"))?;
         }
         // Cells (of eight sources each) in a leaf list beside no particles.
@@ -106,7 +106,7 @@ pub(crate) fn spline_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) 
                 let xi = ti.position().map(|x| x.to_f64());
                 let (acc, phi, acc_bound, phi_bound) = cell::exact(xi, &cells, p.g.to_f64(), &kernel);
                 let x = Exact { acc, phi, acc_bound, phi_bound, ..Exact::default() };
-                compare(&out[i..i + 1], &before[i..i + 1], &[x], cells.len() + 48, p.potential, u)
+                compare(&out[i..i + 1], &before[i..i + 1], &[x], Path::Cells, p.potential, u)
                     .map_err(|err| format!("spline cells, target {i}: {err}"))?;
             }
         }

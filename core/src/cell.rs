@@ -243,14 +243,18 @@ pub fn exact<T: Real>(xi: [f64; 3], cells: &[Cell<T>], g: f64, kernel: &Softened
         Softened::Plummer { eps2, .. } => eps2,
         Softened::Spline { h, .. } => h * h / (crate::SPLINE_SUPPORT * crate::SPLINE_SUPPORT),
     };
-    let (mut acc, mut phi, mut acc_bound, mut phi_bound) = ([0.0f64; 3], 0.0f64, 0.0f64, 0.0f64);
+    let (mut acc_bound, mut phi_bound) = (0.0f64, 0.0f64);
+    // Compensated, as the particle oracle's sums are.
+    let (mut acc, mut phi) = ([crate::oracle::Compensated::default(); 3], crate::oracle::Compensated::default());
     for c in cells {
         let q = c.quadrupole().map(|q| q.to_f64());
         let c64 = Cell::new(c.x.to_f64(), c.y.to_f64(), c.z.to_f64(), c.m.to_f64(), q);
         let mut f = Field::zero();
         cell_softened(xi, &c64, kernel, &mut f);
-        acc = [acc[0] + f.ax, acc[1] + f.ay, acc[2] + f.az];
-        phi += f.phi;
+        for (a, x) in acc.iter_mut().zip([f.ax, f.ay, f.az]) {
+            a.add(x);
+        }
+        phi.add(f.phi);
         let d = [(xi[0] - c64.x).abs(), (xi[1] - c64.y).abs(), (xi[2] - c64.z).abs()];
         let r2 = eps2 + d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
         if r2 < f64::MIN_POSITIVE {
@@ -271,7 +275,7 @@ pub fn exact<T: Real>(xi: [f64; 3], cells: &[Cell<T>], g: f64, kernel: &Softened
         phi_bound += mono + 0.5 * dqd / r5;
         acc_bound += mono * dn / r2 + (qd[0] + qd[1] + qd[2]) / r5 + 2.5 * dqd * dn / (r5 * r2);
     }
-    (acc.map(|a| g * a), g * phi, g.abs() * acc_bound, g.abs() * phi_bound)
+    (acc.map(|a| g * a.value()), g * phi.value(), g.abs() * acc_bound, g.abs() * phi_bound)
 }
 
 /// When a tree walk takes a cell whole instead of opening it: a group of targets at

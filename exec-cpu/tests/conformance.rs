@@ -41,8 +41,15 @@ fn main() {
                     let (tb, sb) = (Bodies { pos: t, vel: &vel[..nt] }, Bodies { pos: s, vel: &vel[..ns] });
                     cpu.accelerations_jerk(tb, sb, &params, &mut out, &mut jerk).map_err(|e| e.to_string())?;
                     let want = nbody_conformance::exact(t, s, &params).map_err(|e| e.to_string())?;
-                    nbody_conformance::compare(&out, &before, &want, ns, true, f64::EPSILON)
-                        .map_err(|e| format!("{threads} threads, {nt} x {ns}: {e}"))?;
+                    nbody_conformance::compare(
+                        &out,
+                        &before,
+                        &want,
+                        nbody_conformance::Path::Pairs,
+                        true,
+                        f64::EPSILON,
+                    )
+                    .map_err(|e| format!("{threads} threads, {nt} x {ns}: {e}"))?;
                     let (mut rf, mut rj) = (before.clone(), vec![Jerk::zero(); nt]);
                     nbody_core::Reference
                         .accelerations_jerk(tb, sb, &params, &mut rf, &mut rj)
@@ -57,8 +64,15 @@ fn main() {
                     }
                     let mut plain = before.clone();
                     cpu.accelerations(t, s, &params, &mut plain).map_err(|e| e.to_string())?;
-                    nbody_conformance::compare(&plain, &before, &want, ns, true, f64::EPSILON)
-                        .map_err(|e| format!("{threads} threads, {nt} x {ns}, no jerk: {e}"))?;
+                    nbody_conformance::compare(
+                        &plain,
+                        &before,
+                        &want,
+                        nbody_conformance::Path::Pairs,
+                        true,
+                        f64::EPSILON,
+                    )
+                    .map_err(|e| format!("{threads} threads, {nt} x {ns}, no jerk: {e}"))?;
                 }
             }
             Ok(())

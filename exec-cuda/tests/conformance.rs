@@ -132,9 +132,13 @@ fn warp_shuffle() -> Result<(), Failed> {
                             *g = Field::new(g.ax + b.ax, g.ay + b.ay, g.az + b.az, g.phi + b.phi);
                         }
                         let truth = exact(targets, sources, &params).map_err(gpu_err)?;
-                        nbody_conformance::compare(&got, &before, &truth, ns, potential, u).map_err(|m| {
-                            format!("{} shuffle ni {ni}, {nt} x {ns}, eps {eps}, potential {potential}: {m}", T::NAME)
-                        })?;
+                        nbody_conformance::compare(&got, &before, &truth, nbody_conformance::Path::Pairs, potential, u)
+                            .map_err(|m| {
+                                format!(
+                                    "{} shuffle ni {ni}, {nt} x {ns}, eps {eps}, potential {potential}: {m}",
+                                    T::NAME
+                                )
+                            })?;
                     }
                 }
             }
@@ -349,9 +353,15 @@ fn mixed_every_config() -> Result<(), Failed> {
                     let mut out = before.clone();
                     mixed.accelerations(targets, sources, &params, &mut out).map_err(gpu_err)?;
                     let truth = exact(targets, sources, &params).map_err(gpu_err)?;
-                    nbody_conformance::compare(&out, &before, &truth, ns, potential, f32::EPSILON as f64).map_err(
-                        |m| format!("{c:?} mixed, N_i {nt}, N_j {ns}, eps {eps}, potential {potential}: {m}"),
-                    )?;
+                    nbody_conformance::compare(
+                        &out,
+                        &before,
+                        &truth,
+                        nbody_conformance::Path::Pairs,
+                        potential,
+                        f32::EPSILON as f64,
+                    )
+                    .map_err(|m| format!("{c:?} mixed, N_i {nt}, N_j {ns}, eps {eps}, potential {potential}: {m}"))?;
                 }
             }
         }
@@ -751,7 +761,7 @@ fn mixed_wide() -> Result<(), Failed> {
     let mut plain = CudaExecutor::new().map_err(gpu_err)?;
     plain.accelerations(&p, &p, &params, &mut out).map_err(gpu_err)?;
     let want = exact(&p, &p, &params).map_err(gpu_err)?;
-    nbody_conformance::compare(&out, &before, &want, 2, true, 1e-12).map_err(Failed::from)
+    nbody_conformance::compare(&out, &before, &want, nbody_conformance::Path::Pairs, true, 1e-12).map_err(Failed::from)
 }
 
 fn check_against_oracle<T: DeviceReal>(gpu: &mut CudaExecutor, nt: usize, ns: usize, what: &str) -> Result<(), Failed> {
@@ -766,8 +776,15 @@ fn check_against_oracle<T: DeviceReal>(gpu: &mut CudaExecutor, nt: usize, ns: us
             let mut out = before.clone();
             gpu.accelerations(targets, sources, &params, &mut out).map_err(gpu_err)?;
             let truth = exact(targets, sources, &params).map_err(gpu_err)?;
-            nbody_conformance::compare(&out, &before, &truth, ns, potential, T::epsilon().to_f64())
-                .map_err(|m| format!("{what}, N_i {nt}, N_j {ns}, eps {eps}, potential {potential}: {m}"))?;
+            nbody_conformance::compare(
+                &out,
+                &before,
+                &truth,
+                nbody_conformance::Path::Pairs,
+                potential,
+                T::epsilon().to_f64(),
+            )
+            .map_err(|m| format!("{what}, N_i {nt}, N_j {ns}, eps {eps}, potential {potential}: {m}"))?;
         }
     }
     Ok(())
@@ -993,7 +1010,14 @@ fn multi_leapfrog() -> Result<(), Failed> {
         let mut field = vec![Field::zero(); p.len()];
         gpus.download_field(&mut dev, &params, &mut field).map_err(gpu_err)?;
         let truth = exact(&pos, &pos, &params.with_overlap_identical()).map_err(gpu_err)?;
-        nbody_conformance::compare(&field, &vec![Field::zero(); p.len()], &truth, p.len(), true, f64::EPSILON)?;
+        nbody_conformance::compare(
+            &field,
+            &vec![Field::zero(); p.len()],
+            &truth,
+            nbody_conformance::Path::Pairs,
+            true,
+            f64::EPSILON,
+        )?;
         let proj = nbody_core::projection::Projection {
             plane: nbody_core::projection::Plane::XY,
             centre: [0.0, 0.0],
@@ -1029,7 +1053,8 @@ fn multi_failure() -> Result<(), Failed> {
     out.clone_from(&before);
     gpus.accelerations(&bodies, &bodies, &params, &mut out).map_err(gpu_err)?;
     let truth = exact(&bodies, &bodies, &params).map_err(gpu_err)?;
-    nbody_conformance::compare(&out, &before, &truth, bodies.len(), true, f32::EPSILON as f64).map_err(Failed::from)
+    nbody_conformance::compare(&out, &before, &truth, nbody_conformance::Path::Pairs, true, f32::EPSILON as f64)
+        .map_err(Failed::from)
 }
 
 /// Uneven weights, and fewer targets than devices (empty pieces).
@@ -1046,7 +1071,14 @@ fn multi_uneven() -> Result<(), Failed> {
         let mut out = vec![Field::zero(); nt];
         gpus.accelerations(&all[..nt], &all[..ns], &params, &mut out).map_err(gpu_err)?;
         let truth = exact(&all[..nt], &all[..ns], &params).map_err(gpu_err)?;
-        nbody_conformance::compare(&out, &vec![Field::zero(); nt], &truth, ns, true, f64::EPSILON)?;
+        nbody_conformance::compare(
+            &out,
+            &vec![Field::zero(); nt],
+            &truth,
+            nbody_conformance::Path::Pairs,
+            true,
+            f64::EPSILON,
+        )?;
     }
     Ok(())
 }
@@ -1211,12 +1243,13 @@ fn columns() -> Result<(), Failed> {
                             .map(|(a, &p)| Field::new(a[0], a[1], a[2], if potential { p } else { T::zero() }))
                             .collect();
                         let before = vec![Field::zero(); nt];
-                        nbody_conformance::compare(&got, &before, &truth, n, potential, u).map_err(|e| {
-                            format!(
-                                "{} n {n}, {soft:?} eps {eps}, potential {potential}, points {at_points}: {e}",
-                                T::NAME
-                            )
-                        })?;
+                        nbody_conformance::compare(&got, &before, &truth, nbody_conformance::Path::Pairs, potential, u)
+                            .map_err(|e| {
+                                format!(
+                                    "{} n {n}, {soft:?} eps {eps}, potential {potential}, points {at_points}: {e}",
+                                    T::NAME
+                                )
+                            })?;
                     }
                 }
             }
