@@ -24,8 +24,10 @@
 pub mod accuracy;
 mod cells;
 mod checks;
+mod declared;
 pub mod fuzz;
 mod gen;
+pub mod mutants;
 mod neighbours;
 mod per_particle;
 mod snap;
@@ -45,29 +47,34 @@ use std::sync::Arc;
 ///
 /// The model: a value is correct when `|value − oracle| ≤ multiple · u · scale`, where
 /// `u` is the unit roundoff of the arithmetic (`f32::EPSILON` for f32 and for the
-/// mixed executors' f32 interactions, `f64::EPSILON` for f64) and `scale` is the
-/// target's own error scale from the f64 [`oracle`]: the sum of the magnitudes of its
-/// terms, each widened by how far rounding the coordinates moves it. The oracle sums
-/// with compensation, so its own error is about one rounding whatever the number of
-/// sources; the multiple does not grow with the source count, and an executor that
-/// drops, doubles or misplaces one source of a few thousand is caught.
+/// mixed executors' f32 interactions, near and far alike; `f64::EPSILON` for f64) and
+/// `scale` is the target's own error scale from the f64 [`oracle`]: the sum of the
+/// magnitudes of its terms, each widened by how far rounding the coordinates moves it.
+/// The oracle sums with compensation, so its own error is about one rounding whatever
+/// the number of sources. The multiple does not grow with the source count: it covers
+/// the suite's largest call (37 targets against 30,025 sources) summed one source after
+/// another, as the scalar reference and a GPU thread sum, and nothing more, so an
+/// executor that drops or doubles one source of that call is caught (the conformance
+/// crate's own tests hold it to that).
+///
+/// Measured on the CPU (the largest ratio `|value − oracle| / (u · scale)` over the
+/// suite): the SIMD executors need 2 (f32, mixed) and 4 (f64) for pairs and 8 (f64) for
+/// cells; the reference's sequential f64 sums 17.2 for the potential at 30,025 sources.
 ///
 /// ```
 /// use nbody_conformance::{tolerance, Path};
-/// assert_eq!(tolerance(f32::EPSILON as f64, Path::Pairs), 16.0 * f32::EPSILON as f64);
+/// assert_eq!(tolerance(f32::EPSILON as f64, Path::Pairs), 64.0 * f32::EPSILON as f64);
 /// assert!(tolerance(1.0, Path::Cells) > tolerance(1.0, Path::Pairs));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Path {
     /// Plummer pairs (and ε = 0), in f32, f64 or the mixed executors' near and far
     /// sums: the difference, r², an rsqrt refined to about 2 ulp and three products per
-    /// pair, summed in tiles, lanes, threads or blocks. Measured need on the CPU: 2
-    /// (f32, mixed) and 4 (f64) of the 16 allowed.
+    /// pair, summed in tiles, lanes, threads or blocks.
     Pairs,
     /// The spline kernel's polynomials inside the support, and per-particle lengths.
     Spline,
-    /// Cells: the quadrupole's thirty further operations per interaction. Measured
-    /// need on the CPU: 8 (f64) of the 32 allowed.
+    /// Cells: the quadrupole's thirty further operations per interaction.
     Cells,
     /// The jerk, from relative velocities: one more product chain per pair.
     Jerk,
@@ -80,9 +87,9 @@ impl Path {
     /// The multiple of `u · scale` a value of this path may err by.
     pub const fn multiple(self) -> f64 {
         match self {
-            Path::Pairs | Path::Spline | Path::Jerk => 16.0,
-            Path::Cells => 32.0,
-            Path::Snap => 128.0,
+            Path::Pairs | Path::Spline | Path::Jerk => 64.0,
+            Path::Cells => 128.0,
+            Path::Snap => 256.0,
         }
     }
 }

@@ -23,6 +23,11 @@ fn lengths<T: Real>(c: &Case) -> (Vec<T>, Vec<T>) {
     (c.targets.iter().map(of).collect(), c.sources.iter().map(of).collect())
 }
 
+/// Whether the executor declares per-particle lengths with `p`'s kernel.
+fn declared<T: Real, E: Executor<T>>(e: &E, p: &Params<T>) -> bool {
+    e.capabilities().computes(nbody_core::capabilities::Entry::PerParticle, p.softening)
+}
+
 pub(crate) fn per_particle_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     crate::checks::prop(e, cases(32, 64), |e, c: Case| {
         let (t, s, before) = (c.targets::<T>(), c.sources::<T>(), c.before::<T>());
@@ -38,7 +43,13 @@ pub(crate) fn per_particle_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u:
             let zero = vec![Field::zero(); s.len()];
             let mut out = zero.clone();
             let on_itself = PerParticle { targets: &se, sources: &se };
-            if computed(name, e.accelerations_per_particle(&s, &s, on_itself, &q, &mut out), &out, &zero)? {
+            if computed(
+                name,
+                declared(e, &q),
+                e.accelerations_per_particle(&s, &s, on_itself, &q, &mut out),
+                &out,
+                &zero,
+            )? {
                 let mut ex = vec![Exact::default(); s.len()];
                 oracle::field_per_particle(&s, &s, on_itself, &q, &mut ex).map_err(|err| err.to_string())?;
                 compare(&out, &zero, &ex, Path::Spline, q.potential, u)
@@ -55,7 +66,7 @@ pub(crate) fn per_particle_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u:
             let before_all: Vec<Field<T>> = before.iter().copied().chain(vec![Field::zero(); s.len()]).collect();
             let mut out = before_all.clone();
             let batch = e.accelerations_batch_per_particle(&all, &all_eps, &list, &p, &mut out);
-            if computed(name, batch, &out, &before_all)? {
+            if computed(name, declared(e, &p), batch, &out, &before_all)? {
                 let q = p.with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: t.len() });
                 let mut ex = vec![Exact::default(); t.len()];
                 let eps = PerParticle { targets: &te, sources: &all_eps };
@@ -82,7 +93,8 @@ fn plain_matches<T: Real, E: Executor<T>>(
     u: f64,
 ) -> Result<(), String> {
     let mut out = before.to_vec();
-    if computed(p.softening.name(), e.accelerations_per_particle(t, s, eps, p, &mut out), &out, before)? {
+    if computed(p.softening.name(), declared(e, p), e.accelerations_per_particle(t, s, eps, p, &mut out), &out, before)?
+    {
         let mut ex = vec![Exact::default(); t.len()];
         oracle::field_per_particle(t, s, eps, p, &mut ex).map_err(|err| err.to_string())?;
         compare(&out, before, &ex, Path::Spline, p.potential, u)?;
@@ -99,7 +111,13 @@ pub(crate) fn per_particle_equal_lengths<T: Real, E: Executor<T>>(e: &mut E, u: 
         let (te, se) = (vec![p.eps; t.len()], vec![p.eps; s.len()]);
         let mut out = before.clone();
         let eps = PerParticle { targets: &te, sources: &se };
-        if computed("equal lengths", e.accelerations_per_particle(&t, &s, eps, &p, &mut out), &out, &before)? {
+        if computed(
+            "equal lengths",
+            declared(e, &p),
+            e.accelerations_per_particle(&t, &s, eps, &p, &mut out),
+            &out,
+            &before,
+        )? {
             let ex = crate::exact(&t, &s, &p).map_err(|err| err.to_string())?;
             compare(&out, &before, &ex, Path::Spline, p.potential, u).map_err(|err| format!("equal lengths: {err}"))?;
         }

@@ -5,6 +5,7 @@
 
 use crate::gen::{cases, Case};
 use crate::{compare, exact, tolerance, Path};
+use nbody_core::capabilities::Entry;
 use nbody_core::cell::{self, Cell};
 use nbody_core::kernel::Softened;
 use nbody_core::oracle::{self, Exact};
@@ -13,19 +14,27 @@ use nbody_core::{
     Softening, Span,
 };
 
-/// `Ok(true)` when the call computed, `Ok(false)` when it refused as it may (outputs
-/// untouched), `Err` otherwise.
+/// `Ok(true)` when the call computed and the executor declares `entry` for the call's
+/// kernel; `Ok(false)` when it refused, untouched, an entry point it does not declare;
+/// `Err` otherwise: a declared entry point that refuses, an undeclared one that changed
+/// the output, a refusal that changed it, any other error.
 pub(crate) fn computed<T: Real>(
     what: &str,
+    declared: bool,
     result: Result<(), Error>,
     out: &[Field<T>],
     before: &[Field<T>],
 ) -> Result<bool, String> {
-    match result {
-        Ok(()) => Ok(true),
-        Err(Error::Unsupported { .. }) if out == before => Ok(false),
-        Err(Error::Unsupported { .. }) => Err(format!("{what}: refused but changed the output")),
-        Err(other) => Err(format!("{what}: failed: {other}")),
+    match (declared, result) {
+        (true, Ok(())) => Ok(true),
+        (false, Ok(())) if out == before => Ok(false),
+        (false, Ok(())) => Err(format!("{what}: computed, but the executor does not declare it in capabilities()")),
+        (true, Err(Error::Unsupported { .. })) => {
+            Err(format!("{what}: refused as Unsupported, but the executor declares it in capabilities()"))
+        }
+        (false, Err(Error::Unsupported { .. })) if out == before => Ok(false),
+        (false, Err(Error::Unsupported { .. })) => Err(format!("{what}: refused but changed the output")),
+        (_, Err(other)) => Err(format!("{what}: failed: {other}")),
     }
 }
 
@@ -50,9 +59,19 @@ pub(crate) fn spline_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) 
     crate::checks::prop(e, cases(32, 64), |e, c: Case| {
         let (t, s, before) = (c.targets::<T>(), c.sources::<T>(), c.before::<T>());
         let p = c.params::<T>().with_softening(Softening::Spline);
+        // With ε = 0 the spline is Newtonian: every Plummer entry point computes it.
+        let kernel = if p.masked() { Softening::Plummer } else { Softening::Spline };
+        let caps = e.capabilities();
+        let declares = |entry| caps.computes(entry, kernel);
         // Plain call.
         let mut out = before.clone();
-        if computed("spline accelerations", e.accelerations(&t, &s, &p, &mut out), &out, &before)? {
+        if computed(
+            "spline accelerations",
+            declares(Entry::Accelerations),
+            e.accelerations(&t, &s, &p, &mut out),
+            &out,
+            &before,
+        )? {
             let ex = exact(&t, &s, &p).map_err(|err| err.to_string())?;
             compare(&out, &before, &ex, Path::Spline, p.potential, u)
                 .map_err(|err| format!("spline accelerations: {err}"))?;
@@ -62,7 +81,13 @@ pub(crate) fn spline_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) 
         let mut out = before.clone();
         let mut jerk = vec![Jerk::zero(); t.len()];
         let (tb, sb) = (Bodies { pos: &t, vel: &tv }, Bodies { pos: &s, vel: &sv });
-        if computed("spline jerk", e.accelerations_jerk(tb, sb, &p, &mut out, &mut jerk), &out, &before)? {
+        if computed(
+            "spline jerk",
+            declares(Entry::Jerk),
+            e.accelerations_jerk(tb, sb, &p, &mut out, &mut jerk),
+            &out,
+            &before,
+        )? {
             let mut ex = vec![Exact::default(); t.len()];
             oracle::field(&t, Some(&tv), &s, Some(&sv), &p, &mut ex).map_err(|err| err.to_string())?;
             compare(&out, &before, &ex, Path::Spline, p.potential, u).map_err(|err| format!("spline jerk: {err}"))?;
@@ -77,7 +102,13 @@ pub(crate) fn spline_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) 
         let list = InteractionList { pairs: &pairs, source_spans: &spans };
         let before_all: Vec<Field<T>> = before.iter().copied().chain(vec![Field::zero(); s.len()]).collect();
         let mut out = before_all.clone();
-        if computed("spline batch", e.accelerations_batch(&all, &list, &p, &mut out), &out, &before_all)? {
+        if computed(
+            "spline batch",
+            declares(Entry::Batch),
+            e.accelerations_batch(&all, &list, &p, &mut out),
+            &out,
+            &before_all,
+        )? {
             let q = p.with_overlap(Overlap::Shared { target_start: 0, source_start: 0, len: t.len() });
             let ex = exact(&t, &all, &q).map_err(|err| err.to_string())?;
             compare(&out[..t.len()], &before, &ex, Path::Spline, p.potential, u)
@@ -97,6 +128,7 @@ pub(crate) fn spline_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) 
         let p_cells = p.with_overlap(Overlap::Disjoint);
         if computed(
             "spline cells",
+            declares(Entry::Cells),
             e.accelerations_batch_cells(&t, &cells, &leaves, &p_cells, &mut out),
             &out,
             &before,

@@ -331,6 +331,21 @@ pub trait Executor<T: Real> {
     /// A short name for reports, e.g. `"reference"`.
     fn name(&self) -> &'static str;
 
+    /// What this executor computes: for each softening kernel, the entry points that
+    /// compute it; every other call with that kernel is [`Error::Unsupported`]. The
+    /// conformance suite holds an executor to it both ways. Default: what the trait's
+    /// own hooks compute ([`crate::capabilities::Capabilities::TRAIT_DEFAULTS`]); an
+    /// executor that refuses anything, or adds the columns, says so here.
+    ///
+    /// ```
+    /// use nbody_core::capabilities::{Capabilities, Entry};
+    /// use nbody_core::{Executor, Reference, Softening};
+    /// assert!(Executor::<f32>::capabilities(&Reference).computes(Entry::Jerk, Softening::Spline));
+    /// ```
+    fn capabilities(&self) -> crate::capabilities::Capabilities {
+        crate::capabilities::Capabilities::TRAIT_DEFAULTS
+    }
+
     /// Adds the acceleration (and, if `params.potential`, the potential) that `sources`
     /// exert on each of `targets` into `out` (`out.len() == targets.len()`).
     ///

@@ -135,6 +135,10 @@ where
         self.own_name().unwrap_or_else(|| self.inner().name())
     }
 
+    fn capabilities(&self) -> crate::capabilities::Capabilities {
+        self.inner().capabilities()
+    }
+
     fn accelerations(
         &mut self,
         targets: &[Particle<T>],

@@ -2,6 +2,7 @@
 //! both precisions, sequential and two threads. Instruction sets the CPU lacks are
 //! reported as ignored.
 
+use nbody_conformance::mutants::mutation_trial;
 use nbody_conformance::{accuracy, run, suite, suite_with_roundoff, Trial};
 use nbody_core::Error;
 use nbody_cpu::{CpuExecutor, Isa, MixedExecutor, Parallelism};
@@ -17,6 +18,13 @@ fn main() {
             let mixed =
                 move || if isa.is_available() { Ok(MixedExecutor::with_isa(par, isa)) } else { Err(Error::NoDevice) };
             trials.extend(suite_with_roundoff::<f64, _>(
+                &format!("cpu-{}-{tag}/mixed", isa.name()),
+                f32::EPSILON as f64,
+                mixed,
+            ));
+            trials.push(mutation_trial::<f32, _>(&format!("cpu-{}-{tag}/f32", isa.name()), f32::EPSILON as f64, make));
+            trials.push(mutation_trial::<f64, _>(&format!("cpu-{}-{tag}/f64", isa.name()), f64::EPSILON, make));
+            trials.push(mutation_trial::<f64, _>(
                 &format!("cpu-{}-{tag}/mixed", isa.name()),
                 f32::EPSILON as f64,
                 mixed,

@@ -7,6 +7,7 @@ use crate::{batch, pipeline, CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C
 use crate::{
     CELLS, CELL_ITEMS, CELL_OFFSETS, CELL_RUNS, CELL_SLOTS, CELL_SPANS, ITEM_RUNS, ITEM_SLOTS, LENGTHS, PARTIAL,
 };
+use nbody_core::capabilities::{Capabilities, Entries, Entry};
 use nbody_core::cell::Cell;
 use nbody_core::kernel::Softened;
 use nbody_core::projection::Projection;
@@ -20,6 +21,20 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         match self.family::<T>() {
             crate::Family::Mixed => "cuda-mixed",
             crate::Family::F32 | crate::Family::F64 => "cuda",
+        }
+    }
+
+    /// Every entry point under Plummer (the snap in host loops), the columns but on the
+    /// mixed kernels; the spline in the plain, batched and per-particle kernels (and the
+    /// columns, but on the mixed kernels): the jerk kernels and the cell kernels are
+    /// Plummer's.
+    fn capabilities(&self) -> Capabilities {
+        let mixed = self.family::<T>() == crate::Family::Mixed;
+        let spline = Entries::NONE.with(Entry::Accelerations).with(Entry::Batch).with(Entry::PerParticle);
+        if mixed {
+            Capabilities { plummer: Entries::ALL.without(Entry::Columns), spline }
+        } else {
+            Capabilities { plummer: Entries::ALL, spline: spline.with(Entry::Columns) }
         }
     }
 

@@ -2,6 +2,7 @@
 //! needs one is reported as ignored, and `no_device_is_a_clear_error` checks that
 //! creating the executor says so.
 
+use nbody_conformance::mutants::mutation_trial;
 use nbody_conformance::{accuracy, exact, run, suite, suite_with_roundoff, Failed, Trial};
 use nbody_core::resident::Resident;
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle};
@@ -21,6 +22,11 @@ fn main() {
     trials.extend(suite::<f32, _>("cuda-multi-0,0/f32", || MultiDevice::on_devices(&[0, 0])));
     trials.extend(suite::<f64, _>("cuda-multi-0,0/f64", || MultiDevice::on_devices(&[0, 0])));
     trials.extend(suite::<f32, _>("cuda-multi-0,0,0/f32", || MultiDevice::on_devices(&[0, 0, 0])));
+    // The mutation test: every mutant of each executor and precision caught.
+    trials.push(mutation_trial::<f32, _>("cuda/f32", f32::EPSILON as f64, CudaExecutor::new));
+    trials.push(mutation_trial::<f64, _>("cuda/f64", f64::EPSILON, CudaExecutor::new));
+    trials.push(mutation_trial::<f64, _>("cuda-mixed", mixed_roundoff, CudaMixedExecutor::new));
+    trials.push(mutation_trial::<f64, _>("cuda-multi-0,0/f64", f64::EPSILON, || MultiDevice::on_devices(&[0, 0])));
     let gpu = |name: &str, f: fn() -> Result<(), Failed>| {
         Trial::test(format!("cuda::{name}"), f).with_ignored_flag(!has_device)
     };

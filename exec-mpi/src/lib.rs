@@ -305,6 +305,23 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
         "mpi"
     }
 
+    /// The plain and jerk calls are collectives over the inner executor's (its kernels
+    /// there); the cells and per-particle calls run the trait's loops on this rank's
+    /// share; neighbours, the snap, batches and columns are refused.
+    fn capabilities(&self) -> nbody_core::capabilities::Capabilities {
+        use nbody_core::capabilities::{Capabilities, Entries, Entry};
+        let inner = self.inner.capabilities();
+        let own = |inner: Entries, defaults: Entries| {
+            [Entry::Accelerations, Entry::Jerk]
+                .into_iter()
+                .filter(|e| inner.contains(*e))
+                .chain([Entry::Cells, Entry::PerParticle].into_iter().filter(|e| defaults.contains(*e)))
+                .fold(Entries::NONE, Entries::with)
+        };
+        let defaults = Capabilities::TRAIT_DEFAULTS;
+        Capabilities { plummer: own(inner.plummer, defaults.plummer), spline: own(inner.spline, defaults.spline) }
+    }
+
     fn accelerations(
         &mut self,
         targets: &[Particle<T>],

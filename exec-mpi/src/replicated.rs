@@ -109,6 +109,20 @@ impl<T: Real, E: Executor<T>> Executor<T> for Replicated<E> {
         "mpi-replicated"
     }
 
+    /// The per-rank executor's, but the cells (the trait's loops on every rank) and the
+    /// columns (refused).
+    fn capabilities(&self) -> nbody_core::capabilities::Capabilities {
+        use nbody_core::capabilities::{Capabilities, Entries, Entry};
+        let inner = self.dist.inner.capabilities();
+        let own = |inner: Entries, defaults: Entries| {
+            let cells =
+                if defaults.contains(Entry::Cells) { inner.with(Entry::Cells) } else { inner.without(Entry::Cells) };
+            cells.without(Entry::Columns)
+        };
+        let defaults = Capabilities::TRAIT_DEFAULTS;
+        Capabilities { plummer: own(inner.plummer, defaults.plummer), spline: own(inner.spline, defaults.spline) }
+    }
+
     unsafe fn accelerations_unchecked(
         &mut self,
         targets: &[Particle<T>],
