@@ -467,6 +467,34 @@ fn concatenate(lists: &[&Vec<Span>]) -> (Vec<Span>, Vec<Span>) {
     (spans, ranges)
 }
 
+/// An earlier field for the relative criterion: every acceleration finite and not zero
+/// (the test scales by its magnitude: NaN would skip every cell's test, infinity take
+/// every cell whole, zero open every cell down to its particles).
+///
+/// ```
+/// use nbody::core::{Array, Error, Field};
+/// use nbody::tree::check_previous;
+/// assert!(check_previous(&[Field::new(1.0f64, 0.0, 0.0, -1.0)]).is_ok());
+/// let bad = [Field::new(1.0f64, 0.0, 0.0, 0.0), Field::new(f64::INFINITY, 0.0, 0.0, 0.0)];
+/// assert_eq!(check_previous(&bad), Err(Error::NonFinite { array: Array::PreviousField, index: 1 }));
+/// assert!(check_previous(&[Field::new(0.0f64, 0.0, 0.0, 0.0)]).is_err());
+/// ```
+pub fn check_previous<T: Real>(previous: &[Field<T>]) -> Result<(), Error> {
+    for (index, f) in previous.iter().enumerate() {
+        let a = [f.ax.to_f64(), f.ay.to_f64(), f.az.to_f64()];
+        if !a.iter().all(|x| x.is_finite()) {
+            return Err(Error::NonFinite { array: nbody_core::Array::PreviousField, index });
+        }
+        if a.iter().all(|x| *x == 0.0) {
+            return Err(Error::InvalidParameter {
+                name: "previous field",
+                requirement: "a non-zero acceleration for every particle (the relative criterion scales by it)",
+            });
+        }
+    }
+    Ok(())
+}
+
 impl BarnesHut {
     /// Adds the tree-code field of `particles` on themselves into `out` (same order as
     /// `particles`); `params.overlap` is ignored (every particle is a target and a source).
@@ -508,6 +536,7 @@ impl BarnesHut {
         out: &mut [Field<T>],
     ) -> Result<TreeStats, Error> {
         nbody_core::validate::length("previous field", particles.len(), previous.len())?;
+        check_previous(previous)?;
         self.forces_with(particles, Some(previous), params, exec, out)
     }
 

@@ -36,6 +36,7 @@
 // C signatures pass each array with its length: many arguments is their shape.
 #![allow(clippy::too_many_arguments)]
 
+pub mod fuzz;
 pub mod grape;
 mod tree_run;
 

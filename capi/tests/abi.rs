@@ -538,3 +538,55 @@ fn tree_runs_save_and_load_bit_for_bit() {
     // SAFETY: a null path is the case under test.
     assert_eq!(unsafe { nbody_tree_run_load(cpu(), std::ptr::null(), &mut none) }, NbodyStatus::NullPointer);
 }
+
+/// f64 records, 32-byte aligned as the f64 entry points require.
+#[repr(C, align(32))]
+#[derive(Clone, Copy)]
+struct Rec([f64; 4]);
+
+#[test]
+fn tree_runs_refuse_bad_state_at_creation_on_the_cpu() {
+    let ps = [Rec([-0.5, 0.0, 0.0, 0.5]), Rec([0.5, 0.0, 0.0, 0.5])];
+    let tree = NbodyTree { theta: 0.5, alpha: 0.0 };
+    let good_v = [Rec([0.0, -0.5, 0.0, 0.0]), Rec([0.0, 0.5, 0.0, 0.0])];
+    let mut nan_v = good_v;
+    nan_v[1].0[2] = f64::NAN;
+    let mut neg_m = ps;
+    neg_m[0].0[3] = -1.0;
+    for (what, p, v) in [("a NaN velocity", &ps, &nan_v), ("a negative mass", &neg_m, &good_v)] {
+        let mut run = std::ptr::null_mut();
+        // SAFETY: two aligned records each; the run takes (and frees) the executor.
+        let s = unsafe {
+            nbody_tree_run_new_f64(cpu(), p[0].0.as_ptr(), v[0].0.as_ptr(), 2, &tree, 0.01, 0, 1.0 / 64.0, &mut run)
+        };
+        assert_eq!(s, NbodyStatus::BadInput, "{what}: {}", last_error());
+        assert!(run.is_null(), "{what}: a run was made");
+        assert!(last_error().contains(if what.contains("velocity") { "velocities[1]" } else { "particles[0]" }));
+    }
+}
+
+#[test]
+fn tree_forces_refuse_a_previous_field_that_is_not_finite_and_positive() {
+    let (pos, _) = nbody_integrators_free_plummer(200);
+    let recs: Vec<Rec> = pos.iter().map(|p| Rec([p.x, p.y, p.z, p.m])).collect();
+    let e = cpu();
+    let tree = NbodyTree { theta: 0.5, alpha: 0.002 };
+    let params = plummer(0.01, NbodyOverlap::Identical);
+    let good: Vec<Rec> = (0..200).map(|i| Rec([1.0 + i as f64, 0.0, 0.0, 0.0])).collect();
+    for (bad, want) in
+        [(f64::NAN, NbodyStatus::BadInput), (f64::INFINITY, NbodyStatus::BadInput), (0.0, NbodyStatus::BadParameter)]
+    {
+        let mut prev = good.clone();
+        prev[7].0 = [bad, 0.0, 0.0, 0.0];
+        let mut out = vec![Rec([0.0; 4]); 200];
+        // SAFETY: 200 aligned records behind each pointer.
+        let s = unsafe {
+            nbody_tree_forces_f64(e, recs[0].0.as_ptr(), 200, &tree, prev[0].0.as_ptr(), &params, out[0].0.as_mut_ptr())
+        };
+        assert_eq!(s, want, "previous[7] = {bad}: {}", last_error());
+        assert!(last_error().contains("previous field"), "{}", last_error());
+        assert!(out.iter().all(|r| r.0 == [0.0; 4]), "previous[7] = {bad}: the output was written");
+    }
+    // SAFETY: a handle from nbody_open, freed once.
+    unsafe { nbody_executor_free(e) };
+}

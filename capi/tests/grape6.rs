@@ -186,3 +186,24 @@ fn every_entry_point_sapporo2_exports_exists() {
     ];
     assert!(g5.iter().chain(&g6).all(|f| !f.is_null()));
 }
+
+#[test]
+fn j_addresses_past_the_j_memory_are_an_error_not_an_allocation() {
+    // Cluster 5: the other tests here use 0.
+    assert_eq!(g6_open(5), 0);
+    let (x, v, z) = ([1.0f64, 0.0, 0.0], [0.0f64, 0.1, 0.0], [0.0f64; 3]);
+    let set = |address: i32| {
+        // SAFETY: three doubles behind every vector pointer.
+        unsafe {
+            g6_set_j_particle(5, address, 3, 0.0, 0.0, 1.0, z.as_ptr(), z.as_ptr(), z.as_ptr(), v.as_ptr(), x.as_ptr())
+        }
+    };
+    assert_eq!(set(0), 0);
+    // A garbage address (an uninitialised int, say) is refused at once: before, the
+    // board resized its j-memory to the address and the allocation aborted.
+    assert_eq!(set(i32::MAX), -1);
+    assert_eq!(set(1 << 24), -1);
+    assert_eq!(set(-1), -1);
+    assert_eq!(set(1000), 0, "an address inside the j-memory");
+    assert_eq!(g6_close(5), 0);
+}

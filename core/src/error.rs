@@ -30,6 +30,8 @@ pub enum Array {
     SourceSoftening,
     /// The softening lengths of a batched call's particles.
     Softening,
+    /// An earlier field a tree force scales its opening test by.
+    PreviousField,
 }
 
 impl Array {
@@ -52,6 +54,7 @@ impl Array {
             Array::TargetSoftening => "target softening lengths",
             Array::SourceSoftening => "source softening lengths",
             Array::Softening => "softening lengths",
+            Array::PreviousField => "previous field",
         }
     }
 }

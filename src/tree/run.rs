@@ -96,7 +96,9 @@ impl<T: BackendReal> TreeRun<T> {
     }
 
     /// [`TreeRun::new`] under the softening kernel `softening`. The device tree softens
-    /// with Plummer only: under the spline a GPU runs the host tree's leaves.
+    /// with Plummer only: under the spline a GPU runs the host tree's leaves. Positions,
+    /// masses and velocities are checked here on every executor (finite, no negative
+    /// mass, one velocity per particle).
     pub fn with_softening(
         opened: Opened,
         state: State<T>,
@@ -105,6 +107,14 @@ impl<T: BackendReal> TreeRun<T> {
         eps: T,
         softening: Softening,
     ) -> Result<Self, Error> {
+        // Every executor refuses the same input here, before any state is kept: a NaN
+        // velocity on the host tree would otherwise drift the positions before the
+        // first force could refuse them.
+        nbody_core::validate::particles(&state.pos, nbody_core::Array::Particles)?;
+        nbody_core::validate::velocities(&state.vel, state.pos.len(), nbody_core::Array::Velocities)?;
+        if !state.time.is_finite() {
+            return Err(Error::InvalidParameter { name: "time", requirement: "finite" });
+        }
         let backend = opened.backend().clone();
         let bh = BarnesHut::for_executor(backend.is_cuda(), theta).with_criterion(criterion);
         bh.check()?;

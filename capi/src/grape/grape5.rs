@@ -351,6 +351,7 @@ unsafe fn set_xmj(what: &str, adr: i32, nj: i32, xj: *const [f64; 3], mj: *const
             {
                 return Err(format!("j-particle {k} has a NaN, infinite or negative value"));
             }
+            super::fits(what, adr, nj, b.engine.j_capacity())?;
             if b.j.len() < adr + nj {
                 b.j.resize(adr + nj, Particle::new(0.0, 0.0, 0.0, 0.0));
             }

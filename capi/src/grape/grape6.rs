@@ -440,6 +440,7 @@ unsafe fn g6_set_j_particle_impl(
                     "g6_set_j_particle: particle {index} at address {address} has a NaN, infinite or negative value"
                 ));
             }
+            super::fits("g6_set_j_particle", address, 1, b.engine.j_capacity())?;
             if address >= b.j.len() {
                 b.j.resize(address + 1, None);
                 b.id_at.resize(address + 1, -1);

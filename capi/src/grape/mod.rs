@@ -19,6 +19,8 @@
 //! the device j-memory is then not used). A failure (bad input, no device) is printed once to stderr as
 //! `nbody grape: ...`, kept for `nbody_last_error`, and returned as -1 where the call
 //! returns an int; GRAPE's `void` calls report it at the next call that returns one.
+//! A board's j-memory is fixed at open (`NBODY_GRAPE_JMEM` particles, default 2^24):
+//! a j-particle at an address past it is such a failure, never an allocation.
 
 pub mod grape5;
 pub mod grape6;
@@ -27,9 +29,41 @@ use nbody_backends::{Backend, Opened};
 use nbody_core::{Error, Executor};
 
 /// The executor behind a GRAPE interface: a backend of the registry, opened once.
-pub(crate) struct Engine(Opened);
+pub(crate) struct Engine(Opened, usize);
+
+/// The j-memory of a board when `NBODY_GRAPE_JMEM` does not set it: addresses are
+/// `0..DEFAULT_J_MEMORY`, as a GRAPE board's j-memory bounds its addresses.
+pub(crate) const DEFAULT_J_MEMORY: usize = 1 << 24;
+
+/// The j-memory a board opens with, in particles: `NBODY_GRAPE_JMEM` or
+/// [`DEFAULT_J_MEMORY`]. A j-particle set at an address past it is an error, never an
+/// allocation sized by the address.
+fn j_memory() -> Result<usize, String> {
+    match std::env::var("NBODY_GRAPE_JMEM") {
+        Ok(t) => match t.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!("NBODY_GRAPE_JMEM={t}: not a positive particle count")),
+        },
+        Err(_) => Ok(DEFAULT_J_MEMORY),
+    }
+}
+
+/// `Ok` when `count` j-particles from `address` fit a j-memory of `capacity`.
+pub(crate) fn fits(what: &str, address: usize, count: usize, capacity: usize) -> Result<(), String> {
+    if address.checked_add(count).is_none_or(|end| end > capacity) {
+        return Err(format!(
+            "{what}: address {address} (+{count}) is past the j-memory of {capacity} particles (NBODY_GRAPE_JMEM sets it at open)"
+        ));
+    }
+    Ok(())
+}
 
 impl Engine {
+    /// The j-memory this board opened with, in particles.
+    pub(crate) fn j_capacity(&self) -> usize {
+        self.1
+    }
+
     /// The executor `NBODY_GRAPE_EXECUTOR` names (see the module docs).
     pub(crate) fn from_env() -> Result<Self, String> {
         let threads = match std::env::var("NBODY_GRAPE_THREADS") {
@@ -47,7 +81,8 @@ impl Engine {
             },
             text => named(text.parse().map_err(|e| format!("NBODY_GRAPE_EXECUTOR: {e}"))?),
         };
-        opened.map(Engine).map_err(|e| format!("NBODY_GRAPE_EXECUTOR: {e}"))
+        let capacity = j_memory()?;
+        opened.map(|o| Engine(o, capacity)).map_err(|e| format!("NBODY_GRAPE_EXECUTOR: {e}"))
     }
 
     /// The GPUs `list` names (`g5_open_special`, `g6_open_special`: a device list in
@@ -64,7 +99,8 @@ impl Engine {
         let devices = unsafe { values(list, ndev as usize, "list")? };
         let text = format!("cuda:{}", devices.iter().map(i32::to_string).collect::<Vec<_>>().join(","));
         let backend: Backend = text.parse().map_err(|e| format!("devices {devices:?}: {e}"))?;
-        backend.open().map(Engine).map_err(|e| format!("devices {devices:?} ({text}): {e}"))
+        let capacity = j_memory()?;
+        backend.open().map(|o| Engine(o, capacity)).map_err(|e| format!("devices {devices:?} ({text}): {e}"))
     }
 
     /// Its one GPU, where it runs on one (for the device j-memory).
