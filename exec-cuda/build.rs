@@ -3,6 +3,10 @@
 //! Compiles kernels/sort.cu (CUB's radix sort and scan, for the device tree) into a
 //! static library linked with the static CUDA runtime, so a binary needs no libcudart
 //! at run time, only the driver.
+//!
+//! With `NBODY_NVCC_CACHE` naming a folder, each output is kept there under a key of the
+//! kernels' sources, the flags and nvcc's version, and taken from there when the key
+//! matches: the debug, release and wheel builds of one CI run compile the kernels once.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,17 +41,51 @@ fn main() {
              without the `cuda` feature / without the nbody-cuda crate."
         )
     };
+    println!("cargo:rerun-if-env-changed=NBODY_NVCC_CACHE");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("gravity.fatbin");
-    let status = Command::new(&nvcc)
-        .args(["-fatbin", "-O3", "-ftz=true", "-std=c++14"])
-        .args(GENCODE)
-        .arg("-o")
-        .arg(&out)
-        .arg(source)
-        .status()
-        .unwrap_or_else(|e| panic!("could not run {}: {e}", nvcc.display()));
-    assert!(status.success(), "nvcc failed to compile {source} (status {status})");
+    let flags = ["-fatbin", "-O3", "-ftz=true", "-std=c++14"];
+    cached(&nvcc, &flags, source, &out, || {
+        let status = Command::new(&nvcc)
+            .args(flags)
+            .args(GENCODE)
+            .arg("-o")
+            .arg(&out)
+            .arg(source)
+            .status()
+            .unwrap_or_else(|e| panic!("could not run {}: {e}", nvcc.display()));
+        assert!(status.success(), "nvcc failed to compile {source} (status {status})");
+    });
     cub_library(&nvcc, out.parent().expect("OUT_DIR"));
+}
+
+/// Puts nvcc's output for `source` at `out`: from `NBODY_NVCC_CACHE` when an entry's key
+/// (every file of kernels/, the flags, the gencode pairs and `nvcc --version`) matches,
+/// else by `compile`, whose output is then stored there (written whole, then renamed).
+fn cached(nvcc: &Path, flags: &[&str], source: &str, out: &Path, compile: impl FnOnce()) {
+    use std::hash::{Hash, Hasher};
+    let Some(dir) = std::env::var_os("NBODY_NVCC_CACHE").map(PathBuf::from) else {
+        return compile();
+    };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let version = Command::new(nvcc).arg("--version").output().map(|o| o.stdout).unwrap_or_default();
+    (version, flags, GENCODE, source).hash(&mut h);
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir("kernels").expect("the kernels folder").filter_map(|e| e.ok().map(|e| e.path())).collect();
+    files.sort();
+    for f in &files {
+        (f, std::fs::read(f).expect("reading a kernel source")).hash(&mut h);
+    }
+    let name = out.file_name().expect("an output file").to_string_lossy();
+    let entry = dir.join(format!("{:016x}-{name}", h.finish()));
+    if std::fs::copy(&entry, out).is_ok() {
+        return;
+    }
+    compile();
+    let _ = std::fs::create_dir_all(&dir);
+    let partial = dir.join(format!("{}.partial-{}", entry.display(), std::process::id()));
+    if std::fs::copy(out, &partial).is_ok() {
+        let _ = std::fs::rename(&partial, &entry);
+    }
 }
 
 /// The gencode pairs both compilations use.
@@ -59,15 +97,18 @@ fn cub_library(nvcc: &Path, dir: &Path) {
     let source = "kernels/sort.cu";
     println!("cargo:rerun-if-changed={source}");
     let object = dir.join("sort.o");
-    let status = Command::new(nvcc)
-        .args(["-c", "-O3", "-std=c++14", "-Xcompiler", "-fPIC"])
-        .args(GENCODE)
-        .arg("-o")
-        .arg(&object)
-        .arg(source)
-        .status()
-        .unwrap_or_else(|e| panic!("could not run {}: {e}", nvcc.display()));
-    assert!(status.success(), "nvcc failed to compile {source} (status {status})");
+    let flags = ["-c", "-O3", "-std=c++14", "-Xcompiler", "-fPIC"];
+    cached(nvcc, &flags, source, &object, || {
+        let status = Command::new(nvcc)
+            .args(flags)
+            .args(GENCODE)
+            .arg("-o")
+            .arg(&object)
+            .arg(source)
+            .status()
+            .unwrap_or_else(|e| panic!("could not run {}: {e}", nvcc.display()));
+        assert!(status.success(), "nvcc failed to compile {source} (status {status})");
+    });
     let archive = dir.join("libnbody_cub.a");
     let _ = std::fs::remove_file(&archive);
     let status = Command::new("ar")

@@ -11,6 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 NBODY_COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -dirty)"
 export NBODY_COMMIT
+# One nvcc compilation for the release build and the wheel's (exec-cuda/build.rs).
+export NBODY_NVCC_CACHE=${NBODY_NVCC_CACHE:-$PWD/target/nvcc-cache}
 rm -rf .stage && mkdir -p .stage
 # Count SASS instructions per interaction in the fatbin just built; the crate embeds the
 # counts (the launch heuristic and the bench's issue-bound ceiling use them).
