@@ -632,6 +632,22 @@ pub struct Offer {
     pub about: String,
 }
 
+impl Offer {
+    /// What the backend computes in f64, as its executor declares it
+    /// ([`nbody_core::Executor::capabilities`]); opens it to ask.
+    ///
+    /// ```
+    /// use nbody_core::capabilities::Entry;
+    /// use nbody_core::Softening;
+    /// let cpu = &nbody_backends::offered()[0];
+    /// assert!(cpu.capabilities()?.computes(Entry::Jerk, Softening::Spline));
+    /// # Ok::<(), nbody_backends::BackendError>(())
+    /// ```
+    pub fn capabilities(&self) -> Result<nbody_core::capabilities::Capabilities, BackendError> {
+        Ok(self.backend.open()?.into_boxed::<f64>()?.capabilities())
+    }
+}
+
 /// What this build and this machine offer, as backend strings that open: the CPU ones,
 /// and with CUDA compiled in one `cuda:N` and `cuda-mixed:N` per visible device and
 /// `cuda:all` where there are several.

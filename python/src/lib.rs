@@ -1780,10 +1780,27 @@ mod snapshots {
 }
 
 /// The backend strings this build and machine offer, as `executor=` takes them (the
-/// command's `--executor` and the C ABI's `nbody_open` take the same).
+/// command's `--executor` and the C ABI's `nbody_open` take the same). With
+/// `capabilities=True`, a dict instead: each backend string to what its executor
+/// declares it computes in f64, `{"plummer": [entry points], "spline": [...]}`.
 #[pyfunction]
-fn backends() -> Vec<String> {
-    nbody_backends::offered().into_iter().map(|o| o.backend.to_string()).collect()
+#[pyo3(signature = (capabilities = false))]
+fn backends(py: Python<'_>, capabilities: bool) -> PyResult<Py<PyAny>> {
+    let offers = nbody_backends::offered();
+    if !capabilities {
+        let names: Vec<String> = offers.into_iter().map(|o| o.backend.to_string()).collect();
+        return Ok(names.into_pyobject(py)?.into_any().unbind());
+    }
+    let out = pyo3::types::PyDict::new(py);
+    for offer in offers {
+        let caps = offer.capabilities().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let entry = pyo3::types::PyDict::new(py);
+        let names = |e: nbody_core::capabilities::Entries| e.iter().map(|x| x.name()).collect::<Vec<_>>();
+        entry.set_item("plummer", names(caps.plummer))?;
+        entry.set_item("spline", names(caps.spline))?;
+        out.set_item(offer.backend.to_string(), entry)?;
+    }
+    Ok(out.into_any().unbind())
 }
 
 /// Direct-summation gravity on numpy arrays.

@@ -115,6 +115,16 @@ def test_bad_parameters(system, kwargs, error):
         nbody.accelerations(*system, **kwargs)
 
 
+def test_backends_say_what_they_compute():
+    caps = nbody.backends(capabilities=True)
+    assert set(caps) == set(nbody.backends())
+    assert "snap" in caps["cpu"]["plummer"] and "snap" not in caps["cpu"]["spline"]
+    assert "columns" not in caps["reference"]["plummer"]
+    for backend, kernels in caps.items():
+        if backend.startswith("cuda-mixed"):
+            assert "jerk" not in kernels["spline"] and "accelerations" in kernels["spline"]
+
+
 def test_the_build_says_whether_it_has_cuda_and_a_gpu_agrees_with_the_cpu(system):
     assert isinstance(nbody.cuda_compiled, bool)
     listed = any(b.startswith("cuda") for b in nbody.backends())

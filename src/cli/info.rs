@@ -6,13 +6,26 @@ use std::process::ExitCode;
 /// What `info` prints, as text.
 ///
 /// ```
-/// assert!(nbody::cli::info::report().contains("cpu"));
+/// let r = nbody::cli::info::report();
+/// assert!(r.contains("cpu") && r.contains("spline: accelerations"));
 /// ```
 pub fn report() -> String {
     let mut o = format!("nbody {}\n", env!("CARGO_PKG_VERSION"));
     o += "backends (--executor; the same strings in the C ABI, NBODY_GRAPE_EXECUTOR and Python):\n";
-    for offer in nbody_backends::offered() {
+    let offers = nbody_backends::offered();
+    for offer in &offers {
         o += &format!("  {:<12} {}\n", offer.backend.to_string(), offer.about);
+    }
+    o += "what each computes (entry points by softening, as the executor declares them; f64 calls):\n";
+    for offer in &offers {
+        match offer.capabilities() {
+            Ok(caps) => {
+                for line in caps.lines() {
+                    o += &format!("  {:<12} {line}\n", offer.backend.to_string());
+                }
+            }
+            Err(e) => o += &format!("  {:<12} (not opened: {e})\n", offer.backend.to_string()),
+        }
     }
     if !nbody_backends::cuda_compiled() {
         o += "  (cuda not compiled in: build with --features cuda)\n";

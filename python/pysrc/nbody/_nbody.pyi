@@ -1,7 +1,7 @@
 """Type stubs of the compiled extension (see nbody/__init__.py)."""
 
 import os
-from typing import List, Literal, Optional, Tuple, Union
+from typing import Dict, List, Literal, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -129,12 +129,16 @@ cuda_compiled: bool
 """Whether this build has the CUDA executors: `pip install ./python` compiles them in when
 it finds nvcc (NBODY_CUDA=1 or 0, or `--config-settings cuda=1`, decide instead)."""
 
-def backends() -> List[str]:
+def backends(capabilities: bool = False) -> Union[List[str], Dict[str, Dict[str, List[str]]]]:
     """The backend strings this build and machine offer, as `executor=` takes them
-    (the command's --executor and the C ABI's nbody_open take the same).
+    (the command's --executor and the C ABI's nbody_open take the same). With
+    ``capabilities=True``, a dict of each backend string to what its executor declares
+    it computes in f64: ``{"plummer": [entry points], "spline": [entry points]}``.
 
     >>> import nbody
     >>> "cpu" in nbody.backends()
+    True
+    >>> "jerk" in nbody.backends(capabilities=True)["cpu"]["spline"]
     True
     """
 
