@@ -140,11 +140,7 @@ impl BarnesHut {
     /// assert_eq!(BarnesHut::for_executor(true, 0.5), BarnesHut::for_gpu(0.5));
     /// ```
     pub const fn for_executor(gpu: bool, theta: f64) -> Self {
-        if gpu {
-            Self::for_gpu(theta)
-        } else {
-            Self::for_cpu(theta)
-        }
+        if gpu { Self::for_gpu(theta) } else { Self::for_cpu(theta) }
     }
 
     /// The same settings with the opening test `opening`.

@@ -3,7 +3,7 @@
 //! settings files and Ctrl-C.
 
 use nbody::cli::files::{read_table, write_table};
-use nbody::cli::plot::{density_image_size, PLOT_SIZE};
+use nbody::cli::plot::{PLOT_SIZE, density_image_size};
 use nbody::{Executor, Field, Params, Particle, Reference};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

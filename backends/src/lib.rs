@@ -37,8 +37,8 @@
 
 #![warn(missing_docs)]
 
-use nbody_core::projection::Projecting;
 use nbody_core::Reference;
+use nbody_core::projection::Projecting;
 use nbody_cpu::{CpuExecutor, CpuReal, MixedExecutor, Parallelism};
 use std::fmt;
 use std::str::FromStr;
@@ -167,8 +167,7 @@ impl std::error::Error for BackendError {
 }
 
 /// The grammar, as every parse error states it.
-pub const GRAMMAR: &str =
-    "use reference, cpu[:THREADS], mixed[:THREADS], cuda[:DEVICE], cuda-mixed[:DEVICE] or cuda:DEVICE,DEVICE,... / cuda:all";
+pub const GRAMMAR: &str = "use reference, cpu[:THREADS], mixed[:THREADS], cuda[:DEVICE], cuda-mixed[:DEVICE] or cuda:DEVICE,DEVICE,... / cuda:all";
 
 fn parse_error(given: &str, why: impl Into<String>) -> BackendError {
     BackendError::Parse { given: given.to_owned(), why: why.into() }
@@ -297,11 +296,7 @@ impl Backend {
     /// assert_eq!("cpu".parse::<nbody_backends::Backend>().unwrap().precisions(), ["f32", "f64"]);
     /// ```
     pub fn precisions(&self) -> &'static [&'static str] {
-        if self.is_mixed() {
-            &["f64"]
-        } else {
-            &["f32", "f64"]
-        }
+        if self.is_mixed() { &["f64"] } else { &["f32", "f64"] }
     }
 
     /// Refuses a precision the backend does not compute in: the rule written once.
@@ -449,7 +444,7 @@ impl Backend {
                         operation: "the mixed-precision kernels on several devices",
                         reason: "they run on one device at a time: use cuda-mixed:N",
                     },
-                })
+                });
             }
         })
     }

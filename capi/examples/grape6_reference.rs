@@ -10,7 +10,7 @@
 //! over the executor.
 
 use nbody_core::Executor;
-use nbody_integrators::{ics, BlockHermite, State};
+use nbody_integrators::{BlockHermite, State, ics};
 use std::io::Write;
 
 fn main() {

@@ -52,11 +52,7 @@ impl Bytes<'_> {
 
     fn mass(&mut self) -> f64 {
         let m = self.real();
-        if self.byte() < 240 {
-            m.abs()
-        } else {
-            m
-        }
+        if self.byte() < 240 { m.abs() } else { m }
     }
 }
 
@@ -111,10 +107,10 @@ fn params(b: &mut Bytes<'_>) -> NbodyParams {
 /// A status the library may return; `Ok` with every written value finite.
 fn check(what: &str, s: NbodyStatus, out: Option<&Records>) {
     assert_ne!(s, NbodyStatus::Panic, "{what}: a panic inside the library");
-    if s == NbodyStatus::Ok {
-        if let Some(o) = out {
-            assert!(o.f64s().all(|x| !x.is_nan()), "{what}: Ok, with NaN in its output");
-        }
+    if s == NbodyStatus::Ok
+        && let Some(o) = out
+    {
+        assert!(o.f64s().all(|x| !x.is_nan()), "{what}: Ok, with NaN in its output");
     }
 }
 

@@ -51,8 +51,8 @@ use nbody_core::{
     Velocity,
 };
 use std::cell::RefCell;
-use std::ffi::{c_char, CStr, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ffi::{CStr, CString, c_char};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// What a call returns.
 #[repr(C)]
@@ -300,7 +300,7 @@ fn params<T: Real>(p: *const NbodyParams) -> Result<Params<T>, Failure> {
             return Err(Failure(
                 NbodyStatus::BadParameter,
                 format!("params.overlap {other}: 0 (disjoint), 1 (identical) or 2 (shared)"),
-            ))
+            ));
         }
     };
     let softening = match p.softening {
@@ -310,7 +310,7 @@ fn params<T: Real>(p: *const NbodyParams) -> Result<Params<T>, Failure> {
             return Err(Failure(
                 NbodyStatus::BadParameter,
                 format!("params.softening {other}: 0 (plummer) or 1 (spline)"),
-            ))
+            ));
         }
     };
     let mut q =
@@ -379,7 +379,7 @@ fn threads(threads: u32) -> Option<usize> {
 /// # Safety
 /// `backend` must be null (an error) or a NUL-terminated string; `out` null (an error)
 /// or writable storage for one pointer.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_open(backend: *const c_char, out: *mut *mut NbodyExecutor) -> NbodyStatus {
     guard(|| {
         if backend.is_null() {
@@ -397,7 +397,7 @@ pub unsafe extern "C" fn nbody_open(backend: *const c_char, out: *mut *mut Nbody
 ///
 /// # Safety
 /// `out` must be null (an error) or point to writable storage for one pointer.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_cpu_new(threads: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
     guard(|| new_handle(Backend::Cpu { threads: self::threads(threads) }, out))
 }
@@ -407,7 +407,7 @@ pub unsafe extern "C" fn nbody_cpu_new(threads: u32, out: *mut *mut NbodyExecuto
 ///
 /// # Safety
 /// As [`nbody_cpu_new`].
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_mixed_new(threads: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
     guard(|| new_handle(Backend::Mixed { threads: self::threads(threads) }, out))
 }
@@ -418,7 +418,7 @@ pub unsafe extern "C" fn nbody_mixed_new(threads: u32, out: *mut *mut NbodyExecu
 ///
 /// # Safety
 /// As [`nbody_cpu_new`].
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_cuda_new(device: u32, out: *mut *mut NbodyExecutor) -> NbodyStatus {
     guard(|| {
         new_handle(
@@ -435,7 +435,7 @@ pub unsafe extern "C" fn nbody_cuda_new(device: u32, out: *mut *mut NbodyExecuto
 ///
 /// # Safety
 /// `e` must be null or a handle from an `nbody_*_new` call not freed before.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_executor_free(e: *mut NbodyExecutor) {
     // SAFETY: as this function's contract.
     drop(unsafe { executor_box(e) });
@@ -452,13 +452,13 @@ unsafe fn executor_box(e: *mut NbodyExecutor) -> Option<Box<NbodyExecutor>> {
 
 /// The message of the last failed call on this thread ("" if none): valid until the
 /// next failing call on this thread.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn nbody_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
 }
 
 /// The library's version, e.g. "0.1.0".
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn nbody_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
@@ -495,7 +495,7 @@ fn accelerations<T: CReal>(
 /// # Safety
 /// Each pointer must hold its count of 4-float records (or be null with a count of 0);
 /// `out` must not overlap the inputs.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_accelerations_f32(
     e: *mut NbodyExecutor,
     targets: *const f32,
@@ -513,7 +513,7 @@ pub unsafe extern "C" fn nbody_accelerations_f32(
 ///
 /// # Safety
 /// As [`nbody_accelerations_f32`], with 4-double records.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_accelerations_f64(
     e: *mut NbodyExecutor,
     targets: *const f64,
@@ -570,7 +570,7 @@ fn accelerations_per_particle<T: CReal>(
 ///
 /// # Safety
 /// As [`nbody_accelerations_f32`]; each length array holds its count of floats.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_accelerations_per_particle_f32(
     e: *mut NbodyExecutor,
     targets: *const f32,
@@ -591,7 +591,7 @@ pub unsafe extern "C" fn nbody_accelerations_per_particle_f32(
 ///
 /// # Safety
 /// As [`nbody_accelerations_per_particle_f32`], with 4-double records and double lengths.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_accelerations_per_particle_f64(
     e: *mut NbodyExecutor,
     targets: *const f64,
@@ -679,7 +679,7 @@ fn accelerations_soa<T: CReal>(
 /// # Safety
 /// Each target and output array must hold `n_targets` values and each source array
 /// `n_sources` (or be null with a count of 0); outputs must not overlap anything else.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_accelerations_soa_f32(
     e: *mut NbodyExecutor,
     n_targets: usize,
@@ -705,7 +705,7 @@ pub unsafe extern "C" fn nbody_accelerations_soa_f32(
 ///
 /// # Safety
 /// As [`nbody_accelerations_soa_f32`].
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_accelerations_soa_f64(
     e: *mut NbodyExecutor,
     n_targets: usize,
@@ -764,7 +764,7 @@ fn jerk<T: CReal>(e: *mut NbodyExecutor, a: JerkArrays<T>, p: *const NbodyParams
 ///
 /// # Safety
 /// Each pointer must hold its count of 4-float records; outputs must not overlap inputs.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_jerk_f32(
     e: *mut NbodyExecutor,
     targets: *const f32,
@@ -785,7 +785,7 @@ pub unsafe extern "C" fn nbody_jerk_f32(
 ///
 /// # Safety
 /// As [`nbody_jerk_f32`], with 4-double records.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_jerk_f64(
     e: *mut NbodyExecutor,
     targets: *const f64,
@@ -837,7 +837,7 @@ fn batch<T: CReal>(
 ///
 /// # Safety
 /// Each pointer must hold its count of records; `out` must not overlap the inputs.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_batch_f32(
     e: *mut NbodyExecutor,
     particles: *const f32,
@@ -856,7 +856,7 @@ pub unsafe extern "C" fn nbody_batch_f32(
 ///
 /// # Safety
 /// As [`nbody_batch_f32`], with 4-double records.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_batch_f64(
     e: *mut NbodyExecutor,
     particles: *const f64,
@@ -910,7 +910,7 @@ fn batch_per_particle<T: CReal>(
 ///
 /// # Safety
 /// As [`nbody_batch_f32`]; `eps` holds `n` floats.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_batch_per_particle_f32(
     e: *mut NbodyExecutor,
     particles: *const f32,
@@ -930,7 +930,7 @@ pub unsafe extern "C" fn nbody_batch_per_particle_f32(
 ///
 /// # Safety
 /// As [`nbody_batch_per_particle_f32`], with 4-double records and double lengths.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_batch_per_particle_f64(
     e: *mut NbodyExecutor,
     particles: *const f64,
@@ -1013,7 +1013,7 @@ fn batch_cells<T: CReal>(
 ///
 /// # Safety
 /// Each pointer must hold its count of records; `out` must not overlap the inputs.
-#[no_mangle]
+#[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)] // the C signature
 pub unsafe extern "C" fn nbody_batch_cells_f32(
     e: *mut NbodyExecutor,
@@ -1034,7 +1034,7 @@ pub unsafe extern "C" fn nbody_batch_cells_f32(
 ///
 /// # Safety
 /// As [`nbody_batch_cells_f32`].
-#[no_mangle]
+#[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)] // the C signature
 pub unsafe extern "C" fn nbody_batch_cells_f64(
     e: *mut NbodyExecutor,
@@ -1109,7 +1109,7 @@ fn tree_forces<T: CReal>(
 /// # Safety
 /// Each pointer must hold its count of records (or be null where allowed); `out` must
 /// not overlap the inputs.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_forces_f32(
     e: *mut NbodyExecutor,
     particles: *const f32,
@@ -1126,7 +1126,7 @@ pub unsafe extern "C" fn nbody_tree_forces_f32(
 ///
 /// # Safety
 /// As [`nbody_tree_forces_f32`], with 4-double records.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_forces_f64(
     e: *mut NbodyExecutor,
     particles: *const f64,
@@ -1169,7 +1169,7 @@ fn project<T: CReal>(
 ///
 /// # Safety
 /// Each pointer must hold its count of records.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_project_f32(
     e: *mut NbodyExecutor,
     particles: *const f32,
@@ -1185,7 +1185,7 @@ pub unsafe extern "C" fn nbody_project_f32(
 ///
 /// # Safety
 /// As [`nbody_project_f32`].
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_project_f64(
     e: *mut NbodyExecutor,
     particles: *const f64,

@@ -2,9 +2,9 @@
 //! [`nbody::tree::TreeRun`], so a C code steps a system with tree forces as the command
 //! does, on the device when its executor is one GPU.
 
-use crate::{executor_box, guard, null, records, records_mut, CReal, Failure, NbodyExecutor, NbodyStatus, NbodyTree};
-use core::ffi::{c_char, CStr};
-use nbody::integrators::{seal, unseal, Checkpoint, State, Words};
+use crate::{CReal, Failure, NbodyExecutor, NbodyStatus, NbodyTree, executor_box, guard, null, records, records_mut};
+use core::ffi::{CStr, c_char};
+use nbody::integrators::{Checkpoint, State, Words, seal, unseal};
 use nbody::tree::TreeRun;
 use nbody_core::cell::Criterion;
 use nbody_core::{Particle, Softening, Velocity};
@@ -165,7 +165,7 @@ fn make<T: RunReal>(opened: nbody_backends::Opened, state: State<T>, s: Settings
 /// # Safety
 /// `e` must be null or a handle not freed before; each array must hold `n` records
 /// (16-byte aligned); `out` null (an error) or writable storage for one pointer.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_run_new_f32(
     e: *mut NbodyExecutor,
     particles: *const f32,
@@ -203,7 +203,7 @@ pub unsafe extern "C" fn nbody_tree_run_new_f32(
 ///
 /// # Safety
 /// As [`nbody_tree_run_new_f32`], with 32-byte aligned records.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_run_new_f64(
     e: *mut NbodyExecutor,
     particles: *const f64,
@@ -223,7 +223,7 @@ pub unsafe extern "C" fn nbody_tree_run_new_f64(
 ///
 /// # Safety
 /// `run` must be null (an error) or a handle from `nbody_tree_run_new_*` not freed.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_run_evolve(run: *mut NbodyTreeRun, until: f64) -> NbodyStatus {
     guard(|| {
         let r = handle(run)?;
@@ -235,7 +235,7 @@ pub unsafe extern "C" fn nbody_tree_run_evolve(run: *mut NbodyTreeRun, until: f6
 ///
 /// # Safety
 /// As [`nbody_tree_run_evolve`]; `time` and `steps` null or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_run_time(run: *mut NbodyTreeRun, time: *mut f64, steps: *mut u64) -> NbodyStatus {
     guard(|| {
         let r = handle(run)?;
@@ -258,7 +258,7 @@ pub unsafe extern "C" fn nbody_tree_run_time(run: *mut NbodyTreeRun, time: *mut 
 ///
 /// # Safety
 /// As [`nbody_tree_run_evolve`].
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_run_on_device(run: *const NbodyTreeRun) -> i32 {
     // SAFETY: null or a live handle, the caller promises.
     match unsafe { run.as_ref() } {
@@ -308,7 +308,7 @@ fn state<T: RunReal>(run: *mut NbodyTreeRun, particles: *mut T, velocities: *mut
 ///
 /// # Safety
 /// As [`nbody_tree_run_evolve`]; each non-null array must hold `n` writable records.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_run_state_f32(
     run: *mut NbodyTreeRun,
     particles: *mut f32,
@@ -322,7 +322,7 @@ pub unsafe extern "C" fn nbody_tree_run_state_f32(
 ///
 /// # Safety
 /// As [`nbody_tree_run_state_f32`].
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_run_state_f64(
     run: *mut NbodyTreeRun,
     particles: *mut f64,
@@ -338,7 +338,7 @@ pub unsafe extern "C" fn nbody_tree_run_state_f64(
 ///
 /// # Safety
 /// As [`nbody_tree_run_evolve`]; `kinetic` and `potential` null or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_run_energies(
     run: *mut NbodyTreeRun,
     kinetic: *mut f64,
@@ -364,7 +364,7 @@ pub unsafe extern "C" fn nbody_tree_run_energies(
 ///
 /// # Safety
 /// `run` must be null or a handle from `nbody_tree_run_new_*` not freed before.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_run_free(run: *mut NbodyTreeRun) {
     if !run.is_null() {
         // SAFETY: the handle came from Box::into_raw in new_run and is freed once.
@@ -419,7 +419,7 @@ fn file_error(path: &Path, what: &str, e: impl std::fmt::Display) -> Failure {
 ///
 /// # Safety
 /// As [`nbody_tree_run_evolve`]; `path` null (an error) or a NUL-terminated string.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_run_save(run: *mut NbodyTreeRun, path: *const c_char) -> NbodyStatus {
     guard(|| {
         let r = handle(run)?;
@@ -466,7 +466,7 @@ pub unsafe extern "C" fn nbody_tree_run_save(run: *mut NbodyTreeRun, path: *cons
 /// # Safety
 /// `e` must be null or a handle not freed before; `path` null (an error) or a
 /// NUL-terminated string; `out` null (an error) or writable storage for one pointer.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_tree_run_load(
     e: *mut NbodyExecutor,
     path: *const c_char,

@@ -10,11 +10,7 @@ use std::ffi::CString;
 
 /// Relative agreement a backend must reach: f64 throughout, or f32 interactions.
 fn tolerance(backend: &str) -> f64 {
-    if backend.contains("mixed") {
-        2e-5
-    } else {
-        1e-12
-    }
+    if backend.contains("mixed") { 2e-5 } else { 1e-12 }
 }
 
 fn worst(got: &[[f64; 4]], want: &[Field<f64>]) -> f64 {
@@ -67,7 +63,9 @@ fn every_offered_backend_opens_through_nbody_open_and_the_grape_layer() {
         unsafe { nbody_executor_free(e) };
 
         // The GRAPE-5 board on the same backend: every j acts on every i, (i, i) included.
-        std::env::set_var("NBODY_GRAPE_EXECUTOR", &name);
+        // SAFETY: the one test of this binary, on its one thread: nothing else reads or
+        // writes the environment meanwhile (the GRAPE layer reads it at g5_open, below).
+        unsafe { std::env::set_var("NBODY_GRAPE_EXECUTOR", &name) };
         g5_open();
         g5_set_range(-64.0, 64.0, 1.0 / n as f64);
         g5_set_n(n as i32);

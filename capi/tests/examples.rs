@@ -182,7 +182,7 @@ fn grape6_cost_against_block_hermite() {
 
 /// `bench`: None to check everything, or the program's timing mode.
 fn grape6_against_block_hermite(n: usize, t_end: f64, bench: Option<&str>) {
-    use nbody_integrators::{ics, BlockHermite, State};
+    use nbody_integrators::{BlockHermite, State, ics};
     let (eta, dt_max, eps) = (0.02, 1.0 / 16.0, 1.0 / 64.0);
     let (p, v) = ics::plummer::<f64>(n, 7);
     let dir = tempfile::tempdir().unwrap();

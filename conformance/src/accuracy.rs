@@ -2,7 +2,7 @@
 //! f64 oracle on every 64th particle (1,024 targets; the oracle on all would take
 //! minutes): the per-particle relative acceleration error, max and median.
 
-use crate::{exact, relative_acceleration_error, Failed};
+use crate::{Failed, exact, relative_acceleration_error};
 use nbody_core::oracle::Exact;
 use nbody_core::{Executor, Field, Overlap, Params, Particle, Real};
 
@@ -68,11 +68,7 @@ pub fn mixed_in_morton_order<E: Executor<f64>>(mixed: &mut E, bound: f64) -> Res
 /// Prints the figures and fails when the max is not below `bound`.
 pub fn check(name: &str, (max, median): (f64, f64), bound: f64) -> Result<(), Failed> {
     println!("{name}: max relative acceleration error {max:.3e}, median {median:.3e} (bound {bound:e})");
-    if max < bound {
-        Ok(())
-    } else {
-        Err(format!("{name}: max relative error {max:e} >= {bound:e}").into())
-    }
+    if max < bound { Ok(()) } else { Err(format!("{name}: max relative error {max:e} >= {bound:e}").into()) }
 }
 
 /// The mixed-precision figures: the max error below `bound` at the origin and with the

@@ -3,8 +3,8 @@
 //! evaluation of the same expansion ([`nbody_core::cell::exact`]).
 
 use crate::exact;
-use crate::gen::{cases, Case};
-use crate::{compare, Path};
+use crate::r#gen::{Case, cases};
+use crate::{Path, compare};
 use nbody_core::cell::{self, Cell};
 use nbody_core::kernel::Softened;
 use nbody_core::oracle::Exact;

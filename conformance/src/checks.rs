@@ -1,7 +1,7 @@
 //! The checks of the suite. Each takes a fresh executor and returns a message on failure.
 
-use crate::gen::{cases, coordinate, mass, row, softening, Case};
-use crate::{compare, exact, lanes, particles, tolerance, Path};
+use crate::r#gen::{Case, cases, coordinate, mass, row, softening};
+use crate::{Path, compare, exact, lanes, particles, tolerance};
 use nbody_core::oracle::{self, Exact};
 use nbody_core::projection::Projecting;
 use nbody_core::{

@@ -3,7 +3,7 @@
 //! [`Error::Unsupported`] before touching its outputs. The other checks read the same
 //! declaration, so a refusal passes only where it is declared.
 
-use crate::{compare, exact, particles, Path};
+use crate::{Path, compare, exact, particles};
 use nbody_core::capabilities::{Capabilities, Entry};
 use nbody_core::cell::Cell;
 use nbody_core::columns::ColumnsCall;
@@ -44,12 +44,12 @@ pub(crate) fn capabilities_hold<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> R
                 (true, Err(err)) => return Err(format!("{what}: declared in capabilities(), but the call gave {err}")),
                 (false, Err(Error::Unsupported { .. })) if out == before => {}
                 (false, Err(Error::Unsupported { .. })) => {
-                    return Err(format!("{what}: refused, but changed the output"))
+                    return Err(format!("{what}: refused, but changed the output"));
                 }
                 (false, r) => {
                     return Err(format!(
                         "{what}: not declared in capabilities(), so it must be Unsupported; the call gave {r:?}"
-                    ))
+                    ));
                 }
             }
         }

@@ -2,7 +2,7 @@
 //! same code runs under libFuzzer (nightly, `cargo +nightly fuzz run ...`) and replays the
 //! committed corpus as ordinary tests on stable.
 
-use crate::{compare, exact, Path};
+use crate::{Path, compare, exact};
 use arbitrary::{Arbitrary, Unstructured};
 use nbody_core::projection::Projecting;
 use nbody_core::{Bodies, Jerk, Velocity};

@@ -26,7 +26,7 @@ mod cells;
 mod checks;
 mod declared;
 pub mod fuzz;
-mod gen;
+mod r#gen;
 pub mod mutants;
 mod neighbours;
 mod per_particle;
@@ -34,7 +34,7 @@ mod snap;
 mod spline;
 pub mod wrappers;
 
-pub use gen::Case;
+pub use r#gen::Case;
 pub use libtest_mimic::{self, Arguments, Failed, Trial};
 use nbody_core::oracle::{self, Exact};
 use nbody_core::projection::Projecting;

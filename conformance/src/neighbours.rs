@@ -6,8 +6,8 @@
 //! within a few roundings of the nearest (or of the radius) may go either way; anything
 //! else must match exactly.
 
-use crate::gen::{cases, Case};
-use crate::{compare, tolerance, Path};
+use crate::r#gen::{Case, cases};
+use crate::{Path, compare, tolerance};
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::oracle::{self, Exact};
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Real};
@@ -32,11 +32,7 @@ fn distances(c: &Case) -> Vec<Vec<f64>> {
                 .enumerate()
                 .map(|(j, s)| {
                     let own = i >= t0 && i < t0 + len && j == s0 + i - t0;
-                    if own {
-                        f64::INFINITY
-                    } else {
-                        (0..3).map(|k| (s[k] - t[k]) * (s[k] - t[k])).sum()
-                    }
+                    if own { f64::INFINITY } else { (0..3).map(|k| (s[k] - t[k]) * (s[k] - t[k])).sum() }
                 })
                 .collect()
         })

@@ -3,9 +3,9 @@
 //! [`Error::Unsupported`] and leaves its outputs as they were; bad lengths are refused
 //! with errors naming the array and index.
 
-use crate::gen::{cases, Case};
+use crate::r#gen::{Case, cases};
 use crate::spline::computed;
-use crate::{compare, Path};
+use crate::{Path, compare};
 use nbody_core::oracle::{self, Exact};
 use nbody_core::{
     Array, Error, Executor, Field, InteractionList, Overlap, Pair, Params, Particle, PerParticle, Real, Softening, Span,

@@ -1,8 +1,8 @@
 //! Conformance check of the snap call (`Executor::accelerations_snap`, sixth-order
 //! Hermite) against an f64 recomputation that skips each target's own pair by index.
 
-use crate::gen::{cases, Case};
-use crate::{compare, tolerance, Path};
+use crate::r#gen::{Case, cases};
+use crate::{Path, compare, tolerance};
 use nbody_core::oracle::{self, Exact};
 use nbody_core::{Executor, Field, Jerk, Kinematics, Real};
 

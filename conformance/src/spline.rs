@@ -3,8 +3,8 @@
 //! [`Error::Unsupported`] and leaves its outputs as they were. The snap call has no
 //! spline oracle and must refuse.
 
-use crate::gen::{cases, Case};
-use crate::{compare, exact, tolerance, Path};
+use crate::r#gen::{Case, cases};
+use crate::{Path, compare, exact, tolerance};
 use nbody_core::capabilities::Entry;
 use nbody_core::cell::{self, Cell};
 use nbody_core::kernel::Softened;

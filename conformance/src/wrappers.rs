@@ -169,11 +169,11 @@ pub fn doors_reach(mut wrapper: impl Executor<f64>, log: &Log, expect: [Door; 5]
         match (expect[k], r) {
             (Door::Reaches, Ok(())) if seen.iter().all(|s| s == door) => counts[k] = seen.len(),
             (Door::Reaches, r) => {
-                return Err(format!("{name}: {door} gave {r:?} and reached {seen:?}, not the probe's own {door}"))
+                return Err(format!("{name}: {door} gave {r:?} and reached {seen:?}, not the probe's own {door}"));
             }
             (Door::Refused, Err(Error::Unsupported { .. })) if seen.is_empty() => {}
             (Door::Refused, r) => {
-                return Err(format!("{name}: {door} should be refused before any work: {r:?}, reached {seen:?}"))
+                return Err(format!("{name}: {door} should be refused before any work: {r:?}, reached {seen:?}"));
             }
         }
     }

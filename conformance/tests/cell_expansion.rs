@@ -2,8 +2,8 @@
 //! falls at the order the expansion promises (third for monopole plus quadrupole about
 //! the centre of mass, second for the monopole alone) as the target moves away.
 
-use nbody_core::cell::{cell, Cell};
-use nbody_core::{kernel, Field, Particle};
+use nbody_core::cell::{Cell, cell};
+use nbody_core::{Field, Particle, kernel};
 use proptest::prelude::*;
 
 /// Directions spread over the sphere (a Fibonacci lattice).

@@ -2,8 +2,8 @@
 //! mutation test, and the largest call's reach: one source of 30,025 dropped or doubled,
 //! or two targets' answers swapped, is caught by that call alone.
 
-use nbody_conformance::mutants::{caught_by, mutation_trial, Mutation};
-use nbody_conformance::{run, suite, Trial};
+use nbody_conformance::mutants::{Mutation, caught_by, mutation_trial};
+use nbody_conformance::{Trial, run, suite};
 use nbody_core::Reference;
 
 fn main() {

@@ -3,10 +3,10 @@
 //! user's own written with `forward::Forward` (the command's `Counting`, the CUDA mixed
 //! executor and MPI's `Replicated` are checked beside their code).
 
-use nbody_conformance::wrappers::{every_door_reaches, Probe};
+use nbody_conformance::wrappers::{Probe, every_door_reaches};
+use nbody_core::Executor;
 use nbody_core::forward::{Call, Forward};
 use nbody_core::resident::OnHost;
-use nbody_core::Executor;
 
 /// A user's wrapper: counts calls, forwards everything.
 struct Calls<E> {

@@ -6,7 +6,7 @@
 //! ends call it and pack into [`crate::Particle`]s themselves where it answers
 //! [`Error::Unsupported`].
 
-use crate::{validate, Error, Params, Real};
+use crate::{Error, Params, Real, validate};
 
 /// One call in columns: the field of the particles at `positions` with `masses` on
 /// `targets` (`None`: on the particles themselves, each without its own pair).

@@ -2,7 +2,7 @@
 
 use crate::cell::Cell;
 use crate::neighbours::Neighbours;
-use crate::{validate, Array, Error, Field, Jerk, Overlap, Params, Particle, Real, Velocity};
+use crate::{Array, Error, Field, Jerk, Overlap, Params, Particle, Real, Velocity, validate};
 
 /// Positions and velocities of one set of bodies, for the jerk kernel.
 ///

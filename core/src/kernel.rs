@@ -20,18 +20,14 @@
 //! assert_eq!(acc.phi, -2.0);
 //! ```
 
-use crate::{rsqrt, Field, Jerk, Params, Particle, Real, Softening, Velocity};
+use crate::{Field, Jerk, Params, Particle, Real, Softening, Velocity, rsqrt};
 
 /// `1/r` for `r² = |d|² + ε²`; zero when `masked` and `r²` is below the smallest normal
 /// number (zero, or a separation so small that 1/r³ would overflow anyway: treated as
 /// coincident, the same in every executor).
 #[inline(always)]
 pub fn inverse_distance<T: Real>(r2: T, masked: bool) -> T {
-    if masked && r2 < T::min_positive_value() {
-        T::zero()
-    } else {
-        rsqrt::exact(r2)
-    }
+    if masked && r2 < T::min_positive_value() { T::zero() } else { rsqrt::exact(r2) }
 }
 
 /// Adds source `src`'s contribution (without G) to the running sums `acc` of a target

@@ -57,10 +57,10 @@ pub mod validate;
 
 pub use error::{Array, Error};
 pub use executor::{
-    validate_batch, validate_batch_cells, validate_cells, Bodies, Executor, InteractionList, Kinematics, LeafList,
-    Pair, PerParticle, Span,
+    Bodies, Executor, InteractionList, Kinematics, LeafList, Pair, PerParticle, Span, validate_batch,
+    validate_batch_cells, validate_cells,
 };
 pub use layout::{Field, Jerk, Particle, SoaRef, Velocity};
-pub use params::{Overlap, Params, Softening, SPLINE_SUPPORT};
+pub use params::{Overlap, Params, SPLINE_SUPPORT, Softening};
 pub use real::Real;
 pub use reference::Reference;

@@ -150,10 +150,10 @@ impl<T: Real> Neighbours<'_, T> {
     pub fn meet(&mut self, i: usize, j: usize, r2: T) {
         let index = self.index_offset + j as u32;
         self.nearest[i].offer(index, r2);
-        if let Some(w) = &mut self.within {
-            if r2 <= w.radius2[i] {
-                w.push(i, index);
-            }
+        if let Some(w) = &mut self.within
+            && r2 <= w.radius2[i]
+        {
+            w.push(i, index);
         }
     }
 }

@@ -17,7 +17,7 @@
 //! assert_eq!(exact[1].phi, -0.5);
 //! ```
 
-use crate::{validate, Bodies, Error, Params, Particle, Real, Velocity};
+use crate::{Bodies, Error, Params, Particle, Real, Velocity, validate};
 use num_traits::Float;
 
 /// The f64 truth for one target, with error scales.
@@ -61,7 +61,7 @@ pub fn field<T: Real>(
             return Err(Error::InvalidParameter {
                 name: "velocities",
                 requirement: "given for both targets and sources, or neither",
-            })
+            });
         }
     };
     let eps2 = params.eps.to_f64() * params.eps.to_f64();

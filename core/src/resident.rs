@@ -2,7 +2,7 @@
 //! [`Resident`] extends [`Executor`] with handles on such systems and the few operations
 //! a step is made of, and steps them with the one leapfrog of [`crate::stepping`].
 
-use crate::stepping::{kick_drift_kick, KickDrift};
+use crate::stepping::{KickDrift, kick_drift_kick};
 use crate::{Error, Executor, Field, Params, Particle, Real, Velocity};
 use core::sync::atomic::{AtomicU64, Ordering};
 

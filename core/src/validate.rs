@@ -93,11 +93,7 @@ pub fn accelerations<T: Real>(acc: &[crate::Field<T>], n: usize, array: Array) -
 
 /// Checks `found == expected`.
 pub fn length(what: &'static str, expected: usize, found: usize) -> Result<(), Error> {
-    if expected == found {
-        Ok(())
-    } else {
-        Err(Error::LengthMismatch { what, expected, found })
-    }
+    if expected == found { Ok(()) } else { Err(Error::LengthMismatch { what, expected, found }) }
 }
 
 /// A foreign slice's pull ([`crate::resident::ForeignSources::add_pull`]) adds to a

@@ -142,8 +142,8 @@ fn two_hooks_give_every_entry_point() {
 /// into records, wherever the bad value sits and whichever kind comes first.
 #[test]
 fn columns_name_bad_values_as_packed_records_do() {
-    use nbody_core::columns::{first_bad, ColumnsCall};
-    use nbody_core::{validate, Array};
+    use nbody_core::columns::{ColumnsCall, first_bad};
+    use nbody_core::{Array, validate};
     let bad_values = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, -0.0];
     for n in [1usize, 2, 7] {
         for at in 0..n {
@@ -215,7 +215,7 @@ fn columns_are_forwarded_and_refused_by_default() {
 /// the same number though not the same bits.
 #[test]
 fn one_slice_for_both_sides_is_checked_once() {
-    use nbody_core::{validate, Array, PerParticle};
+    use nbody_core::{Array, PerParticle, validate};
     let (mut p, v, _) = bodies();
     let params = Params::softened(0.1).with_overlap_identical();
     assert_eq!(validate::call(&p, &p, &params, 5), Ok(()));

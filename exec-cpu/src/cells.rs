@@ -3,8 +3,8 @@
 
 use crate::dispatch::Isa;
 use crate::simd::{Portable, Simd};
-use nbody_core::cell::Cell;
 use nbody_core::Real;
+use nbody_core::cell::Cell;
 
 /// Cells summed in the working precision before the sums go to f64 (as the pair
 /// kernel's tiles: rounding grows with sqrt of this, not of a leaf's whole list).

@@ -1,7 +1,7 @@
 //! Instruction-set detection and the kernel entry points compiled for each.
 
-use crate::kernel::{accumulate_jerk, accumulate_split, scan_tile, Block, SourcesSoa, TILE};
-use crate::scratch::{gather, GatherFn, Part};
+use crate::kernel::{Block, SourcesSoa, TILE, accumulate_jerk, accumulate_split, scan_tile};
+use crate::scratch::{GatherFn, Part, gather};
 use crate::simd::{Portable, Simd};
 use nbody_core::{Particle, Real, Velocity};
 
@@ -42,11 +42,7 @@ impl Isa {
 
     /// Itself if available, else the best available.
     pub fn available_or_best(self) -> Isa {
-        if self.is_available() {
-            self
-        } else {
-            Isa::detect()
-        }
+        if self.is_available() { self } else { Isa::detect() }
     }
 
     /// Name for reports.
@@ -288,11 +284,7 @@ fn unreachable_isa<T: Real>(_isa: Isa, spline: bool) -> KernelFn<T> {
         // SAFETY: as above.
         unsafe { drive::<Portable<T>, 1, true, false, true, false>(part, src, h) }
     }
-    if spline {
-        s::<T>
-    } else {
-        k::<T>
-    }
+    if spline { s::<T> } else { k::<T> }
 }
 
 /// As [`unreachable_isa`], for the per-particle kernels.

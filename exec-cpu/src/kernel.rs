@@ -427,7 +427,7 @@ fn scan<T: Real, const L: usize, const OWN: bool>(
             hit[l] = d2 <= h2[l];
         }
         if hit.iter().any(|&h| h) {
-            for (l, _) in hit.iter().enumerate().filter(|(_, &h)| h) {
+            for (l, _) in hit.iter().enumerate().filter(|&(_, &h)| h) {
                 search.found.pairs.push(((b + l) as u32, index));
             }
         }

@@ -28,11 +28,11 @@ mod simd;
 mod team;
 
 pub use dispatch::Isa;
-pub use mixed::{MixedExecutor, MAX_EXTENT};
+pub use mixed::{MAX_EXTENT, MixedExecutor};
 
 use nbody_core::kernel::Softened;
 use nbody_core::neighbours::Neighbours;
-use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle, PerParticle, Real};
+use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, PerParticle, Real, validate};
 use scratch::Scratch;
 
 /// How many threads a call may use. A tree code that already calls the kernel from its
@@ -54,11 +54,7 @@ impl Parallelism {
     /// assert_eq!(Parallelism::threads(4), Parallelism::Threads(4));
     /// ```
     pub fn threads(threads: usize) -> Self {
-        if threads <= 1 {
-            Parallelism::Sequential
-        } else {
-            Parallelism::Threads(threads)
-        }
+        if threads <= 1 { Parallelism::Sequential } else { Parallelism::Threads(threads) }
     }
 }
 

@@ -30,14 +30,14 @@
 //! cannot tell it from a very close pair, which has.
 //! Partial sums of f32 runs are f32 and are added into f64 sums.
 
-use crate::dispatch::Isa;
-use crate::kernel::{accumulate_split, Block, ErrorEstimate, SourcesSoa};
-use crate::simd::{Portable, Short, Simd};
 use crate::Parallelism;
+use crate::dispatch::Isa;
+use crate::kernel::{Block, ErrorEstimate, SourcesSoa, accumulate_split};
+use crate::simd::{Portable, Short, Simd};
 use core::ops::Range;
 use nbody_core::kernel::self_potential;
 use nbody_core::layout::morton_order;
-use nbody_core::{validate, Bodies, Error, Executor, Field, Jerk, Params, Particle};
+use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, validate};
 
 /// The mixed-precision CPU executor (an `Executor<f64>`). The jerk kernel runs in full
 /// f64 (through [`crate::CpuExecutor`]): Hermite integrators need its accuracy.

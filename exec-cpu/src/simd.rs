@@ -50,7 +50,8 @@ pub(crate) trait Simd: Copy {
     /// constants of their last Newton step.
     #[inline(always)]
     unsafe fn weights<const MASK: bool>(r2: Self::V, ms: Self::V) -> (Self::V, Self::V) {
-        weights_of::<Self>(Self::rsqrt::<MASK>(r2), ms)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { weights_of::<Self>(Self::rsqrt::<MASK>(r2), ms) }
     }
 
     /// [`Simd::weights`] with `1/r` to at least 2^-33 rather than to the type's last bit
@@ -59,16 +60,20 @@ pub(crate) trait Simd: Copy {
     /// bits skip it here; the others give [`Simd::weights`].
     #[inline(always)]
     unsafe fn weights_short<const MASK: bool>(r2: Self::V, ms: Self::V) -> (Self::V, Self::V) {
-        Self::weights::<MASK>(r2, ms)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { Self::weights::<MASK>(r2, ms) }
     }
 }
 
 /// `(m / r, m / r³)` from `rinv = 1/r`: the unscaled weights.
 #[inline(always)]
 unsafe fn weights_of<S: Simd>(rinv: S::V, ms: S::V) -> (S::V, S::V) {
-    let m_rinv = S::mul(ms, rinv);
-    // (m/r · 1/r) · 1/r: stays 0 for a massless source where 1/r² would overflow.
-    (m_rinv, S::mul(S::mul(m_rinv, rinv), rinv))
+    // SAFETY: as this unsafe function's own contract (its caller's promise).
+    unsafe {
+        let m_rinv = S::mul(ms, rinv);
+        // (m/r · 1/r) · 1/r: stays 0 for a massless source where 1/r² would overflow.
+        (m_rinv, S::mul(S::mul(m_rinv, rinv), rinv))
+    }
 }
 
 /// `S` whose weights are [`Simd::weights_short`]: the mixed executor's f64 near pairs.
@@ -84,47 +89,58 @@ impl<S: Simd> Simd for Short<S> {
 
     #[inline(always)]
     unsafe fn splat(x: S::T) -> S::V {
-        S::splat(x)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { S::splat(x) }
     }
     #[inline(always)]
     unsafe fn load(p: *const S::T) -> S::V {
-        S::load(p)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { S::load(p) }
     }
     #[inline(always)]
     unsafe fn store(p: *mut S::T, v: S::V) {
-        S::store(p, v)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { S::store(p, v) }
     }
     #[inline(always)]
     unsafe fn sub(a: S::V, b: S::V) -> S::V {
-        S::sub(a, b)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { S::sub(a, b) }
     }
     #[inline(always)]
     unsafe fn mul(a: S::V, b: S::V) -> S::V {
-        S::mul(a, b)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { S::mul(a, b) }
     }
     #[inline(always)]
     unsafe fn fma(a: S::V, b: S::V, c: S::V) -> S::V {
-        S::fma(a, b, c)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { S::fma(a, b, c) }
     }
     #[inline(always)]
     unsafe fn fnma(a: S::V, b: S::V, c: S::V) -> S::V {
-        S::fnma(a, b, c)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { S::fnma(a, b, c) }
     }
     #[inline(always)]
     unsafe fn rsqrt<const MASK: bool>(x: S::V) -> S::V {
-        S::rsqrt::<MASK>(x)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { S::rsqrt::<MASK>(x) }
     }
     #[inline(always)]
     unsafe fn any_lt(a: S::V, b: S::V) -> bool {
-        S::any_lt(a, b)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { S::any_lt(a, b) }
     }
     #[inline(always)]
     unsafe fn min(a: S::V, b: S::V) -> S::V {
-        S::min(a, b)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { S::min(a, b) }
     }
     #[inline(always)]
     unsafe fn weights<const MASK: bool>(r2: S::V, ms: S::V) -> (S::V, S::V) {
-        S::weights_short::<MASK>(r2, ms)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { S::weights_short::<MASK>(r2, ms) }
     }
 }
 
@@ -133,27 +149,36 @@ impl<S: Simd> Simd for Short<S> {
 /// ACC_SCALE = 1/8): 6 operations for both weights instead of 7.
 #[inline(always)]
 unsafe fn folded_weights<S: Simd>(x: S::V, y: S::V, m: S::V) -> (S::V, S::V) {
-    let t = S::mul(x, y);
-    let w = S::mul(y, S::fnma(t, y, S::splat(S::T::from_f64(3.0))));
-    let p = S::mul(m, w);
-    (p, S::mul(S::mul(p, w), w))
+    // SAFETY: as this unsafe function's own contract (its caller's promise).
+    unsafe {
+        let t = S::mul(x, y);
+        let w = S::mul(y, S::fnma(t, y, S::splat(S::T::from_f64(3.0))));
+        let p = S::mul(m, w);
+        (p, S::mul(S::mul(p, w), w))
+    }
 }
 
 /// Newton step for 1/sqrt: `y (3 - x y²) / 2`, written so that it costs 4 operations.
 #[inline(always)]
 unsafe fn newton<S: Simd>(x: S::V, y: S::V) -> S::V {
-    let t = S::mul(x, y);
-    let c = S::fnma(t, y, S::splat(S::T::from_f64(3.0)));
-    S::mul(S::mul(y, S::splat(S::T::from_f64(0.5))), c)
+    // SAFETY: as this unsafe function's own contract (its caller's promise).
+    unsafe {
+        let t = S::mul(x, y);
+        let c = S::fnma(t, y, S::splat(S::T::from_f64(3.0)));
+        S::mul(S::mul(y, S::splat(S::T::from_f64(0.5))), c)
+    }
 }
 
 /// Third-order step for 1/sqrt: `y (1 + e/2 + 3e²/8)`, `e = 1 - x y²`: cubes the error.
 #[inline(always)]
 unsafe fn householder<S: Simd>(x: S::V, y: S::V) -> S::V {
-    let one = S::splat(S::T::from_f64(1.0));
-    let e = S::fnma(S::mul(x, y), y, one);
-    let p = S::fma(e, S::splat(S::T::from_f64(0.375)), S::splat(S::T::from_f64(0.5)));
-    S::fma(S::mul(y, e), p, y)
+    // SAFETY: as this unsafe function's own contract (its caller's promise).
+    unsafe {
+        let one = S::splat(S::T::from_f64(1.0));
+        let e = S::fnma(S::mul(x, y), y, one);
+        let p = S::fma(e, S::splat(S::T::from_f64(0.375)), S::splat(S::T::from_f64(0.5)));
+        S::fma(S::mul(y, e), p, y)
+    }
 }
 
 /// Plain Rust on arrays of 8 lanes: the compiler vectorizes it for whatever the build
@@ -172,11 +197,13 @@ impl<T: Real> Simd for Portable<T> {
     }
     #[inline(always)]
     unsafe fn load(p: *const T) -> [T; 8] {
-        core::ptr::read_unaligned(p as *const [T; 8])
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { core::ptr::read_unaligned(p as *const [T; 8]) }
     }
     #[inline(always)]
     unsafe fn store(p: *mut T, v: [T; 8]) {
-        core::ptr::write_unaligned(p as *mut [T; 8], v)
+        // SAFETY: as this unsafe function's own contract (its caller's promise).
+        unsafe { core::ptr::write_unaligned(p as *mut [T; 8], v) }
     }
     #[inline(always)]
     unsafe fn sub(a: [T; 8], b: [T; 8]) -> [T; 8] {
@@ -216,7 +243,7 @@ pub(crate) use x86::*;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{folded_weights, householder, newton, weights_of, Simd};
+    use super::{Simd, folded_weights, householder, newton, weights_of};
     use core::arch::x86_64::*;
 
     /// AVX-512F, 16 f32 lanes: vrsqrt14ps (relative error below 2^-14) and one Newton
@@ -231,48 +258,60 @@ mod x86 {
 
         #[inline(always)]
         unsafe fn splat(x: f32) -> __m512 {
-            _mm512_set1_ps(x)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_set1_ps(x) }
         }
         #[inline(always)]
         unsafe fn load(p: *const f32) -> __m512 {
-            _mm512_loadu_ps(p)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_loadu_ps(p) }
         }
         #[inline(always)]
         unsafe fn store(p: *mut f32, v: __m512) {
-            _mm512_storeu_ps(p, v)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_storeu_ps(p, v) }
         }
         #[inline(always)]
         unsafe fn sub(a: __m512, b: __m512) -> __m512 {
-            _mm512_sub_ps(a, b)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_sub_ps(a, b) }
         }
         #[inline(always)]
         unsafe fn mul(a: __m512, b: __m512) -> __m512 {
-            _mm512_mul_ps(a, b)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_mul_ps(a, b) }
         }
         #[inline(always)]
         unsafe fn fma(a: __m512, b: __m512, c: __m512) -> __m512 {
-            _mm512_fmadd_ps(a, b, c)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_fmadd_ps(a, b, c) }
         }
         #[inline(always)]
         unsafe fn fnma(a: __m512, b: __m512, c: __m512) -> __m512 {
-            _mm512_fnmadd_ps(a, b, c)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_fnmadd_ps(a, b, c) }
         }
         #[inline(always)]
         unsafe fn min(a: __m512, b: __m512) -> __m512 {
-            _mm512_min_ps(a, b)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_min_ps(a, b) }
         }
         #[inline(always)]
         unsafe fn any_lt(a: __m512, b: __m512) -> bool {
-            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b) != 0
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b) != 0 }
         }
         #[inline(always)]
         unsafe fn rsqrt<const MASK: bool>(x: __m512) -> __m512 {
-            let y = if MASK {
-                _mm512_maskz_rsqrt14_ps(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, _mm512_set1_ps(f32::MIN_POSITIVE)), x)
-            } else {
-                _mm512_rsqrt14_ps(x)
-            };
-            newton::<Self>(x, y)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe {
+                let y = if MASK {
+                    _mm512_maskz_rsqrt14_ps(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, _mm512_set1_ps(f32::MIN_POSITIVE)), x)
+                } else {
+                    _mm512_rsqrt14_ps(x)
+                };
+                newton::<Self>(x, y)
+            }
         }
 
         const ACC_SCALE: f64 = 0.125;
@@ -280,12 +319,15 @@ mod x86 {
 
         #[inline(always)]
         unsafe fn weights<const MASK: bool>(r2: __m512, m: __m512) -> (__m512, __m512) {
-            let y = if MASK {
-                _mm512_maskz_rsqrt14_ps(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(r2, _mm512_set1_ps(f32::MIN_POSITIVE)), r2)
-            } else {
-                _mm512_rsqrt14_ps(r2)
-            };
-            folded_weights::<Self>(r2, y, m)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe {
+                let y = if MASK {
+                    _mm512_maskz_rsqrt14_ps(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(r2, _mm512_set1_ps(f32::MIN_POSITIVE)), r2)
+                } else {
+                    _mm512_rsqrt14_ps(r2)
+                };
+                folded_weights::<Self>(r2, y, m)
+            }
         }
     }
 
@@ -300,48 +342,60 @@ mod x86 {
 
         #[inline(always)]
         unsafe fn splat(x: f64) -> __m512d {
-            _mm512_set1_pd(x)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_set1_pd(x) }
         }
         #[inline(always)]
         unsafe fn load(p: *const f64) -> __m512d {
-            _mm512_loadu_pd(p)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_loadu_pd(p) }
         }
         #[inline(always)]
         unsafe fn store(p: *mut f64, v: __m512d) {
-            _mm512_storeu_pd(p, v)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_storeu_pd(p, v) }
         }
         #[inline(always)]
         unsafe fn sub(a: __m512d, b: __m512d) -> __m512d {
-            _mm512_sub_pd(a, b)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_sub_pd(a, b) }
         }
         #[inline(always)]
         unsafe fn mul(a: __m512d, b: __m512d) -> __m512d {
-            _mm512_mul_pd(a, b)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_mul_pd(a, b) }
         }
         #[inline(always)]
         unsafe fn fma(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
-            _mm512_fmadd_pd(a, b, c)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_fmadd_pd(a, b, c) }
         }
         #[inline(always)]
         unsafe fn fnma(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
-            _mm512_fnmadd_pd(a, b, c)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_fnmadd_pd(a, b, c) }
         }
         #[inline(always)]
         unsafe fn min(a: __m512d, b: __m512d) -> __m512d {
-            _mm512_min_pd(a, b)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_min_pd(a, b) }
         }
         #[inline(always)]
         unsafe fn any_lt(a: __m512d, b: __m512d) -> bool {
-            _mm512_cmp_pd_mask::<_CMP_LT_OQ>(a, b) != 0
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm512_cmp_pd_mask::<_CMP_LT_OQ>(a, b) != 0 }
         }
         #[inline(always)]
         unsafe fn rsqrt<const MASK: bool>(x: __m512d) -> __m512d {
-            let y = if MASK {
-                _mm512_maskz_rsqrt14_pd(_mm512_cmp_pd_mask::<_CMP_GE_OQ>(x, _mm512_set1_pd(f64::MIN_POSITIVE)), x)
-            } else {
-                _mm512_rsqrt14_pd(x)
-            };
-            newton::<Self>(x, newton::<Self>(x, y))
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe {
+                let y = if MASK {
+                    _mm512_maskz_rsqrt14_pd(_mm512_cmp_pd_mask::<_CMP_GE_OQ>(x, _mm512_set1_pd(f64::MIN_POSITIVE)), x)
+                } else {
+                    _mm512_rsqrt14_pd(x)
+                };
+                newton::<Self>(x, newton::<Self>(x, y))
+            }
         }
 
         const ACC_SCALE: f64 = 0.125;
@@ -349,12 +403,15 @@ mod x86 {
 
         #[inline(always)]
         unsafe fn weights<const MASK: bool>(r2: __m512d, m: __m512d) -> (__m512d, __m512d) {
-            let y = if MASK {
-                _mm512_maskz_rsqrt14_pd(_mm512_cmp_pd_mask::<_CMP_GE_OQ>(r2, _mm512_set1_pd(f64::MIN_POSITIVE)), r2)
-            } else {
-                _mm512_rsqrt14_pd(r2)
-            };
-            folded_weights::<Self>(r2, newton::<Self>(r2, y), m)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe {
+                let y = if MASK {
+                    _mm512_maskz_rsqrt14_pd(_mm512_cmp_pd_mask::<_CMP_GE_OQ>(r2, _mm512_set1_pd(f64::MIN_POSITIVE)), r2)
+                } else {
+                    _mm512_rsqrt14_pd(r2)
+                };
+                folded_weights::<Self>(r2, newton::<Self>(r2, y), m)
+            }
         }
     }
 
@@ -370,47 +427,59 @@ mod x86 {
 
         #[inline(always)]
         unsafe fn splat(x: f32) -> __m256 {
-            _mm256_set1_ps(x)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_set1_ps(x) }
         }
         #[inline(always)]
         unsafe fn load(p: *const f32) -> __m256 {
-            _mm256_loadu_ps(p)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_loadu_ps(p) }
         }
         #[inline(always)]
         unsafe fn store(p: *mut f32, v: __m256) {
-            _mm256_storeu_ps(p, v)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_storeu_ps(p, v) }
         }
         #[inline(always)]
         unsafe fn sub(a: __m256, b: __m256) -> __m256 {
-            _mm256_sub_ps(a, b)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_sub_ps(a, b) }
         }
         #[inline(always)]
         unsafe fn mul(a: __m256, b: __m256) -> __m256 {
-            _mm256_mul_ps(a, b)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_mul_ps(a, b) }
         }
         #[inline(always)]
         unsafe fn fma(a: __m256, b: __m256, c: __m256) -> __m256 {
-            _mm256_fmadd_ps(a, b, c)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_fmadd_ps(a, b, c) }
         }
         #[inline(always)]
         unsafe fn fnma(a: __m256, b: __m256, c: __m256) -> __m256 {
-            _mm256_fnmadd_ps(a, b, c)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_fnmadd_ps(a, b, c) }
         }
         #[inline(always)]
         unsafe fn min(a: __m256, b: __m256) -> __m256 {
-            _mm256_min_ps(a, b)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_min_ps(a, b) }
         }
         #[inline(always)]
         unsafe fn any_lt(a: __m256, b: __m256) -> bool {
-            _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(a, b)) != 0
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(a, b)) != 0 }
         }
         #[inline(always)]
         unsafe fn rsqrt<const MASK: bool>(x: __m256) -> __m256 {
-            let y = householder::<Self>(x, _mm256_rsqrt_ps(x));
-            if MASK {
-                _mm256_and_ps(y, _mm256_cmp_ps::<_CMP_GE_OQ>(x, _mm256_set1_ps(f32::MIN_POSITIVE)))
-            } else {
-                y
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe {
+                let y = householder::<Self>(x, _mm256_rsqrt_ps(x));
+                if MASK {
+                    _mm256_and_ps(y, _mm256_cmp_ps::<_CMP_GE_OQ>(x, _mm256_set1_ps(f32::MIN_POSITIVE)))
+                } else {
+                    y
+                }
             }
         }
     }
@@ -427,48 +496,59 @@ mod x86 {
 
         #[inline(always)]
         unsafe fn splat(x: f64) -> __m256d {
-            _mm256_set1_pd(x)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_set1_pd(x) }
         }
         #[inline(always)]
         unsafe fn load(p: *const f64) -> __m256d {
-            _mm256_loadu_pd(p)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_loadu_pd(p) }
         }
         #[inline(always)]
         unsafe fn store(p: *mut f64, v: __m256d) {
-            _mm256_storeu_pd(p, v)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_storeu_pd(p, v) }
         }
         #[inline(always)]
         unsafe fn sub(a: __m256d, b: __m256d) -> __m256d {
-            _mm256_sub_pd(a, b)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_sub_pd(a, b) }
         }
         #[inline(always)]
         unsafe fn mul(a: __m256d, b: __m256d) -> __m256d {
-            _mm256_mul_pd(a, b)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_mul_pd(a, b) }
         }
         #[inline(always)]
         unsafe fn fma(a: __m256d, b: __m256d, c: __m256d) -> __m256d {
-            _mm256_fmadd_pd(a, b, c)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_fmadd_pd(a, b, c) }
         }
         #[inline(always)]
         unsafe fn fnma(a: __m256d, b: __m256d, c: __m256d) -> __m256d {
-            _mm256_fnmadd_pd(a, b, c)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_fnmadd_pd(a, b, c) }
         }
         #[inline(always)]
         unsafe fn min(a: __m256d, b: __m256d) -> __m256d {
-            _mm256_min_pd(a, b)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_min_pd(a, b) }
         }
         #[inline(always)]
         unsafe fn any_lt(a: __m256d, b: __m256d) -> bool {
-            _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_LT_OQ>(a, b)) != 0
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_LT_OQ>(a, b)) != 0 }
         }
         #[inline(always)]
         unsafe fn rsqrt<const MASK: bool>(x: __m256d) -> __m256d {
-            Self::rsqrt_steps::<MASK, true>(x)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { Self::rsqrt_steps::<MASK, true>(x) }
         }
         /// Without the Newton step: 2^-35.
         #[inline(always)]
         unsafe fn weights_short<const MASK: bool>(r2: __m256d, m: __m256d) -> (__m256d, __m256d) {
-            weights_of::<Self>(Self::rsqrt_steps::<MASK, false>(r2), m)
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe { weights_of::<Self>(Self::rsqrt_steps::<MASK, false>(r2), m) }
         }
     }
 
@@ -476,24 +556,27 @@ mod x86 {
         /// `rsqrt`, with its last (Newton) step when `FULL`.
         #[inline(always)]
         unsafe fn rsqrt_steps<const MASK: bool, const FULL: bool>(x: __m256d) -> __m256d {
-            // Values outside the f32 range (r² > 3e38 or < 1e-38) would round to inf or 0:
-            // those lanes take the exact 1/sqrt instead.
-            let xf = _mm256_cvtpd_ps(x);
-            let y0 = _mm256_cvtps_pd(_mm_rsqrt_ps(xf));
-            let y = householder::<Self>(x, y0);
-            let y = if FULL { newton::<Self>(x, y) } else { y };
-            let lo = _mm256_cmp_pd::<_CMP_LT_OQ>(x, _mm256_set1_pd(1e-36));
-            let hi = _mm256_cmp_pd::<_CMP_GT_OQ>(x, _mm256_set1_pd(1e36));
-            let outside = _mm256_or_pd(lo, hi);
-            let y = if _mm256_movemask_pd(outside) == 0 {
-                y
-            } else {
-                _mm256_blendv_pd(y, _mm256_div_pd(_mm256_set1_pd(1.0), _mm256_sqrt_pd(x)), outside)
-            };
-            if MASK {
-                _mm256_and_pd(y, _mm256_cmp_pd::<_CMP_GE_OQ>(x, _mm256_set1_pd(f64::MIN_POSITIVE)))
-            } else {
-                y
+            // SAFETY: as this unsafe function's own contract (its caller's promise).
+            unsafe {
+                // Values outside the f32 range (r² > 3e38 or < 1e-38) would round to inf or 0:
+                // those lanes take the exact 1/sqrt instead.
+                let xf = _mm256_cvtpd_ps(x);
+                let y0 = _mm256_cvtps_pd(_mm_rsqrt_ps(xf));
+                let y = householder::<Self>(x, y0);
+                let y = if FULL { newton::<Self>(x, y) } else { y };
+                let lo = _mm256_cmp_pd::<_CMP_LT_OQ>(x, _mm256_set1_pd(1e-36));
+                let hi = _mm256_cmp_pd::<_CMP_GT_OQ>(x, _mm256_set1_pd(1e36));
+                let outside = _mm256_or_pd(lo, hi);
+                let y = if _mm256_movemask_pd(outside) == 0 {
+                    y
+                } else {
+                    _mm256_blendv_pd(y, _mm256_div_pd(_mm256_set1_pd(1.0), _mm256_sqrt_pd(x)), outside)
+                };
+                if MASK {
+                    _mm256_and_pd(y, _mm256_cmp_pd::<_CMP_GE_OQ>(x, _mm256_set1_pd(f64::MIN_POSITIVE)))
+                } else {
+                    y
+                }
             }
         }
     }

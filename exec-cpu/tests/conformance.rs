@@ -3,7 +3,7 @@
 //! reported as ignored.
 
 use nbody_conformance::mutants::mutation_trial;
-use nbody_conformance::{accuracy, run, suite, suite_with_roundoff, Trial};
+use nbody_conformance::{Trial, accuracy, run, suite, suite_with_roundoff};
 use nbody_core::Error;
 use nbody_cpu::{CpuExecutor, Isa, MixedExecutor, Parallelism};
 

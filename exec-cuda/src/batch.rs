@@ -1,11 +1,11 @@
 //! Turns an interaction list into equal-sized work items for one batched launch.
 
 use crate::args::{BatchArgs, CellArgs};
-use crate::kernels::{count, Kernel, Soft};
+use crate::kernels::{Kernel, Soft, count};
 use crate::memory::{alloc, ptr, upload_padded};
 use crate::{DeviceFields, DeviceParticles, DeviceReal};
 use cust::memory::{DeviceBuffer, DevicePointer};
-use nbody_core::{validate, Error, InteractionList, Params, Softening, Span};
+use nbody_core::{Error, InteractionList, Params, Softening, Span, validate};
 
 /// Threads per block of the batched kernel: 32 targets x 4 threads each.
 pub(crate) const BLOCK: u32 = 128;
@@ -158,20 +158,22 @@ pub(crate) fn chunk_for(list: &InteractionList<'_>, sm_count: u32) -> u32 {
 /// a new item). Empty spans give no piece.
 fn pieces(spans: &[Span], chunk: u32) -> impl Iterator<Item = (Span, u32)> + '_ {
     let (mut k, mut a, mut total) = (0usize, spans.first().map_or(0, |s| s.start), 0u32);
-    std::iter::from_fn(move || loop {
-        let s = spans.get(k)?;
-        if a >= s.end {
-            k += 1;
-            a = spans.get(k).map_or(0, |s| s.start);
-            continue;
+    std::iter::from_fn(move || {
+        loop {
+            let s = spans.get(k)?;
+            if a >= s.end {
+                k += 1;
+                a = spans.get(k).map_or(0, |s| s.start);
+                continue;
+            }
+            if total == chunk {
+                total = 0;
+            }
+            let take = (s.end - a).min(chunk - total);
+            let piece = (Span::new(a, a + take), total);
+            (a, total) = (a + take, total + take);
+            return Some(piece);
         }
-        if total == chunk {
-            total = 0;
-        }
-        let take = (s.end - a).min(chunk - total);
-        let piece = (Span::new(a, a + take), total);
-        (a, total) = (a + take, total + take);
-        return Some(piece);
     })
 }
 
@@ -569,7 +571,7 @@ impl crate::CudaExecutor {
         match list.cells {
             Some(n) => validate::length("cell list cells", cells.len(), n)?,
             None => {
-                return Err(Error::InvalidParameter { name: "list", requirement: "a cell list (upload_cell_list)" })
+                return Err(Error::InvalidParameter { name: "list", requirement: "a cell list (upload_cell_list)" });
             }
         }
         validate::length("cell list particles", particles.len(), list.particles)?;
@@ -623,8 +625,8 @@ mod tests {
             .sum();
         assert_eq!(count, list.interactions());
         assert_eq!(items.len(), 3 * 2 + 1); // 70 targets in 3 groups x 2 chunks; 1 x 1
-                                            // The first pair's groups were cut in two: their items write partial sums, in
-                                            // slots the runs name in order; the second pair's one item adds atomically.
+        // The first pair's groups were cut in two: their items write partial sums, in
+        // slots the runs name in order; the second pair's one item adds atomically.
         assert_eq!(slots, [0, 1, 2, 3, 4, 5, NO_SLOT]);
         assert_eq!(partials, 6);
         let run = |t0, t1, s| Item { t0, t1, span_first: s, span_last: s + 2 };

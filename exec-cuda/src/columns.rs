@@ -6,11 +6,11 @@
 //! which for a front end such as Python's is the difference between a call that costs
 //! what the kernel costs and one that adds a pack and an unpack on one core.
 
-use crate::args::{null, ColumnsArgs};
-use crate::kernels::{count, Kernel};
+use crate::args::{ColumnsArgs, null};
+use crate::kernels::{Kernel, count};
 use crate::memory::{download, ptr, upload_padded};
 use crate::tiled::TiledSoft;
-use crate::{CudaExecutor, DeviceReal, Family, EXTRA_A, EXTRA_B, EXTRA_C, OUT, SOURCES, SOURCE_PAD};
+use crate::{CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, Family, OUT, SOURCE_PAD, SOURCES};
 use cust::memory::{CopyDestination, DeviceSlice};
 use nbody_core::columns::{self, ColumnsCall};
 use nbody_core::{Error, Field, Params, Softening};

@@ -4,10 +4,10 @@
 //! turns them and the kernel's rate into the time of a force call and of a step on any
 //! number of devices.
 
+use crate::CudaExecutor;
 use crate::device::cuda;
 use crate::memory::alloc;
 use crate::pipeline::Marker;
-use crate::CudaExecutor;
 use cust::memory::{CopyDestination, DeviceBuffer, LockedBuffer};
 use nbody_core::Error;
 use std::time::Instant;

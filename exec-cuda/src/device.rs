@@ -1,12 +1,12 @@
 //! The CUDA context, the device's properties, and CUDA errors as nbody errors.
 
+use cust::CudaFlags;
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
 use cust::error::CudaError;
 use cust::function::Function;
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
-use cust::CudaFlags;
 use nbody_core::Error;
 
 /// What the executor knows of its device; launch parameters are derived from it.

@@ -3,17 +3,17 @@
 
 use crate::kernels::Soft;
 use crate::memory::{ptr, upload_outputs, upload_padded};
-use crate::{batch, pipeline, CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, OUT, SELF_COUNTS, SOURCES, TARGETS};
 use crate::{
-    CELLS, CELL_ITEMS, CELL_OFFSETS, CELL_RUNS, CELL_SLOTS, CELL_SPANS, ITEM_RUNS, ITEM_SLOTS, LENGTHS, PARTIAL,
+    CELL_ITEMS, CELL_OFFSETS, CELL_RUNS, CELL_SLOTS, CELL_SPANS, CELLS, ITEM_RUNS, ITEM_SLOTS, LENGTHS, PARTIAL,
 };
+use crate::{CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, OUT, SELF_COUNTS, SOURCES, TARGETS, batch, pipeline};
+use nbody_core::Executor;
+use nbody_core::PerParticle;
 use nbody_core::capabilities::{Capabilities, Entries, Entry};
 use nbody_core::cell::Cell;
 use nbody_core::kernel::Softened;
 use nbody_core::projection::Projection;
-use nbody_core::Executor;
-use nbody_core::PerParticle;
-use nbody_core::{validate, Array, Bodies, Error, Field, InteractionList, Jerk, Params, Particle};
+use nbody_core::{Array, Bodies, Error, Field, InteractionList, Jerk, Params, Particle, validate};
 use nbody_core::{LeafList, Pair, Span};
 
 impl<T: DeviceReal> Executor<T> for CudaExecutor {

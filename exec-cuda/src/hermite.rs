@@ -8,8 +8,8 @@
 use crate::args::HermiteArgs;
 use crate::device::cuda;
 use crate::jerk::{JerkBuffers, Staged};
-use crate::kernels::{count, Kernel};
-use crate::memory::{alloc, download, ptr, upload_padded, Scratch};
+use crate::kernels::{Kernel, count};
+use crate::memory::{Scratch, alloc, download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
 use cust::memory::DeviceBuffer;
 use nbody_core::{Error, Params, Particle, Velocity};
@@ -130,10 +130,10 @@ impl<T: DeviceReal> DeviceHermite<T> {
         if !(eta.is_finite() && eta > 0.0) {
             return Err(Error::InvalidParameter { name: "eta", requirement: "finite and positive" });
         }
-        if let Steps::Block { dt_max } = steps {
-            if !(dt_max.is_finite() && dt_max > 0.0) {
-                return Err(Error::InvalidParameter { name: "dt_max", requirement: "finite and positive" });
-            }
+        if let Steps::Block { dt_max } = steps
+            && !(dt_max.is_finite() && dt_max > 0.0)
+        {
+            return Err(Error::InvalidParameter { name: "dt_max", requirement: "finite and positive" });
         }
         let params = Params::softened(eps).acceleration_only();
         nbody_core::validate::params(&params)?;
@@ -438,8 +438,7 @@ impl<T: DeviceReal> DeviceHermite<T> {
         if lengths.iter().any(|&l| l != n) || bad_level || (saved.started && filed != n && steps != Steps::Shared) {
             return Err(Error::InvalidParameter {
                 name: "Hermite checkpoint",
-                requirement:
-                    "one position, velocity, acceleration, jerk, time and step per particle, each particle on one level",
+                requirement: "one position, velocity, acceleration, jerk, time and step per particle, each particle on one level",
             });
         }
         let pos: Vec<Particle<T>> = saved.pos.iter().map(|&[x, y, z, m]| Particle::new(x, y, z, m)).collect();

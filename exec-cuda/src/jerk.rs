@@ -2,8 +2,8 @@
 //! neighbours): how many threads share a target, how the sources are split over thread
 //! blocks when the targets are few, and the host side of the neighbour results.
 
-use crate::args::{null, JerkArgs, JerkExtra, ListsArgs};
-use crate::kernels::{count, Kernel};
+use crate::args::{JerkArgs, JerkExtra, ListsArgs, null};
+use crate::kernels::{Kernel, count};
 use crate::memory::{download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
 use cust::memory::DevicePointer;

@@ -9,12 +9,12 @@ use crate::args::JmemArgs;
 use crate::device::cuda;
 use crate::jerk::PackedLists;
 use crate::jerk::{JerkBuffers, Staged};
-use crate::kernels::{count, Kernel};
-use crate::memory::{alloc, download, ptr, upload_padded, Pinned, Scratch};
+use crate::kernels::{Kernel, count};
+use crate::memory::{Pinned, Scratch, alloc, download, ptr, upload_padded};
 use crate::{CudaExecutor, SOURCE_PAD};
 use cust::memory::{CopyDestination, DeviceBuffer};
 use nbody_core::neighbours::Neighbours;
-use nbody_core::{validate, Array, Bodies, Error, Field, Jerk, Params};
+use nbody_core::{Array, Bodies, Error, Field, Jerk, Params, validate};
 
 /// Threads per block of the per-particle kernels.
 const THREADS: u32 = 256;

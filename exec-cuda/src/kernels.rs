@@ -239,7 +239,7 @@ impl Kernel {
     /// gravity.cu exports).
     #[cfg(test)]
     pub(crate) fn samples() -> Vec<Kernel> {
-        use Family::{Mixed, F32, F64};
+        use Family::{F32, F64, Mixed};
         let config = crate::tuning::CANDIDATES[0];
         let (potential, masked) = (true, false);
         vec![

@@ -53,9 +53,9 @@ pub mod tuning;
 pub use args::probe_layouts;
 pub use batch::{DeviceCells, DeviceList};
 pub use device::DeviceInfo;
-#[cfg(feature = "testing")]
-pub use hermite::{hermite_kernels, KernelCase, KernelOutcome};
 pub use hermite::{DeviceHermite, HermiteCheckpoint, Steps};
+#[cfg(feature = "testing")]
+pub use hermite::{KernelCase, KernelOutcome, hermite_kernels};
 pub use jerk::PackedLists;
 pub use jmemory::{DeviceJMemory, JParticle};
 pub use kernels::Family;
@@ -71,7 +71,7 @@ pub use tuning::SOURCE_PAD;
 use cust::function::Function;
 use cust::memory::DeviceCopy;
 use device::cuda;
-use memory::{download, upload_outputs, upload_padded, Scratch};
+use memory::{Scratch, download, upload_outputs, upload_padded};
 use nbody_core::{Error, Field, Particle, Real};
 use std::collections::HashMap;
 use tuning::LaunchConfig;

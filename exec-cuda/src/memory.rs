@@ -119,11 +119,7 @@ pub(crate) fn upload_outputs(dst: &mut DeviceBuffer<u8>, out: &[u8]) -> Result<(
     // Word by word without an early exit, so the scan vectorises.
     let (head, words, tail) = bytemuck::pod_align_to::<u8, u64>(out);
     let zero = head.iter().chain(tail).fold(0u8, |a, &b| a | b) == 0 && words.iter().fold(0, |a, &w| a | w) == 0;
-    if zero {
-        upload_padded(dst, &[], out.len())
-    } else {
-        upload_padded(dst, out, 0)
-    }
+    if zero { upload_padded(dst, &[], out.len()) } else { upload_padded(dst, out, 0) }
 }
 
 /// Copies `dst.len()` bytes from the front of `src` to the host.

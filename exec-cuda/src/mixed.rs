@@ -19,7 +19,7 @@
 use crate::{CudaExecutor, DeviceReal, Family};
 use nbody_core::forward::Forward;
 use nbody_core::projection::Projection;
-use nbody_core::{validate, Error, Executor, Params, Particle};
+use nbody_core::{Error, Executor, Params, Particle, validate};
 
 impl CudaExecutor {
     /// The kernel family that runs this executor's calls in `T`: [`Family::Mixed`] for

@@ -18,8 +18,8 @@ use nbody_core::neighbours::{Neighbours, Within};
 use nbody_core::projection::Projection;
 use nbody_core::resident::{Owner, Resident};
 use nbody_core::{
-    validate, Array, Bodies, Error, Executor, Field, InteractionList, Jerk, LeafList, Overlap, Pair, Params, Particle,
-    Span, Velocity,
+    Array, Bodies, Error, Executor, Field, InteractionList, Jerk, LeafList, Overlap, Pair, Params, Particle, Span,
+    Velocity, validate,
 };
 use std::ops::Range;
 

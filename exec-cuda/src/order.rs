@@ -12,8 +12,8 @@
 //! ([`crate::DeviceState::resort_interval`]).
 
 use crate::args::{Ptr, TreeArgs};
-use crate::kernels::{count, TreeStep};
-use crate::memory::{ptr, Scratch};
+use crate::kernels::{TreeStep, count};
+use crate::memory::{Scratch, ptr};
 use crate::pipeline::driver;
 use crate::tree::at;
 use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal, Family, SOURCE_PAD};

@@ -6,7 +6,7 @@
 
 use crate::device::cuda;
 use crate::memory::{download, upload_outputs, upload_padded};
-use crate::{CudaExecutor, DeviceReal, OUT, SOURCES, SOURCE_PAD, TARGETS};
+use crate::{CudaExecutor, DeviceReal, OUT, SOURCE_PAD, SOURCES, TARGETS};
 use cust::memory::{AsyncCopyDestination, LockedBuffer};
 use cust::stream::Stream;
 use nbody_core::{Error, Field, Params, Particle};
@@ -35,11 +35,7 @@ unsafe impl Sync for Marker {}
 
 /// A driver call's result as an nbody error: the one place raw `CUresult`s are read.
 pub(crate) fn driver(r: cust::sys::CUresult, during: &'static str) -> Result<(), Error> {
-    if r == cust::sys::cudaError_enum::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::Device { during, code: r as u32 })
-    }
+    if r == cust::sys::cudaError_enum::CUDA_SUCCESS { Ok(()) } else { Err(Error::Device { during, code: r as u32 }) }
 }
 
 impl Marker {

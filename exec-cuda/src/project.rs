@@ -2,11 +2,11 @@
 //! doubles, only the grid coming back.
 
 use crate::args::ProjectArgs;
-use crate::kernels::{count, Kernel};
+use crate::kernels::{Kernel, count};
 use crate::memory::{ptr, upload_padded};
 use crate::{CudaExecutor, DeviceParticles, DeviceReal, EXTRA_A};
-use nbody_core::projection::Projection;
 use nbody_core::Error;
+use nbody_core::projection::Projection;
 
 impl CudaExecutor {
     /// Density map of device-resident particles (for example a [`crate::DeviceState`]'s

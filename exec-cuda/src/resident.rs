@@ -3,13 +3,13 @@
 
 use crate::args::StepArgs;
 use crate::device::cuda;
-use crate::kernels::{count, Kernel};
+use crate::kernels::{Kernel, count};
 use crate::memory::{alloc, download, ptr, upload_padded};
-use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal, SOURCES, SOURCE_PAD};
+use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal, SOURCE_PAD, SOURCES};
 use cust::memory::DeviceBuffer;
 use nbody_core::layout::{gather, scatter};
 use nbody_core::resident::{ForeignSources, Owner, Resident};
-use nbody_core::{validate, Array, Error, Field, Params, Particle, Velocity};
+use nbody_core::{Array, Error, Field, Params, Particle, Velocity, validate};
 
 /// Positions, velocities and the last field of a system, all on the device.
 ///

@@ -1,15 +1,15 @@
 //! Device-resident particle sets and fields, and the tiled kernel's launches on them
 //! (host-slice calls stage into scratch and launch the same way).
 
-use crate::args::{null, TiledArgs};
+use crate::args::{TiledArgs, null};
 use crate::device::cuda;
-use crate::kernels::{count, Kernel, Soft};
+use crate::kernels::{Kernel, Soft, count};
 use crate::memory::{alloc, download, ptr, upload_padded};
 use crate::tuning::{
-    balance_waves, choose_for_on, chunk_sources, ladder, split_sources, LaunchConfig, SHUFFLE_TARGETS_PER_THREAD,
+    LaunchConfig, SHUFFLE_TARGETS_PER_THREAD, balance_waves, choose_for_on, chunk_sources, ladder, split_sources,
 };
-use crate::{timing, CudaExecutor, DeviceFields, DeviceParticles, DeviceReal, SOURCE_PAD};
-use nbody_core::{validate, Array, Error, Field, Overlap, Params, Particle};
+use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal, SOURCE_PAD, timing};
+use nbody_core::{Array, Error, Field, Overlap, Params, Particle, validate};
 
 /// The softened kernel of a tiled launch: which one, its eps² (Plummer) or support (the
 /// spline), whether it masks, and the per-particle lengths of targets and sources on the

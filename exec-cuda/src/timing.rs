@@ -1,7 +1,7 @@
 //! Timing with CUDA events, for the autotuner and the benchmark.
 
 use crate::device::cuda;
-use crate::tuning::{LaunchConfig, CANDIDATES};
+use crate::tuning::{CANDIDATES, LaunchConfig};
 use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal};
 use cust::event::{Event, EventFlags};
 use nbody_core::{Error, Params, Particle};

@@ -43,19 +43,19 @@
 //! # Ok::<(), nbody_core::Error>(())
 //! ```
 
-use crate::args::{null, Ptr, TreeArgs};
+use crate::args::{Ptr, TreeArgs, null};
 use crate::batch::Buffers;
 use crate::device::cuda;
-use crate::kernels::{count, Kernel, TreeStep};
-use crate::memory::{download, ptr, Scratch};
+use crate::kernels::{Kernel, TreeStep, count};
+use crate::memory::{Scratch, download, ptr};
 use crate::pipeline::driver;
 use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal};
 use cust::event::{Event, EventFlags};
 use nbody_core::cell::{Cell, Criterion};
-use nbody_core::{validate, Error, Field, Overlap, Params, Particle, Softening};
+use nbody_core::{Error, Field, Overlap, Params, Particle, Softening, validate};
 use std::ffi::{c_int, c_void};
 
-extern "C" {
+unsafe extern "C" {
     fn nbody_cub_sort_pairs(
         temp: *mut c_void,
         temp_bytes: *mut usize,

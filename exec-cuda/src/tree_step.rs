@@ -8,8 +8,8 @@ use crate::tree::{DeviceTree, TreeReport, TreeSettings};
 use crate::{CudaExecutor, DeviceFields, DeviceReal};
 use nbody_core::cell::Criterion;
 use nbody_core::resident::Resident;
-use nbody_core::stepping::{kick_drift_kick, KickDrift};
-use nbody_core::{validate, Error, Field, Params, Particle, Velocity};
+use nbody_core::stepping::{KickDrift, kick_drift_kick};
+use nbody_core::{Error, Field, Params, Particle, Velocity, validate};
 
 /// A system on the GPU with its device tree: what [`CudaExecutor::tree_leapfrog_step`]
 /// steps. Made by [`CudaExecutor::upload_tree_system`].

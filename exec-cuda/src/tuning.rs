@@ -92,11 +92,7 @@ pub const MIXED_LADDER: [LaunchConfig; 6] =
 /// assert_eq!(nbody_cuda::tuning::ladder(Family::Mixed)[0].block, 128);
 /// ```
 pub fn ladder(family: Family) -> &'static [LaunchConfig] {
-    if family == Family::Mixed {
-        &MIXED_LADDER
-    } else {
-        &LADDER
-    }
+    if family == Family::Mixed { &MIXED_LADDER } else { &LADDER }
 }
 
 /// Chooses the first rung of [`LADDER`] that gives every one of the device's
@@ -157,11 +153,7 @@ pub fn choose_for_on(
     let top = ladder[0];
     let blocks = top.blocks(n_targets) as usize;
     let (_, chunks) = split_sources(blocks, n_sources_padded, top.block as usize, sm_count);
-    if blocks * chunks >= fill {
-        top
-    } else {
-        c
-    }
+    if blocks * chunks >= fill { top } else { c }
 }
 
 /// A source chunk holds at least this many tiles, so each block's barriers stay few

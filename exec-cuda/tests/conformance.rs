@@ -3,7 +3,7 @@
 //! creating the executor says so.
 
 use nbody_conformance::mutants::mutation_trial;
-use nbody_conformance::{accuracy, exact, run, suite, suite_with_roundoff, Failed, Trial};
+use nbody_conformance::{Failed, Trial, accuracy, exact, run, suite, suite_with_roundoff};
 use nbody_core::resident::Resident;
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle};
 use nbody_cuda::{CudaExecutor, CudaMixedExecutor, DeviceReal, MultiDevice};
@@ -563,7 +563,7 @@ fn mixed_batch_orders() -> Result<(), Failed> {
 /// f64 reference.
 fn batched_same_bits() -> Result<(), Failed> {
     fn check<T: DeviceReal, E: Executor<T>>(what: &str, exec: &mut E, bound: f64) -> Result<(), Failed> {
-        use nbody_core::{cell::Cell, InteractionList, LeafList, Pair, Span};
+        use nbody_core::{InteractionList, LeafList, Pair, Span, cell::Cell};
         let (pos, _) = nbody_integrators::ics::plummer::<f64>(8192, 11);
         let c = T::from_f64;
         let ps: Vec<Particle<T>> = pos.iter().map(|b| Particle::new(c(b.x), c(b.y), c(b.z), c(b.m))).collect();
@@ -634,11 +634,7 @@ fn batched_same_bits() -> Result<(), Failed> {
 
 /// The larger of two errors, NaN if either is (`f64::max` would drop it).
 fn nan_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.max(b)
-    }
+    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
 }
 
 /// The mixed jerk kernel on a 16,384-body Plummer sphere in the generator's order and in
@@ -1299,7 +1295,7 @@ fn columns() -> Result<(), Failed> {
         match gpu.field_columns(call, &params, &mut [], None) {
             Err(Error::NegativeMass { array: Array::Particles, index: 3 }) => {}
             other => {
-                return Err(format!("{}: no targets, expected the mass at 3 refused, got {other:?}", T::NAME).into())
+                return Err(format!("{}: no targets, expected the mass at 3 refused, got {other:?}", T::NAME).into());
             }
         }
         m[3] = c(1e-3);

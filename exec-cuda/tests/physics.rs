@@ -4,11 +4,11 @@
 #[path = "../../integrators/tests/physics_checks.rs"]
 mod physics_checks;
 
-use nbody_conformance::{run, Failed, Trial};
+use nbody_conformance::{Failed, Trial, run};
 use nbody_core::Error;
 use nbody_core::{Particle, Velocity};
 use nbody_cuda::{CudaExecutor, CudaMixedExecutor, DeviceHermite, HermiteCheckpoint, Steps};
-use nbody_integrators::{ics, BlockHermite, Hermite, State};
+use nbody_integrators::{BlockHermite, Hermite, State, ics};
 use physics_checks::*;
 
 fn on_gpu(check: impl FnOnce(&mut CudaExecutor) -> Result<(), String>) -> Result<(), Failed> {
@@ -154,10 +154,10 @@ fn device_hermite_resumes(gpu: &mut CudaExecutor) -> Result<(), String> {
             whole.step(gpu, 0.5).map_err(e)?;
         }
         let saved: HermiteCheckpoint<f64> = whole.checkpoint(gpu).map_err(e)?;
-        if let Steps::Block { .. } = steps {
-            if saved.levels.iter().filter(|l| !l.is_empty()).count() < 2 {
-                return Err(format!("{steps:?}: the checkpoint should hold several levels"));
-            }
+        if let Steps::Block { .. } = steps
+            && saved.levels.iter().filter(|l| !l.is_empty()).count() < 2
+        {
+            return Err(format!("{steps:?}: the checkpoint should hold several levels"));
         }
         let mut resumed = DeviceHermite::resume(gpu, &saved, 0.02, eps, steps).map_err(e)?;
         for _ in 0..9 {
@@ -184,7 +184,7 @@ fn device_hermite_resumes(gpu: &mut CudaExecutor) -> Result<(), String> {
 /// The device's predictor and corrector (shared and block steps) on random states give
 /// exactly what `nbody_integrators::rules` gives: the scheme has one definition.
 fn hermite_kernels_follow_the_rules(gpu: &mut CudaExecutor) -> Result<(), String> {
-    use nbody_cuda::{hermite_kernels, KernelCase};
+    use nbody_cuda::{KernelCase, hermite_kernels};
     use nbody_integrators::rules;
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut r = move || {

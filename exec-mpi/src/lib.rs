@@ -62,7 +62,7 @@ use mpi::traits::*;
 use nbody_core::collective::Collective;
 use nbody_core::kernel::{add_fields, add_jerks};
 use nbody_core::projection::Projection;
-use nbody_core::{validate, Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Params, Particle, Real};
+use nbody_core::{Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Params, Particle, Real, validate};
 
 /// How a [`Distributed`] executor moves sources between ranks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

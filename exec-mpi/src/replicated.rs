@@ -2,13 +2,13 @@
 //! replicate their data, and for the conformance suite, which calls an executor with
 //! arrays every rank knows.
 
-use crate::{wire, Distributed};
+use crate::{Distributed, wire};
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
 use nbody_core::kernel::add_fields;
 use nbody_core::projection::Projection;
 use nbody_core::{
-    validate, Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real,
+    Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, validate,
 };
 
 /// An executor over ranks that all pass the **same** arrays: targets are cut into

@@ -6,8 +6,8 @@
 //! come down, once per field, as the slice this rank sends), and no field comes back
 //! unless asked for.
 
-use crate::ring::{pass, Buffers};
 use crate::Distributed;
+use crate::ring::{Buffers, pass};
 use nbody_core::resident::{ForeignSources, Resident};
 use nbody_core::{Bodies, Error, Field, Params, Particle, Real, Velocity};
 

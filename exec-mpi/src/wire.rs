@@ -1,10 +1,10 @@
 //! Records on the wire: particles, velocities and fields travel as their bytes (all are
 //! `bytemuck::Pod`), and gathers of uneven slices are laid out from per-rank counts.
 
+use mpi::Count;
 use mpi::datatype::PartitionMut;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use mpi::Count;
 use nbody_core::Error;
 
 /// The bytes of a slice of records.

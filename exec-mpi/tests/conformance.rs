@@ -9,7 +9,7 @@
 //! column. So the suite's oracle comparisons, bad-input checks and properties all hold
 //! for the distributed executor over every rank count.
 
-use nbody_conformance::{compare, exact, mpirun, suite, wait_within, Arguments, Failed, Trial};
+use nbody_conformance::{Arguments, Failed, Trial, compare, exact, mpirun, suite, wait_within};
 use nbody_core::neighbours::{Nearest, Neighbours};
 use nbody_core::resident::{OnHost, Resident};
 use nbody_core::{
@@ -250,7 +250,7 @@ fn distributed_trials(size: usize, tag: &str, scheme: Scheme) -> Vec<Trial> {
 /// acceleration and jerk doors (neighbours, snap and lists are refused, each with its
 /// reason); Replicated offers all five.
 fn wrappers_reach(scheme: Scheme) -> Result<(), Failed> {
-    use nbody_conformance::wrappers::{doors_reach, Door, Probe, DOORS};
+    use nbody_conformance::wrappers::{DOORS, Door, Probe, doors_reach};
     let world = SimpleCommunicator::world();
     let over_ranks = |counts: [usize; 5]| {
         let mine = counts.map(|c| c as u64);

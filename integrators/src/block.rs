@@ -2,7 +2,7 @@
 //! the particles whose step ends then (the *active* ones), which become the kernel's
 //! targets against all particles predicted to that time: the N_i << N_j case.
 
-use crate::{diagnostics_combined, Diagnostics, State, StepTiming};
+use crate::{Diagnostics, State, StepTiming, diagnostics_combined};
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Overlap, Params, Particle, Real, Velocity};
 
 /// Hermite 4 with block time steps `dt_max / 2^k`, chosen per particle by the Aarseth

@@ -1,7 +1,7 @@
 //! Fourth-order Hermite predictor-corrector (Makino & Aarseth 1992) with a shared
 //! adaptive step from the Aarseth criterion.
 
-use crate::{diagnostics_combined, Diagnostics, State};
+use crate::{Diagnostics, State, diagnostics_combined};
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, Real, Velocity};
 
 /// Hermite 4 with shared time steps: `dt = min_i sqrt(eta (|a||a''| + |a'|²) / (|a'||a'''| + |a''|²))`.

@@ -3,7 +3,7 @@
 //! to the crackle, the corrector is sixth order, and the step comes from the generalized
 //! Aarseth criterion on the derivatives of the interpolating quintic.
 
-use crate::{diagnostics_combined, Diagnostics, State};
+use crate::{Diagnostics, State, diagnostics_combined};
 use nbody_core::{Error, Executor, Field, Jerk, Kinematics, Params, Particle, Real, Velocity};
 
 type V3 = [f64; 3];

@@ -29,7 +29,7 @@ pub fn plummer<T: Real>(n: usize, seed: u64) -> (Vec<Particle<T>>, Vec<Velocity<
         let p = isotropic(&mut rng, r);
         // Speed by von Neumann rejection from g(q) = q² (1 − q²)^{7/2} (max < 0.1).
         let q = loop {
-            let (q, y): (f64, f64) = (rng.gen(), rng.gen::<f64>() * 0.1);
+            let (q, y): (f64, f64) = (rng.r#gen(), rng.r#gen::<f64>() * 0.1);
             if y < q * q * (1.0 - q * q).powf(3.5) {
                 break q;
             }
@@ -55,7 +55,7 @@ pub fn cold_sphere<T: Real>(n: usize, seed: u64) -> (Vec<Particle<T>>, Vec<Veloc
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let pos = (0..n)
         .map(|_| {
-            let r: f64 = rng.gen::<f64>().cbrt();
+            let r: f64 = rng.r#gen::<f64>().cbrt();
             let p = isotropic(&mut rng, r);
             Particle::new(c(p[0]), c(p[1]), c(p[2]), c(1.0 / n as f64))
         })

@@ -1,6 +1,6 @@
 //! Kick-drift-kick leapfrog with a fixed step: symplectic and time-reversible.
 
-use crate::{diagnostics_combined, Diagnostics, State};
+use crate::{Diagnostics, State, diagnostics_combined};
 use nbody_core::{Error, Executor, Field, Params, Real};
 
 /// Leapfrog (KDK). Keeps the last accelerations, so each step costs one force call.

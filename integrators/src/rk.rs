@@ -1,6 +1,6 @@
 //! Adaptive embedded Runge-Kutta: Dormand-Prince 5(4) with local error control.
 
-use crate::{diagnostics_combined, Diagnostics, State};
+use crate::{Diagnostics, State, diagnostics_combined};
 use nbody_core::{Error, Executor, Field, Params, Particle, Real, Velocity};
 
 /// Dormand & Prince (1980) coefficients.

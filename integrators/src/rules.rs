@@ -60,11 +60,7 @@ pub fn aarseth_step(eta: f64, a: [f64; 3], j: [f64; 3], a2: [f64; 3], a3: [f64; 
 /// positive step (a particle without force).
 pub fn next_step(eta: f64, dt: f64, a: [f64; 3], j: [f64; 3], a2: [f64; 3], a3: [f64; 3]) -> f64 {
     let want = aarseth_step(eta, a, j, a2, a3);
-    if want.is_finite() && want > 0.0 {
-        want
-    } else {
-        2.0 * dt
-    }
+    if want.is_finite() && want > 0.0 { want } else { 2.0 * dt }
 }
 
 /// Aarseth's startup criterion for one particle, `FIRST_STEP · max(|a|, floor) / |a'|`
@@ -136,11 +132,7 @@ pub fn first_shared_step<T: nbody_core::Real, E: nbody_core::Executor<T> + ?Size
     let dt =
         first_steps(exec, acc, jerk).into_iter().filter(|d| d.is_finite() && *d > 0.0).fold(f64::INFINITY, f64::min);
     let dt = nbody_core::collective::min(exec, dt);
-    if dt.is_finite() {
-        dt
-    } else {
-        FIRST_STEP
-    }
+    if dt.is_finite() { dt } else { FIRST_STEP }
 }
 
 /// Smallest block step, as a fraction of `dt_max` (2^-40): a floor against close
@@ -162,11 +154,7 @@ pub fn quantize(dt: f64, dt_max: f64, dt_min: f64) -> f64 {
 pub fn block_step(want: f64, dt: f64, t: f64, dt_max: f64, dt_min: f64) -> f64 {
     let new_dt = quantize(want.min(2.0 * dt), dt_max, dt_min);
     let r = t / new_dt;
-    if new_dt > dt && r - r.floor() != 0.0 {
-        dt
-    } else {
-        new_dt
-    }
+    if new_dt > dt && r - r.floor() != 0.0 { dt } else { new_dt }
 }
 
 #[cfg(test)]

@@ -84,11 +84,7 @@ pub(crate) fn massive<T: Real>(pos: &[Particle<T>]) -> usize {
 /// or every particle when `exec` spans several processes (each holds a slice of the
 /// particles, whose tails are not the system's).
 pub(crate) fn source_count<T: Real, E: Executor<T> + ?Sized>(pos: &[Particle<T>], exec: &mut E) -> usize {
-    if exec.collective().is_some() {
-        pos.len()
-    } else {
-        massive(pos)
-    }
+    if exec.collective().is_some() { pos.len() } else { massive(pos) }
 }
 
 /// The sources of a force call on every particle of `pos` ([`source_count`] of them),
@@ -213,10 +209,6 @@ impl StepTiming {
     /// The fraction of step time outside the force calls.
     pub fn overhead_fraction(&self) -> f64 {
         let total = self.total.as_secs_f64();
-        if total > 0.0 {
-            (total - self.force.as_secs_f64()).max(0.0) / total
-        } else {
-            0.0
-        }
+        if total > 0.0 { (total - self.force.as_secs_f64()).max(0.0) / total } else { 0.0 }
     }
 }

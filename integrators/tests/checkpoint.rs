@@ -3,7 +3,7 @@
 
 use nbody_core::Real;
 use nbody_cpu::{CpuExecutor, Parallelism};
-use nbody_integrators::{ics, BlockHermite, Checkpoint, DormandPrince, Hermite, Hermite6, Leapfrog, State, Words};
+use nbody_integrators::{BlockHermite, Checkpoint, DormandPrince, Hermite, Hermite6, Leapfrog, State, Words, ics};
 
 fn continues_bit_for_bit<T: Real, I: Checkpoint>(
     make: impl Fn() -> I,

@@ -3,7 +3,7 @@
 
 use nbody_core::{Executor, Reference};
 use nbody_cpu::{CpuExecutor, Parallelism};
-use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Hermite6, Integrator, Leapfrog, State};
+use nbody_integrators::{BlockHermite, DormandPrince, Hermite, Hermite6, Integrator, Leapfrog, State, ics};
 
 /// Runs `until` through the trait (boxed, on a boxed executor) and through `direct`,
 /// from the same state; both must end equal and the trait must say it reached `until`.
@@ -72,8 +72,8 @@ fn dormand_prince() {
 /// force calls) takes the host leapfrog's steps bit for bit.
 #[test]
 fn resident_leapfrog_is_the_host_leapfrog() {
-    use nbody_core::resident::{OnHost, Resident};
     use nbody_core::Params;
+    use nbody_core::resident::{OnHost, Resident};
     let (p, v) = ics::plummer::<f64>(128, 5);
     let dt = 1.0 / 64.0;
     let mut host = State::new(p.clone(), v.clone());

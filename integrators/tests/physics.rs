@@ -52,7 +52,7 @@ fn figure_eight_returns_after_one_period() {
 /// integrator used to crawl through 16,000 noise-sized steps before t = 0.002).
 #[test]
 fn hermite_starts_the_figure_eight_without_crawling() {
-    use nbody_integrators::{ics, BlockHermite, Hermite, Hermite6, State};
+    use nbody_integrators::{BlockHermite, Hermite, Hermite6, State, ics};
     let start = || {
         let (p, v) = ics::figure_eight::<f64>();
         State::new(p, v)

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use nbody_core::{Executor, Real};
-use nbody_integrators::{ics, Criterion, DormandPrince, Hermite, Hermite6, Leapfrog, State};
+use nbody_integrators::{Criterion, DormandPrince, Hermite, Hermite6, Leapfrog, State, ics};
 use std::f64::consts::PI;
 
 /// Max |x - y| over positions.
@@ -83,11 +83,7 @@ fn kepler_energy_error<E: Executor<f64>>(
 pub(crate) fn kepler_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), String> {
     let mut h = Hermite::new(0.01, 0.0).map_err(|x| x.to_string())?.with_criterion(Criterion::AccelerationOverJerk);
     let err = kepler_hermite_error(&mut h, e)?;
-    if err < 1e-9 {
-        Ok(())
-    } else {
-        Err(format!("Hermite Kepler |dE/E| = {err:e} at eta 0.01 (|a|/|a'| criterion)"))
-    }
+    if err < 1e-9 { Ok(()) } else { Err(format!("Hermite Kepler |dE/E| = {err:e} at eta 0.01 (|a|/|a'| criterion)")) }
 }
 
 /// The same orbit with Aarseth's criterion (eta inside the square root, so eta = 0.01 is
@@ -146,11 +142,7 @@ pub(crate) fn leapfrog_reversible<E: Executor<f64>>(e: &mut E) -> Result<(), Str
         lf.step(&mut s, e).map_err(|x| x.to_string())?;
     }
     let d = max_position_difference(&s, &start);
-    if d < 1e-10 {
-        Ok(())
-    } else {
-        Err(format!("forward then backward is off by {d:e}"))
-    }
+    if d < 1e-10 { Ok(()) } else { Err(format!("forward then backward is off by {d:e}")) }
 }
 
 pub(crate) fn plummer_energy_and_momentum<T: Real, E: Executor<T>>(
@@ -217,11 +209,7 @@ pub(crate) fn kepler_block_hermite<E: Executor<f64>>(e: &mut E) -> Result<(), St
     let e0 = h.diagnostics(&s, e).map_err(|x| x.to_string())?.total;
     h.advance_to(&mut s, e, 160.0 * dt_max).map_err(|x| x.to_string())?;
     let de = ((h.diagnostics(&s, e).map_err(|x| x.to_string())?.total - e0) / e0).abs();
-    if de < 5e-6 {
-        Ok(())
-    } else {
-        Err(format!("block Hermite Kepler |dE/E| = {de:e} after 10 periods"))
-    }
+    if de < 5e-6 { Ok(()) } else { Err(format!("block Hermite Kepler |dE/E| = {de:e} after 10 periods")) }
 }
 
 /// Largest distance from its start of either body after one period of the e = 0.5

@@ -4,7 +4,7 @@
 
 use nbody_core::forward::{Call, Forward};
 use nbody_core::{Reference, Velocity};
-use nbody_integrators::{ics, BlockHermite, Criterion, DormandPrince, Hermite, Hermite6, Leapfrog, State};
+use nbody_integrators::{BlockHermite, Criterion, DormandPrince, Hermite, Hermite6, Leapfrog, State, ics};
 
 /// Counts the interactions the calls it forwards compute.
 struct Counting {

@@ -8,11 +8,11 @@
 use clap::Parser;
 use nbody::core as nbody_core;
 use nbody::core::resident::Resident;
-use nbody::core::{oracle, Executor, Field, Params, Particle};
-use nbody::cuda::tuning::{instructions_per_interaction, LaunchConfig, CANDIDATES};
-use nbody::cuda::{timing, CudaExecutor, CudaMixedExecutor, DeviceReal, Family};
+use nbody::core::{Executor, Field, Params, Particle, oracle};
+use nbody::cuda::tuning::{CANDIDATES, LaunchConfig, instructions_per_interaction};
+use nbody::cuda::{CudaExecutor, CudaMixedExecutor, DeviceReal, Family, timing};
 use nbody::integrators as nbody_integrators;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// Interactions per second on the GPU against N, checked against the f64 oracle first.
 #[derive(Parser, Debug)]
@@ -164,11 +164,7 @@ fn main() {
 /// when `morton`.
 fn sphere<T: DeviceReal>(n: usize, seed: u64, morton: bool) -> (Vec<Particle<T>>, Vec<nbody::core::Velocity<T>>) {
     let (bodies, vel) = nbody_integrators::ics::plummer::<T>(n, seed);
-    if morton {
-        nbody_integrators::ics::morton_sorted(&bodies, &vel)
-    } else {
-        (bodies, vel)
-    }
+    if morton { nbody_integrators::ics::morton_sorted(&bodies, &vel) } else { (bodies, vel) }
 }
 
 /// Max relative acceleration error of the GPU against the f64 oracle on 256 targets of
@@ -312,7 +308,9 @@ fn jerk<T: DeviceReal>(
         "mixed" => 1e-5,
         _ => 1e-4,
     };
-    println!("\njerk {name}: 256 x {big} check against the f64 oracle (16 targets): acceleration {ea:.2e}, jerk {ej:.2e} (bound {bound:e})");
+    println!(
+        "\njerk {name}: 256 x {big} check against the f64 oracle (16 targets): acceleration {ea:.2e}, jerk {ej:.2e} (bound {bound:e})"
+    );
     if !(ea < bound && ej < bound) {
         return Err(nbody_core::Error::InvalidParameter {
             name: "jerk accuracy check",
@@ -450,11 +448,7 @@ fn names<T: DeviceReal>(gpu: &CudaExecutor) -> (&'static str, Family) {
 /// The larger of two errors, NaN if either is (a NaN must fail the check, and f64::max
 /// would drop it).
 fn worst(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.max(b)
-    }
+    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
 }
 
 /// Seconds per device leapfrog step and per force call alone (events, median of 3).

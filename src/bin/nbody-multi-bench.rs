@@ -14,9 +14,9 @@
 use clap::Parser;
 use nbody::bench::median_of;
 use nbody::core::resident::Resident;
-use nbody::core::{oracle, Executor, Field, Overlap, Params, Particle};
+use nbody::core::{Executor, Field, Overlap, Params, Particle, oracle};
 use nbody::cuda::costs::{Costs, Model};
-use nbody::cuda::{timing, CudaExecutor, DeviceReal, MultiDevice};
+use nbody::cuda::{CudaExecutor, DeviceReal, MultiDevice, timing};
 
 #[derive(Parser, Debug)]
 #[command(about = "Multi-device force calls and steps, measured and modelled")]
@@ -51,11 +51,7 @@ fn main() {
     } else {
         args.devices.split(',').map(|d| d.trim().parse().unwrap_or_else(|_| fail(format!("bad device {d}")))).collect()
     };
-    if args.f64 {
-        bench::<f64>(&args, &devices)
-    } else {
-        bench::<f32>(&args, &devices)
-    }
+    if args.f64 { bench::<f64>(&args, &devices) } else { bench::<f32>(&args, &devices) }
 }
 
 /// Host-slice call time of `exec` on `ps` (targets = sources), median of `reps`.

@@ -4,7 +4,7 @@
 
 use clap::Parser;
 use nbody::cpu::{CpuExecutor, Parallelism};
-use nbody::integrators::{ics, Hermite, Leapfrog, State, StepTiming};
+use nbody::integrators::{Hermite, Leapfrog, State, StepTiming, ics};
 
 /// The integrators' share of a step outside the force calls, on the CPU.
 #[derive(Parser, Debug)]

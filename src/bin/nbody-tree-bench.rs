@@ -500,11 +500,11 @@ fn main() {
         "cuda" => match nbody::cuda::CudaExecutor::new() {
             Ok(mut gpu) => {
                 println!("executor: cuda, {}", gpu.info().name);
-                if let Some(r) = args.resident {
-                    if let Err(e) = resident_rates(&mut gpu, r) {
-                        eprintln!("error: {e}");
-                        std::process::exit(1);
-                    }
+                if let Some(r) = args.resident
+                    && let Err(e) = resident_rates(&mut gpu, r)
+                {
+                    eprintln!("error: {e}");
+                    std::process::exit(1);
                 }
                 if args.device_tree.is_empty() {
                     run(&mut gpu, &args);

@@ -1,9 +1,9 @@
 //! `nbody accel`: the kernel on particle files, for users of other languages.
 
-use super::executors::{host_executor, Backend, CliReal};
+use super::executors::{Backend, CliReal, host_executor};
 use super::files::{particles, read_table, softening_lengths, write_table};
 use super::{Precision, SofteningKind};
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 use clap::Args;
 use nbody_core::{Field, Params, Particle, PerParticle, Real};
 use std::path::PathBuf;

@@ -3,9 +3,9 @@
 
 use super::executors::parallelism;
 use super::files::write_atomic;
-use super::plot::{bench_png, Series};
+use super::plot::{Series, bench_png};
 use crate::bench::{median_time, scalar_loop};
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 use clap::Args;
 use nbody_core::cell::Cell;
 use nbody_core::{

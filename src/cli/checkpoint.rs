@@ -7,7 +7,7 @@
 //! words, and an FNV-1a checksum of everything before it.
 
 use super::files::write_atomic;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"NBODYCK1";

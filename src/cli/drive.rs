@@ -7,7 +7,7 @@ use super::plot::energy_png;
 use super::settings::{IntegratorKind, RunSettings};
 use super::sim::{Row, Simulation};
 use super::team::Team;
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use nbody_core::projection::Plane;
 use nbody_integrators::{Diagnostics, Words};

@@ -1,7 +1,7 @@
 //! The command's side of the backend registry (`nbody_backends`): `--executor` takes
 //! its strings, and every error names the option.
 
-use anyhow::{anyhow, Result};
+use anyhow::{Result, anyhow};
 pub use nbody_backends::{Backend, BackendReal as CliReal, Opened};
 use nbody_core::projection::Projecting;
 

@@ -3,7 +3,7 @@
 //! errors name the file, the row and the column. Outputs are written to a temporary
 //! file in the destination folder and renamed, so no reader ever sees half a file.
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{Context, Result, anyhow, bail};
 use nbody_core::{Particle, Velocity};
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
@@ -66,11 +66,7 @@ pub const WIDTHS: [usize; 4] = [4, 5, 7, 8];
 /// assert_eq!((column_name(5, 4), column_name(8, 6), column_name(8, 7)), ("eps", "vz", "eps"));
 /// ```
 pub fn column_name(columns: usize, c: usize) -> &'static str {
-    if matches!(columns, 5 | 8) && c + 1 == columns {
-        "eps"
-    } else {
-        COLUMNS.get(c).copied().unwrap_or("?")
-    }
+    if matches!(columns, 5 | 8) && c + 1 == columns { "eps" } else { COLUMNS.get(c).copied().unwrap_or("?") }
 }
 
 /// What a file of `columns` columns must hold, for errors.

@@ -2,7 +2,7 @@
 //! second run writing into it, and never mixed with another run's outputs unless the
 //! user says to replace them (`--overwrite`) or to continue them (`--resume`).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::Path;

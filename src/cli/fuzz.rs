@@ -3,7 +3,7 @@
 //! accepted is what the command can use. Lives here so the committed corpus replays as
 //! an ordinary test on stable (tests/fuzz_corpus.rs).
 
-use super::files::{parse_table, particles, Format, Table};
+use super::files::{Format, Table, parse_table, particles};
 use super::settings::RunArgs;
 use super::{Cli, Command};
 use arbitrary::{Arbitrary, Unstructured};

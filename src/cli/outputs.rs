@@ -1,8 +1,8 @@
 //! What a run leaves behind besides the energy CSV: snapshots, density maps and the
 //! summary.
 
-use super::files::{write_table, COLUMNS};
-use super::plot::{density_png, Panel};
+use super::files::{COLUMNS, write_table};
+use super::plot::{Panel, density_png};
 use super::settings::{RunSettings, SnapshotFormat};
 use super::sim::{Row, Simulation};
 use super::team::Team;

@@ -3,7 +3,7 @@
 //! then encoded and written through [`super::files::write_atomic`].
 
 use super::files::write_atomic;
-use anyhow::{anyhow, Result};
+use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 use plotters::style::colors::colormaps::ViridisRGB;
 use std::path::Path;

@@ -4,10 +4,10 @@
 //! amount is then reserved once, fallibly, so that a wrong estimate is still an error,
 //! not an abort.
 
+use super::Precision;
 use super::executors::Backend;
 use super::settings::IntegratorKind;
-use super::Precision;
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 
 /// Bytes of one four-lane record in `precision`.
 fn record(precision: Precision) -> u128 {
@@ -71,20 +71,16 @@ pub fn human(bytes: u128) -> String {
         x /= 1024.0;
         u += 1;
     }
-    if u == 0 {
-        format!("{bytes} bytes")
-    } else {
-        format!("{x:.1} {}", units[u])
-    }
+    if u == 0 { format!("{bytes} bytes") } else { format!("{x:.1} {}", units[u]) }
 }
 
 /// Refuses `need` host bytes for `what` when the system has less available; otherwise
 /// reserves them once (fallibly) to be sure the allocator agrees.
 pub fn check_host(what: &str, need: u128) -> Result<()> {
-    if let Some(have) = available() {
-        if need > have {
-            bail!("{what} needs about {} of memory; {} is available", human(need), human(have));
-        }
+    if let Some(have) = available()
+        && need > have
+    {
+        bail!("{what} needs about {} of memory; {} is available", human(need), human(have));
     }
     let bytes = usize::try_from(need).unwrap_or(usize::MAX);
     let mut probe: Vec<u8> = Vec::new();

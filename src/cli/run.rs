@@ -2,26 +2,26 @@
 //! snapshots, an energy CSV, density maps and a summary. Ctrl-C stops after the current
 //! step and still writes everything.
 
+use super::Precision;
 use super::drive::drive;
-use super::executors::{open, option_error, Backend, CliReal, Opened};
+use super::executors::{Backend, CliReal, Opened, open, option_error};
 use super::files::{particles, read_table, write_atomic};
 use super::folder::Claim;
 use super::settings::{InitialConditions, IntegratorKind, RunArgs, RunSettings};
 use super::sim::{Host, Simulation};
 use super::team::{ReportedElsewhere, Team};
-use super::Precision;
 use crate::tree::{BarnesHut, TreeLeapfrog};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 #[cfg(feature = "cuda")]
 use nbody_backends::Executor as Opens;
 use nbody_core::cell::Criterion;
 use nbody_core::projection::Projecting;
 use nbody_core::{Particle, Real, Velocity};
-use nbody_integrators::{ics, BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State};
+use nbody_integrators::{BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State, ics};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Runs `nbody run` with `args`, on this process or (under `mpirun`) the ranks of
 /// `team`, each owning a contiguous share of the particles; rank 0 reads and writes the
@@ -264,7 +264,9 @@ fn simulation<'t, T: CliReal>(
     // The GPU's device-resident integrators are Plummer's: say so before any work (they
     // would otherwise soften as Plummer).
     if s.softening == super::SofteningKind::Spline && s.eps > 0.0 && backend.to_string().starts_with("cuda") {
-        bail!("--softening spline: the CUDA integrators soften as Plummer only (a CUDA executor computes the spline in single force calls, as `nbody accel` makes them); use a CPU executor (--executor cpu)");
+        bail!(
+            "--softening spline: the CUDA integrators soften as Plummer only (a CUDA executor computes the spline in single force calls, as `nbody accel` makes them); use a CPU executor (--executor cpu)"
+        );
     }
     #[cfg(feature = "cuda")]
     let eps = T::from_f64(s.eps);

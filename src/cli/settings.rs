@@ -2,10 +2,10 @@
 //! (`--config FILE`); the command line wins, then the file, then the defaults. Every
 //! value is checked before anything runs, and errors name the setting.
 
-use super::executors::{option_error, Backend};
+use super::executors::{Backend, option_error};
 use super::{Precision, SofteningKind};
 use crate::units::Units;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use nbody_backends::{Arithmetic, Devices};
 use serde::{Deserialize, Serialize};
@@ -393,7 +393,9 @@ impl RunArgs {
         let checkpoint_every = args.checkpoint_every.unwrap_or(snapshot_every);
         positive("--checkpoint-every", checkpoint_every)?;
         if t_end / snapshot_every > 1e5 || t_end / energy_every > 1e7 || t_end / checkpoint_every > 1e5 {
-            bail!("--snapshot-every / --energy-every would write too many outputs (more than 1e5 snapshots or 1e7 samples)");
+            bail!(
+                "--snapshot-every / --energy-every would write too many outputs (more than 1e5 snapshots or 1e7 samples)"
+            );
         }
         let gravity = args.gravity.unwrap_or_default();
         let (theta, alpha) = match gravity {
@@ -405,7 +407,9 @@ impl RunArgs {
             }
             GravityKind::Tree => {
                 if args.integrator.is_some_and(|i| i != IntegratorKind::Leapfrog) {
-                    bail!("--gravity tree steps with the leapfrog only (a tree force has no jerk for Hermite, and Runge-Kutta's error control would chase the tree's noise): use --integrator leapfrog");
+                    bail!(
+                        "--gravity tree steps with the leapfrog only (a tree force has no jerk for Hermite, and Runge-Kutta's error control would chase the tree's noise): use --integrator leapfrog"
+                    );
                 }
                 let theta = args.theta.unwrap_or(0.5);
                 positive("--theta", theta)?;

@@ -202,7 +202,7 @@ pub(super) use device::{DeviceHermiteSim, DeviceLeapfrog, DeviceTreeLeapfrog};
 
 #[cfg(feature = "cuda")]
 mod device {
-    use super::{rows, Row, Simulation};
+    use super::{Row, Simulation, rows};
     use nbody_core::projection::Projection;
     use nbody_core::resident::Resident;
     use nbody_core::{Error, Field, Params, Particle, Velocity};
@@ -210,7 +210,7 @@ mod device {
         CudaExecutor, DeviceHermite, DeviceReal, DeviceState, HermiteCheckpoint, MultiDevice, MultiState, Steps,
         TreeSettings, TreeSystem,
     };
-    use nbody_integrators::{diagnostics, Checkpoint, Diagnostics, State, Words};
+    use nbody_integrators::{Checkpoint, Diagnostics, State, Words, diagnostics};
 
     /// Resident executors ([`Resident`]: one GPU, several) that also draw density maps of
     /// the system they hold.
@@ -811,7 +811,7 @@ impl Simulation for InUnits<'_> {
 #[cfg(test)]
 mod tests {
     use super::Counting;
-    use nbody_conformance::wrappers::{every_door_reaches, Probe};
+    use nbody_conformance::wrappers::{Probe, every_door_reaches};
 
     /// The run loop's counter reaches the executor's own hook at every door (a device's
     /// neighbour search, MPI's collective doors) and counts what each asks for.

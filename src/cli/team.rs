@@ -86,16 +86,16 @@ impl Team {
     /// panic on any rank then aborts the whole job, so no rank waits for a dead one.
     pub fn start() -> Self {
         #[cfg(feature = "mpi")]
-        if launched_by_mpirun() {
-            if let Some(universe) = nbody_mpi::mpi::initialize() {
-                let world = universe.world();
-                let hook = std::panic::take_hook();
-                std::panic::set_hook(Box::new(move |info| {
-                    hook(info);
-                    abort_job(101);
-                }));
-                return Self { mpi: Some(Mpi { world, _universe: universe }), fault: Fault::from_env() };
-            }
+        if launched_by_mpirun()
+            && let Some(universe) = nbody_mpi::mpi::initialize()
+        {
+            let world = universe.world();
+            let hook = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                hook(info);
+                abort_job(101);
+            }));
+            return Self { mpi: Some(Mpi { world, _universe: universe }), fault: Fault::from_env() };
         }
         Self::solo()
     }

@@ -2,9 +2,9 @@
 //! [`Integrator`], so every driver that steps integrators (the command, Python) steps it.
 
 use super::BarnesHut;
-use nbody_core::stepping::{kick, kick_drift_kick, KickDrift};
+use nbody_core::stepping::{KickDrift, kick, kick_drift_kick};
 use nbody_core::{Error, Executor, Field, Params, Real, Softening};
-use nbody_integrators::{diagnostics, put_fields, take_fields, Checkpoint, Diagnostics, Integrator, State, Words};
+use nbody_integrators::{Checkpoint, Diagnostics, Integrator, State, Words, diagnostics, put_fields, take_fields};
 
 /// Kick-drift-kick with a fixed step whose forces are a Barnes-Hut tree's (built and
 /// walked on the host, the leaves on the executor). It keeps the last field, so a step

@@ -285,8 +285,7 @@ impl<T: BackendReal> TreeRun<T> {
         if (w.word()? != 0) != self.on_device() {
             return Err(Error::Unsupported {
                 operation: "loading a tree run saved where the tree lived elsewhere",
-                reason:
-                    "a run saved on the device tree loads on one GPU (native kernels, Plummer), a host one elsewhere",
+                reason: "a run saved on the device tree loads on one GPU (native kernels, Plummer), a host one elsewhere",
             });
         }
         let steps = w.word()?;

@@ -8,7 +8,7 @@
 //! nj, xj, mj)` copies `xj[0..nj]` to addresses `adr..adr+nj` (GRAPE-5's library;
 //! with `adr` = 0, as codes call it, Sapporo's reading agrees).
 
-use super::{count, report, shielded, triples, values, values_mut, Engine};
+use super::{Engine, count, report, shielded, triples, values, values_mut};
 use nbody_core::{Field, Params, Particle};
 use std::sync::Mutex;
 
@@ -72,7 +72,7 @@ fn with_board(what: &str, f: impl FnOnce(&mut Board) -> Result<(), String>) {
 }
 
 /// Opens the board (chooses the executor, see the module docs of `grape`).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_open() {
     g5_open_impl()
 }
@@ -88,7 +88,7 @@ fn g5_open_impl() {
 }
 
 /// Closes the board, freeing its memory.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_close() {
     g5_close_impl()
 }
@@ -99,7 +99,7 @@ fn g5_close_impl() {
 }
 
 /// i-positions per batch (any number is accepted by `g5_calculate_force_on_x`).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_get_number_of_pipelines() -> i32 {
     g5_get_number_of_pipelines_impl()
 }
@@ -110,7 +110,7 @@ fn g5_get_number_of_pipelines_impl() -> i32 {
 }
 
 /// The number of j-particles (addresses `0..n`) the next calculations use.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_set_n(n: i32) {
     g5_set_n_impl(n)
 }
@@ -126,7 +126,7 @@ fn g5_set_n_impl(n: i32) {
 }
 
 /// The softening length of every pair.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_set_eps_to_all(eps: f64) {
     g5_set_eps_to_all_impl(eps)
 }
@@ -147,7 +147,7 @@ fn g5_set_eps_to_all_impl(eps: f64) {
 /// The softening of every pair given as ε² (Sapporo2's spelling of
 /// `g5_set_eps_to_all`). No call of the GRAPE-5 or GRAPE-6 interface carries a
 /// softening per particle; the C ABI's own calls do.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_set_eps2_to_all(eps2: f64) {
     g5_set_eps2_to_all_impl(eps2)
 }
@@ -170,7 +170,7 @@ fn g5_set_eps2_to_all_impl(eps2: f64) {
 ///
 /// # Safety
 /// `list` holds `ndev` ints where `ndev > 0`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_open_special(ndev: i32, list: *const i32) {
     // SAFETY: the caller's contract, forwarded.
     unsafe { g5_open_special_impl(ndev, list) }
@@ -188,7 +188,7 @@ unsafe fn g5_open_special_impl(ndev: i32, list: *const i32) {
 }
 
 /// j-memory size: the library's is bounded only by memory, so `i32::MAX`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_get_jmemsize() -> i32 {
     g5_get_jmemsize_impl()
 }
@@ -199,7 +199,7 @@ fn g5_get_jmemsize_impl() -> i32 {
 }
 
 /// A hardware figure without meaning here: the same as `g5_get_number_of_pipelines`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_get_number_of_real_pipelines() -> i32 {
     g5_get_number_of_real_pipelines_impl()
 }
@@ -210,7 +210,7 @@ fn g5_get_number_of_real_pipelines_impl() -> i32 {
 }
 
 /// The board's PCI bus clock, without meaning here: 1 (as Sapporo2 answers).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_get_pcibus_freq() -> i32 {
     g5_get_pcibus_freq_impl()
 }
@@ -224,7 +224,7 @@ fn g5_get_pcibus_freq_impl() -> i32 {
 ///
 /// # Safety
 /// `mj` holds `nj` doubles and `xj` `nj` triples.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_set_jp(adr: i32, nj: i32, mj: *const f64, xj: *const [f64; 3]) {
     // SAFETY: the caller's contract, forwarded.
     unsafe { g5_set_jp_impl(adr, nj, mj, xj) }
@@ -241,7 +241,7 @@ unsafe fn g5_set_jp_impl(adr: i32, nj: i32, mj: *const f64, xj: *const [f64; 3])
 ///
 /// # Safety
 /// `xi` holds `ni` triples.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_set_xi(ni: i32, xi: *const [f64; 3]) {
     // SAFETY: the caller's contract, forwarded.
     unsafe { g5_set_xi_impl(ni, xi) }
@@ -269,7 +269,7 @@ unsafe fn g5_set_xi_impl(ni: i32, xi: *const [f64; 3]) {
 }
 
 /// The split force call, second part: computes on the positions of `g5_set_xi`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_run() {
     g5_run_impl()
 }
@@ -284,7 +284,7 @@ fn g5_run_impl() {
 ///
 /// # Safety
 /// `a` holds `ni` triples, `p` `ni` doubles.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_get_force(ni: i32, a: *mut [f64; 3], p: *mut f64) {
     // SAFETY: the caller's contract, forwarded.
     unsafe { g5_get_force_impl(ni, a, p) }
@@ -311,7 +311,7 @@ unsafe fn g5_get_force_impl(ni: i32, a: *mut [f64; 3], p: *mut f64) {
 }
 
 /// Accepted for compatibility: the board's fixed-point range has no meaning here.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_set_range(xmin: f64, xmax: f64, mmin: f64) {
     g5_set_range_impl(xmin, xmax, mmin)
 }
@@ -325,7 +325,7 @@ fn g5_set_range_impl(xmin: f64, xmax: f64, mmin: f64) {
 ///
 /// # Safety
 /// `xj` holds `nj` triples and `mj` `nj` doubles.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_set_xmj(adr: i32, nj: i32, xj: *const [f64; 3], mj: *const f64) {
     // SAFETY: the caller's contract, forwarded.
     unsafe { g5_set_xmj_impl(adr, nj, xj, mj) }
@@ -368,7 +368,7 @@ unsafe fn set_xmj(what: &str, adr: i32, nj: i32, xj: *const [f64; 3], mj: *const
 ///
 /// # Safety
 /// `x` and `a` hold `ni` triples, `p` `ni` doubles.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_calculate_force_on_x(x: *const [f64; 3], a: *mut [f64; 3], p: *mut f64, ni: i32) {
     // SAFETY: the caller's contract, forwarded.
     unsafe { g5_calculate_force_on_x_impl(x, a, p, ni) }
@@ -395,19 +395,19 @@ unsafe fn g5_calculate_force_on_x_impl(x: *const [f64; 3], a: *mut [f64; 3], p: 
 // Fortran spellings: trailing underscore, every argument by reference.
 
 /// Fortran `g5_open`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_open_() {
     g5_open_impl()
 }
 
 /// Fortran `g5_close`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_close_() {
     g5_close_impl()
 }
 
 /// Fortran `g5_get_number_of_pipelines`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_get_number_of_pipelines_() -> i32 {
     g5_get_number_of_pipelines_impl()
 }
@@ -416,7 +416,7 @@ pub extern "C" fn g5_get_number_of_pipelines_() -> i32 {
 ///
 /// # Safety
 /// `n` points to an int.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_set_n_(n: *const i32) {
     // SAFETY: Fortran passes a valid reference.
     g5_set_n_impl(unsafe { *n })
@@ -426,7 +426,7 @@ pub unsafe extern "C" fn g5_set_n_(n: *const i32) {
 ///
 /// # Safety
 /// `eps` points to a double.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_set_eps_to_all_(eps: *const f64) {
     // SAFETY: Fortran passes a valid reference.
     g5_set_eps_to_all_impl(unsafe { *eps })
@@ -436,7 +436,7 @@ pub unsafe extern "C" fn g5_set_eps_to_all_(eps: *const f64) {
 ///
 /// # Safety
 /// Each points to a double.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_set_range_(xmin: *const f64, xmax: *const f64, mmin: *const f64) {
     let _ = (xmin, xmax, mmin);
 }
@@ -445,7 +445,7 @@ pub unsafe extern "C" fn g5_set_range_(xmin: *const f64, xmax: *const f64, mmin:
 ///
 /// # Safety
 /// As `g5_set_xmj`, scalars by reference.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_set_xmj_(adr: *const i32, nj: *const i32, xj: *const [f64; 3], mj: *const f64) {
     // SAFETY: Fortran passes valid references.
     unsafe { g5_set_xmj_impl(*adr, *nj, xj, mj) }
@@ -455,7 +455,7 @@ pub unsafe extern "C" fn g5_set_xmj_(adr: *const i32, nj: *const i32, xj: *const
 ///
 /// # Safety
 /// As `g5_calculate_force_on_x`, `ni` by reference.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_calculate_force_on_x_(x: *const [f64; 3], a: *mut [f64; 3], p: *mut f64, ni: *const i32) {
     // SAFETY: Fortran passes valid references.
     unsafe { g5_calculate_force_on_x_impl(x, a, p, *ni) }
@@ -465,7 +465,7 @@ pub unsafe extern "C" fn g5_calculate_force_on_x_(x: *const [f64; 3], a: *mut [f
 ///
 /// # Safety
 /// `eps2` points to a double.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_set_eps2_to_all_(eps2: *const f64) {
     // SAFETY: Fortran passes a valid reference.
     g5_set_eps2_to_all_impl(unsafe { *eps2 })
@@ -475,26 +475,26 @@ pub unsafe extern "C" fn g5_set_eps2_to_all_(eps2: *const f64) {
 ///
 /// # Safety
 /// `ndev` points to an int; `list` holds `*ndev` ints where it is positive.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_open_special_(ndev: *const i32, list: *const i32) {
     // SAFETY: Fortran passes valid references.
     unsafe { g5_open_special_impl(*ndev, list) }
 }
 
 /// Fortran `g5_get_jmemsize`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_get_jmemsize_() -> i32 {
     g5_get_jmemsize_impl()
 }
 
 /// Fortran `g5_get_number_of_real_pipelines`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_get_number_of_real_pipelines_() -> i32 {
     g5_get_number_of_real_pipelines_impl()
 }
 
 /// Fortran `g5_get_pcibus_freq`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_get_pcibus_freq_() -> i32 {
     g5_get_pcibus_freq_impl()
 }
@@ -503,7 +503,7 @@ pub extern "C" fn g5_get_pcibus_freq_() -> i32 {
 ///
 /// # Safety
 /// As `g5_set_jp`, scalars by reference.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_set_jp_(adr: *const i32, nj: *const i32, mj: *const f64, xj: *const [f64; 3]) {
     // SAFETY: Fortran passes valid references.
     unsafe { g5_set_jp_impl(*adr, *nj, mj, xj) }
@@ -513,14 +513,14 @@ pub unsafe extern "C" fn g5_set_jp_(adr: *const i32, nj: *const i32, mj: *const 
 ///
 /// # Safety
 /// As `g5_set_xi`, `ni` by reference.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_set_xi_(ni: *const i32, xi: *const [f64; 3]) {
     // SAFETY: Fortran passes valid references.
     unsafe { g5_set_xi_impl(*ni, xi) }
 }
 
 /// Fortran `g5_run`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g5_run_() {
     g5_run_impl()
 }
@@ -529,7 +529,7 @@ pub extern "C" fn g5_run_() {
 ///
 /// # Safety
 /// As `g5_get_force`, `ni` by reference.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g5_get_force_(ni: *const i32, a: *mut [f64; 3], p: *mut f64) {
     // SAFETY: Fortran passes valid references.
     unsafe { g5_get_force_impl(*ni, a, p) }

@@ -15,7 +15,7 @@
 //! = 1, `pot` = −Σ m/r over the other particles, the nearest neighbour excludes the
 //! particle itself, and a neighbour list (sources with unsoftened r² ≤ h²) includes it.
 
-use super::{count, report, shielded, triples, values, values_mut, Engine};
+use super::{Engine, count, report, shielded, triples, values, values_mut};
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::{Bodies, Field, Jerk, Overlap, Params, Particle, Velocity};
 use std::collections::HashMap;
@@ -294,7 +294,7 @@ fn status(r: Result<(), String>) -> i32 {
 }
 
 /// Opens cluster `id`: chooses the executor (see the module docs of `grape`).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_open(id: i32) -> i32 {
     g6_open_impl(id)
 }
@@ -309,7 +309,7 @@ fn g6_open_impl(id: i32) -> i32 {
 ///
 /// # Safety
 /// `list` holds `ndev` ints where `ndev > 0`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_open_special(ndev: i32, list: *const i32) -> i32 {
     // SAFETY: the caller's contract, forwarded.
     unsafe { g6_open_special_impl(ndev, list) }
@@ -341,7 +341,7 @@ fn open(id: i32, mut engine: Engine) {
 }
 
 /// Closes cluster `id`, freeing its memory.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_close(id: i32) -> i32 {
     g6_close_impl(id)
 }
@@ -357,7 +357,7 @@ fn g6_close_impl(id: i32) -> i32 {
 }
 
 /// How many i-particles one `g6calc_firsthalf` may take.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_npipes() -> i32 {
     g6_npipes_impl()
 }
@@ -368,7 +368,7 @@ fn g6_npipes_impl() -> i32 {
 }
 
 /// Sets the block time the j-particles are predicted to.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_set_ti(id: i32, ti: f64) -> i32 {
     g6_set_ti_impl(id, ti)
 }
@@ -397,7 +397,7 @@ fn read3(p: *const f64, what: &str) -> Result<[f64; 3], String> {
 ///
 /// # Safety
 /// `k18`, `j6`, `a2`, `v`, `x` each point to three doubles.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_set_j_particle(
     id: i32,
     address: i32,
@@ -466,7 +466,7 @@ unsafe fn g6_set_j_particle_impl(
 }
 
 /// Nothing to do: j-particles are stored as they are set.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_initialize_jp_buffer(id: i32, size: i32) -> i32 {
     g6_initialize_jp_buffer_impl(id, size)
 }
@@ -480,7 +480,7 @@ fn g6_initialize_jp_buffer_impl(id: i32, size: i32) -> i32 {
 /// GRAPE-6 scales its fixed-point time format by 2^-`tunit`; the library computes in
 /// floating point, so the unit is accepted and has no effect (Sapporo2 does the same).
 /// Returns 0.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_set_tunit(tunit: i32) -> i32 {
     g6_set_tunit_impl(tunit)
 }
@@ -493,7 +493,7 @@ fn g6_set_tunit_impl(tunit: i32) -> i32 {
 
 /// GRAPE-6 scales its fixed-point positions by 2^-`xunit`; accepted and without effect,
 /// as [`g6_set_tunit`]. Returns 0.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_set_xunit(xunit: i32) -> i32 {
     g6_set_xunit_impl(xunit)
 }
@@ -507,7 +507,7 @@ fn g6_set_xunit_impl(xunit: i32) -> i32 {
 /// Resets a GRAPE-6 board's force FPGAs; there are none, so this only checks that
 /// cluster `id` is open (0, or -1 when it is not). The j-memory is kept, as on the
 /// board.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_reset_fofpga(id: i32) -> i32 {
     g6_reset_fofpga_impl(id)
 }
@@ -518,7 +518,7 @@ fn g6_reset_fofpga_impl(id: i32) -> i32 {
 }
 
 /// Nothing to do: j-particles are stored as they are set.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_flush_jp_buffer(id: i32) -> i32 {
     g6_flush_jp_buffer_impl(id)
 }
@@ -529,7 +529,7 @@ fn g6_flush_jp_buffer_impl(id: i32) -> i32 {
 }
 
 /// Empties the j-memory and the last results of cluster `id`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_reset(id: i32) -> i32 {
     g6_reset_impl(id)
 }
@@ -561,7 +561,7 @@ fn g6_reset_impl(id: i32) -> i32 {
 /// # Safety
 /// `index`, `h2` hold `ni` values; `xi`, `vi` (and the unused old values, which may be
 /// null) `ni` triples.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6calc_firsthalf(
     id: i32,
     nj: i32,
@@ -889,10 +889,10 @@ fn run(engine: &mut Engine, c: &Call, neighbours: bool) -> Result<Results, Strin
 fn with_neighbours(b: &mut Board) -> Result<&Results, String> {
     b.asked = true;
     // A force call that ran on the device j-memory without neighbours: again with them.
-    if matches!((&b.last, &b.inputs), (Ok(r), Some(_)) if !r.neighbours) {
-        if let Some(inputs) = b.inputs.take() {
-            b.last = on_device(b, &inputs.args(), true);
-        }
+    if matches!((&b.last, &b.inputs), (Ok(r), Some(_)) if !r.neighbours)
+        && let Some(inputs) = b.inputs.take()
+    {
+        b.last = on_device(b, &inputs.args(), true);
     }
     let fresh = match (&b.last, &b.call) {
         (Ok(r), Some(call)) if !r.neighbours => Some(run(&mut b.engine, call, true)),
@@ -941,7 +941,7 @@ unsafe fn lasthalf(
 ///
 /// # Safety
 /// `acc`, `jerk` hold `ni` triples, `pot` `ni` doubles.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6calc_lasthalf(
     id: i32,
     nj: i32,
@@ -983,7 +983,7 @@ unsafe fn g6calc_lasthalf_impl(
 ///
 /// # Safety
 /// As `g6calc_lasthalf`; `nnb` holds `ni` ints.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6calc_lasthalf2(
     id: i32,
     nj: i32,
@@ -1027,7 +1027,7 @@ unsafe fn g6calc_lasthalf2_impl(
 
 /// Makes the last call's neighbour lists readable; returns 1 if a list overflowed the
 /// library's limit (65,536), else 0 (-1 on error).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_read_neighbour_list(id: i32) -> i32 {
     g6_read_neighbour_list_impl(id)
 }
@@ -1045,7 +1045,7 @@ fn g6_read_neighbour_list_impl(id: i32) -> i32 {
 ///
 /// # Safety
 /// `n_neighbours` points to an int, `list` to `maxlength` ints.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_get_neighbour_list(
     id: i32,
     ipipe: i32,
@@ -1086,7 +1086,7 @@ unsafe fn g6_get_neighbour_list_impl(
 
 /// GRAPE-6's neighbour-list sort mode: lists here always come sorted (increasing
 /// index), so every mode is accepted and changes nothing. Returns 0.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_set_neighbour_list_sort_mode(mode: i32) -> i32 {
     g6_set_neighbour_list_sort_mode_impl(mode)
 }
@@ -1100,7 +1100,7 @@ fn g6_set_neighbour_list_sort_mode_impl(mode: i32) -> i32 {
 /// GRAPE-6's overflow test mode (flags on the hardware's fixed-point accumulators for
 /// acceleration, jerk and potential): the library computes in floating point and has no
 /// such overflow, so the mode is accepted and changes nothing. Returns 0.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_set_overflow_flag_test_mode(aflag: i32, jflag: i32, pflag: i32) -> i32 {
     g6_set_overflow_flag_test_mode_impl(aflag, jflag, pflag)
 }
@@ -1112,7 +1112,7 @@ fn g6_set_overflow_flag_test_mode_impl(aflag: i32, jflag: i32, pflag: i32) -> i3
 }
 
 /// Fortran `g6_set_neighbour_list_sort_mode` (nothing is read).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_set_neighbour_list_sort_mode_(mode: *const i32) -> i32 {
     let _ = mode;
     0
@@ -1120,7 +1120,7 @@ pub extern "C" fn g6_set_neighbour_list_sort_mode_(mode: *const i32) -> i32 {
 
 /// Fortran `g6_set_overflow_flag_test_mode` (nothing is read: Sapporo2's spelling
 /// passes only a cluster id, GRAPE-6's three flags).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_set_overflow_flag_test_mode_(aflag: *const i32, jflag: *const i32, pflag: *const i32) -> i32 {
     let _ = (aflag, jflag, pflag);
     0
@@ -1130,7 +1130,7 @@ pub extern "C" fn g6_set_overflow_flag_test_mode_(aflag: *const i32, jflag: *con
 ///
 /// # Safety
 /// `ndev` points to an int; `list` holds `*ndev` ints where it is positive.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_open_special_(ndev: *const i32, list: *const i32) -> i32 {
     // SAFETY: Fortran passes valid references.
     unsafe { g6_open_special_impl(*ndev, list) }
@@ -1140,7 +1140,7 @@ pub unsafe extern "C" fn g6_open_special_(ndev: *const i32, list: *const i32) ->
 ///
 /// # Safety
 /// `id` points to an int.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_open_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
     g6_open_impl(unsafe { *id })
@@ -1150,14 +1150,14 @@ pub unsafe extern "C" fn g6_open_(id: *const i32) -> i32 {
 ///
 /// # Safety
 /// `id` points to an int.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_close_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
     g6_close_impl(unsafe { *id })
 }
 
 /// Fortran `g6_npipes`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_npipes_() -> i32 {
     g6_npipes_impl()
 }
@@ -1166,7 +1166,7 @@ pub extern "C" fn g6_npipes_() -> i32 {
 ///
 /// # Safety
 /// Both point to valid values.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_set_ti_(id: *const i32, ti: *const f64) -> i32 {
     // SAFETY: Fortran passes valid references.
     unsafe { g6_set_ti_impl(*id, *ti) }
@@ -1176,7 +1176,7 @@ pub unsafe extern "C" fn g6_set_ti_(id: *const i32, ti: *const f64) -> i32 {
 ///
 /// # Safety
 /// Scalars point to valid values, vectors to three doubles.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_set_j_particle_(
     id: *const i32,
     address: *const i32,
@@ -1198,7 +1198,7 @@ pub unsafe extern "C" fn g6_set_j_particle_(
 ///
 /// # Safety
 /// Both point to ints.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_initialize_jp_buffer_(id: *const i32, size: *const i32) -> i32 {
     // SAFETY: Fortran passes valid references.
     unsafe { g6_initialize_jp_buffer_impl(*id, *size) }
@@ -1208,7 +1208,7 @@ pub unsafe extern "C" fn g6_initialize_jp_buffer_(id: *const i32, size: *const i
 ///
 /// # Safety
 /// `id` points to an int.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_flush_jp_buffer_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
     g6_flush_jp_buffer_impl(unsafe { *id })
@@ -1216,14 +1216,14 @@ pub unsafe extern "C" fn g6_flush_jp_buffer_(id: *const i32) -> i32 {
 
 /// Fortran `g6_set_tunit`. The unit is never read: the GRAPE-6 library passes an
 /// `int *`, Sapporo2 declares a `double *`, and both are accepted.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_set_tunit_(tunit: *const core::ffi::c_void) -> i32 {
     let _ = tunit;
     0
 }
 
 /// Fortran `g6_set_xunit` (see [`g6_set_tunit_`]).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn g6_set_xunit_(xunit: *const core::ffi::c_void) -> i32 {
     let _ = xunit;
     0
@@ -1233,7 +1233,7 @@ pub extern "C" fn g6_set_xunit_(xunit: *const core::ffi::c_void) -> i32 {
 ///
 /// # Safety
 /// `id` points to an int.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_reset_fofpga_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
     g6_reset_fofpga_impl(unsafe { *id })
@@ -1243,7 +1243,7 @@ pub unsafe extern "C" fn g6_reset_fofpga_(id: *const i32) -> i32 {
 ///
 /// # Safety
 /// `id` points to an int.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_reset_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
     g6_reset_impl(unsafe { *id })
@@ -1253,7 +1253,7 @@ pub unsafe extern "C" fn g6_reset_(id: *const i32) -> i32 {
 ///
 /// # Safety
 /// As `g6calc_firsthalf`, scalars by reference.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6calc_firsthalf_(
     id: *const i32,
     nj: *const i32,
@@ -1275,7 +1275,7 @@ pub unsafe extern "C" fn g6calc_firsthalf_(
 ///
 /// # Safety
 /// As `g6calc_lasthalf`, scalars by reference.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6calc_lasthalf_(
     id: *const i32,
     nj: *const i32,
@@ -1297,7 +1297,7 @@ pub unsafe extern "C" fn g6calc_lasthalf_(
 ///
 /// # Safety
 /// As `g6calc_lasthalf2`, scalars by reference.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6calc_lasthalf2_(
     id: *const i32,
     nj: *const i32,
@@ -1320,7 +1320,7 @@ pub unsafe extern "C" fn g6calc_lasthalf2_(
 ///
 /// # Safety
 /// `id` points to an int.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_read_neighbour_list_(id: *const i32) -> i32 {
     // SAFETY: Fortran passes a valid reference.
     g6_read_neighbour_list_impl(unsafe { *id })
@@ -1330,7 +1330,7 @@ pub unsafe extern "C" fn g6_read_neighbour_list_(id: *const i32) -> i32 {
 ///
 /// # Safety
 /// As `g6_get_neighbour_list`, scalars by reference.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn g6_get_neighbour_list_(
     id: *const i32,
     ipipe: *const i32,

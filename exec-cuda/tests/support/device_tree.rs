@@ -266,8 +266,8 @@ fn relative_criterion() -> Result<(), Failed> {
 /// executor, on a second executor beside the first, or on one opened after the first
 /// was dropped (what loading a checkpoint in the same process does).
 fn leapfrog_restores_bit_for_bit() -> Result<(), Failed> {
-    use nbody_core::cell::Criterion;
     use nbody_core::Velocity;
+    use nbody_core::cell::Criterion;
     let (p, v) = nbody_integrators::ics::plummer::<f32>(3000, 9);
     let params = Params::softened(1.0f32 / 64.0).with_overlap_identical();
     let dt = 1.0 / 128.0;
