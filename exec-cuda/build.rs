@@ -44,18 +44,21 @@ fn main() {
     println!("cargo:rerun-if-env-changed=NBODY_NVCC_CACHE");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("gravity.fatbin");
     let flags = ["-fatbin", "-O3", "-ftz=true", "-std=c++14"];
-    cached(&nvcc, &flags, source, &out, || {
-        let status = Command::new(&nvcc)
-            .args(flags)
-            .args(GENCODE)
-            .arg("-o")
-            .arg(&out)
-            .arg(source)
-            .status()
-            .unwrap_or_else(|e| panic!("could not run {}: {e}", nvcc.display()));
-        assert!(status.success(), "nvcc failed to compile {source} (status {status})");
-    });
+    cached(&nvcc, &flags, source, &out, || compile(&nvcc, &flags, source, &out));
     cub_library(&nvcc, out.parent().expect("OUT_DIR"));
+}
+
+/// nvcc `flags` and the gencode pairs on `source`, into `out`.
+fn compile(nvcc: &Path, flags: &[&str], source: &str, out: &Path) {
+    let status = Command::new(nvcc)
+        .args(flags)
+        .args(GENCODE)
+        .arg("-o")
+        .arg(out)
+        .arg(source)
+        .status()
+        .unwrap_or_else(|e| panic!("could not run {}: {e}", nvcc.display()));
+    assert!(status.success(), "nvcc failed to compile {source} (status {status})");
 }
 
 /// Puts nvcc's output for `source` at `out`: from `NBODY_NVCC_CACHE` when an entry's key
@@ -98,17 +101,7 @@ fn cub_library(nvcc: &Path, dir: &Path) {
     println!("cargo:rerun-if-changed={source}");
     let object = dir.join("sort.o");
     let flags = ["-c", "-O3", "-std=c++14", "-Xcompiler", "-fPIC"];
-    cached(nvcc, &flags, source, &object, || {
-        let status = Command::new(nvcc)
-            .args(flags)
-            .args(GENCODE)
-            .arg("-o")
-            .arg(&object)
-            .arg(source)
-            .status()
-            .unwrap_or_else(|e| panic!("could not run {}: {e}", nvcc.display()));
-        assert!(status.success(), "nvcc failed to compile {source} (status {status})");
-    });
+    cached(nvcc, &flags, source, &object, || compile(nvcc, &flags, source, &object));
     let archive = dir.join("libnbody_cub.a");
     let _ = std::fs::remove_file(&archive);
     let status = Command::new("ar")
