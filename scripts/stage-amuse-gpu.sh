@@ -49,23 +49,29 @@ done
 find "$out/site" -name __pycache__ -prune -exec rm -rf {} +
 cp scripts/amuse_ph4_check.py scripts/amuse_gpu_check.py "$out/"
 
+cp scripts/gate.sh "$out/"
 cat > "$out/go.sh" <<'GO'
 #!/usr/bin/env bash
 # bash .stage/amuse/go.sh [N:T_END ...]   (ph4's checks; default 16384:0.0625)
-set -eu
+# Each check is a step (gate.sh): the first failure stops it; the last line is
+# `N passed, N failed`.
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/gate.sh"
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PYTHONPATH="$here/site"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NBODY_GRAPE_EXECUTOR=${NBODY_GRAPE_EXECUTOR:-cuda}
 tag=$(python3 -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
 wheel=$(ls "$here"/wheels/mpi4py-*-"$tag"-*.whl | head -n 1)
-python3 -m zipfile -e "$wheel" "$here/site/"
+step "mpi4py for this Python" python3 -m zipfile -e "$wheel" "$here/site/"
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.sm,driver_version --format=csv || echo "(no nvidia-smi)"
 nproc; python3 --version
 cd "$(mktemp -d)" && cp "$here/config.mk" .
-python3 "$here/amuse_gpu_check.py" ${GPU_BACKEND:-cuda} 2>&1 | grep -v '^\s*$' | grep -v -E 'ADS:|DOI:|cite|^\s*"AMUSE'
+# AMUSE prints citations; they are filtered out, and the check's own status kept.
+quiet() { "$@" 2>&1 | grep -v '^\s*$' | grep -v -E 'ADS:|DOI:|cite|^\s*"AMUSE'; return "${PIPESTATUS[0]}"; }
+step "nbody's AMUSE code on ${GPU_BACKEND:-cuda}" quiet python3 "$here/amuse_gpu_check.py" "${GPU_BACKEND:-cuda}"
 for run in "${@:-16384:0.0625}"; do
-  python3 "$here/amuse_ph4_check.py" "${run%%:*}" "${run##*:}" 2>&1 | grep -v '^\s*$' | grep -v -E 'ADS:|DOI:|cite|^\s*"AMUSE'
+  step "ph4 on libnbody_c, N:T = $run" quiet python3 "$here/amuse_ph4_check.py" "${run%%:*}" "${run##*:}"
 done
+gate_done
 GO
 chmod +x "$out/go.sh"
 du -sh "$out"
