@@ -71,6 +71,11 @@ fn under_mpirun() {
         };
         trials.extend(suite::<f32, _>(&format!("mpi{size}-{tag}/f32"), make));
         trials.extend(suite::<f64, _>(&format!("mpi{size}-{tag}/f64"), make));
+        trials.push(nbody_conformance::mutants::mutation_trial::<f32, _>(
+            &format!("mpi{size}-{tag}/f32"),
+            f32::EPSILON as f64,
+            make,
+        ));
         trials.push(nbody_conformance::mutants::mutation_trial::<f64, _>(
             &format!("mpi{size}-{tag}/f64"),
             f64::EPSILON,
