@@ -248,7 +248,6 @@ pub fn c_abi(data: &[u8]) {
                 g5_close();
             }
         }
-        let _ = (&mut t, &mut s);
     }
     // SAFETY: a handle from nbody_open (or null), freed once.
     unsafe { nbody_executor_free(opened) };

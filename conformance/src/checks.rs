@@ -60,7 +60,21 @@ pub(crate) fn all<T: Real, E: Projecting<T>>() -> Vec<(&'static str, Check<E>)> 
 
 thread_local! {
     /// Whether [`prop`] shrinks a failing case (off while mutants run).
-    pub(crate) static SHRINK: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    static SHRINK: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Runs `f` with [`prop`] not shrinking failing cases (a mutant run wants to know that a
+/// check fails, not its smallest case); shrinking is back on afterwards, however `f` ends.
+pub(crate) fn without_shrinking<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SHRINK.with(|s| s.set(true));
+        }
+    }
+    SHRINK.with(|s| s.set(false));
+    let _restore = Restore;
+    f()
 }
 
 /// Runs `f` on `CASES` values of `strategy`, from a fixed seed so failures reproduce.
@@ -69,7 +83,6 @@ pub(crate) fn prop<S: Strategy, X>(
     strategy: S,
     f: impl Fn(&mut X, S::Value) -> Result<(), String>,
 ) -> Result<(), String> {
-    // A mutant run wants to know that a check fails, not the smallest failing case.
     let max_shrink_iters = if SHRINK.with(|s| s.get()) { Config::default().max_shrink_iters } else { 0 };
     let config = Config { cases: CASES, failure_persistence: None, max_shrink_iters, ..Config::default() };
     let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));

@@ -352,8 +352,15 @@ pub fn run_mutants<T: Real, E: Projecting<T> + 'static>(
     u: f64,
     make: &dyn Fn() -> Result<E, Error>,
 ) -> Result<Vec<Outcome>, Error> {
+    checks::without_shrinking(|| run_each::<T, E>(u, make))
+}
+
+/// [`run_mutants`]' work.
+fn run_each<T: Real, E: Projecting<T> + 'static>(
+    u: f64,
+    make: &dyn Fn() -> Result<E, Error>,
+) -> Result<Vec<Outcome>, Error> {
     let mut outcomes = Vec::new();
-    checks::SHRINK.with(|s| s.set(false));
     for mutation in Mutation::ALL {
         let mut caught_by = None;
         for (name, check) in checks::all::<T, Mutant<E>>() {
@@ -368,7 +375,6 @@ pub fn run_mutants<T: Real, E: Projecting<T> + 'static>(
         }
         outcomes.push(Outcome { mutation, caught_by });
     }
-    checks::SHRINK.with(|s| s.set(true));
     Ok(outcomes)
 }
 
@@ -425,8 +431,5 @@ pub fn caught_by<T: Real, E: Projecting<T> + 'static>(
         .find(|(name, _)| *name == check)
         .ok_or_else(|| format!("no check named {check}"))?;
     let mut m = Mutant { inner: make().map_err(|e| e.to_string())?, mutation };
-    checks::SHRINK.with(|s| s.set(false));
-    let r = f(&mut m, u);
-    checks::SHRINK.with(|s| s.set(true));
-    Ok(r.is_err())
+    Ok(checks::without_shrinking(|| f(&mut m, u)).is_err())
 }
