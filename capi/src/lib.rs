@@ -204,6 +204,7 @@ impl From<Error> for Failure {
         let status = match e {
             Error::LengthMismatch { .. } => NbodyStatus::Length,
             Error::NonFinite { .. }
+            | Error::OutOfRange { .. }
             | Error::NegativeMass { .. }
             | Error::NegativeSoftening { .. }
             | Error::OverlapMismatch { .. } => NbodyStatus::BadInput,

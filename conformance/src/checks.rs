@@ -6,6 +6,7 @@ use nbody_core::oracle::{self, Exact};
 use nbody_core::projection::Projecting;
 use nbody_core::{
     Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Span, Velocity,
+    validate,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -473,10 +474,16 @@ fn bad_input_is_an_error<T: Real, E: Projecting<T>>(e: &mut E, _u: f64) -> Resul
     let eps_err = Error::InvalidParameter { name: "eps", requirement: "finite and non-negative" };
     refuses::<T>("negative eps", eps_err, n, |o| e.accelerations(&good, &good, &Params::softened(-T::one()), o))?;
     refuses::<T>("NaN eps", eps_err, n, |o| e.accelerations(&good, &good, &Params::softened(nan), o))?;
-    let huge = T::from_f64(if T::NAME == "f32" { 1e20 } else { 1e200 });
-    let square_err = Error::InvalidParameter { name: "eps", requirement: "small enough that eps² is finite" };
-    refuses::<T>("eps whose square overflows", square_err, n, |o| {
+    let huge = validate::range::<T>();
+    let square_err = Error::InvalidParameter { name: "eps", requirement: "below 2^61 (f32) or 2^509 (f64)" };
+    refuses::<T>("eps whose square could overflow", square_err, n, |o| {
         e.accelerations(&good, &good, &Params::softened(huge), o)
+    })?;
+    // A finite coordinate whose square could overflow r² (x = range, or -range).
+    let mut far = good.clone();
+    far[2].y = -huge;
+    refuses::<T>("a coordinate whose square could overflow", Error::OutOfRange { array: Array::Sources, index: 2 }, n, |o| {
+        e.accelerations(&good, &far, &p, o)
     })?;
     let g_err = Error::InvalidParameter { name: "G", requirement: "finite and non-negative" };
     refuses::<T>("infinite G", g_err, n, |o| e.accelerations(&good, &good, &p.with_g(inf), o))?;

@@ -62,7 +62,8 @@ pub fn check<T: Real>(
 }
 
 /// Names the first bad value of a columns call's arrays as [`validate::particles`]
-/// would: a non-finite coordinate or mass ([`Error::NonFinite`]) or a negative mass
+/// would: a non-finite coordinate or mass ([`Error::NonFinite`]), a coordinate beyond
+/// [`validate::range`] ([`Error::OutOfRange`]) or a negative mass
 /// ([`Error::NegativeMass`]), `None` when every value is good. For executors that found
 /// *that* something is wrong (on a device, say) and name it on the host.
 ///
@@ -80,12 +81,18 @@ pub fn first_bad<T: Real>(call: &ColumnsCall<'_, T>) -> Option<Error> {
     use crate::Array;
     // Targets first, as `validate::call` checks them.
     let finite = |r: &[T; 3]| r.iter().all(|c| c.is_finite());
-    if let Some(index) = call.targets.and_then(|t| t.iter().position(|r| !finite(r))) {
-        return Some(Error::NonFinite { array: Array::Targets, index });
+    let in_range = |r: &[T; 3]| r.iter().all(|&c| validate::in_range(c));
+    if let Some(index) = call.targets.and_then(|t| t.iter().position(|r| !in_range(r))) {
+        let r = &call.targets.expect("found in the targets")[index];
+        let array = Array::Targets;
+        return Some(if finite(r) { Error::OutOfRange { array, index } } else { Error::NonFinite { array, index } });
     }
     for (index, (r, m)) in call.positions.iter().zip(call.masses).enumerate() {
         if !(finite(r) && m.is_finite()) {
             return Some(Error::NonFinite { array: Array::Particles, index });
+        }
+        if !in_range(r) {
+            return Some(Error::OutOfRange { array: Array::Particles, index });
         }
         if *m < T::zero() {
             return Some(Error::NegativeMass { array: Array::Particles, index });

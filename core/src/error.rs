@@ -94,6 +94,15 @@ pub enum Error {
         /// The first offending index.
         index: usize,
     },
+    /// A coordinate, velocity or softening length is at least
+    /// [`crate::validate::range`] in magnitude (2^61 in f32, 2^509 in f64): its square
+    /// could overflow.
+    OutOfRange {
+        /// The array.
+        array: Array,
+        /// The first offending index.
+        index: usize,
+    },
     /// A mass is negative.
     NegativeMass {
         /// The array.
@@ -184,6 +193,10 @@ impl fmt::Display for Error {
                 write!(f, "{what} has length {found}, expected {expected}")
             }
             Error::NonFinite { array, index } => write!(f, "{array}[{index}] has a NaN or infinite component"),
+            Error::OutOfRange { array, index } => write!(
+                f,
+                "{array}[{index}] has a component of magnitude 2^61 (f32) or 2^509 (f64) or more, whose square could overflow"
+            ),
             Error::NegativeMass { array, index } => write!(f, "{array}[{index}] has a negative mass"),
             Error::NegativeSoftening { array, index } => write!(f, "{array}[{index}] is a negative softening length"),
             Error::InvalidParameter { name, requirement } => write!(f, "parameter {name} must be {requirement}"),

@@ -1,7 +1,10 @@
 //! Input checks shared by every executor, so each reports the same typed error.
 //!
 //! Policy: coordinates, masses, velocities, G and ε must be finite; masses, G and ε
-//! non-negative. Zero masses (padding) and coincident particles are accepted.
+//! non-negative. Coordinates, velocities and softening lengths must also stay below
+//! [`range`] in magnitude (2^61 in f32, 2^509 in f64), so that a pair's squared
+//! separation and ε² stay finite. Zero masses (padding) and coincident particles are
+//! accepted.
 //!
 //! ```
 //! use nbody_core::{validate, Array, Error, Particle};
@@ -11,7 +14,36 @@
 
 use crate::{Array, Bodies, Error, Kinematics, Overlap, Params, Particle, PerParticle, Real, Velocity};
 
-/// Checks every particle is finite with a non-negative mass; names the first offender.
+/// The bound on the magnitude of coordinates, velocities and softening lengths: 2^61 in
+/// f32, 2^509 in f64. Below it a separation's square summed over three axes, plus ε²,
+/// stays finite (3 · (2 · 2^61)² + 2^122 < 2^128 = f32's overflow, and likewise in f64),
+/// so no finite input can make a kernel's r² infinite and its force NaN.
+///
+/// ```
+/// use nbody_core::validate;
+/// assert_eq!(validate::range::<f32>(), 2f32.powi(61));
+/// assert_eq!(validate::range::<f64>(), 2f64.powi(509));
+/// ```
+pub fn range<T: Real>() -> T {
+    T::from_f64(if core::mem::size_of::<T>() == 4 { RANGE_F32 } else { RANGE_F64 })
+}
+
+const RANGE_F32: f64 = f64::from_bits((1023 + 61) << 52);
+const RANGE_F64: f64 = f64::from_bits((1023 + 509) << 52);
+
+/// Whether `x` is finite and below [`range`] in magnitude.
+pub(crate) fn in_range<T: Real>(x: T) -> bool {
+    x.abs() < range::<T>()
+}
+
+/// Checks every particle is finite, its coordinates within [`range`], with a
+/// non-negative mass; names the first offender.
+///
+/// ```
+/// use nbody_core::{validate, Array, Error, Particle};
+/// let ps = [Particle::new(1e300f64, 0.0, 0.0, 1.0)];
+/// assert_eq!(validate::particles(&ps, Array::Targets), Err(Error::OutOfRange { array: Array::Targets, index: 0 }));
+/// ```
 pub fn particles<T: Real>(ps: &[Particle<T>], array: Array) -> Result<(), Error> {
     // Fast path on the bits, branch-free so it vectorises (a call of a leaf's size spends
     // as long validating as computing otherwise); only a failure walks the particles
@@ -23,6 +55,9 @@ pub fn particles<T: Real>(ps: &[Particle<T>], array: Array) -> Result<(), Error>
         if !(p.x.is_finite() && p.y.is_finite() && p.z.is_finite() && p.m.is_finite()) {
             return Err(Error::NonFinite { array, index });
         }
+        if !(in_range(p.x) && in_range(p.y) && in_range(p.z)) {
+            return Err(Error::OutOfRange { array, index });
+        }
         if p.m < T::zero() {
             return Err(Error::NegativeMass { array, index });
         }
@@ -30,45 +65,52 @@ pub fn particles<T: Real>(ps: &[Particle<T>], array: Array) -> Result<(), Error>
     Ok(())
 }
 
-/// True exactly when [`particles`] would accept `ps`: every lane finite and no mass
-/// negative (-0 is allowed, as `m < 0` says), judged on the bits. Branch-free, for an
-/// executor that checks sources while it copies them (in its own threads, compiled for
-/// its instruction set); once it says false, [`particles`] names the offender.
+/// True exactly when [`particles`] would accept `ps`: every lane finite, every
+/// coordinate within [`range`], and no mass negative (-0 is allowed, as `m < 0` says),
+/// judged on the bits. Branch-free, for an executor that checks sources while it copies
+/// them (in its own threads, compiled for its instruction set); once it says false,
+/// [`particles`] names the offender.
 ///
 /// ```
 /// use nbody_core::{validate, Particle};
 /// assert!(validate::particles_ok(&[Particle::new(1.0f64, 2.0, 3.0, -0.0)]));
 /// assert!(!validate::particles_ok(&[Particle::new(f64::NAN, 2.0, 3.0, 1.0)]));
+/// assert!(!validate::particles_ok(&[Particle::new(1.0f64, 1e300, 3.0, 1.0)]));
 /// ```
 #[inline]
 pub fn particles_ok<T: Real>(ps: &[Particle<T>]) -> bool {
     // SAFETY: a record is four lanes of T (size and alignment asserted in layout.rs).
     let lanes: &[T] = unsafe { core::slice::from_raw_parts(ps.as_ptr().cast::<T>(), 4 * ps.len()) };
-    lanes_ok::<T, 4>(lanes)
+    lanes_ok::<T, 4, true>(lanes)
 }
 
-/// True when no lane is infinite or NaN and no lane `k` with `k % STRIDE == STRIDE - 1`
-/// is negative (below -0), judged on the bits without branches, so that it vectorises.
+/// True when no lane is infinite or NaN, no lane `k` with `k % STRIDE == STRIDE - 1` is
+/// negative (below -0), and every lane is below [`range`] in magnitude except, with
+/// MASS, those same lanes (masses may take any finite value); judged on the bits without
+/// branches, so that it vectorises.
 #[inline]
-fn lanes_ok<T: Real, const STRIDE: usize>(lanes: &[T]) -> bool {
+fn lanes_ok<T: Real, const STRIDE: usize, const MASS: bool>(lanes: &[T]) -> bool {
     macro_rules! check {
-        ($u:ty, $exp:expr, $sign:expr) => {{
+        ($u:ty, $exp:expr, $sign:expr, $range:expr) => {{
             // SAFETY: T is f32 or f64, as wide as $u (checked by the match below); every
             // bit pattern is a valid integer.
             let bits: &[$u] = unsafe { core::slice::from_raw_parts(lanes.as_ptr().cast::<$u>(), lanes.len()) };
             let mut bad: $u = 0;
             for (k, &b) in bits.iter().enumerate() {
+                let signed = k % STRIDE == STRIDE - 1;
                 // All exponent bits set: infinity or NaN.
                 bad |= ((b & $exp) == $exp) as $u;
+                // An exponent at or past the range's (the range is a power of two).
+                bad |= (!(MASS & signed) & ((b & $exp) >= $range)) as $u;
                 // A signed lane: sign set on a non-zero value, negative.
-                bad |= ((k % STRIDE == STRIDE - 1) & ((b & $sign) != 0) & ((b & !$sign) != 0)) as $u;
+                bad |= (signed & ((b & $sign) != 0) & ((b & !$sign) != 0)) as $u;
             }
             bad == 0
         }};
     }
     match core::mem::size_of::<T>() {
-        4 => check!(u32, 0x7f80_0000u32, 0x8000_0000u32),
-        8 => check!(u64, 0x7ff0_0000_0000_0000u64, 0x8000_0000_0000_0000u64),
+        4 => check!(u32, 0x7f80_0000u32, 0x8000_0000u32, (127 + 61) << 23),
+        8 => check!(u64, 0x7ff0_0000_0000_0000u64, 0x8000_0000_0000_0000u64, (1023 + 509) << 52),
         _ => false,
     }
 }
@@ -76,8 +118,11 @@ fn lanes_ok<T: Real, const STRIDE: usize>(lanes: &[T]) -> bool {
 /// Checks every velocity is finite and there is one per particle.
 pub fn velocities<T: Real>(vs: &[Velocity<T>], n: usize, array: Array) -> Result<(), Error> {
     length(array.label(), n, vs.len())?;
-    match vs.iter().position(|v| !(v.vx.is_finite() && v.vy.is_finite() && v.vz.is_finite())) {
-        Some(index) => Err(Error::NonFinite { array, index }),
+    if let Some(index) = vs.iter().position(|v| !(v.vx.is_finite() && v.vy.is_finite() && v.vz.is_finite())) {
+        return Err(Error::NonFinite { array, index });
+    }
+    match vs.iter().position(|v| !(in_range(v.vx) && in_range(v.vy) && in_range(v.vz))) {
+        Some(index) => Err(Error::OutOfRange { array, index }),
         None => Ok(()),
     }
 }
@@ -116,9 +161,9 @@ pub fn params<T: Real>(params: &Params<T>) -> Result<(), Error> {
     if !(params.eps.is_finite() && params.eps >= T::zero()) {
         return Err(Error::InvalidParameter { name: "eps", requirement: "finite and non-negative" });
     }
-    // eps² is what the kernels add to r²: beyond about 1e19 (f32) it overflows.
-    if !params.eps2().is_finite() {
-        return Err(Error::InvalidParameter { name: "eps", requirement: "small enough that eps² is finite" });
+    // eps² is what the kernels add to r²: it must leave room for the separation's square.
+    if !in_range(params.eps) {
+        return Err(Error::InvalidParameter { name: "eps", requirement: "below 2^61 (f32) or 2^509 (f64)" });
     }
     if !(params.g.is_finite() && params.g >= T::zero()) {
         return Err(Error::InvalidParameter { name: "G", requirement: "finite and non-negative" });
@@ -201,12 +246,15 @@ fn call_checks<T: Real>(
 pub fn softening_lengths<T: Real>(eps: &[T], n: usize, array: Array) -> Result<(), Error> {
     length(array.label(), n, eps.len())?;
     // As for particles: the bits first, branch-free; the walk only names an offender.
-    if lanes_ok::<T, 1>(eps) {
+    if lanes_ok::<T, 1, false>(eps) {
         return Ok(());
     }
     for (index, &e) in eps.iter().enumerate() {
         if !e.is_finite() {
             return Err(Error::NonFinite { array, index });
+        }
+        if !in_range(e) {
+            return Err(Error::OutOfRange { array, index });
         }
         if e < T::zero() {
             return Err(Error::NegativeSoftening { array, index });
@@ -434,9 +482,15 @@ mod tests {
     /// The fast path agrees with the plain checks on every kind of lane value.
     #[test]
     fn fast_path_agrees_with_the_plain_checks() {
-        let odd = [0.0, -0.0, 1.0, -1.0, f64::MIN_POSITIVE / 4.0, f64::MAX, f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+        let (r32, r64) = (range::<f32>() as f64, range::<f64>());
+        // The ranges and the floats just below them, of both precisions.
+        let below = |r: f64, eps: f64| r * (1.0 - eps / 2.0);
+        let edges = [r32, -r32, below(r32, f32::EPSILON as f64), r64, -below(r64, f64::EPSILON)];
+        let odd = [0.0, -0.0, 1.0, -1.0, f64::MIN_POSITIVE / 4.0, f64::MAX, f64::INFINITY, f64::NEG_INFINITY, f64::NAN]
+            .into_iter()
+            .chain(edges);
         for lane in 0..4 {
-            for &v in &odd {
+            for v in odd.clone() {
                 let mut ps = [Particle::new(0.5f64, -0.5, 0.25, 1.0); 5];
                 let mut q = [Particle::new(0.5f32, -0.5, 0.25, 1.0); 5];
                 let set = |p: &mut Particle<f64>| match lane {
@@ -448,17 +502,16 @@ mod tests {
                 set(&mut ps[3]);
                 let p = ps[3];
                 q[3] = Particle::new(p.x as f32, p.y as f32, p.z as f32, p.m as f32);
-                let want = v.is_finite() && !(lane == 3 && v < 0.0);
+                let accepts = |v: f64, r: f64| v.is_finite() && (lane == 3 || v.abs() < r) && !(lane == 3 && v < 0.0);
+                let want = accepts(v, r64);
                 assert_eq!(particles(&ps, Array::Sources).is_ok(), want, "f64 lane {lane} value {v}");
-                assert_eq!(
-                    particles(&q, Array::Sources).is_ok(),
-                    (v as f32).is_finite() && !(lane == 3 && v < 0.0),
-                    "f32 lane {lane} value {v}"
-                );
+                assert_eq!(particles(&q, Array::Sources).is_ok(), accepts(v as f32 as f64, r32), "f32 lane {lane} value {v}");
                 if !want {
                     assert!(matches!(
                         particles(&ps, Array::Sources),
-                        Err(Error::NonFinite { index: 3, .. }) | Err(Error::NegativeMass { index: 3, .. })
+                        Err(Error::NonFinite { index: 3, .. })
+                            | Err(Error::NegativeMass { index: 3, .. })
+                            | Err(Error::OutOfRange { index: 3, .. })
                     ));
                 }
             }

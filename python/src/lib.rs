@@ -35,6 +35,7 @@ fn value_error(msg: impl Into<String>) -> PyErr {
 fn runtime(e: Error) -> PyErr {
     match e {
         Error::NonFinite { .. }
+        | Error::OutOfRange { .. }
         | Error::NegativeMass { .. }
         | Error::NegativeSoftening { .. }
         | Error::LengthMismatch { .. }
