@@ -60,6 +60,8 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
     F(typename V4<T>::type *, partial)                                                                                 \
     F(const T *, lengths_t)                                                                                            \
     F(const T *, lengths_s)                                                                                            \
+    F(float *, estimate)                                                                                               \
+    F(int *, redo)                                                                                                     \
     F(T, eps2)                                                                                                         \
     F(T, g)                                                                                                            \
     F(int, n_targets)                                                                                                  \

@@ -105,6 +105,18 @@ __device__ __forceinline__ void interact(const Pt<T, C> &t, const Pt<T, C> &s, C
     interact<T, C, POT, MASKED>(t, s, eps2, ax, ay, az, phi, dx, dy, dz, rinv, m_rinv3);
 }
 
+// The same, and the square of the pair's pull (m/r^2)^2 added into est: a mixed kernel's
+// error estimate (see REDO_RATIO). m/r^2 is the product the weight is formed from, so
+// the estimate costs one FFMA a pair.
+template <typename T, typename C, bool POT, bool MASKED>
+__device__ __forceinline__ void interact(const Pt<T, C> &t, const Pt<T, C> &s, C eps2, C &ax, C &ay, C &az, C &phi,
+                                         C &est) {
+    C dx, dy, dz, rinv, m_rinv3;
+    interact<T, C, POT, MASKED>(t, s, eps2, ax, ay, az, phi, dx, dy, dz, rinv, m_rinv3);
+    const C pull = (s.p.w * rinv) * rinv;
+    est = fma(pull, pull, est);
+}
+
 // The softened kernels a batched launch can run (the SOFT template argument): Plummer with
 // one eps (the tuned path), Plummer with a length per particle, the spline with one support,
 // the spline with a support per particle. Per-particle values are what the host uploads:
@@ -547,16 +559,22 @@ template <typename C> struct LengthVector {
 // One source s (its per-particle value e_s) against a thread's NI targets. SAME: the
 // targets share one length, so soft_interact's per-pair sum e_t + e_s is formed once
 // (never with FAR: only the strided kernels, never mixed, take it).
+// EST (the mixed kernels under Plummer): each pair's squared pull into est too.
 template <typename T, typename C, int NI, bool POT, bool MASKED, bool FAR, int SOFT, bool SAME>
 __device__ __forceinline__ void source_pairs(const Pt<T, C> &s, C e_s, const Pt<T, C> (&ti)[NI], const C *e_i, C eps2,
-                                             C h_inv, C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI]) {
+                                             C h_inv, C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI], C *est) {
     const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
+    const bool EST = IsMixed<T, C>::value && SOFT == SOFT_PLUMMER;
     static_assert(!(SAME && FAR), "the one-length form has no far tiles");
     const C e_pair = SAME ? e_i[0] + e_s : C(0);
 #pragma unroll
     for (int k = 0; k < NI; ++k) {
         const C e_t = EACH ? e_i[k] : C(0);
-        if (SAME)
+        if (EST && FAR)
+            interact<C, C, POT, MASKED>(high(ti[k]), high(s), eps2, ax[k], ay[k], az[k], phi[k], est[k]);
+        else if (EST)
+            interact<T, C, POT, MASKED>(ti[k], s, eps2, ax[k], ay[k], az[k], phi[k], est[k]);
+        else if (SAME)
             soft_interact<T, C, POT, MASKED, SOFT_PLUMMER>(ti[k], s, C(0), C(0), e_pair, h_inv, ax[k], ay[k], az[k],
                                                            phi[k]);
         else if (FAR)
@@ -578,7 +596,7 @@ template <typename T, typename C, int N, int TP, int NI, bool POT, bool MASKED, 
 __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const Pt<T, C> (&ti)[NI], C eps2,
                                          C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI],
                                          const C *tile_e = nullptr, const C *e_i = nullptr, C h_inv = C(0),
-                                         C tile_h2 = C(0)) {
+                                         C tile_h2 = C(0), C *est = nullptr) {
     const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
     if (!FAR && (SOFT == SOFT_SPLINE || SOFT == SOFT_SPLINE_EACH)) {
         // The spline (T == C here: the mixed executor's splines run batched), two f32
@@ -622,14 +640,14 @@ __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const 
 #pragma unroll
             for (int jv = 0; jv < V; ++jv)
                 source_pairs<T, C, NI, POT, MASKED, FAR, SOFT, SAME>(tile[(j0 + jv) * TP + slice], e_v[jv], ti, e_i, eps2,
-                                                                     h_inv, ax, ay, az, phi);
+                                                                     h_inv, ax, ay, az, phi, est);
         }
     } else {
 #pragma unroll(N / TP < 16 ? N / TP : 16)
         for (int jj = 0; jj < N / TP; ++jj)
             source_pairs<T, C, NI, POT, MASKED, FAR, SOFT, false>(tile[jj * TP + slice],
                                                                   EACH ? tile_e[jj * TP + slice] : C(0), ti, e_i,
-                                                                  eps2, h_inv, ax, ay, az, phi);
+                                                                  eps2, h_inv, ax, ay, az, phi, est);
     }
 }
 
@@ -662,16 +680,21 @@ __device__ __forceinline__ void stage_lengths(const C *e, C *tile_e, C *most) {
 // one chunk of `chunk` sources (a multiple of B) into `partial[blockIdx.y][target]`, and
 // nbody_tiled_reduce adds the chunks in order and finishes. Mixed precision (T double, C
 // float): interactions in the block's frame, each thread's float sums added into double
-// ones every FLUSH tiles (at least 32 interactions per thread in between).
+// ones every FLUSH tiles (at least 32 interactions per thread in between), and every
+// launch goes through `partial` and the reduction with its error estimates (`estimate`,
+// one float per chunk and target), which lists the targets mixed_redo sums again.
 template <typename T, typename C, int B, int TP, int NI, bool POT, bool MASKED, int SOFT = SOFT_PLUMMER>
 __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ targets, int n_targets,
                                       const typename V4<T>::type *__restrict__ sources, int n_sources_padded,
                                       typename V4<T>::type *__restrict__ out, T eps2_, T g, int self_t0, int self_len,
                                       int chunk, typename V4<T>::type *__restrict__ partial,
                                       const T *__restrict__ lengths_t = nullptr,
-                                      const T *__restrict__ lengths_s = nullptr) {
+                                      const T *__restrict__ lengths_s = nullptr, float *__restrict__ estimate = nullptr,
+                                      int *__restrict__ redo = nullptr) {
     typedef typename V4<T>::type v4;
     const bool MIXED = IsMixed<T, C>::value;
+    // The reduction that follows (stream order) appends to the list from an empty one.
+    if (MIXED && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) redo[0] = 0;
     const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
     const int K = TileBlocks<T, C, B>::value, L = K * B;
     const int FLUSH = 32 * TP / B > 1 ? 32 * TP / B : 1;
@@ -696,7 +719,7 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     const int step = STRIDED ? B / TP : 1;
     const Frame<T, C> frame = block_frame<T, C>(targets, block_first, B / TP * NI, n_targets);
     Pt<T, C> ti[NI];
-    C ax[NI], ay[NI], az[NI], phi[NI], ei[NI], ei_sum[NI];
+    C ax[NI], ay[NI], az[NI], phi[NI], ei[NI], ei_sum[NI], est[NI];
     T mi[NI], sx[NI], sy[NI], sz[NI], sphi[NI];
 #pragma unroll
     for (int k = 0; k < NI; ++k) {
@@ -706,7 +729,7 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         ei[k] = EACH && i < n_targets ? (C)lengths_t[i] : C(0);
         // What the sums read: the spline's squared supports, Plummer's values as they are.
         ei_sum[k] = SOFT == SOFT_SPLINE_EACH ? ei[k] * ei[k] : ei[k];
-        ax[k] = 0; ay[k] = 0; az[k] = 0; phi[k] = 0;
+        ax[k] = 0; ay[k] = 0; az[k] = 0; phi[k] = 0; est[k] = 0;
         sx[k] = 0; sy[k] = 0; sz[k] = 0; sphi[k] = 0;
     }
     // Per-particle Plummer in a warp whose every thread holds one target length: each
@@ -770,23 +793,23 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
             // changed how the compiler scheduled Plummer's loop: 2% slower on the H200.)
             if (K == 1 || end - base >= L)
                 sum_tile<T, C, L, TP, NI, POT, MASKED, false, SOFT, STRIDED>(tile[buf], slice, ti, eps2, ax, ay, az,
-                                                                             phi, te, ei_sum, h_inv, most);
+                                                                             phi, te, ei_sum, h_inv, most, est);
             else
                 for (int q = 0; q < (end - base) / B; ++q)
                     sum_tile<T, C, B, TP, NI, POT, MASKED, false, SOFT, STRIDED, L / TP>(
-                        tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi, te + q * (B / TP), ei_sum, h_inv, most);
+                        tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi, te + q * (B / TP), ei_sum, h_inv, most, est);
         } else if (MIXED && far_tile<B>(boxes[buf], frame)) {
             sum_tile<T, C, L, TP, NI, POT, MASKED, true, SOFT>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te, ei_sum,
-                                                               h_inv, most);
+                                                               h_inv, most, est);
         } else if (K == 1 || end - base >= L) {
             sum_tile<T, C, L, TP, NI, POT, MASKED, false, SOFT>(tile[buf], slice, ti, eps2, ax, ay, az, phi, te, ei_sum,
-                                                                h_inv, most);
+                                                                h_inv, most, est);
         } else {
             // The chunk's last tile, partly filled: its sub-tiles one at a time.
             for (int q = 0; q < (end - base) / B; ++q)
                 sum_tile<T, C, B, TP, NI, POT, MASKED, false, SOFT, false, L / TP>(
                     tile[buf] + q * B, slice, ti, eps2, ax, ay, az, phi,
-                    STRIDED ? te + q * (B / TP) : EACH ? te + q * B : te, ei_sum, h_inv, most);
+                    STRIDED ? te + q * (B / TP) : EACH ? te + q * B : te, ei_sum, h_inv, most, est);
         }
         if (MIXED && (++tiles % FLUSH == 0 || !more)) {
 #pragma unroll
@@ -818,6 +841,7 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
             sy[k] = lane_sum<TP>(sy[k]);
             sz[k] = lane_sum<TP>(sz[k]);
             if (POT) sphi[k] = lane_sum<TP>(sphi[k]);
+            if (MIXED) est[k] = lane_sum<TP>(est[k]);
         }
     }
     if (slice == 0) {
@@ -825,10 +849,11 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         for (int k = 0; k < NI; ++k) {
             const int i = first + k * step;
             if (i >= n_targets) continue;
-            if (gridDim.y > 1) {
+            if (MIXED || gridDim.y > 1) {
                 v4 a;
                 a.x = sx[k]; a.y = sy[k]; a.z = sz[k]; a.w = sphi[k];
                 partial[(size_t)blockIdx.y * n_targets + i] = a;
+                if (MIXED) estimate[(size_t)blockIdx.y * n_targets + i] = est[k];
             } else {
                 finish<T, C, POT, MASKED, SOFT>(out, i, mi[k], eps2_, g, sx[k], sy[k], sz[k], sphi[k], self_t0,
                                                 self_len, ei[k]);
@@ -837,23 +862,139 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     }
 }
 
+// Mixed precision, targets whose pull is a small net of large ones. Each pair in f32 errs
+// by a few 2^-24 of its own pull (the rounding of m/r^3 and of the sum it goes into), so a
+// target whose strongest pulls are many times its net pull (a particle between two heavy
+// ones, at a clump's centre) can err by more than the 2e-6 the mixed executors promise:
+// 4.9e-6 on the clustered test's systems, where the worst target's pulls have a root sum
+// of squares 15 times its net. The kernels sum the squared pulls in f32 beside the forces
+// (one FFMA a pair); a target whose root sum exceeds REDO_RATIO times its net pull (or is
+// not finite) is summed again in f64 (mixed_redo). Emulated on those systems (65,536
+// particles, every target against f64, in the generator's, Morton and shuffled order,
+// runs of 32 float terms as the kernels sum them): ratios 5 and 7.5 leave at most 1.2e-6
+// and send 9% and 6% of the targets to f64, 10 leaves 3.2e-6 (one target, shuffled);
+// hence 6. A Plummer sphere sends almost none (its nearest pulls are small beside the
+// net), so its rate pays only the FFMA.
+#define REDO_RATIO 6.0
+
 // Adds the chunks of a source-split tiled launch in chunk order, then finishes. One
-// thread per target.
+// thread per target. Mixed (every launch): a target whose error estimate (the chunks'
+// sums of squared pulls) exceeds REDO_RATIO^2 times its squared net pull is listed in
+// redo (redo[0] counts them) for mixed_redo, which finishes it.
 template <typename T, typename C, bool POT, bool MASKED, int SOFT = SOFT_PLUMMER>
 __device__ __forceinline__ void tiled_reduce(const typename V4<T>::type *__restrict__ targets, int n_targets,
                                              int chunks, const typename V4<T>::type *__restrict__ partial,
                                              typename V4<T>::type *__restrict__ out, T eps2, T g, int self_t0,
-                                             int self_len, const T *__restrict__ lengths_t = nullptr) {
+                                             int self_len, const T *__restrict__ lengths_t = nullptr,
+                                             const float *__restrict__ estimate = nullptr, int *__restrict__ redo = nullptr) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n_targets) return;
     T ax = 0, ay = 0, az = 0, phi = 0;
+    float est = 0.0f;
     for (int c = 0; c < chunks; ++c) {
         const typename V4<T>::type a = partial[(size_t)c * n_targets + i];
         ax += a.x; ay += a.y; az += a.z; phi += a.w;
+        if (IsMixed<T, C>::value) est += estimate[(size_t)c * n_targets + i];
+    }
+    // A target that is a source too summed its own pull, m / eps^2, which is no pull at
+    // all (its separation is zero, so its f32 force is exactly 0): taken out again, as
+    // the kernel computed it (else every target of a system on itself whose net pull is
+    // below m / (6 eps^2) would be summed again).
+    if (IsMixed<T, C>::value && !MASKED && i - self_t0 >= 0 && i - self_t0 < self_len) {
+        const float rinv = rsqrt_fast((float)eps2), pull = ((float)targets[i].w * rinv) * rinv;
+        est = fmaxf(0.0f, fmaf(-pull, pull, est));
+    }
+    if (IsMixed<T, C>::value && !((double)est <= REDO_RATIO * REDO_RATIO * (double)(ax * ax + ay * ay + az * az))) {
+        redo[1 + atomicAdd(redo, 1)] = i;
+        return;
     }
     const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
     finish<T, C, POT, MASKED, SOFT>(out, i, targets[i].w, eps2, g, ax, ay, az, phi, self_t0, self_len,
                                     EACH ? (C)lengths_t[i] : C(0));
+}
+
+// The targets the mixed reduction listed, summed again in f64. A target may be alone on
+// the list, and its sum is over every source, so the work is split both ways: blocks of
+// 32 listed targets (one a lane) times `redo_chunks` runs of the sources, each block
+// writing its 32 partial sums into `partial` (free again once the reduction has read
+// it: `capacity` records), and mixed_redo_finish adds a target's runs in order, so a run
+// of the program gives the same answer whatever order the list came in. Within a block
+// the REDO_WARPS warps split the block's sources (warp w every REDO_WARPS-th run of 32),
+// each staging its run in its own shared tile for all 32 lanes to read. eps2 and the mask
+// are the mixed kernel's (eps^2 rounded to f32, pairs with r^2 below f32's smallest
+// normal masked), so a target summed again differs from one that was not only by rounding.
+#define REDO_WARPS 16
+// Runs of the sources per group of 32 listed targets: enough that a short list still
+// fills the GPU, at most 64 and at least 512 sources each, within `capacity` records.
+__device__ __forceinline__ int redo_chunks(int count, int n_sources_padded, int capacity) {
+    const int slots = ((count + 31) / 32) * 32;
+    int c = slots == 0 ? 1 : capacity / slots;
+    c = min(min(c, 64), n_sources_padded / 512);
+    return max(c, 1);
+}
+template <bool POT, bool MASKED>
+__device__ __forceinline__ void mixed_redo(const double4 *__restrict__ targets, const double4 *__restrict__ sources,
+                                           int n_sources_padded, double eps2, const int *__restrict__ redo,
+                                           double4 *__restrict__ partial, int capacity) {
+    __shared__ double4 tiles[REDO_WARPS][32];
+    __shared__ double sums[REDO_WARPS][4][32];
+    const int count = redo[0], lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int chunks = redo_chunks(count, n_sources_padded, capacity), slots = ((count + 31) / 32) * 32;
+    // Whole runs of 32 per chunk (n_sources_padded is a multiple of 256).
+    const int len = ((n_sources_padded + chunks - 1) / chunks + 31) / 32 * 32;
+    for (int w = blockIdx.x; w < (slots / 32) * chunks; w += gridDim.x) {
+        const int q = (w / chunks) * 32 + lane, c = w % chunks;
+        const int begin = c * len, end = min(begin + len, n_sources_padded);
+        const double4 t = q < count ? targets[redo[1 + q]] : make_double4(0.0, 0.0, 0.0, 0.0);
+        double ax = 0.0, ay = 0.0, az = 0.0, phi = 0.0;
+        for (int j0 = begin + warp * 32; j0 < end; j0 += REDO_WARPS * 32) {
+            tiles[warp][lane] = sources[j0 + lane];
+            __syncwarp();
+#pragma unroll 8
+            for (int k = 0; k < 32; ++k) {
+                const double4 s = tiles[warp][k];
+                const double dx = s.x - t.x, dy = s.y - t.y, dz = s.z - t.z;
+                const double r2 = fma(dz, dz, fma(dy, dy, fma(dx, dx, eps2)));
+                double rinv = rsqrt_fast(r2);
+                if (MASKED) rinv = r2 >= (double)min_normal<float>() ? rinv : 0.0;
+                const double m_rinv = s.w * rinv, m_rinv3 = (m_rinv * rinv) * rinv;
+                ax = fma(dx, m_rinv3, ax);
+                ay = fma(dy, m_rinv3, ay);
+                az = fma(dz, m_rinv3, az);
+                if (POT) phi -= m_rinv;
+            }
+            __syncwarp();
+        }
+        sums[warp][0][lane] = ax; sums[warp][1][lane] = ay; sums[warp][2][lane] = az; sums[warp][3][lane] = phi;
+        __syncthreads();
+        if (warp == 0) {
+            for (int v = 1; v < REDO_WARPS; ++v) {
+                ax += sums[v][0][lane]; ay += sums[v][1][lane]; az += sums[v][2][lane]; phi += sums[v][3][lane];
+            }
+            partial[(size_t)c * slots + q] = make_double4(ax, ay, az, phi);
+        }
+        __syncthreads();
+    }
+}
+
+// Adds each listed target's runs (mixed_redo) in order and finishes it. One thread per
+// listed target, grid-stride.
+template <bool POT, bool MASKED>
+__device__ __forceinline__ void mixed_redo_finish(const double4 *__restrict__ targets, int n_sources_padded,
+                                                  double4 *__restrict__ out, double eps2, double g, int self_t0,
+                                                  int self_len, const int *__restrict__ redo,
+                                                  const double4 *__restrict__ partial, int capacity) {
+    const int count = redo[0];
+    const int chunks = redo_chunks(count, n_sources_padded, capacity), slots = ((count + 31) / 32) * 32;
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < count; q += gridDim.x * blockDim.x) {
+        double ax = 0.0, ay = 0.0, az = 0.0, phi = 0.0;
+        for (int c = 0; c < chunks; ++c) {
+            const double4 a = partial[(size_t)c * slots + q];
+            ax += a.x; ay += a.y; az += a.z; phi += a.w;
+        }
+        const int i = redo[1 + q];
+        finish<double, double, POT, MASKED>(out, i, targets[i].w, eps2, g, ax, ay, az, phi, self_t0, self_len);
+    }
 }
 
 // The kernels' argument structs (JerkExtra: what a jerk launch writes besides out and
@@ -1479,13 +1620,14 @@ __device__ __forceinline__ void shuffled(const typename V4<T>::type *__restrict_
     extern "C" __global__ void TILED_BOUNDS_##NAME(B) nbody_tiled_##NAME##_b##B##_tp##TP##_ni##NI##_p##POT##_m##MASKED( \
         const TiledArgs<T> a) {                                                                                        \
         tiled<T, C, B, TP, NI, POT, MASKED>(a.targets, a.n_targets, a.sources, a.n_sources_padded, a.out, a.eps2, a.g, \
-                                            a.self_t0, a.self_len, a.chunk, a.partial);                                   \
+                                            a.self_t0, a.self_len, a.chunk, a.partial, nullptr, nullptr, a.estimate,       \
+                                            a.redo);                                                                   \
     }
 
 #define TILED_REDUCE(T, C, NAME, POT, MASKED)                                                                           \
     extern "C" __global__ void nbody_tiled_reduce_##NAME##_p##POT##_m##MASKED(const TiledArgs<T> a) {                 \
         tiled_reduce<T, C, POT, MASKED>(a.targets, a.n_targets, a.chunk, a.partial, a.out, a.eps2, a.g, a.self_t0,        \
-                                        a.self_len);                                                                   \
+                                        a.self_len, nullptr, a.estimate, a.redo);                                      \
     }
 #define TILED_REDUCE_PM(T, C, NAME)                                                                                    \
     TILED_REDUCE(T, C, NAME, 0, 0) TILED_REDUCE(T, C, NAME, 0, 1) TILED_REDUCE(T, C, NAME, 1, 0)                       \
@@ -1493,6 +1635,18 @@ __device__ __forceinline__ void shuffled(const typename V4<T>::type *__restrict_
 TILED_REDUCE_PM(float, float, f32)
 TILED_REDUCE_PM(double, double, f64)
 TILED_REDUCE_PM(double, float, mixed)
+
+// chunk: the records `partial` holds (the reduction's chunks times n_targets).
+#define MIXED_REDO(POT, MASKED)                                                                                        \
+    extern "C" __global__ void __launch_bounds__(REDO_WARPS * 32)                                                      \
+        nbody_mixed_redo_p##POT##_m##MASKED(const TiledArgs<double> a) {                                               \
+        mixed_redo<POT, MASKED>(a.targets, a.sources, a.n_sources_padded, a.eps2, a.redo, a.partial, a.chunk);         \
+    }                                                                                                                  \
+    extern "C" __global__ void nbody_mixed_redo_finish_p##POT##_m##MASKED(const TiledArgs<double> a) {                \
+        mixed_redo_finish<POT, MASKED>(a.targets, a.n_sources_padded, a.out, a.eps2, a.g, a.self_t0, a.self_len,      \
+                                       a.redo, a.partial, a.chunk);                                                    \
+    }
+MIXED_REDO(0, 0) MIXED_REDO(0, 1) MIXED_REDO(1, 0) MIXED_REDO(1, 1)
 
 #define TILED_PM(T, C, NAME, B, TP, NI)                                                                                 \
     TILED(T, C, NAME, B, TP, NI, 0, 0)                                                                                  \
@@ -1711,8 +1865,12 @@ template <typename T> __device__ __forceinline__ void columns_pack(const Columns
         r.y = a.rows[k + 1];
         r.z = a.rows[k + 2];
         r.w = a.column ? a.column[i] : T(0);
-        // x - x is 0 exactly for finite x and NaN for NaN or an infinity.
-        if ((r.x - r.x) + (r.y - r.y) + (r.z - r.z) + (r.w - r.w) != T(0)) atomicMin(&a.first_bad[0], i);
+        // x - x is 0 exactly for finite x and NaN for NaN or an infinity; a coordinate at
+        // or past nbody_core::validate::range (2^61 in f32, 2^509 in f64) is bad too.
+        const T range = sizeof(T) == 4 ? T(2305843009213693952.0) : T(1.6759759912428246e+153);
+        if ((r.x - r.x) + (r.y - r.y) + (r.z - r.z) + (r.w - r.w) != T(0) || fabs(r.x) >= range || fabs(r.y) >= range ||
+            fabs(r.z) >= range)
+            atomicMin(&a.first_bad[0], i);
         if (r.w < T(0)) atomicMin(&a.first_bad[1], i);
     }
     a.records[i] = r;

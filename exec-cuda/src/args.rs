@@ -105,6 +105,11 @@ kernel_args! {
         /// read it (null with one softening).
         lengths_t: Ptr = "const T *",
         lengths_s: Ptr = "const T *",
+        /// Mixed: the launch's error estimates (one float per chunk and target) and the
+        /// list of targets summed again in f64 (a count, then their indices); null
+        /// otherwise.
+        estimate: Ptr = "float *",
+        redo: Ptr = "int *",
         eps2: T = "T",
         g: T = "T",
         n_targets: i32 = "int",

@@ -56,9 +56,12 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
             // The same slice as targets and sources (a system on itself) goes up once, as
             // one array, and runs in one launch: the two-stream pipeline only hides the
             // upload of sources the targets do not already carry (at 65,536 on an H100 it
-            // cost 25% there, in four launches over the whole target set).
+            // cost 25% there, in four launches over the whole target set). Mixed calls run
+            // in one launch too: their reduction judges each target's error estimate on its
+            // whole sum (a tile's share of it can hide a cancellation).
             let identical = core::ptr::eq(targets, sources);
-            if sources.len() >= pipeline::PIPELINE_MIN_SOURCES && !identical {
+            let mixed = me.family::<T>() == crate::Family::Mixed;
+            if sources.len() >= pipeline::PIPELINE_MIN_SOURCES && !identical && !mixed {
                 return me.accelerations_pipelined(targets, sources, params, out);
             }
             let padded = if identical { me.stage_once(sources, out)? } else { me.stage(targets, sources, out)? };

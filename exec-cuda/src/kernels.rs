@@ -110,6 +110,10 @@ pub(crate) enum Kernel {
     Tiled { config: LaunchConfig, tag: Family, potential: bool, masked: bool, soft: Soft },
     /// Adds a source-split tiled launch's partial sums in order.
     TiledReduce { tag: Family, potential: bool, masked: bool, soft: Soft },
+    /// Sums the targets a mixed reduction listed again in f64, in runs of the sources.
+    MixedRedo { potential: bool, masked: bool },
+    /// Adds the runs of [`Kernel::MixedRedo`] in order and finishes the targets.
+    MixedRedoFinish { potential: bool, masked: bool },
     /// The warp-shuffle variant with `targets_per_thread` targets per thread.
     Shuffle { tag: Family, targets_per_thread: usize, potential: bool, masked: bool },
     /// The batched (interaction list) kernel under a softened kernel.
@@ -179,6 +183,10 @@ impl Kernel {
                 Soft::Plummer => format!("nbody_tiled_reduce_{tag}_p{}_m{}", b(potential), b(masked)),
                 _ => format!("nbody_tiled_reduce_{tag}_p{}_m{}_s{}", b(potential), b(soft.masked(masked)), soft as u8),
             },
+            Kernel::MixedRedo { potential, masked } => format!("nbody_mixed_redo_p{}_m{}", b(potential), b(masked)),
+            Kernel::MixedRedoFinish { potential, masked } => {
+                format!("nbody_mixed_redo_finish_p{}_m{}", b(potential), b(masked))
+            }
             Kernel::Shuffle { tag, targets_per_thread, potential, masked } => {
                 format!("nbody_shuffle_{tag}_ni{targets_per_thread}_p{}_m{}", b(potential), b(masked))
             }
@@ -218,7 +226,11 @@ impl Kernel {
     /// takes a pointer and a count instead).
     pub(crate) fn args(&self) -> &'static str {
         match self {
-            Kernel::Tiled { .. } | Kernel::TiledReduce { .. } | Kernel::Shuffle { .. } => "TiledArgs",
+            Kernel::Tiled { .. }
+            | Kernel::TiledReduce { .. }
+            | Kernel::MixedRedo { .. }
+            | Kernel::MixedRedoFinish { .. }
+            | Kernel::Shuffle { .. } => "TiledArgs",
             Kernel::Batch { .. } | Kernel::SelfPotential { .. } | Kernel::BatchReduce { .. } => "BatchArgs",
             Kernel::Cells { .. } => "CellArgs",
             Kernel::Project { .. } => "ProjectArgs",
@@ -248,6 +260,8 @@ impl Kernel {
             Kernel::Tiled { config: crate::tuning::LADDER[4], tag: F64, potential, masked, soft: Soft::SplineEach },
             Kernel::TiledReduce { tag: F32, potential, masked, soft: Soft::Plummer },
             Kernel::TiledReduce { tag: F64, potential: false, masked: true, soft: Soft::Spline },
+            Kernel::MixedRedo { potential, masked },
+            Kernel::MixedRedoFinish { potential: false, masked: true },
             Kernel::Shuffle { tag: F64, targets_per_thread: 2, potential, masked },
             Kernel::Batch { tag: Mixed, potential, masked, soft: Soft::Plummer },
             Kernel::Batch { tag: F32, potential, masked, soft: Soft::PlummerEach },

@@ -8,7 +8,7 @@ use crate::memory::{alloc, download, ptr, upload_padded};
 use crate::tuning::{
     LaunchConfig, SHUFFLE_TARGETS_PER_THREAD, balance_waves, choose_for_on, chunk_sources, ladder, split_sources,
 };
-use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal, SOURCE_PAD, timing};
+use crate::{CudaExecutor, DeviceFields, DeviceParticles, DeviceReal, Family, SOURCE_PAD, timing};
 use nbody_core::{Array, Error, Field, Overlap, Params, Particle, validate};
 
 /// The softened kernel of a tiled launch: which one, its eps² (Plummer) or support (the
@@ -33,6 +33,10 @@ impl<T: DeviceReal> TiledSoft<T> {
 /// Device memory a launch may take for partial sums when it splits its sources only to
 /// fill its last wave ([`balance_waves`]): 8 chunks of 2^20 f32 targets.
 const PARTIALS_BUDGET: usize = 128 << 20;
+
+/// Threads per block of the mixed f64 redo (32 targets a block; gravity.cu's REDO_WARPS
+/// warps of 32).
+const REDO_BLOCK: u32 = 16 * 32;
 
 impl CudaExecutor {
     /// Uploads particles (validated: finite, non-negative masses, and for the mixed
@@ -169,6 +173,8 @@ impl CudaExecutor {
             partial: null(),
             lengths_t: null(),
             lengths_s: null(),
+            estimate: null(),
+            redo: null(),
             eps2,
             g,
             n_targets: count(n)?,
@@ -297,8 +303,25 @@ impl CudaExecutor {
         if balanced != chunks {
             (chunk, chunks) = chunk_sources(sources_padded, balanced, config.block as usize);
         }
+        // Mixed launches always reduce (the reduction lists the targets to sum again in
+        // f64; see REDO_RATIO in gravity.cu): after the partial sums, one float estimate
+        // per chunk and target, then the list (a count and up to n_targets indices).
+        let mixed = tag == Family::Mixed;
+        // Mixed: 32 records more, so the redo's runs (whole groups of 32 listed targets)
+        // always fit in what the reduction has read.
+        let records = chunks * n_targets + if mixed { 32 } else { 0 };
+        let sums = records * 4 * size_of::<T>();
+        let estimates = if mixed { chunks * n_targets * size_of::<f32>() } else { 0 };
+        let list = if mixed { (n_targets + 1) * size_of::<i32>() } else { 0 };
         let mut partials = self.split_partials.borrow_mut();
-        let partial = if chunks > 1 { ptr(partials.reserve(chunks * n_targets * 4 * size_of::<T>())?) } else { null() };
+        let (partial, estimate, redo) = if chunks > 1 || mixed {
+            let base = ptr(partials.reserve(sums + estimates + list)?);
+            // SAFETY: offsets within the buffer just reserved (sums and estimates are
+            // multiples of 4 bytes, so the floats and ints stay aligned).
+            unsafe { (base, base.add(sums), base.add(sums + estimates)) }
+        } else {
+            (null(), null(), null())
+        };
         let args = TiledArgs {
             targets: ptr(targets),
             sources: ptr(sources),
@@ -306,6 +329,8 @@ impl CudaExecutor {
             partial,
             lengths_t,
             lengths_s,
+            estimate,
+            redo,
             eps2,
             g,
             n_targets: count(n_targets)?,
@@ -320,11 +345,33 @@ impl CudaExecutor {
         unsafe {
             self.launch_function(&f, kernel, (blocks, chunks as u32), block, args, "launching the tiled kernel")?
         };
-        if chunks > 1 {
+        if chunks > 1 || mixed {
             let reduce = Kernel::TiledReduce { tag, potential: params.potential, masked, soft };
             let args = TiledArgs { chunk: count(chunks)?, ..args };
-            // SAFETY: `partial` holds chunks x n_targets records written above.
+            // SAFETY: `partial` holds chunks x n_targets records written above (and
+            // `estimate` as many floats, `redo` n_targets + 1 ints, when mixed).
             unsafe { self.launch(reduce, n_targets.div_ceil(256) as u32, 256, args, "launching the tiled reduction")? };
+        }
+        if mixed {
+            // Two blocks an SM over the listed targets' runs of sources (each returns at
+            // once when none is listed), then one thread a listed target to finish them.
+            let (potential, sm) = (params.potential, self.gpu.info().sm_count);
+            let args = TiledArgs { chunk: count(records)?, ..args };
+            // SAFETY: `redo` lists at most n_targets indices below n_targets; `partial`
+            // holds `records` records, which the reduction has read; the targets, sources
+            // and outputs are those of the launch above.
+            unsafe {
+                self.launch(
+                    Kernel::MixedRedo { potential, masked },
+                    2 * sm,
+                    REDO_BLOCK,
+                    args,
+                    "launching the mixed f64 redo",
+                )?;
+                let finish = Kernel::MixedRedoFinish { potential, masked };
+                let blocks = (n_targets.div_ceil(256) as u32).min(4 * sm);
+                self.launch(finish, blocks, 256, args, "finishing the mixed f64 redo")?;
+            }
         }
         Ok(())
     }
