@@ -11,9 +11,7 @@ fn cited(text: &str) -> Vec<String> {
     let mut rest = text;
     while let Some(at) = rest.find("benches/results/") {
         let tail = &rest[at..];
-        let end = tail
-            .find(|c: char| !(c.is_ascii_alphanumeric() || "_./*-{},".contains(c)))
-            .unwrap_or(tail.len());
+        let end = tail.find(|c: char| !(c.is_ascii_alphanumeric() || "_./*-{},".contains(c))).unwrap_or(tail.len());
         found.push(tail[..end].trim_end_matches(['.', ',', ')']).to_string());
         rest = &tail[end..];
     }
@@ -77,7 +75,10 @@ fn every_cited_log_exists() {
 #[test]
 fn the_matcher_finds_and_misses() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    assert_eq!(cited("see benches/results/a-b.log, and benches/results/x/*.json)."), ["benches/results/a-b.log", "benches/results/x/*.json"]);
+    assert_eq!(
+        cited("see benches/results/a-b.log, and benches/results/x/*.json)."),
+        ["benches/results/a-b.log", "benches/results/x/*.json"]
+    );
     assert!(exists(root, "Cargo.*"));
     assert!(exists(root, "{Cargo.toml,README.md}"));
     assert!(!exists(root, "Cargo.*.nothing"));

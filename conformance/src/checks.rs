@@ -5,8 +5,8 @@ use crate::{Path, compare, exact, lanes, particles, tolerance};
 use nbody_core::oracle::{self, Exact};
 use nbody_core::projection::Projecting;
 use nbody_core::{
-    Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Span, Velocity,
-    validate,
+    Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, Span,
+    Velocity, validate,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -482,9 +482,12 @@ fn bad_input_is_an_error<T: Real, E: Projecting<T>>(e: &mut E, _u: f64) -> Resul
     // A finite coordinate whose square could overflow r² (x = range, or -range).
     let mut far = good.clone();
     far[2].y = -huge;
-    refuses::<T>("a coordinate whose square could overflow", Error::OutOfRange { array: Array::Sources, index: 2 }, n, |o| {
-        e.accelerations(&good, &far, &p, o)
-    })?;
+    refuses::<T>(
+        "a coordinate whose square could overflow",
+        Error::OutOfRange { array: Array::Sources, index: 2 },
+        n,
+        |o| e.accelerations(&good, &far, &p, o),
+    )?;
     let g_err = Error::InvalidParameter { name: "G", requirement: "finite and non-negative" };
     refuses::<T>("infinite G", g_err, n, |o| e.accelerations(&good, &good, &p.with_g(inf), o))?;
     let ident = p.with_overlap_identical();

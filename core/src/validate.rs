@@ -505,7 +505,11 @@ mod tests {
                 let accepts = |v: f64, r: f64| v.is_finite() && (lane == 3 || v.abs() < r) && !(lane == 3 && v < 0.0);
                 let want = accepts(v, r64);
                 assert_eq!(particles(&ps, Array::Sources).is_ok(), want, "f64 lane {lane} value {v}");
-                assert_eq!(particles(&q, Array::Sources).is_ok(), accepts(v as f32 as f64, r32), "f32 lane {lane} value {v}");
+                assert_eq!(
+                    particles(&q, Array::Sources).is_ok(),
+                    accepts(v as f32 as f64, r32),
+                    "f32 lane {lane} value {v}"
+                );
                 if !want {
                     assert!(matches!(
                         particles(&ps, Array::Sources),
