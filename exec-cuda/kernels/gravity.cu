@@ -1639,10 +1639,10 @@ TILED_REDUCE_PM(double, float, mixed)
 // chunk: the records `partial` holds (the reduction's chunks times n_targets).
 #define MIXED_REDO(POT, MASKED)                                                                                        \
     extern "C" __global__ void __launch_bounds__(REDO_WARPS * 32)                                                      \
-        nbody_mixed_redo_p##POT##_m##MASKED(const TiledArgs<double> a) {                                               \
+        nbody_mixed_redo_##p##POT##_m##MASKED(const TiledArgs<double> a) {                                               \
         mixed_redo<POT, MASKED>(a.targets, a.sources, a.n_sources_padded, a.eps2, a.redo, a.partial, a.chunk);         \
     }                                                                                                                  \
-    extern "C" __global__ void nbody_mixed_redo_finish_p##POT##_m##MASKED(const TiledArgs<double> a) {                \
+    extern "C" __global__ void nbody_mixed_redo_finish_##p##POT##_m##MASKED(const TiledArgs<double> a) {                \
         mixed_redo_finish<POT, MASKED>(a.targets, a.n_sources_padded, a.out, a.eps2, a.g, a.self_t0, a.self_len,      \
                                        a.redo, a.partial, a.chunk);                                                    \
     }
