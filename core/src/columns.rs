@@ -82,10 +82,12 @@ pub fn first_bad<T: Real>(call: &ColumnsCall<'_, T>) -> Option<Error> {
     // Targets first, as `validate::call` checks them.
     let finite = |r: &[T; 3]| r.iter().all(|c| c.is_finite());
     let in_range = |r: &[T; 3]| r.iter().all(|&c| validate::in_range(c));
-    if let Some(index) = call.targets.and_then(|t| t.iter().position(|r| !in_range(r))) {
-        let r = &call.targets.expect("found in the targets")[index];
+    if let Some(targets) = call.targets
+        && let Some(index) = targets.iter().position(|r| !in_range(r))
+    {
         let array = Array::Targets;
-        return Some(if finite(r) { Error::OutOfRange { array, index } } else { Error::NonFinite { array, index } });
+        let finite = finite(&targets[index]);
+        return Some(if finite { Error::OutOfRange { array, index } } else { Error::NonFinite { array, index } });
     }
     for (index, (r, m)) in call.positions.iter().zip(call.masses).enumerate() {
         if !(finite(r) && m.is_finite()) {
