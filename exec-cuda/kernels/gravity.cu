@@ -922,7 +922,9 @@ __device__ __forceinline__ void tiled_reduce(const typename V4<T>::type *__restr
 // the REDO_WARPS warps split the block's sources (warp w every REDO_WARPS-th run of 32),
 // each staging its run in its own shared tile for all 32 lanes to read. eps2 and the mask
 // are the mixed kernel's (eps^2 rounded to f32, pairs with r^2 below f32's smallest
-// normal masked), so a target summed again differs from one that was not only by rounding.
+// normal masked), so a target summed again differs from one that was not only by rounding;
+// that mask is why the pair is written out here rather than taken from interact, whose
+// f64 form masks below f64's smallest normal.
 #define REDO_WARPS 16
 // Runs of the sources per group of 32 listed targets: enough that a short list still
 // fills the GPU, at most 64 and at least 512 sources each, within `capacity` records.
