@@ -1614,10 +1614,14 @@ __device__ __forceinline__ void shuffled(const typename V4<T>::type *__restrict_
 // registers: with only the block size it packed (256,4,4) into 63 registers and bunched
 // each source's reciprocal square roots together, stalling on the MUFU queue; with this
 // it takes about 80 and spaces them out (H100, N = 2^20: +4%; exec-cuda/scripts/
-// tiled-experiments.cu). The f64 and mixed kernels would take 150 and lose blocks.
+// tiled-experiments.cu). The f64 kernels would take 150 and lose blocks. The mixed ones
+// say three 128-thread blocks: with only the block size ptxas held (128,1,4) to 127
+// registers and, with the error estimate's FFMA, left long stalls after the reciprocal
+// square roots (1,591 stall cycles in the loop of 64 pairs against 1,370 at 142
+// registers; H200, N = 2^20: 0.90 of the rate before the estimate, 0.95 with this).
 #define TILED_BOUNDS_f32(B) __launch_bounds__(B, 1)
 #define TILED_BOUNDS_f64(B) __launch_bounds__(B)
-#define TILED_BOUNDS_mixed(B) __launch_bounds__(B)
+#define TILED_BOUNDS_mixed(B) __launch_bounds__(B, 384 / (B))
 #define TILED(T, C, NAME, B, TP, NI, POT, MASKED)                                                                       \
     extern "C" __global__ void TILED_BOUNDS_##NAME(B) nbody_tiled_##NAME##_b##B##_tp##TP##_ni##NI##_p##POT##_m##MASKED( \
         const TiledArgs<T> a) {                                                                                        \
