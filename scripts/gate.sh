@@ -1,7 +1,9 @@
 # Sourced by every device script: `step NAME COMMAND...` runs one check, counts it, and
 # on a failure stops the script; `gate_end` (also run on any exit) prints the one line
 # `N passed, N failed` and exits non-zero when anything failed or did not run to the end.
-# A pipeline inside a step fails with its first failing command (pipefail).
+# A pipeline fails with its first failing command (pipefail), in the script and in a step
+# written `step NAME bash -c '...'`: a child bash does not inherit the option, so step
+# passes it on.
 set -uo pipefail
 GATE_PASSED=0
 GATE_FAILED=0
@@ -9,6 +11,7 @@ GATE_DONE=0
 step() {
   local name=$1
   shift
+  if [ "${1:-}" = bash ] && [ "${2:-}" = -c ]; then set -- bash -o pipefail "${@:2}"; fi
   echo "== $name"
   if "$@"; then
     GATE_PASSED=$((GATE_PASSED + 1))
