@@ -51,3 +51,7 @@ NBODY_GRAPE_EXECUTOR=${NBODY_GRAPE_EXECUTOR:-cpu} "$work/venv/bin/python" script
 # From a folder of its own, so that the installed package is the one imported.
 (cd "$work" && NBODY_REQUIRE_AMUSE=1 "$work/venv/bin/python" -m pytest -q -p no:cacheprovider \
   "$OLDPWD/python/tests/test_amuse.py")
+# The accuracy table of docs/embedding.md, when asked for (a measurement, not a check).
+if [ -n "${AMUSE_ACCURACY_TABLE:-}" ]; then
+  (cd "$work" && "$work/venv/bin/python" "$OLDPWD/scripts/amuse_accuracy.py") | tee "$AMUSE_ACCURACY_TABLE"
+fi

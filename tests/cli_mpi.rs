@@ -153,6 +153,7 @@ fn info_names_the_mpi_library_and_the_ranks() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let stdout = text(&o.stdout);
     assert!(stdout.contains("Open MPI") && stdout.contains("ranks in this job: 3"), "{stdout}");
+    assert!(!stdout.contains('\0'), "the library's name keeps its C terminator:\n{stdout:?}");
     assert_eq!(stdout.matches("backends (--executor").count(), 1, "rank 0 alone prints:\n{stdout}");
     let o = alone(&["info"], dir.path());
     assert!(text(&o.stdout).contains("ranks in this job: 1"));

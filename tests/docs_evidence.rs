@@ -1,8 +1,13 @@
 //! Every log a page of the documentation cites as evidence exists: each path under
 //! benches/results named in README.md, ARCHITECTURE.md and docs/ (a `*` in the last part
-//! matches any run of characters, as the pages write a family of logs).
+//! matches any run of characters, as the pages write a family of logs). And every
+//! paragraph that states a measured figure names its log and the commit that made it,
+//! or the test that asserts it.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+
+use regex::Regex;
 
 /// The cited paths of one page: `benches/results/` up to the first character that
 /// cannot be part of a path, trailing punctuation dropped.
@@ -47,9 +52,8 @@ fn exists(root: &Path, pattern: &str) -> bool {
     })
 }
 
-#[test]
-fn every_cited_log_exists() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+/// README.md, ARCHITECTURE.md and the pages of docs/.
+fn pages(root: &Path) -> Vec<PathBuf> {
     let mut pages: Vec<PathBuf> = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
     pages.extend(
         std::fs::read_dir(root.join("docs"))
@@ -58,6 +62,14 @@ fn every_cited_log_exists() {
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "md")),
     );
+    pages.sort();
+    pages
+}
+
+#[test]
+fn every_cited_log_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pages = pages(root);
     let (mut checked, mut missing) = (0, Vec::new());
     for page in &pages {
         let text = std::fs::read_to_string(page).expect("a page");
@@ -83,4 +95,144 @@ fn the_matcher_finds_and_misses() {
     assert!(exists(root, "{Cargo.toml,README.md}"));
     assert!(!exists(root, "Cargo.*.nothing"));
     assert!(!exists(root, "benches/results/no-such-log.log"));
+}
+
+/// A page's blocks of text with the line each starts on: paragraphs (code fences and
+/// headings left out), each table or list joined to the paragraph that introduces it, and
+/// the paragraph right after a table joined to it too (it speaks of the table's figures)
+/// unless it introduces something of its own (ends with a colon).
+fn blocks(text: &str) -> Vec<(usize, String)> {
+    let mut raw: Vec<(usize, Vec<&str>)> = Vec::new();
+    let (mut current, mut fenced) = (Vec::new(), false);
+    let mut start = 0;
+    for (i, line) in text.lines().enumerate() {
+        let fence = line.trim_start().starts_with("```");
+        if fence {
+            fenced = !fenced;
+        }
+        if fence || fenced || line.trim().is_empty() || line.starts_with('#') {
+            if !current.is_empty() {
+                raw.push((start, std::mem::take(&mut current)));
+            }
+            continue;
+        }
+        if current.is_empty() {
+            start = i + 1;
+        }
+        current.push(line);
+    }
+    if !current.is_empty() {
+        raw.push((start, current));
+    }
+    let mut merged: Vec<(usize, String)> = Vec::new();
+    let mut after_table = false;
+    for (start, lines) in raw {
+        let first = lines[0].trim_start();
+        let table = first.starts_with('|');
+        let list = first.starts_with("- ") || first.starts_with("* ") || first.starts_with("1. ");
+        let introduces = lines.last().is_some_and(|l| l.trim_end().ends_with(':'));
+        let joined = lines.join(" ");
+        match merged.last_mut() {
+            Some(last) if table || list || (after_table && !introduces) => {
+                last.1.push(' ');
+                last.1.push_str(&joined);
+            }
+            _ => merged.push((start, joined)),
+        }
+        after_table = table;
+    }
+    merged
+}
+
+/// What the evidence check looks for in a block of text.
+struct Evidence {
+    figure: Regex,
+    commit: Regex,
+    log_name: Regex,
+    logs: HashSet<String>,
+}
+
+impl Evidence {
+    fn new(root: &Path) -> Self {
+        fn walk(dir: &Path, names: &mut HashSet<String>) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, names);
+                } else {
+                    names.insert(entry.file_name().to_string_lossy().into_owned());
+                }
+            }
+        }
+        let mut logs = HashSet::new();
+        walk(&root.join("benches/results"), &mut logs);
+        Evidence {
+            // A measured figure: a value in scientific notation with a decimal point (bounds
+            // are written 2e-6), a time, a ratio, a percentage with decimals.
+            figure: Regex::new(
+                r"\d\.\d+e[-+]?\d+|\d+\.\d+ ?(ms|s|µs|us|ns)\b|\d+(\.\d+)?x (faster|slower|fewer|more|over|the)|\d+\.\d+%",
+            )
+            .expect("a pattern"),
+            // A commit: 7 to 40 hex digits with a letter, or digits only after "commit".
+            commit: Regex::new(r"\b[0-9a-f]*[a-f][0-9a-f]*\b|(commits?|build of|at) [0-9]{7,40}\b").expect("a pattern"),
+            log_name: Regex::new(r"[\w.+-]+\.(log|json|jsonl|txt|csv)\b").expect("a pattern"),
+            logs,
+        }
+    }
+
+    /// Why `text` (one block) lacks evidence for its figures, if it does.
+    fn missing(&self, text: &str) -> Option<&'static str> {
+        if !self.figure.is_match(text) || text.contains("asserted by `") {
+            return None;
+        }
+        let log = text.contains("benches/results/")
+            || self.log_name.find_iter(text).any(|m| self.logs.contains(m.as_str()));
+        let commit = self.commit.find_iter(text).any(|m| {
+            let s = m.as_str();
+            s.contains(' ') || (7..=40).contains(&s.len()) && s.chars().any(|c| c.is_ascii_digit())
+        });
+        match (log, commit) {
+            (true, true) => None,
+            (false, true) => Some("no log"),
+            (true, false) => Some("no commit"),
+            (false, false) => Some("no log and no commit"),
+        }
+    }
+}
+
+#[test]
+fn every_figure_names_its_log_and_commit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let evidence = Evidence::new(root);
+    let (mut figures, mut missing) = (0, Vec::new());
+    for page in pages(root) {
+        let text = std::fs::read_to_string(&page).expect("a page");
+        for (line, block) in blocks(&text) {
+            if evidence.figure.is_match(&block) {
+                figures += 1;
+            }
+            if let Some(why) = evidence.missing(&block) {
+                let name = page.strip_prefix(root).unwrap_or(&page).display().to_string();
+                missing.push(format!("{name}:{line}: {why}: {}", block.chars().take(100).collect::<String>()));
+            }
+        }
+    }
+    assert!(figures > 30, "found only {figures} paragraphs with figures: is the pattern still right?");
+    assert!(missing.is_empty(), "paragraphs whose figures name no evidence:\n{}", missing.join("\n"));
+}
+
+#[test]
+fn the_evidence_check_tells_cited_from_bare_figures() {
+    let evidence = Evidence::new(Path::new(env!("CARGO_MANIFEST_DIR")));
+    assert_eq!(evidence.missing("It ran at 1.45e12 interactions/s."), Some("no log and no commit"));
+    assert_eq!(evidence.missing("1.45e12 (benches/results/x.log)"), Some("no commit"));
+    assert_eq!(evidence.missing("1.45e12 at commit 6c0f8d91"), Some("no log"));
+    assert_eq!(evidence.missing("1.45e12 (benches/results/x.log, commit 6c0f8d91)"), None);
+    assert_eq!(evidence.missing("2.1x faster (commits 67871832; benches/results/y/)"), None);
+    assert_eq!(evidence.missing("below 2e-6, as asserted by `clustered`"), None);
+    assert_eq!(evidence.missing("below 2e-6 and 4 ranks"), None);
+    let text = "Intro:\n\n| a | b |\n|---|---|\n| 1.5e3 | 2 |\n\nAfter the table 2.5 ms.\n\nNext table:\n\n| c |\n";
+    let b = blocks(text);
+    assert_eq!(b.len(), 2, "{b:?}");
+    assert!(b[0].1.starts_with("Intro:") && b[0].1.contains("After the table"));
 }

@@ -1617,8 +1617,7 @@ __device__ __forceinline__ void shuffled(const typename V4<T>::type *__restrict_
 // tiled-experiments.cu). The f64 kernels would take 150 and lose blocks. The mixed ones
 // say three 128-thread blocks: with only the block size ptxas held (128,1,4) to 127
 // registers and, with the error estimate's FFMA, left long stalls after the reciprocal
-// square roots (1,591 stall cycles in the loop of 64 pairs against 1,370 at 142
-// registers; H200, N = 2^20: 0.90 of the rate before the estimate, 0.95 with this).
+// square roots (docs/figures.md, "Mixed precision on clustered, mass-spread systems").
 #define TILED_BOUNDS_f32(B) __launch_bounds__(B, 1)
 #define TILED_BOUNDS_f64(B) __launch_bounds__(B)
 #define TILED_BOUNDS_mixed(B) __launch_bounds__(B, 384 / (B))
