@@ -185,8 +185,8 @@ impl Evidence {
         if !self.figure.is_match(text) || text.contains("asserted by `") {
             return None;
         }
-        let log = text.contains("benches/results/")
-            || self.log_name.find_iter(text).any(|m| self.logs.contains(m.as_str()));
+        let log =
+            text.contains("benches/results/") || self.log_name.find_iter(text).any(|m| self.logs.contains(m.as_str()));
         let commit = self.commit.find_iter(text).any(|m| {
             let s = m.as_str();
             s.contains(' ') || (7..=40).contains(&s.len()) && s.chars().any(|c| c.is_ascii_digit())

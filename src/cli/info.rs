@@ -115,7 +115,8 @@ pub fn mpi_report(team: &super::team::Team) -> String {
         let (major, minor) = nbody_mpi::mpi::environment::version();
         let library = nbody_mpi::mpi::environment::library_version().unwrap_or_else(|_| "unknown".into());
         // Open MPI's string carries its C terminator.
-        let library = library.lines().next().unwrap_or("").trim_end_matches('\0').trim().trim_end_matches(',').to_owned();
+        let library =
+            library.lines().next().unwrap_or("").trim_end_matches('\0').trim().trim_end_matches(',').to_owned();
         format!(
             "MPI {major}.{minor}: {library}\n  ranks in this job: {}{}\n",
             team.size(),
