@@ -80,7 +80,14 @@ fn default_run_writes_every_promised_file() {
 #[test]
 fn every_integrator_and_precision_runs_from_a_settings_file() {
     let dir = tempfile::tempdir().unwrap();
-    for (integrator, precision) in [("hermite", "f64"), ("block-hermite", "f32"), ("rk", "f64"), ("leapfrog", "f32")] {
+    let runs = [("hermite", "f64"), ("block-hermite", "f32"), ("hermite6", "f64"), ("rk", "f64"), ("leapfrog", "f32")];
+    // Every integrator of the registry, each by its one name.
+    let mut named: Vec<&str> = runs.iter().map(|r| r.0).collect();
+    named.sort();
+    let mut registry: Vec<&str> = nbody::integrators::Scheme::ALL.iter().map(|s| s.name()).collect();
+    registry.sort();
+    assert_eq!(named, registry);
+    for (integrator, precision) in runs {
         let toml = format!(
             "ic = \"figure8\"\nintegrator = \"{integrator}\"\nprecision = \"{precision}\"\nt-end = 0.25\ndt = 0.001\npixels = 32\nout = \"out-{integrator}\"\nexecutor = \"cpu\"\n"
         );
@@ -216,6 +223,7 @@ fn bad_input_gives_one_clear_line_and_an_exit_code() {
     std::fs::write(d.join("empty.csv"), "# nothing\n").unwrap();
     std::fs::write(d.join("junk.npy"), "not numpy at all").unwrap();
     std::fs::write(d.join("bad.toml"), "n = 100\nsteps = 3\n").unwrap();
+    std::fs::write(d.join("euler.toml"), "integrator = \"euler\"\n").unwrap();
     std::fs::write(d.join("ok.csv"), "0,0,0,1\n1,0,0,1\n").unwrap();
     let cases: &[(&[&str], u8, &str)] = &[
         (&["accel", "--sources", "missing.csv", "--out", "o.npy"], 1, "missing.csv"),
@@ -239,7 +247,13 @@ fn bad_input_gives_one_clear_line_and_an_exit_code() {
         (&["run", "--config", "bad.toml"], 1, "unknown field `steps`"),
         (&["run", "--frobnicate"], 2, "--frobnicate"),
         (&["run", "--n", "lots"], 2, "'lots'"),
-        (&["run", "--integrator", "euler"], 2, "euler"),
+        (
+            &["run", "--integrator", "euler"],
+            2,
+            "'euler' for '--integrator <INTEGRATOR>': one of leapfrog, hermite, block-hermite, hermite6, rk",
+        ),
+        (&["run", "--config", "euler.toml"], 1, "must be one of leapfrog, hermite, block-hermite, hermite6, rk"),
+        (&["run", "--n", "16", "--integrator", "hermite6", "--precision", "f32"], 1, "hermite6 needs --precision f64"),
         (&["bench", "--flops", "17"], 2, "not a named convention"),
         (&["run", "--devices", "0,1"], 1, "--devices picks GPUs: it needs --executor cuda"),
         (&["run", "--n", "100000000000"], 1, "particles (f64, Leapfrog, cpu) needs about"),

@@ -66,8 +66,18 @@ fn interpolate([a0, j0, s0, a1, j1, s1]: [V3; 6], h: f64) -> (V3, V3, V3) {
 }
 
 impl<T: Real> Hermite6<T> {
-    /// Adaptive steps with accuracy `eta` and softening `eps`.
+    /// Adaptive steps with accuracy `eta` and softening `eps`; f64 only (an f32 `T` is
+    /// an error).
     pub fn new(eta: f64, eps: T) -> Result<Self, Error> {
+        // The step's crackle and higher derivatives are differences of snaps over powers
+        // of the step: from f32 forces they are rounding noise and the step shrinks
+        // without end.
+        if core::mem::size_of::<T>() < 8 {
+            return Err(Error::InvalidParameter {
+                name: "precision",
+                requirement: "f64 for Hermite6 (from f32 forces its crackle is rounding noise and its step collapses)",
+            });
+        }
         crate::hermite::check_eta(eta)?;
         let params = Params::softened(eps).with_overlap_identical();
         nbody_core::validate::params(&params)?;

@@ -113,7 +113,7 @@ impl<T: Real> Integrator<T> for Hermite6<T> {
 
 impl<T: Real> Integrator<T> for DormandPrince<T> {
     fn name(&self) -> &'static str {
-        "rk45"
+        "rk"
     }
 
     fn step_towards(&mut self, s: &mut State<T>, mut e: &mut dyn Executor<T>, until: f64) -> Result<u64, Error> {

@@ -13,6 +13,8 @@
 //! - [`DormandPrince`]: adaptive embedded Runge-Kutta 5(4).
 //! - [`Integrator`]: the interface all of them share (step towards a time, diagnostics,
 //!   checkpoints), for drivers that choose one at run time.
+//! - [`Scheme`]: every integrator by its one name, built from [`SchemeSettings`]: what
+//!   each front end parses, lists and builds.
 //! - [`ics`]: Plummer sphere, cold sphere, Kepler orbit, figure-eight.
 //! - [`diagnostics`]: energies, momenta, centre of mass, virial ratio.
 //!
@@ -51,6 +53,7 @@ mod hermite6;
 pub mod ics;
 mod integrator;
 mod leapfrog;
+mod registry;
 mod rk;
 pub mod rules;
 mod state;
@@ -67,5 +70,6 @@ pub use hermite::{Criterion, Hermite};
 pub use hermite6::Hermite6;
 pub use integrator::Integrator;
 pub use leapfrog::Leapfrog;
+pub use registry::{Scheme, SchemeSettings};
 pub use rk::DormandPrince;
 pub use state::{Diagnostics, State, StepTiming, diagnostics, diagnostics_combined};

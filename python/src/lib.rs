@@ -13,7 +13,7 @@ use nbody_core::{
     Bodies, Error, Field, InteractionList, Jerk, LeafList, Pair, Params, Particle, PerParticle, Real, Softening, Span,
     Velocity,
 };
-use nbody_integrators::{ics, BlockHermite, Checkpoint, DormandPrince, Hermite, Integrator, Leapfrog, State, Words};
+use nbody_integrators::{ics, Checkpoint, Integrator, Scheme, SchemeSettings, State, Words};
 use numpy::ndarray::ArrayView2;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -1180,18 +1180,10 @@ fn integrator<T: Real>(
     tolerance: f64,
     (eps, s): (f64, Softening),
 ) -> PyResult<Box<dyn Integrator<T> + Send>> {
-    let e = T::from_f64(eps);
-    Ok(match name {
-        "leapfrog" => Box::new(Leapfrog::new(dt, e).map_err(runtime)?.with_softening(s)),
-        "hermite" => Box::new(Hermite::new(eta, e).map_err(runtime)?.with_softening(s)),
-        "block-hermite" => Box::new(BlockHermite::new(eta, dt, e).map_err(runtime)?.with_softening(s)),
-        "rk" => Box::new(DormandPrince::new(tolerance, tolerance, e).map_err(runtime)?.with_softening(s)),
-        other => {
-            return Err(value_error(format!(
-                "integrator must be 'leapfrog', 'hermite', 'block-hermite' or 'rk' (got {other:?})"
-            )))
-        }
-    })
+    let scheme = Scheme::from_name(name)
+        .map_err(|_| value_error(format!("integrator must be one of {} (got {name:?})", Scheme::names())))?;
+    let settings = SchemeSettings { eps: T::from_f64(eps), softening: s, dt, eta, tolerance };
+    scheme.build(&settings).map_err(runtime)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1804,10 +1796,19 @@ fn backends(py: Python<'_>, capabilities: bool) -> PyResult<Py<PyAny>> {
     Ok(out.into_any().unbind())
 }
 
+/// The integrators `Simulation(integrator=...)` takes, by name (the command's
+/// `--integrator` and the AMUSE code take the same names), each with one line on what it
+/// is and which settings it reads.
+#[pyfunction]
+fn integrators() -> Vec<(&'static str, &'static str)> {
+    Scheme::ALL.iter().map(|s| (s.name(), s.about())).collect()
+}
+
 /// Direct-summation gravity on numpy arrays.
 #[pymodule]
 fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backends, m)?)?;
+    m.add_function(wrap_pyfunction!(integrators, m)?)?;
     m.add_function(wrap_pyfunction!(accelerations, m)?)?;
     m.add_function(wrap_pyfunction!(leaves, m)?)?;
     m.add_function(wrap_pyfunction!(cell, m)?)?;

@@ -93,7 +93,7 @@ def _ph4():
         return None
 
 
-@pytest.mark.parametrize("integrator", ["leapfrog", "rk"])
+@pytest.mark.parametrize("integrator", ["leapfrog", "hermite6", "rk"])
 def test_every_integrator_lands_on_the_time_and_conserves_energy(code, integrator):
     extra = {"timestep": (1.0 / 256.0) | nbody_system.time} if integrator == "leapfrog" else {}
     for t in (0.1, 0.25):

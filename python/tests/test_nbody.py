@@ -177,7 +177,7 @@ def test_simulation_conserves_energy_and_mirrors_the_command():
     assert sim.positions.shape == (256, 3) and sim.velocities.shape == (256, 3) and sim.masses.shape == (256,)
 
 
-@pytest.mark.parametrize("integrator", ["hermite", "block-hermite", "rk"])
+@pytest.mark.parametrize("integrator", ["hermite", "block-hermite", "hermite6", "rk"])
 def test_figure_eight_returns(integrator):
     sim = nbody.Simulation(ic="figure8", integrator=integrator, eta=0.01, dt=1 / 64, eps=0.0, tolerance=1e-10)
     start = sim.positions.copy()
@@ -511,13 +511,25 @@ def test_density_map_deposits_every_particle_inside_the_window():
         nbody.density_map(pos, m, half_width=-1.0)
 
 
-@pytest.mark.parametrize("integrator", ["leapfrog", "hermite", "block-hermite", "rk"])
+def test_the_integrators_are_the_registry_s():
+    names = [name for name, _ in nbody.integrators()]
+    assert names == ["leapfrog", "hermite", "block-hermite", "hermite6", "rk"]
+    assert all(about for _, about in nbody.integrators())
+    with pytest.raises(ValueError, match="one of leapfrog, hermite, block-hermite, hermite6, rk"):
+        nbody.Simulation(integrator="rk45")
+
+
+@pytest.mark.parametrize("integrator", ["leapfrog", "hermite", "block-hermite", "hermite6", "rk"])
 @pytest.mark.parametrize("precision", ["f32", "f64"])
 def test_a_saved_simulation_continues_bit_for_bit(tmp_path, integrator, precision):
     """save/load and pickle: the loaded simulation steps exactly as the original does."""
     import pickle
 
     kw = dict(n=128, seed=6, integrator=integrator, precision=precision, dt=1 / 64, eta=0.05, tolerance=1e-6)
+    if (integrator, precision) == ("hermite6", "f32"):
+        with pytest.raises(ValueError, match="f64 for Hermite6"):
+            nbody.Simulation(**kw)
+        return
     sim = nbody.Simulation(**kw)
     sim.evolve(0.125)
     sim.save(tmp_path / "run.nbody")

@@ -171,7 +171,7 @@ const KEYS: [&str; 22] = [
     "config",
     "steps",
 ];
-const WORDS: [&str; 12] = [
+const WORDS: [&str; 13] = [
     "plummer",
     "kepler",
     "figure8",
@@ -179,6 +179,7 @@ const WORDS: [&str; 12] = [
     "leapfrog",
     "hermite",
     "block-hermite",
+    "hermite6",
     "rk",
     "cpu",
     "cuda",

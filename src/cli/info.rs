@@ -8,6 +8,7 @@ use std::process::ExitCode;
 /// ```
 /// let r = nbody::cli::info::report();
 /// assert!(r.contains("cpu") && r.contains("spline: accelerations"));
+/// assert!(r.contains("hermite6       Hermite 6th order"));
 /// ```
 pub fn report() -> String {
     let mut o = format!("nbody {}\n", env!("CARGO_PKG_VERSION"));
@@ -29,6 +30,10 @@ pub fn report() -> String {
     }
     if !nbody_backends::cuda_compiled() {
         o += "  (cuda not compiled in: build with --features cuda)\n";
+    }
+    o += "integrators (--integrator; the same names in Python and the AMUSE code):\n";
+    for scheme in nbody_integrators::Scheme::ALL {
+        o += &format!("  {:<14} {}\n", scheme.name(), scheme.about());
     }
     o += &format!("CPU SIMD features detected: {}\n", cpu_features().join(" "));
     o += &cuda_devices();

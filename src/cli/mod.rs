@@ -153,7 +153,12 @@ fn usage_error(e: clap::Error) -> ExitCode {
     }
     let text = e.render().to_string();
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad arguments");
-    eprintln!("{} (see nbody --help)", first.trim_end());
+    // A value outside a list (an integrator, a precision): the list, on the same line.
+    let valid = match e.get(clap::error::ContextKind::ValidValue) {
+        Some(clap::error::ContextValue::Strings(names)) => format!(": one of {}", names.join(", ")),
+        _ => String::new(),
+    };
+    eprintln!("{}{valid} (see nbody --help)", first.trim_end());
     ExitCode::from(2)
 }
 

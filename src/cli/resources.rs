@@ -31,8 +31,10 @@ pub fn run_bytes(n: usize, precision: Precision, integrator: IntegratorKind, exe
         IntegratorKind::Hermite => 6 * r,
         // t, dt, a, j (f64), order, predicted positions and velocities, field, jerk
         IntegratorKind::BlockHermite => 72 + 4 * r,
+        // field, jerk, snap and crackle (f64)
+        IntegratorKind::Hermite6 => 4 * 32,
         // stages of positions and velocities, and the error estimate
-        IntegratorKind::Rk => 16 * r,
+        IntegratorKind::RungeKutta => 16 * r,
     };
     let exec = match executor {
         Backend::Cpu { .. } => r,

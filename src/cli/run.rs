@@ -17,7 +17,7 @@ use nbody_backends::Executor as Opens;
 use nbody_core::cell::Criterion;
 use nbody_core::projection::Projecting;
 use nbody_core::{Particle, Real, Velocity};
-use nbody_integrators::{BlockHermite, DormandPrince, Hermite, Integrator, Leapfrog, State, ics};
+use nbody_integrators::{Integrator, SchemeSettings, State, ics};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -62,9 +62,9 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
     }
     // Every rank resolves the same settings; rank 0 alone reports a mistake in them.
     let mut s = args.resolve(found.is_some()).map_err(|e| if team.is_root() { e } else { ReportedElsewhere.into() })?;
-    if team.size() > 1 && s.integrator == IntegratorKind::Rk {
+    if team.size() > 1 && s.integrator == IntegratorKind::RungeKutta {
         let e = anyhow::anyhow!(
-            "--integrator rk does not run across MPI ranks: use leapfrog, hermite or block-hermite (or one process)"
+            "--integrator rk does not run across MPI ranks: use leapfrog, hermite, block-hermite or hermite6 (or one process)"
         );
         return Err(if team.is_root() { e } else { ReportedElsewhere.into() });
     }
@@ -219,13 +219,16 @@ pub(super) fn power_of_two_below(x: f64) -> f64 {
 }
 
 pub(super) fn integrator<T: Real>(s: &RunSettings, block_dt: f64) -> Result<Box<dyn Integrator<T>>> {
-    let (eps, softening) = (T::from_f64(s.eps), s.softening.kernel());
-    Ok(match s.integrator {
-        IntegratorKind::Leapfrog => Box::new(Leapfrog::new(s.dt, eps)?.with_softening(softening)),
-        IntegratorKind::Hermite => Box::new(Hermite::new(s.eta, eps)?.with_softening(softening)),
-        IntegratorKind::BlockHermite => Box::new(BlockHermite::new(s.eta, block_dt, eps)?.with_softening(softening)),
-        IntegratorKind::Rk => Box::new(DormandPrince::new(s.tolerance, s.tolerance, eps)?.with_softening(softening)),
-    })
+    // Block steps take the largest power of two that every output time is a multiple of.
+    let dt = if s.integrator.blocks() { block_dt } else { s.dt };
+    let settings = SchemeSettings {
+        eps: T::from_f64(s.eps),
+        softening: s.softening.kernel(),
+        dt,
+        eta: s.eta,
+        tolerance: s.tolerance,
+    };
+    Ok(s.integrator.build(&settings)?)
 }
 
 pub(super) fn evolve<T: CliReal>(
@@ -240,7 +243,7 @@ pub(super) fn evolve<T: CliReal>(
     let m = s.model();
     // Block steps land on multiples of their largest step: every output time is one.
     let block_dt = power_of_two_below(m.dt.min(m.energy_every).min(m.snapshot_every).min(m.t_end));
-    let grid = if s.integrator == IntegratorKind::BlockHermite { block_dt } else { 0.0 };
+    let grid = if s.integrator.blocks() { block_dt } else { 0.0 };
     let (sim, label) = simulation(&m, state, opened, team, block_dt)?;
     if s.units.is_nbody() {
         return drive(s, sim, &label, grid, stop, team, resume);

@@ -27,18 +27,39 @@ pub enum InitialConditions {
     File,
 }
 
-/// Which integrator advances the system.
-#[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum IntegratorKind {
-    /// Kick-drift-kick leapfrog, fixed step `dt`.
-    Leapfrog,
-    /// Hermite 4th order, shared adaptive steps (accuracy `eta`).
-    Hermite,
-    /// Hermite 4th order, block (power-of-two) individual steps (`eta`, largest step `dt`).
-    BlockHermite,
-    /// Dormand-Prince 5(4), adaptive (relative tolerance `tolerance`).
-    Rk,
+/// Which integrator advances the system: the integrators' registry, by its one name.
+pub use nbody_integrators::Scheme as IntegratorKind;
+
+/// `--integrator`'s values and help, from the registry.
+fn integrator_parser() -> impl clap::builder::TypedValueParser<Value = IntegratorKind> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(IntegratorKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.about())))
+        .map(|name| IntegratorKind::from_name(&name).expect("a name the registry listed"))
+}
+
+/// An integrator in a settings file or a run's saved settings: its registry name.
+mod integrator_name {
+    use super::IntegratorKind;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub(super) fn serialize<S: Serializer>(k: &IntegratorKind, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(k.name())
+    }
+
+    pub(super) fn serialize_opt<S: Serializer>(k: &Option<IntegratorKind>, s: S) -> Result<S::Ok, S::Error> {
+        match k {
+            Some(k) => s.serialize_some(k.name()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IntegratorKind>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|name| {
+                IntegratorKind::from_name(&name).map_err(|e| D::Error::custom(format!("integrator {name:?}: {e}")))
+            })
+            .transpose()
+    }
 }
 
 /// The file format of snapshots.
@@ -110,7 +131,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Integrator [default: leapfrog].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = integrator_parser())]
+    #[serde(serialize_with = "integrator_name::serialize_opt", deserialize_with = "integrator_name::deserialize_opt")]
     pub integrator: Option<IntegratorKind>,
     /// Step of the leapfrog; largest step of block-hermite [default: 1/256].
     #[arg(long, allow_negative_numbers = true)]
@@ -224,6 +246,7 @@ pub struct RunSettings {
     /// Seed.
     pub seed: u64,
     /// Integrator.
+    #[serde(serialize_with = "integrator_name::serialize")]
     pub integrator: IntegratorKind,
     /// Leapfrog step / largest block step.
     pub dt: f64,
@@ -381,7 +404,11 @@ impl RunArgs {
         }
         let precision = args.precision.unwrap_or(Precision::F64);
         let executor = backend(args.executor, args.threads, args.devices.as_deref(), cuda_available, precision)?;
-        check_steps(args.integrator.unwrap_or(IntegratorKind::Leapfrog), dt, t_end)?;
+        let integrator = args.integrator.unwrap_or(IntegratorKind::Leapfrog);
+        check_steps(integrator, dt, t_end)?;
+        if integrator.needs_f64() && precision == Precision::F32 {
+            bail!("--integrator {integrator} needs --precision f64 (its step, from f32 forces, collapses)");
+        }
         let format = args.format.unwrap_or_default();
         if format == SnapshotFormat::Hdf5 && !cfg!(feature = "hdf5") {
             bail!("--format hdf5: this build writes no HDF5 (build with --features hdf5, which needs libhdf5-dev)");
@@ -578,7 +605,7 @@ fn positive(name: &str, x: f64) -> Result<()> {
 /// in double precision.
 pub fn check_steps(integrator: IntegratorKind, dt: f64, t_end: f64) -> Result<()> {
     // Adaptive integrators choose their own steps: the run loop watches their progress.
-    if matches!(integrator, IntegratorKind::Hermite | IntegratorKind::Rk) {
+    if !matches!(integrator, IntegratorKind::Leapfrog | IntegratorKind::BlockHermite) {
         return Ok(());
     }
     if t_end + dt == t_end {

@@ -142,6 +142,15 @@ def backends(capabilities: bool = False) -> Union[List[str], Dict[str, Dict[str,
     True
     """
 
+def integrators() -> List[Tuple[str, str]]:
+    """The integrators ``Simulation(integrator=...)`` takes (the command's --integrator
+    and the AMUSE code take the same names), each with one line on what it is.
+
+    >>> import nbody
+    >>> [name for name, _ in nbody.integrators()]
+    ['leapfrog', 'hermite', 'block-hermite', 'hermite6', 'rk']
+    """
+
 def _rust_seconds(
     n: int,
     reps: int = 20,
@@ -215,7 +224,7 @@ class Simulation:
         positions: Optional[FloatArray] = None,
         velocities: Optional[FloatArray] = None,
         masses: Optional[FloatArray] = None,
-        integrator: Literal["leapfrog", "hermite", "block-hermite", "rk"] = "leapfrog",
+        integrator: Literal["leapfrog", "hermite", "block-hermite", "hermite6", "rk"] = "leapfrog",
         dt: float = 1.0 / 256.0,
         eta: float = 0.02,
         tolerance: float = 1e-8,

@@ -23,8 +23,9 @@ quantity<0.125 time>
 Parameters (``code.parameters``): ``epsilon_squared`` (Plummer softening, default 0),
 ``integrator`` (``"hermite"``: fourth-order Hermite with shared adaptive steps, the
 default; ``"leapfrog"``: fixed steps of at most ``timestep``, shortened so that every
-``evolve_model`` lands on its time; ``"rk"``: adaptive Dormand-Prince), its accuracy
-``timestep_parameter`` (Hermite's eta, default 0.02) or ``tolerance`` (Runge-Kutta,
+``evolve_model`` lands on its time; ``"hermite6"``: sixth-order Hermite with the snap;
+``"rk"``: adaptive Dormand-Prince), its accuracy
+``timestep_parameter`` (the Hermite schemes' eta, default 0.02) or ``tolerance`` (Runge-Kutta,
 default 1e-8), ``backend`` (a backend string of the registry: ``"cpu"``, ``"cpu:8"``,
 ``"mixed"``, ``"cuda"``, ``"cuda:0,1"``, ...; see :func:`nbody.backends`) and
 ``precision`` (``"f64"`` or ``"f32"``). Particles of zero mass are test particles: they
@@ -62,7 +63,9 @@ import nbody
 
 COLLISION, TIMEOUT, NUMBER_OF_STEPS = 0, 3, 4
 SUPPORTED_CONDITIONS = (COLLISION, TIMEOUT, NUMBER_OF_STEPS)
-INTEGRATORS = ("hermite", "leapfrog", "rk")
+# The registry's integrators but block-hermite: block steps land on multiples of a
+# power-of-two step, and evolve_model lands anywhere.
+INTEGRATORS = tuple(name for name, _ in nbody.integrators() if name != "block-hermite")
 
 
 def _arrays(inherited):
