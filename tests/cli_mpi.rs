@@ -95,7 +95,13 @@ fn block_hermite_and_fewer_particles_than_ranks() {
 fn bad_input_is_reported_once() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bad.csv"), "0,0,0,1\n1,nan,0,1\n0,1,0,1\n").unwrap();
-    for args in [&["--ic", "file", "--input", "bad.csv"][..], &["--dt", "-1"][..], &["--integrator", "rk"][..]] {
+    let cases = [
+        &["--ic", "file", "--input", "bad.csv"][..],
+        &["--dt", "-1"][..],
+        &["--integrator", "rk"][..],
+        &["--integrator", "hermite6"][..],
+    ];
+    for args in cases {
         let o = mpirun(3, args, dir.path()).output().unwrap();
         assert!(!o.status.success(), "{args:?} was accepted");
         let err = text(&o.stderr);

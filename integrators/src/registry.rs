@@ -55,8 +55,8 @@ pub struct SchemeSettings<T> {
 }
 
 impl<T: Real> SchemeSettings<T> {
-    /// Softening `eps` (Plummer) and the front ends' defaults: dt 1/256, eta 0.02,
-    /// tolerance 1e-8.
+    /// Softening `eps` (Plummer), dt 1/256, eta 0.02 and tolerance 1e-8 (Python's
+    /// defaults; the command's eta is 0.01).
     pub fn new(eps: T) -> Self {
         SchemeSettings { eps, softening: Softening::Plummer, dt: 1.0 / 256.0, eta: 0.02, tolerance: 1e-8 }
     }

@@ -62,9 +62,12 @@ pub fn run(args: RunArgs, team: &Team) -> Result<ExitCode> {
     }
     // Every rank resolves the same settings; rank 0 alone reports a mistake in them.
     let mut s = args.resolve(found.is_some()).map_err(|e| if team.is_root() { e } else { ReportedElsewhere.into() })?;
-    if team.size() > 1 && s.integrator == IntegratorKind::RungeKutta {
+    // Runge-Kutta's stages and Hermite6's snap (which needs every rank's source
+    // accelerations) are not split across ranks.
+    if team.size() > 1 && matches!(s.integrator, IntegratorKind::RungeKutta | IntegratorKind::Hermite6) {
         let e = anyhow::anyhow!(
-            "--integrator rk does not run across MPI ranks: use leapfrog, hermite, block-hermite or hermite6 (or one process)"
+            "--integrator {} does not run across MPI ranks: use leapfrog, hermite or block-hermite (or one process)",
+            s.integrator
         );
         return Err(if team.is_root() { e } else { ReportedElsewhere.into() });
     }

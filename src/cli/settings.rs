@@ -457,7 +457,7 @@ impl RunArgs {
             n,
             eccentricity,
             seed: args.seed.unwrap_or(1),
-            integrator: args.integrator.unwrap_or(IntegratorKind::Leapfrog),
+            integrator,
             dt,
             eta,
             tolerance,
