@@ -236,3 +236,105 @@ fn the_evidence_check_tells_cited_from_bare_figures() {
     assert_eq!(b.len(), 2, "{b:?}");
     assert!(b[0].1.starts_with("Intro:") && b[0].1.contains("After the table"));
 }
+
+/// Every citation of every page (README.md, ARCHITECTURE.md, CONTRIBUTING.md, docs/ and
+/// the folder READMEs under benches/results), as patterns, plus the bare file names the
+/// pages mention (a log named again beside the one cited in full).
+fn citations(root: &Path) -> (Vec<String>, HashSet<String>) {
+    let mut pages = pages(root);
+    pages.push(root.join("CONTRIBUTING.md"));
+    let mut readmes = Vec::new();
+    walk_files(&root.join("benches/results"), &mut readmes);
+    pages.extend(readmes.into_iter().filter(|p| p.ends_with("README.md")));
+    let name = Regex::new(r"[\w.+-]+\.(log|json|jsonl|txt|csv|png|md)\b").expect("a pattern");
+    let (mut patterns, mut names) = (Vec::new(), HashSet::new());
+    for page in pages {
+        let text = std::fs::read_to_string(&page).expect("a page");
+        patterns.extend(cited(&text));
+        names.extend(name.find_iter(&text).map(|m| m.as_str().to_string()));
+    }
+    (patterns, names)
+}
+
+fn walk_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            walk_files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// Whether the file at `rel` (relative to the root) is named by `pattern`: the file
+/// itself, a folder above it, or a `*` / `{a,b}` pattern over its name.
+fn names_file(pattern: &str, rel: &str) -> bool {
+    if let (Some(open), Some(close)) = (pattern.find('{'), pattern.find('}')) {
+        return pattern[open + 1..close]
+            .split(',')
+            .any(|alt| names_file(&format!("{}{alt}{}", &pattern[..open], &pattern[close + 1..]), rel));
+    }
+    if pattern == rel || (pattern.ends_with('/') && pattern != "benches/results/" && rel.starts_with(pattern)) {
+        return true;
+    }
+    let Some((dir, name)) = rel.rsplit_once('/') else { return false };
+    let Some((pdir, pname)) = pattern.rsplit_once('/') else { return false };
+    if pdir != dir || !pname.contains('*') {
+        return false;
+    }
+    let parts: Vec<&str> = pname.split('*').collect();
+    let mut at = 0;
+    name.starts_with(parts[0])
+        && name.ends_with(parts[parts.len() - 1])
+        && parts.iter().all(|p| match name[at..].find(p) {
+            Some(i) => {
+                at += i + p.len();
+                true
+            }
+            None => false,
+        })
+}
+
+#[test]
+fn results_hold_only_cited_logs_named_by_commit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (patterns, names) = citations(root);
+    let commit = Regex::new(r"(^|[^0-9a-f])[0-9a-f]{7,40}([^0-9a-f]|$)").expect("a pattern");
+    let kinds = ["log", "txt", "json", "jsonl", "csv", "png", "md"];
+    let mut files = Vec::new();
+    walk_files(&root.join("benches/results"), &mut files);
+    assert!(files.len() > 40, "found only {} files under benches/results", files.len());
+    let mut wrong = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(root).expect("under the root").to_string_lossy().replace('\\', "/");
+        let name = file.file_name().expect("a name").to_string_lossy().into_owned();
+        if !file.extension().is_some_and(|x| kinds.contains(&x.to_string_lossy().as_ref())) {
+            wrong.push(format!("{rel}: not a log, table or picture"));
+        }
+        if name == "README.md" {
+            continue;
+        }
+        // A short hash of digits only is taken at eight digits (as git abbreviates).
+        let with_hex = commit.find_iter(&rel).any(|m| {
+            let hex = m.as_str().trim_matches(|c: char| !c.is_ascii_hexdigit());
+            hex.chars().any(|c| c.is_ascii_alphabetic()) || hex.len() == 8
+        });
+        if !with_hex {
+            wrong.push(format!("{rel}: no commit in its path"));
+        }
+        if !names.contains(&name) && !patterns.iter().any(|p| names_file(p, &rel)) {
+            wrong.push(format!("{rel}: cited by no page"));
+        }
+    }
+    assert!(wrong.is_empty(), "benches/results holds what it should not:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_results_matcher_names_files() {
+    assert!(names_file("benches/results/a/", "benches/results/a/x-1234abc.log"));
+    assert!(names_file("benches/results/a/run-*.log", "benches/results/a/run-1-1234abc.log"));
+    assert!(names_file("benches/results/a/{x,y}.log", "benches/results/a/y.log"));
+    assert!(!names_file("benches/results/", "benches/results/a/x.log"));
+    assert!(!names_file("benches/results/a/run-*.log", "benches/results/b/run-1.log"));
+}
