@@ -107,9 +107,8 @@ pub enum Multipole {
 
 impl BarnesHut {
     /// Settings for an executor whose interactions are cheap against a walk (a GPU):
-    /// leaves of 128, groups of 4,096. On the H100 at N = 2^20, theta = 0.5 this ran
-    /// 4x more interactions than groups of 64 but a tenth of the walks, and was the
-    /// fastest of the sizes tried (benches/results/h100-tree.log).
+    /// leaves of 128, groups of 4,096: more interactions than small groups, but far fewer
+    /// walks on the host, which dominate a GPU's force otherwise.
     pub const fn for_gpu(theta: f64) -> Self {
         Self {
             theta,

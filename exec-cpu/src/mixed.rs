@@ -246,10 +246,8 @@ impl nbody_core::projection::Project<f64> for MixedExecutor {
 const TILE: usize = 512;
 /// Sources per chunk of a near tile: each chunk with its own box, in f64 where it is near
 /// the block and in f32 otherwise. Small, so that the boxes are tight and few sources
-/// take the slower f64 path (Plummer sphere, `NEAR` = 1/2: 3.6% of the interactions at
-/// N = 65,536 and 13% at 16,384 with chunks of 32, 16% and 22% with chunks of 128 and
-/// `NEAR` = 1; chunks of 16 cost 5% less than 32 at N = 16,384). As long as a block, so
-/// that a block of targets that are the sources meets itself in one chunk.
+/// take the slower f64 path. As long as a block, so that a block of targets that are the
+/// sources meets itself in one chunk.
 const CHUNK: usize = 16;
 const _: () = assert!(CHUNK == BLOCK && TILE.is_multiple_of(CHUNK));
 /// Sources nearer a block than `NEAR` times its reach are taken in f64 (see `is_far`):
@@ -428,8 +426,8 @@ unsafe fn drive<S, const U: usize, D, const UD: usize, const POT: bool, const MA
                 // The tile's runs: all of it in f32 when it is the block's reach away; else
                 // chunk by chunk, each chunk in f32 on its own (short f32 sums: near a
                 // block, large pulls cancel in them) or in f64. Each kernel has one
-                // call site: with two, the inliner left the kernels' closures outlined,
-                // without the target features, and the f64 path ran 3x slower.
+                // call site: with two, the inliner leaves the kernels' closures outlined,
+                // without the target features.
                 let mut runs = [(0, 0, Run::Far); TILE / CHUNK];
                 let mut len: usize = 1;
                 runs[0] = (t0, t1, Run::Far);

@@ -126,11 +126,9 @@ __device__ __forceinline__ void interact(const Pt<T, C> &t, const Pt<T, C> &s, C
 // The cubic spline inside its support h (nbody_core::kernel::spline, r2 < h^2): the
 // potential weight w (phi -= m w) and the force weight g (a += m g d).
 // ROOT: r and 1/r from one fast reciprocal square root (r^2 = 0, a particle on itself, gives
-// u = 0) instead of a square root and a division, long sequences with slow paths: in f64
-// they made the per-particle spline 14% slower (7.25 against 6.37 ms at N = 65,536 on the
-// H100, kernel alone), and inline in the f32 per-particle spline's per-pair path 3% (2.89
-// against 2.80 ms). The f32 one-support spline keeps them in a call: the root's registers
-// cost it a block an SM (2.48 against 2.64 ms).
+// u = 0) instead of a square root and a division, long sequences with slow paths that
+// slow the f64 and the per-particle kernels. The f32 one-support spline keeps them in a
+// call: the root's registers would cost it a block an SM.
 template <typename C, bool ROOT = sizeof(C) == 8>
 __device__ __forceinline__ void spline_inside(C r2, C h_inv, C &w, C &g) {
     const C rinv = ROOT ? rsqrt_fast(fmax(r2, min_normal<C>())) : C(0);
@@ -151,15 +149,13 @@ __device__ __forceinline__ void spline_inside(C r2, C h_inv, C &w, C &g) {
 
 // spline_inside as a call, not inlined: the rare path of the f32 spline's loops stays
 // small, so the common path unrolls as Plummer's does. (w, g) come back in registers. The
-// f64 one-support loops, bound by FP64 throughput, run faster with it inline (measured on
-// the H100). The per-particle spline's per-pair path (spline_group's SQ) takes the call in
-// f64 and wherever the potential is summed: inlined in each of the unrolled groups, the
-// rare path made those kernels 9,000 instructions long, and in the generator's order,
-// where a warp meets a pair inside its support every few hundred steps, each such step
-// cost dozens of common ones in instruction fetches (H100, N = 65,536, kernel alone: f32
-// with the potential 4.13 ms inline against 3.00 as a call, f64 12.2 against 6.42, and
-// 6.01 against 5.97 without it; benches/results/h100-s54/). The f32 kernel without the
-// potential (5,200 instructions as a call) keeps it inline: 2.52 against 2.59 ms.
+// f64 one-support loops, bound by FP64 throughput, run faster with it inline. The
+// per-particle spline's per-pair path (spline_group's SQ) takes the call in f64 and
+// wherever the potential is summed: inlined in each of the unrolled groups, the rare path
+// makes those kernels thousands of instructions long, and where a warp meets a pair
+// inside its support every few hundred steps each such step costs dozens of common ones
+// in instruction fetches. The f32 kernel without the potential is short enough to keep it
+// inline.
 template <typename C> struct Weights {
     C w, g;
 };
@@ -234,10 +230,9 @@ __device__ __forceinline__ long long order_bits(double x) { return __double_as_l
 //
 // WARP (the tiled kernel, whose warps run its loops converged): in f32, the whole warp
 // takes the per-pair path when one of its threads must, instead of running both paths
-// (one vote a group). At the bench's larger support (2.8/64) 1.9% of a warp's groups
-// are near. H200, N = 65,536, kernel alone: the per-particle spline 2.53 -> 2.46 ms (with
-// the potential 3.03 -> 2.96), the one-support spline 2.40 -> 2.37. Not taken where it
-// did not pay: f64 (the same times) and the one-support spline with the potential (+1%).
+// (one vote a group): near groups are rare, so the divergent paths cost more than the
+// warp's detours. Not taken where it does not pay: f64, and the one-support spline with
+// the potential.
 template <typename T, typename C, int NI, int NS, bool POT, int SOFT, int ES, bool SQ = false, bool WARP = false>
 __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<T, C> (&s)[NS], const C (&bound)[NS],
                                              const C *e_t, const C *e_s, C h, C h_inv, C (&ax)[NI], C (&ay)[NI],
@@ -248,9 +243,8 @@ __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<
     bool near = false;
     // f32: the least r^2 as an integer (r^2 >= +0, whose bits order as the values): the
     // ptxas of CUDA 12.9 and 13 joins two chained integer minima into one VIMNMX3 on
-    // sm_90, so a group of eight takes four instructions instead of seven FMNMX (H100,
-    // kernel alone: the per-particle spline 2.46 -> 2.42 ms, the spline 2.35 -> 2.30);
-    // nvcc 11.8 emits seven two-input VIMNMX, as fast as the FMNMX (benches/results/gpu-s57).
+    // sm_90, so a group of eight takes four instructions instead of seven FMNMX; nvcc 11.8
+    // emits seven two-input VIMNMX, as fast as the FMNMX.
     decltype(order_bits(C(0))) least = 0;
 #pragma unroll
     for (int q = 0; q < NS; ++q) {
@@ -281,7 +275,7 @@ __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<
             }
     } else if (SQ) {
         // The supports' address formed here: the compiler otherwise forms it on the common
-        // path, three instructions a group (1.4% of the f32 kernel's time: 2.50 -> 2.46 ms).
+        // path, three instructions a group.
         asm volatile("" : "+r"(e_at));
 #pragma unroll
         for (int q = 0; q < NS; ++q) {
@@ -292,8 +286,8 @@ __device__ __forceinline__ void spline_group(const Pt<T, C> (&ti)[NI], const Pt<
                 C w, g;
                 if (r2[q][k] < hh) {
                     // 1/h from h^2 by the fast reciprocal square root: an exact
-                    // square root and division here made the whole f32 kernel 2x
-                    // slower on the H100, rare as the path is. finish removes the
+                    // square root and division here slow the whole f32 kernel, rare
+                    // as the path is (their registers). finish removes the
                     // self term with the same arithmetic.
                     const C hi = rsqrt_fast(hh);
                     if (sizeof(C) == 8 || POT) {
@@ -386,8 +380,7 @@ template <> struct IsMixed<double, float> { enum { value = 1 }; };
 // 2^-24 (2 + 2 / FAR_REACHES) |d| = 2^-22 |d|, a few roundings of the separation, so
 // tiles whose box is that far from the targets' box take the float path. The accuracy
 // does not depend on the order of the particles; the speed does (in Morton order most
-// tiles are far). On the H100 the sorted 65,536-particle Plummer sphere's maximum error
-// was 3.0e-7 with FAR_REACHES 3 and with 1, its median 2.1e-8 both times.
+// tiles are far).
 #define FAR_REACHES 1.0
 
 // The frame of the points p[first, first + count) clipped to n (at least one is real):
@@ -733,10 +726,9 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
         sx[k] = 0; sy[k] = 0; sz[k] = 0; sphi[k] = 0;
     }
     // Per-particle Plummer in a warp whose every thread holds one target length: each
-    // source's eps^2 with it is one add for NI pairs instead of NI (sum_tile's SAME; on the
-    // H100 per-particle Plummer otherwise costs one add a pair over Plummer's 13 instructions).
-    // Only the strided kernels compute it: even dead, the test changed how the compiler
-    // scheduled Plummer's loop (2% slower on the H200).
+    // source's eps^2 with it is one add for NI pairs instead of NI (sum_tile's SAME).
+    // Only the strided kernels compute it: even dead, the test changes how the compiler
+    // schedules Plummer's loop.
     bool same = false;
     if (STRIDED) {
         bool one_length = true;
@@ -789,8 +781,8 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
             for (int w = 0; w < B / 32; ++w) most = fmax(most, tile_most[buf][w]);
         if (STRIDED && same) {
             // Per-particle Plummer (never mixed) with one length per thread: a full tile, or
-            // the chunk's last one sub-tile at a time. (A generic lambda over both forms
-            // changed how the compiler scheduled Plummer's loop: 2% slower on the H200.)
+            // the chunk's last one sub-tile at a time. (Not a generic lambda over both
+            // forms: it changes how the compiler schedules Plummer's loop.)
             if (K == 1 || end - base >= L)
                 sum_tile<T, C, L, TP, NI, POT, MASKED, false, SOFT, STRIDED>(tile[buf], slice, ti, eps2, ax, ay, az,
                                                                              phi, te, ei_sum, h_inv, most, est);
@@ -865,16 +857,14 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
 // Mixed precision, targets whose pull is a small net of large ones. Each pair in f32 errs
 // by a few 2^-24 of its own pull (the rounding of m/r^3 and of the sum it goes into), so a
 // target whose strongest pulls are many times its net pull (a particle between two heavy
-// ones, at a clump's centre) can err by more than the 2e-6 the mixed executors promise:
-// 4.9e-6 on the clustered test's systems, where the worst target's pulls have a root sum
-// of squares 15 times its net. The kernels sum the squared pulls in f32 beside the forces
+// ones, at a clump's centre) can err by more than the 2e-6 the mixed executors promise
+// on the clustered test's systems, where the worst target's pulls have a root sum of
+// squares many times its net. The kernels sum the squared pulls in f32 beside the forces
 // (one FFMA a pair); a target whose root sum exceeds REDO_RATIO times its net pull (or is
-// not finite) is summed again in f64 (mixed_redo). Emulated on those systems (65,536
-// particles, every target against f64, in the generator's, Morton and shuffled order,
-// runs of 32 float terms as the kernels sum them): ratios 5 and 7.5 leave at most 1.2e-6
-// and send 9% and 6% of the targets to f64, 10 leaves 3.2e-6 (one target, shuffled);
-// hence 6. A Plummer sphere sends almost none (its nearest pulls are small beside the
-// net), so its rate pays only the FFMA.
+// not finite) is summed again in f64 (mixed_redo). The ratio is the largest that keeps
+// the clustered test within its bound in every order with a margin (docs/figures.md,
+// Mixed precision). A Plummer sphere sends almost none (its nearest pulls are small beside
+// the net), so its rate pays only the FFMA.
 #define REDO_RATIO 6.0
 
 // Adds the chunks of a source-split tiled launch in chunk order, then finishes. One
@@ -1613,11 +1603,10 @@ __device__ __forceinline__ void shuffled(const typename V4<T>::type *__restrict_
 // The f32 tiled kernels say "at least one block per SM" so that ptxas is free to spend
 // registers: with only the block size it packed (256,4,4) into 63 registers and bunched
 // each source's reciprocal square roots together, stalling on the MUFU queue; with this
-// it takes about 80 and spaces them out (H100, N = 2^20: +4%; exec-cuda/scripts/
-// tiled-experiments.cu). The f64 kernels would take 150 and lose blocks. The mixed ones
-// say three 128-thread blocks: with only the block size ptxas held (128,1,4) to 127
-// registers and, with the error estimate's FFMA, left long stalls after the reciprocal
-// square roots (docs/figures.md, "Mixed precision on clustered, mass-spread systems").
+// it takes about 80 and spaces them out. The f64 kernels would take 150 and lose blocks.
+// The mixed ones say three 128-thread blocks: with only the block size ptxas holds
+// (128,1,4) to 127 registers and, with the error estimate's FFMA, leaves long stalls
+// after the reciprocal square roots.
 #define TILED_BOUNDS_f32(B) __launch_bounds__(B, 1)
 #define TILED_BOUNDS_f64(B) __launch_bounds__(B)
 #define TILED_BOUNDS_mixed(B) __launch_bounds__(B, 384 / (B))
@@ -1692,16 +1681,10 @@ TILED_ALL(double, float, mixed)
 // (masking itself, named m1), for the f32 and f64 ladders (tuning.rs's LADDER; the mixed
 // executor runs these through the batched kernel).
 // The f64 soft kernels are held to 128 registers (two 256-thread blocks an SM): unbound,
-// per-particle Plummer took 254 and one block, and ran at 0.87 of Plummer's rate on the
-// H100 against 0.90 bound. The f32 per-particle spline without the potential is held to
-// Plummer's 80 (three blocks an SM, and the source split Plummer gets): 2.62 ms against
-// 2.83 at N = 65,536 on the H100, kernel and reduction (benches/results/h100-s51/
-// chunked.log). So is per-particle Plummer without the potential since it sums a pair's eps^2
-// once per source: unbound it took 96 registers and two blocks an SM, and ran 1.4% slower
-// with the mask (2.49 against 2.46 ms, kernel alone at N = 65,536 on the H200), the same
-// without it (benches/results/gpu-s55/). So is the one-support spline without the potential,
-// which took 80 unbound until the tile loop's two forms made it 81 (two blocks an SM; 5%
-// off its bench rate). The kernels with the potential keep the f32 tiled bound.
+// per-particle Plummer takes 254 and one block. The f32 soft kernels without the
+// potential are held to Plummer's 80 (three blocks an SM, and the source split Plummer
+// gets): unbound, each takes a few registers more and drops to two blocks an SM. The
+// kernels with the potential keep the f32 tiled bound.
 #define TILED_SOFT_BOUNDS_f32(B, POT, SOFT) __launch_bounds__(B, !(POT) ? 768 / (B) : 1)
 #define TILED_SOFT_BOUNDS_f64(B, POT, SOFT) __launch_bounds__(B, 512 / (B))
 #define TILED_SOFT(T, C, NAME, B, TP, NI, POT, MASKED, SOFT)                                                           \
@@ -1778,9 +1761,8 @@ SHUFFLE_ALL(double, float, mixed)
 #define BATCH(T, C, NAME, POT, MASKED) BATCH_SOFT(T, C, NAME, POT, MASKED, 0) BATCH_SOFT(T, C, NAME, POT, MASKED, 1)
 #define BATCH_SPLINE(T, C, NAME, POT) BATCH_SOFT(T, C, NAME, POT, 1, 2) BATCH_SOFT(T, C, NAME, POT, 1, 3)
 
-// No register bound: holding the f32 batched kernel to 32 registers and the cell kernel
-// to 56 (their occupancy before the item layouts) made the tree's kernels 2-11% slower
-// on the H100 (benches/results/h100-s50/).
+// No register bound: holding the batched and cell kernels to fewer registers for
+// occupancy makes the tree's kernels slower (the item layouts already fill the SMs).
 #define CELLS(T, C, NAME, POT)                                                                                         \
     extern "C" __global__ void __launch_bounds__(128) nbody_cells_##NAME##_p##POT(const CellArgs<T> a) {              \
         batched_cells<T, C, POT, false>(a.particles, a.cells, a.items, a.spans, a.offset, a.out, a.slots, a.partial,   \

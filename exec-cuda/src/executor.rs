@@ -55,8 +55,8 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
             }
             // The same slice as targets and sources (a system on itself) goes up once, as
             // one array, and runs in one launch: the two-stream pipeline only hides the
-            // upload of sources the targets do not already carry (at 65,536 on an H100 it
-            // cost 25% there, in four launches over the whole target set). Mixed calls run
+            // upload of sources the targets do not already carry, and costs launches.
+            // Mixed calls run
             // in one launch too: their reduction judges each target's error estimate on its
             // whole sum (a tile's share of it can hide a cancellation).
             let identical = core::ptr::eq(targets, sources);

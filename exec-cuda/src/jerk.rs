@@ -26,8 +26,8 @@ pub(crate) struct Plan {
 }
 
 /// Targets from which each thread takes two in f64 (each shared-memory load then serves
-/// two interactions; below this, the blocks would be too few). On the H100 this gave
-/// +5% at N = 65,536 in f64 and lost 3-7% in f32, whose loads are half the size.
+/// two interactions; below this, the blocks would be too few). Not in f32, whose loads
+/// are half the size: there the second target's registers cost more than the load saves.
 pub(crate) const TWO_PER_THREAD: usize = 8 * BLOCK;
 
 impl Plan {

@@ -44,8 +44,8 @@ impl Scratch {
 }
 
 /// Page-locked host bytes, grown as needed, packed piece by piece: copies between them
-/// and the device run at the bus's speed (the driver stages pageable memory, at about a
-/// fifth of it on an H100 host: 3 GB/s measured on the GRAPE-6 j-memory's traffic).
+/// and the device run at the bus's speed (the driver stages pageable memory, at a
+/// fraction of it).
 #[derive(Default)]
 pub(crate) struct Pinned {
     buf: Option<cust::memory::LockedBuffer<u8>>,
@@ -114,7 +114,7 @@ pub(crate) fn upload_padded(dst: &mut DeviceBuffer<u8>, data: &[u8], total: usiz
 
 /// Sends the outputs a kernel adds into: a field that is all zero bits (a fresh force, the
 /// common case) is zeroed on the device instead, which costs a scan on the host rather
-/// than a copy from pageable memory (about 0.3 ms per MB on an H100 host).
+/// than a copy from pageable memory.
 pub(crate) fn upload_outputs(dst: &mut DeviceBuffer<u8>, out: &[u8]) -> Result<(), Error> {
     // Word by word without an early exit, so the scan vectorises.
     let (head, words, tail) = bytemuck::pod_align_to::<u8, u64>(out);

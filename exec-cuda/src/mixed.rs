@@ -86,10 +86,9 @@ impl CudaExecutor {
     }
 
     /// Whether the jerk kernel may hold two targets per thread: where each source's
-    /// shared-memory load is large (f64: +5% at N = 65,536 on the H100; mixed, whose
-    /// positions carry low parts), not in f32 (it lost 3-7% there), nor for a mixed
-    /// neighbour search (one target per thread ran 1.5x to 2.2x faster on the H200 at
-    /// 65,536 and 2^20, in random and Morton order: the search's registers).
+    /// shared-memory load is large (f64; mixed, whose positions carry low parts), not in
+    /// f32, nor for a mixed neighbour search (the search's registers leave no room for a
+    /// second target).
     pub(crate) fn two_per_thread<T: DeviceReal>(&self, neighbours: bool) -> bool {
         match self.family::<T>() {
             Family::F32 => false,

@@ -5,8 +5,8 @@
 //! The mixed kernels run a source tile in plain float when it lies far from the block's
 //! targets, which only happens when both the tile and the block are compact in space. In
 //! a generator's or a file's random order neither is, and every pair takes the slower
-//! double-single path. Sorting costs a few kernels (0.27 ms at 2^16 to 2.98 ms at 2^20
-//! bodies on an H200, where the force takes 3 to 630 ms), so the mixed executor sorts
+//! double-single path. Sorting costs a few kernels, small beside a large force, so the
+//! mixed executor sorts
 //! where a call is large enough to gain ([`CudaExecutor::set_sorted_above`]): host-slice calls, and
 //! device-resident states at upload and as they drift
 //! ([`crate::DeviceState::resort_interval`]).
@@ -22,9 +22,8 @@ use std::ffi::c_void;
 
 /// Mixed calls of at least this many pairs run sorted by default (targets and sources put
 /// in Morton order on the device, the results put back), and mixed states of at least
-/// its square root sort themselves. On the H200 (Plummer sphere, acceleration only,
-/// `nbody-cuda-bench --mixed --leapfrog N`), sorted against the generator's order: 7%
-/// slower at 65,536 bodies (2^32 pairs), 5% faster at 262,144 (2^36), 21% at 2^20.
+/// its square root sort themselves: below, the sort and the gathers cost more than the
+/// far tiles save on a Plummer sphere (docs/figures.md, Mixed precision).
 pub const SORTED_MIN_INTERACTIONS: u64 = 1 << 36;
 
 /// The device buffers of a sort and of the sorted copies it feeds, kept by the executor

@@ -18,10 +18,7 @@ use nbody_core::{Array, Error, Field, Params, Particle, Velocity, validate};
 /// keeps them in Morton order, sorted on the device at upload and again every
 /// [`DeviceState::resort_interval`] drifts as they move (or as
 /// [`DeviceState::set_resort_every`] says), where the mixed kernels run compact source
-/// tiles in plain float. At 2^20 bodies on an H200, acceleration only: a force call
-/// takes 758 ms in a generator's random order and 623 ms sorted, and a leapfrog step of
-/// this state 626 ms (1.76e12 interactions/s). Downloads give particles and fields back
-/// in the caller's order.
+/// tiles in plain float. Downloads give particles and fields back in the caller's order.
 #[derive(Debug)]
 pub struct DeviceState<T: DeviceReal> {
     pub(crate) pos: DeviceParticles<T>,
@@ -75,12 +72,9 @@ impl<T: DeviceReal> DeviceState<T> {
     }
 
     /// Drifts between two Morton sorts of a sorted state: 2^21 / N, at least 1. A sort on
-    /// the device (keys, CUB's sort, the gathers, the permutation down) costs a few
-    /// milliseconds at N = 2^20 on an H200, where the sorted force takes 623 ms and
-    /// particles stepped by 1/256 cost 10% more force time after 16 steps unsorted;
-    /// acceleration-only leapfrog steps took 627, 626, 632 and 696 ms sorting every 1, 2,
-    /// 8 drifts and never. At 262,144 bodies every 1, 2, 8 and never: 46.4, 46.0, 45.7,
-    /// 46.7 ms. Smaller N sort more rarely, as their sort's share of the force grows.
+    /// the device (keys, CUB's sort, the gathers, the permutation down) costs a small
+    /// fraction of a large state's force, while drifting particles lose their order within
+    /// a few steps. Smaller N sort more rarely, as their sort's share of the force grows.
     ///
     /// ```
     /// assert_eq!(nbody_cuda::DeviceState::<f64>::resort_interval(1 << 20), 2);

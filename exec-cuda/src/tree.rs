@@ -134,12 +134,8 @@ pub struct TreeSettings {
 impl TreeSettings {
     /// Leaves of 40, groups of 96 (three full items of the batched kernels), the `2 b_max`
     /// size, quadrupole cells: a walk per group is cheap on the device, so small groups
-    /// pay (fewer interactions per target). Of leaves of 8 to 32 and groups of 32 to 160
-    /// on the H100 at 2^20 and theta 1, groups of 96 and leaves of 24 to 32 were the
-    /// fastest at the same error (benches/results/h100-device-tree-leaf-group.log); with
-    /// the later kernels and one-pass walk leaves of 40 beat 32, 48 and 64 on the Plummer
-    /// sphere and the clustered set at 2^20 and 2^23 by up to 1%, at the same median
-    /// error (benches/results/h100-s50/leaf-sweep.log).
+    /// pay (fewer interactions per target); leaves of 40 are the best worst case over the
+    /// Plummer sphere and the clustered set at the same error (docs/figures.md, Tree codes).
     pub const fn new(theta: f64) -> Self {
         Self { theta, leaf_size: 40, group_size: 96, side: false, quadrupole: true, criterion: Criterion::Geometric }
     }
@@ -756,7 +752,7 @@ impl CudaExecutor {
         let (items, cell_items) = (counters[ITEMS] as usize, counters[CELL_ITEMS] as usize);
         // An eighth of room beyond the need: a simulation's lists grow a little from
         // step to step, and each regrowth frees and allocates gigabytes (a device-wide
-        // synchronisation; 15 ms a step at 2^23 before the room was kept).
+        // synchronisation).
         let roomy = |bytes: usize| bytes + bytes / 8;
         tree.items.reserve(roomy(items * 16))?;
         tree.spans.reserve(roomy(spans * 8))?;

@@ -72,15 +72,14 @@ pub fn instructions_per_interaction(kernel: &str) -> Option<f64> {
 
 /// The heuristic's ladder, from the most reuse per shared-memory load (4 targets per
 /// thread, 4 threads per target) to the most parallelism (32 threads per target).
-/// Fitted to the H100 sweep in benches/results: 256-thread blocks won from N = 4,096
-/// up, and every rung that loads all SMs ran within 3% of the best variant.
+/// 256-thread blocks win from N = 4,096 up, and every rung that loads all SMs runs close
+/// to the best variant, so the heuristic takes the first rung that does.
 pub const LADDER: [LaunchConfig; 5] =
     [cfg(256, 4, 4), cfg(256, 8, 4), cfg(256, 16, 2), cfg(128, 32, 2), cfg(128, 32, 1)];
 
 /// The ladder of the mixed-precision kernels: 128-thread blocks. Their threads hold f64
 /// sums and the low parts of the targets (128 registers), so a 256-thread block leaves
-/// an SM two blocks; on the H100 at N = 262,144 (128,1,4) ran at 1.34e12 against 1.21e12
-/// for LADDER's first rung (benches/results/mixed/h100-bench-all-262144-1a62864.log).
+/// an SM two blocks, where 128-thread blocks keep three.
 pub const MIXED_LADDER: [LaunchConfig; 6] =
     [cfg(128, 1, 4), cfg(128, 2, 4), cfg(128, 4, 4), cfg(128, 8, 4), cfg(128, 32, 2), cfg(128, 32, 1)];
 
@@ -189,8 +188,7 @@ pub(crate) fn chunk_sources(n_sources_padded: usize, chunks: usize, block: usize
 /// sources that fills its last wave: one wave (`slots`: blocks resident per
 /// multiprocessor x multiprocessors) runs at a time, so 4,096 blocks on 396 slots leave
 /// the last of 11 waves a third full and lose a tenth of the run, while the same work cut
-/// into 5 chunks is 51.7 waves (H100, f32, N = 2^20: +2.6%; exec-cuda/scripts/
-/// tiled-experiments.cu). Returns the fewest chunks in `least..=most` whose waves are
+/// into 5 chunks is 51.7 waves. Returns the fewest chunks in `least..=most` whose waves are
 /// within half a percent of the fullest there, each chunk at least [`MIN_CHUNK_TILES`]
 /// tiles of `block`; `least` is [`split_sources`]'s count (what fills the GPU at all).
 ///

@@ -23,8 +23,7 @@ use std::sync::Mutex;
 
 /// The i-particles a call may hold (GRAPE-6 codes size their blocks by `g6_npipes`).
 /// Large, because each call predicts the whole j-memory (on the host path it also sends
-/// it: a block step cut into calls of 4,096 cost 2.5x the library's own block step at
-/// N = 65,536 on an H100, before the device j-memory).
+/// it), so a block step cut into many calls repeats that work.
 const PIPES: i32 = 1 << 16;
 /// Neighbour-list slots per i-particle at first; a call that overflows them is repeated
 /// with enough (up to [`MAX_NEIGHBOURS`]).
