@@ -132,6 +132,20 @@ pub enum NbodySoftening {
     Spline = 1,
 }
 
+// The header's values are the kernels' places in the registry.
+const _: () = assert!(NbodySoftening::Plummer as usize == 0 && NbodySoftening::Spline as usize == 1);
+
+/// The softening kernel a C value names: its place in the registry
+/// (`nbody_core::registry`), which the header's `NbodySoftening` follows.
+pub(crate) fn softening_of(code: i32, what: &str) -> Result<nbody_core::Softening, Failure> {
+    use nbody_core::registry::Named;
+    let all = <nbody_core::Softening as Named>::ALL;
+    usize::try_from(code).ok().and_then(|i| all.get(i).copied()).ok_or_else(|| {
+        let options: Vec<String> = all.iter().enumerate().map(|(i, k)| format!("{i} ({})", k.name())).collect();
+        Failure(NbodyStatus::BadParameter, format!("{what} {code}: {}", options.join(" or ")))
+    })
+}
+
 /// A half-open range `start..end` of particle indices (batched calls).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -304,16 +318,7 @@ fn params<T: Real>(p: *const NbodyParams) -> Result<Params<T>, Failure> {
             ));
         }
     };
-    let softening = match p.softening {
-        x if x == NbodySoftening::Plummer as i32 => nbody_core::Softening::Plummer,
-        x if x == NbodySoftening::Spline as i32 => nbody_core::Softening::Spline,
-        other => {
-            return Err(Failure(
-                NbodyStatus::BadParameter,
-                format!("params.softening {other}: 0 (plummer) or 1 (spline)"),
-            ));
-        }
-    };
+    let softening = softening_of(p.softening, "params.softening")?;
     let mut q =
         Params::softened(T::from_f64(p.eps)).with_g(T::from_f64(p.g)).with_overlap(overlap).with_softening(softening);
     q.potential = p.potential != 0;

@@ -81,11 +81,7 @@ fn handle<'a>(r: *mut NbodyTreeRun) -> Result<&'a mut NbodyTreeRun, Failure> {
 }
 
 fn softening(s: i32) -> Result<Softening, Failure> {
-    match s {
-        0 => Ok(Softening::Plummer),
-        1 => Ok(Softening::Spline),
-        other => Err(Failure(NbodyStatus::BadParameter, format!("softening {other}: 0 (plummer) or 1 (spline)"))),
-    }
+    crate::softening_of(s, "softening")
 }
 
 #[allow(clippy::too_many_arguments)] // the C signature

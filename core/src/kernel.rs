@@ -189,12 +189,46 @@ pub enum Softened<T> {
 impl<T: Real> Softened<T> {
     /// The kernel of `params` (a spline with ε = 0 is Newtonian: the masked Plummer).
     pub fn of(params: &Params<T>) -> Self {
+        let masked = Softened::Plummer { eps2: params.eps2(), masked: params.masked() };
         match params.softening {
-            Softening::Spline if !params.masked() => {
+            Softening::Plummer => masked,
+            Softening::Spline if params.masked() => masked,
+            Softening::Spline => {
                 let h = params.spline_support();
                 Softened::Spline { h, h_inv: T::one() / h }
             }
-            _ => Softened::Plummer { eps2: params.eps2(), masked: params.masked() },
+        }
+    }
+
+    /// The family of kernel that computes this one (a spline that softens nothing is
+    /// masked Plummer): what executors select their compiled kernels by.
+    ///
+    /// ```
+    /// use nbody_core::kernel::Softened;
+    /// use nbody_core::{Params, Softening};
+    /// let spline = Params::softened(0.1f64).with_softening(Softening::Spline);
+    /// assert_eq!(Softened::of(&spline).softening(), Softening::Spline);
+    /// assert_eq!(Softened::of(&Params::softened(0.0f64).with_softening(Softening::Spline)).softening(), Softening::Plummer);
+    /// ```
+    pub fn softening(&self) -> Softening {
+        match self {
+            Softened::Plummer { .. } => Softening::Plummer,
+            Softened::Spline { .. } => Softening::Spline,
+        }
+    }
+
+    /// The one scalar compiled kernels take: ε² for Plummer, the support `h` for the
+    /// spline.
+    ///
+    /// ```
+    /// use nbody_core::kernel::Softened;
+    /// assert_eq!(Softened::Plummer { eps2: 0.25f64, masked: false }.argument(), 0.25);
+    /// assert_eq!(Softened::Spline { h: 2.8f64, h_inv: 1.0 / 2.8 }.argument(), 2.8);
+    /// ```
+    pub fn argument(&self) -> T {
+        match *self {
+            Softened::Plummer { eps2, .. } => eps2,
+            Softened::Spline { h, .. } => h,
         }
     }
 
@@ -279,9 +313,10 @@ impl<T: Real> Softened<T> {
         acc: &mut Field<T>,
         jerk: &mut Jerk<T>,
     ) {
-        if let Softened::Plummer { eps2, masked } = *self {
+        match *self {
             // The Plummer jerk as every executor writes it (same roundings).
-            return pair_jerk(xi, vi, src, vj, eps2, masked, acc, jerk);
+            Softened::Plummer { eps2, masked } => return pair_jerk(xi, vi, src, vj, eps2, masked, acc, jerk),
+            Softened::Spline { .. } => {}
         }
         let (d, mg, mdg) = self.pair(xi, src, acc);
         let dv = [vj.vx - vi[0], vj.vy - vi[1], vj.vz - vi[2]];

@@ -50,6 +50,7 @@ mod params;
 pub mod projection;
 mod real;
 mod reference;
+pub mod registry;
 pub mod resident;
 pub mod rsqrt;
 pub mod stepping;

@@ -136,10 +136,13 @@ fn sum<T: Real>(
             ([Compensated::default(); 3], Compensated::default(), [Compensated::default(); 3]);
         for (j, s) in sources.iter().enumerate() {
             let (eps2, masked) = pair(i, j);
-            let spline = (params.softening == crate::Softening::Spline && !masked).then(|| {
-                let h = crate::SPLINE_SUPPORT * Float::sqrt(eps2);
-                (h, 1.0 / h)
-            });
+            let spline = match params.softening {
+                crate::Softening::Plummer => None,
+                crate::Softening::Spline => (!masked).then(|| {
+                    let h = crate::SPLINE_SUPPORT * Float::sqrt(eps2);
+                    (h, 1.0 / h)
+                }),
+            };
             let xj = f(s);
             let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
             let dist2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];

@@ -163,7 +163,23 @@ impl Softening {
     /// assert_eq!(nbody_core::Softening::parse("spline"), Some(nbody_core::Softening::Spline));
     /// ```
     pub fn parse(name: &str) -> Option<Softening> {
-        [Softening::Plummer, Softening::Spline].into_iter().find(|s| s.name() == name)
+        crate::registry::lookup(name)
+    }
+}
+
+impl crate::registry::Named for Softening {
+    const KIND: &'static str = "softening";
+    const ALL: &'static [Softening] = &[Softening::Plummer, Softening::Spline];
+
+    fn name(self) -> &'static str {
+        Softening::name(self)
+    }
+
+    fn about(self) -> &'static str {
+        match self {
+            Softening::Plummer => "1 / sqrt(r² + eps²) everywhere",
+            Softening::Spline => "Gadget's cubic spline: support 2.8 eps, Newtonian beyond it",
+        }
     }
 }
 

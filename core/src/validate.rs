@@ -444,8 +444,9 @@ pub fn mixed_extent<T: Real>(targets: &[Particle<T>], sources: &[Particle<T>]) -
 /// assert!(matches!(validate::plummer_only(&spline, "accelerations"), Err(Error::Unsupported { .. })));
 /// ```
 pub fn plummer_only<T: Real>(params: &Params<T>, operation: &'static str) -> Result<(), Error> {
-    if params.softening == crate::Softening::Plummer || params.masked() {
-        return Ok(());
+    match crate::kernel::Softened::of(params).softening() {
+        crate::Softening::Plummer => return Ok(()),
+        crate::Softening::Spline => {}
     }
     Err(Error::Unsupported {
         operation,

@@ -3,7 +3,7 @@
 use crate::kernel::{Block, SourcesSoa, TILE, accumulate_jerk, accumulate_split, scan_tile};
 use crate::scratch::{GatherFn, Part, gather};
 use crate::simd::{Portable, Simd};
-use nbody_core::{Particle, Real, Velocity};
+use nbody_core::{Particle, Real, Softening, Velocity};
 
 /// The instruction set a kernel is compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,14 +181,14 @@ pub(crate) use by_flags;
 /// `$k::<POT, MASK, SPLINE>` for run-time flags: the spline kernels never mask (a lane
 /// at zero distance is inside the support and takes the spline's value instead).
 macro_rules! by_kernel {
-    ($k:ident, $pot:expr, $mask:expr, $spline:expr) => {
-        match ($pot, $mask, $spline) {
-            (false, false, false) => $k::<false, false, false>,
-            (false, true, false) => $k::<false, true, false>,
-            (true, false, false) => $k::<true, false, false>,
-            (true, true, false) => $k::<true, true, false>,
-            (false, _, true) => $k::<false, false, true>,
-            (true, _, true) => $k::<true, false, true>,
+    ($k:ident, $pot:expr, $mask:expr, $softening:expr) => {
+        match ($pot, $mask, $softening) {
+            (false, false, Softening::Plummer) => $k::<false, false, false>,
+            (false, true, Softening::Plummer) => $k::<false, true, false>,
+            (true, false, Softening::Plummer) => $k::<true, false, false>,
+            (true, true, Softening::Plummer) => $k::<true, true, false>,
+            (false, _, Softening::Spline) => $k::<false, false, true>,
+            (true, _, Softening::Spline) => $k::<true, false, true>,
         }
     };
 }
@@ -197,14 +197,14 @@ macro_rules! by_kernel {
 /// path (a pair of two unsoftened particles is Newtonian, and may sit at zero distance;
 /// `accumulate_split` sends such pairs there), so it has no masked variant.
 macro_rules! by_each {
-    ($k:ident, $pot:expr, $mask:expr, $spline:expr) => {
-        match ($pot, $mask, $spline) {
-            (false, false, false) => $k::<false, false, false>,
-            (false, true, false) => $k::<false, true, false>,
-            (true, false, false) => $k::<true, false, false>,
-            (true, true, false) => $k::<true, true, false>,
-            (false, _, true) => $k::<false, false, true>,
-            (true, _, true) => $k::<true, false, true>,
+    ($k:ident, $pot:expr, $mask:expr, $softening:expr) => {
+        match ($pot, $mask, $softening) {
+            (false, false, Softening::Plummer) => $k::<false, false, false>,
+            (false, true, Softening::Plummer) => $k::<false, true, false>,
+            (true, false, Softening::Plummer) => $k::<true, false, false>,
+            (true, true, Softening::Plummer) => $k::<true, true, false>,
+            (false, _, Softening::Spline) => $k::<false, false, true>,
+            (true, _, Softening::Spline) => $k::<true, false, true>,
         }
     };
 }
@@ -213,8 +213,8 @@ macro_rules! by_each {
 /// compiled with `$feat`, plus a selector over the two flags.
 macro_rules! entry_points {
     ($t:ty, $select:ident, $select_jerk:ident, $select_each:ident, $( $isa:ident => $s:ty, $u:literal $(, #[$feat:meta])? );* $(;)?) => {
-        /// With `spline` the kernel's `eps2` argument is the spline's support.
-        pub(crate) fn $select(isa: Isa, pot: bool, mask: bool, spline: bool) -> KernelFn<$t> {
+        /// For the spline the kernel's `eps2` argument is the spline's support.
+        pub(crate) fn $select(isa: Isa, pot: bool, mask: bool, softening: Softening) -> KernelFn<$t> {
             $(
                 if isa == Isa::$isa {
                     $(#[$feat])?
@@ -224,15 +224,15 @@ macro_rules! entry_points {
                             drive::<$s, $u, P, M, SP, false>(part, src, eps2)
                         }
                     }
-                    return by_kernel!(k, pot, mask, spline);
+                    return by_kernel!(k, pot, mask, softening);
                 }
             )*
-            unreachable_isa(isa, spline)
+            unreachable_isa(isa, softening)
         }
 
         /// The kernels with a softening per particle (the part's and the sources'
         /// lengths, see `Block::eps`; the `eps2` argument is not read).
-        pub(crate) fn $select_each(isa: Isa, pot: bool, mask: bool, spline: bool) -> KernelFn<$t> {
+        pub(crate) fn $select_each(isa: Isa, pot: bool, mask: bool, softening: Softening) -> KernelFn<$t> {
             $(
                 if isa == Isa::$isa {
                     $(#[$feat])?
@@ -242,14 +242,14 @@ macro_rules! entry_points {
                             drive::<$s, $u, P, M, SP, true>(part, src, eps2)
                         }
                     }
-                    return by_each!(k, pot, mask, spline);
+                    return by_each!(k, pot, mask, softening);
                 }
             )*
-            unreachable_each(isa)
+            unreachable_each(isa, softening)
         }
 
-        /// With `spline` the kernel's `eps2` argument is the spline's support.
-        pub(crate) fn $select_jerk(isa: Isa, pot: bool, mask: bool, spline: bool) -> KernelFn<$t> {
+        /// For the spline the kernel's `eps2` argument is the spline's support.
+        pub(crate) fn $select_jerk(isa: Isa, pot: bool, mask: bool, softening: Softening) -> KernelFn<$t> {
             $(
                 if isa == Isa::$isa {
                     $(#[$feat])?
@@ -259,17 +259,17 @@ macro_rules! entry_points {
                             drive_jerk::<$s, P, M, SP>(part, src, eps2)
                         }
                     }
-                    return by_kernel!(k, pot, mask, spline);
+                    return by_kernel!(k, pot, mask, softening);
                 }
             )*
-            unreachable_isa(isa, spline)
+            unreachable_isa(isa, softening)
         }
     };
 }
 
 /// Only reached for an instruction set of another architecture, which `Isa::detect`
 /// never returns there; the portable kernel is always a correct answer.
-fn unreachable_isa<T: Real>(_isa: Isa, spline: bool) -> KernelFn<T> {
+fn unreachable_isa<T: Real>(_isa: Isa, softening: Softening) -> KernelFn<T> {
     unsafe fn k<T: Real>(part: &mut Part<'_, T>, src: &SourcesSoa<'_, T>, eps2: T) {
         // SAFETY: drive's contract is the caller's (this CPU has the entry point's features, parts hold whole blocks).
         unsafe {
@@ -284,16 +284,26 @@ fn unreachable_isa<T: Real>(_isa: Isa, spline: bool) -> KernelFn<T> {
         // SAFETY: as above.
         unsafe { drive::<Portable<T>, 1, true, false, true, false>(part, src, h) }
     }
-    if spline { s::<T> } else { k::<T> }
+    match softening {
+        Softening::Plummer => k::<T>,
+        Softening::Spline => s::<T>,
+    }
 }
 
 /// As [`unreachable_isa`], for the per-particle kernels.
-fn unreachable_each<T: Real>(_isa: Isa) -> KernelFn<T> {
+fn unreachable_each<T: Real>(_isa: Isa, softening: Softening) -> KernelFn<T> {
     unsafe fn k<T: Real>(part: &mut Part<'_, T>, src: &SourcesSoa<'_, T>, eps2: T) {
         // SAFETY: drive's contract is the caller's (as above, with the lengths).
         unsafe { drive::<Portable<T>, 1, true, true, false, true>(part, src, eps2) }
     }
-    k::<T>
+    unsafe fn s<T: Real>(part: &mut Part<'_, T>, src: &SourcesSoa<'_, T>, eps2: T) {
+        // SAFETY: as above.
+        unsafe { drive::<Portable<T>, 1, true, false, true, true>(part, src, eps2) }
+    }
+    match softening {
+        Softening::Plummer => k::<T>,
+        Softening::Spline => s::<T>,
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

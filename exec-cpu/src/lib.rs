@@ -32,7 +32,7 @@ pub use mixed::{MAX_EXTENT, MixedExecutor};
 
 use nbody_core::kernel::Softened;
 use nbody_core::neighbours::Neighbours;
-use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, PerParticle, Real, validate};
+use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, PerParticle, Real, Softening, validate};
 use scratch::Scratch;
 
 /// How many threads a call may use. A tree code that already calls the kernel from its
@@ -139,27 +139,27 @@ pub trait CpuReal: Real {
     #[doc(hidden)]
     fn scratch<'a>(s32: &'a mut Scratch<f32>, s64: &'a mut Scratch<f64>) -> &'a mut Scratch<Self>;
     #[doc(hidden)]
-    fn kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<Self>;
+    fn kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<Self>;
     #[doc(hidden)]
-    fn jerk_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<Self>;
+    fn jerk_kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<Self>;
     #[doc(hidden)]
     fn cell_kernel(isa: Isa) -> cells::CellFn<Self>;
     /// The kernel with a softening per particle.
-    fn each_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<Self>;
+    fn each_kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<Self>;
 }
 
 impl CpuReal for f32 {
     fn scratch<'a>(s32: &'a mut Scratch<f32>, _: &'a mut Scratch<f64>) -> &'a mut Scratch<f32> {
         s32
     }
-    fn kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f32> {
-        dispatch::f32_kernel(isa, potential, masked, spline)
+    fn kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<f32> {
+        dispatch::f32_kernel(isa, potential, masked, softening)
     }
-    fn jerk_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f32> {
-        dispatch::f32_jerk_kernel(isa, potential, masked, spline)
+    fn jerk_kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<f32> {
+        dispatch::f32_jerk_kernel(isa, potential, masked, softening)
     }
-    fn each_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f32> {
-        dispatch::f32_each_kernel(isa, potential, masked, spline)
+    fn each_kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<f32> {
+        dispatch::f32_each_kernel(isa, potential, masked, softening)
     }
     fn cell_kernel(isa: Isa) -> cells::CellFn<f32> {
         cells::f32_cell_kernel(isa)
@@ -170,14 +170,14 @@ impl CpuReal for f64 {
     fn scratch<'a>(_: &'a mut Scratch<f32>, s64: &'a mut Scratch<f64>) -> &'a mut Scratch<f64> {
         s64
     }
-    fn kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f64> {
-        dispatch::f64_kernel(isa, potential, masked, spline)
+    fn kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<f64> {
+        dispatch::f64_kernel(isa, potential, masked, softening)
     }
-    fn jerk_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f64> {
-        dispatch::f64_jerk_kernel(isa, potential, masked, spline)
+    fn jerk_kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<f64> {
+        dispatch::f64_jerk_kernel(isa, potential, masked, softening)
     }
-    fn each_kernel(isa: Isa, potential: bool, masked: bool, spline: bool) -> dispatch::KernelFn<f64> {
-        dispatch::f64_each_kernel(isa, potential, masked, spline)
+    fn each_kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<f64> {
+        dispatch::f64_each_kernel(isa, potential, masked, softening)
     }
     fn cell_kernel(isa: Isa) -> cells::CellFn<f64> {
         cells::f64_cell_kernel(isa)
@@ -201,25 +201,26 @@ impl CpuExecutor {
         neighbours: Option<&mut Neighbours<'_, T>>,
     ) -> Result<(), BadSources> {
         let with_jerk = jerk.is_some();
+        // The kernel family: a spline that softens nothing runs as masked Plummer.
         let softened = Softened::of(params);
-        let spline = matches!(softened, Softened::Spline { .. });
+        let family = softened.softening();
         let kernel = if let Some(eps) = lengths {
             // Plummer masks when the two smallest lengths soften nothing.
             let least = |l: &[T]| l.iter().fold(T::infinity(), |a, &e| a.min(T::from_f64(0.5) * e * e));
             let masked = least(eps.targets) + least(eps.sources) < T::min_positive_value();
-            T::each_kernel(self.isa, params.potential, masked, params.softening == nbody_core::Softening::Spline)
+            T::each_kernel(self.isa, params.potential, masked, params.softening)
         } else if with_jerk {
-            T::jerk_kernel(self.isa, params.potential, params.masked(), spline)
+            T::jerk_kernel(self.isa, params.potential, params.masked(), family)
         } else {
-            T::kernel(self.isa, params.potential, params.masked(), spline)
+            T::kernel(self.isa, params.potential, params.masked(), family)
         };
         // Enough target blocks for every thread: split the targets. Few targets and many
         // sources (a tree code's leaf): split the sources, so every thread still works.
         let blocks = targets.pos.len().div_ceil(scratch::BLOCK);
         let by_sources = blocks < 2 * self.threads && sources.pos.len() >= SOURCES_PER_PART * self.threads;
         let parts = if by_sources { self.threads } else { self.threads.min(blocks) }.max(1);
-        // The spline kernels take their support in this argument.
-        let eps2 = if spline { params.spline_support() } else { params.eps2() };
+        // Plummer's ε² or the spline's support.
+        let eps2 = softened.argument();
         let Self { pool, s32, s64, .. } = self;
         let pool = if parts > 1 { pool.as_ref() } else { None };
         let scratch = T::scratch(s32, s64);
@@ -405,16 +406,19 @@ impl<T: CpuReal> CellScratch<T> {
             return;
         }
         let softened = Softened::of(params);
-        if let Softened::Spline { .. } = softened {
+        match softened {
+            Softened::Plummer { .. } => {}
             // The vector cell kernel is Plummer's; the spline's cells in scalar code.
-            for (t, o) in targets.iter().zip(out.iter_mut()) {
-                let mut sums = Field::zero();
-                for c in runs.iter().flat_map(|r| r.iter()) {
-                    nbody_core::cell::cell_softened(t.position(), c, &softened, &mut sums);
+            Softened::Spline { .. } => {
+                for (t, o) in targets.iter().zip(out.iter_mut()) {
+                    let mut sums = Field::zero();
+                    for c in runs.iter().flat_map(|r| r.iter()) {
+                        nbody_core::cell::cell_softened(t.position(), c, &softened, &mut sums);
+                    }
+                    nbody_core::kernel::finish(params.g, &sums, params.potential, o);
                 }
-                nbody_core::kernel::finish(params.g, &sums, params.potential, o);
+                return;
             }
-            return;
         }
         let padded = targets.len().div_ceil(cells::PAD) * cells::PAD;
         for (k, lane) in self.pos.iter_mut().enumerate() {

@@ -219,11 +219,13 @@ impl<T: Real> Scratch<T> {
         self.seps.clear();
         let Some((eps, softening)) = lengths else { return };
         let (half, support) = (T::from_f64(0.5), T::from_f64(nbody_core::SPLINE_SUPPORT));
-        let spline = softening == nbody_core::Softening::Spline;
         // The targets' value and the sources' (negated for Plummer; the spline's negated
         // support is the same for both).
-        let target = |e: T| if spline { -(support * e) } else { half * e * e };
-        let source = |e: T| if spline { -(support * e) } else { -(half * e * e) };
+        let (target, source): (fn(T, T, T) -> T, fn(T, T, T) -> T) = match softening {
+            nbody_core::Softening::Plummer => (|e, half, _| half * e * e, |e, half, _| -(half * e * e)),
+            nbody_core::Softening::Spline => (|e, _, support| -(support * e), |e, _, support| -(support * e)),
+        };
+        let (target, source) = (|e: T| target(e, half, support), |e: T| source(e, half, support));
         self.teps.extend(eps.targets.iter().map(|&e| target(e)));
         self.teps.resize(self.padded, T::zero());
         self.seps.extend(eps.sources.iter().map(|&e| source(e)));

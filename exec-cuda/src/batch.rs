@@ -292,16 +292,16 @@ impl crate::CudaExecutor {
         each: Option<bool>,
     ) -> Result<(), Error> {
         let (tag, g) = (self.family::<T>(), params.g);
-        let spline = params.softening == Softening::Spline;
         let (soft, eps2, masked) = match each {
-            Some(masked) if spline => (Soft::SplineEach, T::zero(), masked),
-            Some(masked) => (Soft::PlummerEach, T::zero(), masked),
+            Some(masked) => (Soft::of(params.softening, true), T::zero(), masked),
             // The spline's support in eps2; with eps = 0 it is Newtonian: Plummer's mask.
-            None if spline && !params.masked() => (Soft::Spline, params.spline_support(), false),
-            None => {
-                let (eps2, masked) = self.kernel_eps2(&params.with_softening(Softening::Plummer))?;
-                (Soft::Plummer, eps2, masked)
-            }
+            None => match nbody_core::kernel::Softened::of(params) {
+                nbody_core::kernel::Softened::Spline { h, .. } => (Soft::Spline, h, false),
+                nbody_core::kernel::Softened::Plummer { .. } => {
+                    let (eps2, masked) = self.kernel_eps2(&params.with_softening(Softening::Plummer))?;
+                    (Soft::Plummer, eps2, masked)
+                }
+            },
         };
         let args = BatchArgs {
             particles: b.particles,

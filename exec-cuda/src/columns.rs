@@ -13,7 +13,7 @@ use crate::tiled::TiledSoft;
 use crate::{CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, Family, OUT, SOURCE_PAD, SOURCES};
 use cust::memory::{CopyDestination, DeviceSlice};
 use nbody_core::columns::{self, ColumnsCall};
-use nbody_core::{Error, Field, Params, Softening};
+use nbody_core::{Error, Field, Params};
 
 /// Offsets of the pieces one scratch buffer holds, each on a 256-byte boundary.
 fn layout(sizes: &[usize]) -> (Vec<usize>, usize) {
@@ -117,8 +117,14 @@ impl CudaExecutor {
             };
             let out = me.scratch[OUT].reserve(n_t * rec)?;
             upload_padded(out, &[], n_t * rec)?;
-            let spline = p.softening == Softening::Spline && !p.masked();
-            let config = if spline { me.soft_config(n_t, n_s, padded, &p)? } else { me.config_for(n_t, n_s, &p)? };
+            let soft = match nbody_core::kernel::Softened::of(&p) {
+                nbody_core::kernel::Softened::Spline { .. } => Some(TiledSoft::spline(&p)),
+                nbody_core::kernel::Softened::Plummer { .. } => None,
+            };
+            let config = match soft {
+                Some(_) => me.soft_config(n_t, n_s, padded, &p)?,
+                None => me.config_for(n_t, n_s, &p)?,
+            };
             {
                 let s = &me.scratch;
                 let (t, src, o) = (
@@ -126,10 +132,9 @@ impl CudaExecutor {
                     s[SOURCES].buf_ref().ok_or(Error::NoDevice)?,
                     s[OUT].buf_ref().ok_or(Error::NoDevice)?,
                 );
-                if spline {
-                    me.launch_tiled_as(config, t, n_t, src, padded, o, &p, TiledSoft::spline(&p))?;
-                } else {
-                    me.launch_tiled(config, t, n_t, src, padded, o, &p)?;
+                match soft {
+                    Some(soft) => me.launch_tiled_as(config, t, n_t, src, padded, o, &p, soft)?,
+                    None => me.launch_tiled(config, t, n_t, src, padded, o, &p)?,
                 }
             }
             // Unpacked on the device into rows and (when wanted) a column.

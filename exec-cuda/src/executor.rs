@@ -45,8 +45,9 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        if params.softening == nbody_core::Softening::Spline && !params.masked() {
-            return self.tiled_soft(targets, sources, None, params, out);
+        match Softened::of(params) {
+            Softened::Plummer { .. } => {}
+            Softened::Spline { .. } => return self.tiled_soft(targets, sources, None, params, out),
         }
         self.check_mixed_extent::<T>(targets, sources)?;
         self.guarded(|me| {
@@ -200,7 +201,6 @@ impl CudaExecutor {
         if self.family::<T>() == crate::Family::Mixed {
             return self.plain_via_batch(targets, sources, lengths, params, out);
         }
-        let spline = params.softening == nbody_core::Softening::Spline;
         // A system on itself (the same slices of particles and of lengths) goes up once,
         // as the Plummer call's does.
         let identical = core::ptr::eq(targets, sources) && lengths.is_none_or(|l| core::ptr::eq(l.targets, l.sources));
@@ -208,9 +208,9 @@ impl CudaExecutor {
             let padded = if identical { me.stage_once(sources, out)? } else { me.stage(targets, sources, out)? };
             let soft = match lengths {
                 Some(l) => {
-                    // Padding sources are massless: a length of 1 keeps Plummer's pairs
-                    // with them finite, so padding alone never makes the kernel mask.
-                    let pad = if spline { T::zero() } else { T::one() };
+                    // Padding alone never makes the kernel mask.
+                    let soft = Soft::of(params.softening, true);
+                    let pad = soft.padding_length();
                     let least = me.upload_lengths(EXTRA_B, l.sources, params.softening, pad, padded)?;
                     let least_s = if padded > sources.len() && pad < least { pad } else { least };
                     // The targets' own lengths, unless they are the sources'.
@@ -221,7 +221,7 @@ impl CudaExecutor {
                     };
                     let b = |me: &Self, k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
                     crate::tiled::TiledSoft {
-                        soft: if spline { Soft::SplineEach } else { Soft::PlummerEach },
+                        soft,
                         eps2: T::zero(),
                         masked: batch::lengths_mask(least_t, least_s),
                         lengths: (b(me, if identical { EXTRA_B } else { EXTRA_A })?, b(me, EXTRA_B)?),

@@ -55,10 +55,35 @@ pub(crate) enum Soft {
 }
 
 impl Soft {
+    /// The kernels of `softening`: with one length for every particle, or one each. The
+    /// one place a softening kernel maps to its device kernels; a new one fails to
+    /// compile here until it has them.
+    pub(crate) fn of(softening: nbody_core::Softening, each: bool) -> Soft {
+        match (softening, each) {
+            (nbody_core::Softening::Plummer, false) => Soft::Plummer,
+            (nbody_core::Softening::Plummer, true) => Soft::PlummerEach,
+            (nbody_core::Softening::Spline, false) => Soft::Spline,
+            (nbody_core::Softening::Spline, true) => Soft::SplineEach,
+        }
+    }
+
     /// The mask flag a kernel's name carries: the spline's kernels mask for themselves
     /// and exist only as `m1`.
     fn masked(self, masked: bool) -> bool {
-        masked || matches!(self, Soft::Spline | Soft::SplineEach)
+        match self {
+            Soft::Plummer | Soft::PlummerEach => masked,
+            Soft::Spline | Soft::SplineEach => true,
+        }
+    }
+
+    /// The length a padding source carries in the per-particle kernels: massless, it
+    /// must keep a Plummer pair finite (a length of 1) and never decide the spline's
+    /// larger support (0).
+    pub(crate) fn padding_length<T: nbody_core::Real>(self) -> T {
+        match self {
+            Soft::Plummer | Soft::PlummerEach => T::one(),
+            Soft::Spline | Soft::SplineEach => T::zero(),
+        }
     }
 }
 

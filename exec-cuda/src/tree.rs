@@ -479,11 +479,14 @@ impl CudaExecutor {
         validate::params(params)?;
         validate::length("output", particles.len(), out.len())?;
         settings.check()?;
-        if params.softening == Softening::Spline {
-            return Err(Error::Unsupported {
-                operation: "the device tree with spline softening",
-                reason: "its cell kernel softens with Plummer's rule only",
-            });
+        match params.softening {
+            Softening::Plummer => {}
+            Softening::Spline => {
+                return Err(Error::Unsupported {
+                    operation: "the device tree with spline softening",
+                    reason: "its cell kernel softens with Plummer's rule only",
+                });
+            }
         }
         let n = particles.len();
         if n == 0 {

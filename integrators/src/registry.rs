@@ -168,3 +168,16 @@ mod tests {
         }
     }
 }
+
+impl nbody_core::registry::Named for Scheme {
+    const KIND: &'static str = "integrator";
+    const ALL: &'static [Scheme] = &Scheme::ALL;
+
+    fn name(self) -> &'static str {
+        Scheme::name(self)
+    }
+
+    fn about(self) -> &'static str {
+        Scheme::about(self)
+    }
+}

@@ -494,7 +494,9 @@ fn lengths_of(eps: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Result<f64, 
 
 /// The softening kernel named `name` ("plummer" or "spline").
 fn softening_kernel(name: &str) -> PyResult<Softening> {
-    Softening::parse(name).ok_or_else(|| value_error(format!("softening must be 'plummer' or 'spline' (got {name:?})")))
+    Softening::parse(name).ok_or_else(|| {
+        value_error(format!("softening must be one of {} (got {name:?})", nbody_core::registry::names::<Softening>()))
+    })
 }
 
 /// Accelerations and potentials of `targets` (default: the particles themselves, each

@@ -1,10 +1,12 @@
 //! `nbody accel`: the kernel on particle files, for users of other languages.
 
+use super::Precision;
 use super::executors::{Backend, CliReal, host_executor};
 use super::files::{particles, read_table, softening_lengths, write_table};
-use super::{Precision, SofteningKind};
+use super::settings::named_parser;
 use anyhow::{Result, bail};
 use clap::Args;
+use nbody_core::Softening;
 use nbody_core::{Field, Params, Particle, PerParticle, Real};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,8 +31,8 @@ pub struct AccelArgs {
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub eps: f64,
     /// Softening kernel (spline: Gadget's cubic spline of support 2.8 eps).
-    #[arg(long, value_enum, default_value_t = SofteningKind::Plummer)]
-    pub softening: SofteningKind,
+    #[arg(long, value_parser = named_parser::<Softening>(), default_value = "plummer")]
+    pub softening: Softening,
     /// Gravitational constant.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub g: f64,
@@ -112,7 +114,7 @@ fn compute<T: CliReal>(
     };
     let src = c(sources);
     let tgt = targets.map(c);
-    let params = Params::softened(T::from_f64(a.eps)).with_g(T::from_f64(a.g)).with_softening(a.softening.kernel());
+    let params = Params::softened(T::from_f64(a.eps)).with_g(T::from_f64(a.g)).with_softening(a.softening);
     let (tgt, params) = match &tgt {
         Some(t) => (t.as_slice(), params),
         None => (src.as_slice(), params.with_overlap_identical()),

@@ -57,27 +57,6 @@ pub enum Command {
     Info,
 }
 
-/// The softened kernel of a run (see `nbody_core::Softening`).
-#[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum SofteningKind {
-    /// 1 / sqrt(r² + eps²).
-    #[default]
-    Plummer,
-    /// Gadget's cubic spline: support 2.8 eps, Newtonian beyond it.
-    Spline,
-}
-
-impl SofteningKind {
-    /// The kernel's value in core.
-    pub fn kernel(self) -> nbody_core::Softening {
-        match self {
-            SofteningKind::Plummer => nbody_core::Softening::Plummer,
-            SofteningKind::Spline => nbody_core::Softening::Spline,
-        }
-    }
-}
-
 /// Floating-point precision of particles and kernels.
 #[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]

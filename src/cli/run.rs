@@ -224,13 +224,8 @@ pub(super) fn power_of_two_below(x: f64) -> f64 {
 pub(super) fn integrator<T: Real>(s: &RunSettings, block_dt: f64) -> Result<Box<dyn Integrator<T>>> {
     // Block steps take the largest power of two that every output time is a multiple of.
     let dt = if s.integrator.blocks() { block_dt } else { s.dt };
-    let settings = SchemeSettings {
-        eps: T::from_f64(s.eps),
-        softening: s.softening.kernel(),
-        dt,
-        eta: s.eta,
-        tolerance: s.tolerance,
-    };
+    let settings =
+        SchemeSettings { eps: T::from_f64(s.eps), softening: s.softening, dt, eta: s.eta, tolerance: s.tolerance };
     Ok(s.integrator.build(&settings)?)
 }
 
@@ -269,7 +264,11 @@ fn simulation<'t, T: CliReal>(
     let backend = opened.backend().clone();
     // The GPU's device-resident integrators are Plummer's: say so before any work (they
     // would otherwise soften as Plummer).
-    if s.softening == super::SofteningKind::Spline && s.eps > 0.0 && backend.to_string().starts_with("cuda") {
+    let plummer_only = match s.softening {
+        nbody_core::Softening::Plummer => false,
+        nbody_core::Softening::Spline => s.eps > 0.0,
+    };
+    if plummer_only && backend.is_cuda() {
         bail!(
             "--softening spline: the CUDA integrators soften as Plummer only (a CUDA executor computes the spline in single force calls, as `nbody accel` makes them); use a CPU executor (--executor cpu)"
         );
@@ -342,7 +341,7 @@ fn tree_simulation<'t, T: CliReal>(
     };
     let bh = BarnesHut::for_executor(backend.is_cuda(), theta).with_criterion(criterion);
     let exec = opened.into_boxed::<T>().map_err(option_error)?;
-    let leapfrog = TreeLeapfrog::new(bh, s.dt, T::from_f64(s.eps))?.with_softening(s.softening.kernel());
+    let leapfrog = TreeLeapfrog::new(bh, s.dt, T::from_f64(s.eps))?.with_softening(s.softening);
     let sim = Host::new(state, Box::new(leapfrog), exec);
     Ok((Box::new(sim), format!("{backend} (leapfrog over a host-built tree, quadrupole cells, {test}; {potential})")))
 }

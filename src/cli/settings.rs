@@ -2,12 +2,14 @@
 //! (`--config FILE`); the command line wins, then the file, then the defaults. Every
 //! value is checked before anything runs, and errors name the setting.
 
+use super::Precision;
 use super::executors::{Backend, option_error};
-use super::{Precision, SofteningKind};
 use crate::units::Units;
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use nbody_backends::{Arithmetic, Devices};
+use nbody_core::Softening;
+use nbody_core::registry::{Named, lookup};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -30,35 +32,35 @@ pub enum InitialConditions {
 /// Which integrator advances the system: the integrators' registry, by its one name.
 pub use nbody_integrators::Scheme as IntegratorKind;
 
-/// `--integrator`'s values and help, from the registry.
-fn integrator_parser() -> impl clap::builder::TypedValueParser<Value = IntegratorKind> {
+/// An option's values and help, from its registry.
+pub(crate) fn named_parser<K: Named + Send + Sync>() -> impl clap::builder::TypedValueParser<Value = K> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-    PossibleValuesParser::new(IntegratorKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.about())))
-        .map(|name| IntegratorKind::from_name(&name).expect("a name the registry listed"))
+    PossibleValuesParser::new(K::ALL.iter().map(|k| PossibleValue::new(k.name()).help(k.about())))
+        .map(|name| lookup::<K>(&name).expect("a name the registry listed"))
 }
 
-/// An integrator in a settings file or a run's saved settings: its registry name.
-mod integrator_name {
-    use super::IntegratorKind;
+/// A registry's value in a settings file or a run's saved settings: its one name.
+pub(crate) mod by_name {
+    use nbody_core::registry::{Named, lookup, names};
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
 
-    pub(super) fn serialize<S: Serializer>(k: &IntegratorKind, s: S) -> Result<S::Ok, S::Error> {
+    fn parse<K: Named, E: Error>(name: &str) -> Result<K, E> {
+        lookup::<K>(name).ok_or_else(|| E::custom(format!("{} {name:?}: one of {}", K::KIND, names::<K>())))
+    }
+
+    pub(crate) fn serialize<K: Named, S: Serializer>(k: &K, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(k.name())
     }
 
-    pub(super) fn serialize_opt<S: Serializer>(k: &Option<IntegratorKind>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize_opt<K: Named, S: Serializer>(k: &Option<K>, s: S) -> Result<S::Ok, S::Error> {
         match k {
             Some(k) => s.serialize_some(k.name()),
             None => s.serialize_none(),
         }
     }
 
-    pub(super) fn deserialize_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IntegratorKind>, D::Error> {
-        Option::<String>::deserialize(d)?
-            .map(|name| {
-                IntegratorKind::from_name(&name).map_err(|e| D::Error::custom(format!("integrator {name:?}: {e}")))
-            })
-            .transpose()
+    pub(crate) fn deserialize_opt<'de, K: Named, D: Deserializer<'de>>(d: D) -> Result<Option<K>, D::Error> {
+        Option::<String>::deserialize(d)?.map(|name| parse(&name)).transpose()
     }
 }
 
@@ -131,8 +133,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Integrator [default: leapfrog].
-    #[arg(long, value_parser = integrator_parser())]
-    #[serde(serialize_with = "integrator_name::serialize_opt", deserialize_with = "integrator_name::deserialize_opt")]
+    #[arg(long, value_parser = named_parser::<IntegratorKind>())]
+    #[serde(serialize_with = "by_name::serialize_opt", deserialize_with = "by_name::deserialize_opt")]
     pub integrator: Option<IntegratorKind>,
     /// Step of the leapfrog; largest step of block-hermite [default: 1/256].
     #[arg(long, allow_negative_numbers = true)]
@@ -162,11 +164,11 @@ pub struct RunArgs {
     /// (0.001 to 0.005 is customary) [default: the geometric test with theta].
     #[arg(long, allow_negative_numbers = true)]
     pub alpha: Option<f64>,
-    /// Softening kernel: plummer, or spline (Gadget's cubic spline of support 2.8 eps,
-    /// Newtonian beyond it; CPU executors, as the CUDA integrators are Plummer's)
+    /// Softening kernel (the spline on CPU executors: the CUDA integrators are Plummer's)
     /// [default: plummer].
-    #[arg(long, value_enum)]
-    pub softening: Option<SofteningKind>,
+    #[arg(long, value_parser = named_parser::<Softening>())]
+    #[serde(serialize_with = "by_name::serialize_opt", deserialize_with = "by_name::deserialize_opt")]
+    pub softening: Option<Softening>,
     /// Executor, as a backend string: cpu[:THREADS], mixed[:THREADS], reference,
     /// cuda[:DEVICE], cuda-mixed[:DEVICE], cuda:DEVICE,DEVICE,... or cuda:all (`nbody
     /// info` lists what this build offers) [default: cuda when compiled in with a
@@ -246,7 +248,7 @@ pub struct RunSettings {
     /// Seed.
     pub seed: u64,
     /// Integrator.
-    #[serde(serialize_with = "integrator_name::serialize")]
+    #[serde(serialize_with = "by_name::serialize")]
     pub integrator: IntegratorKind,
     /// Leapfrog step / largest block step.
     pub dt: f64,
@@ -258,9 +260,9 @@ pub struct RunSettings {
     pub t_end: f64,
     /// Softening.
     pub eps: f64,
-    /// Softening kernel (absent in settings written before it existed: Plummer).
-    #[serde(default)]
-    pub softening: SofteningKind,
+    /// Softening kernel.
+    #[serde(serialize_with = "by_name::serialize")]
+    pub softening: Softening,
     /// Forces (absent in settings written before it existed: direct).
     #[serde(default)]
     pub gravity: GravityKind,

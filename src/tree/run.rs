@@ -119,9 +119,16 @@ impl<T: BackendReal> TreeRun<T> {
         let bh = BarnesHut::for_executor(backend.is_cuda(), theta).with_criterion(criterion);
         bh.check()?;
         let leapfrog = TreeLeapfrog::new(bh, dt, eps)?.with_softening(softening);
+        // The device tree's cells are Plummer's.
+        #[cfg(feature = "cuda")]
+        let on_device = !backend.is_mixed()
+            && match softening {
+                Softening::Plummer => true,
+                Softening::Spline => false,
+            };
         #[cfg(feature = "cuda")]
         let opened = match opened.into_executor() {
-            nbody_backends::Executor::Cuda(mut gpu) if !backend.is_mixed() && softening == Softening::Plummer => {
+            nbody_backends::Executor::Cuda(mut gpu) if on_device => {
                 let settings = nbody_cuda::TreeSettings::new(theta).with_criterion(criterion);
                 let params = nbody_core::Params::softened(eps).with_overlap_identical();
                 let mut sys = gpu.upload_tree_system(&state.pos, &state.vel, settings)?;
