@@ -1,4 +1,5 @@
-//! Compiles kernels/gravity.cu with nvcc into one fatbin: SASS for sm_90 (H100/H200)
+//! Compiles kernels/gravity.cu (which includes the kernels by job, kernels/*.cuh) with
+//! nvcc into one fatbin: SASS for sm_90 (H100/H200)
 //! plus compute_60 PTX that the driver JIT-compiles on any older GPU with f64 atomics.
 //! Compiles kernels/sort.cu (CUB's radix sort and scan, for the device tree) into a
 //! static library linked with the static CUDA runtime, so a binary needs no libcudart
@@ -29,9 +30,8 @@ fn nvcc() -> Option<PathBuf> {
 
 fn main() {
     let source = "kernels/gravity.cu";
-    println!("cargo:rerun-if-changed={source}");
-    println!("cargo:rerun-if-changed=kernels/args.h");
-    println!("cargo:rerun-if-changed=kernels/tree.cuh");
+    // gravity.cu includes the kernels by job from the same folder.
+    println!("cargo:rerun-if-changed=kernels");
     println!("cargo:rerun-if-env-changed=NVCC");
     let Some(nvcc) = nvcc() else {
         panic!(

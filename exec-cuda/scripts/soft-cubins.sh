@@ -8,11 +8,15 @@
 set -euo pipefail
 src=$(cd "$1" && pwd); out=$(realpath "$2")
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-cp "$src"/gravity.cu "$src"/tree.cuh "$src"/args.h "$work"/
+cp "$src"/*.cu "$src"/*.cuh "$src"/args.h "$work"/
 cd "$work"
-if [ -n "${3:-}" ]; then sed -i "$3" gravity.cu; fi
+# One file, gravity.cu's kernels by job inlined, so that the edit and the lists below see
+# every line.
+awk '/^#include "[a-z_]+\.cuh"$/ { f = $2; gsub(/"/, "", f); while ((getline l < f) > 0) print l; close(f); next } { print }' \
+  gravity.cu > whole.cu
+if [ -n "${3:-}" ]; then sed -i "$3" whole.cu; fi
 # Only the kernels timed: the instantiation lists of the file are dropped.
-grep -vE '^(TILED_REDUCE_PM|TILED_ALL|TILED_SOFT_LADDER|TILED_REDUCE_SOFT_P|SHUFFLE_ALL|PER_PRECISION|SELF_POTENTIAL|KICK_DRIFT|COLUMNS|PROJECT|HERMITE|TREE_KERNELS)\(' gravity.cu > g.cu
+grep -vE '^(TILED_REDUCE_PM|TILED_ALL|TILED_SOFT_LADDER|TILED_REDUCE_SOFT_P|SHUFFLE_ALL|PER_PRECISION|SELF_POTENTIAL|KICK_DRIFT|COLUMNS|PROJECT|HERMITE|TREE_KERNELS)\(' whole.cu > g.cu
 cat >> g.cu <<'LIST'
 TILED_SOFT_PM(float, float, f32, 256, 8, 4)
 TILED_PM(float, float, f32, 256, 8, 4)
