@@ -15,21 +15,20 @@
 //! # Ok::<(), nbody_core::Error>(())
 //! ```
 //!
-//! The mutant implements [`Executor`] itself rather than through
-//! [`nbody_core::forward::Forward`] (which forwards calls unchanged and cannot alter
-//! their arrays): every door goes to the inner executor's own door, the plain, jerk,
-//! batched and per-particle doors with the mutation applied.
+//! The mutant implements [`Executor`]'s hooks rather than [`nbody_core::forward::Forward`]
+//! (which forwards calls unchanged and cannot alter their arrays): the trait's doors
+//! check each call, and every hook goes to the inner executor's hook, the plain, jerk,
+//! batched and per-particle ones with the mutation applied.
 
 use crate::checks;
-use nbody_core::capabilities::{Capabilities, Entry};
-use nbody_core::cell::Cell;
-use nbody_core::columns::ColumnsCall;
-use nbody_core::neighbours::Neighbours;
-use nbody_core::projection::{Project, Projecting, Projection};
-use nbody_core::{
-    Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, LeafList, Params, Particle, PerParticle, Real,
-    Softening,
+use nbody_core::calls::{
+    BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
+    SnapCall,
 };
+use nbody_core::capabilities::{Capabilities, Entry};
+use nbody_core::columns::ColumnsCall;
+use nbody_core::projection::{Project, Projecting, Projection};
+use nbody_core::{Bodies, Error, Executor, Field, Params, Particle, Real, Softening};
 
 /// One way of being wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,153 +165,83 @@ impl<T: Real, E: Executor<T>> Executor<T> for Mutant<E> {
         self.inner.capabilities()
     }
 
-    fn accelerations(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {
+        let DirectCall { targets, sources, params, out } = call;
         if self.refuses(Entry::Accelerations, params, self.inner.capabilities()) {
             return Err(refused("accelerations"));
         }
-        let before = out.to_vec();
-        let s = self.sources(sources);
-        let p = self.params(params);
-        self.inner.accelerations(targets, s.as_deref().unwrap_or(sources), &p, out)?;
+        let (before, s, p) = (out.to_vec(), self.sources(sources), self.params(params));
+        let call = DirectCall { targets, sources: s.as_deref().unwrap_or(sources), params: &p, out: &mut *out };
+        // SAFETY: the caller's valid call, with a source's mass or ε changed within range.
+        unsafe { self.inner.accelerations_unchecked(call)? };
         self.after(targets, params, &before, out);
         Ok(())
     }
 
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.accelerations(targets, sources, params, out)
-    }
-
-    fn accelerations_jerk(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, T>) -> Result<(), Error> {
+        let JerkCall { targets, sources, params, out, jerk } = call;
         if self.refuses(Entry::Jerk, params, self.inner.capabilities()) {
             return Err(refused("accelerations_jerk"));
         }
-        let before = out.to_vec();
-        let s = self.sources(sources.pos);
-        let p = self.params(params);
-        let sb = Bodies { pos: s.as_deref().unwrap_or(sources.pos), vel: sources.vel };
-        self.inner.accelerations_jerk(targets, sb, &p, out, jerk)?;
+        let (before, s, p) = (out.to_vec(), self.sources(sources.pos), self.params(params));
+        let sources = Bodies { pos: s.as_deref().unwrap_or(sources.pos), vel: sources.vel };
+        let call = JerkCall { targets, sources, params: &p, out: &mut *out, jerk };
+        // SAFETY: as in `accelerations_unchecked`.
+        unsafe { self.inner.accelerations_jerk_unchecked(call)? };
         self.after(targets.pos, params, &before, out);
         Ok(())
     }
 
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
-        self.accelerations_jerk(targets, sources, params, out, jerk)
+    unsafe fn accelerations_jerk_neighbours_unchecked(&mut self, call: NeighboursCall<'_, '_, T>) -> Result<(), Error> {
+        // SAFETY: the caller's call, unchanged.
+        unsafe { self.inner.accelerations_jerk_neighbours_unchecked(call) }
     }
 
-    fn accelerations_jerk_neighbours(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        neighbours: &mut Neighbours<'_, T>,
-    ) -> Result<(), Error> {
-        self.inner.accelerations_jerk_neighbours(targets, sources, params, out, jerk, neighbours)
+    unsafe fn accelerations_snap_unchecked(&mut self, call: SnapCall<'_, T>) -> Result<(), Error> {
+        // SAFETY: the caller's call, unchanged.
+        unsafe { self.inner.accelerations_snap_unchecked(call) }
     }
 
-    fn accelerations_snap(
-        &mut self,
-        targets: Kinematics<'_, T>,
-        sources: Kinematics<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        snap: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
-        self.inner.accelerations_snap(targets, sources, params, out, jerk, snap)
-    }
-
-    fn accelerations_batch(
-        &mut self,
-        particles: &[Particle<T>],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        let before = out.to_vec();
-        let s = self.sources(particles);
-        let p = self.params(params);
-        self.inner.accelerations_batch(s.as_deref().unwrap_or(particles), list, &p, out)?;
+    unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, T>) -> Result<(), Error> {
+        let BatchCall { particles, list, params, out } = call;
+        let (before, s, p) = (out.to_vec(), self.sources(particles), self.params(params));
+        let call = BatchCall { particles: s.as_deref().unwrap_or(particles), list, params: &p, out: &mut *out };
+        // SAFETY: as in `accelerations_unchecked`.
+        unsafe { self.inner.accelerations_batch_unchecked(call)? };
         if self.mutation != Mutation::KeepSelfTerm {
             self.after(particles, params, &before, out);
         }
         Ok(())
     }
 
-    fn accelerations_cells(
-        &mut self,
-        targets: &[Particle<T>],
-        cells: &[Cell<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.inner.accelerations_cells(targets, cells, params, out)
+    unsafe fn accelerations_cells_unchecked(&mut self, call: CellsCall<'_, T>) -> Result<(), Error> {
+        // SAFETY: the caller's call, unchanged.
+        unsafe { self.inner.accelerations_cells_unchecked(call) }
     }
 
-    fn accelerations_batch_cells(
-        &mut self,
-        particles: &[Particle<T>],
-        cells: &[Cell<T>],
-        list: &LeafList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.inner.accelerations_batch_cells(particles, cells, list, params, out)
+    unsafe fn accelerations_batch_cells_unchecked(&mut self, call: BatchCellsCall<'_, T>) -> Result<(), Error> {
+        // SAFETY: the caller's call, unchanged.
+        unsafe { self.inner.accelerations_batch_cells_unchecked(call) }
     }
 
-    fn accelerations_per_particle(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        eps: PerParticle<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        let before = out.to_vec();
-        let s = self.sources(sources);
-        self.inner.accelerations_per_particle(targets, s.as_deref().unwrap_or(sources), eps, params, out)?;
+    unsafe fn accelerations_per_particle_unchecked(&mut self, call: PerParticleCall<'_, T>) -> Result<(), Error> {
+        let PerParticleCall { targets, sources, eps, params, out } = call;
+        let (before, s) = (out.to_vec(), self.sources(sources));
+        let call = PerParticleCall { targets, sources: s.as_deref().unwrap_or(sources), eps, params, out: &mut *out };
+        // SAFETY: as in `accelerations_unchecked`.
+        unsafe { self.inner.accelerations_per_particle_unchecked(call)? };
         if self.mutation != Mutation::KeepSelfTerm {
             self.after(targets, params, &before, out);
         }
         Ok(())
     }
 
-    fn accelerations_batch_per_particle(
+    unsafe fn accelerations_batch_per_particle_unchecked(
         &mut self,
-        particles: &[Particle<T>],
-        eps: &[T],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
+        call: BatchPerParticleCall<'_, T>,
     ) -> Result<(), Error> {
-        self.inner.accelerations_batch_per_particle(particles, eps, list, params, out)
+        // SAFETY: the caller's call, unchanged.
+        unsafe { self.inner.accelerations_batch_per_particle_unchecked(call) }
     }
 
     fn collective(&mut self) -> Option<&mut dyn nbody_core::collective::Collective> {

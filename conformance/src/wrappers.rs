@@ -3,6 +3,7 @@
 //! and fails when a call ended anywhere but the probe's own hook for it (the trait's
 //! default host loops, say, instead of a device's neighbour search).
 
+use nbody_core::calls::{BatchCall, DirectCall, JerkCall, NeighboursCall, SnapCall};
 use nbody_core::neighbours::{Nearest, Neighbours};
 use nbody_core::{
     Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Pair, Params, Particle, Reference, Span,
@@ -31,69 +32,49 @@ impl Executor<f64> for Probe {
         "probe"
     }
 
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<f64>],
-        sources: &[Particle<f64>],
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, f64>) -> Result<(), Error> {
         self.saw("accelerations");
         // SAFETY: our caller met the contract, which is the reference's too.
-        unsafe { Reference.accelerations_unchecked(targets, sources, params, out) }
+        unsafe { Reference.accelerations_unchecked(call) }
     }
 
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, f64>,
-        sources: Bodies<'_, f64>,
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-        jerk: &mut [Jerk<f64>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, f64>) -> Result<(), Error> {
+        let JerkCall { targets, sources, params, out, jerk } = call;
         self.saw("jerk");
         // SAFETY: as above.
-        unsafe { Reference.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+        unsafe { Reference.accelerations_jerk_unchecked(JerkCall { targets, sources, params, out, jerk }) }
     }
 
     unsafe fn accelerations_jerk_neighbours_unchecked(
         &mut self,
-        targets: Bodies<'_, f64>,
-        sources: Bodies<'_, f64>,
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-        jerk: &mut [Jerk<f64>],
-        neighbours: &mut Neighbours<'_, f64>,
+        call: NeighboursCall<'_, '_, f64>,
     ) -> Result<(), Error> {
+        let NeighboursCall { targets, sources, params, out, jerk, neighbours } = call;
         self.saw("neighbours");
         // SAFETY: as above.
-        unsafe { Reference.accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours) }
+        unsafe {
+            Reference.accelerations_jerk_neighbours_unchecked(NeighboursCall {
+                targets,
+                sources,
+                params,
+                out,
+                jerk,
+                neighbours,
+            })
+        }
     }
 
-    unsafe fn accelerations_snap_unchecked(
-        &mut self,
-        targets: Kinematics<'_, f64>,
-        sources: Kinematics<'_, f64>,
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-        jerk: &mut [Jerk<f64>],
-        snap: &mut [Jerk<f64>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_snap_unchecked(&mut self, call: SnapCall<'_, f64>) -> Result<(), Error> {
+        let SnapCall { targets, sources, params, out, jerk, snap } = call;
         self.saw("snap");
         // SAFETY: as above.
-        unsafe { Reference.accelerations_snap_unchecked(targets, sources, params, out, jerk, snap) }
+        unsafe { Reference.accelerations_snap_unchecked(SnapCall { targets, sources, params, out, jerk, snap }) }
     }
 
-    unsafe fn accelerations_batch_unchecked(
-        &mut self,
-        particles: &[Particle<f64>],
-        list: &InteractionList<'_>,
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, f64>) -> Result<(), Error> {
         self.saw("batch");
         // SAFETY: as above.
-        unsafe { Reference.accelerations_batch_unchecked(particles, list, params, out) }
+        unsafe { Reference.accelerations_batch_unchecked(call) }
     }
 }
 

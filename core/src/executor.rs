@@ -1,5 +1,9 @@
 //! The contract every executor meets.
 
+use crate::calls::{
+    BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
+    SnapCall,
+};
 use crate::cell::Cell;
 use crate::neighbours::Neighbours;
 use crate::{Array, Error, Field, Jerk, Overlap, Params, Particle, Real, Velocity, validate};
@@ -289,34 +293,22 @@ impl LeafList<'_> {
 /// to the reference, whose hooks may be called because ours were called by a door):
 ///
 /// ```
-/// use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, Reference};
+/// use nbody_core::calls::{DirectCall, JerkCall};
+/// use nbody_core::{Error, Executor, Field, Params, Particle, Reference};
 ///
 /// struct Loud;
 /// impl Executor<f64> for Loud {
 ///     fn name(&self) -> &'static str {
 ///         "loud"
 ///     }
-///     unsafe fn accelerations_unchecked(
-///         &mut self,
-///         targets: &[Particle<f64>],
-///         sources: &[Particle<f64>],
-///         params: &Params<f64>,
-///         out: &mut [Field<f64>],
-///     ) -> Result<(), Error> {
-///         println!("{} x {}", targets.len(), sources.len());
+///     unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, f64>) -> Result<(), Error> {
+///         println!("{} x {}", call.targets.len(), call.sources.len());
 ///         // SAFETY: our caller met the contract, which is the reference's too.
-///         unsafe { Reference.accelerations_unchecked(targets, sources, params, out) }
+///         unsafe { Reference.accelerations_unchecked(call) }
 ///     }
-///     unsafe fn accelerations_jerk_unchecked(
-///         &mut self,
-///         targets: Bodies<'_, f64>,
-///         sources: Bodies<'_, f64>,
-///         params: &Params<f64>,
-///         out: &mut [Field<f64>],
-///         jerk: &mut [Jerk<f64>],
-///     ) -> Result<(), Error> {
+///     unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, f64>) -> Result<(), Error> {
 ///         // SAFETY: as above.
-///         unsafe { Reference.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+///         unsafe { Reference.accelerations_jerk_unchecked(call) }
 ///     }
 /// }
 /// let p = [Particle::new(0.0, 0.0, 0.0, 1.0)];
@@ -346,6 +338,14 @@ pub trait Executor<T: Real> {
         crate::capabilities::Capabilities::TRAIT_DEFAULTS
     }
 
+    /// Whether the plain, jerk and neighbour hooks check the sources themselves, as they
+    /// copy them: their doors then make every check but the sources' and leave those to
+    /// the hook, which must fail on a bad source as the door would (the door names the
+    /// error by the whole check). Saves a pass over the sources. Default: false.
+    fn hooks_check_sources(&self) -> bool {
+        false
+    }
+
     /// Adds the acceleration (and, if `params.potential`, the potential) that `sources`
     /// exert on each of `targets` into `out` (`out.len() == targets.len()`).
     ///
@@ -358,12 +358,19 @@ pub trait Executor<T: Real> {
         params: &Params<T>,
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
-        validate::call(targets, sources, params, out.len())?;
-        if targets.is_empty() || sources.is_empty() {
+        let n = out.len();
+        let run = validate::door(
+            self.hooks_check_sources(),
+            || validate::call_but_sources(targets, sources, params, n),
+            || validate::call(targets, sources, params, n),
+            targets.is_empty() || sources.is_empty(),
+        )?;
+        if !run {
             return Ok(());
         }
-        // SAFETY: validated just above, and neither set is empty.
-        unsafe { self.accelerations_unchecked(targets, sources, params, out) }
+        // SAFETY: validated just above (the sources by the hook where it says so), and
+        // neither set is empty.
+        unsafe { self.accelerations_unchecked(DirectCall { targets, sources, params, out }) }
     }
 
     /// The work of [`Executor::accelerations`].
@@ -372,13 +379,7 @@ pub trait Executor<T: Real> {
     ///
     /// [`validate::call`]`(targets, sources, params, out.len())` returned `Ok`, and
     /// neither `targets` nor `sources` is empty.
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error>;
+    unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, T>) -> Result<(), Error>;
 
     /// [`Executor::accelerations`] plus the jerk (for Hermite integrators), added into
     /// `jerk`. The potential follows `params.potential`.
@@ -393,12 +394,19 @@ pub trait Executor<T: Real> {
         out: &mut [Field<T>],
         jerk: &mut [Jerk<T>],
     ) -> Result<(), Error> {
-        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
-        if targets.pos.is_empty() || sources.pos.is_empty() {
+        let (n, n_jerk) = (out.len(), jerk.len());
+        let run = validate::door(
+            self.hooks_check_sources(),
+            || validate::jerk_call_but_sources(&targets, &sources, params, n, n_jerk),
+            || validate::jerk_call(&targets, &sources, params, n, n_jerk),
+            targets.pos.is_empty() || sources.pos.is_empty(),
+        )?;
+        if !run {
             return Ok(());
         }
-        // SAFETY: validated just above, and neither set is empty.
-        unsafe { self.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+        // SAFETY: validated just above (the sources by the hook where it says so), and
+        // neither set is empty.
+        unsafe { self.accelerations_jerk_unchecked(JerkCall { targets, sources, params, out, jerk }) }
     }
 
     /// The work of [`Executor::accelerations_jerk`].
@@ -407,14 +415,7 @@ pub trait Executor<T: Real> {
     ///
     /// [`validate::jerk_call`]`(&targets, &sources, params, out.len(), jerk.len())`
     /// returned `Ok`, and neither set is empty.
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error>;
+    unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, T>) -> Result<(), Error>;
 
     /// [`Executor::accelerations_jerk`] plus neighbour information (the nearest source
     /// of each target, and optionally the sources within a radius; see
@@ -447,12 +448,28 @@ pub trait Executor<T: Real> {
         neighbours: &mut Neighbours<'_, T>,
     ) -> Result<(), Error> {
         neighbours.validate(targets.pos.len(), sources.pos.len())?;
-        validate::jerk_call(&targets, &sources, params, out.len(), jerk.len())?;
-        if targets.pos.is_empty() || sources.pos.is_empty() {
+        let (n, n_jerk) = (out.len(), jerk.len());
+        let run = validate::door(
+            self.hooks_check_sources(),
+            || validate::jerk_call_but_sources(&targets, &sources, params, n, n_jerk),
+            || validate::jerk_call(&targets, &sources, params, n, n_jerk),
+            targets.pos.is_empty() || sources.pos.is_empty(),
+        )?;
+        if !run {
             return Ok(());
         }
-        // SAFETY: validated just above, and neither set is empty.
-        unsafe { self.accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours) }
+        // SAFETY: validated just above (the sources by the hook where it says so), and
+        // neither set is empty.
+        unsafe {
+            self.accelerations_jerk_neighbours_unchecked(NeighboursCall {
+                targets,
+                sources,
+                params,
+                out,
+                jerk,
+                neighbours,
+            })
+        }
     }
 
     /// The work of [`Executor::accelerations_jerk_neighbours`]. The default runs the
@@ -463,17 +480,10 @@ pub trait Executor<T: Real> {
     ///
     /// What [`Executor::accelerations_jerk_unchecked`] asks, and
     /// `neighbours.validate(targets.pos.len(), sources.pos.len())` returned `Ok`.
-    unsafe fn accelerations_jerk_neighbours_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        neighbours: &mut Neighbours<'_, T>,
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_neighbours_unchecked(&mut self, call: NeighboursCall<'_, '_, T>) -> Result<(), Error> {
+        let NeighboursCall { targets, sources, params, out, jerk, neighbours } = call;
         // SAFETY: our caller's contract includes the jerk hook's.
-        unsafe { self.accelerations_jerk_unchecked(targets, sources, params, out, jerk)? };
+        unsafe { self.accelerations_jerk_unchecked(JerkCall { targets, sources, params, out, jerk })? };
         crate::neighbours::search(targets.pos, sources.pos, &params.overlap, neighbours);
         Ok(())
     }
@@ -514,7 +524,7 @@ pub trait Executor<T: Real> {
             return Ok(());
         }
         // SAFETY: validated just above, and neither set is empty.
-        unsafe { self.accelerations_snap_unchecked(targets, sources, params, out, jerk, snap) }
+        unsafe { self.accelerations_snap_unchecked(SnapCall { targets, sources, params, out, jerk, snap }) }
     }
 
     /// The work of [`Executor::accelerations_snap`]. The default runs the plain loops
@@ -524,15 +534,8 @@ pub trait Executor<T: Real> {
     /// # Safety
     ///
     /// [`validate::snap_call`] returned `Ok` on these arguments, and neither set is empty.
-    unsafe fn accelerations_snap_unchecked(
-        &mut self,
-        targets: Kinematics<'_, T>,
-        sources: Kinematics<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        snap: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_snap_unchecked(&mut self, call: SnapCall<'_, T>) -> Result<(), Error> {
+        let SnapCall { targets, sources, params, out, jerk, snap } = call;
         crate::validate::plummer_only(params, "accelerations_snap")?;
         snap_loops(targets, sources, params, out, jerk, snap);
         Ok(())
@@ -557,7 +560,7 @@ pub trait Executor<T: Real> {
             return Ok(());
         }
         // SAFETY: validated just above.
-        unsafe { self.accelerations_batch_unchecked(particles, list, params, out) }
+        unsafe { self.accelerations_batch_unchecked(BatchCall { particles, list, params, out }) }
     }
 
     /// The work of [`Executor::accelerations_batch`]. The default runs the pairs one
@@ -566,13 +569,8 @@ pub trait Executor<T: Real> {
     /// # Safety
     ///
     /// [`validate_batch`]`(particles, list, params, out.len())` returned `Ok`.
-    unsafe fn accelerations_batch_unchecked(
-        &mut self,
-        particles: &[Particle<T>],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, T>) -> Result<(), Error> {
+        let BatchCall { particles, list, params, out } = call;
         for pair in list.pairs.iter().filter(|p| !p.targets.is_empty()) {
             let t = pair.targets.range();
             for s in list.sources_of(pair).iter().filter(|s| !s.is_empty()) {
@@ -582,7 +580,12 @@ pub trait Executor<T: Real> {
                 // overlap `between` two spans of one array names the particles they
                 // share, identical by construction.
                 unsafe {
-                    self.accelerations_unchecked(&particles[t.clone()], &particles[s.range()], &p, &mut out[t.clone()])?
+                    self.accelerations_unchecked(DirectCall {
+                        targets: &particles[t.clone()],
+                        sources: &particles[s.range()],
+                        params: &p,
+                        out: &mut out[t.clone()],
+                    })?
                 };
             }
         }
@@ -618,7 +621,7 @@ pub trait Executor<T: Real> {
             return Ok(());
         }
         // SAFETY: validated just above.
-        unsafe { self.accelerations_cells_unchecked(targets, cells, params, out) }
+        unsafe { self.accelerations_cells_unchecked(CellsCall { targets, cells, params, out }) }
     }
 
     /// The work of [`Executor::accelerations_cells`]. The default sums
@@ -628,13 +631,8 @@ pub trait Executor<T: Real> {
     /// # Safety
     ///
     /// [`validate_cells`]`(targets, cells, params, out.len())` returned `Ok`.
-    unsafe fn accelerations_cells_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        cells: &[Cell<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_cells_unchecked(&mut self, call: CellsCall<'_, T>) -> Result<(), Error> {
+        let CellsCall { targets, cells, params, out } = call;
         cell_loops(targets, cells, params, out);
         Ok(())
     }
@@ -677,7 +675,7 @@ pub trait Executor<T: Real> {
             return Ok(());
         }
         // SAFETY: validated just above.
-        unsafe { self.accelerations_batch_cells_unchecked(particles, cells, list, params, out) }
+        unsafe { self.accelerations_batch_cells_unchecked(BatchCellsCall { particles, cells, list, params, out }) }
     }
 
     /// The work of [`Executor::accelerations_batch_cells`]. The default makes the
@@ -688,16 +686,10 @@ pub trait Executor<T: Real> {
     /// # Safety
     ///
     /// [`validate_batch_cells`]`(particles, cells, list, params, out.len())` returned `Ok`.
-    unsafe fn accelerations_batch_cells_unchecked(
-        &mut self,
-        particles: &[Particle<T>],
-        cells: &[Cell<T>],
-        list: &LeafList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_batch_cells_unchecked(&mut self, call: BatchCellsCall<'_, T>) -> Result<(), Error> {
+        let BatchCellsCall { particles, cells, list, params, out } = call;
         // SAFETY: the particle list, particles, parameters and output were validated.
-        unsafe { self.accelerations_batch_unchecked(particles, &list.particles, params, out)? };
+        unsafe { self.accelerations_batch_unchecked(BatchCall { particles, list: &list.particles, params, out })? };
         let cell_params = params.with_overlap(Overlap::Disjoint);
         for (k, pair) in list.particles.pairs.iter().enumerate().filter(|(_, p)| !p.targets.is_empty()) {
             let t = pair.targets.range();
@@ -706,12 +698,12 @@ pub trait Executor<T: Real> {
                 // them) and are not empty; particles, cells, parameters (the overlap made
                 // disjoint) and output were validated.
                 unsafe {
-                    self.accelerations_cells_unchecked(
-                        &particles[t.clone()],
-                        &cells[s.range()],
-                        &cell_params,
-                        &mut out[t.clone()],
-                    )?
+                    self.accelerations_cells_unchecked(CellsCall {
+                        targets: &particles[t.clone()],
+                        cells: &cells[s.range()],
+                        params: &cell_params,
+                        out: &mut out[t.clone()],
+                    })?
                 };
             }
         }
@@ -749,7 +741,7 @@ pub trait Executor<T: Real> {
             return Ok(());
         }
         // SAFETY: validated just above, and neither set is empty.
-        unsafe { self.accelerations_per_particle_unchecked(targets, sources, eps, params, out) }
+        unsafe { self.accelerations_per_particle_unchecked(PerParticleCall { targets, sources, eps, params, out }) }
     }
 
     /// The work of [`Executor::accelerations_per_particle`]. The default sums
@@ -760,14 +752,8 @@ pub trait Executor<T: Real> {
     ///
     /// [`validate::per_particle_call`]`(targets, sources, &eps, params, out.len())`
     /// returned `Ok`, and neither set is empty.
-    unsafe fn accelerations_per_particle_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        eps: PerParticle<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_per_particle_unchecked(&mut self, call: PerParticleCall<'_, T>) -> Result<(), Error> {
+        let PerParticleCall { targets, sources, eps, params, out } = call;
         per_particle_loops(targets, sources, eps, params, out);
         Ok(())
     }
@@ -803,7 +789,9 @@ pub trait Executor<T: Real> {
             return Ok(());
         }
         // SAFETY: validated just above.
-        unsafe { self.accelerations_batch_per_particle_unchecked(particles, eps, list, params, out) }
+        unsafe {
+            self.accelerations_batch_per_particle_unchecked(BatchPerParticleCall { particles, eps, list, params, out })
+        }
     }
 
     /// The work of [`Executor::accelerations_batch_per_particle`]. The default makes one
@@ -816,12 +804,9 @@ pub trait Executor<T: Real> {
     /// did [`validate::softening_lengths`]`(eps, particles.len(), _)`.
     unsafe fn accelerations_batch_per_particle_unchecked(
         &mut self,
-        particles: &[Particle<T>],
-        eps: &[T],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
+        call: BatchPerParticleCall<'_, T>,
     ) -> Result<(), Error> {
+        let BatchPerParticleCall { particles, eps, list, params, out } = call;
         for pair in list.pairs.iter().filter(|p| !p.targets.is_empty()) {
             let t = pair.targets.range();
             for s in list.sources_of(pair).iter().filter(|s| !s.is_empty()) {
@@ -833,13 +818,13 @@ pub trait Executor<T: Real> {
                 // overlap between two spans of one array names the same particles with
                 // the same lengths.
                 unsafe {
-                    self.accelerations_per_particle_unchecked(
-                        &particles[tr.clone()],
-                        &particles[sr],
-                        lengths,
-                        &p,
-                        &mut out[tr],
-                    )?
+                    self.accelerations_per_particle_unchecked(PerParticleCall {
+                        targets: &particles[tr.clone()],
+                        sources: &particles[sr],
+                        eps: lengths,
+                        params: &p,
+                        out: &mut out[tr],
+                    })?
                 };
             }
         }

@@ -5,6 +5,10 @@
 //! the inner executor overrides (its neighbour search, its batched kernel), the wrapper
 //! reaches.
 
+use crate::calls::{
+    BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
+    SnapCall,
+};
 use crate::cell::Cell;
 use crate::executor::{Bodies, Executor, InteractionList, Kinematics, LeafList, PerParticle};
 use crate::neighbours::Neighbours;
@@ -135,6 +139,10 @@ where
         self.own_name().unwrap_or_else(|| self.inner().name())
     }
 
+    fn hooks_check_sources(&self) -> bool {
+        self.inner().hooks_check_sources()
+    }
+
     fn capabilities(&self) -> crate::capabilities::Capabilities {
         self.inner().capabilities()
     }
@@ -150,16 +158,10 @@ where
         self.inner_mut().accelerations(targets, sources, params, out)
     }
 
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.before(&Call::Accelerations { targets: targets.len(), sources: sources.len() });
+    unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {
+        self.before(&Call::Accelerations { targets: call.targets.len(), sources: call.sources.len() });
         // SAFETY: the same call, the same contract.
-        unsafe { self.inner_mut().accelerations_unchecked(targets, sources, params, out) }
+        unsafe { self.inner_mut().accelerations_unchecked(call) }
     }
 
     fn accelerations_jerk(
@@ -174,17 +176,14 @@ where
         self.inner_mut().accelerations_jerk(targets, sources, params, out, jerk)
     }
 
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
-        self.before(&Call::Jerk { targets: targets.pos.len(), sources: sources.pos.len(), neighbours: false });
+    unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, T>) -> Result<(), Error> {
+        self.before(&Call::Jerk {
+            targets: call.targets.pos.len(),
+            sources: call.sources.pos.len(),
+            neighbours: false,
+        });
         // SAFETY: the same call, the same contract.
-        unsafe { self.inner_mut().accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+        unsafe { self.inner_mut().accelerations_jerk_unchecked(call) }
     }
 
     fn accelerations_jerk_neighbours(
@@ -200,20 +199,10 @@ where
         self.inner_mut().accelerations_jerk_neighbours(targets, sources, params, out, jerk, neighbours)
     }
 
-    unsafe fn accelerations_jerk_neighbours_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        neighbours: &mut Neighbours<'_, T>,
-    ) -> Result<(), Error> {
-        self.before(&Call::Jerk { targets: targets.pos.len(), sources: sources.pos.len(), neighbours: true });
+    unsafe fn accelerations_jerk_neighbours_unchecked(&mut self, call: NeighboursCall<'_, '_, T>) -> Result<(), Error> {
+        self.before(&Call::Jerk { targets: call.targets.pos.len(), sources: call.sources.pos.len(), neighbours: true });
         // SAFETY: the same call, the same contract.
-        unsafe {
-            self.inner_mut().accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours)
-        }
+        unsafe { self.inner_mut().accelerations_jerk_neighbours_unchecked(call) }
     }
 
     fn accelerations_snap(
@@ -229,18 +218,10 @@ where
         self.inner_mut().accelerations_snap(targets, sources, params, out, jerk, snap)
     }
 
-    unsafe fn accelerations_snap_unchecked(
-        &mut self,
-        targets: Kinematics<'_, T>,
-        sources: Kinematics<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        snap: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
-        self.before(&Call::Snap { targets: targets.pos.len(), sources: sources.pos.len() });
+    unsafe fn accelerations_snap_unchecked(&mut self, call: SnapCall<'_, T>) -> Result<(), Error> {
+        self.before(&Call::Snap { targets: call.targets.pos.len(), sources: call.sources.pos.len() });
         // SAFETY: the same call, the same contract.
-        unsafe { self.inner_mut().accelerations_snap_unchecked(targets, sources, params, out, jerk, snap) }
+        unsafe { self.inner_mut().accelerations_snap_unchecked(call) }
     }
 
     fn accelerations_batch(
@@ -254,16 +235,10 @@ where
         self.inner_mut().accelerations_batch(particles, list, params, out)
     }
 
-    unsafe fn accelerations_batch_unchecked(
-        &mut self,
-        particles: &[Particle<T>],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.before(&Call::Batch { particles: particles.len(), list });
+    unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, T>) -> Result<(), Error> {
+        self.before(&Call::Batch { particles: call.particles.len(), list: call.list });
         // SAFETY: the same call, the same contract.
-        unsafe { self.inner_mut().accelerations_batch_unchecked(particles, list, params, out) }
+        unsafe { self.inner_mut().accelerations_batch_unchecked(call) }
     }
 
     fn accelerations_cells(
@@ -277,16 +252,10 @@ where
         self.inner_mut().accelerations_cells(targets, cells, params, out)
     }
 
-    unsafe fn accelerations_cells_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        cells: &[Cell<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.before(&Call::Cells { targets: targets.len(), cells: cells.len() });
+    unsafe fn accelerations_cells_unchecked(&mut self, call: CellsCall<'_, T>) -> Result<(), Error> {
+        self.before(&Call::Cells { targets: call.targets.len(), cells: call.cells.len() });
         // SAFETY: the same call, the same contract.
-        unsafe { self.inner_mut().accelerations_cells_unchecked(targets, cells, params, out) }
+        unsafe { self.inner_mut().accelerations_cells_unchecked(call) }
     }
 
     fn accelerations_batch_cells(
@@ -301,17 +270,10 @@ where
         self.inner_mut().accelerations_batch_cells(particles, cells, list, params, out)
     }
 
-    unsafe fn accelerations_batch_cells_unchecked(
-        &mut self,
-        particles: &[Particle<T>],
-        cells: &[Cell<T>],
-        list: &LeafList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.before(&Call::BatchCells { particles: particles.len(), cells: cells.len(), list });
+    unsafe fn accelerations_batch_cells_unchecked(&mut self, call: BatchCellsCall<'_, T>) -> Result<(), Error> {
+        self.before(&Call::BatchCells { particles: call.particles.len(), cells: call.cells.len(), list: call.list });
         // SAFETY: the same call, the same contract.
-        unsafe { self.inner_mut().accelerations_batch_cells_unchecked(particles, cells, list, params, out) }
+        unsafe { self.inner_mut().accelerations_batch_cells_unchecked(call) }
     }
 
     fn accelerations_per_particle(
@@ -326,17 +288,10 @@ where
         self.inner_mut().accelerations_per_particle(targets, sources, eps, params, out)
     }
 
-    unsafe fn accelerations_per_particle_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        eps: PerParticle<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        self.before(&Call::Accelerations { targets: targets.len(), sources: sources.len() });
+    unsafe fn accelerations_per_particle_unchecked(&mut self, call: PerParticleCall<'_, T>) -> Result<(), Error> {
+        self.before(&Call::Accelerations { targets: call.targets.len(), sources: call.sources.len() });
         // SAFETY: the same call, the same contract.
-        unsafe { self.inner_mut().accelerations_per_particle_unchecked(targets, sources, eps, params, out) }
+        unsafe { self.inner_mut().accelerations_per_particle_unchecked(call) }
     }
 
     fn accelerations_batch_per_particle(
@@ -353,15 +308,11 @@ where
 
     unsafe fn accelerations_batch_per_particle_unchecked(
         &mut self,
-        particles: &[Particle<T>],
-        eps: &[T],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
+        call: BatchPerParticleCall<'_, T>,
     ) -> Result<(), Error> {
-        self.before(&Call::Batch { particles: particles.len(), list });
+        self.before(&Call::Batch { particles: call.particles.len(), list: call.list });
         // SAFETY: the same call, the same contract.
-        unsafe { self.inner_mut().accelerations_batch_per_particle_unchecked(particles, eps, list, params, out) }
+        unsafe { self.inner_mut().accelerations_batch_per_particle_unchecked(call) }
     }
 
     fn collective(&mut self) -> Option<&mut dyn crate::collective::Collective> {

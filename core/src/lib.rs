@@ -35,6 +35,7 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+pub mod calls;
 pub mod capabilities;
 pub mod cell;
 pub mod collective;

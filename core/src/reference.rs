@@ -1,7 +1,8 @@
 //! The scalar reference executor: the kernel of [`crate::kernel`] in plain loops.
 
+use crate::calls::{DirectCall, JerkCall};
 use crate::kernel::{self, Softened};
-use crate::{Bodies, Error, Executor, Field, Jerk, Params, Particle, Real};
+use crate::{Error, Executor, Field, Jerk, Params, Particle, Real};
 
 /// The scalar reference executor: plain loops over [`kernel::Softened::pair`] (both
 /// softenings), computing in the caller's precision. Slow and obviously right; every faster executor is tested
@@ -23,13 +24,8 @@ impl<T: Real> Executor<T> for Reference {
         "reference"
     }
 
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {
+        let DirectCall { targets, sources, params, out } = call;
         let k = Softened::of(params);
         for (i, (t, o)) in targets.iter().zip(out.iter_mut()).enumerate() {
             let mut sums = Field::zero();
@@ -42,14 +38,8 @@ impl<T: Real> Executor<T> for Reference {
         Ok(())
     }
 
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, T>) -> Result<(), Error> {
+        let JerkCall { targets, sources, params, out, jerk } = call;
         let k = Softened::of(params);
         for i in 0..targets.pos.len() {
             let (xi, vi) = (targets.pos[i].position(), targets.vel[i].components());

@@ -454,6 +454,34 @@ pub fn plummer_only<T: Real>(params: &Params<T>, operation: &'static str) -> Res
     })
 }
 
+/// The check a door makes before its hook: the call's whole check (`full`), or, where the
+/// executor's hooks check the sources as they copy them (`sources_in_hook`), every check
+/// but the sources' (`but_sources`, whose error is named as `full` names it). Returns
+/// whether the hook is to run: `false` for an empty call, which is answered `Ok` once
+/// `full` passes.
+///
+/// ```
+/// use nbody_core::{Error, validate};
+/// let ok = || Ok(());
+/// assert_eq!(validate::door(true, ok, ok, false), Ok(true));
+/// assert_eq!(validate::door(false, ok, ok, true), Ok(false));
+/// let bad = || Err(Error::InvalidParameter { name: "eps", requirement: "finite" });
+/// assert!(validate::door(false, ok, bad, false).is_err());
+/// ```
+pub fn door(
+    sources_in_hook: bool,
+    but_sources: impl FnOnce() -> Result<(), Error>,
+    full: impl Fn() -> Result<(), Error>,
+    empty: bool,
+) -> Result<bool, Error> {
+    if !sources_in_hook || empty {
+        full()?;
+        return Ok(!empty);
+    }
+    but_sources().map_err(|e| full().err().unwrap_or(e))?;
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 //! The trait's doors: they validate, return early on empty input, and only then call a
 //! hook; an executor that implements only the hooks gets every check for free.
 
+use nbody_core::calls::{DirectCall, JerkCall};
 use nbody_core::neighbours::{Nearest, Neighbours};
 use nbody_core::{
     Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Pair, Params, Particle, Reference, Span,
@@ -18,31 +19,20 @@ impl Executor<f64> for Hooks {
         "hooks"
     }
 
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<f64>],
-        sources: &[Particle<f64>],
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, f64>) -> Result<(), Error> {
+        let DirectCall { targets, sources, params, out } = call;
         assert!(!targets.is_empty() && !sources.is_empty(), "a door passed empty input to a hook");
         self.calls += 1;
         // SAFETY: our caller met the contract, which is the reference's too.
-        unsafe { Reference.accelerations_unchecked(targets, sources, params, out) }
+        unsafe { Reference.accelerations_unchecked(DirectCall { targets, sources, params, out }) }
     }
 
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, f64>,
-        sources: Bodies<'_, f64>,
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-        jerk: &mut [Jerk<f64>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, f64>) -> Result<(), Error> {
+        let JerkCall { targets, sources, params, out, jerk } = call;
         assert!(!targets.pos.is_empty() && !sources.pos.is_empty(), "a door passed empty input to a hook");
         self.calls += 1;
         // SAFETY: as above.
-        unsafe { Reference.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+        unsafe { Reference.accelerations_jerk_unchecked(JerkCall { targets, sources, params, out, jerk }) }
     }
 }
 

@@ -30,6 +30,9 @@ mod team;
 pub use dispatch::Isa;
 pub use mixed::{MAX_EXTENT, MixedExecutor};
 
+use nbody_core::calls::{
+    BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
+};
 use nbody_core::kernel::Softened;
 use nbody_core::neighbours::Neighbours;
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, PerParticle, Real, Softening, validate};
@@ -341,23 +344,6 @@ impl CpuExecutor {
 /// A source failed `validate::particles` while it was copied.
 struct BadSources;
 
-/// The CPU executor's door (it overrides the trait's, see [`Executor`]): the other
-/// checks (`but_sources`) first, nothing on empty input, then `hook`, which checks the
-/// source particles as it copies them. Any failure is reported as the whole check
-/// (`full`) names it, so errors and their order are those of checking everything first.
-fn door(
-    but_sources: Result<(), Error>,
-    full: impl Fn() -> Result<(), Error>,
-    empty: bool,
-    hook: impl FnOnce() -> Result<(), Error>,
-) -> Result<(), Error> {
-    but_sources.map_err(|e| full().err().unwrap_or(e))?;
-    if empty {
-        return full();
-    }
-    hook()
-}
-
 /// A copy's failed source check, named as the whole check (`full`) names it (the
 /// copy's check and `validate::particles` agree bit for bit, so `full` does fail).
 fn named(run: Result<(), BadSources>, full: impl Fn() -> Result<(), Error>) -> Result<(), Error> {
@@ -509,33 +495,14 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         "cpu"
     }
 
-    /// Overrides the door: the sources are checked while they are copied.
-    fn accelerations(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
-        let n_out = out.len();
-        door(
-            validate::call_but_sources(targets, sources, params, n_out),
-            || validate::call(targets, sources, params, n_out),
-            targets.is_empty() || sources.is_empty(),
-            // SAFETY: every check but the sources' passed and neither set is empty; this
-            // executor's hook checks the sources itself as it copies them.
-            || unsafe { self.accelerations_unchecked(targets, sources, params, out) },
-        )
+    /// The plain, jerk and neighbour hooks check the sources while they copy them.
+    fn hooks_check_sources(&self) -> bool {
+        true
     }
 
     /// Checks the sources as it copies them, so it may be called by a door that has not.
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {
+        let DirectCall { targets, sources, params, out } = call;
         let none: &[nbody_core::Velocity<T>] = &[];
         let n_out = out.len();
         let run = self.run(
@@ -551,14 +518,8 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
     }
 
     /// The SIMD kernel with the lengths in a lane of their own beside the coordinates.
-    unsafe fn accelerations_per_particle_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        eps: PerParticle<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_per_particle_unchecked(&mut self, call: PerParticleCall<'_, T>) -> Result<(), Error> {
+        let PerParticleCall { targets, sources, eps, params, out } = call;
         let none: &[nbody_core::Velocity<T>] = &[];
         let (t, s) = (Bodies { pos: targets, vel: none }, Bodies { pos: sources, vel: none });
         let n_out = out.len();
@@ -566,72 +527,19 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         named(run, || validate::per_particle_call(targets, sources, &eps, params, n_out))
     }
 
-    /// Overrides the door: the sources are checked while they are copied.
-    fn accelerations_jerk(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
-        let (n_out, n_jerk) = (out.len(), jerk.len());
-        door(
-            validate::jerk_call_but_sources(&targets, &sources, params, n_out, n_jerk),
-            || validate::jerk_call(&targets, &sources, params, n_out, n_jerk),
-            targets.pos.is_empty() || sources.pos.is_empty(),
-            // SAFETY: as in `accelerations`.
-            || unsafe { self.accelerations_jerk_unchecked(targets, sources, params, out, jerk) },
-        )
-    }
-
     /// Checks the sources as it copies them, so it may be called by a door that has not.
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, T>) -> Result<(), Error> {
+        let JerkCall { targets, sources, params, out, jerk } = call;
         let (n_out, n_jerk) = (out.len(), jerk.len());
         let run = self.run(targets, sources, None, params, out, Some(jerk), None);
         named(run, || validate::jerk_call(&targets, &sources, params, n_out, n_jerk))
     }
 
-    /// Overrides the door: the sources are checked while they are copied.
-    fn accelerations_jerk_neighbours(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        neighbours: &mut Neighbours<'_, T>,
-    ) -> Result<(), Error> {
-        neighbours.validate(targets.pos.len(), sources.pos.len())?;
-        let (n_out, n_jerk) = (out.len(), jerk.len());
-        door(
-            validate::jerk_call_but_sources(&targets, &sources, params, n_out, n_jerk),
-            || validate::jerk_call(&targets, &sources, params, n_out, n_jerk),
-            targets.pos.is_empty() || sources.pos.is_empty(),
-            // SAFETY: as in `accelerations`, and the neighbours were validated.
-            || unsafe { self.accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours) },
-        )
-    }
-
     /// Finds neighbours in the jerk kernel's pass: each source tile, while in L1, is
     /// scanned for the block's nearest and within-radius sources right after its forces.
     /// Checks the sources as it copies them.
-    unsafe fn accelerations_jerk_neighbours_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        neighbours: &mut Neighbours<'_, T>,
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_neighbours_unchecked(&mut self, call: NeighboursCall<'_, '_, T>) -> Result<(), Error> {
+        let NeighboursCall { targets, sources, params, out, jerk, neighbours } = call;
         let (n_out, n_jerk) = (out.len(), jerk.len());
         let run = self.run(targets, sources, None, params, out, Some(jerk), Some(neighbours));
         named(run, || validate::jerk_call(&targets, &sources, params, n_out, n_jerk))
@@ -640,13 +548,8 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
     /// Spreads the pairs over the threads: the particle range is cut into runs of equal
     /// work, each thread owns the outputs of its run (no atomics), and pairs straddling
     /// a cut are split there.
-    unsafe fn accelerations_batch_unchecked(
-        &mut self,
-        particles: &[Particle<T>],
-        list: &nbody_core::InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, T>) -> Result<(), Error> {
+        let BatchCall { particles, list, params, out } = call;
         self.batch(particles, None, list, params, out);
         Ok(())
     }
@@ -655,24 +558,16 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
     /// the sources.
     unsafe fn accelerations_batch_per_particle_unchecked(
         &mut self,
-        particles: &[Particle<T>],
-        eps: &[T],
-        list: &nbody_core::InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
+        call: BatchPerParticleCall<'_, T>,
     ) -> Result<(), Error> {
+        let BatchPerParticleCall { particles, eps, list, params, out } = call;
         self.batch(particles, Some(eps), list, params, out);
         Ok(())
     }
 
     /// Cells in vectors ([`cells`]), targets split over the threads.
-    unsafe fn accelerations_cells_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        cells: &[nbody_core::cell::Cell<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_cells_unchecked(&mut self, call: CellsCall<'_, T>) -> Result<(), Error> {
+        let CellsCall { targets, cells, params, out } = call;
         let kernel = T::cell_kernel(self.isa);
         let parts = self.threads.min(targets.len().div_ceil(256)).max(1);
         let chunk = targets.len().div_ceil(parts);
@@ -688,16 +583,10 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
     /// The particle part as [`Executor::accelerations_batch`]; the cells with the
     /// particle range cut into runs of equal cell work, one per thread, each owning its
     /// outputs.
-    unsafe fn accelerations_batch_cells_unchecked(
-        &mut self,
-        particles: &[Particle<T>],
-        cells: &[nbody_core::cell::Cell<T>],
-        list: &nbody_core::LeafList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_batch_cells_unchecked(&mut self, call: BatchCellsCall<'_, T>) -> Result<(), Error> {
+        let BatchCellsCall { particles, cells, list, params, out } = call;
         // SAFETY: the door validated the whole leaf list, its particle part included.
-        unsafe { self.accelerations_batch_unchecked(particles, &list.particles, params, out)? };
+        unsafe { self.accelerations_batch_unchecked(BatchCall { particles, list: &list.particles, params, out })? };
         let pairs: Vec<nbody_core::Pair> = list.cell_pairs().collect();
         let cell_list = nbody_core::InteractionList { pairs: &pairs, source_spans: list.cell_spans };
         let cuts = balanced_cuts(particles.len(), &cell_list, self.threads);

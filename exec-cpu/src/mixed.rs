@@ -35,9 +35,10 @@ use crate::dispatch::Isa;
 use crate::kernel::{Block, ErrorEstimate, SourcesSoa, accumulate_split};
 use crate::simd::{Portable, Short, Simd};
 use core::ops::Range;
+use nbody_core::calls::{DirectCall, JerkCall, NeighboursCall};
 use nbody_core::kernel::self_potential;
 use nbody_core::layout::morton_order;
-use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, validate};
+use nbody_core::{Error, Executor, Field, Particle, validate};
 
 /// The mixed-precision CPU executor (an `Executor<f64>`). The jerk kernel runs in full
 /// f64 (through [`crate::CpuExecutor`]): Hermite integrators need its accuracy.
@@ -146,16 +147,11 @@ impl Executor<f64> for MixedExecutor {
 
     /// Refuses a system wider than [`MAX_EXTENT`]. The spline softening runs in f64 on
     /// the CPU executor it carries (the mixed kernels are Plummer's).
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<f64>],
-        sources: &[Particle<f64>],
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, f64>) -> Result<(), Error> {
+        let DirectCall { targets, sources, params, out } = call;
         if validate::plummer_only(params, "cpu-mixed").is_err() {
             // SAFETY: the same call, the same contract.
-            return unsafe { self.full.accelerations_unchecked(targets, sources, params, out) };
+            return unsafe { self.full.accelerations_unchecked(DirectCall { targets, sources, params, out }) };
         }
         validate::mixed_extent(targets, sources)?;
         let eps32 = params.eps as f32;
@@ -202,30 +198,18 @@ impl Executor<f64> for MixedExecutor {
     }
 
     /// In f64, by the CPU executor it carries.
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, f64>,
-        sources: Bodies<'_, f64>,
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-        jerk: &mut [Jerk<f64>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, f64>) -> Result<(), Error> {
         // SAFETY: the same call, the same contract.
-        unsafe { self.full.accelerations_jerk_unchecked(targets, sources, params, out, jerk) }
+        unsafe { self.full.accelerations_jerk_unchecked(call) }
     }
 
     /// In f64, by the CPU executor it carries (neighbours found in its force pass).
     unsafe fn accelerations_jerk_neighbours_unchecked(
         &mut self,
-        targets: Bodies<'_, f64>,
-        sources: Bodies<'_, f64>,
-        params: &Params<f64>,
-        out: &mut [Field<f64>],
-        jerk: &mut [Jerk<f64>],
-        neighbours: &mut nbody_core::neighbours::Neighbours<'_, f64>,
+        call: NeighboursCall<'_, '_, f64>,
     ) -> Result<(), Error> {
         // SAFETY: the same call, the same contract.
-        unsafe { self.full.accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours) }
+        unsafe { self.full.accelerations_jerk_neighbours_unchecked(call) }
     }
 }
 

@@ -221,11 +221,12 @@ impl<T: Real> Scratch<T> {
         let (half, support) = (T::from_f64(0.5), T::from_f64(nbody_core::SPLINE_SUPPORT));
         // The targets' value and the sources' (negated for Plummer; the spline's negated
         // support is the same for both).
-        let (target, source): (fn(T, T, T) -> T, fn(T, T, T) -> T) = match softening {
-            nbody_core::Softening::Plummer => (|e, half, _| half * e * e, |e, half, _| -(half * e * e)),
-            nbody_core::Softening::Spline => (|e, _, support| -(support * e), |e, _, support| -(support * e)),
+        let (target_scale, source_scale, squared) = match softening {
+            nbody_core::Softening::Plummer => (half, -half, true),
+            nbody_core::Softening::Spline => (-support, -support, false),
         };
-        let (target, source) = (|e: T| target(e, half, support), |e: T| source(e, half, support));
+        let value = move |scale: T, e: T| if squared { scale * e * e } else { scale * e };
+        let (target, source) = (|e: T| value(target_scale, e), |e: T| value(source_scale, e));
         self.teps.extend(eps.targets.iter().map(|&e| target(e)));
         self.teps.resize(self.padded, T::zero());
         self.seps.extend(eps.sources.iter().map(|&e| source(e)));

@@ -9,12 +9,15 @@ use crate::{
 use crate::{CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, OUT, SELF_COUNTS, SOURCES, TARGETS, batch, pipeline};
 use nbody_core::Executor;
 use nbody_core::PerParticle;
+use nbody_core::calls::{
+    BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
+};
 use nbody_core::capabilities::{Capabilities, Entries, Entry};
 use nbody_core::cell::Cell;
 use nbody_core::kernel::Softened;
 use nbody_core::projection::Projection;
-use nbody_core::{Array, Bodies, Error, Field, InteractionList, Jerk, Params, Particle, validate};
-use nbody_core::{LeafList, Pair, Span};
+use nbody_core::{Array, Error, Field, InteractionList, Params, Particle, validate};
+use nbody_core::{Pair, Span};
 
 impl<T: DeviceReal> Executor<T> for CudaExecutor {
     fn name(&self) -> &'static str {
@@ -38,13 +41,8 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         }
     }
 
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {
+        let DirectCall { targets, sources, params, out } = call;
         match Softened::of(params) {
             Softened::Plummer { .. } => {}
             Softened::Spline { .. } => return self.tiled_soft(targets, sources, None, params, out),
@@ -52,18 +50,17 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         self.check_mixed_extent::<T>(targets, sources)?;
         self.guarded(|me| {
             if me.runs_sorted::<T>(targets.len(), sources.len(), params) {
-                return me.accelerations_sorted(targets, sources, params, out);
+                return me.accelerations_sorted(DirectCall { targets, sources, params, out });
             }
             // The same slice as targets and sources (a system on itself) goes up once, as
             // one array, and runs in one launch: the two-stream pipeline only hides the
-            // upload of sources the targets do not already carry, and costs launches.
-            // Mixed calls run
-            // in one launch too: their reduction judges each target's error estimate on its
-            // whole sum (a tile's share of it can hide a cancellation).
+            // upload of sources the targets do not already carry, and costs launches. Mixed
+            // calls run in one launch too: their reduction judges each target's error
+            // estimate on its whole sum (a tile's share of it can hide a cancellation).
             let identical = core::ptr::eq(targets, sources);
             let mixed = me.family::<T>() == crate::Family::Mixed;
             if sources.len() >= pipeline::PIPELINE_MIN_SOURCES && !identical && !mixed {
-                return me.accelerations_pipelined(targets, sources, params, out);
+                return me.accelerations_pipelined(DirectCall { targets, sources, params, out });
             }
             let padded = if identical { me.stage_once(sources, out)? } else { me.stage(targets, sources, out)? };
             let config = me.config_for::<T>(targets.len(), sources.len(), params)?;
@@ -78,14 +75,8 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         })
     }
 
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, T>) -> Result<(), Error> {
+        let JerkCall { targets, sources, params, out, jerk } = call;
         self.check_mixed_extent::<T>(targets.pos, sources.pos)?;
         self.run_jerk(targets, sources, params, out, jerk, None)
     }
@@ -93,26 +84,14 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
     /// Finds neighbours in the jerk kernel's pass (see the jerk kernel in
     /// kernels/gravity.cu): nearest per thread, combined across the threads of a target
     /// and the chunks of a split launch; list entries appended through atomic counters.
-    unsafe fn accelerations_jerk_neighbours_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        neighbours: &mut nbody_core::neighbours::Neighbours<'_, T>,
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_neighbours_unchecked(&mut self, call: NeighboursCall<'_, '_, T>) -> Result<(), Error> {
+        let NeighboursCall { targets, sources, params, out, jerk, neighbours } = call;
         self.check_mixed_extent::<T>(targets.pos, sources.pos)?;
         self.run_jerk(targets, sources, params, out, jerk, Some(neighbours))
     }
 
-    unsafe fn accelerations_batch_unchecked(
-        &mut self,
-        particles: &[Particle<T>],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, T>) -> Result<(), Error> {
+        let BatchCall { particles, list, params, out } = call;
         let none = InteractionList { pairs: &[], source_spans: &[] };
         self.run_leaves(particles, None, list, &[], &none, params, out)
     }
@@ -120,37 +99,23 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
     /// The batched kernel with a length per particle beside the particles.
     unsafe fn accelerations_batch_per_particle_unchecked(
         &mut self,
-        particles: &[Particle<T>],
-        eps: &[T],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
+        call: BatchPerParticleCall<'_, T>,
     ) -> Result<(), Error> {
+        let BatchPerParticleCall { particles, eps, list, params, out } = call;
         let none = InteractionList { pairs: &[], source_spans: &[] };
         self.run_leaves(particles, Some(eps), list, &[], &none, params, out)
     }
 
     /// The tiled kernel with the lengths in shared memory beside the sources (see
     /// `tiled_soft`).
-    unsafe fn accelerations_per_particle_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        eps: PerParticle<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_per_particle_unchecked(&mut self, call: PerParticleCall<'_, T>) -> Result<(), Error> {
+        let PerParticleCall { targets, sources, eps, params, out } = call;
         self.tiled_soft(targets, sources, Some(eps), params, out)
     }
 
     /// One launch of the batched cell kernel over one pair: every target, every cell.
-    unsafe fn accelerations_cells_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        cells: &[Cell<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_cells_unchecked(&mut self, call: CellsCall<'_, T>) -> Result<(), Error> {
+        let CellsCall { targets, cells, params, out } = call;
         let none = InteractionList { pairs: &[], source_spans: &[] };
         let pairs = [Pair { targets: Span::new(0, targets.len() as u32), sources: Span::new(0, 1) }];
         let spans = [Span::new(0, cells.len() as u32)];
@@ -160,14 +125,8 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
 
     /// The particle part and the cells in two launches on one upload of the particles
     /// and one download of the output.
-    unsafe fn accelerations_batch_cells_unchecked(
-        &mut self,
-        particles: &[Particle<T>],
-        cells: &[Cell<T>],
-        list: &LeafList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_batch_cells_unchecked(&mut self, call: BatchCellsCall<'_, T>) -> Result<(), Error> {
+        let BatchCellsCall { particles, cells, list, params, out } = call;
         let pairs: Vec<Pair> = list.cell_pairs().collect();
         let cell_list = InteractionList { pairs: &pairs, source_spans: list.cell_spans };
         self.run_leaves(particles, None, &list.particles, cells, &cell_list, params, out)
@@ -268,13 +227,8 @@ impl CudaExecutor {
 
     /// A large mixed call: targets and sources (once, when identical) up, sorted on the
     /// device, the kernel, the results put back in order and down.
-    fn accelerations_sorted<T: DeviceReal>(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    fn accelerations_sorted<T: DeviceReal>(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {
+        let DirectCall { targets, sources, params, out } = call;
         let identical = params.overlap == nbody_core::Overlap::Identical;
         let s = self.scratch[SOURCES].reserve(std::mem::size_of_val(sources))?;
         upload_padded(s, bytemuck::cast_slice(sources), 0)?;

@@ -14,12 +14,13 @@ use crate::memory::{alloc, download, upload_padded};
 use crate::pipeline::Marker;
 use crate::{CudaExecutor, DeviceFields, DeviceReal, SOURCE_PAD};
 use cust::memory::{CopyDestination, DeviceBuffer, LockedBuffer};
+use nbody_core::calls::{BatchCall, BatchCellsCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall};
 use nbody_core::neighbours::{Neighbours, Within};
 use nbody_core::projection::Projection;
 use nbody_core::resident::{Owner, Resident};
 use nbody_core::{
-    Array, Bodies, Error, Executor, Field, InteractionList, Jerk, LeafList, Overlap, Pair, Params, Particle, Span,
-    Velocity, validate,
+    Array, Bodies, Error, Executor, Field, InteractionList, LeafList, Overlap, Pair, Params, Particle, Span, Velocity,
+    validate,
 };
 use std::ops::Range;
 
@@ -365,17 +366,12 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
 
     /// Each lane takes a run of the targets through its own door (a lane's run may be
     /// empty); one lane is called directly.
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {
+        let DirectCall { targets, sources, params, out } = call;
         if self.lanes.len() == 1 {
             let ordinal = self.lanes[0].ordinal;
             // SAFETY: the same call, the same contract.
-            let r = unsafe { self.lanes[0].exec.accelerations_unchecked(targets, sources, params, out) };
+            let r = unsafe { self.lanes[0].exec.accelerations_unchecked(DirectCall { targets, sources, params, out }) };
             return r.map_err(on_device(ordinal));
         }
         let pieces = self.split(targets.len());
@@ -394,18 +390,14 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
     }
 
     /// As [`Executor::accelerations_unchecked`].
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, T>) -> Result<(), Error> {
+        let JerkCall { targets, sources, params, out, jerk } = call;
         if self.lanes.len() == 1 {
             let ordinal = self.lanes[0].ordinal;
             // SAFETY: the same call, the same contract.
-            let r = unsafe { self.lanes[0].exec.accelerations_jerk_unchecked(targets, sources, params, out, jerk) };
+            let r = unsafe {
+                self.lanes[0].exec.accelerations_jerk_unchecked(JerkCall { targets, sources, params, out, jerk })
+            };
             return r.map_err(on_device(ordinal));
         }
         let n = targets.pos.len();
@@ -427,22 +419,20 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
 
     /// As [`Executor::accelerations_jerk_unchecked`], each device finding its targets'
     /// neighbours in its own force pass (on copies of its share of the buffers).
-    unsafe fn accelerations_jerk_neighbours_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        neighbours: &mut Neighbours<'_, T>,
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_neighbours_unchecked(&mut self, call: NeighboursCall<'_, '_, T>) -> Result<(), Error> {
+        let NeighboursCall { targets, sources, params, out, jerk, neighbours } = call;
         if self.lanes.len() == 1 {
             let ordinal = self.lanes[0].ordinal;
             // SAFETY: the same call, the same contract.
             let r = unsafe {
-                self.lanes[0]
-                    .exec
-                    .accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours)
+                self.lanes[0].exec.accelerations_jerk_neighbours_unchecked(NeighboursCall {
+                    targets,
+                    sources,
+                    params,
+                    out,
+                    jerk,
+                    neighbours,
+                })
             };
             return r.map_err(on_device(ordinal));
         }
@@ -486,32 +476,31 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
     /// Pairs are dealt to the devices in contiguous runs of about equal interaction
     /// counts (by weight); each device runs its pairs over the whole particle array and
     /// the outputs are summed.
-    unsafe fn accelerations_batch_unchecked(
-        &mut self,
-        particles: &[Particle<T>],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, T>) -> Result<(), Error> {
+        let BatchCall { particles, list, params, out } = call;
         let no_cells = vec![Span::new(0, 0); list.pairs.len()];
         let leaves = LeafList { particles: *list, cells: &no_cells, cell_spans: &[] };
         // SAFETY: the same contract (a list with no cells is valid against no cells).
-        unsafe { self.accelerations_batch_cells_unchecked(particles, &[], &leaves, params, out) }
+        unsafe {
+            self.accelerations_batch_cells_unchecked(BatchCellsCall {
+                particles,
+                cells: &[],
+                list: &leaves,
+                params,
+                out,
+            })
+        }
     }
 
     /// One device: its own call. Several: each cell call on the device a share of the
     /// targets, as in the plain calls.
-    unsafe fn accelerations_cells_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        cells: &[nbody_core::cell::Cell<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_cells_unchecked(&mut self, call: CellsCall<'_, T>) -> Result<(), Error> {
+        let CellsCall { targets, cells, params, out } = call;
         if self.lanes.len() == 1 {
             let ordinal = self.lanes[0].ordinal;
             // SAFETY: the same call, the same contract.
-            let r = unsafe { self.lanes[0].exec.accelerations_cells_unchecked(targets, cells, params, out) };
+            let r =
+                unsafe { self.lanes[0].exec.accelerations_cells_unchecked(CellsCall { targets, cells, params, out }) };
             return r.map_err(on_device(ordinal));
         }
         self.by_targets(out, |r, exec, part| exec.accelerations_cells(&targets[r], cells, params, part))
@@ -519,19 +508,20 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
 
     /// One device: its own call. Several: each device a share of the targets with
     /// their lengths, against every source.
-    unsafe fn accelerations_per_particle_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        eps: nbody_core::PerParticle<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_per_particle_unchecked(&mut self, call: PerParticleCall<'_, T>) -> Result<(), Error> {
+        let PerParticleCall { targets, sources, eps, params, out } = call;
         if self.lanes.len() == 1 {
             let ordinal = self.lanes[0].ordinal;
             // SAFETY: the same call, the same contract.
-            let r =
-                unsafe { self.lanes[0].exec.accelerations_per_particle_unchecked(targets, sources, eps, params, out) };
+            let r = unsafe {
+                self.lanes[0].exec.accelerations_per_particle_unchecked(PerParticleCall {
+                    targets,
+                    sources,
+                    eps,
+                    params,
+                    out,
+                })
+            };
             return r.map_err(on_device(ordinal));
         }
         self.by_targets(out, |r, exec, part| {
@@ -542,19 +532,20 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
     }
 
     /// Pairs (with their particle and cell spans) are dealt as in the batched call.
-    unsafe fn accelerations_batch_cells_unchecked(
-        &mut self,
-        particles: &[Particle<T>],
-        cells: &[nbody_core::cell::Cell<T>],
-        list: &LeafList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_batch_cells_unchecked(&mut self, call: BatchCellsCall<'_, T>) -> Result<(), Error> {
+        let BatchCellsCall { particles, cells, list, params, out } = call;
         if self.lanes.len() == 1 {
             let ordinal = self.lanes[0].ordinal;
             // SAFETY: the same call, the same contract.
-            let r =
-                unsafe { self.lanes[0].exec.accelerations_batch_cells_unchecked(particles, cells, list, params, out) };
+            let r = unsafe {
+                self.lanes[0].exec.accelerations_batch_cells_unchecked(BatchCellsCall {
+                    particles,
+                    cells,
+                    list,
+                    params,
+                    out,
+                })
+            };
             return r.map_err(on_device(ordinal));
         }
         let span_sum = |spans: &[Span]| spans.iter().map(|s| s.len()).sum::<usize>();

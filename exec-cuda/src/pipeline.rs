@@ -9,7 +9,8 @@ use crate::memory::{download, upload_outputs, upload_padded};
 use crate::{CudaExecutor, DeviceReal, OUT, SOURCE_PAD, SOURCES, TARGETS};
 use cust::memory::{AsyncCopyDestination, LockedBuffer};
 use cust::stream::Stream;
-use nbody_core::{Error, Field, Params, Particle};
+use nbody_core::calls::DirectCall;
+use nbody_core::{Error, Particle};
 
 /// Below this many sources the call is one upload and one kernel: a tile of fewer
 /// would run for less time than its launch and synchronisation cost.
@@ -79,13 +80,8 @@ impl CudaExecutor {
     /// [`nbody_core::Executor::accelerations`] with the sources uploaded tile by tile,
     /// overlapping the kernel. Inputs are validated by the caller; runs inside
     /// `guarded`.
-    pub(crate) fn accelerations_pipelined<T: DeviceReal>(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    pub(crate) fn accelerations_pipelined<T: DeviceReal>(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {
+        let DirectCall { targets, sources, params, out } = call;
         let (n_t, n_s) = (targets.len(), sources.len());
         let psize = size_of::<Particle<T>>();
         let tile = tile_len(n_s);

@@ -59,6 +59,7 @@ pub use resident::DistributedState;
 use mpi::collective::SystemOperation;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::*;
+use nbody_core::calls::{BatchCall, DirectCall, JerkCall, NeighboursCall, SnapCall};
 use nbody_core::collective::Collective;
 use nbody_core::kernel::{add_fields, add_jerks};
 use nbody_core::projection::Projection;
@@ -334,13 +335,8 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
         self.collective(checked, t, s, params, out, None)
     }
 
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {
+        let DirectCall { targets, sources, params, out } = call;
         let (t, s) = (Bodies { pos: targets, vel: &[] }, Bodies { pos: sources, vel: &[] });
         self.collective(Ok(()), t, s, params, out, None)
     }
@@ -357,14 +353,8 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
         self.collective(checked, targets, sources, params, out, Some(jerk))
     }
 
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, T>) -> Result<(), Error> {
+        let JerkCall { targets, sources, params, out, jerk } = call;
         self.collective(Ok(()), targets, sources, params, out, Some(jerk))
     }
 
@@ -383,12 +373,7 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
 
     unsafe fn accelerations_jerk_neighbours_unchecked(
         &mut self,
-        _targets: Bodies<'_, T>,
-        _sources: Bodies<'_, T>,
-        _params: &Params<T>,
-        _out: &mut [Field<T>],
-        _jerk: &mut [Jerk<T>],
-        _neighbours: &mut nbody_core::neighbours::Neighbours<'_, T>,
+        _call: NeighboursCall<'_, '_, T>,
     ) -> Result<(), Error> {
         Err(unsupported("accelerations_jerk_neighbours"))
     }
@@ -407,15 +392,7 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
         Err(unsupported("accelerations_snap"))
     }
 
-    unsafe fn accelerations_snap_unchecked(
-        &mut self,
-        _targets: Kinematics<'_, T>,
-        _sources: Kinematics<'_, T>,
-        _params: &Params<T>,
-        _out: &mut [Field<T>],
-        _jerk: &mut [Jerk<T>],
-        _snap: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_snap_unchecked(&mut self, _call: SnapCall<'_, T>) -> Result<(), Error> {
         Err(unsupported("accelerations_snap"))
     }
 
@@ -432,13 +409,7 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
         Err(unsupported("accelerations_batch"))
     }
 
-    unsafe fn accelerations_batch_unchecked(
-        &mut self,
-        _particles: &[Particle<T>],
-        _list: &InteractionList<'_>,
-        _params: &Params<T>,
-        _out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_batch_unchecked(&mut self, _call: BatchCall<'_, T>) -> Result<(), Error> {
         Err(unsupported("accelerations_batch"))
     }
 

@@ -5,11 +5,10 @@
 use crate::{Distributed, wire};
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
+use nbody_core::calls::{BatchCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall, SnapCall};
 use nbody_core::kernel::add_fields;
 use nbody_core::projection::Projection;
-use nbody_core::{
-    Array, Bodies, Error, Executor, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, Real, validate,
-};
+use nbody_core::{Array, Bodies, Error, Executor, Field, InteractionList, Overlap, Pair, Particle, Real, validate};
 
 /// An executor over ranks that all pass the **same** arrays: targets are cut into
 /// uneven contiguous slices (rank `r` takes a share growing with `r`, so uneven and
@@ -123,13 +122,8 @@ impl<T: Real, E: Executor<T>> Executor<T> for Replicated<E> {
         Capabilities { plummer: own(inner.plummer, defaults.plummer), spline: own(inner.spline, defaults.spline) }
     }
 
-    unsafe fn accelerations_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {
+        let DirectCall { targets, sources, params, out } = call;
         let (t, s) = self.slices(targets.len(), sources.len(), &params.overlap);
         let local = params.with_overlap(local_overlap(&params.overlap, targets.len(), t.clone(), s.clone()));
         let mut mine = out[t.clone()].to_vec();
@@ -138,14 +132,8 @@ impl<T: Real, E: Executor<T>> Executor<T> for Replicated<E> {
         Ok(())
     }
 
-    unsafe fn accelerations_jerk_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, T>) -> Result<(), Error> {
+        let JerkCall { targets, sources, params, out, jerk } = call;
         let (n_t, n_s) = (targets.pos.len(), sources.pos.len());
         let (t, s) = self.slices(n_t, n_s, &params.overlap);
         let local = params.with_overlap(local_overlap(&params.overlap, n_t, t.clone(), s.clone()));
@@ -161,51 +149,24 @@ impl<T: Real, E: Executor<T>> Executor<T> for Replicated<E> {
     /// Whole on every rank, by the per-rank executor's own neighbour search (every
     /// rank holds every particle; the lists are not split and gathered): a device keeps
     /// its search, and every rank ends with every target's lists.
-    unsafe fn accelerations_jerk_neighbours_unchecked(
-        &mut self,
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        neighbours: &mut nbody_core::neighbours::Neighbours<'_, T>,
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_jerk_neighbours_unchecked(&mut self, call: NeighboursCall<'_, '_, T>) -> Result<(), Error> {
         // SAFETY: the same call, the same contract (validated by the door).
-        let r = unsafe {
-            self.dist
-                .inner_mut()
-                .accelerations_jerk_neighbours_unchecked(targets, sources, params, out, jerk, neighbours)
-        };
+        let r = unsafe { self.dist.inner_mut().accelerations_jerk_neighbours_unchecked(call) };
         agree(&self.dist, r)
     }
 
     /// Whole on every rank, by the per-rank executor's own snap (see the neighbour
     /// search above).
-    unsafe fn accelerations_snap_unchecked(
-        &mut self,
-        targets: nbody_core::Kinematics<'_, T>,
-        sources: nbody_core::Kinematics<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-        jerk: &mut [Jerk<T>],
-        snap: &mut [Jerk<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_snap_unchecked(&mut self, call: SnapCall<'_, T>) -> Result<(), Error> {
         // SAFETY: the same call, the same contract (validated by the door).
-        let r =
-            unsafe { self.dist.inner_mut().accelerations_snap_unchecked(targets, sources, params, out, jerk, snap) };
+        let r = unsafe { self.dist.inner_mut().accelerations_snap_unchecked(call) };
         agree(&self.dist, r)
     }
 
     /// Each rank its slice of the targets with their lengths against every source (all
     /// ranks hold them all), on its own executor; the slices gathered.
-    unsafe fn accelerations_per_particle_unchecked(
-        &mut self,
-        targets: &[Particle<T>],
-        sources: &[Particle<T>],
-        eps: nbody_core::PerParticle<'_, T>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_per_particle_unchecked(&mut self, call: PerParticleCall<'_, T>) -> Result<(), Error> {
+        let PerParticleCall { targets, sources, eps, params, out } = call;
         let b = cuts(targets.len(), self.dist.size());
         let t = b[self.dist.rank()]..b[self.dist.rank() + 1];
         let local = params.with_overlap(params.overlap.restrict_targets(targets.len(), t.clone()));
@@ -220,13 +181,8 @@ impl<T: Real, E: Executor<T>> Executor<T> for Replicated<E> {
 
     /// Pair `k` runs on rank `k mod p` (the per-rank executor's batched path over the
     /// whole particle array); the ranks' outputs are summed.
-    unsafe fn accelerations_batch_unchecked(
-        &mut self,
-        particles: &[Particle<T>],
-        list: &InteractionList<'_>,
-        params: &Params<T>,
-        out: &mut [Field<T>],
-    ) -> Result<(), Error> {
+    unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, T>) -> Result<(), Error> {
+        let BatchCall { particles, list, params, out } = call;
         let (p, r) = (self.dist.size(), self.dist.rank());
         let pairs: Vec<Pair> = list.pairs.iter().skip(r).step_by(p).copied().collect();
         let mine = InteractionList { pairs: &pairs, source_spans: list.source_spans };

@@ -139,6 +139,19 @@ impl std::str::FromStr for Scheme {
     }
 }
 
+impl nbody_core::registry::Named for Scheme {
+    const KIND: &'static str = "integrator";
+    const ALL: &'static [Scheme] = &Scheme::ALL;
+
+    fn name(self) -> &'static str {
+        Scheme::name(self)
+    }
+
+    fn about(self) -> &'static str {
+        Scheme::about(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,18 +179,5 @@ mod tests {
             let built = s.build(&SchemeSettings::new(0.01f32));
             assert_eq!(built.is_err(), s.needs_f64(), "{s:?} in f32");
         }
-    }
-}
-
-impl nbody_core::registry::Named for Scheme {
-    const KIND: &'static str = "integrator";
-    const ALL: &'static [Scheme] = &Scheme::ALL;
-
-    fn name(self) -> &'static str {
-        Scheme::name(self)
-    }
-
-    fn about(self) -> &'static str {
-        Scheme::about(self)
     }
 }
