@@ -709,7 +709,25 @@ mod tests {
     /// under, against [`Kernel::args`].
     #[test]
     fn every_kernel_takes_the_struct_the_host_passes() {
-        let source = [include_str!("../kernels/gravity.cu"), include_str!("../kernels/tree.cuh")].concat();
+        // gravity.cu and the kernels by job it includes.
+        let source = [
+            include_str!("../kernels/gravity.cu"),
+            include_str!("../kernels/common.cuh"),
+            include_str!("../kernels/mixed_frame.cuh"),
+            include_str!("../kernels/tiles.cuh"),
+            include_str!("../kernels/mixed_redo.cuh"),
+            include_str!("../kernels/jerk.cuh"),
+            include_str!("../kernels/batched.cuh"),
+            include_str!("../kernels/cells.cuh"),
+            include_str!("../kernels/shuffle.cuh"),
+            include_str!("../kernels/entries.cuh"),
+            include_str!("../kernels/columns.cuh"),
+            include_str!("../kernels/hermite.cuh"),
+            include_str!("../kernels/tree.cuh"),
+        ]
+        .concat();
+        let parts = include_str!("../kernels/gravity.cu").matches(".cuh\"").count();
+        assert_eq!(parts, 12, "gravity.cu includes {parts} kernel files: list each one above");
         // (prefix of the exported name, the struct its one parameter is)
         let mut exported: Vec<(String, String)> = Vec::new();
         for piece in source.split("extern \"C\" __global__ void").skip(1) {

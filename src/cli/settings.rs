@@ -45,7 +45,7 @@ pub(crate) mod by_name {
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
 
     fn parse<K: Named, E: Error>(name: &str) -> Result<K, E> {
-        lookup::<K>(name).ok_or_else(|| E::custom(format!("{} {name:?}: one of {}", K::KIND, names::<K>())))
+        lookup::<K>(name).ok_or_else(|| E::custom(format!("{} {name:?}: must be one of {}", K::KIND, names::<K>())))
     }
 
     pub(crate) fn serialize<K: Named, S: Serializer>(k: &K, s: S) -> Result<S::Ok, S::Error> {
