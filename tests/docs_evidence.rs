@@ -36,20 +36,22 @@ fn exists(root: &Path, pattern: &str) -> bool {
         return path.exists();
     }
     let (dir, name) = (path.parent().expect("a folder"), path.file_name().expect("a name").to_string_lossy());
-    let parts: Vec<&str> = name.split('*').collect();
-    std::fs::read_dir(dir).into_iter().flatten().flatten().any(|e| {
-        let n = e.file_name().to_string_lossy().into_owned();
-        let mut at = 0;
-        n.starts_with(parts[0])
-            && n.ends_with(parts[parts.len() - 1])
-            && parts.iter().all(|p| match n[at..].find(p) {
-                Some(i) => {
-                    at += i + p.len();
-                    true
-                }
-                None => false,
-            })
-    })
+    std::fs::read_dir(dir).into_iter().flatten().flatten().any(|e| glob(&e.file_name().to_string_lossy(), &name))
+}
+
+/// Whether `name` matches `pattern`, whose `*` stands for any run of characters.
+fn glob(name: &str, pattern: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let mut at = 0;
+    name.starts_with(parts[0])
+        && name.ends_with(parts[parts.len() - 1])
+        && parts.iter().all(|p| match name[at..].find(p) {
+            Some(i) => {
+                at += i + p.len();
+                true
+            }
+            None => false,
+        })
 }
 
 /// README.md, ARCHITECTURE.md and the pages of docs/.
@@ -280,20 +282,7 @@ fn names_file(pattern: &str, rel: &str) -> bool {
     }
     let Some((dir, name)) = rel.rsplit_once('/') else { return false };
     let Some((pdir, pname)) = pattern.rsplit_once('/') else { return false };
-    if pdir != dir || !pname.contains('*') {
-        return false;
-    }
-    let parts: Vec<&str> = pname.split('*').collect();
-    let mut at = 0;
-    name.starts_with(parts[0])
-        && name.ends_with(parts[parts.len() - 1])
-        && parts.iter().all(|p| match name[at..].find(p) {
-            Some(i) => {
-                at += i + p.len();
-                true
-            }
-            None => false,
-        })
+    pdir == dir && pname.contains('*') && glob(name, pname)
 }
 
 #[test]

@@ -39,36 +39,24 @@ impl Executor<f64> for Probe {
     }
 
     unsafe fn accelerations_jerk_unchecked(&mut self, call: JerkCall<'_, f64>) -> Result<(), Error> {
-        let JerkCall { targets, sources, params, out, jerk } = call;
         self.saw("jerk");
         // SAFETY: as above.
-        unsafe { Reference.accelerations_jerk_unchecked(JerkCall { targets, sources, params, out, jerk }) }
+        unsafe { Reference.accelerations_jerk_unchecked(call) }
     }
 
     unsafe fn accelerations_jerk_neighbours_unchecked(
         &mut self,
         call: NeighboursCall<'_, '_, f64>,
     ) -> Result<(), Error> {
-        let NeighboursCall { targets, sources, params, out, jerk, neighbours } = call;
         self.saw("neighbours");
         // SAFETY: as above.
-        unsafe {
-            Reference.accelerations_jerk_neighbours_unchecked(NeighboursCall {
-                targets,
-                sources,
-                params,
-                out,
-                jerk,
-                neighbours,
-            })
-        }
+        unsafe { Reference.accelerations_jerk_neighbours_unchecked(call) }
     }
 
     unsafe fn accelerations_snap_unchecked(&mut self, call: SnapCall<'_, f64>) -> Result<(), Error> {
-        let SnapCall { targets, sources, params, out, jerk, snap } = call;
         self.saw("snap");
         // SAFETY: as above.
-        unsafe { Reference.accelerations_snap_unchecked(SnapCall { targets, sources, params, out, jerk, snap }) }
+        unsafe { Reference.accelerations_snap_unchecked(call) }
     }
 
     unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, f64>) -> Result<(), Error> {

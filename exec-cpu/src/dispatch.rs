@@ -179,24 +179,11 @@ macro_rules! by_flags {
 pub(crate) use by_flags;
 
 /// `$k::<POT, MASK, SPLINE>` for run-time flags: the spline kernels never mask (a lane
-/// at zero distance is inside the support and takes the spline's value instead).
+/// at zero distance is inside the support and takes the spline's value instead). The
+/// per-particle kernels take the same map: their spline masks in its exact path (a pair
+/// of two unsoftened particles is Newtonian, and may sit at zero distance;
+/// `accumulate_split` sends such pairs there), so it has no masked variant either.
 macro_rules! by_kernel {
-    ($k:ident, $pot:expr, $mask:expr, $softening:expr) => {
-        match ($pot, $mask, $softening) {
-            (false, false, Softening::Plummer) => $k::<false, false, false>,
-            (false, true, Softening::Plummer) => $k::<false, true, false>,
-            (true, false, Softening::Plummer) => $k::<true, false, false>,
-            (true, true, Softening::Plummer) => $k::<true, true, false>,
-            (false, _, Softening::Spline) => $k::<false, false, true>,
-            (true, _, Softening::Spline) => $k::<true, false, true>,
-        }
-    };
-}
-
-/// `$k::<POT, MASK, SPLINE>` for the per-particle kernels: the spline masks in its exact
-/// path (a pair of two unsoftened particles is Newtonian, and may sit at zero distance;
-/// `accumulate_split` sends such pairs there), so it has no masked variant.
-macro_rules! by_each {
     ($k:ident, $pot:expr, $mask:expr, $softening:expr) => {
         match ($pot, $mask, $softening) {
             (false, false, Softening::Plummer) => $k::<false, false, false>,
@@ -242,7 +229,7 @@ macro_rules! entry_points {
                             drive::<$s, $u, P, M, SP, true>(part, src, eps2)
                         }
                     }
-                    return by_each!(k, pot, mask, softening);
+                    return by_kernel!(k, pot, mask, softening);
                 }
             )*
             unreachable_each(isa, softening)

@@ -420,22 +420,13 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
     /// As [`Executor::accelerations_jerk_unchecked`], each device finding its targets'
     /// neighbours in its own force pass (on copies of its share of the buffers).
     unsafe fn accelerations_jerk_neighbours_unchecked(&mut self, call: NeighboursCall<'_, '_, T>) -> Result<(), Error> {
-        let NeighboursCall { targets, sources, params, out, jerk, neighbours } = call;
         if self.lanes.len() == 1 {
             let ordinal = self.lanes[0].ordinal;
             // SAFETY: the same call, the same contract.
-            let r = unsafe {
-                self.lanes[0].exec.accelerations_jerk_neighbours_unchecked(NeighboursCall {
-                    targets,
-                    sources,
-                    params,
-                    out,
-                    jerk,
-                    neighbours,
-                })
-            };
+            let r = unsafe { self.lanes[0].exec.accelerations_jerk_neighbours_unchecked(call) };
             return r.map_err(on_device(ordinal));
         }
+        let NeighboursCall { targets, sources, params, out, jerk, neighbours } = call;
         let n = targets.pos.len();
         let pieces = self.split(n);
         let offset = neighbours.index_offset;
