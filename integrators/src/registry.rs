@@ -96,10 +96,7 @@ impl Scheme {
 
     /// The scheme called `name`; an unknown name is an error that lists every name.
     pub fn from_name(name: &str) -> Result<Scheme, Error> {
-        Scheme::ALL
-            .into_iter()
-            .find(|s| s.name() == name)
-            .ok_or(Error::InvalidParameter { name: "integrator", requirement: ONE_OF })
+        nbody_core::registry::lookup(name).ok_or(Error::InvalidParameter { name: "integrator", requirement: ONE_OF })
     }
 
     /// Whether the scheme needs f64 forces (built in f32 it is an error).
