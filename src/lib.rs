@@ -40,6 +40,8 @@ pub mod cli;
 #[cfg(feature = "hdf5")]
 pub mod gadget;
 #[cfg(feature = "tree")]
+pub mod simulation;
+#[cfg(feature = "tree")]
 pub mod tree;
 pub mod units;
 

@@ -150,7 +150,8 @@ impl<T: Real> Hermite6<T> {
         if !self.started || self.acc.len() != s.len() {
             self.start(s, e)?;
         }
-        let dt = self.fixed.unwrap_or(self.dt).min(max_dt);
+        let natural = self.fixed.unwrap_or(self.dt);
+        let dt = natural.min(max_dt);
         let n = s.len();
         let c = T::from_f64;
         // Predictor: position to the crackle, velocity to the crackle, acceleration to
@@ -198,7 +199,17 @@ impl<T: Real> Hermite6<T> {
         }
         (self.acc, self.jerk, self.snap) = (a1, j1, s1);
         let next = nbody_core::collective::min(e, next);
-        self.dt = if next.is_finite() { next.min(2.0 * dt) } else { 2.0 * dt };
+        // A step cut short to land on an output time says nothing about the next one:
+        // its crackle and pop come from differences of nearly equal forces over a tiny
+        // interval (rounding, not dynamics), and the steps after it would shrink
+        // without end. The step the criterion last chose stands.
+        self.dt = if dt < natural {
+            natural
+        } else if next.is_finite() {
+            next.min(2.0 * dt)
+        } else {
+            2.0 * dt
+        };
         s.time += dt;
         self.steps += 1;
         Ok(dt)

@@ -73,8 +73,7 @@ impl<T: Real> Integrator<T> for Hermite<T> {
     }
 
     fn step_towards(&mut self, s: &mut State<T>, mut e: &mut dyn Executor<T>, until: f64) -> Result<u64, Error> {
-        let left = until - s.time;
-        self.step(s, &mut e, left).map(|_| 1)
+        shared_towards(s, until, |s, left| self.step(s, &mut e, left))
     }
 
     fn diagnostics(&mut self, s: &State<T>, mut e: &mut dyn Executor<T>) -> Result<Diagnostics, Error> {
@@ -102,8 +101,7 @@ impl<T: Real> Integrator<T> for Hermite6<T> {
     }
 
     fn step_towards(&mut self, s: &mut State<T>, mut e: &mut dyn Executor<T>, until: f64) -> Result<u64, Error> {
-        let left = until - s.time;
-        self.step(s, &mut e, left).map(|_| 1)
+        shared_towards(s, until, |s, left| self.step(s, &mut e, left))
     }
 
     fn diagnostics(&mut self, s: &State<T>, mut e: &mut dyn Executor<T>) -> Result<Diagnostics, Error> {
@@ -123,4 +121,19 @@ impl<T: Real> Integrator<T> for DormandPrince<T> {
     fn diagnostics(&mut self, s: &State<T>, mut e: &mut dyn Executor<T>) -> Result<Diagnostics, Error> {
         DormandPrince::diagnostics(self, s, &mut e)
     }
+}
+
+/// One shared step of at most what is left to `until`; a step that covers it lands on
+/// it exactly (`t + (until - t)` can round below `until`, and the next step would be
+/// too short to move the clock).
+fn shared_towards<T: Real>(
+    s: &mut State<T>,
+    until: f64,
+    step: impl FnOnce(&mut State<T>, f64) -> Result<f64, Error>,
+) -> Result<u64, Error> {
+    let left = until - s.time;
+    if step(s, left)? >= left {
+        s.time = until;
+    }
+    Ok(1)
 }

@@ -1,7 +1,7 @@
 //! The Python extension `nbody._nbody`: thin conversions between numpy arrays and the
 //! library's records, around the same executors and integrators the Rust API has.
 
-use nbody::tree::TreeRun;
+use nbody::simulation::{self, Gravity, Plan, Precision, Run, Solver};
 use nbody::units::Units;
 use nbody_backends::{Backend, BackendError, BackendReal};
 use nbody_core::cell::Cell;
@@ -97,11 +97,16 @@ fn backend_error(e: BackendError) -> PyErr {
 /// The backend of `executor=` and `threads=` (the registry's grammar: "cpu", "cpu:8",
 /// "mixed", "reference", "cuda:0", "cuda-mixed:0", "cuda:0,1"), checked for `T`.
 fn backend<T: PyReal>(executor: &str, threads: Option<usize>) -> PyResult<Backend> {
+    backend_for(executor, threads, T::NAME)
+}
+
+/// [`backend`] for the precision named `precision`.
+fn backend_for(executor: &str, threads: Option<usize>, precision: &'static str) -> PyResult<Backend> {
     if threads == Some(0) {
         return Err(value_error("threads must be at least 1"));
     }
     let b = executor.parse::<Backend>().and_then(|b| b.and_threads(threads)).map_err(backend_error)?;
-    b.check_for(T::NAME).map_err(backend_error)?;
+    b.check_for(precision).map_err(backend_error)?;
     Ok(b)
 }
 
@@ -825,83 +830,16 @@ fn _rust_seconds(
     }
 }
 
-/// A system, its integrator and executor, in one precision: the integrator behind the
-/// one trait every integrator implements, so stepping is written once.
-struct Run<T: PyReal> {
-    state: State<T>,
-    integrator: Box<dyn Integrator<T> + Send>,
-    exec: Box<dyn Projecting<T> + Send>,
-    steps: u64,
-}
-
-impl<T: PyReal> Run<T> {
-    /// One step towards `until` (one adaptive stretch for Runge-Kutta).
-    fn step(&mut self, until: f64) -> Result<(), Error> {
-        self.steps += self.integrator.step_towards(&mut self.state, self.exec.as_mut(), until)?;
-        Ok(())
-    }
-
-    /// Steps until the integrator has reached `t` (a leapfrog: within half a step).
-    fn evolve(&mut self, t: f64) -> Result<(), Error> {
-        self.steps += self.integrator.advance_to(&mut self.state, self.exec.as_mut(), t)?;
-        Ok(())
-    }
-
-    /// Pairs `(i, j)`, `i < j`, whose unsoftened distance is below `radii[i] + radii[j]`,
-    /// from the executor's neighbour search (on the GPU for a CUDA executor): every
-    /// particle asks for the sources within its radius plus the largest radius, a few
-    /// slots each; a particle whose list overflows is searched again on its own.
-    fn touching(&mut self, radii: &[f64]) -> Result<Vec<[u32; 2]>, Error> {
-        /// Slots per particle: contacts are rare, so lists are short.
-        const SLOTS: usize = 8;
-        let s = &self.state;
-        let n = s.pos.len();
-        let largest = radii.iter().copied().fold(0.0, f64::max);
-        // A margin over the contact distance, so rounding in `T` loses no pair; the test
-        // below is in f64.
-        let reach = |r: f64| (r + largest) * (1.0 + 1e-3);
-        let radius2: Vec<T> = radii.iter().map(|&r| T::from_f64(reach(r) * reach(r))).collect();
-        let (mut indices, mut counts) = (vec![0u32; n * SLOTS], vec![0u32; n]);
-        let mut nearest = vec![Nearest::none(); n];
-        let mut nb = Neighbours {
-            nearest: &mut nearest,
-            within: Some(Within { radius2: &radius2, capacity: SLOTS, indices: &mut indices, counts: &mut counts }),
-            index_offset: 0,
-        };
-        let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
-        // Forces are thrown away; a unit softening keeps coincident particles finite.
-        let params = Params::softened(T::one()).with_overlap_identical();
-        let bodies = Bodies { pos: &s.pos, vel: &s.vel };
-        self.exec.accelerations_jerk_neighbours(bodies, bodies, &params, &mut field, &mut jerk, &mut nb)?;
-        let within = nb.within.as_ref().expect("asked for lists");
-        let x = |i: usize| s.pos[i].position().map(Real::to_f64);
-        let touch = |i: usize, j: usize| {
-            let (a, b) = (x(i), x(j));
-            let d2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
-            d2 < (radii[i] + radii[j]).powi(2)
-        };
-        let mut pairs = Vec::new();
-        for i in 0..n {
-            if within.overflowed(i) {
-                pairs.extend((i + 1..n).filter(|&j| touch(i, j)).map(|j| [i as u32, j as u32]));
-            } else {
-                let mut mine: Vec<u32> =
-                    within.list(i).iter().copied().filter(|&j| j as usize > i && touch(i, j as usize)).collect();
-                mine.sort_unstable();
-                pairs.extend(mine.into_iter().map(|j| [i as u32, j]));
-            }
-        }
-        Ok(pairs)
-    }
-}
-
 /// A simulation, as `nbody run` drives one.
 #[pyclass(module = "nbody._nbody", unsendable)]
 struct Simulation {
-    run: Sim,
+    /// The library's simulation: it chose where the particles live.
+    run: Run,
     /// How it was made: rebuilds it after particles are added or removed, and goes into
     /// its saved files.
     config: Config,
+    /// Steps taken before the last rebuild (the run's own count starts again at each).
+    steps_before: u64,
 }
 
 /// A simulation's settings, as the constructor took them.
@@ -929,25 +867,44 @@ impl Config {
         self.units.scale()
     }
 
-    /// An engine over the particles `rows` (x, y, z, m, vx, vy, vz).
-    fn build(&self, rows: &[[f64; 7]]) -> PyResult<Sim> {
-        let eps = (self.eps, softening_kernel(&self.softening)?);
-        let (name, dt, eta, tol, g, ex, th) =
-            (&self.integrator[..], self.dt, self.eta, self.tolerance, self.gravity, &self.executor[..], self.threads);
-        Ok(match &self.precision[..] {
-            "f64" => Sim::F64(build(rows, name, dt, eta, tol, eps, g, ex, th)?),
-            "f32" => Sim::F32(build(rows, name, dt, eta, tol, eps, g, ex, th)?),
-            other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
-        })
+    /// The library's plan of these settings (names checked against its registries).
+    fn plan(&self) -> PyResult<Plan> {
+        let integrator = Scheme::from_name(&self.integrator)
+            .map_err(|_| value_error(format!("integrator must be one of {} (got {:?})", Scheme::names(), self.integrator)))?;
+        let precision = lookup::<Precision>(&self.precision).ok_or_else(|| {
+            value_error(format!("precision must be one of {} (got {:?})", names::<Precision>(), self.precision))
+        })?;
+        let plan = Plan {
+            integrator,
+            gravity: self.gravity,
+            precision,
+            softening: softening_kernel(&self.softening)?,
+            eps: self.eps,
+            dt: self.dt,
+            eta: self.eta,
+            tolerance: self.tolerance,
+        };
+        // A tree with another integrator, a bad step: the caller's mistake.
+        plan.check().map_err(|e| value_error(e.to_string().replace("the tree steps", "gravity='tree' steps")))?;
+        Ok(plan)
+    }
+
+    /// A simulation of the particles `rows` (x, y, z, m, vx, vy, vz) at `time`.
+    fn build(&self, rows: &[[f64; 7]], time: f64) -> PyResult<Run> {
+        let plan = self.plan()?;
+        let opened = backend_for(&self.executor, self.threads, plan.precision.name())?.open().map_err(backend_error)?;
+        simulation::open(&plan, rows, time, opened).map_err(runtime)
     }
 
     /// `key=value` lines (floats as their bits, so a load is exact).
     fn to_text(&self) -> String {
         let bits = |x: f64| format!("{:016x}", x.to_bits());
-        let (gravity, theta, alpha) = match self.gravity {
-            Gravity::Direct => ("direct", 0.0, 0.0),
-            Gravity::Tree { theta, alpha } => ("tree", theta, alpha.unwrap_or(0.0)),
+        let (theta, alpha) = match self.gravity {
+            Gravity::Direct => (0.0, 0.0),
+            Gravity::Tree { theta, criterion: Criterion::Geometric } => (theta, 0.0),
+            Gravity::Tree { theta, criterion: Criterion::Relative { alpha } } => (theta, alpha),
         };
+        let gravity = self.gravity.solver().name();
         [
             ("integrator", self.integrator.clone()),
             ("dt", bits(self.dt)),
@@ -972,10 +929,9 @@ impl Config {
         let map: HashMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
         let f = |k: &str| map.get(k).and_then(|v| u64::from_str_radix(v, 16).ok()).map(f64::from_bits);
         let s = |k: &str| map.get(k).map(|v| (*v).to_owned());
-        let gravity = match *map.get("gravity")? {
-            "direct" => Gravity::Direct,
-            "tree" => Gravity::Tree { theta: f("theta")?, alpha: Some(f("alpha")?).filter(|&a| a > 0.0) },
-            _ => return None,
+        let gravity = match lookup::<Solver>(map.get("gravity")?)? {
+            Solver::Direct => Gravity::Direct,
+            Solver::Tree => Gravity::of(Solver::Tree, Some(f("theta")?), Some(f("alpha")?).filter(|&a| a > 0.0)).ok()?,
         };
         let threads = map.get("threads")?.parse::<usize>().ok()?;
         Some(Config {
@@ -994,233 +950,42 @@ impl Config {
     }
 }
 
-/// A direct-summation engine from `Engine::save_words`: the state, then an integrator
-/// made from `config` over it takes its own state back, so stepping goes on bit for bit.
-fn restore_engine<T: PyReal>(config: &Config, words: &[u64]) -> PyResult<Engine<T>> {
-    let mut w = Words::new(words);
-    // A tree run's words start with where its tree lived (TreeRun::save).
-    if matches!(config.gravity, Gravity::Tree { .. }) {
-        w.word().map_err(runtime)?;
-    }
-    let steps = w.word().map_err(runtime)?;
-    let mut state = State::<T>::new(Vec::new(), Vec::new());
-    state.restore(&mut w).map_err(runtime)?;
-    let rows = rows_of(&state);
-    let eps = (config.eps, softening_kernel(&config.softening)?);
-    let (name, ex) = (&config.integrator[..], &config.executor[..]);
-    let mut engine =
-        build::<T>(&rows, name, config.dt, config.eta, config.tolerance, eps, config.gravity, ex, config.threads)?;
-    match &mut engine {
-        Engine::Direct(r) => {
-            (r.state, r.steps) = (state, steps);
-            r.integrator.restore(&mut w).map_err(runtime)?;
-        }
-        Engine::Tree(t) => {
-            w = Words::new(words);
-            t.restore(&mut w).map_err(runtime)?;
-        }
-    }
-    if !w.is_done() {
-        return Err(value_error("the saved simulation has words left over (another format or damage)"));
-    }
-    Ok(engine)
-}
-
 /// The first bytes of a saved simulation (`Simulation.save`), then the format's version.
 const SAVED_MAGIC: &[u8; 8] = b"NBODYSIM";
-const SAVED_VERSION: u64 = 1;
-
-enum Sim {
-    F32(Engine<f32>),
-    F64(Engine<f64>),
-}
-
-/// How a simulation steps: an integrator over an executor, or the tree leapfrog, which
-/// owns its executor (on one GPU the whole step stays on the device).
-enum Engine<T: PyReal> {
-    Direct(Run<T>),
-    Tree(TreeRun<T>),
-}
-
-impl<T: PyReal> Engine<T> {
-    /// One step towards `until`; returns the time.
-    fn step(&mut self, until: f64) -> Result<f64, Error> {
-        match self {
-            Engine::Direct(r) => r.step(until).map(|_| r.state.time),
-            Engine::Tree(t) => t.step().map(|_| t.time()),
-        }
-    }
-
-    /// Steps until `t` is reached (a leapfrog: within half a step); returns the time.
-    fn evolve(&mut self, until: f64) -> Result<f64, Error> {
-        match self {
-            Engine::Direct(r) => r.evolve(until).map(|_| r.state.time),
-            Engine::Tree(t) => t.advance_to(until).map(|_| t.time()),
-        }
-    }
-
-    fn time(&self) -> f64 {
-        match self {
-            Engine::Direct(r) => r.state.time,
-            Engine::Tree(t) => t.time(),
-        }
-    }
-
-    fn steps(&self) -> u64 {
-        match self {
-            Engine::Direct(r) => r.steps,
-            Engine::Tree(t) => t.steps(),
-        }
-    }
-
-    /// Sets the clock and the step count of a freshly built engine.
-    fn resume_at(&mut self, time: f64, steps: u64) {
-        match self {
-            Engine::Direct(r) => (r.state.time, r.steps) = (time, steps),
-            Engine::Tree(t) => t.resume_at(time, steps),
-        }
-    }
-
-    /// The particles now (copied back from the GPU for a device tree).
-    fn state(&mut self) -> Result<&State<T>, Error> {
-        match self {
-            Engine::Direct(r) => Ok(&r.state),
-            Engine::Tree(t) => t.state(),
-        }
-    }
-
-    fn diagnostics(&mut self) -> Result<nbody_integrators::Diagnostics, Error> {
-        match self {
-            Engine::Direct(r) => r.integrator.diagnostics(&r.state, r.exec.as_mut()),
-            Engine::Tree(t) => t.diagnostics(),
-        }
-    }
-
-    /// Steps taken, the state and the integrator's own state, as words.
-    fn save_words(&mut self) -> Result<Vec<u64>, Error> {
-        match self {
-            Engine::Direct(r) => {
-                let mut w = vec![r.steps];
-                r.state.save(&mut w);
-                r.integrator.save(&mut w);
-                Ok(w)
-            }
-            Engine::Tree(t) => t.save(),
-        }
-    }
-
-    fn touching(&mut self, radii: &[f64]) -> Result<Vec<[u32; 2]>, Error> {
-        match self {
-            Engine::Direct(r) => r.touching(radii),
-            Engine::Tree(_) => Err(Error::Unsupported {
-                operation: "collisions with gravity='tree'",
-                reason: "the neighbour search runs on direct summation's executor: use gravity='direct'",
-            }),
-        }
-    }
-}
-
-macro_rules! each {
-    ($sim:expr, $r:ident => $body:expr) => {
-        match $sim {
-            Sim::F32($r) => $body,
-            Sim::F64($r) => $body,
-        }
-    };
-}
-
-/// Where a simulation's forces come from: direct summation, or a Barnes-Hut tree with
-/// the geometric test at `theta` (or the relative one at `alpha`, after a first force at
-/// `theta`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Gravity {
-    Direct,
-    Tree { theta: f64, alpha: Option<f64> },
-}
+/// 2: the library's simulation words (1 held each front end's own).
+const SAVED_VERSION: u64 = 2;
 
 impl Simulation {
-    /// Rebuilds the engine from the settings over the particles `change` leaves, at the
-    /// same time and step count.
+    /// Rebuilds the simulation from the settings over the particles `change` leaves, at
+    /// the same time and step count.
     fn rebuild(&mut self, change: impl FnOnce(&mut Vec<[f64; 7]>)) -> PyResult<()> {
-        let (mut rows, time, steps) = each!(&mut self.run, r => {
-            let (time, steps) = (r.time(), r.steps());
-            (rows_of(r.state().map_err(runtime)?), time, steps)
-        });
+        let (time, steps) = (self.run.sim.time(), self.steps_before + self.run.sim.steps());
+        let mut rows = self.run.sim.snapshot().map_err(runtime)?;
         change(&mut rows);
-        let mut run = self.config.build(&rows)?;
-        each!(&mut run, r => r.resume_at(time, steps));
-        self.run = run;
+        self.run = self.config.build(&rows, time)?;
+        self.steps_before = steps;
         Ok(())
     }
-}
 
-impl Gravity {
-    fn parse(name: &str, theta: Option<f64>, alpha: Option<f64>) -> PyResult<Gravity> {
-        let positive = |x: f64, name: &str| {
-            if x.is_finite() && x > 0.0 {
-                Ok(x)
-            } else {
-                Err(value_error(format!("{name} must be positive and finite (got {x})")))
-            }
-        };
-        match name {
-            "direct" if theta.is_none() && alpha.is_none() => Ok(Gravity::Direct),
-            "direct" => Err(value_error("theta and alpha set the tree: they need gravity='tree'")),
-            "tree" => Ok(Gravity::Tree {
-                theta: positive(theta.unwrap_or(0.5), "theta")?,
-                alpha: alpha.map(|a| positive(a, "alpha")).transpose()?,
-            }),
-            other => Err(value_error(format!("gravity must be 'direct' or 'tree' (got {other:?})"))),
-        }
+    /// The particles now, in N-body units.
+    fn rows(&mut self) -> PyResult<Vec<[f64; 7]>> {
+        self.run.sim.snapshot().map_err(runtime)
     }
 }
 
-fn integrator<T: Real>(
-    name: &str,
-    dt: f64,
-    eta: f64,
-    tolerance: f64,
-    (eps, s): (f64, Softening),
-) -> PyResult<Box<dyn Integrator<T> + Send>> {
-    let scheme = Scheme::from_name(name)
-        .map_err(|_| value_error(format!("integrator must be one of {} (got {name:?})", Scheme::names())))?;
-    let settings = SchemeSettings { eps: T::from_f64(eps), softening: s, dt, eta, tolerance };
-    scheme.build(&settings).map_err(runtime)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn build<T: PyReal>(
-    rows: &[[f64; 7]],
-    name: &str,
-    dt: f64,
-    eta: f64,
-    tolerance: f64,
-    eps: (f64, Softening),
-    gravity: Gravity,
-    executor: &str,
-    threads: Option<usize>,
-) -> PyResult<Engine<T>> {
-    let c = T::from_f64;
-    let pos = rows.iter().map(|r| Particle::new(c(r[0]), c(r[1]), c(r[2]), c(r[3]))).collect();
-    let vel = rows.iter().map(|r| Velocity::new(c(r[4]), c(r[5]), c(r[6]))).collect();
-    let state = State::new(pos, vel);
-    if let Gravity::Tree { theta, alpha } = gravity {
-        if name != "leapfrog" {
-            return Err(value_error(format!(
-                "gravity='tree' steps with the leapfrog only (got integrator={name:?}): a tree force has no jerk for Hermite"
-            )));
-        }
-        let opened = backend::<T>(executor, threads)?.open().map_err(backend_error)?;
-        let criterion = (theta, Criterion::from_alpha(alpha));
-        let run = TreeRun::with_softening(opened, state, criterion, dt, c(eps.0), eps.1).map_err(runtime)?;
-        return Ok(Engine::Tree(run));
+/// `gravity=`, `theta=` and `alpha=` as the library's solver.
+fn gravity_of(name: &str, theta: Option<f64>, alpha: Option<f64>) -> PyResult<Gravity> {
+    let solver = lookup::<Solver>(name)
+        .ok_or_else(|| value_error(format!("gravity must be one of {} (got {name:?})", names::<Solver>())))?;
+    if solver == Solver::Direct && (theta.is_some() || alpha.is_some()) {
+        return Err(value_error("theta and alpha set the tree: they need gravity='tree'"));
     }
-    Ok(Engine::Direct(Run {
-        state,
-        integrator: integrator(name, dt, eta, tolerance, eps)?,
-        exec: backend::<T>(executor, threads)?.open_for::<T>().map_err(backend_error)?,
-        steps: 0,
-    }))
+    for (x, what) in [(theta, "theta"), (alpha, "alpha")] {
+        if let Some(x) = x.filter(|x| !(x.is_finite() && *x > 0.0)) {
+            return Err(value_error(format!("{what} must be positive and finite (got {x})")));
+        }
+    }
+    Gravity::of(solver, theta, alpha).map_err(runtime)
 }
 
 #[pymethods]
@@ -1258,8 +1023,7 @@ impl Simulation {
         alpha: Option<f64>,
         units: Option<&str>,
     ) -> PyResult<Self> {
-        let eps = (eps, softening_kernel(softening)?);
-        let gravity = Gravity::parse(gravity, theta, alpha)?;
+        let gravity = gravity_of(gravity, theta, alpha)?;
         let units = Units::parse(units.unwrap_or("nbody"))
             .map_err(|e| value_error(e.to_string().replace("--units", "units")))?;
         if !(dt.is_finite() && dt > 0.0) {
@@ -1337,7 +1101,7 @@ impl Simulation {
             dt: dt * k,
             eta,
             tolerance,
-            eps: eps.0,
+            eps,
             softening: softening.to_owned(),
             gravity,
             executor: executor.to_owned(),
@@ -1345,7 +1109,7 @@ impl Simulation {
             threads,
             units,
         };
-        Ok(Self { run: config.build(&rows)?, config })
+        Ok(Self { run: config.build(&rows, 0.0)?, config, steps_before: 0 })
     }
 
     /// One step (one block step; one adaptive stretch for "rk"), never past `until`
@@ -1357,7 +1121,7 @@ impl Simulation {
             return Err(value_error("until must not be NaN"));
         }
         let (run, k) = (&mut self.run, self.config.k());
-        py.detach(|| each!(run, r => r.step(until * k))).map(|t| t / k).map_err(runtime)
+        py.detach(|| run.sim.step(until * k).map(|_| run.sim.time() / k)).map_err(runtime)
     }
 
     /// Index pairs `(i, j)`, `i < j`, of particles closer than `radii[i] + radii[j]`
@@ -1365,10 +1129,10 @@ impl Simulation {
     /// stopping condition asks after each step. The executor's neighbour search finds
     /// them (one force pass, on the GPU for a CUDA executor).
     fn collisions<'py>(&mut self, py: Python<'py>, radii: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let n = each!(&mut self.run, r => r.state().map_err(runtime)?.pos.len());
+        let n = self.rows()?.len();
         let radii = per_particle(radii, "radii", n)?;
         let run = &mut self.run;
-        let pairs = py.detach(|| each!(run, r => r.touching(&radii))).map_err(runtime)?;
+        let pairs = py.detach(|| run.sim.touching(&radii)).map_err(runtime)?;
         let flat: Vec<i64> = pairs.iter().flat_map(|p| p.map(i64::from)).collect();
         Ok(PyArray1::from_vec(py, flat).reshape([pairs.len(), 2])?.into_any())
     }
@@ -1379,25 +1143,25 @@ impl Simulation {
             return Err(value_error(format!("t must be finite (got {t})")));
         }
         let (run, k) = (&mut self.run, self.config.k());
-        py.detach(|| each!(run, r => r.evolve(t * k))).map(|t| t / k).map_err(runtime)
+        py.detach(|| run.sim.advance_to(t * k).map(|_| run.sim.time() / k)).map_err(runtime)
     }
 
     /// Simulated time.
     #[getter]
     fn time(&self) -> f64 {
-        each!(&self.run, r => r.time()) / self.config.k()
+        self.run.sim.time() / self.config.k()
     }
 
     /// Steps taken.
     #[getter]
     fn steps(&self) -> u64 {
-        each!(&self.run, r => r.steps())
+        self.steps_before + self.run.sim.steps()
     }
 
     /// Positions, (N, 3) float64.
     #[getter]
     fn positions<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let v: Vec<f64> = each!(&mut self.run, r => r.state().map_err(runtime)?.pos.iter().flat_map(|p| p.position().map(Real::to_f64)).collect());
+        let v: Vec<f64> = self.rows()?.iter().flat_map(|r| [r[0], r[1], r[2]]).collect();
         let n = v.len() / 3;
         Ok(PyArray1::from_vec(py, v).reshape([n, 3])?.into_any())
     }
@@ -1406,7 +1170,7 @@ impl Simulation {
     #[getter]
     fn velocities<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let k = self.config.k();
-        let v: Vec<f64> = each!(&mut self.run, r => r.state().map_err(runtime)?.vel.iter().flat_map(|u| u.components().map(|x| x.to_f64() * k)).collect());
+        let v: Vec<f64> = self.rows()?.iter().flat_map(|r| [r[4] * k, r[5] * k, r[6] * k]).collect();
         let n = v.len() / 3;
         Ok(PyArray1::from_vec(py, v).reshape([n, 3])?.into_any())
     }
@@ -1414,8 +1178,7 @@ impl Simulation {
     /// Masses, (N,) float64.
     #[getter]
     fn masses<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let v: Vec<f64> =
-            each!(&mut self.run, r => r.state().map_err(runtime)?.pos.iter().map(|p| p.m.to_f64()).collect());
+        let v: Vec<f64> = self.rows()?.iter().map(|r| r[3]).collect();
         Ok(PyArray1::from_vec(py, v).into_any())
     }
 
@@ -1423,7 +1186,10 @@ impl Simulation {
     /// (what `save` writes and pickling uses).
     #[allow(clippy::wrong_self_convention)] // a device tree's run downloads its particles first
     fn to_bytes(&mut self) -> PyResult<Vec<u8>> {
-        let words = each!(&mut self.run, r => r.save_words()).map_err(runtime)?;
+        let saved = self.run.sim.save().map_err(runtime)?;
+        let words: Vec<u64> = std::iter::once(self.steps_before)
+            .chain(saved.ok_or_else(|| value_error("this simulation cannot be saved"))?)
+            .collect();
         let config = self.config.to_text();
         let mut out = SAVED_MAGIC.to_vec();
         out.extend(SAVED_VERSION.to_le_bytes());
@@ -1462,12 +1228,16 @@ impl Simulation {
         }
         let words: Vec<u64> =
             body[start..].chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
-        let run = match &config.precision[..] {
-            "f64" => Sim::F64(restore_engine(&config, &words)?),
-            "f32" => Sim::F32(restore_engine(&config, &words)?),
-            _ => return Err(bad("bad settings")),
-        };
-        Ok(Simulation { run, config })
+        // Built over no particles, then given the saved ones (and the integrator's state)
+        // back, so stepping goes on bit for bit.
+        let mut run = config.build(&[], 0.0)?;
+        let (&steps_before, words) = words.split_first().ok_or_else(|| bad("cut short"))?;
+        let mut w = Words::new(words);
+        run.sim.restore(&mut w).map_err(runtime)?;
+        if !w.is_done() {
+            return Err(bad("words left over (another format or damage)"));
+        }
+        Ok(Simulation { run, config, steps_before })
     }
 
     /// Writes the simulation to `path` (through a temporary file renamed when complete):
@@ -1517,7 +1287,7 @@ impl Simulation {
     /// Removes the particles at `indices` (any order; each at most once) between steps,
     /// as `add_particles` rebuilds.
     fn remove_particles(&mut self, indices: Vec<i64>) -> PyResult<()> {
-        let n = each!(&mut self.run, r => r.state().map_err(runtime)?.len());
+        let n = self.rows()?.len();
         let mut gone = vec![false; n];
         for &i in &indices {
             let k = usize::try_from(i).ok().filter(|&k| k < n);
@@ -1540,12 +1310,8 @@ impl Simulation {
 
     /// Writes the system now as a Gadget HDF5 snapshot (see `nbody.write_snapshot`).
     fn save_snapshot(&mut self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-        let (run, k) = (&mut self.run, self.config.k());
-        let (mut rows, time) = each!(run, r => {
-            let time = r.time() / k;
-            let s = r.state().map_err(runtime)?;
-            (rows_of(s), time)
-        });
+        let k = self.config.k();
+        let (mut rows, time) = (self.rows()?, self.run.sim.time() / k);
         rows.iter_mut().for_each(|r| r[4..7].iter_mut().for_each(|v| *v *= k));
         let units = &self.config.units;
         py.detach(|| snapshots::write(&path, &rows, time, units))
@@ -1556,7 +1322,7 @@ impl Simulation {
     /// each), centre of mass (3) and the virial ratio 2T/|W| (one force evaluation).
     fn diagnostics<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         let (run, k) = (&mut self.run, self.config.k());
-        let d = py.detach(|| each!(run, r => r.diagnostics())).map_err(runtime)?;
+        let d = py.detach(|| run.sim.diagnostics()).map_err(runtime)?;
         let out = pyo3::types::PyDict::new(py);
         out.set_item("time", self.time())?;
         out.set_item("steps", self.steps())?;
@@ -1573,7 +1339,7 @@ impl Simulation {
     /// Kinetic, potential and total energy now (one force evaluation).
     fn energies(&mut self, py: Python<'_>) -> PyResult<(f64, f64, f64)> {
         let (run, k2) = (&mut self.run, self.config.k().powi(2));
-        py.detach(|| each!(run, r => r.diagnostics().map(|d| (d.kinetic * k2, d.potential * k2, d.total * k2))))
+        py.detach(|| run.sim.diagnostics().map(|d| (d.kinetic * k2, d.potential * k2, d.total * k2)))
             .map_err(runtime)
     }
 }

@@ -7,6 +7,7 @@ use super::settings::named_parser;
 use anyhow::{Result, bail};
 use clap::Args;
 use nbody_core::Softening;
+use nbody_core::registry::Named as _;
 use nbody_core::{Field, Params, Particle, PerParticle, Real};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,7 +41,7 @@ pub struct AccelArgs {
     #[arg(long, value_name = "BACKEND")]
     pub executor: Option<Backend>,
     /// Precision of the computation (files are read and written in f64).
-    #[arg(long, value_enum, default_value_t = Precision::F64)]
+    #[arg(long, value_parser = super::settings::named_parser::<Precision>(), default_value = "f64")]
     pub precision: Precision,
     /// CPU threads [default: all cores].
     #[arg(long)]

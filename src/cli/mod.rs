@@ -25,8 +25,7 @@ pub mod settings;
 mod sim;
 pub mod team;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use serde::{Deserialize, Serialize};
+use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Direct-summation gravity: evolve N-body systems, compute forces from particle files,
@@ -57,25 +56,8 @@ pub enum Command {
     Info,
 }
 
-/// Floating-point precision of particles and kernels.
-#[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum Precision {
-    /// Single.
-    F32,
-    /// Double.
-    F64,
-}
-
-impl Precision {
-    /// `"f32"` or `"f64"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Precision::F32 => "f32",
-            Precision::F64 => "f64",
-        }
-    }
-}
+/// Floating-point precision of particles and kernels (the library's registry).
+pub use crate::simulation::Precision;
 
 /// Parses the process's arguments and runs the command; errors are printed as one line
 /// and turned into a non-zero exit code (2 for usage errors, 1 for the rest).

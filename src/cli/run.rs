@@ -4,20 +4,18 @@
 
 use super::Precision;
 use super::drive::drive;
-use super::executors::{Backend, CliReal, Opened, open, option_error};
+use super::executors::{Backend, CliReal, Opened, open};
 use super::files::{particles, read_table, write_atomic};
 use super::folder::Claim;
 use super::settings::{InitialConditions, IntegratorKind, RunArgs, RunSettings};
-use super::sim::{Host, Simulation};
+use super::sim::Simulation;
 use super::team::{ReportedElsewhere, Team};
-use crate::tree::{BarnesHut, TreeLeapfrog};
+#[cfg(feature = "mpi")]
+use crate::simulation::Host;
 use anyhow::{Context, Result, bail};
-#[cfg(feature = "cuda")]
-use nbody_backends::Executor as Opens;
-use nbody_core::cell::Criterion;
-use nbody_core::projection::Projecting;
+use nbody_core::registry::Named as _;
 use nbody_core::{Particle, Real, Velocity};
-use nbody_integrators::{Integrator, SchemeSettings, State, ics};
+use nbody_integrators::{State, ics};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -221,14 +219,6 @@ pub(super) fn power_of_two_below(x: f64) -> f64 {
     2f64.powi(x.log2().floor() as i32)
 }
 
-pub(super) fn integrator<T: Real>(s: &RunSettings, block_dt: f64) -> Result<Box<dyn Integrator<T>>> {
-    // Block steps take the largest power of two that every output time is a multiple of.
-    let dt = if s.integrator.blocks() { block_dt } else { s.dt };
-    let settings =
-        SchemeSettings { eps: T::from_f64(s.eps), softening: s.softening, dt, eta: s.eta, tolerance: s.tolerance };
-    Ok(s.integrator.build(&settings)?)
-}
-
 pub(super) fn evolve<T: CliReal>(
     s: &RunSettings,
     state: State<T>,
@@ -251,9 +241,9 @@ pub(super) fn evolve<T: CliReal>(
     drive(s, sim, &label, grid / k, stop, team, resume)
 }
 
-/// The simulation a run drives and its label: the executor's device-resident path for
-/// the integrator where it has one (one process), the host path over its forces
-/// otherwise (under MPI, across the ranks).
+/// The simulation a run drives and its label: the library's choice ([`nbody::simulation::open_in`]:
+/// device-resident where the executor can keep the particles, the host path over its
+/// forces otherwise); under MPI, the host path across the ranks.
 fn simulation<'t, T: CliReal>(
     s: &RunSettings,
     state: State<T>,
@@ -261,116 +251,41 @@ fn simulation<'t, T: CliReal>(
     team: &'t Team,
     block_dt: f64,
 ) -> Result<(Box<dyn Simulation + 't>, String)> {
-    let backend = opened.backend().clone();
-    // The GPU's device-resident integrators are Plummer's: say so before any work (they
-    // would otherwise soften as Plummer).
-    let plummer_only = match s.softening {
-        nbody_core::Softening::Plummer => false,
-        nbody_core::Softening::Spline => s.eps > 0.0,
-    };
-    if plummer_only && backend.is_cuda() {
-        bail!(
-            "--softening spline: the CUDA integrators soften as Plummer only (a CUDA executor computes the spline in single force calls, as `nbody accel` makes them); use a CPU executor (--executor cpu)"
-        );
-    }
-    #[cfg(feature = "cuda")]
-    let eps = T::from_f64(s.eps);
-    let alone = team.size() == 1;
-    let _ = alone;
-    if let Some(theta) = s.theta {
-        return tree_simulation(s, state, opened, team, theta);
-    }
-    Ok(match (opened.into_executor(), s.integrator) {
-        #[cfg(feature = "cuda")]
-        (Opens::Cuda(gpu), IntegratorKind::Leapfrog) if alone => (
-            Box::new(super::sim::DeviceLeapfrog::new(*gpu, &state, s.dt, eps)?),
-            format!("{backend} (device-resident leapfrog)"),
-        ),
-        #[cfg(feature = "cuda")]
-        (Opens::Devices(multi), IntegratorKind::Leapfrog) if alone => (
-            Box::new(super::sim::DeviceLeapfrog::new(*multi, &state, s.dt, eps)?),
-            format!("{backend} (device-resident leapfrog)"),
-        ),
-        #[cfg(feature = "cuda")]
-        (Opens::Cuda(gpu), IntegratorKind::Hermite | IntegratorKind::BlockHermite) if alone => {
-            let steps = match s.integrator {
-                IntegratorKind::Hermite => nbody_cuda::Steps::Shared,
-                _ => nbody_cuda::Steps::Block { dt_max: block_dt },
-            };
-            (
-                Box::new(super::sim::DeviceHermiteSim::new(*gpu, &state, s.eta, eps, steps)?),
-                format!("{backend} (device-resident Hermite)"),
-            )
+    let plan = s.plan(block_dt)?;
+    if team.size() > 1 {
+        if s.theta.is_some() {
+            bail!("--gravity tree runs in one process (the tree is not split across MPI ranks): run without mpirun");
         }
-        (host, _) => {
-            let exec = Opened::from_parts(backend, host).into_boxed::<T>().map_err(option_error)?;
-            on_host(s, state, exec, team, block_dt)?
+        #[cfg(feature = "mpi")]
+        if let Some(world) = team.world() {
+            return across_ranks(s, &plan, state, opened, team, world);
         }
-    })
+    }
+    let run = crate::simulation::open_in(&plan, state, opened)?;
+    Ok((run.sim, run.label))
 }
 
-/// The leapfrog over a tree: on one CUDA GPU (native kernels) the device tree, every
-/// step on the device; on any other executor the example tree built and walked on the
-/// host, its leaves on the executor. One process only.
-fn tree_simulation<'t, T: CliReal>(
+/// The host path across the ranks of an MPI job, each rank stepping its share: sources
+/// visit every rank (ring or 2-D, by nbody-mpi's cost rule); integrators reduce their
+/// shared steps and diagnostics over the ranks through the executor.
+#[cfg(feature = "mpi")]
+fn across_ranks<'t, T: CliReal>(
     s: &RunSettings,
+    plan: &crate::simulation::Plan,
     state: State<T>,
     opened: Opened,
     team: &'t Team,
-    theta: f64,
-) -> Result<(Box<dyn Simulation + 't>, String)> {
-    if team.size() > 1 {
-        bail!("--gravity tree runs in one process (the tree is not split across MPI ranks): run without mpirun");
-    }
-    let criterion = Criterion::from_alpha(s.alpha);
-    let test = match criterion {
-        Criterion::Relative { alpha } => format!("relative criterion alpha {alpha}, first force theta {theta}"),
-        Criterion::Geometric => format!("theta {theta}"),
-    };
-    let backend = opened.backend().clone();
-    let potential = "energies from the tree's potential";
-    let opened = match opened.into_executor() {
-        #[cfg(feature = "cuda")]
-        Opens::Cuda(gpu) if !backend.is_mixed() => {
-            let settings = nbody_cuda::TreeSettings::new(theta).with_criterion(criterion);
-            let sim = super::sim::DeviceTreeLeapfrog::new(*gpu, &state, settings, s.dt, T::from_f64(s.eps))?;
-            let label = format!("{backend} (device tree leapfrog, quadrupole cells, {test}; {potential})");
-            return Ok((Box::new(sim), label));
-        }
-        other => Opened::from_parts(backend.clone(), other),
-    };
-    let bh = BarnesHut::for_executor(backend.is_cuda(), theta).with_criterion(criterion);
-    let exec = opened.into_boxed::<T>().map_err(option_error)?;
-    let leapfrog = TreeLeapfrog::new(bh, s.dt, T::from_f64(s.eps))?.with_softening(s.softening);
-    let sim = Host::new(state, Box::new(leapfrog), exec);
-    Ok((Box::new(sim), format!("{backend} (leapfrog over a host-built tree, quadrupole cells, {test}; {potential})")))
-}
-
-/// A simulation stepped on the host with forces from `exec` (across the ranks of an
-/// MPI job, each rank's share).
-fn on_host<'t, T: CliReal>(
-    s: &RunSettings,
-    state: State<T>,
-    exec: Box<dyn Projecting<T> + Send>,
-    team: &'t Team,
-    block_dt: f64,
+    world: &nbody_mpi::mpi::topology::SimpleCommunicator,
 ) -> Result<(Box<dyn Simulation + 't>, String)> {
     let label = match s.executor.threads() {
         Some(t) => format!("{} ({t} threads)", s.executor),
         None => s.executor.to_string(),
     };
-    let integrator = integrator(s, block_dt)?;
-    #[cfg(feature = "mpi")]
-    if let Some(world) = team.world() {
-        // Sources visit every rank (ring or 2-D, by nbody-mpi's cost rule); integrators
-        // reduce their shared steps and diagnostics over the ranks through the executor.
-        let scheme = nbody_mpi::Scheme::Auto;
-        let dist = nbody_mpi::Distributed::new(exec, world, scheme)?;
-        let label =
-            format!("{label} on each of {} MPI ranks ({:?} scheme)", team.size(), scheme.resolve(s.n, team.size()));
-        let sim = Host::new(state, integrator, Box::new(dist)).with_all_sources(s.n);
-        return Ok((Box::new(super::sim::Gathered { sim: Box::new(sim), team, n: s.n }), label));
-    }
-    let _ = team;
-    Ok((Box::new(Host::new(state, integrator, exec)), label))
+    let exec = opened.into_boxed::<T>().map_err(super::executors::option_error)?;
+    let integrator = plan.integrator::<T>()?;
+    let scheme = nbody_mpi::Scheme::Auto;
+    let dist = nbody_mpi::Distributed::new(exec, world, scheme)?;
+    let label = format!("{label} on each of {} MPI ranks ({:?} scheme)", team.size(), scheme.resolve(s.n, team.size()));
+    let sim = Host::new(state, integrator, Box::new(dist)).with_all_sources(s.n);
+    Ok((Box::new(super::sim::Gathered { sim: Box::new(sim), team, n: s.n }), label))
 }

@@ -90,18 +90,8 @@ impl SnapshotFormat {
     }
 }
 
-/// Where the forces come from.
-#[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum GravityKind {
-    /// Direct summation: every pair.
-    #[default]
-    Direct,
-    /// A Barnes-Hut tree with quadrupole cells (`theta`, or Gadget's relative criterion
-    /// with `alpha`): on one CUDA GPU the whole step stays on the device; elsewhere the
-    /// host builds and walks it and the executor runs its leaves. Leapfrog only.
-    Tree,
-}
+/// Where the forces come from (the library's registry of gravity solvers).
+pub use crate::simulation::Solver as GravityKind;
 
 /// Arguments of `nbody run`; each may also come from the `--config` TOML file under the
 /// same name (`t-end = 2.0`).
@@ -153,7 +143,8 @@ pub struct RunArgs {
     pub eps: Option<f64>,
     /// Forces: direct (every pair) or tree (Barnes-Hut with quadrupole cells; leapfrog
     /// only; energies then use the tree's potential) [default: direct].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = named_parser::<GravityKind>())]
+    #[serde(serialize_with = "by_name::serialize_opt", deserialize_with = "by_name::deserialize_opt")]
     pub gravity: Option<GravityKind>,
     /// Opening angle of --gravity tree (a cell of size s at distance d is taken whole
     /// when s < theta d; with --alpha, the first force's) [default: 0.5].
@@ -177,7 +168,8 @@ pub struct RunArgs {
     #[serde(default, with = "backend_string")]
     pub executor: Option<Backend>,
     /// Precision [default: f64].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = named_parser::<Precision>())]
+    #[serde(serialize_with = "by_name::serialize_opt", deserialize_with = "by_name::deserialize_opt")]
     pub precision: Option<Precision>,
     /// CPU threads, at most the cores the machine runs at once (the same as
     /// --executor cpu:THREADS) [default: all cores].
@@ -263,8 +255,8 @@ pub struct RunSettings {
     /// Softening kernel.
     #[serde(serialize_with = "by_name::serialize")]
     pub softening: Softening,
-    /// Forces (absent in settings written before it existed: direct).
-    #[serde(default)]
+    /// Forces.
+    #[serde(serialize_with = "by_name::serialize")]
     pub gravity: GravityKind,
     /// Opening angle of the tree.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -276,6 +268,7 @@ pub struct RunSettings {
     #[serde(serialize_with = "backend_string::serialize_one")]
     pub executor: Backend,
     /// Precision.
+    #[serde(serialize_with = "by_name::serialize")]
     pub precision: Precision,
     /// Output folder.
     pub out: PathBuf,
@@ -426,7 +419,7 @@ impl RunArgs {
                 "--snapshot-every / --energy-every would write too many outputs (more than 1e5 snapshots or 1e7 samples)"
             );
         }
-        let gravity = args.gravity.unwrap_or_default();
+        let gravity = args.gravity.unwrap_or(GravityKind::Direct);
         let (theta, alpha) = match gravity {
             GravityKind::Direct => {
                 if args.theta.is_some() || args.alpha.is_some() {
@@ -502,6 +495,29 @@ impl RunSettings {
             None => self.clone(),
         };
         toml::to_string(&user).unwrap_or_default()
+    }
+
+    /// The library's plan of this run (call it on [`RunSettings::model`]'s copy: the
+    /// plan is in N-body units); block Hermite steps at most `block_dt`.
+    ///
+    /// ```
+    /// let s = nbody::cli::settings::RunArgs::from_toml("gravity = \"tree\"\nalpha = 0.005").unwrap().resolve(false).unwrap();
+    /// let plan = s.model().plan(1.0 / 256.0).unwrap();
+    /// assert!(matches!(plan.gravity, nbody::simulation::Gravity::Tree { theta: 0.5, .. }));
+    /// ```
+    pub fn plan(&self, block_dt: f64) -> Result<crate::simulation::Plan> {
+        let solver = self.gravity;
+        let gravity = crate::simulation::Gravity::of(solver, self.theta, self.alpha)?;
+        Ok(crate::simulation::Plan {
+            integrator: self.integrator,
+            gravity,
+            precision: self.precision,
+            softening: self.softening,
+            eps: self.eps,
+            dt: if self.integrator.blocks() { block_dt } else { self.dt },
+            eta: self.eta,
+            tolerance: self.tolerance,
+        })
     }
 
     /// The settings the integrators run with: every time in the model's N-body units
