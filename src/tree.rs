@@ -32,14 +32,14 @@
 //! ```
 
 mod leapfrog;
-mod run;
+
 
 pub use leapfrog::TreeLeapfrog;
 use nbody_core::cell::Criterion;
 use nbody_core::layout::morton;
 use nbody_core::{Error, Executor, Field, InteractionList, LeafList, Pair, Params, Particle, Real, Span};
 use rayon::prelude::*;
-pub use run::TreeRun;
+
 use std::time::{Duration, Instant};
 
 /// Tree-code settings.

@@ -105,6 +105,11 @@ typedef enum NbodySoftening {
 typedef struct NbodyExecutor NbodyExecutor;
 
 /**
+ * A running simulation (see `nbody_run_new_f64`).
+ */
+typedef struct NbodyRun NbodyRun;
+
+/**
  * A system stepped by a leapfrog with Barnes-Hut forces (see `nbody_tree_run_new_f64`).
  */
 typedef struct NbodyTreeRun NbodyTreeRun;
@@ -250,6 +255,84 @@ typedef struct NbodyProjection {
    */
   size_t pixels;
 } NbodyProjection;
+
+/**
+ * How a run steps (`nbody_run_settings_default` gives the defaults).
+ */
+typedef struct NbodyRunSettings {
+  /**
+   * The integrator's name: "leapfrog", "hermite", "block-hermite", "hermite6" or "rk"
+   * (null: "leapfrog").
+   */
+  const char *integrator;
+  /**
+   * The gravity solver: "direct" or "tree" (null: "direct"; the tree steps with the
+   * leapfrog only).
+   */
+  const char *gravity;
+  /**
+   * The tree's opening angle (0: 0.5).
+   */
+  double theta;
+  /**
+   * The tree's relative criterion (0: the geometric test at `theta`).
+   */
+  double alpha;
+  /**
+   * An `NbodySoftening` value.
+   */
+  int32_t softening;
+  /**
+   * Softening length.
+   */
+  double eps;
+  /**
+   * The leapfrog's step; block Hermite's largest step (a power of two).
+   */
+  double dt;
+  /**
+   * The Hermite schemes' accuracy parameter.
+   */
+  double eta;
+  /**
+   * Runge-Kutta's tolerance.
+   */
+  double tolerance;
+} NbodyRunSettings;
+
+/**
+ * Conserved quantities of a run now (G = 1).
+ */
+typedef struct NbodyDiagnostics {
+  /**
+   * Kinetic energy.
+   */
+  double kinetic;
+  /**
+   * Potential energy (½ Σ m φ; the tree's potential for a tree run).
+   */
+  double potential;
+  /**
+   * Their sum.
+   */
+  double total;
+  /**
+   * Total momentum.
+   */
+  double momentum[3];
+  /**
+   * Total angular momentum about the origin.
+   */
+  double angular_momentum[3];
+  /**
+   * Centre of mass.
+   */
+  double centre_of_mass[3];
+  /**
+   * 2T / |W|.
+   */
+  double virial_ratio;
+} NbodyDiagnostics;
 
 #ifdef __cplusplus
 extern "C" {
@@ -648,6 +731,195 @@ enum NbodyStatus nbody_project_f64(struct NbodyExecutor *e,
                                    const struct NbodyProjection *projection,
                                    double *grid,
                                    size_t n_grid);
+
+/**
+ * The defaults: the leapfrog over direct summation, Plummer softening 1/64, dt 1/256,
+ * eta 0.02, tolerance 1e-8.
+ */
+struct NbodyRunSettings nbody_run_settings_default(void);
+
+/**
+ * Starts a run at time 0 over `n` particles (`[x, y, z, m]` records) and their
+ * velocities (`[vx, vy, vz, _]` records; the fourth lane is not read), stepped as
+ * `settings` says with forces from the executor `e`. Where the executor can keep the
+ * particles (one GPU or several with the native kernels and Plummer softening: the
+ * leapfrog, Hermite with shared or block steps, the tree's leapfrog) they stay on the
+ * device between steps ([`nbody_run_on_device`] says so); otherwise the integrator
+ * steps on the host over the executor's forces. The same settings give the same
+ * energies here as `nbody run` and Python's `Simulation`. The run owns `e` from then
+ * on: `e` is freed by [`nbody_run_free`], or here if this call fails. Bad settings are
+ * `NBODY_STATUS_BAD_PARAMETER` (or `UNSUPPORTED`) naming the setting.
+ *
+ * # Safety
+ * `e` must be null or a handle not freed before; each array must hold `n` records
+ * (16-byte aligned); `settings` null (an error) or a valid struct whose strings are
+ * null or NUL-terminated; `out` null (an error) or writable storage for one pointer.
+ */
+enum NbodyStatus nbody_run_new_f32(struct NbodyExecutor *e,
+                                   const float *particles,
+                                   const float *velocities,
+                                   size_t n,
+                                   const struct NbodyRunSettings *settings,
+                                   struct NbodyRun **out);
+
+/**
+ * [`nbody_run_new_f32`] for doubles (32-byte aligned records). The mixed backends take
+ * this one only.
+ *
+ * ```
+ * use nbody_c::*;
+ * #[repr(C, align(32))]
+ * struct Records([f64; 8]);
+ * let ps = Records([-0.5, 0.0, 0.0, 0.5, 0.5, 0.0, 0.0, 0.5]);
+ * let vs = Records([0.0, -0.5, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0]);
+ * let (mut exec, mut run) = (std::ptr::null_mut(), std::ptr::null_mut());
+ * assert_eq!(unsafe { nbody_open(c"cpu:1".as_ptr(), &mut exec) }, NbodyStatus::Ok);
+ * let settings = NbodyRunSettings { integrator: c"hermite6".as_ptr(), eps: 0.0, ..nbody_run_settings_default() };
+ * let s = unsafe { nbody_run_new_f64(exec, ps.0.as_ptr(), vs.0.as_ptr(), 2, &settings, &mut run) };
+ * assert_eq!(s, NbodyStatus::Ok);
+ * assert_eq!(unsafe { nbody_run_evolve(run, 1.0) }, NbodyStatus::Ok);
+ * let mut d = NbodyDiagnostics::default();
+ * assert_eq!(unsafe { nbody_run_diagnostics(run, &mut d) }, NbodyStatus::Ok);
+ * assert!((d.total + 0.125).abs() < 1e-9); // a circular binary's energy, kept
+ * unsafe { nbody_run_free(run) };
+ * ```
+ *
+ * # Safety
+ * As [`nbody_run_new_f32`], with 32-byte aligned records.
+ */
+enum NbodyStatus nbody_run_new_f64(struct NbodyExecutor *e,
+                                   const double *particles,
+                                   const double *velocities,
+                                   size_t n,
+                                   const struct NbodyRunSettings *settings,
+                                   struct NbodyRun **out);
+
+/**
+ * Steps until `until` is reached (a fixed step: within half a step of it; nothing if it
+ * already is). On an error the run stops where the failing step began and stays usable.
+ *
+ * # Safety
+ * `run` must be null (an error) or a handle from `nbody_run_new_*` not freed.
+ */
+enum NbodyStatus nbody_run_evolve(struct NbodyRun *run, double until);
+
+/**
+ * The simulated time and the steps taken so far (either pointer may be null).
+ *
+ * # Safety
+ * As [`nbody_run_evolve`]; `time` and `steps` null or writable.
+ */
+enum NbodyStatus nbody_run_time(struct NbodyRun *run, double *time, uint64_t *steps);
+
+/**
+ * 1 when the run's particles live on the GPU between steps, 0 when they are stepped on
+ * the host, -1 for a null handle.
+ *
+ * # Safety
+ * As [`nbody_run_evolve`].
+ */
+int32_t nbody_run_on_device(const struct NbodyRun *run);
+
+/**
+ * Copies the particles (`[x, y, z, m]`) and velocities (`[vx, vy, vz, 0]`) now into
+ * `particles` and `velocities` (`n` records each, `n` the run's count; either may be
+ * null), from the GPU where they live there. A run made in doubles refuses this call
+ * (`Unsupported`): use [`nbody_run_state_f64`].
+ *
+ * # Safety
+ * As [`nbody_run_evolve`]; each non-null array must hold `n` writable records.
+ */
+enum NbodyStatus nbody_run_state_f32(struct NbodyRun *run,
+                                     float *particles,
+                                     float *velocities,
+                                     size_t n);
+
+/**
+ * [`nbody_run_state_f32`] for a run made in doubles.
+ *
+ * # Safety
+ * As [`nbody_run_state_f32`].
+ */
+enum NbodyStatus nbody_run_state_f64(struct NbodyRun *run,
+                                     double *particles,
+                                     double *velocities,
+                                     size_t n);
+
+/**
+ * Energies, momenta, centre of mass and virial ratio now, as `nbody run` writes them to
+ * energy.csv (one force evaluation, or the tree's field when the particles have not
+ * moved since the last one).
+ *
+ * # Safety
+ * As [`nbody_run_evolve`]; `out` null (an error) or writable.
+ */
+enum NbodyStatus nbody_run_diagnostics(struct NbodyRun *run, struct NbodyDiagnostics *out);
+
+/**
+ * Frees a run and the executor it owns (null is ignored).
+ *
+ * # Safety
+ * `run` must be null or a handle from `nbody_run_new_*` not freed before.
+ */
+void nbody_run_free(struct NbodyRun *run);
+
+/**
+ * Writes `run` to `path`: its settings, precision and everything the next step needs,
+ * so [`nbody_run_load`] continues it bit for bit. The file is written beside `path` and
+ * renamed when complete: a run stopped mid-write leaves the previous file whole. A run
+ * whose particles live on the GPU is copied down first and loads on one GPU only; a
+ * host one loads on any executor that steps on the host.
+ *
+ * # Safety
+ * As [`nbody_run_evolve`]; `path` null (an error) or a NUL-terminated string.
+ */
+enum NbodyStatus nbody_run_save(struct NbodyRun *run, const char *path);
+
+/**
+ * Continues a run [`nbody_run_save`] wrote to `path` on the executor `e` (which the new
+ * run owns from then on: freed by [`nbody_run_free`], or here if this call fails), in the
+ * precision and with the settings it was saved with: stepping it gives the same bits as
+ * the saved run would have. A file that cannot be read, is damaged (its checksum), cut
+ * short or of another format is `NBODY_STATUS_FILE`, naming the file.
+ *
+ * ```
+ * use nbody_c::*;
+ * #[repr(C, align(32))]
+ * struct Records([f64; 8]);
+ * let ps = Records([-0.5, 0.0, 0.0, 0.5, 0.5, 0.0, 0.0, 0.5]);
+ * let vs = Records([0.0, -0.5, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0]);
+ * let open = || {
+ *     let mut exec = std::ptr::null_mut();
+ *     assert_eq!(unsafe { nbody_open(c"cpu:1".as_ptr(), &mut exec) }, NbodyStatus::Ok);
+ *     exec
+ * };
+ * let settings = NbodyRunSettings { integrator: c"hermite".as_ptr(), eps: 0.0, ..nbody_run_settings_default() };
+ * let (mut run, mut again) = (std::ptr::null_mut(), std::ptr::null_mut());
+ * assert_eq!(unsafe { nbody_run_new_f64(open(), ps.0.as_ptr(), vs.0.as_ptr(), 2, &settings, &mut run) }, NbodyStatus::Ok);
+ * assert_eq!(unsafe { nbody_run_evolve(run, 0.5) }, NbodyStatus::Ok);
+ * let dir = std::env::temp_dir().join(format!("nbody-run-doc-{}", std::process::id()));
+ * std::fs::create_dir_all(&dir).unwrap();
+ * let path = std::ffi::CString::new(dir.join("run.nbody").to_str().unwrap()).unwrap();
+ * assert_eq!(unsafe { nbody_run_save(run, path.as_ptr()) }, NbodyStatus::Ok);
+ * assert_eq!(unsafe { nbody_run_load(open(), path.as_ptr(), &mut again) }, NbodyStatus::Ok);
+ * let (mut a, mut b) = (NbodyDiagnostics::default(), NbodyDiagnostics::default());
+ * for (r, d) in [(run, &mut a), (again, &mut b)] {
+ *     assert_eq!(unsafe { nbody_run_evolve(r, 1.0) }, NbodyStatus::Ok);
+ *     assert_eq!(unsafe { nbody_run_diagnostics(r, d) }, NbodyStatus::Ok);
+ * }
+ * assert_eq!(a, b);
+ * unsafe { nbody_run_free(run) };
+ * unsafe { nbody_run_free(again) };
+ * std::fs::remove_dir_all(&dir).unwrap();
+ * ```
+ *
+ * # Safety
+ * `e` must be null or a handle not freed before; `path` null (an error) or a
+ * NUL-terminated string; `out` null (an error) or writable storage for one pointer.
+ */
+enum NbodyStatus nbody_run_load(struct NbodyExecutor *e,
+                                const char *path,
+                                struct NbodyRun **out);
 
 /**
  * Starts a leapfrog of fixed step `dt` over `n` particles (`[x, y, z, m]` records) and

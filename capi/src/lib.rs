@@ -38,8 +38,10 @@
 
 pub mod fuzz;
 pub mod grape;
+mod run;
 mod tree_run;
 
+pub use run::*;
 pub use tree_run::*;
 
 use nbody::tree::BarnesHut;

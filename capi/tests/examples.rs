@@ -104,7 +104,7 @@ fn c_tree_leapfrog_keeps_its_energy_and_refuses_bad_calls() {
     assert!(text.contains("n is 2047, the run holds 2048 particles") && text.contains("theta"), "{text}");
     assert!(
         text.contains("loaded and stepped 4 more: the same bits")
-            && text.contains("not a run nbody_tree_run_save wrote"),
+            && text.contains("nbody_tree_run_save wrote: wrong start or size"),
         "{text}"
     );
 }

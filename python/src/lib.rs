@@ -7,13 +7,13 @@ use nbody_backends::{Backend, BackendError, BackendReal};
 use nbody_core::cell::Cell;
 use nbody_core::cell::Criterion;
 use nbody_core::columns::ColumnsCall;
-use nbody_core::neighbours::{Nearest, Neighbours, Within};
+use nbody_core::registry::{lookup, names, Named};
 use nbody_core::projection::{Plane, Projecting, Projection};
 use nbody_core::{
     Bodies, Error, Field, InteractionList, Jerk, LeafList, Pair, Params, Particle, PerParticle, Real, Softening, Span,
     Velocity,
 };
-use nbody_integrators::{ics, Checkpoint, Integrator, Scheme, SchemeSettings, State, Words};
+use nbody_integrators::{ics, Scheme, Words};
 use numpy::ndarray::ArrayView2;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -1186,10 +1186,8 @@ impl Simulation {
     /// (what `save` writes and pickling uses).
     #[allow(clippy::wrong_self_convention)] // a device tree's run downloads its particles first
     fn to_bytes(&mut self) -> PyResult<Vec<u8>> {
-        let saved = self.run.sim.save().map_err(runtime)?;
-        let words: Vec<u64> = std::iter::once(self.steps_before)
-            .chain(saved.ok_or_else(|| value_error("this simulation cannot be saved"))?)
-            .collect();
+        let saved = self.run.save().map_err(runtime)?;
+        let words: Vec<u64> = std::iter::once(self.steps_before).chain(saved).collect();
         let config = self.config.to_text();
         let mut out = SAVED_MAGIC.to_vec();
         out.extend(SAVED_VERSION.to_le_bytes());
@@ -1233,7 +1231,7 @@ impl Simulation {
         let mut run = config.build(&[], 0.0)?;
         let (&steps_before, words) = words.split_first().ok_or_else(|| bad("cut short"))?;
         let mut w = Words::new(words);
-        run.sim.restore(&mut w).map_err(runtime)?;
+        run.restore(&mut w).map_err(runtime)?;
         if !w.is_done() {
             return Err(bad("words left over (another format or damage)"));
         }
@@ -1495,12 +1493,6 @@ fn read_snapshot<'py>(
         PyArray1::from_vec(py, take(4..7)).reshape([n, 3])?.into_any(),
         PyArray1::from_vec(py, take(3..4)).into_any(),
     ))
-}
-
-/// A state's rows `[x, y, z, m, vx, vy, vz]` in f64.
-fn rows_of<T: PyReal>(s: &State<T>) -> Vec<[f64; 7]> {
-    let f = |x: T| x.to_f64();
-    s.pos.iter().zip(&s.vel).map(|(p, v)| [f(p.x), f(p.y), f(p.z), f(p.m), f(v.vx), f(v.vy), f(v.vz)]).collect()
 }
 
 /// Gadget HDF5 through the facade's `nbody::gadget` where the wheel was built with HDF5.

@@ -311,6 +311,48 @@ pub struct Run {
     pub label: String,
 }
 
+impl Run {
+    /// The run as words: where its particles live, then [`Simulation::save`]'s words.
+    pub fn save(&mut self) -> Result<Vec<u64>, Error> {
+        let words = self.sim.save()?.ok_or(Error::Unsupported {
+            operation: "saving this run",
+            reason: "a run split across processes is saved by its ranks together",
+        })?;
+        Ok(std::iter::once(u64::from(self.on_device)).chain(words).collect())
+    }
+
+    /// Continues from [`Run::save`]'s words (this run's particles are replaced). A run
+    /// saved with its particles on the GPU loads where they live on the GPU again (one
+    /// GPU with the native kernels), and a host one on the host.
+    ///
+    /// ```
+    /// use nbody::backends::Backend;
+    /// use nbody::integrators::{ics, Scheme, Words};
+    /// use nbody::simulation::{Plan, Simulation, open, rows};
+    /// let (p, v) = ics::plummer::<f64>(100, 2);
+    /// let plan = Plan { integrator: Scheme::Hermite, ..Plan::new(0.01) };
+    /// let cpu = || "cpu:1".parse::<Backend>().unwrap().open().unwrap();
+    /// let mut a = open(&plan, &rows(&p, &v), 0.0, cpu())?;
+    /// a.sim.advance_to(0.125)?;
+    /// let words = a.save()?;
+    /// let mut b = open(&plan, &[], 0.0, cpu())?;
+    /// b.restore(&mut Words::new(&words))?;
+    /// a.sim.advance_to(0.25)?;
+    /// b.sim.advance_to(0.25)?;
+    /// assert_eq!(a.sim.snapshot()?, b.sim.snapshot()?);
+    /// # Ok::<(), nbody::Error>(())
+    /// ```
+    pub fn restore(&mut self, w: &mut Words<'_>) -> Result<(), Error> {
+        if (w.word()? != 0) != self.on_device {
+            return Err(Error::Unsupported {
+                operation: "loading a run saved where its particles lived elsewhere",
+                reason: "a run saved on the GPU loads on one GPU with the native kernels, a host one elsewhere",
+            });
+        }
+        self.sim.restore(w)
+    }
+}
+
 impl std::fmt::Debug for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Run {{ {}, t = {}, {} steps }}", self.label, self.sim.time(), self.sim.steps())
