@@ -33,7 +33,6 @@
 
 mod leapfrog;
 
-
 pub use leapfrog::TreeLeapfrog;
 use nbody_core::cell::Criterion;
 use nbody_core::layout::morton;
