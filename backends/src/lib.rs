@@ -540,7 +540,24 @@ impl Opened {
         Opened { backend, executor }
     }
 
-    /// The free memory of its GPU (the least over several), `None` on the host.
+    /// One GPU's name, SM count and clock, for a report's header; `None` for the others.
+    ///
+    /// ```
+    /// let cpu = "cpu:1".parse::<nbody_backends::Backend>().unwrap().open().unwrap();
+    /// assert_eq!(cpu.device_line(), None);
+    /// ```
+    pub fn device_line(&self) -> Option<String> {
+        match &self.executor {
+            #[cfg(feature = "cuda")]
+            Executor::Cuda(g) => {
+                let d = g.info();
+                Some(format!("{} ({} SMs, {} MHz)", d.name, d.sm_count, d.sm_clock_khz / 1000))
+            }
+            _ => None,
+        }
+    }
+
+    /// Free memory on the device (the smallest over several), `None` for host executors.
     ///
     /// ```
     /// let mut cpu = "cpu:1".parse::<nbody_backends::Backend>().unwrap().open().unwrap();
@@ -707,6 +724,57 @@ fn devices_offered() -> Vec<Offer> {
 /// ```
 pub fn cuda_compiled() -> bool {
     cfg!(feature = "cuda")
+}
+
+/// The CUDA devices this process sees (name, compute capability, SMs, clock, memory)
+/// and which pairs copy device to device: what `nbody info` prints.
+///
+/// ```
+/// assert!(nbody_backends::devices_report().starts_with("CUDA devices") || nbody_backends::cuda_compiled());
+/// ```
+#[cfg(feature = "cuda")]
+pub fn devices_report() -> String {
+    let mut o = String::new();
+    for ordinal in 0..64 {
+        match nbody_cuda::CudaExecutor::on_device(ordinal) {
+            Ok(e) => {
+                let d = e.info();
+                o += &format!(
+                    "CUDA device {ordinal}: {}, compute capability {}.{}, {} SMs, SM clock {} MHz, {:.1} GiB\n",
+                    d.name,
+                    d.compute_capability.0,
+                    d.compute_capability.1,
+                    d.sm_count,
+                    d.sm_clock_khz / 1000,
+                    d.total_memory as f64 / (1u64 << 30) as f64
+                );
+            }
+            Err(e) if ordinal == 0 => return format!("CUDA devices: none usable ({e})\n"),
+            Err(_) => break,
+        }
+    }
+    // Which pairs can copy device to device (the multi-device leapfrog's exchange);
+    // the others are staged through pinned host memory.
+    let n = nbody_cuda::CudaExecutor::device_count().unwrap_or(0);
+    if n > 1 {
+        if let Ok(peer) = nbody_cuda::PeerAccess::probe(&(0..n).collect::<Vec<_>>()) {
+            o += "peer access (device to device copies; the rest go through pinned host memory):\n";
+            for (a, row) in peer.can.iter().enumerate() {
+                for (b, &can) in row.iter().enumerate().filter(|&(b, _)| b != a) {
+                    o += &format!("  {a} -> {b}: {}\n", if can { "yes" } else { "no" });
+                }
+            }
+        }
+    } else if n == 1 {
+        o += "peer access: one device (run several executors on it with --devices 0,0)\n";
+    }
+    o
+}
+
+/// The CUDA devices this process sees: none without CUDA compiled in.
+#[cfg(not(feature = "cuda"))]
+pub fn devices_report() -> String {
+    "CUDA devices: not looked for (cuda not compiled in)\n".into()
 }
 
 #[cfg(test)]

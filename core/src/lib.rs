@@ -34,6 +34,9 @@
 
 #[cfg(feature = "alloc")]
 extern crate alloc;
+// The Hermite rules' f64 operations (sqrt, floor) come from std's float methods.
+#[cfg(feature = "std")]
+extern crate std;
 
 pub mod calls;
 pub mod capabilities;
@@ -54,6 +57,8 @@ mod reference;
 pub mod registry;
 pub mod resident;
 pub mod rsqrt;
+#[cfg(feature = "std")]
+pub mod rules;
 pub mod stepping;
 pub mod validate;
 

@@ -12,8 +12,8 @@ use crate::kernels::{Kernel, count};
 use crate::memory::{Scratch, alloc, download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
 use cust::memory::DeviceBuffer;
+use nbody_core::rules::{self, MIN_FRACTION};
 use nbody_core::{Error, Params, Particle, Velocity};
-use nbody_integrators::rules::{self, MIN_FRACTION};
 
 /// How the steps are chosen.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -264,7 +264,7 @@ impl<T: DeviceReal> DeviceHermite<T> {
     }
 
     /// After the first force call: the first shared step, or every particle's level,
-    /// from the startup rule of `nbody_integrators::rules` on the accelerations and jerks
+    /// from the startup rule of `nbody_core::rules` on the accelerations and jerks
     /// (downloaded once: the rule's floor is a median over every particle).
     fn after_start(&mut self, exec: &mut CudaExecutor) -> Result<(), Error> {
         let triples = |b: &DeviceBuffer<u8>| -> Result<Vec<[f64; 3]>, Error> {
@@ -566,7 +566,7 @@ pub struct KernelOutcome {
 
 /// Test harness (feature `testing`): runs the f64 predictor and corrector kernels (shared
 /// and block steps) on `cases` stepped to `t`, so the tests can compare them with
-/// `nbody_integrators::rules` bit for bit.
+/// `nbody_core::rules` bit for bit.
 #[cfg(feature = "testing")]
 pub fn hermite_kernels(
     exec: &mut CudaExecutor,

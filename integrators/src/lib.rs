@@ -55,7 +55,8 @@ mod integrator;
 mod leapfrog;
 mod registry;
 mod rk;
-pub mod rules;
+/// The Hermite rules, defined once in the core (the device Hermite follows them too).
+pub use nbody_core::rules;
 mod state;
 
 softening_builder!(Leapfrog, "Leapfrog::<f64>::new(0.01, 0.05)");

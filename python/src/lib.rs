@@ -1581,7 +1581,7 @@ fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // Whether the wheel was built with the CUDA executors (pip's build backend decides:
     // python/build_backend/nbody_build.py).
-    m.add("cuda_compiled", cfg!(feature = "cuda"))?;
+    m.add("cuda_compiled", nbody_backends::cuda_compiled())?;
     m.add("hdf5_compiled", cfg!(feature = "hdf5"))?;
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `nbody bench`: interactions per second against N for each executor and precision
 //! compiled in, beside the plain scalar loop, as a table, JSON and a PNG plot.
 
-use super::executors::parallelism;
+use super::executors::{Backend, parallelism};
 use super::files::write_atomic;
 use super::plot::{Series, bench_png};
 use crate::bench::{median_time, scalar_loop};
@@ -197,20 +197,18 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&a.out)?;
     let mut cpu = CpuExecutor::new(parallelism(threads));
     let mut mixed = MixedExecutor::new(parallelism(threads));
-    #[cfg(feature = "cuda")]
-    let mut cuda = nbody_cuda::CudaExecutor::new().ok();
+    // The first GPU, where this build and this machine have one.
+    let mut cuda = nbody_backends::cuda_compiled().then(|| "cuda:0".parse::<Backend>().ok()?.open().ok()).flatten();
     let flops = a.flops as f64;
     println!(
         "nbody bench: Plummer sphere, targets = sources = N, acceleration only; median of calls after a warm-up; {threads} CPU threads ({}); GFLOP/s at {} flops per interaction",
         Isa::detect().name(),
         a.flops
     );
-    #[cfg(feature = "cuda")]
     match &cuda {
-        Some(c) => {
-            println!("CUDA device: {} ({} SMs, {} MHz)", c.info().name, c.info().sm_count, c.info().sm_clock_khz / 1000)
-        }
-        None => println!("CUDA: compiled in, no device found"),
+        Some(c) => println!("CUDA device: {}", c.device_line().unwrap_or_default()),
+        None if nbody_backends::cuda_compiled() => println!("CUDA: compiled in, no device found"),
+        None => {}
     }
     println!("{:>18} {:>10} {:>5} {:>14} {:>10}", "N", "executor", "prec", "interact/s", "GFLOP/s");
     let mut rows = Vec::new();
@@ -254,7 +252,6 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
             precision: "f64",
             seconds: time_executor::<f64>(&mut mixed, n, a.seconds)?,
         });
-        #[cfg(feature = "cuda")]
         if let Some(c) = cuda.as_mut() {
             report(Row {
                 n,
@@ -262,7 +259,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
                 targets: None,
                 executor: "cuda",
                 precision: "f32",
-                seconds: time_executor::<f32>(c, n, a.seconds)?,
+                seconds: time_executor::<f32>(c.get::<f32>()?, n, a.seconds)?,
             });
             report(Row {
                 n,
@@ -270,7 +267,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
                 targets: None,
                 executor: "cuda",
                 precision: "f64",
-                seconds: time_executor::<f64>(c, n, a.seconds)?,
+                seconds: time_executor::<f64>(c.get::<f64>()?, n, a.seconds)?,
             });
         }
         if n <= a.scalar_max {
@@ -322,10 +319,9 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
     println!("leaf kernels at N = {kn} (cells: N targets x N/8 cells of eight particles):");
     let mut kernels = kernel_rows::<f32>(&mut cpu, "cpu", "f32", kn, a.seconds)?;
     kernels.extend(kernel_rows::<f64>(&mut cpu, "cpu", "f64", kn, a.seconds)?);
-    #[cfg(feature = "cuda")]
     if let Some(c) = cuda.as_mut() {
-        kernels.extend(kernel_rows::<f32>(c, "cuda", "f32", kn, a.seconds)?);
-        kernels.extend(kernel_rows::<f64>(c, "cuda", "f64", kn, a.seconds)?);
+        kernels.extend(kernel_rows::<f32>(c.get::<f32>()?, "cuda", "f32", kn, a.seconds)?);
+        kernels.extend(kernel_rows::<f64>(c.get::<f64>()?, "cuda", "f64", kn, a.seconds)?);
     }
     let mut ratios = Vec::new();
     for k in kernels {

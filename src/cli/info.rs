@@ -31,12 +31,21 @@ pub fn report() -> String {
     if !nbody_backends::cuda_compiled() {
         o += "  (cuda not compiled in: build with --features cuda)\n";
     }
-    o += "integrators (--integrator; the same names in Python and the AMUSE code):\n";
-    for scheme in nbody_integrators::Scheme::ALL {
-        o += &format!("  {:<14} {}\n", scheme.name(), scheme.about());
-    }
+    o += &registry::<nbody_integrators::Scheme>("--integrator");
+    o += &registry::<crate::simulation::Solver>("--gravity");
+    o += &registry::<nbody_core::Softening>("--softening");
+    o += &registry::<super::Precision>("--precision");
     o += &format!("CPU SIMD features detected: {}\n", cpu_features().join(" "));
-    o += &cuda_devices();
+    o += &nbody_backends::devices_report();
+    o
+}
+
+/// One registry's names and help, as every front end spells them.
+fn registry<K: nbody_core::registry::Named>(option: &str) -> String {
+    let mut o = format!("{} ({option}; one spelling in every front end):\n", K::KIND);
+    for k in K::ALL {
+        o += &format!("  {:<14} {}\n", k.name(), k.about());
+    }
     o
 }
 
@@ -54,50 +63,6 @@ fn cpu_features() -> Vec<&'static str> {
         found.push("none that the kernels use (portable fallback)");
     }
     found
-}
-
-#[cfg(feature = "cuda")]
-fn cuda_devices() -> String {
-    let mut o = String::new();
-    for ordinal in 0..64 {
-        match nbody_cuda::CudaExecutor::on_device(ordinal) {
-            Ok(e) => {
-                let d = e.info();
-                o += &format!(
-                    "CUDA device {ordinal}: {}, compute capability {}.{}, {} SMs, SM clock {} MHz, {:.1} GiB\n",
-                    d.name,
-                    d.compute_capability.0,
-                    d.compute_capability.1,
-                    d.sm_count,
-                    d.sm_clock_khz / 1000,
-                    d.total_memory as f64 / (1u64 << 30) as f64
-                );
-            }
-            Err(e) if ordinal == 0 => return format!("CUDA devices: none usable ({e})\n"),
-            Err(_) => break,
-        }
-    }
-    // Which pairs can copy device to device (the multi-device leapfrog's exchange);
-    // the others are staged through pinned host memory.
-    let n = nbody_cuda::CudaExecutor::device_count().unwrap_or(0);
-    if n > 1 {
-        if let Ok(peer) = nbody_cuda::PeerAccess::probe(&(0..n).collect::<Vec<_>>()) {
-            o += "peer access (device to device copies; the rest go through pinned host memory):\n";
-            for (a, row) in peer.can.iter().enumerate() {
-                for (b, &can) in row.iter().enumerate().filter(|&(b, _)| b != a) {
-                    o += &format!("  {a} -> {b}: {}\n", if can { "yes" } else { "no" });
-                }
-            }
-        }
-    } else if n == 1 {
-        o += "peer access: one device (run several executors on it with --devices 0,0)\n";
-    }
-    o
-}
-
-#[cfg(not(feature = "cuda"))]
-fn cuda_devices() -> String {
-    "CUDA devices: not looked for (cuda not compiled in)\n".into()
 }
 
 /// Prints the report.

@@ -1,7 +1,7 @@
 //! The fourth-order Hermite scheme's per-particle rules (Makino & Aarseth 1992), defined
 //! once: the predictor, the corrector, Aarseth's step criterion, the first step and the
-//! block-step rule. [`crate::Hermite`] and [`crate::BlockHermite`] follow them, and so
-//! does the CUDA device-resident Hermite (`nbody_cuda::DeviceHermite`), whose kernels
+//! block-step rule. The integrators' `Hermite` and `BlockHermite` (nbody-integrators)
+//! follow them, and so does the CUDA device-resident Hermite (`nbody_cuda::DeviceHermite`), whose kernels
 //! do these operations in this order, each rounded on its own; its tests compare the
 //! kernels with these functions bit for bit.
 //!
@@ -9,7 +9,7 @@
 //! does not fuse them), which is what makes the comparison exact.
 //!
 //! ```
-//! use nbody_integrators::rules;
+//! use nbody_core::rules;
 //! let (x, v, a, j) = ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]);
 //! let dt = 0.01;
 //! let (px, pv) = rules::predict(x, v, a, j, dt);
@@ -19,6 +19,9 @@
 //! assert!((x1[0].hypot(x1[1]) - 1.0).abs() < 1e-9 && (v1[0].hypot(v1[1]) - 1.0).abs() < 1e-9);
 //! assert!(rules::aarseth_step(0.02, a, j, a2, a3) > 0.0);
 //! ```
+
+use std::vec;
+use std::vec::Vec;
 
 /// Factor of the first step: `dt0 = FIRST_STEP · |a| / |a'|` ([`first_step`]).
 pub const FIRST_STEP: f64 = 0.01;
@@ -111,27 +114,27 @@ pub fn acceleration_floor(counts: &[f64]) -> f64 {
 
 /// Every particle's startup step ([`first_step`]) from its acceleration and jerk, with
 /// the floor taken over every process of `exec`'s calls.
-pub fn first_steps<T: nbody_core::Real, E: nbody_core::Executor<T> + ?Sized>(
+pub fn first_steps<T: crate::Real, E: crate::Executor<T> + ?Sized>(
     exec: &mut E,
     acc: &[[f64; 3]],
     jerk: &[[f64; 3]],
 ) -> Vec<f64> {
     let mut counts = exponent_counts(acc.iter().map(|a| norm(*a)));
-    nbody_core::collective::sum(exec, &mut counts);
+    crate::collective::sum(exec, &mut counts);
     let floor = acceleration_floor(&counts);
     acc.iter().zip(jerk).map(|(a, j)| first_step(*a, *j, floor)).collect()
 }
 
 /// The smallest finite positive startup step over every process (`FIRST_STEP` where
 /// none is): a shared-step integrator's first step.
-pub fn first_shared_step<T: nbody_core::Real, E: nbody_core::Executor<T> + ?Sized>(
+pub fn first_shared_step<T: crate::Real, E: crate::Executor<T> + ?Sized>(
     exec: &mut E,
     acc: &[[f64; 3]],
     jerk: &[[f64; 3]],
 ) -> f64 {
     let dt =
         first_steps(exec, acc, jerk).into_iter().filter(|d| d.is_finite() && *d > 0.0).fold(f64::INFINITY, f64::min);
-    let dt = nbody_core::collective::min(exec, dt);
+    let dt = crate::collective::min(exec, dt);
     if dt.is_finite() { dt } else { FIRST_STEP }
 }
 
