@@ -84,6 +84,64 @@ impl Call<'_> {
     }
 }
 
+/// An executor that counts what it is asked for: the calls, and the pair interactions
+/// they compute. Run loops report exact rates with it for every integrator (block
+/// steps, Runge-Kutta stages, diagnostics), and tests check what reached an executor.
+///
+/// ```
+/// use nbody_core::forward::Counted;
+/// use nbody_core::{Executor, Field, Params, Particle, Reference};
+/// let mut e = Counted::new(Reference);
+/// let ps = [Particle::new(0.0, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+/// let mut out = [Field::zero(); 2];
+/// e.accelerations(&ps, &ps, &Params::softened(0.1).with_overlap_identical(), &mut out)?;
+/// assert_eq!((e.calls, e.interactions), (1, 4.0));
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Counted<E> {
+    /// The executor inside.
+    pub inner: E,
+    /// Calls forwarded (doors and hooks alike).
+    pub calls: u64,
+    /// Pair interactions asked for.
+    pub interactions: f64,
+    /// Where each direct call's sources are one share of `all_sources` (a distributed
+    /// executor's rank, whose calls pull its targets towards every rank's sources):
+    /// direct calls count targets x `all_sources`.
+    pub all_sources: Option<usize>,
+}
+
+impl<E> Counted<E> {
+    /// Counts the calls made to `inner`, from zero.
+    pub fn new(inner: E) -> Self {
+        Counted { inner, calls: 0, interactions: 0.0, all_sources: None }
+    }
+}
+
+impl<E> Forward for Counted<E> {
+    type Inner = E;
+
+    fn inner(&self) -> &E {
+        &self.inner
+    }
+
+    fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+
+    fn before(&mut self, call: &Call<'_>) {
+        self.calls += 1;
+        self.interactions += match (*call, self.all_sources) {
+            (
+                Call::Accelerations { targets, .. } | Call::Jerk { targets, .. } | Call::Snap { targets, .. },
+                Some(all),
+            ) => targets as f64 * all as f64,
+            _ => call.interactions() as f64,
+        };
+    }
+}
+
 /// An executor that wraps another: every door and hook of [`Executor`] goes to
 /// [`Forward::inner_mut`], after [`Forward::before`] has seen the call. The wrapper is
 /// an `Executor<T>` for every `T` its inner executor is one for.

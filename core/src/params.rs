@@ -114,49 +114,43 @@ impl Overlap {
     }
 }
 
-/// The softened kernel of a call. `Params::eps` is the Plummer-equivalent length ε for
-/// both: the potential of a particle at its own place is `−G m / ε` either way, so the
-/// self term removed for targets that are also sources is the same.
-///
-/// With `u = r / h`, `h = 2.8 ε`:
-///
-/// ```text
-/// Plummer: phi = −G m / sqrt(r² + ε²),  a = G m d / (r² + ε²)^(3/2)
-/// Spline (r < h): phi = G m W(u) / h,    a = G m g(u) d / h³, with
-///   u < 1/2: W = −14/5 + u² (16/3 + u² (32/5 u − 48/5)),   g = 32/3 + u² (32 u − 192/5)
-///   u ≥ 1/2: W = −16/5 + 1/(15 u) + u² (32/3 + u (−16 + u (48/5 − 32/15 u))),
-///            g = 64/3 − 48 u + 192/5 u² − 32/3 u³ − 1/(15 u³)
-/// Spline (r ≥ h): Newtonian, phi = −G m / r, a = G m d / r³
-/// ```
-///
-/// (Gadget's polynomials; for u ≥ 1/2 the kernels evaluate the same functions in
-/// `q = 1 − u`, which do not cancel near `u = 1`: see [`crate::kernel::spline`].)
-///
-/// ```
-/// use nbody_core::{Params, Softening};
-/// let p = Params::softened(0.01f64).with_softening(Softening::Spline);
-/// assert_eq!(p.softening, Softening::Spline);
-/// assert!((p.spline_support() - 0.028).abs() < 1e-15);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Softening {
-    /// `1 / sqrt(r² + ε²)` everywhere (Plummer 1911; Aarseth 1963).
-    #[default]
-    Plummer,
-    /// The cubic spline kernel of Monaghan & Lattanzio (1985) as Gadget uses it (Springel
-    /// 2005): support `h = 2.8 ε`, exactly Newtonian beyond it.
-    Spline,
+crate::registry! {
+    /// The softened kernel of a call. `Params::eps` is the Plummer-equivalent length ε for
+    /// both: the potential of a particle at its own place is `−G m / ε` either way, so the
+    /// self term removed for targets that are also sources is the same.
+    ///
+    /// With `u = r / h`, `h = 2.8 ε`:
+    ///
+    /// ```text
+    /// Plummer: phi = −G m / sqrt(r² + ε²),  a = G m d / (r² + ε²)^(3/2)
+    /// Spline (r < h): phi = G m W(u) / h,    a = G m g(u) d / h³, with
+    ///   u < 1/2: W = −14/5 + u² (16/3 + u² (32/5 u − 48/5)),   g = 32/3 + u² (32 u − 192/5)
+    ///   u ≥ 1/2: W = −16/5 + 1/(15 u) + u² (32/3 + u (−16 + u (48/5 − 32/15 u))),
+    ///            g = 64/3 − 48 u + 192/5 u² − 32/3 u³ − 1/(15 u³)
+    /// Spline (r ≥ h): Newtonian, phi = −G m / r, a = G m d / r³
+    /// ```
+    ///
+    /// (Gadget's polynomials; for u ≥ 1/2 the kernels evaluate the same functions in
+    /// `q = 1 − u`, which do not cancel near `u = 1`: see [`crate::kernel::spline`].)
+    ///
+    /// ```
+    /// use nbody_core::{Params, Softening};
+    /// let p = Params::softened(0.01f64).with_softening(Softening::Spline);
+    /// assert_eq!(p.softening, Softening::Spline);
+    /// assert!((p.spline_support() - 0.028).abs() < 1e-15);
+    /// ```
+    #[derive(Default)]
+    pub enum Softening as "softening" {
+        /// `1 / sqrt(r² + ε²)` everywhere (Plummer 1911; Aarseth 1963).
+        #[default]
+        Plummer => "plummer", "1 / sqrt(r² + eps²) everywhere";
+        /// The cubic spline kernel of Monaghan & Lattanzio (1985) as Gadget uses it (Springel
+        /// 2005): support `h = 2.8 ε`, exactly Newtonian beyond it.
+        Spline => "spline", "Gadget's cubic spline: support 2.8 eps, Newtonian beyond it";
+    }
 }
 
 impl Softening {
-    /// The name the command, the C ABI and Python use: `plummer` or `spline`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Softening::Plummer => "plummer",
-            Softening::Spline => "spline",
-        }
-    }
-
     /// Parses [`Softening::name`].
     ///
     /// ```
@@ -164,22 +158,6 @@ impl Softening {
     /// ```
     pub fn parse(name: &str) -> Option<Softening> {
         crate::registry::lookup(name)
-    }
-}
-
-impl crate::registry::Named for Softening {
-    const KIND: &'static str = "softening";
-    const ALL: &'static [Softening] = &[Softening::Plummer, Softening::Spline];
-
-    fn name(self) -> &'static str {
-        Softening::name(self)
-    }
-
-    fn about(self) -> &'static str {
-        match self {
-            Softening::Plummer => "1 / sqrt(r² + eps²) everywhere",
-            Softening::Spline => "Gadget's cubic spline: support 2.8 eps, Newtonian beyond it",
-        }
     }
 }
 

@@ -147,6 +147,12 @@ pub trait Project<T: Real> {
 
 impl<T: Real> Project<T> for crate::Reference {}
 
+impl<T: Real, E: Project<T>> Project<T> for crate::forward::Counted<E> {
+    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
+        self.inner.project(particles, projection, grid)
+    }
+}
+
 impl<T: Real, E: Project<T> + ?Sized> Project<T> for &mut E {
     fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
         (**self).project(particles, projection, grid)

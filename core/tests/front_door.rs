@@ -173,30 +173,14 @@ fn columns_name_bad_values_as_packed_records_do() {
 #[test]
 fn columns_are_forwarded_and_refused_by_default() {
     use nbody_core::columns::ColumnsCall;
-    use nbody_core::forward::{Call, Forward};
-    struct Counted {
-        inner: Reference,
-        pairs: usize,
-    }
-    impl Forward for Counted {
-        type Inner = Reference;
-        fn inner(&self) -> &Reference {
-            &self.inner
-        }
-        fn inner_mut(&mut self) -> &mut Reference {
-            &mut self.inner
-        }
-        fn before(&mut self, call: &Call<'_>) {
-            self.pairs += call.interactions();
-        }
-    }
-    let mut e = Counted { inner: Reference, pairs: 0 };
+    use nbody_core::forward::Counted;
+    let mut e = Counted::new(Reference);
     let (rows, m, points) = ([[0.0f64; 3], [1.0, 0.0, 0.0]], [1.0, 1.0], [[0.0f64; 3]; 3]);
     let call = ColumnsCall { positions: &rows, masses: &m, targets: Some(&points) };
     let mut acc = [[0.0; 3]; 3];
     let r = e.field_columns(call, &Params::softened(0.1), &mut acc, None);
     assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
-    assert_eq!(e.pairs, 6);
+    assert_eq!(e.interactions, 6.0);
     assert_eq!(acc, [[0.0; 3]; 3]);
 }
 

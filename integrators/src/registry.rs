@@ -6,27 +6,28 @@
 use crate::{BlockHermite, DormandPrince, Hermite, Hermite6, Integrator, Leapfrog};
 use nbody_core::{Error, Real, Softening};
 
-/// An integrator by name.
-///
-/// ```
-/// use nbody_integrators::Scheme;
-/// let s = Scheme::from_name("hermite6")?;
-/// assert_eq!((s, s.name()), (Scheme::Hermite6, "hermite6"));
-/// assert!(Scheme::from_name("rk45").unwrap_err().to_string().contains("leapfrog, hermite, block-hermite, hermite6, rk"));
-/// # Ok::<(), nbody_core::Error>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Scheme {
-    /// Kick-drift-kick leapfrog, fixed step.
-    Leapfrog,
-    /// Hermite 4th order, shared adaptive steps.
-    Hermite,
-    /// Hermite 4th order, block (power-of-two) individual steps.
-    BlockHermite,
-    /// Hermite 6th order (acceleration, jerk and snap), shared adaptive steps.
-    Hermite6,
-    /// Dormand-Prince 5(4), adaptive.
-    RungeKutta,
+nbody_core::registry! {
+    /// An integrator by name.
+    ///
+    /// ```
+    /// use nbody_integrators::Scheme;
+    /// let s = Scheme::from_name("hermite6")?;
+    /// assert_eq!((s, s.name()), (Scheme::Hermite6, "hermite6"));
+    /// assert!(Scheme::from_name("rk45").unwrap_err().to_string().contains("leapfrog, hermite, block-hermite, hermite6, rk"));
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub enum Scheme as "integrator" {
+        /// Kick-drift-kick leapfrog, fixed step.
+        Leapfrog => "leapfrog", "kick-drift-kick leapfrog, fixed step dt";
+        /// Hermite 4th order, shared adaptive steps.
+        Hermite => "hermite", "Hermite 4th order, shared adaptive steps (accuracy eta)";
+        /// Hermite 4th order, block (power-of-two) individual steps.
+        BlockHermite => "block-hermite", "Hermite 4th order, block (power-of-two) individual steps (eta, largest step dt)";
+        /// Hermite 6th order (acceleration, jerk and snap), shared adaptive steps.
+        Hermite6 => "hermite6", "Hermite 6th order with the snap, shared adaptive steps (accuracy eta)";
+        /// Dormand-Prince 5(4), adaptive.
+        RungeKutta => "rk", "Dormand-Prince 5(4), adaptive (relative tolerance)";
+    }
 }
 
 /// "one of" and every name, in [`Scheme::ALL`]'s order (a test keeps the two together).
@@ -63,32 +64,6 @@ impl<T: Real> SchemeSettings<T> {
 }
 
 impl Scheme {
-    /// Every scheme, in the order front ends list them.
-    pub const ALL: [Scheme; 5] =
-        [Scheme::Leapfrog, Scheme::Hermite, Scheme::BlockHermite, Scheme::Hermite6, Scheme::RungeKutta];
-
-    /// The one name of the scheme (also [`Integrator::name`] of what it builds).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Scheme::Leapfrog => "leapfrog",
-            Scheme::Hermite => "hermite",
-            Scheme::BlockHermite => "block-hermite",
-            Scheme::Hermite6 => "hermite6",
-            Scheme::RungeKutta => "rk",
-        }
-    }
-
-    /// One line for help texts: what it is and which settings it reads.
-    pub const fn about(self) -> &'static str {
-        match self {
-            Scheme::Leapfrog => "kick-drift-kick leapfrog, fixed step dt",
-            Scheme::Hermite => "Hermite 4th order, shared adaptive steps (accuracy eta)",
-            Scheme::BlockHermite => "Hermite 4th order, block (power-of-two) individual steps (eta, largest step dt)",
-            Scheme::Hermite6 => "Hermite 6th order with the snap, shared adaptive steps (accuracy eta)",
-            Scheme::RungeKutta => "Dormand-Prince 5(4), adaptive (relative tolerance)",
-        }
-    }
-
     /// Every name, comma-separated, for messages.
     pub fn names() -> &'static str {
         &ONE_OF["one of ".len()..]
@@ -123,29 +98,10 @@ impl Scheme {
     }
 }
 
-impl std::fmt::Display for Scheme {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 impl std::str::FromStr for Scheme {
     type Err = Error;
     fn from_str(name: &str) -> Result<Scheme, Error> {
         Scheme::from_name(name)
-    }
-}
-
-impl nbody_core::registry::Named for Scheme {
-    const KIND: &'static str = "integrator";
-    const ALL: &'static [Scheme] = &Scheme::ALL;
-
-    fn name(self) -> &'static str {
-        Scheme::name(self)
-    }
-
-    fn about(self) -> &'static str {
-        Scheme::about(self)
     }
 }
 
@@ -158,7 +114,7 @@ mod tests {
         let names: Vec<&str> = Scheme::ALL.iter().map(|s| s.name()).collect();
         assert_eq!(Scheme::names(), names.join(", "));
         let settings = SchemeSettings::new(0.01f64);
-        for s in Scheme::ALL {
+        for &s in Scheme::ALL {
             assert_eq!(Scheme::from_name(s.name()).unwrap(), s);
             assert_eq!(s.build(&settings).unwrap().name(), s.name(), "{s:?}");
         }
@@ -168,11 +124,11 @@ mod tests {
     #[test]
     fn bad_settings_are_the_integrators_errors() {
         let bad = SchemeSettings { eta: -1.0, dt: 0.0, tolerance: f64::NAN, ..SchemeSettings::new(0.01f64) };
-        for s in Scheme::ALL {
+        for &s in Scheme::ALL {
             assert!(s.build(&bad).is_err(), "{s:?} built from bad settings");
         }
         // The sixth-order scheme's step needs f64 forces; every other scheme runs in f32.
-        for s in Scheme::ALL {
+        for &s in Scheme::ALL {
             let built = s.build(&SchemeSettings::new(0.01f32));
             assert_eq!(built.is_err(), s.needs_f64(), "{s:?} in f32");
         }

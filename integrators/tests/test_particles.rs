@@ -2,28 +2,9 @@
 //! exert nothing, and cost N x N_massive interactions; a test particle's Kepler orbit
 //! around a point mass converges at each integrator's order.
 
-use nbody_core::forward::{Call, Forward};
+use nbody_core::forward::Counted;
 use nbody_core::{Reference, Velocity};
 use nbody_integrators::{BlockHermite, Criterion, DormandPrince, Hermite, Hermite6, Leapfrog, State, ics};
-
-/// Counts the interactions the calls it forwards compute.
-struct Counting {
-    inner: Reference,
-    interactions: usize,
-}
-
-impl Forward for Counting {
-    type Inner = Reference;
-    fn inner(&self) -> &Reference {
-        &self.inner
-    }
-    fn inner_mut(&mut self) -> &mut Reference {
-        &mut self.inner
-    }
-    fn before(&mut self, call: &Call<'_>) {
-        self.interactions += call.interactions();
-    }
-}
 
 const PERIOD: f64 = 2.0 * std::f64::consts::PI;
 
@@ -96,18 +77,22 @@ fn test_particles_cost_n_times_the_massive_ones() {
     let mut s =
         State::with_test_particles(p.clone(), v.clone(), &tests, vec![Velocity::new(0.0, 0.0, 0.0); 90]).unwrap();
     assert_eq!((s.len(), s.massive()), (100, 10));
-    let mut e = Counting { inner: Reference, interactions: 0 };
+    let mut e = Counted::new(Reference);
     let mut lf = Leapfrog::new(1e-3, 0.01).unwrap();
     for _ in 0..5 {
         lf.step(&mut s, &mut e).unwrap();
     }
     // One force call to start and one per step, each 100 targets x 10 sources.
-    assert_eq!(e.interactions, 6 * 100 * 10);
-    let mut e = Counting { inner: Reference, interactions: 0 };
+    assert_eq!(e.interactions, 6.0 * 100.0 * 10.0);
+    let mut e = Counted::new(Reference);
     let mut b = BlockHermite::new(0.02, 1.0 / 64.0, 0.01).unwrap();
     let mut s2 = s.clone();
     let steps = b.advance_to(&mut s2, &mut e, 1.0 / 64.0).unwrap();
-    assert!(e.interactions <= (steps + 1) * 100 * 10, "{} interactions in {steps} block steps", e.interactions);
+    assert!(
+        e.interactions <= ((steps + 1) * 100 * 10) as f64,
+        "{} interactions in {steps} block steps",
+        e.interactions
+    );
     // The massive particles move exactly as they would without the test particles.
     let mut alone = State::new(p, v);
     let mut lf = Leapfrog::new(1e-3, 0.01).unwrap();

@@ -7,7 +7,7 @@ use nbody_backends::{Backend, BackendError, BackendReal};
 use nbody_core::cell::Cell;
 use nbody_core::cell::Criterion;
 use nbody_core::columns::ColumnsCall;
-use nbody_core::registry::{lookup, names, Named};
+use nbody_core::registry::{lookup, names};
 use nbody_core::projection::{Plane, Projecting, Projection};
 use nbody_core::{
     Bodies, Error, Field, InteractionList, Jerk, LeafList, Pair, Params, Particle, PerParticle, Real, Softening, Span,

@@ -7,7 +7,6 @@ use super::settings::named_parser;
 use anyhow::{Result, bail};
 use clap::Args;
 use nbody_core::Softening;
-use nbody_core::registry::Named as _;
 use nbody_core::{Field, Params, Particle, PerParticle, Real};
 use std::path::PathBuf;
 use std::process::ExitCode;

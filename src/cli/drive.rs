@@ -10,7 +10,6 @@ use super::team::Team;
 use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use nbody_core::projection::Plane;
-use nbody_core::registry::Named as _;
 use nbody_integrators::{Diagnostics, Words};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -13,7 +13,6 @@ use super::team::{ReportedElsewhere, Team};
 #[cfg(feature = "mpi")]
 use crate::simulation::Host;
 use anyhow::{Context, Result, bail};
-use nbody_core::registry::Named as _;
 use nbody_core::{Particle, Real, Velocity};
 use nbody_integrators::{State, ics};
 use std::path::Path;

@@ -84,36 +84,3 @@ impl Simulation for Gathered<'_> {
         self.sim.restore_split(&mut Words::new(&own), &mut Arrays::new(&parts))
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::simulation::Counting;
-    use nbody_conformance::wrappers::{Probe, every_door_reaches};
-
-    /// The run loop's counter reaches the executor's own hook at every door (a device's
-    /// neighbour search, MPI's collective doors) and counts what each asks for.
-    #[test]
-    fn counting_reaches_every_hook_and_counts() {
-        let probe = Probe::default();
-        let log = probe.log.clone();
-        let mut counting = Counting::new(Box::new(ProbeMaps(probe)));
-        every_door_reaches(&mut counting, &log).unwrap();
-        // Four calls of 6 x 6 and two batches of 6 x 6.
-        assert_eq!(counting.interactions(), 6.0 * 36.0);
-    }
-
-    /// The probe with the plain density map, as the command's executors all have one.
-    struct ProbeMaps(Probe);
-
-    impl nbody_core::forward::Forward for ProbeMaps {
-        type Inner = Probe;
-        fn inner(&self) -> &Probe {
-            &self.0
-        }
-        fn inner_mut(&mut self) -> &mut Probe {
-            &mut self.0
-        }
-    }
-
-    impl nbody_core::projection::Project<f64> for ProbeMaps {}
-}

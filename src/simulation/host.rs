@@ -2,72 +2,17 @@
 
 use super::split::{SPLIT, Share, take_share};
 use super::{Row, Simulation, rows};
-use nbody_core::forward::{Call, Forward};
+use nbody_core::forward::Counted;
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::projection::{Project, Projecting, Projection};
-use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, Real};
+use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Real};
 use nbody_integrators::{Arrays, Checkpoint, Diagnostics, Integrator, State, Words};
-
-/// An executor that counts the interactions it is asked for, so rates are exact for
-/// every integrator (block steps, Runge-Kutta stages, diagnostics).
-#[derive(Debug)]
-pub struct Counting<E: ?Sized> {
-    interactions: f64,
-    /// Under MPI, every rank's sources: each call pulls this rank's targets towards all
-    /// of them, though it passes only its own.
-    all_sources: Option<usize>,
-    inner: Box<E>,
-}
-
-impl<E: ?Sized> Counting<E> {
-    /// Counts the calls made to `inner`.
-    pub fn new(inner: Box<E>) -> Self {
-        Self { interactions: 0.0, all_sources: None, inner }
-    }
-
-    /// Interactions asked for so far.
-    pub fn interactions(&self) -> f64 {
-        self.interactions
-    }
-}
-
-/// Every door and hook reaches the inner executor's own (MPI's collective doors, a
-/// GPU's neighbour search), counted on the way.
-impl<E: ?Sized> Forward for Counting<E> {
-    type Inner = E;
-
-    fn inner(&self) -> &E {
-        &self.inner
-    }
-
-    fn inner_mut(&mut self) -> &mut E {
-        &mut self.inner
-    }
-
-    fn before(&mut self, call: &Call<'_>) {
-        self.interactions += match (*call, self.all_sources) {
-            (Call::Batch { .. } | Call::Cells { .. } | Call::BatchCells { .. }, _) | (_, None) => {
-                call.interactions() as f64
-            }
-            (
-                Call::Accelerations { targets, .. } | Call::Jerk { targets, .. } | Call::Snap { targets, .. },
-                Some(all),
-            ) => targets as f64 * all as f64,
-        };
-    }
-}
-
-impl<T: Real, E: Projecting<T> + ?Sized> Project<T> for Counting<E> {
-    fn project(&mut self, particles: &[Particle<T>], projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
-        self.inner.project(particles, projection, grid)
-    }
-}
 
 /// A system on the host, any integrator, any executor.
 pub struct Host<T: Real, E: ?Sized> {
     state: State<T>,
     integrator: Box<dyn Integrator<T> + Send>,
-    exec: Counting<E>,
+    exec: Counted<Box<E>>,
     steps: u64,
 }
 
@@ -80,7 +25,7 @@ impl<T: Real, E: ?Sized> std::fmt::Debug for Host<T, E> {
 impl<T: Real, E: Projecting<T> + ?Sized> Host<T, E> {
     /// A simulation of `state` advanced by `integrator` with forces from `exec`.
     pub fn new(state: State<T>, integrator: Box<dyn Integrator<T> + Send>, exec: Box<E>) -> Self {
-        Self { state, integrator, exec: Counting::new(exec), steps: 0 }
+        Self { state, integrator, exec: Counted::new(exec), steps: 0 }
     }
 
     /// For a distributed executor: each call's sources are this rank's share of `n`.

@@ -29,11 +29,10 @@ mod host;
 mod split;
 
 use crate::tree::{BarnesHut, TreeLeapfrog};
-pub use host::{Counting, Host};
+pub use host::Host;
 use nbody_backends::{Backend, BackendReal, Opened};
 use nbody_core::cell::Criterion;
 use nbody_core::projection::Projection;
-use nbody_core::registry::Named;
 use nbody_core::{Error, Particle, Real, Softening, Velocity};
 use nbody_integrators::{Arrays, Diagnostics, Integrator, Scheme, SchemeSettings, State, Words};
 #[cfg(feature = "mpi")]
@@ -119,29 +118,13 @@ pub enum Gravity {
     },
 }
 
-/// The gravity solvers by name, as every front end spells them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Solver {
-    /// [`Gravity::Direct`].
-    Direct,
-    /// [`Gravity::Tree`].
-    Tree,
-}
-
-impl Named for Solver {
-    const KIND: &'static str = "gravity";
-    const ALL: &'static [Self] = &[Solver::Direct, Solver::Tree];
-    fn name(self) -> &'static str {
-        match self {
-            Solver::Direct => "direct",
-            Solver::Tree => "tree",
-        }
-    }
-    fn about(self) -> &'static str {
-        match self {
-            Solver::Direct => "direct summation over every pair, O(N^2)",
-            Solver::Tree => "Barnes-Hut tree with quadrupole cells, O(N log N) (leapfrog only)",
-        }
+nbody_core::registry! {
+    /// The gravity solvers by name, as every front end spells them.
+    pub enum Solver as "gravity" {
+        /// [`Gravity::Direct`].
+        Direct => "direct", "direct summation over every pair, O(N^2)";
+        /// [`Gravity::Tree`].
+        Tree => "tree", "Barnes-Hut tree with quadrupole cells, O(N log N) (leapfrog only)";
     }
 }
 
@@ -183,29 +166,13 @@ impl Gravity {
     }
 }
 
-/// The precision the particles are kept and stepped in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Precision {
-    /// Single.
-    F32,
-    /// Double.
-    F64,
-}
-
-impl Named for Precision {
-    const KIND: &'static str = "precision";
-    const ALL: &'static [Self] = &[Precision::F32, Precision::F64];
-    fn name(self) -> &'static str {
-        match self {
-            Precision::F32 => "f32",
-            Precision::F64 => "f64",
-        }
-    }
-    fn about(self) -> &'static str {
-        match self {
-            Precision::F32 => "single: particles and kernels in f32",
-            Precision::F64 => "double: particles and kernels in f64 (the mixed backends compute in it)",
-        }
+nbody_core::registry! {
+    /// The precision the particles are kept and stepped in.
+    pub enum Precision as "precision" {
+        /// Single.
+        F32 => "f32", "single: particles and kernels in f32";
+        /// Double.
+        F64 => "f64", "double: particles and kernels in f64 (the mixed backends compute in it)";
     }
 }
 
