@@ -6,7 +6,5 @@ if command -v cc >/dev/null && command -v gfortran >/dev/null && command -v pkg-
   echo "C toolchain already installed"
   exit 0
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends gcc gfortran pkg-config libc6-dev >/dev/null
+"$(dirname "$0")/apt-install.sh" gcc gfortran pkg-config libc6-dev
 echo "installed: $(gfortran --version | head -n 1)"

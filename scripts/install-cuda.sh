@@ -16,7 +16,5 @@ Components: contrib non-free
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends nvidia-cuda-toolkit >/dev/null
+"$(dirname "$0")/apt-install.sh" nvidia-cuda-toolkit
 echo "installed: $(nvcc --version | tail -n 1)"

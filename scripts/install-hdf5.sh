@@ -7,7 +7,5 @@ if pkg-config --exists hdf5 2>/dev/null && /usr/bin/python3 -c "import h5py" 2>/
   echo "HDF5 and h5py already installed"
   exit 0
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends libhdf5-dev pkg-config python3-h5py >/dev/null
+"$(dirname "$0")/apt-install.sh" libhdf5-dev pkg-config python3-h5py
 echo "installed: HDF5 $(pkg-config --modversion hdf5), h5py $(/usr/bin/python3 -c 'import h5py; print(h5py.__version__)')"

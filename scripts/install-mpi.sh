@@ -7,7 +7,5 @@ if command -v mpirun >/dev/null 2>&1 && [ -e /usr/include/x86_64-linux-gnu/mpi/m
   echo "Open MPI already installed: $(mpirun --version | head -n 1)"
   exit 0
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends libopenmpi-dev openmpi-bin libclang-dev >/dev/null
+"$(dirname "$0")/apt-install.sh" libopenmpi-dev openmpi-bin libclang-dev
 echo "installed: $(mpirun --version | head -n 1)"
