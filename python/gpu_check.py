@@ -67,6 +67,34 @@ dx = float(np.abs(gpu.positions - host.positions).max())
 check("device tree against the host tree", gpu.steps == host.steps and de < 1e-4 and dx < 1e-5,
       f"steps {gpu.steps} {host.steps}, energy ratio - 1 {de:.2e}, max position difference {dx:.2e}")
 
+# The library's one run loop puts the particles on the GPU for the leapfrog, Hermite
+# (shared and block steps) and the tree, and steps the others on the host over the GPU's
+# forces: each against the same run on the CPU (f64; the sums differ in their rounding
+# only, so the energies agree far below the integrators' own error), a save and load on
+# the device continuing bit for bit, and collisions found on the device.
+for integrator, gravity, on_device in (("leapfrog", "direct", True), ("hermite", "direct", True),
+                                       ("block-hermite", "direct", True), ("hermite6", "direct", False),
+                                       ("rk", "direct", False), ("leapfrog", "tree", True)):
+    kw = dict(n=2048, seed=3, integrator=integrator, gravity=gravity, eps=0.01, dt=1 / 128, eta=0.01)
+    cpu = nbody.Simulation(executor="cpu", **kw)
+    dev = nbody.Simulation(executor="cuda", **kw)
+    for sim in (cpu, dev):
+        sim.evolve(0.0625)
+    ec, ed = cpu.energies()[2], dev.energies()[2]
+    dx = float(np.abs(dev.positions - cpu.positions).max())
+    tol = 1e-6 if gravity == "tree" else 1e-9
+    check(f"run loop {integrator} {gravity} on the GPU", dev.on_device == on_device and abs(ed / ec - 1) < tol and dx < 1e-5,
+          f"on_device {dev.on_device}, steps {dev.steps} (cpu {cpu.steps}), energy ratio - 1 {abs(ed / ec - 1):.2e}, max dx {dx:.2e}")
+    again = nbody.Simulation.from_bytes(dev.to_bytes())
+    for sim in (dev, again):
+        sim.evolve(0.125)
+    check(f"run loop {integrator} {gravity}: saved on the GPU, loaded, bit for bit",
+          np.array_equal(dev.positions, again.positions) and dev.steps == again.steps, f"steps {dev.steps}")
+    if gravity == "direct":
+        r = np.full(2048, 2e-3)
+        same = np.array_equal(dev.collisions(r), nbody.Simulation(positions=dev.positions, masses=dev.masses, executor="cpu").collisions(r))
+        check(f"run loop {integrator}: collisions on the GPU as on the CPU", same)
+
 big = nbody.Simulation(n=1 << 20, seed=1, gravity="tree", theta=0.5, precision="f32", executor="cuda")
 big.step()
 t0 = time.perf_counter(); big.evolve(big.time + 32 / 256); t1 = time.perf_counter()

@@ -1152,6 +1152,13 @@ impl Simulation {
         self.run.sim.time() / self.config.k()
     }
 
+    /// Whether the particles live on the GPU between steps (the library's choice: the
+    /// leapfrog, Hermite and the tree on one GPU with Plummer softening).
+    #[getter]
+    fn on_device(&self) -> bool {
+        self.run.on_device
+    }
+
     /// Steps taken.
     #[getter]
     fn steps(&self) -> u64 {

@@ -92,6 +92,7 @@ def through_python(integrator, gravity):
     sim = nbody.Simulation(
         ic="plummer", n=N, seed=SEED, integrator=integrator, gravity=gravity, eps=EPS, eta=ETA, dt=DT, executor="cpu:1"
     )
+    assert not sim.on_device  # the CPU steps on the host
     rows, start = [], (sim.positions, sim.velocities, sim.masses)
     for t in [0.0, *times()]:
         if t > 0:
