@@ -85,7 +85,9 @@ for integrator, gravity, on_device in (("leapfrog", "direct", True), ("hermite",
         sim.evolve(0.0625)
     ec, ed = cpu.energies()[2], dev.energies()[2]
     dx = float(np.abs(dev.positions - cpu.positions).max())
-    tol = 1e-6 if gravity == "tree" else 1e-9
+    # The device tree and the host tree build and walk their cells differently (the
+    # same opening test, other sums): their energies agree to the tree's own error.
+    tol = 1e-5 if gravity == "tree" else 1e-9
     check(f"run loop {integrator} {gravity} on the GPU", dev.on_device == on_device and abs(ed / ec - 1) < tol and dx < 1e-5,
           f"on_device {dev.on_device}, steps {dev.steps} (cpu {cpu.steps}), energy ratio - 1 {abs(ed / ec - 1):.2e}, max dx {dx:.2e}")
     again = nbody.Simulation.from_bytes(dev.to_bytes())
