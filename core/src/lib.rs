@@ -68,6 +68,6 @@ pub use executor::{
     validate_batch_cells, validate_cells,
 };
 pub use layout::{Field, Jerk, Particle, SoaRef, Velocity};
-pub use params::{Overlap, Params, SPLINE_SUPPORT, Softening};
+pub use params::{Overlap, PairRule, Params, SPLINE_SUPPORT, Softening};
 pub use real::Real;
 pub use reference::Reference;

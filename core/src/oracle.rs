@@ -93,10 +93,7 @@ pub fn field_per_particle<T: Real>(
         let (ei, ej) = (eps.targets[i].to_f64(), eps.sources[j].to_f64());
         // The Plummer-equivalent ε² of the pair: the mean of the squares, or the larger
         // length for the spline (whose support is 2.8 times it).
-        let eps2 = match params.softening {
-            crate::Softening::Plummer => 0.5 * ei * ei + 0.5 * ej * ej,
-            crate::Softening::Spline => ei.max(ej) * ei.max(ej),
-        };
+        let eps2 = params.softening.pair_rule().eps2(ei, ej);
         let masked = matches!(
             crate::kernel::Softened::between(params.softening, eps.targets[i], eps.sources[j]),
             crate::kernel::Softened::Plummer { masked: true, .. }

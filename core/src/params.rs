@@ -151,6 +151,21 @@ crate::registry! {
 }
 
 impl Softening {
+    /// How a pair's softening comes from a length per particle (the per-particle
+    /// kernels, the oracle and every executor's staging read it here).
+    ///
+    /// ```
+    /// use nbody_core::{PairRule, Softening};
+    /// assert_eq!(Softening::Plummer.pair_rule(), PairRule::MeanSquare);
+    /// assert_eq!(Softening::Plummer.pair_rule().eps2(0.1, 0.3), 0.5 * 0.01 + 0.5 * 0.09);
+    /// ```
+    pub const fn pair_rule(self) -> PairRule {
+        match self {
+            Softening::Plummer => PairRule::MeanSquare,
+            Softening::Spline => PairRule::Larger,
+        }
+    }
+
     /// Parses [`Softening::name`].
     ///
     /// ```
@@ -158,6 +173,44 @@ impl Softening {
     /// ```
     pub fn parse(name: &str) -> Option<Softening> {
         crate::registry::lookup(name)
+    }
+}
+
+/// How a pair's softening comes from its two particles' lengths ε_i and ε_j
+/// ([`Softening::pair_rule`]), and what each particle stores for the kernels so that a
+/// pair combines in one operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairRule {
+    /// The pair's ε² is the mean of the squares: each particle stores `ε²/2`, a pair
+    /// sums them (Plummer).
+    MeanSquare,
+    /// The pair's length is the larger: each particle stores its support
+    /// `SPLINE_SUPPORT · ε`, a pair takes the maximum (the spline).
+    Larger,
+}
+
+impl PairRule {
+    /// What a particle of length `eps` stores: `scale · ε²` when `squared`, else
+    /// `scale · ε`, as `(scale, squared)`.
+    ///
+    /// ```
+    /// use nbody_core::PairRule;
+    /// assert_eq!(PairRule::MeanSquare.stored(), (0.5, true));
+    /// assert_eq!(PairRule::Larger.stored(), (nbody_core::SPLINE_SUPPORT, false));
+    /// ```
+    pub const fn stored(self) -> (f64, bool) {
+        match self {
+            PairRule::MeanSquare => (0.5, true),
+            PairRule::Larger => (SPLINE_SUPPORT, false),
+        }
+    }
+
+    /// The pair's Plummer-equivalent ε² from its two lengths.
+    pub fn eps2(self, ei: f64, ej: f64) -> f64 {
+        match self {
+            PairRule::MeanSquare => 0.5 * ei * ei + 0.5 * ej * ej,
+            PairRule::Larger => ei.max(ej) * ei.max(ej),
+        }
     }
 }
 

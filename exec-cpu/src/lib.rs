@@ -392,19 +392,17 @@ impl<T: CpuReal> CellScratch<T> {
             return;
         }
         let softened = Softened::of(params);
-        match softened {
-            Softened::Plummer { .. } => {}
-            // The vector cell kernel is Plummer's; the spline's cells in scalar code.
-            Softened::Spline { .. } => {
-                for (t, o) in targets.iter().zip(out.iter_mut()) {
-                    let mut sums = Field::zero();
-                    for c in runs.iter().flat_map(|r| r.iter()) {
-                        nbody_core::cell::cell_softened(t.position(), c, &softened, &mut sums);
-                    }
-                    nbody_core::kernel::finish(params.g, &sums, params.potential, o);
+        // The vector cell kernel is Plummer's; every other kernel's cells in the core's
+        // scalar code.
+        if softened.softening() != nbody_core::Softening::Plummer {
+            for (t, o) in targets.iter().zip(out.iter_mut()) {
+                let mut sums = Field::zero();
+                for c in runs.iter().flat_map(|r| r.iter()) {
+                    nbody_core::cell::cell_softened(t.position(), c, &softened, &mut sums);
                 }
-                return;
+                nbody_core::kernel::finish(params.g, &sums, params.potential, o);
             }
+            return;
         }
         let padded = targets.len().div_ceil(cells::PAD) * cells::PAD;
         for (k, lane) in self.pos.iter_mut().enumerate() {

@@ -218,12 +218,13 @@ impl<T: Real> Scratch<T> {
         self.teps.clear();
         self.seps.clear();
         let Some((eps, softening)) = lengths else { return };
-        let (half, support) = (T::from_f64(0.5), T::from_f64(nbody_core::SPLINE_SUPPORT));
-        // The targets' value and the sources' (negated for Plummer; the spline's negated
-        // support is the same for both).
-        let (target_scale, source_scale, squared) = match softening {
-            nbody_core::Softening::Plummer => (half, -half, true),
-            nbody_core::Softening::Spline => (-support, -support, false),
+        let (scale, squared) = softening.pair_rule().stored();
+        let scale = T::from_f64(scale);
+        // The targets' value and the sources' (the sources' negated for a sum; for the
+        // larger of the two, both negated).
+        let (target_scale, source_scale) = match softening.pair_rule() {
+            nbody_core::PairRule::MeanSquare => (scale, -scale),
+            nbody_core::PairRule::Larger => (-scale, -scale),
         };
         let value = move |scale: T, e: T| if squared { scale * e * e } else { scale * e };
         let (target, source) = (|e: T| value(target_scale, e), |e: T| value(source_scale, e));

@@ -54,10 +54,8 @@ pub(crate) struct Buffers {
 /// is the sum), the spline `h = 2.8 ε` (a pair's support is the larger). Returns the least
 /// value written (infinity for none), found in the same pass.
 pub(crate) fn write_kernel_lengths<T: DeviceReal>(eps: &[T], softening: Softening, dst: &mut [T]) -> T {
-    let (scale, square) = match softening {
-        Softening::Plummer => (T::from_f64(0.5), true),
-        Softening::Spline => (T::from_f64(nbody_core::SPLINE_SUPPORT), false),
-    };
+    let (scale, square) = softening.pair_rule().stored();
+    let scale = T::from_f64(scale);
     let value = |e: T| if square { scale * e * e } else { scale * e };
     // Sixteen independent minima, so that the loop vectorises (the lengths are
     // validated: no NaN to order).
@@ -295,13 +293,15 @@ impl crate::CudaExecutor {
         let (soft, eps2, masked) = match each {
             Some(masked) => (Soft::of(params.softening, true), T::zero(), masked),
             // The spline's support in eps2; with eps = 0 it is Newtonian: Plummer's mask.
-            None => match nbody_core::kernel::Softened::of(params) {
-                nbody_core::kernel::Softened::Spline { h, .. } => (Soft::Spline, h, false),
-                nbody_core::kernel::Softened::Plummer { .. } => {
+            None => {
+                let softened = nbody_core::kernel::Softened::of(params);
+                if softened.softening() == Softening::Plummer {
                     let (eps2, masked) = self.kernel_eps2(&params.with_softening(Softening::Plummer))?;
                     (Soft::Plummer, eps2, masked)
+                } else {
+                    (Soft::of(params.softening, false), softened.argument(), false)
                 }
-            },
+            }
         };
         let args = BatchArgs {
             particles: b.particles,
@@ -664,9 +664,9 @@ mod tests {
             let mut out = vec![f64::NAN; 37];
             let least = write_kernel_lengths(&eps, softening, &mut out);
             for (&e, &v) in eps.iter().zip(&out) {
-                let want = match softening {
-                    Softening::Plummer => 0.5 * e * e,
-                    Softening::Spline => nbody_core::SPLINE_SUPPORT * e,
+                let want = match softening.pair_rule() {
+                    nbody_core::PairRule::MeanSquare => 0.5 * e * e,
+                    nbody_core::PairRule::Larger => nbody_core::SPLINE_SUPPORT * e,
                 };
                 assert_eq!(v, want);
             }

@@ -117,10 +117,8 @@ impl CudaExecutor {
             };
             let out = me.scratch[OUT].reserve(n_t * rec)?;
             upload_padded(out, &[], n_t * rec)?;
-            let soft = match nbody_core::kernel::Softened::of(&p) {
-                nbody_core::kernel::Softened::Spline { .. } => Some(TiledSoft::spline(&p)),
-                nbody_core::kernel::Softened::Plummer { .. } => None,
-            };
+            let plummer = nbody_core::kernel::Softened::of(&p).softening() == nbody_core::Softening::Plummer;
+            let soft = (!plummer).then(|| TiledSoft::of(&p));
             let config = match soft {
                 Some(_) => me.soft_config(n_t, n_s, padded, &p)?,
                 None => me.config_for(n_t, n_s, &p)?,

@@ -43,9 +43,10 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
 
     unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {
         let DirectCall { targets, sources, params, out } = call;
-        match Softened::of(params) {
-            Softened::Plummer { .. } => {}
-            Softened::Spline { .. } => return self.tiled_soft(targets, sources, None, params, out),
+        // Plummer's own kernels below; every other kernel through the softened tiles
+        // (which map it to its device kernels in one place, `Soft::of`).
+        if Softened::of(params).softening() != nbody_core::Softening::Plummer {
+            return self.tiled_soft(targets, sources, None, params, out);
         }
         self.check_mixed_extent::<T>(targets, sources)?;
         self.guarded(|me| {
@@ -186,7 +187,7 @@ impl CudaExecutor {
                         lengths: (b(me, if identical { EXTRA_B } else { EXTRA_A })?, b(me, EXTRA_B)?),
                     }
                 }
-                None => crate::tiled::TiledSoft::spline(params),
+                None => crate::tiled::TiledSoft::of(params),
             };
             let config = me.soft_config(targets.len(), sources.len(), padded, params)?;
             let s = &me.scratch;

@@ -69,7 +69,7 @@ impl Soft {
 
     /// The mask flag a kernel's name carries: the spline's kernels mask for themselves
     /// and exist only as `m1`.
-    fn masked(self, masked: bool) -> bool {
+    pub(crate) fn masked(self, masked: bool) -> bool {
         match self {
             Soft::Plummer | Soft::PlummerEach => masked,
             Soft::Spline | Soft::SplineEach => true,

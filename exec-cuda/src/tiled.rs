@@ -23,10 +23,12 @@ pub(crate) struct TiledSoft<T> {
 }
 
 impl<T: DeviceReal> TiledSoft<T> {
-    /// The spline with one support for every particle (`params.spline_support()`); it
-    /// masks for itself.
-    pub(crate) fn spline(params: &Params<T>) -> Self {
-        TiledSoft { soft: Soft::Spline, eps2: params.spline_support(), masked: true, lengths: (null(), null()) }
+    /// The kernel of `params` with one length for every particle (its compiled
+    /// argument: the spline's support).
+    pub(crate) fn of(params: &Params<T>) -> Self {
+        let soft = Soft::of(params.softening, false);
+        let eps2 = nbody_core::kernel::Softened::of(params).argument();
+        TiledSoft { soft, eps2, masked: soft.masked(params.masked()), lengths: (null(), null()) }
     }
 }
 

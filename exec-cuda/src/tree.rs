@@ -479,14 +479,12 @@ impl CudaExecutor {
         validate::params(params)?;
         validate::length("output", particles.len(), out.len())?;
         settings.check()?;
-        match params.softening {
-            Softening::Plummer => {}
-            Softening::Spline => {
-                return Err(Error::Unsupported {
-                    operation: "the device tree with spline softening",
-                    reason: "its cell kernel softens with Plummer's rule only",
-                });
-            }
+        // Its cell kernel is Plummer's: every other kernel is refused.
+        if params.softening != Softening::Plummer {
+            return Err(Error::Unsupported {
+                operation: "the device tree with another softening than Plummer's",
+                reason: "its cell kernel softens with Plummer's rule only",
+            });
         }
         let n = particles.len();
         if n == 0 {

@@ -261,10 +261,7 @@ impl Plan {
     /// Whether a device-resident step may soften this way (its kernels are Plummer's).
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     fn plummer(&self) -> bool {
-        match self.softening {
-            Softening::Plummer => true,
-            Softening::Spline => self.eps == 0.0,
-        }
+        self.softening == Softening::Plummer || self.eps == 0.0
     }
 }
 
