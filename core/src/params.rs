@@ -157,7 +157,8 @@ impl Softening {
     /// ```
     /// use nbody_core::{PairRule, Softening};
     /// assert_eq!(Softening::Plummer.pair_rule(), PairRule::MeanSquare);
-    /// assert_eq!(Softening::Plummer.pair_rule().eps2(0.1, 0.3), 0.5 * 0.01 + 0.5 * 0.09);
+    /// assert_eq!(Softening::Plummer.pair_rule().eps2(0.5, 0.25), 0.15625); // the mean of the squares
+    /// assert_eq!(Softening::Spline.pair_rule().eps2(0.5, 0.25), 0.25); // the larger, squared
     /// ```
     pub const fn pair_rule(self) -> PairRule {
         match self {
