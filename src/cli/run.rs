@@ -251,14 +251,16 @@ fn simulation<'t, T: CliReal>(
     block_dt: f64,
 ) -> Result<(Box<dyn Simulation + 't>, String)> {
     let plan = s.plan(block_dt)?;
-    if team.size() > 1 {
-        if s.theta.is_some() {
-            bail!("--gravity tree runs in one process (the tree is not split across MPI ranks): run without mpirun");
-        }
-        #[cfg(feature = "mpi")]
-        if let Some(world) = team.world() {
-            return across_ranks(s, &plan, state, opened, team, world);
-        }
+    if team.size() > 1 && s.theta.is_some() {
+        bail!("--gravity tree runs in one process (the tree is not split across MPI ranks): run without mpirun");
+    }
+    // Under mpirun the ranks share the system; one rank with a GPU keeps the library's
+    // device path.
+    #[cfg(feature = "mpi")]
+    if let (Some(world), None) = (team.world(), s.theta)
+        && (team.size() > 1 || !opened.backend().is_cuda())
+    {
+        return across_ranks(s, &plan, state, opened, team, world);
     }
     let run = crate::simulation::open_in(&plan, state, opened)?;
     Ok((run.sim, run.label))
