@@ -10,7 +10,7 @@ use nbody::integrators::{Diagnostics, Scheme, Words, seal, unseal};
 use nbody::simulation::{self, Gravity, Plan, Precision, Solver};
 use nbody_core::cell::Criterion;
 use nbody_core::registry::{Named, lookup, names};
-use nbody_core::{Particle, Real, Softening, Velocity};
+use nbody_core::{Particle, Softening, Velocity};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -188,10 +188,6 @@ pub(crate) fn make<T: CReal>(
     Ok(NbodyRun { run: simulation::open(&plan, &rows, 0.0, opened)?, plan })
 }
 
-fn precision_of<T: Real>() -> Precision {
-    if T::NAME == "f32" { Precision::F32 } else { Precision::F64 }
-}
-
 fn new_run<T: CReal>(
     e: *mut NbodyExecutor,
     particles: *const T,
@@ -203,7 +199,7 @@ fn new_run<T: CReal>(
     let make_run = |opened| {
         // SAFETY: a null pointer is refused; otherwise the caller passes a valid struct.
         let s = unsafe { settings.as_ref() }.ok_or_else(|| null("settings"))?;
-        make::<T>(opened, particles, velocities, n, s.plan(precision_of::<T>())?)
+        make::<T>(opened, particles, velocities, n, s.plan(Precision::of::<T>())?)
     };
     // SAFETY: the caller's handle and slot, as `owning` requires.
     unsafe { owning(e, out, make_run) }
@@ -324,7 +320,7 @@ pub(crate) fn state<T: CReal>(
     velocities: *mut T,
     n: usize,
 ) -> Result<(), Failure> {
-    if r.plan.precision != precision_of::<T>() {
+    if r.plan.precision != Precision::of::<T>() {
         return Err(Failure(
             NbodyStatus::Unsupported,
             format!("this run is not in {}: use the other precision's call", T::NAME),

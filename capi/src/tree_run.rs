@@ -38,9 +38,8 @@ fn new_run<T: CReal>(
         let plan = Plan {
             integrator: Scheme::Leapfrog,
             gravity,
-            precision: if T::NAME == "f32" { Precision::F32 } else { Precision::F64 },
+            precision: Precision::of::<T>(),
             softening: crate::softening_of(soft, "softening")?,
-            eps,
             dt,
             ..Plan::new(eps)
         };

@@ -178,8 +178,8 @@ impl<T: DeviceReal, E: ResidentMaps<T>> Simulation for DeviceLeapfrog<T, E> {
 
     fn touching(&mut self, radii: &[f64]) -> Result<Vec<[u32; 2]>, Error> {
         self.download()?;
-        let s = State { pos: self.pos.clone(), vel: self.vel.clone(), time: E::time(&self.state) };
-        super::host::touching(&mut self.exec, &s, radii)
+        let (exec, time) = (&mut self.exec, E::time(&self.state));
+        lent(&mut self.pos, &mut self.vel, time, |s| super::host::touching(exec, s, radii))
     }
 
     fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
@@ -374,8 +374,8 @@ impl<T: DeviceReal> Simulation for DeviceHermiteSim<T> {
 
     fn touching(&mut self, radii: &[f64]) -> Result<Vec<[u32; 2]>, Error> {
         self.download()?;
-        let s = State { pos: self.pos.clone(), vel: self.vel.clone(), time: self.h.time() };
-        super::host::touching(&mut self.gpu, &s, radii)
+        let (gpu, time) = (&mut self.gpu, self.h.time());
+        lent(&mut self.pos, &mut self.vel, time, |s| super::host::touching(gpu, s, radii))
     }
 
     /// Everything on the device comes back (positions, velocities, derivatives and

@@ -176,6 +176,18 @@ nbody_core::registry! {
     }
 }
 
+impl Precision {
+    /// The precision of the floating-point type `T`.
+    ///
+    /// ```
+    /// use nbody::simulation::Precision;
+    /// assert_eq!((Precision::of::<f32>(), Precision::of::<f64>()), (Precision::F32, Precision::F64));
+    /// ```
+    pub fn of<T: Real>() -> Self {
+        if T::NAME == Precision::F32.name() { Precision::F32 } else { Precision::F64 }
+    }
+}
+
 /// How a run steps: everything but the system and the executor, in N-body units.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Plan {
@@ -375,7 +387,6 @@ pub fn open(plan: &Plan, rows: &[Row], time: f64, opened: Opened) -> Result<Run,
 
 /// [`open`] for a state already in `T`.
 pub fn open_in<T: BackendReal>(plan: &Plan, state: State<T>, opened: Opened) -> Result<Run, Error> {
-    let backend = opened.backend().clone();
     if let Gravity::Tree { theta, criterion } = plan.gravity {
         return tree(plan, state, opened, theta, criterion);
     }
@@ -386,7 +397,6 @@ pub fn open_in<T: BackendReal>(plan: &Plan, state: State<T>, opened: Opened) -> 
             Err(back) => return on_host(plan, state, back),
         }
     }
-    let _ = &backend;
     on_host(plan, state, opened)
 }
 
