@@ -17,6 +17,13 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Runs the command in `dir`, requires it to succeed and returns its standard output.
+fn nbody_ok(args: &[&str], dir: &Path) -> String {
+    let o = nbody(args, dir);
+    assert!(o.status.success(), "{}", stderr(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// A CSV the command wrote (header line, then numbers), as rows.
 fn csv_rows(path: &Path) -> Vec<Vec<f64>> {
     let mut r = csv::Reader::from_path(path).unwrap();
@@ -39,9 +46,7 @@ fn png_facts(path: &Path) -> (u32, u32, usize) {
 #[test]
 fn default_run_writes_every_promised_file() {
     let dir = tempfile::tempdir().unwrap();
-    let o = nbody(&["--n", "256", "--t-end", "0.125", "--pixels", "64", "--quiet"], dir.path());
-    assert!(o.status.success(), "{}", stderr(&o));
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stdout = nbody_ok(&["--n", "256", "--t-end", "0.125", "--pixels", "64", "--quiet"], dir.path());
     for setting in ["ic = \"plummer\"", "n = 256", "integrator = \"leapfrog\"", "executor = \"cpu\"", "t-end = 0.125"] {
         assert!(stdout.contains(setting), "setting {setting} not echoed:\n{stdout}");
     }
@@ -299,18 +304,14 @@ fn cuda_without_a_device_is_a_clear_error() {
 
 #[test]
 fn info_lists_the_cpu_executor() {
-    let o = nbody(&["info"], Path::new("."));
-    assert!(o.status.success());
-    let text = String::from_utf8_lossy(&o.stdout);
+    let text = nbody_ok(&["info"], Path::new("."));
     assert!(text.contains("cpu ") && text.contains("CPU SIMD features detected"), "{text}");
 }
 
 #[test]
 fn bench_writes_table_json_and_plot() {
     let dir = tempfile::tempdir().unwrap();
-    let o = nbody(&["bench", "--sizes", "32,64", "--seconds", "0", "--out", "b"], dir.path());
-    assert!(o.status.success(), "{}", stderr(&o));
-    let text = String::from_utf8_lossy(&o.stdout);
+    let text = nbody_ok(&["bench", "--sizes", "32,64", "--seconds", "0", "--out", "b"], dir.path());
     assert!(text.contains("scalar") && text.contains("mixed"), "{text}");
     assert!(text.contains("cpu f32 spline:") && text.contains("cpu f64 cells:"), "{text}");
     let json: serde_json::Value =

@@ -156,18 +156,9 @@ struct Evidence {
 
 impl Evidence {
     fn new(root: &Path) -> Self {
-        fn walk(dir: &Path, names: &mut HashSet<String>) {
-            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    walk(&path, names);
-                } else {
-                    names.insert(entry.file_name().to_string_lossy().into_owned());
-                }
-            }
-        }
-        let mut logs = HashSet::new();
-        walk(&root.join("benches/results"), &mut logs);
+        let mut files = Vec::new();
+        walk_files(&root.join("benches/results"), &mut files);
+        let logs = files.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
         Evidence {
             // A measured figure: a value in scientific notation with a decimal point (bounds
             // are written 2e-6), a time, a ratio, a percentage with decimals.

@@ -27,6 +27,32 @@ fn plummer(eps: f64, overlap: NbodyOverlap) -> NbodyParams {
     }
 }
 
+/// Whether every field is within 1e-10 of the reference's (acceleration relative to
+/// max(|a|, 1), potential relative).
+fn close_to(got: &[Field<f64>], want: &[Field<f64>]) -> bool {
+    got.iter().zip(want).all(|(a, b)| {
+        (a.ax - b.ax).abs() <= 1e-10 * b.ax.abs().max(1.0) && (a.phi - b.phi).abs() <= 1e-10 * b.phi.abs()
+    })
+}
+
+/// A refused call: `call` returns `status` (or any failure when `None`), the last error
+/// names `what`, and `out` is left as it was.
+fn refused<O: Clone + PartialEq + std::fmt::Debug>(
+    out: &mut O,
+    status: Option<NbodyStatus>,
+    what: &str,
+    call: impl FnOnce(&mut O) -> NbodyStatus,
+) {
+    let before = out.clone();
+    let got = call(out);
+    match status {
+        Some(s) => assert_eq!(got, s),
+        None => assert_ne!(got, NbodyStatus::Ok),
+    }
+    assert!(last_error().contains(what), "{}", last_error());
+    assert_eq!(*out, before);
+}
+
 fn last_error() -> String {
     // SAFETY: nbody_last_error returns a valid NUL-terminated string.
     unsafe { std::ffi::CStr::from_ptr(nbody_last_error()) }.to_string_lossy().into_owned()
@@ -38,23 +64,16 @@ fn jerk_matches_the_reference() {
     let e = cpu();
     let params = plummer(0.01, NbodyOverlap::Identical);
     let (mut out, mut jerk) = (vec![Field::<f64>::zero(); 300], vec![Jerk::<f64>::zero(); 300]);
-    let f = |x: &[nbody_core::Particle<f64>]| x.as_ptr().cast::<f64>();
-    let v = |x: &[Velocity<f64>]| x.as_ptr().cast::<f64>();
-    // SAFETY: every array holds 300 aligned records.
-    let s = unsafe {
-        nbody_jerk_f64(
-            e,
-            f(&pos),
-            v(&vel),
-            300,
-            f(&pos),
-            v(&vel),
-            300,
-            &params,
-            out.as_mut_ptr().cast(),
-            jerk.as_mut_ptr().cast(),
-        )
+    let p = pos.as_ptr().cast::<f64>();
+    // `target_vel` is the targets' velocity pointer.
+    let call = |target_vel: *const f64, out: &mut [Field<f64>], jerk: &mut [Jerk<f64>]| {
+        let v = vel.as_ptr().cast::<f64>();
+        // SAFETY: every array holds 300 aligned records, or the pointer is null (refused).
+        unsafe {
+            nbody_jerk_f64(e, p, target_vel, 300, p, v, 300, &params, out.as_mut_ptr().cast(), jerk.as_mut_ptr().cast())
+        }
     };
+    let s = call(vel.as_ptr().cast(), &mut out, &mut jerk);
     assert_eq!(s, NbodyStatus::Ok, "{}", last_error());
     let (mut want, mut want_j) = (vec![Field::zero(); 300], vec![Jerk::zero(); 300]);
     let b = Bodies { pos: &pos, vel: &vel };
@@ -68,21 +87,7 @@ fn jerk_matches_the_reference() {
         }
     }
     // A NULL velocity array with particles is refused by name.
-    // SAFETY: as above; the null pointer is the point.
-    let s = unsafe {
-        nbody_jerk_f64(
-            e,
-            f(&pos),
-            std::ptr::null(),
-            300,
-            f(&pos),
-            v(&vel),
-            300,
-            &params,
-            out.as_mut_ptr().cast(),
-            jerk.as_mut_ptr().cast(),
-        )
-    };
+    let s = call(std::ptr::null(), &mut out, &mut jerk);
     assert_eq!(s, NbodyStatus::NullPointer);
     assert!(last_error().contains("target_vel"));
     // SAFETY: the handle came from nbody_cpu_new.
@@ -252,14 +257,9 @@ fn spline_softening_through_the_c_abi() {
     let spline = Params::softened(0.05).with_overlap_identical().with_softening(nbody_core::Softening::Spline);
     let mut want = vec![Field::<f64>::zero(); n];
     Reference.accelerations(&pos, &pos, &spline, &mut want).unwrap();
-    for (a, b) in out.iter().zip(&want) {
-        assert!((a.ax - b.ax).abs() <= 1e-10 * b.ax.abs().max(1.0) && (a.phi - b.phi).abs() <= 1e-10 * b.phi.abs());
-    }
+    assert!(close_to(&out, &want));
     params.softening = 7;
-    let before = out.clone();
-    assert_eq!(call(&params, &mut out), NbodyStatus::BadParameter);
-    assert!(last_error().contains("params.softening 7"), "{}", last_error());
-    assert_eq!(out, before);
+    refused(&mut out, Some(NbodyStatus::BadParameter), "params.softening 7", |o| call(&params, o));
 }
 
 /// `nbody_batch_cells_f64`: a leaf list with particle spans and quadrupole cells gives
@@ -313,15 +313,10 @@ fn batch_cells_through_the_c_abi() {
     };
     let mut want = vec![Field::<f64>::zero(); pos.len()];
     Reference.accelerations_batch_cells(&pos, &cells, &list, &Params::softened(0.01), &mut want).unwrap();
-    for (a, b) in out.iter().zip(&want) {
-        assert!((a.ax - b.ax).abs() <= 1e-10 * b.ax.abs().max(1.0) && (a.phi - b.phi).abs() <= 1e-10 * b.phi.abs());
-    }
+    assert!(close_to(&out, &want));
     let past = [Span::new(0, 8), Span::new(8, 17)];
     c.spans = past.as_ptr().cast();
-    let before = out.clone();
-    assert_ne!(call(&c, &mut out), NbodyStatus::Ok);
-    assert!(last_error().contains("cell span"), "{}", last_error());
-    assert_eq!(out, before);
+    refused(&mut out, None, "cell span", |o| call(&c, o));
 }
 
 /// `nbody_accelerations_per_particle_f64` and `nbody_batch_per_particle_f64`: two species
@@ -346,10 +341,7 @@ fn per_particle_softening_through_the_c_abi() {
     Reference
         .accelerations_per_particle(&pos, &pos, PerParticle { targets: &eps, sources: &eps }, &rust, &mut want)
         .unwrap();
-    let close = |a: &Field<f64>, b: &Field<f64>| {
-        (a.ax - b.ax).abs() <= 1e-10 * b.ax.abs().max(1.0) && (a.phi - b.phi).abs() <= 1e-10 * b.phi.abs()
-    };
-    assert!(out.iter().zip(&want).all(|(a, b)| close(a, b)));
+    assert!(close_to(&out, &want));
     // Batched: every particle against all of them, as one pair.
     let pairs = [NbodyPair { targets: NbodySpan { start: 0, end: n as u32 }, sources: NbodySpan { start: 0, end: 1 } }];
     let spans = [NbodySpan { start: 0, end: n as u32 }];
@@ -370,13 +362,12 @@ fn per_particle_softening_through_the_c_abi() {
         )
     };
     assert_eq!(status, NbodyStatus::Ok, "{}", last_error());
-    assert!(batched.iter().zip(&want).all(|(a, b)| close(a, b)));
+    assert!(close_to(&batched, &want));
     let mut bad = eps.clone();
     bad[5] = -1.0;
-    let before = out.clone();
-    assert_eq!(call(&bad, &mut out), NbodyStatus::BadInput);
-    assert!(last_error().contains("target softening lengths[5] is a negative softening length"), "{}", last_error());
-    assert_eq!(out, before);
+    refused(&mut out, Some(NbodyStatus::BadInput), "target softening lengths[5] is a negative softening length", |o| {
+        call(&bad, o)
+    });
 }
 
 /// A tree force through the C ABI: at a tiny theta it is direct summation; at theta 0.6

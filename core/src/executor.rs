@@ -394,7 +394,7 @@ pub trait Executor<T: Real> {
         out: &mut [Field<T>],
         jerk: &mut [Jerk<T>],
     ) -> Result<(), Error> {
-        if !jerk_door(self.hooks_check_sources(), &targets, &sources, params, out.len(), jerk.len())? {
+        if !validate::jerk_door(self.hooks_check_sources(), &targets, &sources, params, out.len(), jerk.len())? {
             return Ok(());
         }
         // SAFETY: validated just above (the sources by the hook where it says so), and
@@ -441,7 +441,7 @@ pub trait Executor<T: Real> {
         neighbours: &mut Neighbours<'_, T>,
     ) -> Result<(), Error> {
         neighbours.validate(targets.pos.len(), sources.pos.len())?;
-        if !jerk_door(self.hooks_check_sources(), &targets, &sources, params, out.len(), jerk.len())? {
+        if !validate::jerk_door(self.hooks_check_sources(), &targets, &sources, params, out.len(), jerk.len())? {
             return Ok(());
         }
         // SAFETY: validated just above (the sources by the hook where it says so), and
@@ -865,24 +865,6 @@ pub trait Executor<T: Real> {
             reason: "this executor takes packed particles: pack them and call accelerations",
         })
     }
-}
-
-/// The jerk doors' check ([`validate::door`] over [`validate::jerk_call`]): whether the
-/// hook is to run.
-fn jerk_door<T: Real>(
-    sources_in_hook: bool,
-    targets: &Bodies<'_, T>,
-    sources: &Bodies<'_, T>,
-    params: &Params<T>,
-    n: usize,
-    n_jerk: usize,
-) -> Result<bool, Error> {
-    validate::door(
-        sources_in_hook,
-        || validate::jerk_call_but_sources(targets, sources, params, n, n_jerk),
-        || validate::jerk_call(targets, sources, params, n, n_jerk),
-        targets.pos.is_empty() || sources.pos.is_empty(),
-    )
 }
 
 /// The snap call in plain loops (see [`Executor::accelerations_snap_unchecked`]), on

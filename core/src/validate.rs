@@ -348,16 +348,25 @@ pub fn jerk_call<T: Real>(
     jerk_extras(targets, sources, p, jerk_len)
 }
 
-/// [`jerk_call`] less the source particles' check (see [`call_but_sources`]).
-pub fn jerk_call_but_sources<T: Real>(
+/// The jerk doors' check ([`door`] over [`jerk_call`], less the source particles' check
+/// when the hook makes it): whether the hook is to run.
+pub(crate) fn jerk_door<T: Real>(
+    sources_in_hook: bool,
     targets: &Bodies<'_, T>,
     sources: &Bodies<'_, T>,
-    p: &Params<T>,
-    out_len: usize,
-    jerk_len: usize,
-) -> Result<(), Error> {
-    call_but_sources(targets.pos, sources.pos, p, out_len)?;
-    jerk_extras(targets, sources, p, jerk_len)
+    params: &Params<T>,
+    n: usize,
+    n_jerk: usize,
+) -> Result<bool, Error> {
+    door(
+        sources_in_hook,
+        || {
+            call_but_sources(targets.pos, sources.pos, params, n)?;
+            jerk_extras(targets, sources, params, n_jerk)
+        },
+        || jerk_call(targets, sources, params, n, n_jerk),
+        targets.pos.is_empty() || sources.pos.is_empty(),
+    )
 }
 
 /// Everything a snap call checks: the jerk call's checks, then the snap output length,

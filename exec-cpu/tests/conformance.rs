@@ -3,7 +3,7 @@
 //! reported as ignored.
 
 use nbody_conformance::mutants::mutation_trial;
-use nbody_conformance::{Trial, accuracy, run, suite, suite_with_roundoff};
+use nbody_conformance::{Path, Trial, accuracy, compare, run, suite, suite_with_roundoff};
 use nbody_core::Error;
 use nbody_cpu::{CpuExecutor, Isa, MixedExecutor, Parallelism};
 
@@ -49,15 +49,11 @@ fn main() {
                     let (tb, sb) = (Bodies { pos: t, vel: &vel[..nt] }, Bodies { pos: s, vel: &vel[..ns] });
                     cpu.accelerations_jerk(tb, sb, &params, &mut out, &mut jerk).map_err(|e| e.to_string())?;
                     let want = nbody_conformance::exact(t, s, &params).map_err(|e| e.to_string())?;
-                    nbody_conformance::compare(
-                        &out,
-                        &before,
-                        &want,
-                        nbody_conformance::Path::Pairs,
-                        true,
-                        f64::EPSILON,
-                    )
-                    .map_err(|e| format!("{threads} threads, {nt} x {ns}: {e}"))?;
+                    let conforms = |got: &[_], what: &str| {
+                        compare(got, &before, &want, Path::Pairs, true, f64::EPSILON)
+                            .map_err(|e| format!("{threads} threads, {nt} x {ns}{what}: {e}"))
+                    };
+                    conforms(&out, "")?;
                     let (mut rf, mut rj) = (before.clone(), vec![Jerk::zero(); nt]);
                     nbody_core::Reference
                         .accelerations_jerk(tb, sb, &params, &mut rf, &mut rj)
@@ -72,15 +68,7 @@ fn main() {
                     }
                     let mut plain = before.clone();
                     cpu.accelerations(t, s, &params, &mut plain).map_err(|e| e.to_string())?;
-                    nbody_conformance::compare(
-                        &plain,
-                        &before,
-                        &want,
-                        nbody_conformance::Path::Pairs,
-                        true,
-                        f64::EPSILON,
-                    )
-                    .map_err(|e| format!("{threads} threads, {nt} x {ns}, no jerk: {e}"))?;
+                    conforms(&plain, ", no jerk")?;
                 }
             }
             Ok(())

@@ -59,7 +59,7 @@ pub use hermite::{KernelCase, KernelOutcome, hermite_kernels};
 pub use jerk::PackedLists;
 pub use jmemory::{DeviceJMemory, JParticle};
 pub use kernels::Family;
-pub use memory::{DeviceFields, DeviceParticles};
+pub use memory::{DeviceArray, DeviceFields, DeviceParticles};
 pub use mixed::CudaMixedExecutor;
 pub use multi::{MultiDevice, MultiState, PeerAccess};
 pub use order::SORTED_MIN_INTERACTIONS;

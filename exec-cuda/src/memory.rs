@@ -135,22 +135,29 @@ pub(crate) fn ptr(buf: &DeviceSlice<u8>) -> DevicePointer<u8> {
     buf.as_device_ptr()
 }
 
+/// Records of type `R` that live on the device: a device-resident set of particles
+/// ([`DeviceParticles`]) or of outputs ([`DeviceFields`]).
+#[derive(Debug)]
+pub struct DeviceArray<R> {
+    pub(crate) buf: DeviceBuffer<u8>,
+    pub(crate) len: usize,
+    _r: PhantomData<R>,
+}
+
 /// Particles that live on the device, padded with massless particles to a multiple of
 /// [`crate::SOURCE_PAD`], validated when uploaded. Made by
 /// [`crate::CudaExecutor::upload`]; an integrator keeps them there across steps.
-#[derive(Debug)]
-pub struct DeviceParticles<T: Real> {
-    pub(crate) buf: DeviceBuffer<u8>,
-    pub(crate) len: usize,
-    _t: PhantomData<T>,
-}
+pub type DeviceParticles<T> = DeviceArray<Particle<T>>;
 
-impl<T: Real + DeviceCopy> DeviceParticles<T> {
+/// Outputs `[ax, ay, az, phi]` that live on the device; kernels add into them.
+pub type DeviceFields<T> = DeviceArray<Field<T>>;
+
+impl<R> DeviceArray<R> {
     pub(crate) fn new(buf: DeviceBuffer<u8>, len: usize) -> Self {
-        Self { buf, len, _t: PhantomData }
+        Self { buf, len, _r: PhantomData }
     }
 
-    /// Number of (unpadded) particles.
+    /// Number of records (the particles without their padding).
     pub fn len(&self) -> usize {
         self.len
     }
@@ -162,33 +169,11 @@ impl<T: Real + DeviceCopy> DeviceParticles<T> {
 
     /// Length including the massless padding.
     pub fn padded_len(&self) -> usize {
-        self.buf.len() / core::mem::size_of::<Particle<T>>()
+        self.buf.len() / core::mem::size_of::<R>()
     }
-}
-
-/// Outputs `[ax, ay, az, phi]` that live on the device; kernels add into them.
-#[derive(Debug)]
-pub struct DeviceFields<T: Real> {
-    pub(crate) buf: DeviceBuffer<u8>,
-    pub(crate) len: usize,
-    _t: PhantomData<T>,
 }
 
 impl<T: Real + DeviceCopy> DeviceFields<T> {
-    pub(crate) fn new(buf: DeviceBuffer<u8>, len: usize) -> Self {
-        Self { buf, len, _t: PhantomData }
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Bytes of `n` entries.
     pub(crate) fn bytes(n: usize) -> usize {
         n * core::mem::size_of::<Field<T>>()

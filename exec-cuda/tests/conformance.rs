@@ -3,7 +3,7 @@
 //! creating the executor says so.
 
 use nbody_conformance::mutants::mutation_trial;
-use nbody_conformance::{Failed, Trial, accuracy, exact, run, suite, suite_with_roundoff};
+use nbody_conformance::{Failed, Path, Trial, accuracy, compare, exact, run, suite, suite_with_roundoff};
 use nbody_core::resident::Resident;
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle};
 use nbody_cuda::{CudaExecutor, CudaMixedExecutor, DeviceReal, MultiDevice};
@@ -138,13 +138,9 @@ fn warp_shuffle() -> Result<(), Failed> {
                             *g = Field::new(g.ax + b.ax, g.ay + b.ay, g.az + b.az, g.phi + b.phi);
                         }
                         let truth = exact(targets, sources, &params).map_err(gpu_err)?;
-                        nbody_conformance::compare(&got, &before, &truth, nbody_conformance::Path::Pairs, potential, u)
-                            .map_err(|m| {
-                                format!(
-                                    "{} shuffle ni {ni}, {nt} x {ns}, eps {eps}, potential {potential}: {m}",
-                                    T::NAME
-                                )
-                            })?;
+                        compare(&got, &before, &truth, Path::Pairs, potential, u).map_err(|m| {
+                            format!("{} shuffle ni {ni}, {nt} x {ns}, eps {eps}, potential {potential}: {m}", T::NAME)
+                        })?;
                     }
                 }
             }
@@ -260,20 +256,11 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
     let radius2: Vec<f64> =
         (0..n).map(|k| if k % 7 == 3 { 0.0 } else { (0.02 * (1 + k % 5) as f64).powi(2) }).collect();
     let capacity = 6;
-    let packed = jm
-        .forces_and_lists(
-            &mut gpu,
-            nj,
-            time,
-            Bodies { pos: &tpos, vel: &tvel },
-            &own,
-            eps,
-            &mut out,
-            &mut jerk,
-            &radius2,
-            capacity,
-        )
-        .map_err(gpu_err)?;
+    let mut lists = |r2: &[f64]| {
+        let targets = Bodies { pos: &tpos, vel: &tvel };
+        jm.forces_and_lists(&mut gpu, nj, time, targets, &own, eps, &mut out, &mut jerk, r2, capacity)
+    };
+    let packed = lists(&radius2).map_err(gpu_err)?;
     let mut overflowed = 0;
     // A source at r² within a rounding of h² may fall either side (f32 distances in the
     // mixed family): it may be listed or not.
@@ -309,18 +296,7 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
     for bad in [-1.0, f64::NAN] {
         let mut r2 = radius2.clone();
         r2[1] = bad;
-        let r = jm.forces_and_lists(
-            &mut gpu,
-            nj,
-            time,
-            Bodies { pos: &tpos, vel: &tvel },
-            &own,
-            eps,
-            &mut out,
-            &mut jerk,
-            &r2,
-            capacity,
-        );
+        let r = lists(&r2);
         if !matches!(r, Err(Error::InvalidParameter { name: "neighbour radius", .. })) {
             return Err(format!("radius² {bad}: expected an error, got {:?}", r.map(|p| p.counts.len())).into());
         }
@@ -359,15 +335,9 @@ fn mixed_every_config() -> Result<(), Failed> {
                     let mut out = before.clone();
                     mixed.accelerations(targets, sources, &params, &mut out).map_err(gpu_err)?;
                     let truth = exact(targets, sources, &params).map_err(gpu_err)?;
-                    nbody_conformance::compare(
-                        &out,
-                        &before,
-                        &truth,
-                        nbody_conformance::Path::Pairs,
-                        potential,
-                        f32::EPSILON as f64,
-                    )
-                    .map_err(|m| format!("{c:?} mixed, N_i {nt}, N_j {ns}, eps {eps}, potential {potential}: {m}"))?;
+                    compare(&out, &before, &truth, Path::Pairs, potential, f32::EPSILON as f64).map_err(|m| {
+                        format!("{c:?} mixed, N_i {nt}, N_j {ns}, eps {eps}, potential {potential}: {m}")
+                    })?;
                 }
             }
         }
@@ -763,7 +733,7 @@ fn mixed_wide() -> Result<(), Failed> {
     let mut plain = CudaExecutor::new().map_err(gpu_err)?;
     plain.accelerations(&p, &p, &params, &mut out).map_err(gpu_err)?;
     let want = exact(&p, &p, &params).map_err(gpu_err)?;
-    nbody_conformance::compare(&out, &before, &want, nbody_conformance::Path::Pairs, true, 1e-12).map_err(Failed::from)
+    compare(&out, &before, &want, Path::Pairs, true, 1e-12).map_err(Failed::from)
 }
 
 fn check_against_oracle<T: DeviceReal>(gpu: &mut CudaExecutor, nt: usize, ns: usize, what: &str) -> Result<(), Failed> {
@@ -778,15 +748,8 @@ fn check_against_oracle<T: DeviceReal>(gpu: &mut CudaExecutor, nt: usize, ns: us
             let mut out = before.clone();
             gpu.accelerations(targets, sources, &params, &mut out).map_err(gpu_err)?;
             let truth = exact(targets, sources, &params).map_err(gpu_err)?;
-            nbody_conformance::compare(
-                &out,
-                &before,
-                &truth,
-                nbody_conformance::Path::Pairs,
-                potential,
-                T::epsilon().to_f64(),
-            )
-            .map_err(|m| format!("{what}, N_i {nt}, N_j {ns}, eps {eps}, potential {potential}: {m}"))?;
+            compare(&out, &before, &truth, Path::Pairs, potential, T::epsilon().to_f64())
+                .map_err(|m| format!("{what}, N_i {nt}, N_j {ns}, eps {eps}, potential {potential}: {m}"))?;
         }
     }
     Ok(())
@@ -1012,14 +975,7 @@ fn multi_leapfrog() -> Result<(), Failed> {
         let mut field = vec![Field::zero(); p.len()];
         gpus.download_field(&mut dev, &params, &mut field).map_err(gpu_err)?;
         let truth = exact(&pos, &pos, &params.with_overlap_identical()).map_err(gpu_err)?;
-        nbody_conformance::compare(
-            &field,
-            &vec![Field::zero(); p.len()],
-            &truth,
-            nbody_conformance::Path::Pairs,
-            true,
-            f64::EPSILON,
-        )?;
+        compare(&field, &vec![Field::zero(); p.len()], &truth, Path::Pairs, true, f64::EPSILON)?;
         let proj = nbody_core::projection::Projection {
             plane: nbody_core::projection::Plane::XY,
             centre: [0.0, 0.0],
@@ -1055,8 +1011,7 @@ fn multi_failure() -> Result<(), Failed> {
     out.clone_from(&before);
     gpus.accelerations(&bodies, &bodies, &params, &mut out).map_err(gpu_err)?;
     let truth = exact(&bodies, &bodies, &params).map_err(gpu_err)?;
-    nbody_conformance::compare(&out, &before, &truth, nbody_conformance::Path::Pairs, true, f32::EPSILON as f64)
-        .map_err(Failed::from)
+    compare(&out, &before, &truth, Path::Pairs, true, f32::EPSILON as f64).map_err(Failed::from)
 }
 
 /// Uneven weights, and fewer targets than devices (empty pieces).
@@ -1073,14 +1028,7 @@ fn multi_uneven() -> Result<(), Failed> {
         let mut out = vec![Field::zero(); nt];
         gpus.accelerations(&all[..nt], &all[..ns], &params, &mut out).map_err(gpu_err)?;
         let truth = exact(&all[..nt], &all[..ns], &params).map_err(gpu_err)?;
-        nbody_conformance::compare(
-            &out,
-            &vec![Field::zero(); nt],
-            &truth,
-            nbody_conformance::Path::Pairs,
-            true,
-            f64::EPSILON,
-        )?;
+        compare(&out, &vec![Field::zero(); nt], &truth, Path::Pairs, true, f64::EPSILON)?;
     }
     Ok(())
 }
@@ -1245,13 +1193,12 @@ fn columns() -> Result<(), Failed> {
                             .map(|(a, &p)| Field::new(a[0], a[1], a[2], if potential { p } else { T::zero() }))
                             .collect();
                         let before = vec![Field::zero(); nt];
-                        nbody_conformance::compare(&got, &before, &truth, nbody_conformance::Path::Pairs, potential, u)
-                            .map_err(|e| {
-                                format!(
-                                    "{} n {n}, {soft:?} eps {eps}, potential {potential}, points {at_points}: {e}",
-                                    T::NAME
-                                )
-                            })?;
+                        compare(&got, &before, &truth, Path::Pairs, potential, u).map_err(|e| {
+                            format!(
+                                "{} n {n}, {soft:?} eps {eps}, potential {potential}, points {at_points}: {e}",
+                                T::NAME
+                            )
+                        })?;
                     }
                 }
             }

@@ -9,7 +9,7 @@
 //! column. So the suite's oracle comparisons, bad-input checks and properties all hold
 //! for the distributed executor over every rank count.
 
-use nbody_conformance::{Arguments, Failed, Trial, compare, exact, mpirun, suite, wait_within};
+use nbody_conformance::{Arguments, Failed, Path, Trial, compare, exact, mpirun, suite, wait_within};
 use nbody_core::neighbours::{Nearest, Neighbours};
 use nbody_core::resident::{OnHost, Resident};
 use nbody_core::{
@@ -136,28 +136,14 @@ fn distributed_trials(size: usize, tag: &str, scheme: Scheme) -> Vec<Trial> {
                     let (p, v) = (&pos[mine.clone()], &vel[mine.clone()]);
                     exec.accelerations(p, p, &params, &mut out).map_err(|e| e.to_string())?;
                     let want = exact(&pos, &pos, &params).map_err(|e| e.to_string())?;
-                    compare(
-                        &out,
-                        &before,
-                        &want[mine.clone()],
-                        nbody_conformance::Path::Pairs,
-                        potential,
-                        f64::EPSILON,
-                    )
-                    .map_err(|e| format!("n = {n}, rank {rank}: {e}"))?;
+                    compare(&out, &before, &want[mine.clone()], Path::Pairs, potential, f64::EPSILON)
+                        .map_err(|e| format!("n = {n}, rank {rank}: {e}"))?;
                     let mut out = before.clone();
                     let mut jerk = vec![Jerk::zero(); mine.len()];
                     let b = Bodies { pos: p, vel: v };
                     exec.accelerations_jerk(b, b, &params, &mut out, &mut jerk).map_err(|e| e.to_string())?;
-                    compare(
-                        &out,
-                        &before,
-                        &want[mine.clone()],
-                        nbody_conformance::Path::Pairs,
-                        potential,
-                        f64::EPSILON,
-                    )
-                    .map_err(|e| format!("jerk call, n = {n}, rank {rank}: {e}"))?;
+                    compare(&out, &before, &want[mine.clone()], Path::Pairs, potential, f64::EPSILON)
+                        .map_err(|e| format!("jerk call, n = {n}, rank {rank}: {e}"))?;
                 }
             }
             Ok(())
@@ -192,15 +178,8 @@ fn distributed_trials(size: usize, tag: &str, scheme: Scheme) -> Vec<Trial> {
             let mut out = vec![Field::zero(); p.len()];
             exec.accelerations(p, p, &params, &mut out).map_err(|e| format!("the call after a refusal: {e}"))?;
             let want = exact(&good, &good, &params).map_err(|e| e.to_string())?;
-            compare(
-                &out,
-                &vec![Field::zero(); p.len()],
-                &want[mine],
-                nbody_conformance::Path::Pairs,
-                true,
-                f64::EPSILON,
-            )
-            .map_err(Failed::from)
+            compare(&out, &vec![Field::zero(); p.len()], &want[mine], Path::Pairs, true, f64::EPSILON)
+                .map_err(Failed::from)
         }),
         // What the ranks cannot compute together yet is refused on every rank alike
         // (the snap once fell through to the trait's plain loops over this rank's
@@ -314,7 +293,7 @@ fn resident_trials(size: usize) -> Vec<Trial> {
                         &out,
                         &vec![Field::zero(); mine.len()],
                         &want[mine.clone()],
-                        nbody_conformance::Path::Pairs,
+                        Path::Pairs,
                         potential,
                         f64::EPSILON,
                     )
@@ -378,15 +357,8 @@ fn resident_trials(size: usize) -> Vec<Trial> {
             let mut out = vec![Field::zero(); mine.len()];
             exec.download_field(&mut s, &params, &mut out).map_err(|e| format!("after a refusal: {e}"))?;
             let want = exact(&good, &good, &params.with_overlap_identical()).map_err(|e| e.to_string())?;
-            compare(
-                &out,
-                &vec![Field::zero(); mine.len()],
-                &want[mine],
-                nbody_conformance::Path::Pairs,
-                true,
-                f64::EPSILON,
-            )
-            .map_err(Failed::from)
+            compare(&out, &vec![Field::zero(); mine.len()], &want[mine], Path::Pairs, true, f64::EPSILON)
+                .map_err(Failed::from)
         }),
     ]
 }
