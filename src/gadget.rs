@@ -13,16 +13,9 @@ use std::path::Path;
 
 /// A snapshot that could not be written or read: the message names the file and, for a
 /// damaged file, the group or field.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct SnapshotError(pub String);
-
-impl fmt::Display for SnapshotError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SnapshotError {}
 
 type Result<T> = std::result::Result<T, SnapshotError>;
 

@@ -166,10 +166,7 @@ impl BarnesHut {
     /// assert!(nbody::tree::BarnesHut::for_cpu(0.5).check().is_ok());
     /// ```
     pub fn check(&self) -> Result<(), Error> {
-        if !(self.theta.is_finite() && self.theta > 0.0) {
-            return Err(Error::InvalidParameter { name: "theta", requirement: "finite and positive" });
-        }
-        self.criterion.check()
+        self.criterion.check_with(self.theta)
     }
 
     /// The same settings with cells taken as `multipole`.

@@ -4,19 +4,10 @@
 //! time t (user) is t x scale (model), a velocity v (user) is v / scale (model), an
 //! energy E (model) is E x scale^2 (user).
 
-use std::fmt;
-
 /// A unit specification that could not be read: the message says what is wrong.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct UnitsError(pub String);
-
-impl fmt::Display for UnitsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UnitsError {}
 
 type Result<T> = std::result::Result<T, UnitsError>;
 

@@ -365,6 +365,20 @@ impl Criterion {
     /// assert!(Criterion::Geometric.check().is_ok());
     /// ```
     pub fn check(&self) -> Result<(), Error> {
+        self.check_with(1.0)
+    }
+
+    /// Checks an opening angle `theta` (finite and positive) with this criterion.
+    ///
+    /// ```
+    /// use nbody_core::cell::Criterion;
+    /// assert!(Criterion::Geometric.check_with(f64::NAN).is_err());
+    /// assert!(Criterion::Geometric.check_with(0.5).is_ok());
+    /// ```
+    pub fn check_with(&self, theta: f64) -> Result<(), Error> {
+        if !(theta.is_finite() && theta > 0.0) {
+            return Err(Error::InvalidParameter { name: "theta", requirement: "finite and positive" });
+        }
         match *self {
             Criterion::Relative { alpha } if !(alpha.is_finite() && alpha > 0.0) => {
                 Err(Error::InvalidParameter { name: "alpha", requirement: "finite and positive" })

@@ -160,13 +160,10 @@ impl TreeSettings {
     /// assert!(nbody_cuda::TreeSettings::new(0.5).check().is_ok());
     /// ```
     pub fn check(&self) -> Result<(), Error> {
-        if !(self.theta.is_finite() && self.theta > 0.0) {
-            return Err(Error::InvalidParameter { name: "theta", requirement: "finite and positive" });
-        }
         if self.leaf_size == 0 || self.group_size == 0 {
             return Err(Error::InvalidParameter { name: "leaf_size and group_size", requirement: "at least 1" });
         }
-        self.criterion.check()
+        self.criterion.check_with(self.theta)
     }
 }
 

@@ -241,45 +241,21 @@ impl<T: Real> BlockHermite<T> {
 }
 
 impl<T: Real> crate::Checkpoint for BlockHermite<T> {
-    fn save(&self, out: &mut Vec<u64>) {
-        use crate::checkpoint::{put_f64s, put_triples};
-        out.extend([u64::from(self.started), self.steps as u64, self.targets as u64]);
-        put_f64s(out, &self.t);
-        put_f64s(out, &self.dt);
-        put_triples(out, &self.acc);
-        put_triples(out, &self.jerk);
+    fn save_to(&self, out: &mut crate::Sink<'_>) {
+        for w in [u64::from(self.started), self.steps as u64, self.targets as u64] {
+            out.word(w);
+        }
+        out.f64s(&self.t);
+        out.f64s(&self.dt);
+        out.triples(&self.acc);
+        out.triples(&self.jerk);
     }
 
-    fn restore(&mut self, w: &mut crate::Words<'_>) -> Result<(), Error> {
-        use crate::checkpoint::{take_f64s, take_triples};
-        self.started = w.word()? != 0;
-        self.steps = w.word()? as usize;
-        self.targets = w.word()? as usize;
-        self.t = take_f64s(w)?;
-        self.dt = take_f64s(w)?;
-        self.acc = take_triples(w)?;
-        self.jerk = take_triples(w)?;
-        Ok(())
-    }
-
-    fn save_split(&self, shared: &mut Vec<u64>, arrays: &mut Vec<Vec<u64>>) {
-        use crate::checkpoint::{put_array, put_triple_array};
-        shared.extend([u64::from(self.started), self.steps as u64, self.targets as u64]);
-        put_array(arrays, self.t.iter().copied());
-        put_array(arrays, self.dt.iter().copied());
-        put_triple_array(arrays, &self.acc);
-        put_triple_array(arrays, &self.jerk);
-    }
-
-    fn restore_split(&mut self, w: &mut crate::Words<'_>, a: &mut crate::Arrays<'_>) -> Result<(), Error> {
-        use crate::checkpoint::take_triple_array;
-        self.started = w.word()? != 0;
-        self.steps = w.word()? as usize;
-        self.targets = w.word()? as usize;
-        self.t = a.reals::<f64>(1)?;
-        self.dt = a.reals::<f64>(1)?;
-        self.acc = take_triple_array(a)?;
-        self.jerk = take_triple_array(a)?;
+    fn restore_from(&mut self, from: &mut crate::Source<'_, '_, '_>) -> Result<(), Error> {
+        self.started = from.flag()?;
+        (self.steps, self.targets) = (from.word()? as usize, from.word()? as usize);
+        (self.t, self.dt) = (from.f64s()?, from.f64s()?);
+        (self.acc, self.jerk) = (from.triples()?, from.triples()?);
         Ok(())
     }
 }

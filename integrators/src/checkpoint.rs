@@ -26,29 +26,184 @@
 use crate::State;
 use nbody_core::{Error, Field, Jerk, Particle, Real, Velocity};
 
-/// Saved and restored between steps.
+/// Saved and restored between steps. An implementation says once what it carries
+/// ([`Checkpoint::save_to`] and [`Checkpoint::restore_from`], in the same order): its
+/// shared words and its per-particle arrays. Where they go decides the form: one run of
+/// words ([`Checkpoint::save`]), or for one share of a system split over processes the
+/// shared words apart from the arrays ([`Checkpoint::save_split`]), so that the shares'
+/// arrays concatenated can be cut again for another split.
+///
+/// ```
+/// use nbody_core::Error;
+/// use nbody_integrators::{Checkpoint, Sink, Source, Words};
+/// struct Steps { dt: f64, per_particle: Vec<f64> }
+/// impl Checkpoint for Steps {
+///     fn save_to(&self, out: &mut Sink<'_>) {
+///         out.f64(self.dt);
+///         out.f64s(&self.per_particle);
+///     }
+///     fn restore_from(&mut self, from: &mut Source<'_, '_, '_>) -> Result<(), Error> {
+///         self.dt = from.f64()?;
+///         self.per_particle = from.f64s()?;
+///         Ok(())
+///     }
+/// }
+/// let mut words = Vec::new();
+/// Steps { dt: 0.5, per_particle: vec![1.0, 2.0] }.save(&mut words);
+/// let mut back = Steps { dt: 0.0, per_particle: Vec::new() };
+/// back.restore(&mut Words::new(&words))?;
+/// assert_eq!((back.dt, back.per_particle), (0.5, vec![1.0, 2.0]));
+/// # Ok::<(), Error>(())
+/// ```
 pub trait Checkpoint {
-    /// Appends the state to `out`.
-    fn save(&self, out: &mut Vec<u64>);
-    /// Takes the state back from `words` (what [`Checkpoint::save`] wrote).
-    fn restore(&mut self, words: &mut Words<'_>) -> Result<(), Error>;
+    /// Writes the state: shared words and per-particle arrays.
+    fn save_to(&self, out: &mut Sink<'_>);
+    /// Reads the state back, in the order [`Checkpoint::save_to`] wrote it.
+    fn restore_from(&mut self, from: &mut Source<'_, '_, '_>) -> Result<(), Error>;
 
-    /// The state of one share of a system split over processes: the words every share
-    /// holds alike go to `shared`, each per-particle array (a fixed number of words per
-    /// particle, in particle order) to `arrays`, so that the shares' arrays concatenated
-    /// can be cut again for another split. The default writes everything to `shared`,
-    /// which is right for state without per-particle arrays; integrators with such
-    /// arrays override both split methods.
+    /// Appends the state to `out` as one run of words.
+    fn save(&self, out: &mut Vec<u64>) {
+        self.save_to(&mut Sink::Flat(out));
+    }
+
+    /// Takes the state back from `words` (what [`Checkpoint::save`] wrote).
+    fn restore(&mut self, words: &mut Words<'_>) -> Result<(), Error> {
+        self.restore_from(&mut Source::Flat(words))
+    }
+
+    /// The state of one share of a split system: shared words to `shared`, each
+    /// per-particle array (a fixed number of words per particle, in particle order) to
+    /// `arrays`.
     fn save_split(&self, shared: &mut Vec<u64>, arrays: &mut Vec<Vec<u64>>) {
-        let _ = arrays;
-        self.save(shared);
+        self.save_to(&mut Sink::Split { shared, arrays });
     }
 
     /// Takes one share's state back: the shared words, and this share's part of each
     /// array [`Checkpoint::save_split`] wrote.
     fn restore_split(&mut self, shared: &mut Words<'_>, arrays: &mut Arrays<'_>) -> Result<(), Error> {
-        let _ = arrays;
-        self.restore(shared)
+        self.restore_from(&mut Source::Split(shared, arrays))
+    }
+}
+
+/// Where a [`Checkpoint`] writes: one run of words (an array as its count of particles,
+/// then its values), or a share's shared words apart from its arrays.
+#[derive(Debug)]
+pub enum Sink<'a> {
+    /// One run of words.
+    Flat(&'a mut Vec<u64>),
+    /// Shared words and per-particle arrays apart.
+    Split {
+        /// The words every share holds alike.
+        shared: &'a mut Vec<u64>,
+        /// One entry per per-particle array.
+        arrays: &'a mut Vec<Vec<u64>>,
+    },
+}
+
+impl Sink<'_> {
+    /// A shared word.
+    pub fn word(&mut self, w: u64) {
+        match self {
+            Sink::Flat(out) | Sink::Split { shared: out, .. } => out.push(w),
+        }
+    }
+
+    /// A shared f64, as its bits.
+    pub fn f64(&mut self, x: f64) {
+        self.word(x.to_bits());
+    }
+
+    /// A per-particle array of `per` values a particle (each saved through f64, which
+    /// is exact for f32 and f64).
+    pub fn array<T: Real>(&mut self, per: usize, values: impl IntoIterator<Item = T>) {
+        let v: Vec<u64> = values.into_iter().map(|x| x.to_f64().to_bits()).collect();
+        match self {
+            Sink::Flat(out) => {
+                out.push((v.len() / per) as u64);
+                out.extend(v);
+            }
+            Sink::Split { arrays, .. } => arrays.push(v),
+        }
+    }
+
+    /// A field per particle.
+    pub fn fields<T: Real>(&mut self, f: &[Field<T>]) {
+        self.array(4, f.iter().flat_map(|f| [f.ax, f.ay, f.az, f.phi]));
+    }
+
+    /// A jerk per particle.
+    pub fn jerks<T: Real>(&mut self, j: &[Jerk<T>]) {
+        self.array(3, j.iter().flat_map(|j| j.components()));
+    }
+
+    /// Three f64 per particle.
+    pub fn triples(&mut self, v: &[[f64; 3]]) {
+        self.array(3, v.iter().flatten().copied());
+    }
+
+    /// One f64 per particle.
+    pub fn f64s(&mut self, v: &[f64]) {
+        self.array(1, v.iter().copied());
+    }
+}
+
+/// Where a [`Checkpoint`] reads what [`Sink`] wrote: one run of words, or a share's
+/// shared words and its part of each array.
+#[derive(Debug)]
+pub enum Source<'s, 'w, 'a> {
+    /// One run of words.
+    Flat(&'s mut Words<'w>),
+    /// Shared words, and this share's arrays.
+    Split(&'s mut Words<'w>, &'s mut Arrays<'a>),
+}
+
+impl Source<'_, '_, '_> {
+    /// The next shared word.
+    pub fn word(&mut self) -> Result<u64, Error> {
+        match self {
+            Source::Flat(w) | Source::Split(w, _) => w.word(),
+        }
+    }
+
+    /// The next shared f64.
+    pub fn f64(&mut self) -> Result<f64, Error> {
+        self.word().map(f64::from_bits)
+    }
+
+    /// The next shared word as a flag.
+    pub fn flag(&mut self) -> Result<bool, Error> {
+        Ok(self.word()? != 0)
+    }
+
+    /// The next per-particle array, `per` values a particle.
+    pub fn array<T: Real>(&mut self, per: usize) -> Result<Vec<T>, Error> {
+        match self {
+            Source::Flat(w) => {
+                let n = w.len(per)?;
+                w.reals(per * n)
+            }
+            Source::Split(_, a) => a.reals(per),
+        }
+    }
+
+    /// A field per particle.
+    pub fn fields<T: Real>(&mut self) -> Result<Vec<Field<T>>, Error> {
+        Ok(self.array::<T>(4)?.chunks_exact(4).map(|c| Field::new(c[0], c[1], c[2], c[3])).collect())
+    }
+
+    /// A jerk per particle.
+    pub fn jerks<T: Real>(&mut self) -> Result<Vec<Jerk<T>>, Error> {
+        Ok(self.array::<T>(3)?.chunks_exact(3).map(|c| Jerk::new(c[0], c[1], c[2])).collect())
+    }
+
+    /// Three f64 per particle.
+    pub fn triples(&mut self) -> Result<Vec<[f64; 3]>, Error> {
+        Ok(self.array::<f64>(3)?.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
+    }
+
+    /// One f64 per particle.
+    pub fn f64s(&mut self) -> Result<Vec<f64>, Error> {
+        self.array(1)
     }
 }
 
@@ -89,41 +244,6 @@ impl<'a> Arrays<'a> {
         }
         Ok(a.iter().map(|&w| T::from_f64(f64::from_bits(w))).collect())
     }
-}
-
-/// Appends values as one per-particle array.
-pub(crate) fn put_array<T: Real>(arrays: &mut Vec<Vec<u64>>, xs: impl IntoIterator<Item = T>) {
-    arrays.push(xs.into_iter().map(|x| x.to_f64().to_bits()).collect());
-}
-
-/// Appends a field array (four lanes each).
-pub(crate) fn put_field_array<T: Real>(arrays: &mut Vec<Vec<u64>>, f: &[Field<T>]) {
-    put_array(arrays, f.iter().flat_map(|f| [f.ax, f.ay, f.az, f.phi]));
-}
-
-/// Reads a field array.
-pub(crate) fn take_field_array<T: Real>(a: &mut Arrays<'_>) -> Result<Vec<Field<T>>, Error> {
-    Ok(a.reals::<T>(4)?.chunks_exact(4).map(|c| Field::new(c[0], c[1], c[2], c[3])).collect())
-}
-
-/// Appends a jerk array (three lanes each).
-pub(crate) fn put_jerk_array<T: Real>(arrays: &mut Vec<Vec<u64>>, j: &[Jerk<T>]) {
-    put_array(arrays, j.iter().flat_map(|j| j.components()));
-}
-
-/// Reads a jerk array.
-pub(crate) fn take_jerk_array<T: Real>(a: &mut Arrays<'_>) -> Result<Vec<Jerk<T>>, Error> {
-    Ok(a.reals::<T>(3)?.chunks_exact(3).map(|c| Jerk::new(c[0], c[1], c[2])).collect())
-}
-
-/// Appends f64 triples as an array.
-pub(crate) fn put_triple_array(arrays: &mut Vec<Vec<u64>>, v: &[[f64; 3]]) {
-    put_array(arrays, v.iter().flatten().copied());
-}
-
-/// Reads f64 triples.
-pub(crate) fn take_triple_array(a: &mut Arrays<'_>) -> Result<Vec<[f64; 3]>, Error> {
-    Ok(a.reals::<f64>(3)?.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
 }
 
 /// Appends the FNV-1a checksum of `bytes` to them: the last word of every saved file
@@ -202,98 +322,36 @@ impl<'a> Words<'a> {
     }
 }
 
-/// Appends `x` as its bits.
-pub(crate) fn put(out: &mut Vec<u64>, x: f64) {
-    out.push(x.to_bits());
-}
-
 fn put_reals<T: Real>(out: &mut Vec<u64>, xs: impl IntoIterator<Item = T>) {
     out.extend(xs.into_iter().map(|x| x.to_f64().to_bits()));
 }
 
-/// Appends a field array (count, then four lanes each, as f64 bits): for integrators
-/// outside this crate that keep a field in their checkpoints.
-///
-/// ```
-/// use nbody_core::Field;
-/// use nbody_integrators::{put_fields, take_fields, Words};
-/// let mut w = Vec::new();
-/// put_fields(&mut w, &[Field::new(1.0f32, 2.0, 3.0, -4.0)]);
-/// assert_eq!(take_fields::<f32>(&mut Words::new(&w))?, vec![Field::new(1.0, 2.0, 3.0, -4.0)]);
-/// # Ok::<(), nbody_core::Error>(())
-/// ```
-pub fn put_fields<T: Real>(out: &mut Vec<u64>, f: &[Field<T>]) {
-    out.push(f.len() as u64);
-    put_reals(out, f.iter().flat_map(|f| [f.ax, f.ay, f.az, f.phi]));
-}
-
-/// Reads a field array [`put_fields`] wrote.
-pub fn take_fields<T: Real>(w: &mut Words<'_>) -> Result<Vec<Field<T>>, Error> {
-    let n = w.len(4)?;
-    let v = w.reals::<T>(4 * n)?;
-    Ok(v.chunks_exact(4).map(|c| Field::new(c[0], c[1], c[2], c[3])).collect())
-}
-
-/// Appends a jerk array (count, then three lanes each).
-pub(crate) fn put_jerks<T: Real>(out: &mut Vec<u64>, j: &[Jerk<T>]) {
-    out.push(j.len() as u64);
-    put_reals(out, j.iter().flat_map(|j| j.components()));
-}
-
-/// Reads a jerk array.
-pub(crate) fn take_jerks<T: Real>(w: &mut Words<'_>) -> Result<Vec<Jerk<T>>, Error> {
-    let n = w.len(3)?;
-    let v = w.reals::<T>(3 * n)?;
-    Ok(v.chunks_exact(3).map(|c| Jerk::new(c[0], c[1], c[2])).collect())
-}
-
-/// Appends f64 triples (count, then three each).
-pub(crate) fn put_triples(out: &mut Vec<u64>, v: &[[f64; 3]]) {
-    out.push(v.len() as u64);
-    out.extend(v.iter().flatten().map(|x| x.to_bits()));
-}
-
-/// Reads f64 triples.
-pub(crate) fn take_triples(w: &mut Words<'_>) -> Result<Vec<[f64; 3]>, Error> {
-    let n = w.len(3)?;
-    (0..n).map(|_| Ok([w.f64()?, w.f64()?, w.f64()?])).collect()
-}
-
-/// Appends f64 values (count, then each).
-pub(crate) fn put_f64s(out: &mut Vec<u64>, v: &[f64]) {
-    out.push(v.len() as u64);
-    out.extend(v.iter().map(|x| x.to_bits()));
-}
-
-/// Reads f64 values.
-pub(crate) fn take_f64s(w: &mut Words<'_>) -> Result<Vec<f64>, Error> {
-    let n = w.len(1)?;
-    (0..n).map(|_| w.f64()).collect()
-}
-
+/// Positions and velocities as two per-particle arrays after the time; the flat form
+/// keeps its own layout (the time, one count, every position, every velocity), which
+/// saved files have.
 impl<T: Real> Checkpoint for State<T> {
-    fn save(&self, out: &mut Vec<u64>) {
-        put(out, self.time);
-        out.push(self.pos.len() as u64);
-        put_reals(out, self.pos.iter().flat_map(|p| [p.x, p.y, p.z, p.m]));
-        put_reals(out, self.vel.iter().flat_map(|v| v.components()));
+    fn save_to(&self, out: &mut Sink<'_>) {
+        out.f64(self.time);
+        out.array(4, self.pos.iter().flat_map(|p| [p.x, p.y, p.z, p.m]));
+        out.array(3, self.vel.iter().flat_map(|v| v.components()));
     }
 
-    fn save_split(&self, shared: &mut Vec<u64>, arrays: &mut Vec<Vec<u64>>) {
-        put(shared, self.time);
-        put_array(arrays, self.pos.iter().flat_map(|p| [p.x, p.y, p.z, p.m]));
-        put_array(arrays, self.vel.iter().flat_map(|v| v.components()));
-    }
-
-    fn restore_split(&mut self, shared: &mut Words<'_>, arrays: &mut Arrays<'_>) -> Result<(), Error> {
-        self.time = shared.f64()?;
-        let (p, v) = (arrays.reals::<T>(4)?, arrays.reals::<T>(3)?);
+    fn restore_from(&mut self, from: &mut Source<'_, '_, '_>) -> Result<(), Error> {
+        self.time = from.f64()?;
+        let (p, v) = (from.array::<T>(4)?, from.array::<T>(3)?);
         if p.len() / 4 != v.len() / 3 {
             return Err(short());
         }
         self.pos = p.chunks_exact(4).map(|c| Particle::new(c[0], c[1], c[2], c[3])).collect();
         self.vel = v.chunks_exact(3).map(|c| Velocity::new(c[0], c[1], c[2])).collect();
         Ok(())
+    }
+
+    fn save(&self, out: &mut Vec<u64>) {
+        out.push(self.time.to_bits());
+        out.push(self.pos.len() as u64);
+        put_reals(out, self.pos.iter().flat_map(|p| [p.x, p.y, p.z, p.m]));
+        put_reals(out, self.vel.iter().flat_map(|v| v.components()));
     }
 
     fn restore(&mut self, w: &mut Words<'_>) -> Result<(), Error> {

@@ -234,40 +234,19 @@ fn field<T: Real>(a: V3) -> Field<T> {
 }
 
 impl<T: Real> crate::Checkpoint for Hermite6<T> {
-    fn save(&self, out: &mut Vec<u64>) {
-        crate::checkpoint::put(out, self.dt);
-        out.push(u64::from(self.started));
-        out.push(self.steps as u64);
+    fn save_to(&self, out: &mut crate::Sink<'_>) {
+        out.f64(self.dt);
+        out.word(u64::from(self.started));
+        out.word(self.steps as u64);
         for v in [&self.acc, &self.jerk, &self.snap, &self.crackle] {
-            crate::checkpoint::put_triples(out, v);
+            out.triples(v);
         }
     }
 
-    fn restore(&mut self, w: &mut crate::Words<'_>) -> Result<(), Error> {
-        self.dt = w.f64()?;
-        self.started = w.word()? != 0;
-        self.steps = w.word()? as usize;
+    fn restore_from(&mut self, from: &mut crate::Source<'_, '_, '_>) -> Result<(), Error> {
+        (self.dt, self.started, self.steps) = (from.f64()?, from.flag()?, from.word()? as usize);
         for v in [&mut self.acc, &mut self.jerk, &mut self.snap, &mut self.crackle] {
-            *v = crate::checkpoint::take_triples(w)?;
-        }
-        Ok(())
-    }
-
-    fn save_split(&self, shared: &mut Vec<u64>, arrays: &mut Vec<Vec<u64>>) {
-        crate::checkpoint::put(shared, self.dt);
-        shared.push(u64::from(self.started));
-        shared.push(self.steps as u64);
-        for v in [&self.acc, &self.jerk, &self.snap, &self.crackle] {
-            crate::checkpoint::put_triple_array(arrays, v);
-        }
-    }
-
-    fn restore_split(&mut self, w: &mut crate::Words<'_>, a: &mut crate::Arrays<'_>) -> Result<(), Error> {
-        self.dt = w.f64()?;
-        self.started = w.word()? != 0;
-        self.steps = w.word()? as usize;
-        for v in [&mut self.acc, &mut self.jerk, &mut self.snap, &mut self.crackle] {
-            *v = crate::checkpoint::take_triple_array(a)?;
+            *v = from.triples()?;
         }
         Ok(())
     }

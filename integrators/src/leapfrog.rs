@@ -117,29 +117,15 @@ impl<T: Real, E: Executor<T>> nbody_core::stepping::KickDrift<T> for OnHost<'_, 
 }
 
 impl<T: Real> crate::Checkpoint for Leapfrog<T> {
-    fn save(&self, out: &mut Vec<u64>) {
-        crate::checkpoint::put(out, self.dt);
-        out.push(u64::from(self.fresh));
-        crate::checkpoint::put_fields(out, &self.field);
+    fn save_to(&self, out: &mut crate::Sink<'_>) {
+        out.f64(self.dt);
+        out.word(u64::from(self.fresh));
+        out.fields(&self.field);
     }
 
-    fn restore(&mut self, w: &mut crate::Words<'_>) -> Result<(), Error> {
-        self.dt = w.f64()?;
-        self.fresh = w.word()? != 0;
-        self.field = crate::checkpoint::take_fields(w)?;
-        Ok(())
-    }
-
-    fn save_split(&self, shared: &mut Vec<u64>, arrays: &mut Vec<Vec<u64>>) {
-        crate::checkpoint::put(shared, self.dt);
-        shared.push(u64::from(self.fresh));
-        crate::checkpoint::put_field_array(arrays, &self.field);
-    }
-
-    fn restore_split(&mut self, w: &mut crate::Words<'_>, a: &mut crate::Arrays<'_>) -> Result<(), Error> {
-        self.dt = w.f64()?;
-        self.fresh = w.word()? != 0;
-        self.field = crate::checkpoint::take_field_array(a)?;
+    fn restore_from(&mut self, from: &mut crate::Source<'_, '_, '_>) -> Result<(), Error> {
+        (self.dt, self.fresh) = (from.f64()?, from.flag()?);
+        self.field = from.fields()?;
         Ok(())
     }
 }

@@ -66,7 +66,7 @@ softening_builder!(Hermite6, "Hermite6::<f64>::new(0.1, 0.05)");
 softening_builder!(DormandPrince, "DormandPrince::<f64>::new(1e-8, 1e-8, 0.05)");
 
 pub use block::BlockHermite;
-pub use checkpoint::{Arrays, Checkpoint, Words, put_fields, seal, take_fields, unseal};
+pub use checkpoint::{Arrays, Checkpoint, Sink, Source, Words, seal, unseal};
 pub use hermite::{Criterion, Hermite};
 pub use hermite6::Hermite6;
 pub use integrator::Integrator;

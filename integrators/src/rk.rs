@@ -140,12 +140,12 @@ impl<T: Real> DormandPrince<T> {
 }
 
 impl<T: Real> crate::Checkpoint for DormandPrince<T> {
-    fn save(&self, out: &mut Vec<u64>) {
-        crate::checkpoint::put(out, self.dt);
+    fn save_to(&self, out: &mut crate::Sink<'_>) {
+        out.f64(self.dt);
     }
 
-    fn restore(&mut self, w: &mut crate::Words<'_>) -> Result<(), Error> {
-        self.dt = w.f64()?;
+    fn restore_from(&mut self, from: &mut crate::Source<'_, '_, '_>) -> Result<(), Error> {
+        self.dt = from.f64()?;
         Ok(())
     }
 }

@@ -286,7 +286,7 @@ impl<T: DeviceReal> Simulation for DeviceTreeLeapfrog<T> {
         self.gpu.download_tree_field(&mut self.sys, &self.params, &mut field)?;
         let mut w = vec![self.steps, self.sys.interactions().to_bits()];
         lent(&mut self.pos, &mut self.vel, self.sys.time(), |s| s.save(&mut w));
-        nbody_integrators::put_fields(&mut w, &field);
+        nbody_integrators::Sink::Flat(&mut w).fields(&field);
         Ok(Some(w))
     }
 
@@ -295,7 +295,7 @@ impl<T: DeviceReal> Simulation for DeviceTreeLeapfrog<T> {
         let interactions = w.f64()?;
         let mut s = State::new(Vec::new(), Vec::new());
         s.restore(w)?;
-        let field = nbody_integrators::take_fields::<T>(w)?;
+        let field = nbody_integrators::Source::Flat(w).fields::<T>()?;
         let settings = *self.sys.settings();
         self.sys = self.gpu.upload_tree_system(&s.pos, &s.vel, settings)?;
         self.sys.set_time(s.time);

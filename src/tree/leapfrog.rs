@@ -4,7 +4,7 @@
 use super::BarnesHut;
 use nbody_core::stepping::{KickDrift, kick, kick_drift_kick};
 use nbody_core::{Error, Executor, Field, Params, Real, Softening};
-use nbody_integrators::{Checkpoint, Diagnostics, Integrator, State, Words, diagnostics, put_fields, take_fields};
+use nbody_integrators::{Checkpoint, Diagnostics, Integrator, Sink, Source, State, diagnostics};
 
 /// Kick-drift-kick with a fixed step whose forces are a Barnes-Hut tree's (built and
 /// walked on the host, the leaves on the executor). It keeps the last field, so a step
@@ -153,15 +153,17 @@ impl<T: Real> Integrator<T> for TreeLeapfrog<T> {
 /// (the next kick's, and the relative criterion's scale): a resumed run is bit for bit
 /// the same.
 impl<T: Real> Checkpoint for TreeLeapfrog<T> {
-    fn save(&self, out: &mut Vec<u64>) {
-        out.extend([self.dt.to_bits(), u64::from(self.fresh), u64::from(self.computed)]);
-        put_fields(out, &self.field);
+    fn save_to(&self, out: &mut Sink<'_>) {
+        for w in [self.dt.to_bits(), u64::from(self.fresh), u64::from(self.computed)] {
+            out.word(w);
+        }
+        out.fields(&self.field);
     }
 
-    fn restore(&mut self, w: &mut Words<'_>) -> Result<(), Error> {
-        self.dt = w.f64()?;
-        (self.fresh, self.computed) = (w.word()? != 0, w.word()? != 0);
-        self.field = take_fields(w)?;
+    fn restore_from(&mut self, from: &mut Source<'_, '_, '_>) -> Result<(), Error> {
+        self.dt = from.f64()?;
+        (self.fresh, self.computed) = (from.flag()?, from.flag()?);
+        self.field = from.fields()?;
         Ok(())
     }
 }
