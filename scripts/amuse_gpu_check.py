@@ -14,6 +14,7 @@ import time
 import numpy as np
 from amuse.ic.plummer import new_plummer_model
 from amuse.units import nbody_system
+from amuse_compare import compare_runs
 
 import nbody
 from nbody.amuse import Nbody
@@ -45,15 +46,7 @@ for backend in (gpu, "cpu"):
     runs[backend] = (e0, de, code.particles.position.value_in(nbody_system.length))
     code.stop()
     print(f"nbody.amuse Hermite, backend {backend}, N = {n}, t = {t_end}: E0 {e0:.15g}, dE/E {de:.3e}, wall {wall:.2f} s")
-(e0g, deg, xg), (e0c, dec, xc) = runs[gpu], runs["cpu"]
-dx = np.abs(xg - xc).max()
-print(f"max |x_{gpu} - x_cpu| = {dx:.3e}")
-if abs(e0g - e0c) > 1e-12 * abs(e0c):
-    failures.append(f"initial energies differ: {e0g} and {e0c}")
-if not (abs(deg) < 1e-6 and abs(dec) < 1e-6):
-    failures.append(f"energy errors: {gpu} {deg:.3e}, cpu {dec:.3e}")
-if not dx < 1e-6:
-    failures.append(f"final states differ by {dx:.3e}")
+failures += compare_runs(runs[gpu], runs["cpu"], (gpu, "cpu"), 1e-6)
 
 np.random.seed(6)
 field = new_plummer_model(n_field)

@@ -11,6 +11,7 @@ import numpy as np
 from amuse.community.ph4.interface import ph4 as Ph4
 from amuse.ic.plummer import new_plummer_model
 from amuse.units import nbody_system
+from amuse_compare import compare_runs
 
 n, t_end = int(sys.argv[1]), float(sys.argv[2])
 runs = {}
@@ -31,16 +32,7 @@ for mode in ("cpu", "gpu"):
     runs[mode] = (e0, (e1 - e0) / abs(e0), x)
     print(f"ph4 {mode} mode, N = {n}, t = {t_end}: E0 {e0:.15g}, dE/E {(e1 - e0) / abs(e0):.3e}, wall {wall:.2f} s")
 
-(e0c, dec, xc), (e0g, deg, xg) = runs["cpu"], runs["gpu"]
-dx = np.abs(xc - xg).max()
-print(f"max |x_cpu - x_gpu| = {dx:.3e} (largest coordinate {np.abs(xc).max():.3e})")
-failures = []
-if abs(e0c - e0g) > 1e-12 * abs(e0c):
-    failures.append(f"initial energies differ: {e0c} and {e0g}")
-if not (abs(deg) < 1e-7 and abs(dec) < 1e-7):
-    failures.append(f"energy errors too large: cpu {dec:.3e}, gpu {deg:.3e}")
-if not dx < 1e-6:
-    failures.append(f"final states differ by {dx:.3e}")
+failures = compare_runs(runs["gpu"], runs["cpu"], ("gpu", "cpu"), 1e-7)
 if failures:
     print("amuse-ph4 check FAILED: " + "; ".join(failures))
     sys.exit(1)

@@ -47,7 +47,7 @@ for v in 310 311 312 313; do
     --platform manylinux_2_17_x86_64 --platform manylinux1_x86_64 -d "$out/wheels" mpi4py==4.1.2
 done
 find "$out/site" -name __pycache__ -prune -exec rm -rf {} +
-cp scripts/amuse_ph4_check.py scripts/amuse_gpu_check.py "$out/"
+cp scripts/amuse_ph4_check.py scripts/amuse_gpu_check.py scripts/amuse_compare.py "$out/"
 
 cp scripts/gate.sh "$out/"
 cat > "$out/go.sh" <<'GO'

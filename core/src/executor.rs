@@ -7,6 +7,7 @@ use crate::calls::{
 use crate::cell::Cell;
 use crate::neighbours::Neighbours;
 use crate::{Array, Error, Field, Jerk, Overlap, Params, Particle, Real, Velocity, validate};
+use core::ops::Range;
 
 /// Positions and velocities of one set of bodies, for the jerk kernel.
 ///
@@ -557,25 +558,19 @@ pub trait Executor<T: Real> {
     /// [`validate_batch`]`(particles, list, params, out.len())` returned `Ok`.
     unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, T>) -> Result<(), Error> {
         let BatchCall { particles, list, params, out } = call;
-        for pair in list.pairs.iter().filter(|p| !p.targets.is_empty()) {
-            let t = pair.targets.range();
-            for s in list.sources_of(pair).iter().filter(|s| !s.is_empty()) {
-                let p = params.with_overlap(Overlap::between(t.clone(), s.range()));
-                // SAFETY: both spans lie in `particles` (the list was validated) and are
-                // not empty, and the particles, parameters and output were validated; the
-                // overlap `between` two spans of one array names the particles they
-                // share, identical by construction.
-                unsafe {
-                    self.accelerations_unchecked(DirectCall {
-                        targets: &particles[t.clone()],
-                        sources: &particles[s.range()],
-                        params: &p,
-                        out: &mut out[t.clone()],
-                    })?
-                };
-            }
-        }
-        Ok(())
+        each_span(
+            list.pairs,
+            |_, pair| list.sources_of(pair),
+            |t, s| {
+                let p = params.with_overlap(Overlap::between(t.clone(), s.clone()));
+                let (targets, sources, out) = (&particles[t.clone()], &particles[s], &mut out[t]);
+                // SAFETY: both spans lie in `particles` (the list was validated) and are not
+                // empty, and the particles, parameters and output were validated; the overlap
+                // `between` two spans of one array names the particles they share, identical
+                // by construction.
+                unsafe { self.accelerations_unchecked(DirectCall { targets, sources, params: &p, out }) }
+            },
+        )
     }
 
     /// Adds the field of the far cells `cells` (see [`crate::cell`]: monopole and
@@ -676,24 +671,18 @@ pub trait Executor<T: Real> {
         let BatchCellsCall { particles, cells, list, params, out } = call;
         // SAFETY: the particle list, particles, parameters and output were validated.
         unsafe { self.accelerations_batch_unchecked(BatchCall { particles, list: &list.particles, params, out })? };
-        let cell_params = params.with_overlap(Overlap::Disjoint);
-        for (k, pair) in list.particles.pairs.iter().enumerate().filter(|(_, p)| !p.targets.is_empty()) {
-            let t = pair.targets.range();
-            for s in list.cells_of(k).iter().filter(|s| !s.is_empty()) {
-                // SAFETY: both spans lie in their arrays (the list was validated against
-                // them) and are not empty; particles, cells, parameters (the overlap made
-                // disjoint) and output were validated.
-                unsafe {
-                    self.accelerations_cells_unchecked(CellsCall {
-                        targets: &particles[t.clone()],
-                        cells: &cells[s.range()],
-                        params: &cell_params,
-                        out: &mut out[t.clone()],
-                    })?
-                };
-            }
-        }
-        Ok(())
+        let params = &params.with_overlap(Overlap::Disjoint);
+        each_span(
+            list.particles.pairs,
+            |k, _| list.cells_of(k),
+            |t, s| {
+                let (targets, cells, out) = (&particles[t.clone()], &cells[s], &mut out[t]);
+                // SAFETY: both spans lie in their arrays (the list was validated against them)
+                // and are not empty; particles, cells, parameters (the overlap made disjoint)
+                // and output were validated.
+                unsafe { self.accelerations_cells_unchecked(CellsCall { targets, cells, params, out }) }
+            },
+        )
     }
 
     /// [`Executor::accelerations`] with a softening length per particle instead of
@@ -865,6 +854,21 @@ pub trait Executor<T: Real> {
             reason: "this executor takes packed particles: pack them and call accelerations",
         })
     }
+}
+
+/// Calls `f(targets, sources)` for each pair with targets and each non-empty span of
+/// `spans(k, pair)` (the pair's source or cell spans), in order; the first error stops.
+fn each_span<'l>(
+    pairs: &[Pair],
+    spans: impl Fn(usize, &Pair) -> &'l [Span],
+    mut f: impl FnMut(Range<usize>, Range<usize>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    for (k, pair) in pairs.iter().enumerate().filter(|(_, p)| !p.targets.is_empty()) {
+        for s in spans(k, pair).iter().filter(|s| !s.is_empty()) {
+            f(pair.targets.range(), s.range())?;
+        }
+    }
+    Ok(())
 }
 
 /// The snap call in plain loops (see [`Executor::accelerations_snap_unchecked`]), on

@@ -331,46 +331,48 @@ impl CudaExecutor {
                 }
                 _ => None,
             };
-            if !ex.items.is_empty() {
-                up(me, EXTRA_A, bytemuck::cast_slice(&ex.items))?;
-                up(me, EXTRA_B, bytemuck::cast_slice(&ex.spans))?;
-                up(me, EXTRA_C, bytemuck::cast_slice(&ex.offsets))?;
-                up(me, SELF_COUNTS, bytemuck::cast_slice(&ex.self_counts))?;
-                let (slots, runs, n_runs) = order(me, &ex, ITEM_SLOTS, ITEM_RUNS)?;
-                let bufs = batch::Buffers {
-                    particles: b(me, SOURCES)?,
-                    items: b(me, EXTRA_A)?,
-                    spans: b(me, EXTRA_B)?,
-                    offsets: b(me, EXTRA_C)?,
-                    self_counts: b(me, SELF_COUNTS)?,
-                    out: b(me, OUT)?,
-                    lengths: if each.is_some() { b(me, LENGTHS)? } else { crate::args::null() },
-                    slots,
-                    partial: b(me, PARTIAL)?,
-                    runs,
-                    n_runs,
+            // One expansion's items, spans, offsets (and self counts) uploaded to the
+            // slots named, and the buffers its launch reads.
+            let stage = |me: &mut Self,
+                         ex: &batch::Expanded,
+                         [items, spans, offsets]: [usize; 3],
+                         self_counts: Option<usize>,
+                         [slots, runs]: [usize; 2]| {
+                up(me, items, bytemuck::cast_slice(&ex.items))?;
+                up(me, spans, bytemuck::cast_slice(&ex.spans))?;
+                up(me, offsets, bytemuck::cast_slice(&ex.offsets))?;
+                let self_counts = match self_counts {
+                    Some(k) => {
+                        up(me, k, bytemuck::cast_slice(&ex.self_counts))?;
+                        b(me, k)?
+                    }
+                    None => crate::args::null(),
                 };
-                me.launch_batch(&bufs, ex.items.len(), n, params, each)?;
-            }
-            if !cx.items.is_empty() {
-                up(me, CELLS, bytemuck::cast_slice(cells))?;
-                up(me, CELL_ITEMS, bytemuck::cast_slice(&cx.items))?;
-                up(me, CELL_SPANS, bytemuck::cast_slice(&cx.spans))?;
-                up(me, CELL_OFFSETS, bytemuck::cast_slice(&cx.offsets))?;
-                let (slots, runs, n_runs) = order(me, &cx, CELL_SLOTS, CELL_RUNS)?;
-                let bufs = batch::Buffers {
+                let (slots, runs, n_runs) = order(me, ex, slots, runs)?;
+                Ok::<_, Error>(batch::Buffers {
                     particles: b(me, SOURCES)?,
-                    items: b(me, CELL_ITEMS)?,
-                    spans: b(me, CELL_SPANS)?,
-                    offsets: b(me, CELL_OFFSETS)?,
-                    self_counts: crate::args::null(),
+                    items: b(me, items)?,
+                    spans: b(me, spans)?,
+                    offsets: b(me, offsets)?,
+                    self_counts,
                     out: b(me, OUT)?,
                     lengths: crate::args::null(),
                     slots,
                     partial: b(me, PARTIAL)?,
                     runs,
                     n_runs,
-                };
+                })
+            };
+            if !ex.items.is_empty() {
+                let mut bufs = stage(me, &ex, [EXTRA_A, EXTRA_B, EXTRA_C], Some(SELF_COUNTS), [ITEM_SLOTS, ITEM_RUNS])?;
+                if each.is_some() {
+                    bufs.lengths = b(me, LENGTHS)?;
+                }
+                me.launch_batch(&bufs, ex.items.len(), n, params, each)?;
+            }
+            if !cx.items.is_empty() {
+                up(me, CELLS, bytemuck::cast_slice(cells))?;
+                let bufs = stage(me, &cx, [CELL_ITEMS, CELL_SPANS, CELL_OFFSETS], None, [CELL_SLOTS, CELL_RUNS])?;
                 me.launch_cells(&bufs, b(me, CELLS)?, cx.items.len(), n, params, false)?;
             }
             me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))

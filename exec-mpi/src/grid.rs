@@ -3,11 +3,12 @@
 //! partial forces, so each rank's sources are split `p_j` ways (Miki et al. 2013,
 //! section 4.2; the sum is the MPI library's all-reduce, recursive doubling or better).
 
+use crate::ring::Work;
 use crate::wire::{all_gather, check_count};
 use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use nbody_core::{Bodies, Error, Executor, Field, Jerk, Overlap, Params, Particle, Real};
+use nbody_core::{Bodies, Error, Executor, Field, Jerk, Overlap, Particle, Real};
 
 /// The row and column communicators of one rank.
 pub(crate) struct Grid {
@@ -27,18 +28,8 @@ impl Grid {
     }
 
     /// As [`crate::ring::run`], over the grid.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn run<T: Real, E: Executor<T>>(
-        &self,
-        inner: &mut E,
-        counts: &[[u64; 2]],
-        targets: Bodies<'_, T>,
-        sources: Bodies<'_, T>,
-        params: &Params<T>,
-        part: &mut [Field<T>],
-        jerk: Option<&mut [Jerk<T>]>,
-        interactions: &mut f64,
-    ) -> Result<(), Error> {
+    pub(crate) fn run<T: Real, E: Executor<T>>(&self, work: Work<'_, T, E>) -> Result<(), Error> {
+        let Work { inner, counts, targets, sources, params, part, jerk, interactions } = work;
         let p_i = counts.len() / self.p_j;
         let row_targets: Vec<usize> = (0..self.p_j).map(|jj| counts[self.i * self.p_j + jj][0] as usize).collect();
         let col_sources: Vec<usize> = (0..p_i).map(|ii| counts[ii * self.p_j + self.j][1] as usize).collect();

@@ -254,26 +254,20 @@ impl<E> Distributed<E> {
         let n_sources: usize = counts.iter().map(|c| c[1] as usize).sum();
         let mut part = vec![Field::zero(); targets.pos.len()];
         let mut jpart = jerk.as_ref().map(|_| vec![Jerk::zero(); targets.pos.len()]);
-        let outcome = match self.resolved(n_sources) {
-            Scheme::TwoD { .. } => {
-                let grid = self.grid.as_ref().expect("resolved only with a grid");
-                let j = jpart.as_deref_mut();
-                grid.run(&mut self.inner, &counts, targets, sources, params, &mut part, j, &mut self.interactions)
-            }
-            _ => {
-                let j = jpart.as_deref_mut();
-                ring::run(
-                    &self.comm,
-                    &mut self.inner,
-                    &counts,
-                    targets,
-                    sources,
-                    params,
-                    &mut part,
-                    j,
-                    &mut self.interactions,
-                )
-            }
+        let scheme = self.resolved(n_sources);
+        let work = ring::Work {
+            inner: &mut self.inner,
+            counts: &counts,
+            targets,
+            sources,
+            params,
+            part: &mut part,
+            jerk: jpart.as_deref_mut(),
+            interactions: &mut self.interactions,
+        };
+        let outcome = match scheme {
+            Scheme::TwoD { .. } => self.grid.as_ref().expect("resolved only with a grid").run(work),
+            _ => ring::run(&self.comm, work),
         };
         self.agree_outcome(outcome)?;
         add_fields(out, &part, params.potential);

@@ -32,22 +32,26 @@ impl<T: Real> Buffers<T> {
     }
 }
 
+/// One collective call's work on this rank: the executor inside, every rank's
+/// `(targets, sources)` counts, this rank's targets and sources, the parameters, and
+/// where the pull (`part`, and `jerk` when asked) and the interactions computed are added.
+pub(crate) struct Work<'w, T: Real, E> {
+    pub inner: &'w mut E,
+    pub counts: &'w [[u64; 2]],
+    pub targets: Bodies<'w, T>,
+    pub sources: Bodies<'w, T>,
+    pub params: &'w Params<T>,
+    pub part: &'w mut [Field<T>],
+    pub jerk: Option<&'w mut [Jerk<T>]>,
+    pub interactions: &'w mut f64,
+}
+
 /// Adds the pull of every rank's `sources` on this rank's `targets` into `part` (and
 /// `jerk`, when asked: then the velocities travel too). `counts[r]` is rank `r`'s
 /// `(targets, sources)`. A kernel failure stops the computing, not the passing, so no
 /// rank waits for ever; the first failure is returned.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run<T: Real, E: Executor<T>>(
-    comm: &SimpleCommunicator,
-    inner: &mut E,
-    counts: &[[u64; 2]],
-    targets: Bodies<'_, T>,
-    sources: Bodies<'_, T>,
-    params: &Params<T>,
-    part: &mut [Field<T>],
-    mut jerk: Option<&mut [Jerk<T>]>,
-    interactions: &mut f64,
-) -> Result<(), Error> {
+pub(crate) fn run<T: Real, E: Executor<T>>(comm: &SimpleCommunicator, work: Work<'_, T, E>) -> Result<(), Error> {
+    let Work { inner, counts, targets, sources, params, part, mut jerk, interactions } = work;
     let with_vel = jerk.is_some();
     let mut outcome = Ok(());
     let compute = |step: usize, src: Bodies<'_, T>| {
