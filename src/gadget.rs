@@ -267,22 +267,20 @@ mod tests {
         let e = read(&junk).unwrap_err().to_string();
         assert!(e.contains("junk.hdf5") && e.contains("not a readable HDF5 file"), "{e}");
 
-        let path = dir.path().join("bad.hdf5");
-        let f = hdf5::File::create(&path).unwrap();
-        f.create_group("Header").unwrap();
-        let g = f.create_group("PartType0").unwrap();
-        g.new_dataset::<f32>().shape((2, 2)).create("Coordinates").unwrap().write_raw(&[0f32; 4]).unwrap();
-        drop((g, f));
-        let e = read(&path).unwrap_err().to_string();
+        // A file with one group of `shape` coordinates and no masses: the read's message.
+        let damaged = |name: &str, group: &str, shape: (usize, usize)| {
+            let path = dir.path().join(name);
+            let f = hdf5::File::create(&path).unwrap();
+            f.create_group("Header").unwrap();
+            let g = f.create_group(group).unwrap();
+            let zeros = vec![0f32; shape.0 * shape.1];
+            g.new_dataset::<f32>().shape(shape).create("Coordinates").unwrap().write_raw(&zeros).unwrap();
+            drop((g, f));
+            read(&path).unwrap_err().to_string()
+        };
+        let e = damaged("bad.hdf5", "PartType0", (2, 2));
         assert!(e.contains("bad.hdf5: PartType0/Coordinates has shape [2, 2]"), "{e}");
-
-        let path = dir.path().join("massless.hdf5");
-        let f = hdf5::File::create(&path).unwrap();
-        f.create_group("Header").unwrap();
-        let g = f.create_group("PartType2").unwrap();
-        g.new_dataset::<f32>().shape((2, 3)).create("Coordinates").unwrap().write_raw(&[0f32; 6]).unwrap();
-        drop((g, f));
-        let e = read(&path).unwrap_err().to_string();
+        let e = damaged("massless.hdf5", "PartType2", (2, 3));
         assert!(e.contains("PartType2 has no Masses and Header/MassTable[2] is 0"), "{e}");
     }
 

@@ -9,8 +9,6 @@
 #[error("{0}")]
 pub struct UnitsError(pub String);
 
-type Result<T> = std::result::Result<T, UnitsError>;
-
 macro_rules! bail {
     ($($t:tt)*) => { return Err(UnitsError(format!($($t)*))) };
 }
@@ -75,7 +73,7 @@ pub enum Units {
 }
 
 /// `NUMBER?NAME` (`1e10msun`, `au`): the value of the unit in cgs.
-fn quantity(text: &str, table: &[(&str, f64)], what: &str) -> Result<f64> {
+fn quantity(text: &str, table: &[(&str, f64)], what: &str) -> Result<f64, UnitsError> {
     let lower = text.trim().to_ascii_lowercase();
     let split = lower.find(|c: char| c.is_ascii_alphabetic() && c != 'e').unwrap_or(lower.len());
     // A leading number may hold an exponent ("1e10msun"): split before the unit name.
@@ -106,7 +104,7 @@ impl Units {
     /// assert_eq!(Units::parse("G=2").unwrap().scale(), 2f64.sqrt());
     /// assert!(Units::parse("au,msun,fortnight").unwrap_err().to_string().contains("unknown time unit"));
     /// ```
-    pub fn parse(text: &str) -> Result<Units> {
+    pub fn parse(text: &str) -> Result<Units, UnitsError> {
         let t = text.trim();
         if t.eq_ignore_ascii_case("nbody") {
             return Ok(Units::Nbody);
@@ -185,14 +183,14 @@ impl Units {
 
 #[cfg(feature = "cli")]
 impl serde::Serialize for Units {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.spec())
     }
 }
 
 #[cfg(feature = "cli")]
 impl<'de> serde::Deserialize<'de> for Units {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Units, D::Error> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Units, D::Error> {
         let text = <String as serde::Deserialize>::deserialize(d)?;
         Units::parse(&text).map_err(serde::de::Error::custom)
     }
