@@ -835,3 +835,130 @@ mod tests {
         assert!(matches!(e, BackendError::NotCompiled { .. }) && e.to_string().contains("cuda"), "{e}");
     }
 }
+
+/// A GRAPE-6 code's j-particles kept in the memory of an opened executor's GPU between
+/// force calls: a code sends only the particles it corrected, and each call predicts
+/// every j-particle to the call's time on the device (f64 records; the executor's
+/// kernel family). Made by [`JMemory::on`], which finds none on an executor without a
+/// device j-memory; the code then takes its host path.
+///
+/// ```
+/// let mut cpu: nbody_backends::Opened = "cpu:1".parse::<nbody_backends::Backend>()?.open()?;
+/// assert!(nbody_backends::JMemory::on(cpu.executor_mut()).is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct JMemory(JInner);
+
+#[cfg(feature = "cuda")]
+type JInner = nbody_cuda::DeviceJMemory;
+#[cfg(not(feature = "cuda"))]
+type JInner = std::convert::Infallible;
+
+/// The arguments of a force call on a [`JMemory`]: j-addresses `0..nj` predicted to
+/// `time`, the targets (positions with masses, velocities), each target's own address
+/// (left out of its sum) or -1, and the Plummer softening length.
+#[derive(Clone, Copy, Debug)]
+pub struct JCall<'a> {
+    /// The j-addresses used.
+    pub nj: usize,
+    /// The time the j-particles are predicted to.
+    pub time: f64,
+    /// The i-particles.
+    pub targets: nbody_core::Bodies<'a, f64>,
+    /// Each target's own j-address, or -1.
+    pub own: &'a [i32],
+    /// The softening length.
+    pub eps: f64,
+}
+
+impl JMemory {
+    /// The j-memory of `exec`'s GPU, when it runs on exactly one; `None` otherwise or
+    /// when it cannot be allocated.
+    pub fn on(exec: &mut Executor) -> Option<Self> {
+        match exec {
+            #[cfg(feature = "cuda")]
+            Executor::Cuda(gpu) => nbody_cuda::DeviceJMemory::new(gpu).ok().map(JMemory),
+            _ => None,
+        }
+    }
+
+    /// Writes j-particle `address` into the next call's upload.
+    pub fn set(&mut self, address: usize, p: nbody_core::jmemory::JParticle) -> Result<(), nbody_core::Error> {
+        #[cfg(feature = "cuda")]
+        return self.0.set(address, p);
+        #[cfg(not(feature = "cuda"))]
+        match (self.0, address, p) {}
+    }
+
+    /// Forgets every j-particle.
+    pub fn clear(&mut self, exec: &mut Executor) -> Result<(), nbody_core::Error> {
+        #[cfg(feature = "cuda")]
+        return self.0.clear(gpu_of(exec)?);
+        #[cfg(not(feature = "cuda"))]
+        match (self.0, exec) {}
+    }
+
+    /// Forces and jerks on the targets, added into `out` and `jerk`; with `neighbours`,
+    /// the nearest j-particle and the addresses within each radius merged into it.
+    pub fn forces(
+        &mut self,
+        exec: &mut Executor,
+        call: JCall<'_>,
+        out: &mut [nbody_core::Field<f64>],
+        jerk: &mut [nbody_core::Jerk<f64>],
+        neighbours: Option<&mut nbody_core::neighbours::Neighbours<'_, f64>>,
+    ) -> Result<(), nbody_core::Error> {
+        #[cfg(feature = "cuda")]
+        return self.0.forces(
+            gpu_of(exec)?,
+            call.nj,
+            call.time,
+            call.targets,
+            call.own,
+            call.eps,
+            out,
+            jerk,
+            neighbours,
+        );
+        #[cfg(not(feature = "cuda"))]
+        match (self.0, exec, call, out, jerk, neighbours) {}
+    }
+
+    /// [`JMemory::forces`] finding each target's nearest j-particle and the addresses
+    /// with unsoftened r² ≤ `radius2[i]`, with `capacity` slots a target, packed.
+    pub fn forces_and_lists(
+        &mut self,
+        exec: &mut Executor,
+        call: JCall<'_>,
+        out: &mut [nbody_core::Field<f64>],
+        jerk: &mut [nbody_core::Jerk<f64>],
+        radius2: &[f64],
+        capacity: usize,
+    ) -> Result<nbody_core::jmemory::PackedLists, nbody_core::Error> {
+        #[cfg(feature = "cuda")]
+        return self.0.forces_and_lists(
+            gpu_of(exec)?,
+            call.nj,
+            call.time,
+            call.targets,
+            call.own,
+            call.eps,
+            out,
+            jerk,
+            radius2,
+            capacity,
+        );
+        #[cfg(not(feature = "cuda"))]
+        match (self.0, exec, call, out, jerk, radius2, capacity) {}
+    }
+}
+
+/// The one GPU a [`JMemory`] was made on.
+#[cfg(feature = "cuda")]
+fn gpu_of(exec: &mut Executor) -> Result<&mut nbody_cuda::CudaExecutor, nbody_core::Error> {
+    match exec {
+        Executor::Cuda(gpu) => Ok(gpu),
+        _ => Err(nbody_core::Error::NoDevice),
+    }
+}

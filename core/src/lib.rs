@@ -46,6 +46,7 @@ pub mod columns;
 mod error;
 mod executor;
 pub mod forward;
+pub mod jmemory;
 pub mod kernel;
 pub mod layout;
 pub mod neighbours;

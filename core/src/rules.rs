@@ -1,8 +1,8 @@
 //! The fourth-order Hermite scheme's per-particle rules (Makino & Aarseth 1992), defined
 //! once: the predictor, the corrector, Aarseth's step criterion, the first step and the
 //! block-step rule. The integrators' `Hermite` and `BlockHermite` (nbody-integrators)
-//! follow them, and so does the CUDA device-resident Hermite (`nbody_cuda::DeviceHermite`), whose kernels
-//! do these operations in this order, each rounded on its own; its tests compare the
+//! follow them, and so does the device-resident Hermite on the GPU, whose kernels do
+//! these operations in this order, each rounded on its own; its tests compare the
 //! kernels with these functions bit for bit.
 //!
 //! Every operation here is one IEEE-754 double operation in the order written (Rust

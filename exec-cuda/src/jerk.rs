@@ -7,6 +7,7 @@ use crate::kernels::{Kernel, count};
 use crate::memory::{download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
 use cust::memory::DevicePointer;
+use nbody_core::jmemory::PackedLists;
 use nbody_core::neighbours::Neighbours;
 use nbody_core::{Bodies, Error, Field, Jerk, Params, Velocity};
 
@@ -76,45 +77,6 @@ const LIST_PACKED: usize = 16;
 const _: () = assert!(PART_ACC == 7 && PART_JERK == 8 && PART_NEAR == 9 && SLOTS == 17);
 /// Slots the executor holds in all.
 pub(crate) const SLOTS: usize = 17;
-
-/// Neighbour lists as a jerk launch found them, packed on the device so that only the
-/// entries found cross to the host (not `targets x capacity` slots): target `i` found
-/// `counts[i]` sources, of which the first `capacity` are stored at
-/// `entries[start[i]..]` in increasing order; `nearest[i]` is its nearest source.
-///
-/// ```no_run
-/// # fn lists(p: &nbody_cuda::PackedLists) {
-/// for i in 0..p.counts.len() {
-///     println!("target {i}: {:?}{}", p.list(i), if p.overflowed(i) { " (overflowed)" } else { "" });
-/// }
-/// # }
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PackedLists {
-    /// Sources found per target, stored or not.
-    pub counts: Vec<u32>,
-    /// Where each target's stored entries begin in `entries`.
-    pub start: Vec<u32>,
-    /// The stored entries, each target's in increasing order.
-    pub entries: Vec<u32>,
-    /// Entries stored per target at most.
-    pub capacity: usize,
-    /// Each target's nearest source (`None` where it has no other).
-    pub nearest: Vec<Option<u32>>,
-}
-
-impl PackedLists {
-    /// Target `i`'s stored entries, increasing.
-    pub fn list(&self, i: usize) -> &[u32] {
-        let s = self.start[i] as usize;
-        &self.entries[s..s + (self.counts[i] as usize).min(self.capacity)]
-    }
-
-    /// Whether target `i` found more than `capacity` sources.
-    pub fn overflowed(&self, i: usize) -> bool {
-        self.counts[i] as usize > self.capacity
-    }
-}
 
 /// Where a jerk launch reads and writes: targets and their velocities (`n`), sources and
 /// theirs (`padded`, massless beyond `n_src`), outputs (`n`, added into).

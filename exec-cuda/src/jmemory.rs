@@ -7,53 +7,28 @@
 
 use crate::args::JmemArgs;
 use crate::device::cuda;
-use crate::jerk::PackedLists;
 use crate::jerk::{JerkBuffers, Staged};
 use crate::kernels::{Kernel, count};
 use crate::memory::{Pinned, Scratch, alloc, download, ptr, upload_padded};
 use crate::{CudaExecutor, SOURCE_PAD};
 use cust::memory::{CopyDestination, DeviceBuffer};
+use nbody_core::jmemory::{JParticle, PackedLists};
 use nbody_core::neighbours::Neighbours;
 use nbody_core::{Array, Bodies, Error, Field, Jerk, Params, validate};
 
 /// Threads per block of the per-particle kernels.
 const THREADS: u32 = 256;
 
-/// One j-particle as a code hands it over: its state at its own time `t` (acceleration
-/// and jerk themselves, not GRAPE-6's a/2 and j/6).
-///
-/// ```
-/// let p = nbody_cuda::JParticle { x: [1.0, 0.0, 0.0], m: 0.5, v: [0.0; 3], a: [0.0; 3], j: [0.0; 3], t: 0.0 };
-/// assert_eq!(p.m, 0.5);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct JParticle {
-    /// Position.
-    pub x: [f64; 3],
-    /// Mass.
-    pub m: f64,
-    /// Velocity.
-    pub v: [f64; 3],
-    /// Acceleration.
-    pub a: [f64; 3],
-    /// Jerk.
-    pub j: [f64; 3],
-    /// The time of this state.
-    pub t: f64,
-}
-
-impl JParticle {
-    /// The record the scatter kernel reads: five double4 (x m, v, a, jerk, t).
-    fn record(&self) -> [f64; 20] {
-        let mut r = [0.0; 20];
-        r[..3].copy_from_slice(&self.x);
-        r[3] = self.m;
-        r[4..7].copy_from_slice(&self.v);
-        r[8..11].copy_from_slice(&self.a);
-        r[12..15].copy_from_slice(&self.j);
-        r[16] = self.t;
-        r
-    }
+/// The record the scatter kernel reads: five double4 (x m, v, a, jerk, t).
+fn record(p: &JParticle) -> [f64; 20] {
+    let mut r = [0.0; 20];
+    r[..3].copy_from_slice(&p.x);
+    r[3] = p.m;
+    r[4..7].copy_from_slice(&p.v);
+    r[8..11].copy_from_slice(&p.a);
+    r[12..15].copy_from_slice(&p.j);
+    r[16] = p.t;
+    r
 }
 
 /// A j-memory on one GPU (f64; the executor's kernel family, so a mixed-precision
@@ -153,7 +128,7 @@ impl DeviceJMemory {
             .map_err(|_| Error::InvalidParameter { name: "address", requirement: "below 2^32" })?;
         self.addresses.push(address32);
         let at = self.up.bytes().len();
-        self.up.resize(at + 160)?[at..].copy_from_slice(bytemuck::cast_slice(&p.record()));
+        self.up.resize(at + 160)?[at..].copy_from_slice(bytemuck::cast_slice(&record(&p)));
         self.len = self.len.max(address + 1);
         Ok(())
     }

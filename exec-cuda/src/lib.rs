@@ -56,12 +56,12 @@ pub use device::DeviceInfo;
 pub use hermite::{DeviceHermite, HermiteCheckpoint, Steps};
 #[cfg(feature = "testing")]
 pub use hermite::{KernelCase, KernelOutcome, hermite_kernels};
-pub use jerk::PackedLists;
-pub use jmemory::{DeviceJMemory, JParticle};
+pub use jmemory::DeviceJMemory;
 pub use kernels::Family;
 pub use memory::{DeviceArray, DeviceFields, DeviceParticles};
 pub use mixed::CudaMixedExecutor;
 pub use multi::{MultiDevice, MultiState, PeerAccess};
+pub use nbody_core::jmemory::{JParticle, PackedLists};
 pub use order::SORTED_MIN_INTERACTIONS;
 pub use resident::DeviceState;
 pub use tree::{DeviceTree, TreeReport, TreeSettings, TreeTimes};

@@ -23,7 +23,6 @@
 //! # Ok::<(), nbody::Error>(())
 //! ```
 
-#[cfg(feature = "cuda")]
 mod device;
 mod host;
 mod split;
@@ -271,7 +270,6 @@ impl Plan {
     }
 
     /// Whether a device-resident step may soften this way (its kernels are Plummer's).
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     fn plummer(&self) -> bool {
         self.softening == Softening::Plummer || self.eps == 0.0
     }
@@ -390,7 +388,6 @@ pub fn open_in<T: BackendReal>(plan: &Plan, state: State<T>, opened: Opened) -> 
     if let Gravity::Tree { theta, criterion } = plan.gravity {
         return tree(plan, state, opened, theta, criterion);
     }
-    #[cfg(feature = "cuda")]
     if plan.plummer() {
         match device::direct(plan, &state, opened)? {
             Ok(run) => return Ok(run),
@@ -426,7 +423,6 @@ fn tree<T: BackendReal>(
         Criterion::Geometric => format!("theta {theta}"),
     };
     let backend: Backend = opened.backend().clone();
-    #[cfg(feature = "cuda")]
     let opened = match device::tree(plan, &state, opened, theta, criterion, &test)? {
         Ok(run) => return Ok(run),
         Err(back) => back,

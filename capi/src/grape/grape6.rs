@@ -4,7 +4,7 @@
 //! The user code stores each particle's state at its own time (`g6_set_j_particle`),
 //! sets the block time (`g6_set_ti`) and asks for the forces on its active particles
 //! (`g6calc_firsthalf` then `g6calc_lasthalf`/`lasthalf2`). On a GPU the j-particles
-//! are kept on the device too (`nbody_cuda::DeviceJMemory`; a set marks the address, the
+//! are kept on the device too (`nbody_backends::JMemory`; a set marks the address, the
 //! next force call sends the marked ones) and force calls predict and compute there,
 //! neighbours included; without a GPU the library predicts every
 //! j-particle to the block time (`x + v dt + a dt²/2 + j dt³/6`, `v + a dt + j dt²/2`;
@@ -16,6 +16,8 @@
 //! particle itself, and a neighbour list (sources with unsoftened r² ≤ h²) includes it.
 
 use super::{Engine, count, report, shielded, triples, values, values_mut};
+use nbody_backends::{JCall, JMemory};
+use nbody_core::jmemory::PackedLists;
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::{Bodies, Field, Jerk, Overlap, Params, Particle, Velocity};
 use std::collections::HashMap;
@@ -142,7 +144,6 @@ struct Inputs {
 }
 
 impl Inputs {
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     fn of(a: &Args<'_>) -> Self {
         Inputs { nj: a.nj, ids: a.ids.to_vec(), xi: a.xi.to_vec(), vi: a.vi.to_vec(), h2: a.h2.to_vec(), eps2: a.eps2 }
     }
@@ -196,10 +197,7 @@ unsafe fn checked<'a>(
 }
 
 /// The j-memory on the GPU, when the engine is one.
-#[cfg(feature = "cuda")]
-type DeviceJ = Option<nbody_cuda::DeviceJMemory>;
-#[cfg(not(feature = "cuda"))]
-type DeviceJ = Option<std::convert::Infallible>;
+type DeviceJ = Option<JMemory>;
 
 /// The j-memory address of each particle id: a table for the ids codes use (0 up to a
 /// few million: a force call looks up every i-particle, so a hash per lookup cost a
@@ -542,9 +540,8 @@ fn g6_reset_impl(id: i32) -> i32 {
             b.address_of.clear();
             b.call = None;
             b.inputs = None;
-            #[cfg(feature = "cuda")]
-            if let (Some(d), Some(gpu)) = (&mut b.device, b.engine.gpu()) {
-                d.clear(gpu).map_err(super::describe)?;
+            if let Some(d) = &mut b.device {
+                d.clear(b.engine.executor()).map_err(super::describe)?;
             }
             b.last = Err("no force was computed yet".into());
             Ok(())
@@ -690,38 +687,25 @@ fn prepare(b: &Board, mut c: Call, a: &Args<'_>) -> Call {
 }
 
 /// Writes a j-particle just set into the device j-memory's next upload.
-#[cfg(feature = "cuda")]
 fn feed(device: &mut DeviceJ, address: usize, p: &JParticle) -> Result<(), String> {
     match device {
         Some(d) => d
-            .set(address, nbody_cuda::JParticle { x: p.x, m: p.mass, v: p.v, a: p.a, j: p.j, t: p.t })
+            .set(address, nbody_core::jmemory::JParticle { x: p.x, m: p.mass, v: p.v, a: p.a, j: p.j, t: p.t })
             .map_err(super::describe),
         None => Ok(()),
     }
 }
 
-#[cfg(not(feature = "cuda"))]
-fn feed(_: &mut DeviceJ, _: usize, _: &JParticle) -> Result<(), String> {
-    Ok(())
-}
-
-/// The j-memory on the GPU for a CUDA engine (none if it cannot be made: the host path
-/// then serves every call).
-#[cfg(feature = "cuda")]
+/// The j-memory on the engine's GPU (none on other executors, or if it cannot be made:
+/// the host path then serves every call).
 fn device_j(engine: &mut Engine) -> DeviceJ {
-    engine.gpu().and_then(|gpu| nbody_cuda::DeviceJMemory::new(gpu).ok())
-}
-
-#[cfg(not(feature = "cuda"))]
-fn device_j(_: &mut Engine) -> DeviceJ {
-    None
+    JMemory::on(engine.executor())
 }
 
 /// A firsthalf call on the device j-memory: only the i-particles go up; results in the
 /// code's order (neighbours too if `neighbours`: nearest and lists by address, mapped to
 /// ids, lists with the particle itself as GRAPE-6 has them). Its inputs are kept for
 /// neighbours asked for afterwards.
-#[cfg(feature = "cuda")]
 fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results, String> {
     let Args { nj, ids, xi, vi, h2, eps2 } = *args;
     let ni = ids.len();
@@ -774,7 +758,6 @@ fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results
 }
 
 /// What a force call on the device j-memory finds besides the forces.
-#[cfg(feature = "cuda")]
 enum Search<'a> {
     Nothing,
     /// Each i-particle's nearest j-particle and the addresses within `radius2`, found
@@ -786,7 +769,6 @@ enum Search<'a> {
 }
 
 /// Computes on the device j-memory (the lists packed, with `Search::Lists`).
-#[cfg(feature = "cuda")]
 #[allow(clippy::too_many_arguments)]
 fn forces_on_device(
     b: &mut Board,
@@ -797,26 +779,14 @@ fn forces_on_device(
     field: &mut [Field<f64>],
     jerk: &mut [Jerk<f64>],
     search: Search<'_>,
-) -> Result<Option<nbody_cuda::PackedLists>, String> {
-    match (&mut b.device, b.engine.gpu()) {
-        (Some(d), Some(gpu)) => match search {
-            Search::Nothing => {
-                d.forces(gpu, nj, b.ti, targets, own, eps, field, jerk, None).map_err(super::describe)?;
-                Ok(None)
-            }
-            Search::Lists { radius2, capacity } => d
-                .forces_and_lists(gpu, nj, b.ti, targets, own, eps, field, jerk, radius2, capacity)
-                .map(Some)
-                .map_err(super::describe),
-        },
-        _ => Err("no device j-memory".into()),
+) -> Result<Option<PackedLists>, String> {
+    let d = b.device.as_mut().ok_or("no device j-memory")?;
+    let (exec, call) = (b.engine.executor(), JCall { nj, time: b.ti, targets, own, eps });
+    match search {
+        Search::Nothing => d.forces(exec, call, field, jerk, None).map(|()| None),
+        Search::Lists { radius2, capacity } => d.forces_and_lists(exec, call, field, jerk, radius2, capacity).map(Some),
     }
-}
-
-/// Without CUDA there is no device j-memory: every call takes the host path.
-#[cfg(not(feature = "cuda"))]
-fn on_device(_: &mut Board, _: &Args<'_>, _: bool) -> Result<Results, String> {
-    Err("no device j-memory".into())
+    .map_err(super::describe)
 }
 
 /// Runs a prepared call, finding neighbours in the force pass if `neighbours`.

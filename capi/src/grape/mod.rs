@@ -103,13 +103,9 @@ impl Engine {
         backend.open().map(|o| Engine(o, capacity)).map_err(|e| format!("devices {devices:?} ({text}): {e}"))
     }
 
-    /// Its one GPU, where it runs on one (for the device j-memory).
-    #[cfg(feature = "cuda")]
-    pub(crate) fn gpu(&mut self) -> Option<&mut nbody_cuda::CudaExecutor> {
-        match self.0.executor_mut() {
-            nbody_backends::Executor::Cuda(gpu) => Some(gpu.as_mut()),
-            _ => None,
-        }
+    /// The opened executor (for the device j-memory).
+    pub(crate) fn executor(&mut self) -> &mut nbody_backends::Executor {
+        self.0.executor_mut()
     }
 
     pub(crate) fn get(&mut self) -> &mut dyn Executor<f64> {
