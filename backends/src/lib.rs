@@ -140,7 +140,7 @@ pub enum BackendError {
 impl fmt::Display for BackendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BackendError::Parse { given, why } => write!(f, "backend {given:?}: {why} ({GRAMMAR})"),
+            BackendError::Parse { given, why } => write!(f, "backend {given:?}: {why} ({})", grammar()),
             BackendError::Precision { backend, asked } => write!(
                 f,
                 "backend {backend} computes f64 results (f32 interactions, f64 sums): it has no {asked} calls; use f64"
@@ -166,8 +166,51 @@ impl std::error::Error for BackendError {
     }
 }
 
-/// The grammar, as every parse error states it.
-pub const GRAMMAR: &str = "use reference, cpu[:THREADS], mixed[:THREADS], cuda[:DEVICE], cuda-mixed[:DEVICE] or cuda:DEVICE,DEVICE,... / cuda:all";
+nbody_core::registry! {
+    /// The backend families: a backend string is a family's name, then its argument
+    /// after a colon where the family takes one. Parsing, the grammar every parse error
+    /// states, help texts and `nbody info` read this one list.
+    ///
+    /// ```
+    /// use nbody_backends::Family;
+    /// assert_eq!(nbody_core::registry::names::<Family>(), "reference, cpu, mixed, cuda, cuda-mixed");
+    /// assert_eq!(Family::Cpu.argument(), "[:THREADS]");
+    /// ```
+    pub enum Family as "backend" {
+        /// [`Backend::Reference`].
+        Reference => "reference", "the scalar reference loops in the caller's precision";
+        /// [`Backend::Cpu`].
+        Cpu => "cpu", "the CPU's SIMD kernels, on THREADS threads (every core by default)";
+        /// [`Backend::Mixed`].
+        Mixed => "mixed", "the CPU's mixed precision: f32 interactions, f64 sums (f64 only)";
+        /// [`Backend::Cuda`] with [`Arithmetic::Native`].
+        Cuda => "cuda", "the CUDA kernels on GPU DEVICE (0 by default), a list of GPUs, or all of them";
+        /// [`Backend::Cuda`] with [`Arithmetic::Mixed`].
+        CudaMixed => "cuda-mixed", "the CUDA mixed-precision kernels (f32 interactions, f64 sums) on GPU DEVICE";
+    }
+}
+
+impl Family {
+    /// What may follow the family's name.
+    pub const fn argument(self) -> &'static str {
+        match self {
+            Family::Reference => "",
+            Family::Cpu | Family::Mixed => "[:THREADS]",
+            Family::Cuda => "[:DEVICE | :DEVICE,DEVICE,... | :all]",
+            Family::CudaMixed => "[:DEVICE]",
+        }
+    }
+}
+
+/// The grammar, as every parse error states it: each family with its argument.
+///
+/// ```
+/// assert!(nbody_backends::grammar().starts_with("use reference, cpu[:THREADS], mixed[:THREADS], cuda["));
+/// ```
+pub fn grammar() -> String {
+    let forms: Vec<String> = Family::ALL.iter().map(|f| format!("{}{}", f.name(), f.argument())).collect();
+    format!("use {}", forms.join(", "))
+}
 
 fn parse_error(given: &str, why: impl Into<String>) -> BackendError {
     BackendError::Parse { given: given.to_owned(), why: why.into() }
@@ -210,22 +253,25 @@ impl FromStr for Backend {
             Some((f, a)) => (f, Some(a)),
             None => (s, None),
         };
-        Ok(match family {
-            "reference" if arg.is_none() => Backend::Reference,
-            "reference" => return Err(parse_error(given, "the reference takes no argument")),
-            "cpu" => Backend::Cpu { threads: threads(given, arg)? },
-            "mixed" => Backend::Mixed { threads: threads(given, arg)? },
-            "cuda" => Backend::Cuda { devices: devices(given, arg)?, arithmetic: Arithmetic::Native },
-            "cuda-mixed" => Backend::Cuda { devices: devices(given, arg)?, arithmetic: Arithmetic::Mixed },
-            "" => return Err(parse_error(given, "no backend named")),
-            other => return Err(parse_error(given, format!("unknown family {other:?}"))),
+        if family.is_empty() {
+            return Err(parse_error(given, "no backend named"));
+        }
+        let named = nbody_core::registry::lookup::<Family>(family)
+            .ok_or_else(|| parse_error(given, format!("unknown family {family:?}")))?;
+        Ok(match named {
+            Family::Reference if arg.is_none() => Backend::Reference,
+            Family::Reference => return Err(parse_error(given, "the reference takes no argument")),
+            Family::Cpu => Backend::Cpu { threads: threads(given, arg)? },
+            Family::Mixed => Backend::Mixed { threads: threads(given, arg)? },
+            Family::Cuda => Backend::Cuda { devices: devices(given, arg)?, arithmetic: Arithmetic::Native },
+            Family::CudaMixed => Backend::Cuda { devices: devices(given, arg)?, arithmetic: Arithmetic::Mixed },
         })
     }
 }
 
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.family())?;
+        f.write_str(self.family().name())?;
         match self {
             Backend::Reference => Ok(()),
             Backend::Cpu { threads } | Backend::Mixed { threads } => match threads {
@@ -260,15 +306,15 @@ impl Backend {
     /// The family's name: `reference`, `cpu`, `mixed`, `cuda` or `cuda-mixed`.
     ///
     /// ```
-    /// assert_eq!("cuda-mixed:2".parse::<nbody_backends::Backend>().unwrap().family(), "cuda-mixed");
+    /// assert_eq!("cuda-mixed:2".parse::<nbody_backends::Backend>().unwrap().family().name(), "cuda-mixed");
     /// ```
-    pub fn family(&self) -> &'static str {
+    pub fn family(&self) -> Family {
         match self {
-            Backend::Reference => "reference",
-            Backend::Cpu { .. } => "cpu",
-            Backend::Mixed { .. } => "mixed",
-            Backend::Cuda { arithmetic: Arithmetic::Native, .. } => "cuda",
-            Backend::Cuda { arithmetic: Arithmetic::Mixed, .. } => "cuda-mixed",
+            Backend::Reference => Family::Reference,
+            Backend::Cpu { .. } => Family::Cpu,
+            Backend::Mixed { .. } => Family::Mixed,
+            Backend::Cuda { arithmetic: Arithmetic::Native, .. } => Family::Cuda,
+            Backend::Cuda { arithmetic: Arithmetic::Mixed, .. } => Family::CudaMixed,
         }
     }
 

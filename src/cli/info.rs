@@ -35,6 +35,7 @@ pub fn report() -> String {
     o += &registry::<crate::simulation::Solver>("--gravity");
     o += &registry::<nbody_core::Softening>("--softening");
     o += &registry::<super::Precision>("--precision");
+    o += &registry::<nbody_backends::Family>("--executor");
     o += &format!("CPU SIMD features detected: {}\n", cpu_features().join(" "));
     o += &nbody_backends::devices_report();
     o

@@ -32,6 +32,14 @@ pub enum InitialConditions {
 /// Which integrator advances the system: the integrators' registry, by its one name.
 pub use nbody_integrators::Scheme as IntegratorKind;
 
+/// `--executor`'s help: the backends' grammar from their registry.
+fn executor_help() -> String {
+    format!(
+        "Executor, as a backend string ({}; `nbody info` lists what this build offers) [default: cuda when compiled in with a device, else cpu]",
+        nbody_backends::grammar().trim_start_matches("use ")
+    )
+}
+
 /// An option's values and help, from its registry.
 pub(crate) fn named_parser<K: Named + Send + Sync>() -> impl clap::builder::TypedValueParser<Value = K> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
@@ -160,11 +168,10 @@ pub struct RunArgs {
     #[arg(long, value_parser = named_parser::<Softening>())]
     #[serde(serialize_with = "by_name::serialize_opt", deserialize_with = "by_name::deserialize_opt")]
     pub softening: Option<Softening>,
-    /// Executor, as a backend string: cpu[:THREADS], mixed[:THREADS], reference,
-    /// cuda[:DEVICE], cuda-mixed[:DEVICE], cuda:DEVICE,DEVICE,... or cuda:all (`nbody
-    /// info` lists what this build offers) [default: cuda when compiled in with a
+    /// Executor, as a backend string (the backends' registry: `nbody info` lists the
+    /// families and what this build offers) [default: cuda when compiled in with a
     /// device, else cpu].
-    #[arg(long, value_name = "BACKEND")]
+    #[arg(long, value_name = "BACKEND", help = executor_help())]
     #[serde(default, with = "backend_string")]
     pub executor: Option<Backend>,
     /// Precision [default: f64].
