@@ -945,59 +945,50 @@ impl JMemory {
         match (self.0, exec) {}
     }
 
-    /// Forces and jerks on the targets, added into `out` and `jerk`; with `neighbours`,
-    /// the nearest j-particle and the addresses within each radius merged into it.
+    /// Forces and jerks on the targets, added into `out` and `jerk`, and what `search`
+    /// asks for besides: the lists packed, with [`JSearch::Lists`].
     pub fn forces(
         &mut self,
         exec: &mut Executor,
         call: JCall<'_>,
         out: &mut [nbody_core::Field<f64>],
         jerk: &mut [nbody_core::Jerk<f64>],
-        neighbours: Option<&mut nbody_core::neighbours::Neighbours<'_, f64>>,
-    ) -> Result<(), nbody_core::Error> {
+        search: JSearch<'_, '_>,
+    ) -> Result<Option<nbody_core::jmemory::PackedLists>, nbody_core::Error> {
         #[cfg(feature = "cuda")]
-        return self.0.forces(
-            gpu_of(exec)?,
-            call.nj,
-            call.time,
-            call.targets,
-            call.own,
-            call.eps,
-            out,
-            jerk,
-            neighbours,
-        );
+        {
+            let (gpu, JCall { nj, time, targets, own, eps }) = (gpu_of(exec)?, call);
+            match search {
+                JSearch::Nothing => self.0.forces(gpu, nj, time, targets, own, eps, out, jerk, None).map(|()| None),
+                JSearch::Into(nb) => {
+                    self.0.forces(gpu, nj, time, targets, own, eps, out, jerk, Some(nb)).map(|()| None)
+                }
+                JSearch::Lists { radius2, capacity } => {
+                    self.0.forces_and_lists(gpu, nj, time, targets, own, eps, out, jerk, radius2, capacity).map(Some)
+                }
+            }
+        }
         #[cfg(not(feature = "cuda"))]
-        match (self.0, exec, call, out, jerk, neighbours) {}
+        match (self.0, exec, call, out, jerk, search) {}
     }
+}
 
-    /// [`JMemory::forces`] finding each target's nearest j-particle and the addresses
-    /// with unsoftened r² ≤ `radius2[i]`, with `capacity` slots a target, packed.
-    pub fn forces_and_lists(
-        &mut self,
-        exec: &mut Executor,
-        call: JCall<'_>,
-        out: &mut [nbody_core::Field<f64>],
-        jerk: &mut [nbody_core::Jerk<f64>],
-        radius2: &[f64],
+/// What a force call on a [`JMemory`] finds besides the forces.
+#[derive(Debug)]
+pub enum JSearch<'a, 'n> {
+    /// Nothing more.
+    Nothing,
+    /// The nearest j-particle and the addresses within each radius, merged into these
+    /// neighbours as every executor merges them.
+    Into(&'a mut nbody_core::neighbours::Neighbours<'n, f64>),
+    /// The addresses with unsoftened r² ≤ `radius2[i]` (the target's own left out),
+    /// searched with `capacity` slots a target and returned packed, with the nearest.
+    Lists {
+        /// Each target's squared radius.
+        radius2: &'a [f64],
+        /// Slots a target.
         capacity: usize,
-    ) -> Result<nbody_core::jmemory::PackedLists, nbody_core::Error> {
-        #[cfg(feature = "cuda")]
-        return self.0.forces_and_lists(
-            gpu_of(exec)?,
-            call.nj,
-            call.time,
-            call.targets,
-            call.own,
-            call.eps,
-            out,
-            jerk,
-            radius2,
-            capacity,
-        );
-        #[cfg(not(feature = "cuda"))]
-        match (self.0, exec, call, out, jerk, radius2, capacity) {}
-    }
+    },
 }
 
 /// The one GPU a [`JMemory`] was made on.

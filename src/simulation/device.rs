@@ -11,27 +11,18 @@ mod none {
     use super::super::{Plan, Run};
     use nbody_backends::{BackendReal, Opened};
     use nbody_core::Error;
-    use nbody_core::cell::Criterion;
     use nbody_integrators::State;
 
+    /// The executor back: the host serves every run.
+    type Chosen = Result<Result<Run, Opened>, Error>;
+
     /// Without the GPU's executor nothing stays on a device: every run steps on the host.
-    pub(in crate::simulation) fn direct<T: BackendReal>(
-        _: &Plan,
-        _: &State<T>,
-        opened: Opened,
-    ) -> Result<Result<Run, Opened>, Error> {
+    pub(crate) fn direct<T: BackendReal>(_: &Plan, _: &State<T>, opened: Opened) -> Chosen {
         Ok(Err(opened))
     }
 
     /// As [`direct`]: the host tree serves every tree run.
-    pub(in crate::simulation) fn tree<T: BackendReal>(
-        _: &Plan,
-        _: &State<T>,
-        opened: Opened,
-        _: f64,
-        _: Criterion,
-        _: &str,
-    ) -> Result<Result<Run, Opened>, Error> {
+    pub(crate) fn tree<T: BackendReal>(_: &Plan, _: &State<T>, opened: Opened, _: &str) -> Chosen {
         Ok(Err(opened))
     }
 }
@@ -41,7 +32,6 @@ mod none {
 mod gpu {
     use super::super::{Gravity, Plan, Row, Run, Simulation, rows};
     use nbody_backends::{Executor as Opens, Opened};
-    use nbody_core::cell::Criterion;
     use nbody_core::projection::Projection;
     use nbody_core::resident::Resident;
     use nbody_core::{Error, Executor, Field, Params, Particle, Velocity};
@@ -503,12 +493,10 @@ mod gpu {
         plan: &Plan,
         state: &State<T>,
         opened: Opened,
-        theta: f64,
-        criterion: Criterion,
         test: &str,
     ) -> Result<Result<Run, Opened>, Error> {
         let backend = opened.backend().clone();
-        debug_assert!(matches!(plan.gravity, Gravity::Tree { .. }));
+        let Gravity::Tree { theta, criterion } = plan.gravity else { return Ok(Err(opened)) };
         if backend.is_mixed() || !plan.plummer() || backend.check_precision(T::NAME).is_err() {
             return Ok(Err(opened));
         }

@@ -423,7 +423,7 @@ fn tree<T: BackendReal>(
         Criterion::Geometric => format!("theta {theta}"),
     };
     let backend: Backend = opened.backend().clone();
-    let opened = match device::tree(plan, &state, opened, theta, criterion, &test)? {
+    let opened = match device::tree(plan, &state, opened, &test)? {
         Ok(run) => return Ok(run),
         Err(back) => back,
     };

@@ -16,7 +16,7 @@
 //! particle itself, and a neighbour list (sources with unsoftened r² ≤ h²) includes it.
 
 use super::{Engine, count, report, shielded, triples, values, values_mut};
-use nbody_backends::{JCall, JMemory};
+use nbody_backends::{JCall, JMemory, JSearch};
 use nbody_core::jmemory::PackedLists;
 use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::{Bodies, Field, Jerk, Overlap, Params, Particle, Velocity};
@@ -731,7 +731,7 @@ fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results
         // overflowed them. Only the entries found come back from the device.
         let mut slots = FIRST_SLOTS;
         let packed = loop {
-            let search = Search::Lists { radius2: h2, capacity: slots };
+            let search = JSearch::Lists { radius2: h2, capacity: slots };
             let packed = forces_on_device(b, nj, targets, &own, eps2.sqrt(), &mut field, &mut jerk, search)?
                 .ok_or("the device found no lists")?;
             let most = packed.counts.iter().copied().max().unwrap_or(0) as usize;
@@ -749,7 +749,7 @@ fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results
             r.overflow |= packed.overflowed(i);
         }
     } else {
-        forces_on_device(b, nj, targets, &own, eps2.sqrt(), &mut field, &mut jerk, Search::Nothing)?;
+        forces_on_device(b, nj, targets, &own, eps2.sqrt(), &mut field, &mut jerk, JSearch::Nothing)?;
     }
     r.acc = field.iter().map(|f| f.acceleration()).collect();
     r.jerk = jerk.iter().map(|j| j.components()).collect();
@@ -757,18 +757,7 @@ fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results
     Ok(r)
 }
 
-/// What a force call on the device j-memory finds besides the forces.
-enum Search<'a> {
-    Nothing,
-    /// Each i-particle's nearest j-particle and the addresses within `radius2`, found
-    /// with `capacity` slots per list.
-    Lists {
-        radius2: &'a [f64],
-        capacity: usize,
-    },
-}
-
-/// Computes on the device j-memory (the lists packed, with `Search::Lists`).
+/// Computes on the device j-memory (the lists packed, with `JSearch::Lists`).
 #[allow(clippy::too_many_arguments)]
 fn forces_on_device(
     b: &mut Board,
@@ -778,15 +767,11 @@ fn forces_on_device(
     eps: f64,
     field: &mut [Field<f64>],
     jerk: &mut [Jerk<f64>],
-    search: Search<'_>,
+    search: JSearch<'_, '_>,
 ) -> Result<Option<PackedLists>, String> {
     let d = b.device.as_mut().ok_or("no device j-memory")?;
     let (exec, call) = (b.engine.executor(), JCall { nj, time: b.ti, targets, own, eps });
-    match search {
-        Search::Nothing => d.forces(exec, call, field, jerk, None).map(|()| None),
-        Search::Lists { radius2, capacity } => d.forces_and_lists(exec, call, field, jerk, radius2, capacity).map(Some),
-    }
-    .map_err(super::describe)
+    d.forces(exec, call, field, jerk, search).map_err(super::describe)
 }
 
 /// Runs a prepared call, finding neighbours in the force pass if `neighbours`.
