@@ -1,7 +1,7 @@
 //! What a GRAPE-6 code keeps in a device j-memory and what it reads back: the records
 //! of a j-memory kept on an executor's device between calls (the GRAPE-6 drop-in's
 //! device path), and neighbour lists packed so that only the entries found cross to the
-//! host.
+//! host. Needs the `alloc` feature (the lists are owned).
 
 use alloc::vec::Vec;
 

@@ -46,6 +46,7 @@ pub mod columns;
 mod error;
 mod executor;
 pub mod forward;
+#[cfg(feature = "alloc")]
 pub mod jmemory;
 pub mod kernel;
 pub mod layout;
