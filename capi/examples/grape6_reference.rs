@@ -33,7 +33,7 @@ fn main() {
     let backend: Backend = args.get(4).map_or("cpu", String::as_str).parse().expect("a backend string");
     let mut opened = backend.open().expect("the backend opens");
     let start = std::time::Instant::now();
-    let s = State::new(p, v);
+    let mut s = State::new(p, v);
     if args.get(5).map(String::as_str) == Some("run") {
         let plan = Plan { integrator: Scheme::BlockHermite, dt: dt_max, eta, ..Plan::new(eps) };
         let mut run = open_in::<f64>(&plan, s, opened).expect("the run opens");
@@ -45,7 +45,7 @@ fn main() {
         );
         return;
     }
-    let (mut s, mut h) = (s, BlockHermite::new(eta, dt_max, eps).expect("settings"));
+    let mut h = BlockHermite::new(eta, dt_max, eps).expect("settings");
     let mut exec = opened.f64();
     let steps = h.advance_to(&mut s, &mut exec, t_end).expect("the run");
     let force = h.timing().force.as_secs_f64();
