@@ -365,10 +365,15 @@ impl Criterion {
     /// assert!(Criterion::Geometric.check().is_ok());
     /// ```
     pub fn check(&self) -> Result<(), Error> {
-        self.check_with(1.0)
+        match *self {
+            Criterion::Relative { alpha } if !(alpha.is_finite() && alpha > 0.0) => {
+                Err(Error::InvalidParameter { name: "alpha", requirement: "finite and positive" })
+            }
+            _ => Ok(()),
+        }
     }
 
-    /// Checks an opening angle `theta` (finite and positive) with this criterion.
+    /// Checks an opening angle `theta` (finite and positive), then the criterion.
     ///
     /// ```
     /// use nbody_core::cell::Criterion;
@@ -379,11 +384,6 @@ impl Criterion {
         if !(theta.is_finite() && theta > 0.0) {
             return Err(Error::InvalidParameter { name: "theta", requirement: "finite and positive" });
         }
-        match *self {
-            Criterion::Relative { alpha } if !(alpha.is_finite() && alpha > 0.0) => {
-                Err(Error::InvalidParameter { name: "alpha", requirement: "finite and positive" })
-            }
-            _ => Ok(()),
-        }
+        self.check()
     }
 }
