@@ -93,8 +93,8 @@ typedef enum NbodySoftening {
    */
   NBODY_SOFTENING_PLUMMER = 0,
   /**
-   * Gadget's cubic spline: support `2.8 eps`, Newtonian beyond it (the CPU
-   * executors; CUDA returns `Unsupported`).
+   * Gadget's cubic spline: support `2.8 eps`, Newtonian beyond it (an entry point that
+   * does not take it returns `Unsupported`; `nbody info` lists those that do).
    */
   NBODY_SOFTENING_SPLINE = 1,
 } NbodySoftening;

@@ -129,8 +129,8 @@ pub struct NbodyParams {
 pub enum NbodySoftening {
     /// `1 / sqrt(r² + eps²)`.
     Plummer = 0,
-    /// Gadget's cubic spline: support `2.8 eps`, Newtonian beyond it (the CPU
-    /// executors; CUDA returns `Unsupported`).
+    /// Gadget's cubic spline: support `2.8 eps`, Newtonian beyond it (an entry point that
+    /// does not take it returns `Unsupported`; `nbody info` lists those that do).
     Spline = 1,
 }
 

@@ -25,7 +25,7 @@ pub(crate) fn capabilities_hold<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> R
     let ps = particles::<T>(&rows);
     let vel: Vec<Velocity<T>> =
         (0..6).map(|i| Velocity::new(T::from_f64(0.1 * i as f64), T::zero(), T::from_f64(-0.2))).collect();
-    for softening in [Softening::Plummer, Softening::Spline] {
+    for &softening in Softening::ALL {
         let p = Params::softened(T::from_f64(0.05)).with_softening(softening).with_overlap_identical();
         let truth = exact(&ps, &ps, &p).map_err(|err| err.to_string())?;
         for entry in Entry::ALL {

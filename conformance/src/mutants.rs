@@ -116,7 +116,7 @@ impl<E> Mutant<E> {
         if self.mutation != Mutation::RefuseDeclared {
             return false;
         }
-        let target = if caps.spline.contains(Entry::Accelerations) {
+        let target = if caps.computes(Entry::Accelerations, Softening::Spline) {
             (Entry::Accelerations, Softening::Spline)
         } else {
             (Entry::Jerk, Softening::Plummer)

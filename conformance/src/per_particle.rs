@@ -32,7 +32,7 @@ pub(crate) fn per_particle_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u:
     crate::checks::prop(e, cases(32, 64), |e, c: Case| {
         let (t, s, before) = (c.targets::<T>(), c.sources::<T>(), c.before::<T>());
         let (te, se) = lengths::<T>(&c);
-        for softening in [Softening::Plummer, Softening::Spline] {
+        for &softening in Softening::ALL {
             let name = softening.name();
             let p = c.params::<T>().with_softening(softening);
             let eps = PerParticle { targets: &te, sources: &se };
@@ -215,7 +215,7 @@ pub(crate) fn per_particle_many_tiles<T: Real, E: Executor<T>>(e: &mut E, u: f64
                 _ => T::from_f64([1.0 / 1024.0, 0.0, 0.3, 1.0 / 64.0][(j / 300) % 4]),
             })
             .collect();
-        for softening in [Softening::Plummer, Softening::Spline] {
+        for &softening in Softening::ALL {
             let p = c.params::<T>().with_softening(softening);
             let eps = PerParticle { targets: &te, sources: &se };
             plain_matches(e, (&t, &s), eps, &p, &before, u)

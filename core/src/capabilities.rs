@@ -113,33 +113,63 @@ impl Entries {
     }
 }
 
-/// What an executor computes: the entry points that take each softening kernel (with
-/// ε = 0 both kernels are Newtonian, and every entry point of `plummer` takes it).
+/// What an executor computes: the entry points that take each softening kernel, one set
+/// per member of [`Softening`] (its registry order), so a new kernel needs no new field
+/// here and no executor spells out the kernels it does not treat apart. With ε = 0 every
+/// kernel is Newtonian, and every entry point that computes Plummer takes it.
+///
+/// ```
+/// use nbody_core::capabilities::{Capabilities, Entries, Entry};
+/// use nbody_core::Softening;
+/// let caps = Capabilities::uniform(Entries::NONE.with(Entry::Accelerations))
+///     .with_kernel(Softening::Plummer, Entries::ALL);
+/// assert!(caps.computes(Entry::Snap, Softening::Plummer));
+/// assert!(!caps.computes(Entry::Snap, Softening::Spline));
+/// assert_eq!(caps.map(|_, e| e.without(Entry::Accelerations)).kernel(Softening::Spline), Entries::NONE);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Capabilities {
-    /// Entry points computing Plummer softening.
-    pub plummer: Entries,
-    /// Entry points computing the spline softening.
-    pub spline: Entries,
+    kernels: [Entries; Softening::ALL.len()],
 }
 
 impl Capabilities {
-    /// What the trait's default hooks compute: every entry point but the columns, the
-    /// spline in every one but the snap (as [`crate::Reference`] does).
-    pub const TRAIT_DEFAULTS: Capabilities = Capabilities {
-        plummer: Entries::ALL.without(Entry::Columns),
-        spline: Entries::ALL.without(Entry::Columns).without(Entry::Snap),
-    };
+    /// What the trait's default hooks compute: every entry point but the columns; the
+    /// snap under Plummer only (as [`crate::Reference`] does).
+    pub const TRAIT_DEFAULTS: Capabilities =
+        Capabilities::uniform(Entries::ALL.without(Entry::Columns).without(Entry::Snap))
+            .with_kernel(Softening::Plummer, Entries::ALL.without(Entry::Columns));
+
+    /// The same entry points for every kernel.
+    pub const fn uniform(entries: Entries) -> Capabilities {
+        Capabilities { kernels: [entries; Softening::ALL.len()] }
+    }
+
+    /// These capabilities with `softening`'s entry points replaced by `entries`.
+    pub const fn with_kernel(mut self, softening: Softening, entries: Entries) -> Capabilities {
+        self.kernels[softening as usize] = entries;
+        self
+    }
+
+    /// The entry points that compute `softening`.
+    pub const fn kernel(&self, softening: Softening) -> Entries {
+        self.kernels[softening as usize]
+    }
+
+    /// Each kernel's entry points through `f` (given the kernel and its entry points).
+    pub fn map(mut self, f: impl Fn(Softening, Entries) -> Entries) -> Capabilities {
+        for &s in Softening::ALL {
+            self.kernels[s as usize] = f(s, self.kernel(s));
+        }
+        self
+    }
 
     /// Whether `entry` computes `softening`.
     pub const fn computes(&self, entry: Entry, softening: Softening) -> bool {
-        match softening {
-            Softening::Plummer => self.plummer.contains(entry),
-            Softening::Spline => self.spline.contains(entry),
-        }
+        self.kernel(softening).contains(entry)
     }
 
-    /// One line per kernel, as `nbody info` prints it: `plummer: accelerations jerk …`.
+    /// One line per kernel, in the registry's order, as `nbody info` prints it:
+    /// `plummer: accelerations jerk …`.
     ///
     /// ```
     /// use nbody_core::capabilities::Capabilities;
@@ -147,8 +177,8 @@ impl Capabilities {
     /// assert!(lines[1].starts_with("spline: accelerations jerk neighbours batch"));
     /// ```
     #[cfg(feature = "alloc")]
-    pub fn lines(&self) -> [alloc::string::String; 2] {
+    pub fn lines(&self) -> alloc::vec::Vec<alloc::string::String> {
         let list = |e: Entries| e.iter().map(Entry::name).collect::<alloc::vec::Vec<_>>().join(" ");
-        [alloc::format!("plummer: {}", list(self.plummer)), alloc::format!("spline: {}", list(self.spline))]
+        Softening::ALL.iter().map(|&s| alloc::format!("{}: {}", s.name(), list(self.kernel(s)))).collect()
     }
 }

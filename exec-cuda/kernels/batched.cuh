@@ -51,7 +51,7 @@ __device__ __forceinline__ void batched_layout(const typename V4<T>::type *__res
                                                typename V4<T>::type *__restrict__ partial, T eps2_, T g,
                                                Pt<T, C> *tile, C *tile_e, C (*boxes)[IsMixed<T, C>::value ? 32 : 1]) {
     const bool MIXED = IsMixed<T, C>::value;
-    const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
+    const bool EACH = SOFT_EACH(SOFT);
     const C eps2 = (C)eps2_;
     const C h_inv = SOFT == SOFT_SPLINE ? C(1) / eps2 : C(0);
     const int B = 128;
@@ -145,7 +145,7 @@ __device__ __forceinline__ void batched(const typename V4<T>::type *__restrict__
                                         const u32 *__restrict__ offset, typename V4<T>::type *__restrict__ out,
                                         const T *__restrict__ lengths, const u32 *__restrict__ slots,
                                         typename V4<T>::type *__restrict__ partial, T eps2, T g) {
-    const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
+    const bool EACH = SOFT_EACH(SOFT);
     __shared__ Pt<T, C> tile[128];
     __shared__ C tile_e[EACH ? 128 : 1];
     // Mixed: the tile's box, per warp (note_box, far_tile).

@@ -26,11 +26,22 @@ template <typename T> __device__ __forceinline__ T min_normal();
 template <> __device__ __forceinline__ float min_normal<float>() { return 1.17549435e-38f; }
 template <> __device__ __forceinline__ double min_normal<double>() { return 2.2250738585072014e-308; }
 
-// The softened kernels (the SOFT template argument; see soft_interact).
+// The softened kernels (the SOFT template argument): SOFT = 2 k + each, for kernel k in
+// nbody_core::Softening's order (kernels.rs's Soft), each for a length per particle. What
+// a kernel computes is its SoftPair below; the tiled and batched loops read only
+// SOFT_EACH and take any kernel but the spline (which has loops of its own) through it.
 #define SOFT_PLUMMER 0
 #define SOFT_PLUMMER_EACH 1
 #define SOFT_SPLINE 2
 #define SOFT_SPLINE_EACH 3
+// Whether kernel SOFT reads a length per particle.
+#define SOFT_EACH(SOFT) (((SOFT) & 1) != 0)
+// The (MASKED, SOFT) pairs each softened entry point is built for besides the tuned
+// Plummer one (entries.cuh): X(args..., MASKED, SOFT). Per-particle Plummer with and
+// without the mask; the spline masks for itself (m1 only).
+#define SOFT_BUILDS(X, ...) X(__VA_ARGS__, 0, 1) X(__VA_ARGS__, 1, 1) X(__VA_ARGS__, 1, 2) X(__VA_ARGS__, 1, 3)
+// Every SOFT but the tuned Plummer one, once: X(args..., SOFT).
+#define SOFT_KINDS(X, ...) X(__VA_ARGS__, 1) X(__VA_ARGS__, 2) X(__VA_ARGS__, 3)
 
 template <typename T> __device__ __forceinline__ typename V4<T>::type zero4() {
     typename V4<T>::type z;
@@ -155,47 +166,106 @@ template <typename C, bool ROOT = sizeof(C) == 8> __device__ __noinline__ Weight
     return out;
 }
 
-// One interaction under kernel SOFT: e_t and e_s are the target's and source's
-// per-particle values (unused with one softening); eps2 is eps^2 (Plummer) or the support h
-// (the spline), with h_inv = 1/h.
+// Each kernel on the device, one SoftPair<SOFT> apiece: the primary template is not
+// defined, so a SOFT without one fails to compile. Each holds
+// - add: one interaction. e_t and e_s are the target's and source's per-particle values
+//   (unused with one softening); eps2 is the kernel's one argument (Plummer's eps^2, the
+//   spline's support h), with h_inv = 1/h for the one-support spline;
+// - remove_self: the tiled kernels' self term, the exact arithmetic add gave the pair
+//   (i, i), taken off phi (T: the output's precision);
+// - self_weight: the batched launches' self term per unit mass (0: none), from the
+//   launch's arguments a (a.eps2 the one argument, a.lengths the per-particle values).
+template <int SOFT> struct SoftPair;
+
+template <> struct SoftPair<SOFT_PLUMMER> {
+    template <typename T, typename C, bool POT, bool MASKED>
+    static __device__ __forceinline__ void add(const Pt<T, C> &t, const Pt<T, C> &s, C, C, C eps2, C, C &ax, C &ay,
+                                               C &az, C &phi) {
+        interact<T, C, POT, MASKED>(t, s, eps2, ax, ay, az, phi);
+    }
+    template <typename T, typename C, bool MASKED>
+    static __device__ __forceinline__ void remove_self(T &phi, T m_i, T eps2, C) {
+        if (!MASKED) phi += (T)((C)m_i * rsqrt_fast((C)eps2));
+    }
+    template <typename T, typename C, typename A> static __device__ __forceinline__ C self_weight(const A &a, int) {
+        return rsqrt_fast((C)a.eps2);
+    }
+};
+
+// Per particle: a pair's eps^2 is the sum of the two uploaded eps_i^2 / 2.
+template <> struct SoftPair<SOFT_PLUMMER_EACH> {
+    template <typename T, typename C, bool POT, bool MASKED>
+    static __device__ __forceinline__ void add(const Pt<T, C> &t, const Pt<T, C> &s, C e_t, C e_s, C, C, C &ax, C &ay,
+                                               C &az, C &phi) {
+        interact<T, C, POT, MASKED>(t, s, e_t + e_s, ax, ay, az, phi);
+    }
+    template <typename T, typename C, bool MASKED>
+    static __device__ __forceinline__ void remove_self(T &phi, T m_i, T, C e_i) {
+        const C e2 = e_i + e_i;
+        if (!MASKED || e2 >= min_normal<C>()) phi += (T)((C)m_i * rsqrt_fast(e2));
+    }
+    // A particle of length zero has no softened self term (masked, as in the pair).
+    template <typename T, typename C, typename A> static __device__ __forceinline__ C self_weight(const A &a, int i) {
+        const C e2 = C(2) * (C)a.lengths[i];
+        return e2 >= min_normal<C>() ? rsqrt_fast(e2) : C(0);
+    }
+};
+
+// The spline with one support (h = eps2, h_inv given) or one per particle (a pair's is the
+// larger of the uploaded h_i = 2.8 eps_i). Its loops test a group's supports first
+// (spline_group); add is the per-pair path.
+template <int SOFT> struct SplinePair {
+    template <typename T, typename C, bool POT, bool MASKED>
+    static __device__ __forceinline__ void add(const Pt<T, C> &t, const Pt<T, C> &s, C e_t, C e_s, C eps2, C h_inv,
+                                               C &ax, C &ay, C &az, C &phi) {
+        C dx, dy, dz;
+        separation(s, t, dx, dy, dz);
+        const C r2 = fma(dz, dz, fma(dy, dy, dx * dx));
+        C h = eps2, hi = h_inv;
+        if (SOFT == SOFT_SPLINE_EACH) h = e_t > e_s ? e_t : e_s;
+        C w, g;
+        if (r2 < h * h) {
+            // Inside the support (rare): the per-particle support's inverse only here.
+            if (SOFT == SOFT_SPLINE_EACH) hi = C(1) / h;
+            if (sizeof(C) == 4) {
+                const Weights<C> wg = spline_inside_call(r2, hi);
+                w = wg.w;
+                g = wg.g;
+            } else {
+                spline_inside(r2, hi, w, g);
+            }
+        } else {
+            // Newtonian; two unsoftened particles at one point are masked.
+            w = rsqrt_fast(r2);
+            if (SOFT == SOFT_SPLINE_EACH) w = r2 >= min_normal<C>() ? w : C(0);
+            g = w * w * w;
+        }
+        const C m_g = s.p.w * g;
+        ax = fma(dx, m_g, ax);
+        ay = fma(dy, m_g, ay);
+        az = fma(dz, m_g, az);
+        if (POT) phi -= s.p.w * w;
+    }
+    // w(0) = 14/5 h^-1; the tiled kernel's per-pair spline takes 1/h as rsqrt(h^2)
+    // (spline_group).
+    template <typename T, typename C, bool MASKED>
+    static __device__ __forceinline__ void remove_self(T &phi, T m_i, T eps2, C e_i) {
+        if (SOFT == SOFT_SPLINE) phi += (T)((C)m_i * (C(14.0 / 5.0) * (C(1) / (C)eps2)));
+        if (SOFT == SOFT_SPLINE_EACH && e_i > C(0)) phi += (T)((C)m_i * (C(14.0 / 5.0) * rsqrt_fast(e_i * e_i)));
+    }
+    template <typename T, typename C, typename A> static __device__ __forceinline__ C self_weight(const A &a, int i) {
+        const C h = SOFT == SOFT_SPLINE ? (C)a.eps2 : (C)a.lengths[i];
+        return h > C(0) ? C(14.0 / 5.0) / h : C(0);
+    }
+};
+template <> struct SoftPair<SOFT_SPLINE> : SplinePair<SOFT_SPLINE> {};
+template <> struct SoftPair<SOFT_SPLINE_EACH> : SplinePair<SOFT_SPLINE_EACH> {};
+
+// One interaction under kernel SOFT (SoftPair<SOFT>::add).
 template <typename T, typename C, bool POT, bool MASKED, int SOFT>
 __device__ __forceinline__ void soft_interact(const Pt<T, C> &t, const Pt<T, C> &s, C e_t, C e_s, C eps2, C h_inv,
                                               C &ax, C &ay, C &az, C &phi) {
-    if (SOFT == SOFT_PLUMMER) {
-        interact<T, C, POT, MASKED>(t, s, eps2, ax, ay, az, phi);
-        return;
-    }
-    if (SOFT == SOFT_PLUMMER_EACH) {
-        interact<T, C, POT, MASKED>(t, s, e_t + e_s, ax, ay, az, phi);
-        return;
-    }
-    C dx, dy, dz;
-    separation(s, t, dx, dy, dz);
-    const C r2 = fma(dz, dz, fma(dy, dy, dx * dx));
-    C h = eps2, hi = h_inv;
-    if (SOFT == SOFT_SPLINE_EACH) h = e_t > e_s ? e_t : e_s;
-    C w, g;
-    if (r2 < h * h) {
-        // Inside the support (rare): the per-particle support's inverse only here.
-        if (SOFT == SOFT_SPLINE_EACH) hi = C(1) / h;
-        if (sizeof(C) == 4) {
-            const Weights<C> wg = spline_inside_call(r2, hi);
-            w = wg.w;
-            g = wg.g;
-        } else {
-            spline_inside(r2, hi, w, g);
-        }
-    } else {
-        // Newtonian; two unsoftened particles at one point are masked.
-        w = rsqrt_fast(r2);
-        if (SOFT == SOFT_SPLINE_EACH) w = r2 >= min_normal<C>() ? w : C(0);
-        g = w * w * w;
-    }
-    const C m_g = s.p.w * g;
-    ax = fma(dx, m_g, ax);
-    ay = fma(dy, m_g, ay);
-    az = fma(dz, m_g, az);
-    if (POT) phi -= s.p.w * w;
+    SoftPair<SOFT>::template add<T, C, POT, MASKED>(t, s, e_t, e_s, eps2, h_inv, ax, ay, az, phi);
 }
 
 // A non-negative float's bits as a signed integer: they order as the values do.

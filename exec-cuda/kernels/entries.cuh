@@ -95,9 +95,7 @@ TILED_ALL(double, float, mixed)
                                                   a.g, a.self_t0, a.self_len, a.chunk, a.partial, a.lengths_t,         \
                                                   a.lengths_s);                                                        \
     }
-#define TILED_SOFT_P(T, C, NAME, B, TP, NI, POT)                                                                       \
-    TILED_SOFT(T, C, NAME, B, TP, NI, POT, 0, 1) TILED_SOFT(T, C, NAME, B, TP, NI, POT, 1, 1)                          \
-        TILED_SOFT(T, C, NAME, B, TP, NI, POT, 1, 2) TILED_SOFT(T, C, NAME, B, TP, NI, POT, 1, 3)
+#define TILED_SOFT_P(T, C, NAME, B, TP, NI, POT) SOFT_BUILDS(TILED_SOFT, T, C, NAME, B, TP, NI, POT)
 #define TILED_SOFT_PM(T, C, NAME, B, TP, NI) TILED_SOFT_P(T, C, NAME, B, TP, NI, 0) TILED_SOFT_P(T, C, NAME, B, TP, NI, 1)
 // Must list exactly tuning.rs's LADDER.
 #define TILED_SOFT_LADDER(T, C, NAME)                                                                                  \
@@ -114,9 +112,7 @@ TILED_SOFT_LADDER(double, double, f64)
         tiled_reduce<T, C, POT, MASKED, SOFT>(a.targets, a.n_targets, a.chunk, a.partial, a.out, a.eps2, a.g,            \
                                               a.self_t0, a.self_len, a.lengths_t);                                     \
     }
-#define TILED_REDUCE_SOFT_P(T, C, NAME, POT)                                                                           \
-    TILED_REDUCE_SOFT(T, C, NAME, POT, 0, 1) TILED_REDUCE_SOFT(T, C, NAME, POT, 1, 1)                                  \
-        TILED_REDUCE_SOFT(T, C, NAME, POT, 1, 2) TILED_REDUCE_SOFT(T, C, NAME, POT, 1, 3)
+#define TILED_REDUCE_SOFT_P(T, C, NAME, POT) SOFT_BUILDS(TILED_REDUCE_SOFT, T, C, NAME, POT)
 TILED_REDUCE_SOFT_P(float, float, f32, 0) TILED_REDUCE_SOFT_P(float, float, f32, 1)
 TILED_REDUCE_SOFT_P(double, double, f64, 0) TILED_REDUCE_SOFT_P(double, double, f64, 1)
 
@@ -158,9 +154,9 @@ SHUFFLE_ALL(double, float, mixed)
         batched<T, C, POT, MASKED, SOFT>(a.particles, a.items, a.spans, a.offset, a.out, a.lengths, a.slots, a.partial, \
                                          a.eps2, a.g);                                                                 \
     }
-// Plummer's kernels with and without the mask; the spline's mask themselves (named m1).
-#define BATCH(T, C, NAME, POT, MASKED) BATCH_SOFT(T, C, NAME, POT, MASKED, 0) BATCH_SOFT(T, C, NAME, POT, MASKED, 1)
-#define BATCH_SPLINE(T, C, NAME, POT) BATCH_SOFT(T, C, NAME, POT, 1, 2) BATCH_SOFT(T, C, NAME, POT, 1, 3)
+// The tuned Plummer kernel with and without the mask, and every other kernel's builds.
+#define BATCH(T, C, NAME, POT)                                                                                         \
+    BATCH_SOFT(T, C, NAME, POT, 0, 0) BATCH_SOFT(T, C, NAME, POT, 1, 0) SOFT_BUILDS(BATCH_SOFT, T, C, NAME, POT)
 
 // No register bound: holding the batched and cell kernels to fewer registers for
 // occupancy makes the tree's kernels slower (the item layouts already fill the SMs).
@@ -177,8 +173,7 @@ SHUFFLE_ALL(double, float, mixed)
 #define PER_PRECISION(T, C, NAME)                                                                                       \
     JERK(T, C, NAME, 0, 0, 0) JERK(T, C, NAME, 0, 1, 0) JERK(T, C, NAME, 1, 0, 0) JERK(T, C, NAME, 1, 1, 0)                        \
     JERK(T, C, NAME, 0, 0, 1) JERK(T, C, NAME, 0, 1, 1) JERK(T, C, NAME, 1, 0, 1) JERK(T, C, NAME, 1, 1, 1)                        \
-    BATCH(T, C, NAME, 0, 0) BATCH(T, C, NAME, 0, 1) BATCH(T, C, NAME, 1, 0) BATCH(T, C, NAME, 1, 1)                   \
-    BATCH_SPLINE(T, C, NAME, 0) BATCH_SPLINE(T, C, NAME, 1)                                                            \
+    BATCH(T, C, NAME, 0) BATCH(T, C, NAME, 1)                                                                         \
     CELLS(T, C, NAME, 0) CELLS(T, C, NAME, 1)                                                                         \
     extern "C" __global__ void nbody_batch_reduce_##NAME(const BatchArgs<T> a) { batch_reduce<T>(a); }
 
@@ -186,30 +181,16 @@ PER_PRECISION(float, float, f32)
 PER_PRECISION(double, double, f64)
 PER_PRECISION(double, float, mixed)
 
-// Removes the self terms a batched launch counted: G m_i / eps for each of target i's
-// source spans that holds it. One thread per particle.
-// With a length per particle (a.lengths not null) each particle's own: Plummer's
-// eps_i^2 / 2 doubled, the spline's 14/5 h_i^-1 = 1/eps_i; the spline's one support
-// (a.eps2 holding h) likewise.
-template <typename T, typename C, int SOFT> __device__ __forceinline__ C self_weight(const BatchArgs<T> &a, int i) {
-    if (SOFT == SOFT_PLUMMER) return rsqrt_fast((C)a.eps2);
-    // A particle of length zero has no softened self term (masked, as in the pair).
-    if (SOFT == SOFT_PLUMMER_EACH) {
-        const C e2 = C(2) * (C)a.lengths[i];
-        return e2 >= min_normal<C>() ? rsqrt_fast(e2) : C(0);
-    }
-    const C h = SOFT == SOFT_SPLINE ? (C)a.eps2 : (C)a.lengths[i];
-    return h > C(0) ? C(14.0 / 5.0) / h : C(0);
-}
+// Removes the self terms a batched launch counted: G m_i w_i(0) for each of target i's
+// source spans that holds it (SoftPair's self_weight). One thread per particle.
 #define SELF_POTENTIAL_SOFT(T, C, NAME, SOFT)                                                                          \
     extern "C" __global__ void nbody_self_potential_##NAME##_s##SOFT(const BatchArgs<T> a) {                          \
         int i = blockIdx.x * blockDim.x + threadIdx.x;                                                                 \
         if (i < a.n && a.self_count[i] != 0)                                                                           \
-            a.out[i].w += a.g * T(a.self_count[i]) * (T)((C)a.particles[i].w * self_weight<T, C, SOFT>(a, i));          \
+            a.out[i].w += a.g * T(a.self_count[i]) *                                                                  \
+                          (T)((C)a.particles[i].w * SoftPair<SOFT>::template self_weight<T, C>(a, i));                 \
     }
-#define SELF_POTENTIAL(T, C, NAME)                                                                                     \
-    SELF_POTENTIAL_SOFT(T, C, NAME, 0)                                                                                 \
-    SELF_POTENTIAL_SOFT(T, C, NAME, 1) SELF_POTENTIAL_SOFT(T, C, NAME, 2) SELF_POTENTIAL_SOFT(T, C, NAME, 3)
+#define SELF_POTENTIAL(T, C, NAME) SELF_POTENTIAL_SOFT(T, C, NAME, 0) SOFT_KINDS(SELF_POTENTIAL_SOFT, T, C, NAME)
 SELF_POTENTIAL(float, float, f32)
 SELF_POTENTIAL(double, double, f64)
 SELF_POTENTIAL(double, float, mixed)

@@ -11,16 +11,9 @@ __device__ __forceinline__ void finish(typename V4<T>::type *out, int i, T m_i, 
     o.z += g * az;
     if (POT) {
         // The kernel added m_i w(0) for the pair (i, i), in the precision of its
-        // interactions: remove exactly that (soft_interact's arithmetic for it).
+        // interactions: remove exactly that.
         if (i - self_t0 >= 0 && i - self_t0 < self_len) {
-            if (SOFT == SOFT_PLUMMER && !MASKED) phi += (T)((C)m_i * rsqrt_fast((C)eps2));
-            if (SOFT == SOFT_PLUMMER_EACH) {
-                const C e2 = e_i + e_i;
-                if (!MASKED || e2 >= min_normal<C>()) phi += (T)((C)m_i * rsqrt_fast(e2));
-            }
-            if (SOFT == SOFT_SPLINE) phi += (T)((C)m_i * (C(14.0 / 5.0) * (C(1) / (C)eps2)));
-            // The tiled kernel's per-pair spline takes 1/h as rsqrt(h^2) (spline_group).
-            if (SOFT == SOFT_SPLINE_EACH && e_i > C(0)) phi += (T)((C)m_i * (C(14.0 / 5.0) * rsqrt_fast(e_i * e_i)));
+            SoftPair<SOFT>::template remove_self<T, C, MASKED>(phi, m_i, eps2, e_i);
         }
         o.w += g * phi;
     }
@@ -69,7 +62,7 @@ template <typename C> struct LengthVector {
 template <typename T, typename C, int NI, bool POT, bool MASKED, bool FAR, int SOFT, bool SAME>
 __device__ __forceinline__ void source_pairs(const Pt<T, C> &s, C e_s, const Pt<T, C> (&ti)[NI], const C *e_i, C eps2,
                                              C h_inv, C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI], C *est) {
-    const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
+    const bool EACH = SOFT_EACH(SOFT);
     const bool EST = IsMixed<T, C>::value && SOFT == SOFT_PLUMMER;
     static_assert(!(SAME && FAR), "the one-length form has no far tiles");
     const C e_pair = SAME ? e_i[0] + e_s : C(0);
@@ -103,7 +96,7 @@ __device__ __forceinline__ void sum_tile(const Pt<T, C> *tile, int slice, const 
                                          C (&ax)[NI], C (&ay)[NI], C (&az)[NI], C (&phi)[NI],
                                          const C *tile_e = nullptr, const C *e_i = nullptr, C h_inv = C(0),
                                          C tile_h2 = C(0), C *est = nullptr) {
-    const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
+    const bool EACH = SOFT_EACH(SOFT);
     if (!FAR && (SOFT == SOFT_SPLINE || SOFT == SOFT_SPLINE_EACH)) {
         // The spline (T == C here: the mixed executor's splines run batched), two f32
         // sources per test (N / TP is even); one f64 source (the FP64 loop, at half the
@@ -201,7 +194,7 @@ __device__ __forceinline__ void tiled(const typename V4<T>::type *__restrict__ t
     const bool MIXED = IsMixed<T, C>::value;
     // The reduction that follows (stream order) appends to the list from an empty one.
     if (MIXED && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) redo[0] = 0;
-    const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
+    const bool EACH = SOFT_EACH(SOFT);
     const int K = TileBlocks<T, C, B>::value, L = K * B;
     const int FLUSH = 32 * TP / B > 1 ? 32 * TP / B : 1;
     const C eps2 = (C)eps2_;
@@ -411,7 +404,7 @@ __device__ __forceinline__ void tiled_reduce(const typename V4<T>::type *__restr
         redo[1 + atomicAdd(redo, 1)] = i;
         return;
     }
-    const bool EACH = SOFT == SOFT_PLUMMER_EACH || SOFT == SOFT_SPLINE_EACH;
+    const bool EACH = SOFT_EACH(SOFT);
     finish<T, C, POT, MASKED, SOFT>(out, i, targets[i].w, eps2, g, ax, ay, az, phi, self_t0, self_len,
                                     EACH ? (C)lengths_t[i] : C(0));
 }

@@ -27,18 +27,15 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         }
     }
 
-    /// Every entry point under Plummer (the snap in host loops), the columns but on the
-    /// mixed kernels; the spline in the plain, batched and per-particle kernels (and the
-    /// columns, but on the mixed kernels): the jerk kernels and the cell kernels are
-    /// Plummer's.
+    /// Every entry point under Plummer (the snap in host loops); every other kernel in
+    /// the plain, batched and per-particle kernels (the softened tiles, `Soft::of`): the
+    /// jerk kernels and the cell kernels are Plummer's. The columns on all but the mixed
+    /// kernels.
     fn capabilities(&self) -> Capabilities {
-        let mixed = self.family::<T>() == crate::Family::Mixed;
-        let spline = Entries::NONE.with(Entry::Accelerations).with(Entry::Batch).with(Entry::PerParticle);
-        if mixed {
-            Capabilities { plummer: Entries::ALL.without(Entry::Columns), spline }
-        } else {
-            Capabilities { plummer: Entries::ALL, spline: spline.with(Entry::Columns) }
-        }
+        let softened = Entries::NONE.with(Entry::Accelerations).with(Entry::Batch).with(Entry::PerParticle);
+        let caps = Capabilities::uniform(softened.with(Entry::Columns))
+            .with_kernel(nbody_core::Softening::Plummer, Entries::ALL);
+        if self.family::<T>() == crate::Family::Mixed { caps.map(|_, e| e.without(Entry::Columns)) } else { caps }
     }
 
     unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {

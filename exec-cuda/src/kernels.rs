@@ -43,9 +43,10 @@ impl core::fmt::Display for Family {
     }
 }
 
-/// The softened kernel a batched launch runs (gravity.cu's `SOFT_*`): Plummer with one
-/// ε (the tuned path) or a length per particle, the spline with one support or one per
-/// particle.
+/// The softened kernel a launch runs (common.cuh's `SOFT_*`, `2 k` for kernel `k` of
+/// [`nbody_core::Softening`] with one length, `2 k + 1` with one per particle): Plummer
+/// with one ε (the tuned path) or a length per particle, the spline with one support or
+/// one per particle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Soft {
     Plummer = 0,
@@ -353,6 +354,14 @@ mod tests {
             "nbody_tiled_reduce_mixed_p0_m1"
         );
         assert_eq!(Kernel::JmemPlace.name(), "nbody_jmem_place");
+    }
+
+    #[test]
+    fn each_kernel_has_its_two_device_values_in_registry_order() {
+        for (k, &softening) in nbody_core::Softening::ALL.iter().enumerate() {
+            assert_eq!(Soft::of(softening, false) as usize, 2 * k, "{softening}");
+            assert_eq!(Soft::of(softening, true) as usize, 2 * k + 1, "{softening}");
+        }
     }
 
     #[test]

@@ -357,11 +357,7 @@ impl<T: DeviceReal> Executor<T> for MultiDevice {
     /// Each device's, but the columns (taken by a single device only).
     fn capabilities(&self) -> nbody_core::capabilities::Capabilities {
         use nbody_core::capabilities::Entry;
-        let each = Executor::<T>::capabilities(&self.lanes[0].exec);
-        nbody_core::capabilities::Capabilities {
-            plummer: each.plummer.without(Entry::Columns),
-            spline: each.spline.without(Entry::Columns),
-        }
+        Executor::<T>::capabilities(&self.lanes[0].exec).map(|_, entries| entries.without(Entry::Columns))
     }
 
     /// Each lane takes a run of the targets through its own door (a lane's run may be

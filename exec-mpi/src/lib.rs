@@ -313,8 +313,7 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
                 .chain([Entry::Cells, Entry::PerParticle].into_iter().filter(|e| defaults.contains(*e)))
                 .fold(Entries::NONE, Entries::with)
         };
-        let defaults = Capabilities::TRAIT_DEFAULTS;
-        Capabilities { plummer: own(inner.plummer, defaults.plummer), spline: own(inner.spline, defaults.spline) }
+        inner.map(|s, entries| own(entries, Capabilities::TRAIT_DEFAULTS.kernel(s)))
     }
 
     fn accelerations(

@@ -118,8 +118,7 @@ impl<T: Real, E: Executor<T>> Executor<T> for Replicated<E> {
                 if defaults.contains(Entry::Cells) { inner.with(Entry::Cells) } else { inner.without(Entry::Cells) };
             cells.without(Entry::Columns)
         };
-        let defaults = Capabilities::TRAIT_DEFAULTS;
-        Capabilities { plummer: own(inner.plummer, defaults.plummer), spline: own(inner.spline, defaults.spline) }
+        inner.map(|s, entries| own(entries, Capabilities::TRAIT_DEFAULTS.kernel(s)))
     }
 
     unsafe fn accelerations_unchecked(&mut self, call: DirectCall<'_, T>) -> Result<(), Error> {

@@ -497,7 +497,7 @@ fn lengths_of(eps: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Result<f64, 
     Ok(Err(per_particle(obj, "eps", n)?))
 }
 
-/// The softening kernel named `name` ("plummer" or "spline").
+/// The softening kernel named `name` (one of `softenings()`).
 fn softening_kernel(name: &str) -> PyResult<Softening> {
     Softening::parse(name).ok_or_else(|| {
         value_error(format!("softening must be one of {} (got {name:?})", nbody_core::registry::names::<Softening>()))
@@ -1556,8 +1556,9 @@ fn backends(py: Python<'_>, capabilities: bool) -> PyResult<Py<PyAny>> {
         let caps = offer.capabilities().map_err(|e| PyValueError::new_err(e.to_string()))?;
         let entry = pyo3::types::PyDict::new(py);
         let names = |e: nbody_core::capabilities::Entries| e.iter().map(|x| x.name()).collect::<Vec<_>>();
-        entry.set_item("plummer", names(caps.plummer))?;
-        entry.set_item("spline", names(caps.spline))?;
+        for &kernel in nbody_core::Softening::ALL {
+            entry.set_item(kernel.name(), names(caps.kernel(kernel)))?;
+        }
         out.set_item(offer.backend.to_string(), entry)?;
     }
     Ok(out.into_any().unbind())
@@ -1571,11 +1572,19 @@ fn integrators() -> Vec<(&'static str, &'static str)> {
     Scheme::ALL.iter().map(|s| (s.name(), s.about())).collect()
 }
 
+/// The softening kernels `softening=` takes, by name (the command's `--softening`, the C
+/// ABI and `nbody info` read the same registry), each with one line on what it is.
+#[pyfunction]
+fn softenings() -> Vec<(&'static str, &'static str)> {
+    nbody_core::Softening::ALL.iter().map(|s| (s.name(), s.about())).collect()
+}
+
 /// Direct-summation gravity on numpy arrays.
 #[pymodule]
 fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add_function(wrap_pyfunction!(integrators, m)?)?;
+    m.add_function(wrap_pyfunction!(softenings, m)?)?;
     m.add_function(wrap_pyfunction!(accelerations, m)?)?;
     m.add_function(wrap_pyfunction!(leaves, m)?)?;
     m.add_function(wrap_pyfunction!(cell, m)?)?;

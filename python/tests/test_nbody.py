@@ -523,6 +523,20 @@ def test_the_integrators_are_the_registry_s():
         nbody.Simulation(integrator="rk45")
 
 
+def test_the_softenings_are_the_registry_s_and_every_one_computes():
+    names = [name for name, _ in nbody.softenings()]
+    assert names[0] == "plummer" and "spline" in names
+    pos = np.array([[0.0, 0.0, 0.0], [0.05, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    plummer, _ = nbody.accelerations(pos, np.ones(3), eps=0.1)
+    for name in names:
+        acc, _ = nbody.accelerations(pos, np.ones(3), eps=0.1, softening=name)
+        # Every kernel is Newtonian for the far pair and softened for the near one.
+        assert np.all(np.isfinite(acc)) and acc[0, 0] > 0
+        assert name == "plummer" or not np.array_equal(acc, plummer)
+    with pytest.raises(ValueError, match="one of " + ", ".join(names)):
+        nbody.accelerations(pos, np.ones(3), eps=0.1, softening="gaussian")
+
+
 @pytest.mark.parametrize("integrator", ["leapfrog", "hermite", "block-hermite", "hermite6", "rk"])
 @pytest.mark.parametrize("precision", ["f32", "f64"])
 def test_a_saved_simulation_continues_bit_for_bit(tmp_path, integrator, precision):

@@ -12,7 +12,8 @@ __version__: str
 # "cuda", "cuda:1", "cuda-mixed", "cuda-mixed:1", "cuda:0,1", "cuda:all".
 Executor = str
 Precision = Literal["f32", "f64"]
-Softening = Literal["plummer", "spline"]
+# A name from softenings() (the core's registry, which the other front ends read too).
+Softening = str
 FloatArray = npt.NDArray[np.floating]
 
 def accelerations(
@@ -140,6 +141,15 @@ def backends(capabilities: bool = False) -> Union[List[str], Dict[str, Dict[str,
     True
     >>> "jerk" in nbody.backends(capabilities=True)["cpu"]["spline"]
     True
+    """
+
+def softenings() -> List[Tuple[str, str]]:
+    """The softening kernels ``softening=`` takes (the command's --softening and the C
+    ABI take the same), each with one line on what it is.
+
+    >>> import nbody
+    >>> [name for name, _ in nbody.softenings()]
+    ['plummer', 'spline']
     """
 
 def integrators() -> List[Tuple[str, str]]:
