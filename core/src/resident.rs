@@ -397,3 +397,257 @@ mod tests {
         assert!(OnHost::<Reference>::field_is_current(&s));
     }
 }
+
+#[cfg(feature = "std")]
+/// How a resident Hermite corrector picks each corrected particle's next step, by
+/// [`crate::rules`]: Aarseth's criterion with accuracy `eta` ([`crate::rules::next_step`]),
+/// and with `dt_max` the block steps kept commensurate ([`crate::rules::block_step`],
+/// no smaller than `dt_max` [`crate::rules::MIN_FRACTION`]).
+///
+/// ```
+/// use nbody_core::resident::HermiteRule;
+/// let rule = HermiteRule { eta: 0.02, dt_max: Some(0.25) };
+/// // Wishing for 0.2 after a step of 0.125 ending at 0.5: a block step of 0.125.
+/// assert_eq!(rule.next(0.2, 0.125, 0.5), 0.125);
+/// assert_eq!(HermiteRule { eta: 0.02, dt_max: None }.next(0.2, 0.125, 0.5), 0.2);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HermiteRule {
+    /// Aarseth's accuracy parameter.
+    pub eta: f64,
+    /// Block steps of at most this (`None`: one shared step, the caller's choice).
+    pub dt_max: Option<f64>,
+}
+
+#[cfg(feature = "std")]
+impl HermiteRule {
+    /// The step a particle takes next after a step of `dt` ending at `t` whose criterion
+    /// wished for `want`: `want` itself for shared steps, else the block step.
+    pub fn next(&self, want: f64, dt: f64, t: f64) -> f64 {
+        match self.dt_max {
+            None => want,
+            Some(dt_max) => crate::rules::block_step(want, dt, t, dt_max, dt_max * crate::rules::MIN_FRACTION),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+/// A resident Hermite system's records, copied out of the executor or to be put in: per
+/// particle four lanes (x, y, z and the mass for positions; the fourth lane of the
+/// others as the executor keeps it) and its own time.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HermiteRecords<T> {
+    /// Positions and masses.
+    pub pos: alloc::vec::Vec<[T; 4]>,
+    /// Velocities.
+    pub vel: alloc::vec::Vec<[T; 4]>,
+    /// Accelerations at each particle's own time.
+    pub acc: alloc::vec::Vec<[T; 4]>,
+    /// Jerks at each particle's own time.
+    pub jerk: alloc::vec::Vec<[T; 4]>,
+    /// Each particle's time.
+    pub t: alloc::vec::Vec<f64>,
+}
+
+#[cfg(feature = "std")]
+impl<T: Real> HermiteRecords<T> {
+    /// Particles at `time` before any force: no acceleration or jerk yet.
+    ///
+    /// ```
+    /// use nbody_core::resident::HermiteRecords;
+    /// use nbody_core::{Particle, Velocity};
+    /// let r = HermiteRecords::at(&[Particle::new(1.0f64, 2.0, 3.0, 4.0)], &[Velocity::new(5.0, 6.0, 7.0)], 0.5);
+    /// assert_eq!((r.pos[0], r.vel[0], r.t[0]), ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 0.0], 0.5));
+    /// ```
+    pub fn at(pos: &[Particle<T>], vel: &[Velocity<T>], time: f64) -> Self {
+        let z = T::zero();
+        HermiteRecords {
+            pos: pos.iter().map(|p| [p.x, p.y, p.z, p.m]).collect(),
+            vel: vel.iter().map(|v| [v.vx, v.vy, v.vz, z]).collect(),
+            acc: alloc::vec![[z; 4]; pos.len()],
+            jerk: alloc::vec![[z; 4]; pos.len()],
+            t: alloc::vec![time; pos.len()],
+        }
+    }
+
+    /// Particles.
+    pub fn len(&self) -> usize {
+        self.pos.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.pos.is_empty()
+    }
+
+    /// `Ok` when every array holds one record per particle.
+    pub fn check(&self) -> Result<(), Error> {
+        let n = self.pos.len();
+        if [self.vel.len(), self.acc.len(), self.jerk.len(), self.t.len()].iter().any(|&l| l != n) {
+            return Err(Error::InvalidParameter {
+                name: "Hermite records",
+                requirement: "one position, velocity, acceleration, jerk and time per particle",
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "std")]
+/// An executor that holds a fourth-order Hermite system in its own memory, as a GRAPE-6
+/// keeps its j-particles: positions, velocities, accelerations, jerks and each particle's
+/// time stay there, and one call predicts every particle, computes the active ones'
+/// acceleration and jerk against all of them and corrects them in place, so only the
+/// active indices go in and their next steps come out. Which particles are active and
+/// when is the caller's: `nbody_integrators::ResidentHermite` steps any such executor
+/// (shared or block steps) and [`OnHost`] is one on the host.
+pub trait HermiteResident<T: Real>: Executor<T> {
+    /// A system this executor holds.
+    type Hermite;
+
+    /// Puts `records` in (checked as a force call's particles are), softened by `eps`
+    /// (Plummer).
+    fn upload_hermite(&mut self, records: &HermiteRecords<T>, eps: T) -> Result<Self::Hermite, Error>;
+
+    /// Predicts every particle to `t`, computes the acceleration and jerk of the
+    /// particles `active` (indices, each once) from all of them, and corrects those to
+    /// `t` ([`crate::rules::correct`]), writing into `want[k]` particle `active[k]`'s
+    /// next step by `rule`. With `start` it only sets their acceleration, jerk and time
+    /// (the first force call; `want` is left as it is).
+    #[allow(clippy::too_many_arguments)]
+    fn hermite_force(
+        &mut self,
+        h: &mut Self::Hermite,
+        active: &[u32],
+        t: f64,
+        start: bool,
+        rule: HermiteRule,
+        want: &mut [f64],
+    ) -> Result<(), Error>;
+
+    /// The system's records, copied out.
+    fn download_hermite(&mut self, h: &Self::Hermite) -> Result<HermiteRecords<T>, Error>;
+
+    /// Positions and velocities only (each at its particle's own time).
+    fn download_hermite_particles(
+        &mut self,
+        h: &Self::Hermite,
+        pos: &mut [Particle<T>],
+        vel: &mut [Velocity<T>],
+    ) -> Result<(), Error>;
+}
+
+/// A Hermite system [`OnHost`] holds.
+#[cfg(feature = "std")]
+#[derive(Debug)]
+pub struct HostHermite<T: Real> {
+    rec: HermiteRecords<T>,
+    params: Params<T>,
+    owner: Owner,
+}
+
+/// The host's twin of a device Hermite: the records in `T`, the predictor and corrector
+/// in f64, the field from the executor inside (the device kernels do the same
+/// arithmetic).
+///
+/// ```
+/// use nbody_core::resident::{HermiteRecords, HermiteResident, HermiteRule, OnHost};
+/// use nbody_core::{Particle, Reference, Velocity};
+/// let p = [Particle::new(-1.0f64, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+/// let v = [Velocity::new(0.0, -0.35, 0.0), Velocity::new(0.0, 0.35, 0.0)];
+/// let mut exec = OnHost::new(Reference);
+/// let mut h = exec.upload_hermite(&HermiteRecords::at(&p, &v, 0.0), 0.0)?;
+/// let (rule, mut want) = (HermiteRule { eta: 0.02, dt_max: None }, [0.0; 2]);
+/// exec.hermite_force(&mut h, &[0, 1], 0.0, true, rule, &mut want)?;
+/// exec.hermite_force(&mut h, &[0, 1], 0.01, false, rule, &mut want)?;
+/// assert!(want[0] > 0.0 && exec.download_hermite(&h)?.t == [0.01, 0.01]);
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+#[cfg(feature = "std")]
+impl<T: Real, E: Executor<T>> HermiteResident<T> for OnHost<E> {
+    type Hermite = HostHermite<T>;
+
+    fn upload_hermite(&mut self, records: &HermiteRecords<T>, eps: T) -> Result<HostHermite<T>, Error> {
+        records.check()?;
+        let pos: alloc::vec::Vec<Particle<T>> =
+            records.pos.iter().map(|&[x, y, z, m]| Particle::new(x, y, z, m)).collect();
+        crate::validate::particles(&pos, crate::Array::Particles)?;
+        let params = Params::softened(eps).acceleration_only();
+        crate::validate::params(&params)?;
+        Ok(HostHermite { rec: records.clone(), params, owner: self.owner })
+    }
+
+    fn hermite_force(
+        &mut self,
+        h: &mut HostHermite<T>,
+        active: &[u32],
+        t: f64,
+        start: bool,
+        rule: HermiteRule,
+        want: &mut [f64],
+    ) -> Result<(), Error> {
+        self.owner.check(h.owner)?;
+        let n = h.rec.len();
+        if active.iter().any(|&i| i as usize >= n) || want.len() < active.len() {
+            return Err(Error::InvalidParameter { name: "active", requirement: "indices of the system's particles" });
+        }
+        let wide = |r: [T; 4]| [r[0].to_f64(), r[1].to_f64(), r[2].to_f64()];
+        let c = T::from_f64;
+        let (mut ppos, mut pvel) = (alloc::vec::Vec::with_capacity(n), alloc::vec::Vec::with_capacity(n));
+        for i in 0..n {
+            let r = &h.rec;
+            let (x, v) =
+                crate::rules::predict(wide(r.pos[i]), wide(r.vel[i]), wide(r.acc[i]), wide(r.jerk[i]), t - r.t[i]);
+            ppos.push(Particle::new(c(x[0]), c(x[1]), c(x[2]), r.pos[i][3]));
+            pvel.push(Velocity::new(c(v[0]), c(v[1]), c(v[2])));
+        }
+        let tpos: alloc::vec::Vec<_> = active.iter().map(|&i| ppos[i as usize]).collect();
+        let tvel: alloc::vec::Vec<_> = active.iter().map(|&i| pvel[i as usize]).collect();
+        let (mut field, mut jerk) =
+            (alloc::vec![Field::zero(); active.len()], alloc::vec![crate::Jerk::zero(); active.len()]);
+        let (targets, sources) = (crate::Bodies { pos: &tpos, vel: &tvel }, crate::Bodies { pos: &ppos, vel: &pvel });
+        self.exec.accelerations_jerk(targets, sources, &h.params, &mut field, &mut jerk)?;
+        let z = T::zero();
+        for (k, &i) in active.iter().enumerate() {
+            let i = i as usize;
+            let (f, j) = (field[k], jerk[k].components());
+            let (acc, jrk) = ([f.ax, f.ay, f.az, z], [j[0], j[1], j[2], z]);
+            let r = &mut h.rec;
+            if !start {
+                let dt = t - r.t[i];
+                let (a1, j1) = (wide(acc), wide(jrk));
+                let (x1, v1, a2, a3) = crate::rules::correct(
+                    [wide(r.pos[i]), wide(r.vel[i]), wide(r.acc[i]), wide(r.jerk[i]), a1, j1],
+                    dt,
+                );
+                r.pos[i] = [c(x1[0]), c(x1[1]), c(x1[2]), r.pos[i][3]];
+                r.vel[i] = [c(v1[0]), c(v1[1]), c(v1[2]), z];
+                want[k] = rule.next(crate::rules::next_step(rule.eta, dt, a1, j1, a2, a3), dt, t);
+            }
+            (r.acc[i], r.jerk[i], r.t[i]) = (acc, jrk, t);
+        }
+        Ok(())
+    }
+
+    fn download_hermite(&mut self, h: &HostHermite<T>) -> Result<HermiteRecords<T>, Error> {
+        self.owner.check(h.owner)?;
+        Ok(h.rec.clone())
+    }
+
+    fn download_hermite_particles(
+        &mut self,
+        h: &HostHermite<T>,
+        pos: &mut [Particle<T>],
+        vel: &mut [Velocity<T>],
+    ) -> Result<(), Error> {
+        self.owner.check(h.owner)?;
+        crate::validate::length("positions", h.rec.len(), pos.len())?;
+        crate::validate::length("velocities", h.rec.len(), vel.len())?;
+        for ((p, v), (&[x, y, z, m], &[vx, vy, vz, _])) in
+            pos.iter_mut().zip(vel.iter_mut()).zip(h.rec.pos.iter().zip(&h.rec.vel))
+        {
+            (*p, *v) = (Particle::new(x, y, z, m), Velocity::new(vx, vy, vz));
+        }
+        Ok(())
+    }
+}

@@ -53,7 +53,7 @@ pub mod tuning;
 pub use args::probe_layouts;
 pub use batch::{DeviceCells, DeviceList};
 pub use device::DeviceInfo;
-pub use hermite::{DeviceHermite, HermiteCheckpoint, Steps};
+pub use hermite::CudaHermite;
 #[cfg(feature = "testing")]
 pub use hermite::{KernelCase, KernelOutcome, hermite_kernels};
 pub use jmemory::DeviceJMemory;

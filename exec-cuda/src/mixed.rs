@@ -104,7 +104,7 @@ impl CudaExecutor {
 /// Every entry point runs on the GPU (acceleration and potential, jerk with or without
 /// neighbours, batched lists, density maps); [`CudaMixedExecutor::executor`] gives the
 /// underlying [`CudaExecutor`], whose f64 device-resident calls ([`crate::DeviceState`]'s
-/// leapfrog, [`crate::DeviceHermite`]) then run the mixed kernels too. Systems wider
+/// leapfrog, [`crate::CudaHermite`]) then run the mixed kernels too. Systems wider
 /// than [`validate::MIXED_MAX_EXTENT`] are refused (host-slice calls; device-resident
 /// particles are the caller's to keep in range); pairs whose f32 separation squared is
 /// below the smallest normal f32 count as coincident.
@@ -166,13 +166,14 @@ impl CudaMixedExecutor {
     }
 
     /// Unwraps into the CUDA executor underneath (still mixed for f64), for owners of an
-    /// executor such as [`crate::DeviceHermite`]'s callers.
+    /// executor such as `nbody_integrators::ResidentHermite`'s callers.
     ///
     /// ```no_run
-    /// use nbody_cuda::{CudaMixedExecutor, DeviceHermite, Steps};
+    /// use nbody_cuda::CudaMixedExecutor;
+    /// use nbody_integrators::{ResidentHermite, Steps};
     /// let mut gpu = CudaMixedExecutor::new()?.into_executor();
     /// let (p, v) = nbody_integrators::ics::plummer::<f64>(16_384, 1);
-    /// let mut h = DeviceHermite::new(&mut gpu, &p, &v, 0.0, 0.02, 1.0 / 256.0, Steps::Shared)?;
+    /// let mut h = ResidentHermite::new(&mut gpu, &p, &v, 0.0, 0.02, 1.0 / 256.0, Steps::Shared)?;
     /// h.step(&mut gpu, 0.125)?;
     /// # Ok::<(), nbody_core::Error>(())
     /// ```

@@ -7,8 +7,9 @@ mod physics_checks;
 use nbody_conformance::{Failed, Trial, run};
 use nbody_core::Error;
 use nbody_core::{Particle, Velocity};
-use nbody_cuda::{CudaExecutor, CudaMixedExecutor, DeviceHermite, HermiteCheckpoint, Steps};
+use nbody_cuda::{CudaExecutor, CudaMixedExecutor};
 use nbody_integrators::{BlockHermite, Hermite, State, ics};
+use nbody_integrators::{HermiteCheckpoint, ResidentHermite, Steps};
 use physics_checks::*;
 
 fn on_gpu(check: impl FnOnce(&mut CudaExecutor) -> Result<(), String>) -> Result<(), Failed> {
@@ -88,7 +89,8 @@ fn device_block_hermite_within(gpu: &mut CudaExecutor, tolerance: f64, slack: us
     let mut reference = BlockHermite::new(eta, dt_max, eps).map_err(|e| e.to_string())?;
     let mut cpu = nbody_core::Reference;
     let host_steps = reference.advance_to(&mut host, &mut cpu, t_end).map_err(|e| e.to_string())?;
-    let mut dev = DeviceHermite::new(gpu, &p, &v, 0.0, eta, eps, Steps::Block { dt_max }).map_err(|e| e.to_string())?;
+    let mut dev =
+        ResidentHermite::new(gpu, &p, &v, 0.0, eta, eps, Steps::Block { dt_max }).map_err(|e| e.to_string())?;
     while dev.time() < t_end {
         dev.step(gpu, t_end).map_err(|e| e.to_string())?;
     }
@@ -126,7 +128,7 @@ fn device_shared_hermite_within(gpu: &mut CudaExecutor, tolerance: f64, slack: u
         reference.step(&mut host, &mut cpu, left).map_err(|e| e.to_string())?;
         host_steps += 1;
     }
-    let mut dev = DeviceHermite::new(gpu, &p, &v, 0.0, eta, eps, Steps::Shared).map_err(|e| e.to_string())?;
+    let mut dev = ResidentHermite::new(gpu, &p, &v, 0.0, eta, eps, Steps::Shared).map_err(|e| e.to_string())?;
     while dev.time() < t_end {
         dev.step(gpu, t_end).map_err(|e| e.to_string())?;
     }
@@ -149,7 +151,7 @@ fn device_hermite_resumes(gpu: &mut CudaExecutor) -> Result<(), String> {
     let eps = 1.0 / 64.0;
     for steps in [Steps::Shared, Steps::Block { dt_max: 1.0 / 16.0 }] {
         let e = |e: Error| format!("{steps:?}: {e}");
-        let mut whole = DeviceHermite::new(gpu, &p, &v, 0.0, 0.02, eps, steps).map_err(e)?;
+        let mut whole = ResidentHermite::new(gpu, &p, &v, 0.0, 0.02, eps, steps).map_err(e)?;
         for _ in 0..7 {
             whole.step(gpu, 0.5).map_err(e)?;
         }
@@ -159,22 +161,23 @@ fn device_hermite_resumes(gpu: &mut CudaExecutor) -> Result<(), String> {
         {
             return Err(format!("{steps:?}: the checkpoint should hold several levels"));
         }
-        let mut resumed = DeviceHermite::resume(gpu, &saved, 0.02, eps, steps).map_err(e)?;
+        let mut resumed = ResidentHermite::resume(gpu, &saved, 0.02, eps, steps).map_err(e)?;
         for _ in 0..9 {
             whole.step(gpu, 0.5).map_err(e)?;
             resumed.step(gpu, 0.5).map_err(e)?;
         }
         let (a, b) = (whole.checkpoint(gpu).map_err(e)?, resumed.checkpoint(gpu).map_err(e)?);
         if a != b {
-            let first = (0..a.pos.len()).find(|&i| a.pos[i] != b.pos[i] || a.vel[i] != b.vel[i]);
+            let first = (0..a.records.len())
+                .find(|&i| a.records.pos[i] != b.records.pos[i] || a.records.vel[i] != b.records.vel[i]);
             return Err(format!(
                 "{steps:?}: resumed run differs (time {} vs {}, first particle {first:?})",
                 a.time, b.time
             ));
         }
         let mut bad = saved.clone();
-        bad.t.pop();
-        if DeviceHermite::resume(gpu, &bad, 0.02, eps, steps).is_ok() {
+        bad.records.t.pop();
+        if ResidentHermite::resume(gpu, &bad, 0.02, eps, steps).is_ok() {
             return Err(format!("{steps:?}: a checkpoint short of one time was taken"));
         }
     }

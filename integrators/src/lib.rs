@@ -54,6 +54,7 @@ pub mod ics;
 mod integrator;
 mod leapfrog;
 mod registry;
+mod resident_hermite;
 mod rk;
 /// The Hermite rules, defined once in the core (the device Hermite follows them too).
 pub use nbody_core::rules;
@@ -72,5 +73,6 @@ pub use hermite6::Hermite6;
 pub use integrator::Integrator;
 pub use leapfrog::Leapfrog;
 pub use registry::{Scheme, SchemeSettings};
+pub use resident_hermite::{HermiteCheckpoint, ResidentHermite, Steps};
 pub use rk::DormandPrince;
 pub use state::{Diagnostics, State, StepTiming, diagnostics, diagnostics_combined};

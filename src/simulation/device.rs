@@ -33,14 +33,12 @@ mod gpu {
     use super::super::{Gravity, Plan, Row, Run, Simulation, rows};
     use nbody_backends::{Executor as Opens, Opened};
     use nbody_core::projection::Projection;
+    use nbody_core::resident::HermiteRecords;
     use nbody_core::resident::Resident;
     use nbody_core::{Error, Executor, Field, Params, Particle, Velocity};
-    use nbody_cuda::{
-        CudaExecutor, DeviceHermite, DeviceReal, DeviceState, HermiteCheckpoint, MultiDevice, MultiState, Steps,
-        TreeSettings, TreeSystem,
-    };
-    use nbody_integrators::Scheme;
+    use nbody_cuda::{CudaExecutor, DeviceReal, DeviceState, MultiDevice, MultiState, TreeSettings, TreeSystem};
     use nbody_integrators::{Checkpoint, Diagnostics, State, Words, diagnostics};
+    use nbody_integrators::{HermiteCheckpoint, ResidentHermite, Scheme, Steps};
 
     /// Resident executors ([`Resident`]: one GPU, several) that also draw density maps of
     /// the system they hold.
@@ -336,10 +334,11 @@ mod gpu {
     }
 
     /// Hermite (shared or block steps) with every particle's state on one GPU
-    /// ([`DeviceHermite`]); diagnostics, snapshots and pictures copy the particles back.
-    pub(crate) struct DeviceHermiteSim<T: DeviceReal> {
+    /// ([`ResidentHermite`] over [`CudaExecutor`]); diagnostics, snapshots and pictures
+    /// copy the particles back.
+    pub(crate) struct ResidentHermiteSim<T: DeviceReal> {
         gpu: CudaExecutor,
-        h: DeviceHermite<T>,
+        h: ResidentHermite<T, CudaExecutor>,
         params: Params<T>,
         pos: Vec<Particle<T>>,
         vel: Vec<Velocity<T>>,
@@ -349,10 +348,10 @@ mod gpu {
         steps: Steps,
     }
 
-    impl<T: DeviceReal> DeviceHermiteSim<T> {
+    impl<T: DeviceReal> ResidentHermiteSim<T> {
         /// Uploads the system.
         pub(crate) fn new(mut gpu: CudaExecutor, s: &State<T>, eta: f64, eps: T, steps: Steps) -> Result<Self, Error> {
-            let h = DeviceHermite::new(&mut gpu, &s.pos, &s.vel, s.time, eta, eps, steps)?;
+            let h = ResidentHermite::new(&mut gpu, &s.pos, &s.vel, s.time, eta, eps, steps)?;
             let params = Params::softened(eps).with_overlap_identical();
             Ok(Self { gpu, h, params, pos: s.pos.clone(), vel: s.vel.clone(), extra: 0.0, eta, steps })
         }
@@ -362,7 +361,7 @@ mod gpu {
         }
     }
 
-    impl<T: DeviceReal> Simulation for DeviceHermiteSim<T> {
+    impl<T: DeviceReal> Simulation for ResidentHermiteSim<T> {
         fn time(&self) -> f64 {
             self.h.time()
         }
@@ -413,11 +412,12 @@ mod gpu {
             let c = self.h.checkpoint(&mut self.gpu)?;
             let mut w = vec![self.extra.to_bits(), c.time.to_bits(), u64::from(c.started), c.dt.to_bits(), c.steps];
             w.push(c.interactions.to_bits());
-            w.push(c.pos.len() as u64);
-            for lanes in [&c.pos, &c.vel, &c.acc, &c.jerk] {
+            let r = &c.records;
+            w.push(r.pos.len() as u64);
+            for lanes in [&r.pos, &r.vel, &r.acc, &r.jerk] {
                 w.extend(lanes.iter().flatten().map(|x| nbody_core::Real::to_f64(*x).to_bits()));
             }
-            w.extend(c.t.iter().chain(&c.dt_each).map(|x| x.to_bits()));
+            w.extend(r.t.iter().chain(&c.dt_each).map(|x| x.to_bits()));
             w.push(c.levels.len() as u64);
             for level in &c.levels {
                 w.push(level.len() as u64);
@@ -448,9 +448,9 @@ mod gpu {
             // The host copies as saved (a resumed run starts from an empty system).
             self.pos = pos.iter().map(|&[x, y, z, m]| Particle::new(x, y, z, m)).collect();
             self.vel = vel.iter().map(|&[x, y, z, _]| Velocity::new(x, y, z)).collect();
-            let c =
-                HermiteCheckpoint { time, started, dt, steps, interactions, pos, vel, acc, jerk, t, dt_each, levels };
-            self.h = DeviceHermite::resume(&mut self.gpu, &c, self.eta, self.params.eps, self.steps)?;
+            let records = HermiteRecords { pos, vel, acc, jerk, t };
+            let c = HermiteCheckpoint { time, started, dt, steps, interactions, records, dt_each, levels };
+            self.h = ResidentHermite::resume(&mut self.gpu, &c, self.eta, self.params.eps, self.steps)?;
             Ok(())
         }
     }
@@ -480,7 +480,7 @@ mod gpu {
                     Scheme::Hermite => Steps::Shared,
                     _ => Steps::Block { dt_max: plan.dt },
                 };
-                (Box::new(DeviceHermiteSim::new(*gpu, state, plan.eta, eps, steps)?), "device-resident Hermite")
+                (Box::new(ResidentHermiteSim::new(*gpu, state, plan.eta, eps, steps)?), "device-resident Hermite")
             }
             (other, _) => return Ok(Err(Opened::from_parts(backend, other))),
         };
