@@ -65,7 +65,7 @@ pub use nbody_core::jmemory::{JParticle, PackedLists};
 pub use order::SORTED_MIN_INTERACTIONS;
 pub use resident::DeviceState;
 pub use tree::{DeviceTree, TreeReport, TreeSettings, TreeTimes};
-pub use tree_step::TreeSystem;
+pub use tree_step::{TreeGravity, TreeSystem};
 pub use tuning::SOURCE_PAD;
 
 use cust::function::Function;

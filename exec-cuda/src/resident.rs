@@ -35,6 +35,9 @@ pub struct DeviceState<T: DeviceReal> {
     order: Option<Vec<u32>>,
     drifts_since_sort: usize,
     resort_every: usize,
+    /// A tree system's gravity ([`CudaExecutor::upload_tree_system`]); `None`: direct
+    /// summation.
+    pub(crate) tree: Option<Box<crate::tree_step::TreeGravity<T>>>,
 }
 
 impl<T: DeviceReal> DeviceState<T> {
@@ -105,6 +108,17 @@ impl<T: DeviceReal> DeviceState<T> {
     /// needs to make the same state again.
     pub fn drifts_since_sort(&self) -> usize {
         self.drifts_since_sort
+    }
+
+    /// A tree system's gravity: its settings and what its forces did (`None` for a
+    /// system whose field is direct summation's).
+    pub fn tree(&self) -> Option<&crate::tree_step::TreeGravity<T>> {
+        self.tree.as_deref()
+    }
+
+    /// [`DeviceState::tree`], to change its counters.
+    pub fn tree_mut(&mut self) -> Option<&mut crate::tree_step::TreeGravity<T>> {
+        self.tree.as_deref_mut()
     }
 }
 
@@ -179,6 +193,7 @@ impl CudaExecutor {
             order,
             drifts_since_sort,
             resort_every,
+            tree: None,
         })
     }
 
@@ -311,6 +326,14 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
     ) -> Result<(), Error> {
         self.own(state)?;
         validate::length("output", state.len(), out.len())?;
+        if state.tree.is_some() {
+            // The tree's own field as held (its potential is the tree's, not direct
+            // summation's), computed first if stale.
+            if !state.fresh {
+                self.tree_field(state, params)?;
+            }
+            return self.download_held_field(state, out);
+        }
         let held = (state.fresh, state.potential);
         if !nbody_core::resident::field_aside(held.0, held.1, params) {
             if !state.fresh {
@@ -336,7 +359,7 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
 
     fn compute_field(&mut self, s: &mut DeviceState<T>, params: &Params<T>) -> Result<(), Error> {
         self.own(s)?;
-        self.force(s, params)
+        if s.tree.is_some() { self.tree_field(s, params) } else { self.force(s, params) }
     }
 
     fn kick(&mut self, s: &mut DeviceState<T>, h: T) -> Result<(), Error> {

@@ -233,12 +233,14 @@ mod gpu {
         }
     }
 
-    /// A leapfrog over the device tree ([`nbody_cuda::TreeSystem`]): every force sorts,
+    /// A leapfrog over the device tree ([`nbody_cuda::TreeSystem`], stepped by
+    /// [`Resident::leapfrog_step`] as every resident system is): every force sorts,
     /// builds, walks and runs the leaves on the GPU; diagnostics, snapshots and pictures
     /// copy the particles back. Energies use the tree's potential.
     pub(crate) struct DeviceTreeLeapfrog<T: DeviceReal> {
         gpu: CudaExecutor,
         sys: TreeSystem<T>,
+        settings: TreeSettings,
         params: Params<T>,
         dt: f64,
         steps: u64,
@@ -258,27 +260,27 @@ mod gpu {
             let params = Params::softened(eps).with_overlap_identical();
             nbody_core::validate::params(&params)?;
             let mut sys = gpu.upload_tree_system(&s.pos, &s.vel, settings)?;
-            sys.set_time(s.time);
-            Ok(Self { gpu, sys, params, dt, steps: 0, pos: s.pos.clone(), vel: s.vel.clone() })
+            sys.time = s.time;
+            Ok(Self { gpu, sys, settings, params, dt, steps: 0, pos: s.pos.clone(), vel: s.vel.clone() })
         }
 
         fn download(&mut self) -> Result<(), Error> {
-            self.gpu.download_tree_system(&self.sys, &mut self.pos, &mut self.vel)
+            self.gpu.download_state(&self.sys, &mut self.pos, &mut self.vel)
         }
     }
 
     impl<T: DeviceReal> Simulation for DeviceTreeLeapfrog<T> {
         fn time(&self) -> f64 {
-            self.sys.time()
+            self.sys.time
         }
 
         fn step(&mut self, until: f64) -> Result<bool, Error> {
             let half = 0.5 * self.dt;
-            if self.sys.time() < until - half {
-                self.gpu.tree_leapfrog_step(&mut self.sys, &self.params, self.dt)?;
+            if self.sys.time < until - half {
+                self.gpu.leapfrog_step(&mut self.sys, &self.params, self.dt)?;
                 self.steps += 1;
             }
-            Ok(self.sys.time() >= until - half)
+            Ok(self.sys.time >= until - half)
         }
 
         fn steps(&self) -> u64 {
@@ -286,14 +288,14 @@ mod gpu {
         }
 
         fn interactions(&self) -> f64 {
-            self.sys.interactions()
+            self.sys.tree().map_or(0.0, |t| t.interactions())
         }
 
         fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
             self.download()?;
             let mut field = vec![Field::zero(); self.pos.len()];
-            self.gpu.download_tree_field(&mut self.sys, &self.params, &mut field)?;
-            Ok(lent(&mut self.pos, &mut self.vel, self.sys.time(), |s| diagnostics(s, &field)))
+            self.gpu.download_field(&mut self.sys, &self.params, &mut field)?;
+            Ok(lent(&mut self.pos, &mut self.vel, self.sys.time, |s| diagnostics(s, &field)))
         }
 
         fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
@@ -302,7 +304,7 @@ mod gpu {
         }
 
         fn project(&mut self, projection: &Projection, grid: &mut [f64]) -> Result<(), Error> {
-            self.gpu.project_resident(self.sys.state().positions(), projection, grid)
+            self.gpu.project_resident(self.sys.positions(), projection, grid)
         }
 
         /// The state and the field it kicks with next (the relative criterion's scale
@@ -310,9 +312,9 @@ mod gpu {
         fn save(&mut self) -> Result<Option<Vec<u64>>, Error> {
             self.download()?;
             let mut field = vec![Field::zero(); self.pos.len()];
-            self.gpu.download_tree_field(&mut self.sys, &self.params, &mut field)?;
-            let mut w = vec![self.steps, self.sys.interactions().to_bits()];
-            lent(&mut self.pos, &mut self.vel, self.sys.time(), |s| s.save(&mut w));
+            self.gpu.download_field(&mut self.sys, &self.params, &mut field)?;
+            let mut w = vec![self.steps, self.interactions().to_bits()];
+            lent(&mut self.pos, &mut self.vel, self.sys.time, |s| s.save(&mut w));
             nbody_integrators::Sink::Flat(&mut w).fields(&field);
             Ok(Some(w))
         }
@@ -323,10 +325,11 @@ mod gpu {
             let mut s = State::new(Vec::new(), Vec::new());
             s.restore(w)?;
             let field = nbody_integrators::Source::Flat(w).fields::<T>()?;
-            let settings = *self.sys.settings();
-            self.sys = self.gpu.upload_tree_system(&s.pos, &s.vel, settings)?;
-            self.sys.set_time(s.time);
-            self.sys.add_interactions(interactions);
+            self.sys = self.gpu.upload_tree_system(&s.pos, &s.vel, self.settings)?;
+            self.sys.time = s.time;
+            if let Some(t) = self.sys.tree_mut() {
+                t.add_interactions(interactions);
+            }
             self.gpu.restore_tree_field(&mut self.sys, &field)?;
             (self.pos, self.vel) = (s.pos, s.vel);
             Ok(())

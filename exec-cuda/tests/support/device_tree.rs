@@ -268,6 +268,7 @@ fn relative_criterion() -> Result<(), Failed> {
 fn leapfrog_restores_bit_for_bit() -> Result<(), Failed> {
     use nbody_core::Velocity;
     use nbody_core::cell::Criterion;
+    use nbody_core::resident::Resident;
     let (p, v) = nbody_integrators::ics::plummer::<f32>(3000, 9);
     let params = Params::softened(1.0f32 / 64.0).with_overlap_identical();
     let dt = 1.0 / 128.0;
@@ -276,33 +277,33 @@ fn leapfrog_restores_bit_for_bit() -> Result<(), Failed> {
         let mut gpu = CudaExecutor::new().map_err(err)?;
         let mut sys = gpu.upload_tree_system(&p, &v, settings).map_err(err)?;
         for _ in 0..3 {
-            gpu.tree_leapfrog_step(&mut sys, &params, dt).map_err(err)?;
+            gpu.leapfrog_step(&mut sys, &params, dt).map_err(err)?;
         }
         let (mut pos, mut vel) = (vec![Particle::default(); p.len()], vec![Velocity::default(); p.len()]);
-        gpu.download_tree_system(&sys, &mut pos, &mut vel).map_err(err)?;
+        gpu.download_state(&sys, &mut pos, &mut vel).map_err(err)?;
         let mut field = vec![Field::zero(); p.len()];
-        gpu.download_tree_field(&mut sys, &params, &mut field).map_err(err)?;
-        let time = sys.time();
+        gpu.download_field(&mut sys, &params, &mut field).map_err(err)?;
+        let time = sys.time;
         // The copy's steps, then the original's: positions after `steps` more steps.
         let resume = |gpu: &mut CudaExecutor| -> Result<Vec<Particle<f32>>, Failed> {
             let mut copy = gpu.upload_tree_system(&pos, &vel, settings).map_err(err)?;
-            copy.set_time(time);
+            copy.time = time;
             gpu.restore_tree_field(&mut copy, &field).map_err(err)?;
             for _ in 0..3 {
-                gpu.tree_leapfrog_step(&mut copy, &params, dt).map_err(err)?;
+                gpu.leapfrog_step(&mut copy, &params, dt).map_err(err)?;
             }
             let (mut q, mut w) = (vec![Particle::default(); p.len()], vec![Velocity::default(); p.len()]);
-            gpu.download_tree_system(&copy, &mut q, &mut w).map_err(err)?;
+            gpu.download_state(&copy, &mut q, &mut w).map_err(err)?;
             Ok(q)
         };
         let same_executor = resume(&mut gpu)?;
         let mut second = CudaExecutor::new().map_err(err)?;
         let beside = resume(&mut second)?;
         for _ in 0..3 {
-            gpu.tree_leapfrog_step(&mut sys, &params, dt).map_err(err)?;
+            gpu.leapfrog_step(&mut sys, &params, dt).map_err(err)?;
         }
         let mut want = vec![Particle::default(); p.len()];
-        gpu.download_tree_system(&sys, &mut want, &mut vel.clone()).map_err(err)?;
+        gpu.download_state(&sys, &mut want, &mut vel.clone()).map_err(err)?;
         drop((sys, gpu));
         let after_drop = resume(&mut second)?;
         for (name, got) in [("same executor", same_executor), ("second executor", beside), ("after a drop", after_drop)]
