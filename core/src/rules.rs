@@ -138,6 +138,20 @@ pub fn first_shared_step<T: crate::Real, E: crate::Executor<T> + ?Sized>(
     if dt.is_finite() { dt } else { FIRST_STEP }
 }
 
+/// The next shared step after a step of `dt` whose particles' criteria wished for
+/// `wants`: the least finite positive wish, at most doubling (`2 dt` where none is).
+///
+/// ```
+/// use nbody_core::rules::next_shared_step;
+/// assert_eq!(next_shared_step([0.3, 0.1, f64::NAN], 0.2), 0.1);
+/// assert_eq!(next_shared_step([0.9], 0.2), 0.4);
+/// assert_eq!(next_shared_step([f64::INFINITY, 0.0], 0.2), 0.4);
+/// ```
+pub fn next_shared_step(wants: impl IntoIterator<Item = f64>, dt: f64) -> f64 {
+    let next = wants.into_iter().filter(|w| w.is_finite() && *w > 0.0).fold(f64::INFINITY, f64::min);
+    if next.is_finite() { next.min(2.0 * dt) } else { 2.0 * dt }
+}
+
 /// Smallest block step, as a fraction of `dt_max` (2^-40): a floor against close
 /// encounters.
 pub const MIN_FRACTION: f64 = 1.0 / 1_099_511_627_776.0;

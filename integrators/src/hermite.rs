@@ -172,7 +172,7 @@ impl<T: Real> Hermite<T> {
         }
         // The next step starts from a and a' evaluated at the predicted state (P(EC)¹, as
         // in Makino & Aarseth 1992): no second force call per step.
-        self.dt = if next.is_finite() { next.min(2.0 * dt) } else { 2.0 * dt };
+        self.dt = crate::rules::next_shared_step([next], dt);
         s.time += dt;
         self.timing.total += start.elapsed();
         Ok(dt)

@@ -203,13 +203,7 @@ impl<T: Real> Hermite6<T> {
         // its crackle and pop come from differences of nearly equal forces over a tiny
         // interval (rounding, not dynamics), and the steps after it would shrink
         // without end. The step the criterion last chose stands.
-        self.dt = if dt < natural {
-            natural
-        } else if next.is_finite() {
-            next.min(2.0 * dt)
-        } else {
-            2.0 * dt
-        };
+        self.dt = if dt < natural { natural } else { crate::rules::next_shared_step([next], dt) };
         s.time += dt;
         self.steps += 1;
         Ok(dt)

@@ -175,10 +175,7 @@ impl<T: Real, E: HermiteResident<T>> ResidentHermite<T, E> {
         let na = self.active.len();
         match self.steps_kind {
             Steps::Shared => {
-                let dt = t_next - self.time;
-                let next =
-                    self.want[..na].iter().copied().filter(|w| w.is_finite() && *w > 0.0).fold(f64::INFINITY, f64::min);
-                self.dt = if next.is_finite() { next.min(2.0 * dt) } else { 2.0 * dt };
+                self.dt = rules::next_shared_step(self.want[..na].iter().copied(), t_next - self.time);
             }
             Steps::Block { .. } => {
                 let active = std::mem::take(&mut self.active);
