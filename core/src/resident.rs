@@ -480,6 +480,29 @@ impl<T: Real> HermiteRecords<T> {
         self.pos.is_empty()
     }
 
+    /// Copies the positions and velocities into `pos` and `vel` (each as long as the
+    /// records).
+    ///
+    /// ```
+    /// use nbody_core::resident::HermiteRecords;
+    /// use nbody_core::{Particle, Velocity};
+    /// let (p, v) = ([Particle::new(1.0f64, 2.0, 3.0, 4.0)], [Velocity::new(5.0, 6.0, 7.0)]);
+    /// let (mut q, mut w) = ([Particle::default()], [Velocity::default()]);
+    /// HermiteRecords::at(&p, &v, 0.0).particles(&mut q, &mut w)?;
+    /// assert_eq!((q, w), (p, v));
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn particles(&self, pos: &mut [Particle<T>], vel: &mut [Velocity<T>]) -> Result<(), Error> {
+        crate::validate::length("positions", self.len(), pos.len())?;
+        crate::validate::length("velocities", self.len(), vel.len())?;
+        for ((p, v), (&[x, y, z, m], &[vx, vy, vz, _])) in
+            pos.iter_mut().zip(vel.iter_mut()).zip(self.pos.iter().zip(&self.vel))
+        {
+            (*p, *v) = (Particle::new(x, y, z, m), Velocity::new(vx, vy, vz));
+        }
+        Ok(())
+    }
+
     /// `Ok` when every array holds one record per particle.
     pub fn check(&self) -> Result<(), Error> {
         let n = self.pos.len();
@@ -509,32 +532,42 @@ pub trait HermiteResident<T: Real>: Executor<T> {
     /// (Plummer).
     fn upload_hermite(&mut self, records: &HermiteRecords<T>, eps: T) -> Result<Self::Hermite, Error>;
 
-    /// Predicts every particle to `t`, computes the acceleration and jerk of the
-    /// particles `active` (indices, each once) from all of them, and corrects those to
-    /// `t` ([`crate::rules::correct`]), writing into `want[k]` particle `active[k]`'s
-    /// next step by `rule`. With `start` it only sets their acceleration, jerk and time
-    /// (the first force call; `want` is left as it is).
-    #[allow(clippy::too_many_arguments)]
-    fn hermite_force(
-        &mut self,
-        h: &mut Self::Hermite,
-        active: &[u32],
-        t: f64,
-        start: bool,
-        rule: HermiteRule,
-        want: &mut [f64],
-    ) -> Result<(), Error>;
+    /// One force call ([`HermiteCall`]): predicts every particle to its `t`, computes the
+    /// acceleration and jerk of its `active` particles from all of them, and corrects
+    /// those to `t` ([`crate::rules::correct`]), writing into `want[k]` particle
+    /// `active[k]`'s next step by its `rule`. With `start` it only sets their
+    /// acceleration, jerk and time (the first force call; `want` is left as it is).
+    fn hermite_force(&mut self, h: &mut Self::Hermite, call: HermiteCall<'_>) -> Result<(), Error>;
 
     /// The system's records, copied out.
     fn download_hermite(&mut self, h: &Self::Hermite) -> Result<HermiteRecords<T>, Error>;
+}
 
-    /// Positions and velocities only (each at its particle's own time).
-    fn download_hermite_particles(
-        &mut self,
-        h: &Self::Hermite,
-        pos: &mut [Particle<T>],
-        vel: &mut [Velocity<T>],
-    ) -> Result<(), Error>;
+/// One force call on a resident Hermite system ([`HermiteResident::hermite_force`]).
+#[cfg(feature = "std")]
+#[derive(Debug)]
+pub struct HermiteCall<'a> {
+    /// The particles to force and correct (indices, each once).
+    pub active: &'a [u32],
+    /// The time every particle is predicted to and the active ones corrected to.
+    pub t: f64,
+    /// The first call: set the derivatives and times only.
+    pub start: bool,
+    /// How the next steps are chosen.
+    pub rule: HermiteRule,
+    /// Receives the active particles' next steps (at least as long as `active`).
+    pub want: &'a mut [f64],
+}
+
+#[cfg(feature = "std")]
+impl HermiteCall<'_> {
+    /// `Ok` when every active index is below `n`, and `want` holds a step for each.
+    pub fn check(&self, n: usize) -> Result<(), Error> {
+        if self.active.iter().any(|&i| i as usize >= n) || self.want.len() < self.active.len() {
+            return Err(Error::InvalidParameter { name: "active", requirement: "indices of the system's particles" });
+        }
+        Ok(())
+    }
 }
 
 /// A Hermite system [`OnHost`] holds.
@@ -551,15 +584,15 @@ pub struct HostHermite<T: Real> {
 /// arithmetic).
 ///
 /// ```
-/// use nbody_core::resident::{HermiteRecords, HermiteResident, HermiteRule, OnHost};
+/// use nbody_core::resident::{HermiteCall, HermiteRecords, HermiteResident, HermiteRule, OnHost};
 /// use nbody_core::{Particle, Reference, Velocity};
 /// let p = [Particle::new(-1.0f64, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
 /// let v = [Velocity::new(0.0, -0.35, 0.0), Velocity::new(0.0, 0.35, 0.0)];
 /// let mut exec = OnHost::new(Reference);
 /// let mut h = exec.upload_hermite(&HermiteRecords::at(&p, &v, 0.0), 0.0)?;
 /// let (rule, mut want) = (HermiteRule { eta: 0.02, dt_max: None }, [0.0; 2]);
-/// exec.hermite_force(&mut h, &[0, 1], 0.0, true, rule, &mut want)?;
-/// exec.hermite_force(&mut h, &[0, 1], 0.01, false, rule, &mut want)?;
+/// exec.hermite_force(&mut h, HermiteCall { active: &[0, 1], t: 0.0, start: true, rule, want: &mut want })?;
+/// exec.hermite_force(&mut h, HermiteCall { active: &[0, 1], t: 0.01, start: false, rule, want: &mut want })?;
 /// assert!(want[0] > 0.0 && exec.download_hermite(&h)?.t == [0.01, 0.01]);
 /// # Ok::<(), nbody_core::Error>(())
 /// ```
@@ -577,20 +610,11 @@ impl<T: Real, E: Executor<T>> HermiteResident<T> for OnHost<E> {
         Ok(HostHermite { rec: records.clone(), params, owner: self.owner })
     }
 
-    fn hermite_force(
-        &mut self,
-        h: &mut HostHermite<T>,
-        active: &[u32],
-        t: f64,
-        start: bool,
-        rule: HermiteRule,
-        want: &mut [f64],
-    ) -> Result<(), Error> {
+    fn hermite_force(&mut self, h: &mut HostHermite<T>, call: HermiteCall<'_>) -> Result<(), Error> {
         self.owner.check(h.owner)?;
         let n = h.rec.len();
-        if active.iter().any(|&i| i as usize >= n) || want.len() < active.len() {
-            return Err(Error::InvalidParameter { name: "active", requirement: "indices of the system's particles" });
-        }
+        call.check(n)?;
+        let HermiteCall { active, t, start, rule, want } = call;
         let wide = |r: [T; 4]| [r[0].to_f64(), r[1].to_f64(), r[2].to_f64()];
         let c = T::from_f64;
         let (mut ppos, mut pvel) = (alloc::vec::Vec::with_capacity(n), alloc::vec::Vec::with_capacity(n));
@@ -632,22 +656,5 @@ impl<T: Real, E: Executor<T>> HermiteResident<T> for OnHost<E> {
     fn download_hermite(&mut self, h: &HostHermite<T>) -> Result<HermiteRecords<T>, Error> {
         self.owner.check(h.owner)?;
         Ok(h.rec.clone())
-    }
-
-    fn download_hermite_particles(
-        &mut self,
-        h: &HostHermite<T>,
-        pos: &mut [Particle<T>],
-        vel: &mut [Velocity<T>],
-    ) -> Result<(), Error> {
-        self.owner.check(h.owner)?;
-        crate::validate::length("positions", h.rec.len(), pos.len())?;
-        crate::validate::length("velocities", h.rec.len(), vel.len())?;
-        for ((p, v), (&[x, y, z, m], &[vx, vy, vz, _])) in
-            pos.iter_mut().zip(vel.iter_mut()).zip(h.rec.pos.iter().zip(&h.rec.vel))
-        {
-            (*p, *v) = (Particle::new(x, y, z, m), Velocity::new(vx, vy, vz));
-        }
-        Ok(())
     }
 }

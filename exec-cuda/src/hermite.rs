@@ -13,10 +13,10 @@ use crate::kernels::{Kernel, count};
 use crate::memory::{Scratch, alloc, download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceReal, SOURCE_PAD};
 use cust::memory::DeviceBuffer;
-use nbody_core::resident::{HermiteRecords, HermiteResident, HermiteRule, Owner};
+use nbody_core::resident::{HermiteCall, HermiteRecords, HermiteResident, Owner};
 #[cfg(feature = "testing")]
 use nbody_core::rules::MIN_FRACTION;
-use nbody_core::{Error, Params, Particle, Velocity};
+use nbody_core::{Error, Params, Particle};
 
 /// Threads per block of the per-particle kernels.
 const THREADS: u32 = 256;
@@ -113,20 +113,11 @@ impl<T: DeviceReal> HermiteResident<T> for CudaExecutor {
         })
     }
 
-    fn hermite_force(
-        &mut self,
-        h: &mut CudaHermite<T>,
-        active: &[u32],
-        t: f64,
-        start: bool,
-        rule: HermiteRule,
-        want: &mut [f64],
-    ) -> Result<(), Error> {
+    fn hermite_force(&mut self, h: &mut CudaHermite<T>, call: HermiteCall<'_>) -> Result<(), Error> {
         self.gpu.owner().check(h.owner)?;
+        call.check(h.n)?;
+        let HermiteCall { active, t, start, rule, want } = call;
         let (n, na) = (h.n, active.len());
-        if na > n || active.iter().any(|&i| i as usize >= n) || want.len() < na {
-            return Err(Error::InvalidParameter { name: "active", requirement: "indices of the system's particles" });
-        }
         self.gpu.make_current()?;
         upload_padded(&mut h.idx, bytemuck::cast_slice(active), 0)?;
         let (ppos, pvel) = (ptr(&h.ppos), ptr(&h.pvel));
@@ -205,21 +196,6 @@ impl<T: DeviceReal> HermiteResident<T> for CudaExecutor {
             jerk: h.lanes(&h.jerk)?,
             t,
         })
-    }
-
-    fn download_hermite_particles(
-        &mut self,
-        h: &CudaHermite<T>,
-        pos: &mut [Particle<T>],
-        vel: &mut [Velocity<T>],
-    ) -> Result<(), Error> {
-        self.gpu.owner().check(h.owner)?;
-        nbody_core::validate::length("positions", h.n, pos.len())?;
-        nbody_core::validate::length("velocities", h.n, vel.len())?;
-        self.gpu.make_current()?;
-        self.gpu.stream().synchronize().map_err(cuda("waiting for the kernels"))?;
-        download(&h.pos, bytemuck::cast_slice_mut(pos))?;
-        download(&h.vel, bytemuck::cast_slice_mut(vel))
     }
 }
 

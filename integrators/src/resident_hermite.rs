@@ -4,7 +4,7 @@
 //! integrators take (`nbody_core::rules`), so per block step only the due particles'
 //! indices go in and their next steps come out.
 
-use nbody_core::resident::{HermiteRecords, HermiteResident, HermiteRule};
+use nbody_core::resident::{HermiteCall, HermiteRecords, HermiteResident, HermiteRule};
 use nbody_core::rules::{self, MIN_FRACTION};
 use nbody_core::{Error, Particle, Real, Velocity};
 
@@ -159,7 +159,7 @@ impl<T: Real, E: HermiteResident<T>> ResidentHermite<T, E> {
         }
         if !self.started {
             self.active = (0..self.n as u32).collect();
-            exec.hermite_force(&mut self.sys, &self.active, self.time, true, self.rule, &mut self.want)?;
+            self.force(exec, self.time, true)?;
             self.started = true;
             self.after_start(exec)?;
         }
@@ -171,7 +171,7 @@ impl<T: Real, E: HermiteResident<T>> ResidentHermite<T, E> {
             }
             Steps::Block { .. } => self.next_block(),
         };
-        exec.hermite_force(&mut self.sys, &self.active, t_next, false, self.rule, &mut self.want)?;
+        self.force(exec, t_next, false)?;
         let na = self.active.len();
         match self.steps_kind {
             Steps::Shared => {
@@ -191,6 +191,12 @@ impl<T: Real, E: HermiteResident<T>> ResidentHermite<T, E> {
         self.block_steps += 1;
         self.interactions += (na * self.n) as f64;
         Ok(na)
+    }
+
+    /// The executor's force call on the active particles at `t`.
+    fn force(&mut self, exec: &mut E, t: f64, start: bool) -> Result<(), Error> {
+        let call = HermiteCall { active: &self.active, t, start, rule: self.rule, want: &mut self.want };
+        exec.hermite_force(&mut self.sys, call)
     }
 
     /// After the first force call: the first shared step, or every particle's level,
@@ -309,7 +315,7 @@ impl<T: Real, E: HermiteResident<T>> ResidentHermite<T, E> {
     /// Copies positions and velocities out (each at its particle's own time; all at
     /// [`ResidentHermite::time`] after a shared step or at a full block time).
     pub fn download(&self, exec: &mut E, pos: &mut [Particle<T>], vel: &mut [Velocity<T>]) -> Result<(), Error> {
-        exec.download_hermite_particles(&self.sys, pos, vel)
+        exec.download_hermite(&self.sys)?.particles(pos, vel)
     }
 
     /// Whether every particle is at [`ResidentHermite::time`].

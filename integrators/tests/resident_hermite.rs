@@ -21,23 +21,35 @@ fn largest_difference(host: &State<f64>, pos: &[Particle<f64>], vel: &[Velocity<
     worst
 }
 
+/// The resident integration of `(p, v)` to `host.time` (where the host integrator took
+/// the same system in `host_steps` steps) takes as many steps and ends where it did.
+fn resident_matches(
+    (p, v): (&[Particle<f64>], &[Velocity<f64>]),
+    host: &State<f64>,
+    host_steps: usize,
+    (eta, eps): (f64, f64),
+    steps: Steps,
+) {
+    let mut exec = OnHost::new(Reference);
+    let mut h = ResidentHermite::new(&mut exec, p, v, 0.0, eta, eps, steps).unwrap();
+    while h.time() < host.time {
+        h.step(&mut exec, host.time).unwrap();
+    }
+    assert!(h.synchronized());
+    assert_eq!(h.steps() as usize, host_steps);
+    let (mut pos, mut vel) = (p.to_vec(), v.to_vec());
+    h.download(&mut exec, &mut pos, &mut vel).unwrap();
+    let worst = largest_difference(host, &pos, &vel);
+    assert!(worst < 1e-13, "largest difference {worst:e}");
+}
+
 #[test]
 fn block_steps_take_the_host_integrators_steps() {
     let (p, v) = ics::plummer::<f64>(256, 5);
     let (eta, dt_max, eps, t_end) = (0.02, 1.0 / 16.0, 1.0 / 64.0, 0.25);
     let mut host = State::new(p.clone(), v.clone());
     let host_steps = BlockHermite::new(eta, dt_max, eps).unwrap().advance_to(&mut host, &mut Reference, t_end).unwrap();
-    let mut exec = OnHost::new(Reference);
-    let mut h = ResidentHermite::new(&mut exec, &p, &v, 0.0, eta, eps, Steps::Block { dt_max }).unwrap();
-    while h.time() < t_end {
-        h.step(&mut exec, t_end).unwrap();
-    }
-    assert!(h.synchronized());
-    assert_eq!(h.steps() as usize, host_steps);
-    let (mut pos, mut vel) = (p.clone(), v.clone());
-    h.download(&mut exec, &mut pos, &mut vel).unwrap();
-    let worst = largest_difference(&host, &pos, &vel);
-    assert!(worst < 1e-13, "largest difference {worst:e}");
+    resident_matches((&p, &v), &host, host_steps, (eta, eps), Steps::Block { dt_max });
 }
 
 #[test]
@@ -52,16 +64,7 @@ fn shared_steps_take_the_host_integrators_steps() {
         reference.step(&mut host, &mut Reference, left).unwrap();
         host_steps += 1;
     }
-    let mut exec = OnHost::new(Reference);
-    let mut h = ResidentHermite::new(&mut exec, &p, &v, 0.0, eta, eps, Steps::Shared).unwrap();
-    while h.time() < t_end {
-        h.step(&mut exec, t_end).unwrap();
-    }
-    assert_eq!(h.steps(), host_steps);
-    let (mut pos, mut vel) = (p.clone(), v.clone());
-    h.download(&mut exec, &mut pos, &mut vel).unwrap();
-    let worst = largest_difference(&host, &pos, &vel);
-    assert!(worst < 1e-13, "largest difference {worst:e}");
+    resident_matches((&p, &v), &host, host_steps as usize, (eta, eps), Steps::Shared);
 }
 
 #[test]
