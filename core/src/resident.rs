@@ -514,6 +514,31 @@ impl<T: Real> HermiteRecords<T> {
         }
         Ok(())
     }
+
+    /// The force calls' parameters for softening `eps` (Plummer), once the records are
+    /// checked as a force call's particles and velocities are: what every
+    /// [`HermiteResident::upload_hermite`] checks before it keeps them.
+    ///
+    /// ```
+    /// use nbody_core::resident::HermiteRecords;
+    /// use nbody_core::{Particle, Velocity};
+    /// let mut r = HermiteRecords::at(&[Particle::new(1.0f64, 2.0, 3.0, 4.0)], &[Velocity::new(5.0, 6.0, 7.0)], 0.0);
+    /// assert_eq!(r.params(0.5)?.eps, 0.5);
+    /// r.vel[0][1] = f64::NAN;
+    /// assert!(r.params(0.5).is_err());
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn params(&self, eps: T) -> Result<Params<T>, Error> {
+        self.check()?;
+        let (mut pos, mut vel) =
+            (alloc::vec![Particle::default(); self.len()], alloc::vec![Velocity::default(); self.len()]);
+        self.particles(&mut pos, &mut vel)?;
+        crate::validate::particles(&pos, crate::Array::Particles)?;
+        crate::validate::velocities(&vel, pos.len(), crate::Array::Velocities)?;
+        let params = Params::softened(eps).acceleration_only();
+        crate::validate::params(&params)?;
+        Ok(params)
+    }
 }
 
 #[cfg(feature = "std")]
@@ -601,12 +626,7 @@ impl<T: Real, E: Executor<T>> HermiteResident<T> for OnHost<E> {
     type Hermite = HostHermite<T>;
 
     fn upload_hermite(&mut self, records: &HermiteRecords<T>, eps: T) -> Result<HostHermite<T>, Error> {
-        records.check()?;
-        let pos: alloc::vec::Vec<Particle<T>> =
-            records.pos.iter().map(|&[x, y, z, m]| Particle::new(x, y, z, m)).collect();
-        crate::validate::particles(&pos, crate::Array::Particles)?;
-        let params = Params::softened(eps).acceleration_only();
-        crate::validate::params(&params)?;
+        let params = records.params(eps)?;
         Ok(HostHermite { rec: records.clone(), params, owner: self.owner })
     }
 

@@ -16,7 +16,7 @@ use cust::memory::DeviceBuffer;
 use nbody_core::resident::{HermiteCall, HermiteRecords, HermiteResident, Owner};
 #[cfg(feature = "testing")]
 use nbody_core::rules::MIN_FRACTION;
-use nbody_core::{Error, Params, Particle};
+use nbody_core::{Error, Params};
 
 /// Threads per block of the per-particle kernels.
 const THREADS: u32 = 256;
@@ -76,11 +76,7 @@ impl<T: DeviceReal> HermiteResident<T> for CudaExecutor {
     type Hermite = CudaHermite<T>;
 
     fn upload_hermite(&mut self, records: &HermiteRecords<T>, eps: T) -> Result<CudaHermite<T>, Error> {
-        records.check()?;
-        let pos: Vec<Particle<T>> = records.pos.iter().map(|&[x, y, z, m]| Particle::new(x, y, z, m)).collect();
-        nbody_core::validate::particles(&pos, nbody_core::Array::Particles)?;
-        let params = Params::softened(eps).acceleration_only();
-        nbody_core::validate::params(&params)?;
+        let params = records.params(eps)?;
         self.gpu.make_current()?;
         let n = records.len();
         let padded = n.next_multiple_of(SOURCE_PAD).max(SOURCE_PAD);

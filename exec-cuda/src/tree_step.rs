@@ -116,32 +116,27 @@ impl CudaExecutor {
         params: &Params<T>,
     ) -> Result<(), Error> {
         let n = sys.len();
-        let Some(mut gravity) = sys.tree.take() else {
+        let Some(g) = sys.tree.as_deref_mut() else {
             return Err(Error::InvalidParameter { name: "state", requirement: "a system made by upload_tree_system" });
         };
-        let relative = matches!(gravity.settings.criterion, Criterion::Relative { .. }) && gravity.computed;
-        let got = (|| {
-            if relative {
-                // The last force becomes the previous field; its buffer's place takes the spare.
-                let spare = match gravity.previous.take() {
-                    Some(p) if p.len() == n => p,
-                    _ => self.zeroed_fields(n)?,
-                };
-                gravity.previous = Some(std::mem::replace(&mut sys.field, spare));
-            }
-            // The state's field is cleared and summed into: stale until this succeeds.
-            (sys.fresh, gravity.computed) = (false, false);
-            self.zero_on_stream(&mut sys.field)?;
-            let g = &mut *gravity;
-            let previous = if relative { g.previous.as_ref() } else { None };
-            let report = self.tree_forces_with(&mut g.tree, &sys.pos, previous, &g.settings, params, &mut sys.field)?;
-            (sys.fresh, g.computed, g.last) = (true, true, report);
-            g.forces += 1;
-            g.interactions += (report.interactions + report.cell_interactions) as f64;
-            Ok(())
-        })();
-        sys.tree = Some(gravity);
-        got
+        let relative = matches!(g.settings.criterion, Criterion::Relative { .. }) && g.computed;
+        if relative {
+            // The last force becomes the previous field; its buffer's place takes the spare.
+            let spare = match g.previous.take() {
+                Some(p) if p.len() == n => p,
+                _ => self.zeroed_fields(n)?,
+            };
+            g.previous = Some(std::mem::replace(&mut sys.field, spare));
+        }
+        // The state's field is cleared and summed into: stale until this succeeds.
+        (sys.fresh, g.computed) = (false, false);
+        self.zero_on_stream(&mut sys.field)?;
+        let previous = if relative { g.previous.as_ref() } else { None };
+        let report = self.tree_forces_with(&mut g.tree, &sys.pos, previous, &g.settings, params, &mut sys.field)?;
+        (sys.fresh, g.computed, g.last) = (true, true, report);
+        g.forces += 1;
+        g.interactions += (report.interactions + report.cell_interactions) as f64;
+        Ok(())
     }
 
     /// Zeroes `f` on the executor's stream (a memset: `clear` uploads zeros from the

@@ -93,8 +93,8 @@ impl<T: Real, E: HermiteResident<T>> ResidentHermite<T, E> {
         eps: T,
         steps: Steps,
     ) -> Result<Self, Error> {
+        // Checked here for the clearer message; the executor checks the rest at upload.
         nbody_core::validate::length("velocities", pos.len(), vel.len())?;
-        nbody_core::validate::velocities(vel, pos.len(), nbody_core::Array::Velocities)?;
         Self::from_records(exec, &HermiteRecords::at(pos, vel, time), time, eta, eps, steps)
     }
 

@@ -79,4 +79,11 @@ fn a_system_belongs_to_the_executor_that_holds_it_and_bad_input_is_refused() {
     let mut bad = p.clone();
     bad[3].x = f64::NAN;
     assert!(ResidentHermite::new(&mut a, &bad, &v, 0.0, 0.02, 0.01, Steps::Shared).is_err());
+    let mut fast = v.clone();
+    fast[2].vy = f64::NAN;
+    assert!(ResidentHermite::new(&mut a, &p, &fast, 0.0, 0.02, 0.01, Steps::Shared).is_err());
+    // A checkpoint is checked as the particles are.
+    let mut saved = h.checkpoint(&mut a).unwrap();
+    saved.records.vel[5][0] = f64::INFINITY;
+    assert!(ResidentHermite::resume(&mut a, &saved, 0.02, 0.01, Steps::Shared).is_err());
 }
