@@ -37,6 +37,7 @@
 #![allow(clippy::too_many_arguments)]
 
 pub mod fuzz;
+pub mod gpunb;
 pub mod grape;
 mod run;
 mod tree_run;

@@ -66,23 +66,31 @@ impl Engine {
 
     /// The executor `NBODY_GRAPE_EXECUTOR` names (see the module docs).
     pub(crate) fn from_env() -> Result<Self, String> {
-        let threads = match std::env::var("NBODY_GRAPE_THREADS") {
-            Ok(t) => Some(
-                t.trim().parse::<usize>().map_err(|_| format!("NBODY_GRAPE_THREADS={t}: not a thread count"))?.max(1),
-            ),
+        Self::named_by("NBODY_GRAPE_EXECUTOR", "NBODY_GRAPE_THREADS")
+    }
+
+    /// The executor the variable `executor` names in the registry's grammar, with
+    /// `threads` threads where it names none: a GPU when there is one and `executor` is
+    /// unset, the CPU one otherwise.
+    pub(crate) fn named_by(executor: &str, threads: &str) -> Result<Self, String> {
+        let threads_var = threads;
+        let threads = match std::env::var(threads_var) {
+            Ok(t) => {
+                Some(t.trim().parse::<usize>().map_err(|_| format!("{threads_var}={t}: not a thread count"))?.max(1))
+            }
             Err(_) => None,
         };
-        let which = std::env::var("NBODY_GRAPE_EXECUTOR").unwrap_or_default();
+        let which = std::env::var(executor).unwrap_or_default();
         let named = |b: Backend| b.and_threads(threads).and_then(|b| b.open());
         let opened = match which.trim() {
             "" => match "cuda".parse::<Backend>().map(|b| b.open()) {
                 Ok(Ok(gpu)) => Ok(gpu),
                 _ => named(Backend::Cpu { threads: None }),
             },
-            text => named(text.parse().map_err(|e| format!("NBODY_GRAPE_EXECUTOR: {e}"))?),
+            text => named(text.parse().map_err(|e| format!("{executor}: {e}"))?),
         };
         let capacity = j_memory()?;
-        opened.map(|o| Engine(o, capacity)).map_err(|e| format!("NBODY_GRAPE_EXECUTOR: {e}"))
+        opened.map(|o| Engine(o, capacity)).map_err(|e| format!("{executor}: {e}"))
     }
 
     /// The GPUs `list` names (`g5_open_special`, `g6_open_special`: a device list in
@@ -110,6 +118,11 @@ impl Engine {
 
     pub(crate) fn get(&mut self) -> &mut dyn Executor<f64> {
         self.0.f64()
+    }
+
+    /// The opened backend (for another precision, or its device line).
+    pub(crate) fn opened(&mut self) -> &mut Opened {
+        &mut self.0
     }
 }
 

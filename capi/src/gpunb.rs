@@ -1,0 +1,693 @@
+//! NBODY6++'s regular-force library ("gpunb"): the unsoftened regular force, its jerk,
+//! the potential and the neighbour lists of blocks of i-particles against every
+//! j-particle, with the neighbours left out of the force, as NBODY6++GPU and NBODY6/GPU
+//! call it from Fortran (`gpunb_open_`, `gpunb_send_`, `gpunb_regf_`, `gpupot_`).
+//!
+//! The same Fortran names carry different signatures in different codes, so this module
+//! exports one implementation under C names of its own (`nbody_gpunb_*`, scalars by
+//! value, a status returned), and a tiny C file per code (`capi/gpunb/*.c`, built into
+//! `libnbody_gpunb_<code>.a` by `scripts/build-gpunb.sh`) defines that code's Fortran
+//! names over them. `include/gpunb.h` declares both; docs/embedding.md says which
+//! archive each code takes.
+//!
+//! The rules, read from upstream's kernels (gpunb.velocity.cu, gpunb.gpu.cu):
+//! - j is a neighbour of i when `min(|dx|², |dx + dtr_i dv|²) < h2_i` (with `dx`, `dv`
+//!   the relative position and velocity; without `dtr` the first term alone), or
+//!   `< m_j h2_i` where the code asks for the mass-scaled sphere (`m_flag`). The particle
+//!   itself is its own neighbour (r² = 0) whenever its sphere is not empty.
+//! - Neighbours are left out of the sums: `acc = Σ m dx/r³`, `jrk = Σ m (dv − 3 (dx·dv)
+//!   dx/r²)/r³` and `pot = +Σ m/r` over the others. A coincident particle outside an
+//!   empty sphere (h2 = 0) is left out too, where upstream would add an infinity.
+//! - `list[i*lmax]` is the count, then the j indices (from 0, in the order sent,
+//!   increasing). A count above `nnbmax` (or above the `lmax − 1` slots) is an overflow:
+//!   the count is written as `−count` (NBODY6++) or `−1` (NBODY6), and the code shrinks
+//!   the sphere and calls again. Upstream also overflows when one of its 28 j-blocks
+//!   holds more than 256 neighbours, an artefact of its kernel that a list here does
+//!   not have: a list is complete up to `nnbmax`.
+//!
+//! How: the backend `NBODY_GPUNB_EXECUTOR` names (the registry's strings, a GPU when
+//! there is one and it is unset, else the CPU) computes every target's full field and
+//! jerk with the sources within a radius that contains every possible neighbour
+//! (`sqrt(h2) + dtr (|v_i − c| + max_j |v_j − c|)`, c the mean velocity); each of those
+//! is tested by the rules above in f64, and the neighbours' terms are taken back out of
+//! the sums in f64. On a GPU the j-particles stay on the device between `send` and the
+//! calls (`JMemory`); only the i-particles and the lists found cross per call. Precision:
+//! f64 by default, mixed with a mixed backend (`mixed`, `cuda-mixed`), f32 with
+//! `NBODY_GPUNB_PRECISION=f32` (absolute positions in f32, as upstream; the neighbours'
+//! terms are then removed as f32 computes them, and what is left of their rounding is
+//! about 1e-7 of their size).
+//!
+//! Errors (a count above a limit, nj above nbmax, a NaN) are reported on stderr as
+//! `nbody gpunb: ...`, kept for `nbody_last_error`, and returned as a nonzero status;
+//! the outputs are then untouched.
+
+use crate::grape::{Engine, count, shielded, triples, values, values_mut};
+use nbody_backends::{JCall, JMemory, JSearch};
+use nbody_core::jmemory::JParticle;
+use nbody_core::neighbours::{Nearest, Neighbours, Within};
+use nbody_core::{Bodies, Field, Jerk, Params, Particle, Velocity};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// `flags` bit of [`nbody_gpunb_regf`]: the sphere scales with the source's mass
+/// (`min(r², r²_predicted) < m_j h2_i`), NBODY6++GPU's `m_flag` and NBODY6's rule.
+pub const NBODY_GPUNB_MASS_SCALED: i32 = 1;
+/// `flags` bit of [`nbody_gpunb_regf`]: an overflowed list's count is written as −1
+/// (NBODY6) instead of −count (NBODY6++).
+pub const NBODY_GPUNB_OVERFLOW_MINUS_ONE: i32 = 2;
+
+/// The library's state: the engine (opened at the first call that needs it, dropped at
+/// close) and what `open` and `send` set.
+#[derive(Default)]
+struct State {
+    engine: Option<Engine>,
+    open: Option<Open>,
+    profile: Profile,
+}
+
+/// Between `open` and `close`.
+struct Open {
+    nbmax: usize,
+    /// The last `send`.
+    sources: Sources,
+    /// The j-particles on the GPU, where the engine has one.
+    device: Option<JMemory>,
+    /// Whether f32 was asked for (`NBODY_GPUNB_PRECISION`).
+    f32: bool,
+}
+
+/// The j-particles as sent, and the bounds the candidate radius needs.
+#[derive(Default)]
+struct Sources {
+    pos: Vec<Particle<f64>>,
+    vel: Vec<Velocity<f64>>,
+    /// The mean velocity, and the largest speed about it.
+    centre: [f64; 3],
+    speed: f64,
+    /// The largest mass.
+    mmax: f64,
+}
+
+/// What `nbody_gpunb_profile` prints: calls and seconds since the last print.
+#[derive(Default)]
+struct Profile {
+    sends: u64,
+    calls: u64,
+    targets: u64,
+    interactions: f64,
+    send_s: f64,
+    force_s: f64,
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+fn with_state<R>(f: impl FnOnce(&mut State) -> Result<R, String>) -> Result<R, String> {
+    let mut guard = STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    f(guard.get_or_insert_with(State::default))
+}
+
+impl State {
+    fn engine(&mut self) -> Result<&mut Engine, String> {
+        if self.engine.is_none() {
+            self.engine = Some(Engine::named_by("NBODY_GPUNB_EXECUTOR", "NBODY_GPUNB_THREADS")?);
+        }
+        Ok(self.engine.as_mut().expect("opened just above"))
+    }
+}
+
+/// Reports a failure: one line on stderr, kept for `nbody_last_error`; returns -1.
+fn report(message: &str) -> i32 {
+    eprintln!("nbody gpunb: {message}");
+    crate::set_last_error(message);
+    -1
+}
+
+fn status(r: Result<(), String>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(m) => report(&m),
+    }
+}
+
+fn precision_is_f32() -> Result<bool, String> {
+    match std::env::var("NBODY_GPUNB_PRECISION").as_deref().map(str::trim) {
+        Err(_) | Ok("") | Ok("f64") => Ok(false),
+        Ok("f32") => Ok(true),
+        Ok(other) => Err(format!(
+            "NBODY_GPUNB_PRECISION={other}: not a precision (f64, the default, or f32; mixed is a backend: NBODY_GPUNB_EXECUTOR=cuda-mixed or mixed)"
+        )),
+    }
+}
+
+/// Opens the backend (`NBODY_GPUNB_EXECUTOR`) if it is not yet, and prints which one
+/// to stderr, as upstream prints its device. Returns 0, or -1 on failure.
+///
+/// ```
+/// unsafe { std::env::set_var("NBODY_GPUNB_EXECUTOR", "cpu:1") }; // before any thread reads it
+/// assert_eq!(nbody_c::gpunb::nbody_gpunb_devinit(0), 0);
+/// ```
+#[unsafe(no_mangle)]
+pub extern "C" fn nbody_gpunb_devinit(rank: i32) -> i32 {
+    shielded(-1, || {
+        status(with_state(|s| {
+            if s.engine.is_none() {
+                let engine = s.engine()?;
+                let what = engine.opened().device_line().unwrap_or_else(|| engine.opened().backend().to_string());
+                eprintln!("nbody gpunb: rank {rank} on {what}");
+            }
+            Ok(())
+        }))
+    })
+}
+
+/// Opens the library for at most `nbmax` j-particles. Opening it when it is open is
+/// said on stderr and changes nothing, as upstream does.
+///
+/// ```
+/// use nbody_c::gpunb::*;
+/// unsafe { std::env::set_var("NBODY_GPUNB_EXECUTOR", "cpu:1") }; // before any thread reads it
+/// assert_eq!(nbody_gpunb_open(1000), 0);
+/// assert_eq!(nbody_gpunb_close(), 0);
+/// ```
+#[unsafe(no_mangle)]
+pub extern "C" fn nbody_gpunb_open(nbmax: i32) -> i32 {
+    shielded(-1, || {
+        status(with_state(|s| {
+            let nbmax = count(nbmax, "nbmax")?;
+            if s.open.is_some() {
+                // As upstream: said, and nothing changes.
+                eprintln!("nbody gpunb: gpunb_open: it is already open");
+                return Ok(());
+            }
+            let f32 = precision_is_f32()?;
+            let engine = s.engine()?;
+            if f32 {
+                engine.opened().get::<f32>().map_err(|e| format!("NBODY_GPUNB_PRECISION=f32: {e}"))?;
+            }
+            // The device keeps the j-particles in f64 records; f32 sends them each call.
+            let device = if f32 { None } else { JMemory::on(engine.executor()) };
+            s.open = Some(Open { nbmax, sources: Sources::default(), device, f32 });
+            Ok(())
+        }))
+    })
+}
+
+/// Closes the library and its backend (the next `open` reads `NBODY_GPUNB_EXECUTOR`
+/// again); closing it when it is not open is said on stderr, as upstream does.
+#[unsafe(no_mangle)]
+pub extern "C" fn nbody_gpunb_close() -> i32 {
+    shielded(-1, || {
+        status(with_state(|s| {
+            if s.open.take().is_none() {
+                eprintln!("nbody gpunb: gpunb_close: it is not open");
+            }
+            // The next open reads NBODY_GPUNB_EXECUTOR again.
+            s.engine = None;
+            Ok(())
+        }))
+    })
+}
+
+/// Sends the j-particles: `nj` masses, positions and velocities (at most the `nbmax` of
+/// `open`). Every later `regf` sums over these.
+///
+/// # Safety
+/// `m` holds `nj` values, `x` and `v` `nj` triples.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nbody_gpunb_send(nj: i32, m: *const f64, x: *const [f64; 3], v: *const [f64; 3]) -> i32 {
+    shielded(-1, || {
+        status(with_state(|s| {
+            let start = Instant::now();
+            let open = s.open.as_mut().ok_or("gpunb_send: the library is not open (gpunb_open first)")?;
+            let n = count(nj, "nj")?;
+            if n > open.nbmax {
+                return Err(format!("gpunb_send: nj = {n} is above the nbmax = {} of gpunb_open", open.nbmax));
+            }
+            // SAFETY: the caller's contract.
+            let (m, x, v) = unsafe { (values(m, n, "mj")?, triples(x, n, "xj")?, triples(v, n, "vj")?) };
+            for j in 0..n {
+                if !(m[j].is_finite() && m[j] >= 0.0) {
+                    return Err(format!("gpunb_send: mj[{j}] = {} is not a finite mass >= 0", m[j]));
+                }
+                if let Some(bad) = x[j].iter().chain(&v[j]).find(|c| !c.is_finite()) {
+                    return Err(format!("gpunb_send: particle {j} has a non-finite coordinate ({bad})"));
+                }
+            }
+            let src = &mut open.sources;
+            src.pos = (0..n).map(|j| Particle::new(x[j][0], x[j][1], x[j][2], m[j])).collect();
+            src.vel = v.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
+            let mean = |k: usize| if n == 0 { 0.0 } else { v.iter().map(|v| v[k]).sum::<f64>() / n as f64 };
+            src.centre = [mean(0), mean(1), mean(2)];
+            src.speed = v.iter().map(|v| norm(sub(*v, src.centre))).fold(0.0, f64::max);
+            src.mmax = m.iter().copied().fold(0.0, f64::max);
+            if let Some(device) = open.device.as_mut() {
+                for j in 0..n {
+                    let p = JParticle { x: x[j], m: m[j], v: v[j], a: [0.0; 3], j: [0.0; 3], t: 0.0 };
+                    device.set(j, p).map_err(|e| format!("gpunb_send: {e}"))?;
+                }
+            }
+            s.profile.sends += 1;
+            s.profile.send_s += start.elapsed().as_secs_f64();
+            Ok(())
+        }))
+    })
+}
+
+/// The rules of one code's `gpunb_regf_` (see the module docs).
+#[derive(Clone, Copy, Debug)]
+struct Rules {
+    nimax: usize,
+    mass_scaled: bool,
+    overflow_minus_one: bool,
+}
+
+/// One call's inputs, checked.
+struct Block<'a> {
+    h2: &'a [f64],
+    dtr: Option<&'a [f64]>,
+    x: &'a [[f64; 3]],
+    v: &'a [[f64; 3]],
+}
+
+/// What one call computes: per i-particle the sums and its neighbours (increasing).
+struct Regular {
+    acc: Vec<[f64; 3]>,
+    jerk: Vec<[f64; 3]>,
+    pot: Vec<f64>,
+    lists: Vec<Vec<u32>>,
+}
+
+/// The regular force on `ni` i-particles (at most `nimax`; `flags` of
+/// [`NBODY_GPUNB_MASS_SCALED`] and [`NBODY_GPUNB_OVERFLOW_MINUS_ONE`]): their squared
+/// neighbour radii `h2`, regular steps `dtr` (null: no velocity criterion), positions
+/// and velocities in; acceleration, jerk, potential (`pot` may be null) and the lists
+/// (`lmax` ints per i-particle, at most `nnbmax` neighbours) out. See the module docs
+/// for the rules. Returns 0, or -1 with the outputs untouched.
+///
+/// ```
+/// use nbody_c::gpunb::*;
+/// unsafe { std::env::set_var("NBODY_GPUNB_EXECUTOR", "cpu:1") }; // before any thread reads it
+/// let (m, x, v) = ([1.0, 1.0], [[0.0, 0.0, 0.0], [2.0, 0.0, 0.0]], [[0.0; 3]; 2]);
+/// assert_eq!(nbody_gpunb_open(2), 0);
+/// assert_eq!(unsafe { nbody_gpunb_send(2, m.as_ptr(), x.as_ptr(), v.as_ptr()) }, 0);
+/// let (h2, dtr) = ([0.25], [0.0]);
+/// let (mut acc, mut jrk, mut pot, mut list) = ([[0.0; 3]], [[0.0; 3]], [0.0], [0; 4]);
+/// let status = unsafe {
+///     nbody_gpunb_regf(1024, 0, 1, h2.as_ptr(), dtr.as_ptr(), x.as_ptr(), v.as_ptr(),
+///         acc.as_mut_ptr(), jrk.as_mut_ptr(), pot.as_mut_ptr(), 4, 3, list.as_mut_ptr())
+/// };
+/// assert_eq!(status, 0);
+/// assert_eq!((acc[0][0], pot[0]), (0.25, 0.5)); // the other one, 2 away
+/// assert_eq!(&list[..2], &[1, 0]); // itself, its only neighbour
+/// assert_eq!(nbody_gpunb_close(), 0);
+/// ```
+///
+/// # Safety
+/// `h2` (and `dtr` unless null) hold `ni` values, `xi`, `vi`, `acc` and `jrk` `ni`
+/// triples, `pot` (unless null) `ni` values, `list` `ni * lmax` ints; the outputs are
+/// writable and not aliased by the inputs.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn nbody_gpunb_regf(
+    nimax: i32,
+    flags: i32,
+    ni: i32,
+    h2: *const f64,
+    dtr: *const f64,
+    xi: *const [f64; 3],
+    vi: *const [f64; 3],
+    acc: *mut [f64; 3],
+    jrk: *mut [f64; 3],
+    pot: *mut f64,
+    lmax: i32,
+    nnbmax: i32,
+    list: *mut i32,
+) -> i32 {
+    shielded(-1, || {
+        status(with_state(|s| {
+            let start = Instant::now();
+            let rules = Rules {
+                nimax: count(nimax, "nimax")?,
+                mass_scaled: flags & NBODY_GPUNB_MASS_SCALED != 0,
+                overflow_minus_one: flags & NBODY_GPUNB_OVERFLOW_MINUS_ONE != 0,
+            };
+            let n = count(ni, "ni")?;
+            if n == 0 || n > rules.nimax {
+                return Err(format!("gpunb_regf: ni = {n}, where a call takes 1 to {} i-particles", rules.nimax));
+            }
+            let lmax = count(lmax, "lmax")?;
+            if lmax == 0 {
+                return Err("gpunb_regf: lmax = 0 leaves no room for a list's count".into());
+            }
+            let nnbmax = count(nnbmax, "nnbmax")?;
+            // SAFETY: the caller's contract.
+            let block = unsafe {
+                Block {
+                    h2: values(h2, n, "h2")?,
+                    dtr: if dtr.is_null() { None } else { Some(values(dtr, n, "dtr")?) },
+                    x: triples(xi, n, "xi")?,
+                    v: triples(vi, n, "vi")?,
+                }
+            };
+            block.check()?;
+            // SAFETY: the caller's contract (writable, unaliased).
+            let (acc, jrk, list) = unsafe {
+                (
+                    values_mut(acc, n, "acc")?,
+                    values_mut(jrk, n, "jrk")?,
+                    values_mut(list, n.checked_mul(lmax).ok_or("ni * lmax overflows")?, "list")?,
+                )
+            };
+            // SAFETY: as above.
+            let mut pot = if pot.is_null() { None } else { Some(unsafe { values_mut(pot, n, "pot")? }) };
+            let State { engine, open, profile } = s;
+            let open = open.as_mut().ok_or("gpunb_regf: the library is not open (gpunb_open first)")?;
+            let engine = engine.as_mut().ok_or("gpunb_regf: no backend")?;
+            let r = regular(engine, open, &block, rules)?;
+            for i in 0..n {
+                acc[i] = r.acc[i];
+                jrk[i] = r.jerk[i];
+                if let Some(p) = pot.as_deref_mut() {
+                    p[i] = r.pot[i];
+                }
+                let slots = &mut list[i * lmax..(i + 1) * lmax];
+                let found = &r.lists[i];
+                if found.len() > nnbmax.min(lmax - 1) {
+                    slots[0] = if rules.overflow_minus_one { -1 } else { -(found.len() as i32) };
+                } else {
+                    slots[0] = found.len() as i32;
+                    for (slot, &j) in slots[1..].iter_mut().zip(found) {
+                        *slot = j as i32;
+                    }
+                }
+            }
+            profile.calls += 1;
+            profile.targets += n as u64;
+            profile.interactions += (n * open.sources.pos.len()) as f64;
+            profile.force_s += start.elapsed().as_secs_f64();
+            Ok(())
+        }))
+    })
+}
+
+impl Block<'_> {
+    fn check(&self) -> Result<(), String> {
+        for i in 0..self.h2.len() {
+            if !(self.h2[i].is_finite() && self.h2[i] >= 0.0) {
+                return Err(format!("gpunb_regf: h2[{i}] = {} is not a finite value >= 0", self.h2[i]));
+            }
+            if let Some(t) = self.dtr.map(|d| d[i]).filter(|t| !t.is_finite()) {
+                return Err(format!("gpunb_regf: dtr[{i}] = {t} is not finite"));
+            }
+            if let Some(bad) = self.x[i].iter().chain(&self.v[i]).find(|c| !c.is_finite()) {
+                return Err(format!("gpunb_regf: i-particle {i} has a non-finite coordinate ({bad})"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Neighbour slots per target for the first search; a search that overflows them is
+/// repeated with as many as the fullest list found.
+const FIRST_SLOTS: usize = 256;
+
+fn regular(engine: &mut Engine, open: &mut Open, b: &Block<'_>, rules: Rules) -> Result<Regular, String> {
+    let n = b.h2.len();
+    let src = &open.sources;
+    // Every possible neighbour lies within this radius (see the module docs), widened
+    // far beyond any rounding of the search's own r².
+    let radius2: Vec<f64> = (0..n)
+        .map(|i| {
+            let sphere = b.h2[i] * if rules.mass_scaled { src.mmax } else { 1.0 };
+            let drift = b.dtr.map_or(0.0, |d| d[i].abs() * (norm(sub(b.v[i], src.centre)) + src.speed));
+            let r = sphere.sqrt() + drift;
+            r * r * (1.0 + 1e-6) + f64::MIN_POSITIVE
+        })
+        .collect();
+    let mut r = Regular { acc: vec![[0.0; 3]; n], jerk: vec![[0.0; 3]; n], pot: vec![0.0; n], lists: vec![] };
+    let candidates = if open.f32 {
+        full_sums_f32(engine, src, b, &radius2, &mut r)?
+    } else {
+        full_sums(engine, open.device.as_mut(), src, b, &radius2, &mut r)?
+    };
+    // The rules on each candidate; the neighbours' terms taken back out.
+    for (i, found) in candidates.iter().enumerate() {
+        let mut list = Vec::with_capacity(found.len());
+        for &j in found {
+            let (p, v) = (&src.pos[j as usize], &src.vel[j as usize]);
+            let dx = sub([p.x, p.y, p.z], b.x[i]);
+            let dv = sub([v.vx, v.vy, v.vz], b.v[i]);
+            let r2 = dot(dx, dx);
+            let ahead = b.dtr.map_or(r2, |d| {
+                let q = [dx[0] + d[i] * dv[0], dx[1] + d[i] * dv[1], dx[2] + d[i] * dv[2]];
+                dot(q, q)
+            });
+            let sphere = if rules.mass_scaled { p.m * b.h2[i] } else { b.h2[i] };
+            if r2.min(ahead) >= sphere {
+                continue;
+            }
+            list.push(j);
+            if r2 > 0.0 {
+                let (a, jk, phi) = if open.f32 { pair_f32(p, v, b.x[i], b.v[i]) } else { pair(p.m, dx, dv) };
+                for k in 0..3 {
+                    r.acc[i][k] -= a[k];
+                    r.jerk[i][k] -= jk[k];
+                }
+                r.pot[i] -= phi;
+            }
+        }
+        r.lists.push(list);
+    }
+    Ok(r)
+}
+
+/// One source's acceleration, jerk and potential (+m/r) on a target, in f64.
+fn pair(m: f64, dx: [f64; 3], dv: [f64; 3]) -> ([f64; 3], [f64; 3], f64) {
+    let r2 = dot(dx, dx);
+    let rinv = 1.0 / r2.sqrt();
+    let mr3 = m * rinv * rinv * rinv;
+    let rv = 3.0 * dot(dx, dv) / r2;
+    let a = [mr3 * dx[0], mr3 * dx[1], mr3 * dx[2]];
+    let j = [mr3 * (dv[0] - rv * dx[0]), mr3 * (dv[1] - rv * dx[1]), mr3 * (dv[2] - rv * dx[2])];
+    (a, j, m * rinv)
+}
+
+/// [`pair`] as an f32 executor computes it: inputs rounded to f32, arithmetic in f32.
+fn pair_f32(p: &Particle<f64>, v: &Velocity<f64>, xi: [f64; 3], vi: [f64; 3]) -> ([f64; 3], [f64; 3], f64) {
+    let d = |a: f64, b: f64| a as f32 - b as f32;
+    let dx = [d(p.x, xi[0]), d(p.y, xi[1]), d(p.z, xi[2])];
+    let dv = [d(v.vx, vi[0]), d(v.vy, vi[1]), d(v.vz, vi[2])];
+    let m = p.m as f32;
+    let r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2];
+    let rinv = 1.0 / r2.sqrt();
+    let mr3 = m * rinv * rinv * rinv;
+    let rv = 3.0 * (dx[0] * dv[0] + dx[1] * dv[1] + dx[2] * dv[2]) / r2;
+    let a = [mr3 * dx[0], mr3 * dx[1], mr3 * dx[2]].map(f64::from);
+    let j = [mr3 * (dv[0] - rv * dx[0]), mr3 * (dv[1] - rv * dx[1]), mr3 * (dv[2] - rv * dx[2])].map(f64::from);
+    (a, j, f64::from(m * rinv))
+}
+
+/// Full sums over every source into `r` (pot as +Σ m/r), and per target the sources
+/// within `radius2`, increasing: on the device j-memory when there is one, else through
+/// the executor's neighbour door with the sources sent.
+fn full_sums(
+    engine: &mut Engine,
+    mut device: Option<&mut JMemory>,
+    src: &Sources,
+    b: &Block<'_>,
+    radius2: &[f64],
+    r: &mut Regular,
+) -> Result<Vec<Vec<u32>>, String> {
+    let n = b.h2.len();
+    let tpos: Vec<Particle<f64>> = b.x.iter().map(|x| Particle::new(x[0], x[1], x[2], 0.0)).collect();
+    let tvel: Vec<Velocity<f64>> = b.v.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
+    let targets = Bodies { pos: &tpos, vel: &tvel };
+    let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
+    let nj = src.pos.len();
+    let mut slots = FIRST_SLOTS;
+    let lists = loop {
+        field.iter_mut().for_each(|f| *f = Field::zero());
+        jerk.iter_mut().for_each(|j| *j = Jerk::zero());
+        let (counts, lists) = if nj == 0 {
+            (vec![0; n], vec![vec![]; n])
+        } else if let Some(d) = device.as_deref_mut() {
+            let own = vec![-1; n];
+            let call = JCall { nj, time: 0.0, targets, own: &own, eps: 0.0 };
+            let search = JSearch::Lists { radius2, capacity: slots };
+            let packed = d
+                .forces(engine.executor(), call, &mut field, &mut jerk, search)
+                .map_err(|e| format!("gpunb_regf: {e}"))?
+                .ok_or("gpunb_regf: the device found no lists")?;
+            (packed.counts.clone(), (0..n).map(|i| packed.list(i).to_vec()).collect())
+        } else {
+            let sources = Bodies { pos: &src.pos, vel: &src.vel };
+            let (mut indices, mut counts) = (vec![0u32; n * slots], vec![0u32; n]);
+            let mut nearest = vec![Nearest::none(); n];
+            let mut nb = Neighbours {
+                nearest: &mut nearest,
+                within: Some(Within { radius2, capacity: slots, indices: &mut indices, counts: &mut counts }),
+                index_offset: 0,
+            };
+            engine
+                .get()
+                .accelerations_jerk_neighbours(targets, sources, &Params::softened(0.0), &mut field, &mut jerk, &mut nb)
+                .map_err(|e| format!("gpunb_regf: {e}"))?;
+            let lists = (0..n).map(|i| indices[i * slots..][..(counts[i] as usize).min(slots)].to_vec()).collect();
+            (counts, lists)
+        };
+        let most = counts.iter().copied().max().unwrap_or(0) as usize;
+        if most <= slots {
+            break lists;
+        }
+        slots = most;
+    };
+    for i in 0..n {
+        r.acc[i] = field[i].acceleration();
+        r.jerk[i] = jerk[i].components();
+        r.pot[i] = -field[i].phi;
+    }
+    Ok(lists)
+}
+
+/// [`full_sums`] in f32, with the sources sent each call.
+fn full_sums_f32(
+    engine: &mut Engine,
+    src: &Sources,
+    b: &Block<'_>,
+    radius2: &[f64],
+    r: &mut Regular,
+) -> Result<Vec<Vec<u32>>, String> {
+    let n = b.h2.len();
+    let p32 = |x: [f64; 3], m: f64| Particle::new(x[0] as f32, x[1] as f32, x[2] as f32, m as f32);
+    let v32 = |v: [f64; 3]| Velocity::new(v[0] as f32, v[1] as f32, v[2] as f32);
+    let tpos: Vec<Particle<f32>> = b.x.iter().map(|&x| p32(x, 0.0)).collect();
+    let tvel: Vec<Velocity<f32>> = b.v.iter().map(|&v| v32(v)).collect();
+    let spos: Vec<Particle<f32>> = src.pos.iter().map(|p| p32([p.x, p.y, p.z], p.m)).collect();
+    let svel: Vec<Velocity<f32>> = src.vel.iter().map(|v| v32([v.vx, v.vy, v.vz])).collect();
+    // Widened again for f32's rounding of r².
+    let radius2: Vec<f32> = radius2.iter().map(|&r2| (r2 * (1.0 + 1e-5)) as f32 + f32::MIN_POSITIVE).collect();
+    let (mut field, mut jerk) = (vec![Field::<f32>::zero(); n], vec![Jerk::<f32>::zero(); n]);
+    let mut slots = FIRST_SLOTS;
+    let (counts, indices) = loop {
+        field.iter_mut().for_each(|f| *f = Field::zero());
+        jerk.iter_mut().for_each(|j| *j = Jerk::zero());
+        let (mut indices, mut counts) = (vec![0u32; n * slots], vec![0u32; n]);
+        if !spos.is_empty() {
+            let mut nearest = vec![Nearest::none(); n];
+            let mut nb = Neighbours {
+                nearest: &mut nearest,
+                within: Some(Within { radius2: &radius2, capacity: slots, indices: &mut indices, counts: &mut counts }),
+                index_offset: 0,
+            };
+            let exec = engine.opened().get::<f32>().map_err(|e| format!("gpunb_regf: {e}"))?;
+            let (t, s) = (Bodies { pos: &tpos, vel: &tvel }, Bodies { pos: &spos, vel: &svel });
+            exec.accelerations_jerk_neighbours(t, s, &Params::softened(0.0), &mut field, &mut jerk, &mut nb)
+                .map_err(|e| format!("gpunb_regf: {e}"))?;
+        }
+        let most = counts.iter().copied().max().unwrap_or(0) as usize;
+        if most <= slots {
+            break (counts, indices);
+        }
+        slots = most;
+    };
+    for i in 0..n {
+        r.acc[i] = field[i].acceleration().map(f64::from);
+        r.jerk[i] = jerk[i].components().map(f64::from);
+        r.pot[i] = -f64::from(field[i].phi);
+    }
+    Ok((0..n).map(|i| indices[i * slots..][..counts[i] as usize].to_vec()).collect())
+}
+
+/// NBODY6++'s `gpupot_`: the potential `+Σ m_j/r` over every other particle (coincident
+/// ones left out) of particles `istart..istart+ni-1` (counted from 1) of the `n` given,
+/// into `pot[0..ni]`. Needs no `open`.
+///
+/// ```
+/// use nbody_c::gpunb::nbody_gpunb_potential;
+/// unsafe { std::env::set_var("NBODY_GPUNB_EXECUTOR", "cpu:1") }; // before any thread reads it
+/// let (m, x) = ([1.0, 2.0], [[0.0, 0.0, 0.0], [4.0, 0.0, 0.0]]);
+/// let mut pot = [0.0; 2];
+/// assert_eq!(unsafe { nbody_gpunb_potential(1, 2, 2, m.as_ptr(), x.as_ptr(), pot.as_mut_ptr()) }, 0);
+/// assert_eq!(pot, [0.5, 0.25]);
+/// ```
+///
+/// # Safety
+/// `m` holds `n` values and `x` `n` triples; `pot` has room for `ni` values.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nbody_gpunb_potential(
+    istart: i32,
+    ni: i32,
+    n: i32,
+    m: *const f64,
+    x: *const [f64; 3],
+    pot: *mut f64,
+) -> i32 {
+    shielded(-1, || {
+        status(with_state(|s| {
+            let (ni, n) = (count(ni, "ni")?, count(n, "n")?);
+            let first = usize::try_from(istart)
+                .ok()
+                .filter(|&f| f >= 1)
+                .ok_or(format!("gpupot: istart = {istart} (counted from 1)"))?;
+            if first - 1 + ni > n {
+                return Err(format!("gpupot: particles {first}..{} are past the n = {n} given", first - 1 + ni));
+            }
+            // SAFETY: the caller's contract.
+            let (m, x, pot) = unsafe { (values(m, n, "m")?, triples(x, n, "x")?, values_mut(pot, ni, "pot")?) };
+            for j in 0..n {
+                if !(m[j].is_finite() && m[j] >= 0.0) || x[j].iter().any(|c| !c.is_finite()) {
+                    return Err(format!("gpupot: particle {j} is not finite (mass {}, position {:?})", m[j], x[j]));
+                }
+            }
+            if ni == 0 {
+                return Ok(());
+            }
+            let all: Vec<Particle<f64>> = (0..n).map(|j| Particle::new(x[j][0], x[j][1], x[j][2], m[j])).collect();
+            let mut field = vec![Field::zero(); ni];
+            let targets = &all[first - 1..first - 1 + ni];
+            s.engine()?
+                .get()
+                .accelerations(targets, &all, &Params::softened(0.0), &mut field)
+                .map_err(|e| format!("gpupot: {e}"))?;
+            for (p, f) in pot.iter_mut().zip(&field) {
+                *p = -f.phi;
+            }
+            Ok(())
+        }))
+    })
+}
+
+/// Prints the calls and seconds since the last print to stderr, as upstream's
+/// `gpunb_profile_` does, and starts counting again.
+#[unsafe(no_mangle)]
+pub extern "C" fn nbody_gpunb_profile(rank: i32) -> i32 {
+    shielded(-1, || {
+        status(with_state(|s| {
+            let p = std::mem::take(&mut s.profile);
+            if p.calls > 0 {
+                eprintln!(
+                    "[R.{rank} nbody gpunb] Nsend {} Ngrav {} <Ni> {} send(s) {:.6} grav(s) {:.6} rate {:.3e} interactions/s",
+                    p.sends,
+                    p.calls,
+                    p.targets / p.calls,
+                    p.send_s,
+                    p.force_s,
+                    p.interactions / p.force_s.max(1e-300)
+                );
+            }
+            Ok(())
+        }))
+    })
+}
+
+fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+
+fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+fn norm(a: [f64; 3]) -> f64 {
+    dot(a, a).sqrt()
+}

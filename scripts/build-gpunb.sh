@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# NBODY6's regular-force library over libnbody_c: one small archive per code, each
+# defining that code's Fortran names (capi/gpunb/<code>.c) over libnbody_c's
+# nbody_gpunb_* functions. Builds libnbody_c too (release; pass --features cuda for the
+# GPU), then target/release/libnbody_gpunb_{nbody6pp,amuse,nbody6}.a.
+#   scripts/build-gpunb.sh [cargo flags]
+# Link a code with its archive, then libnbody_c.a (docs/embedding.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${NBODY_C_LIB_DIR:-}" ]; then cargo build --release -p nbody-capi "$@"; fi
+out=${NBODY_C_LIB_DIR:-$PWD/target/release}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for code in nbody6pp amuse nbody6; do
+  ${CC:-cc} -O2 -fPIC -Wall -Wextra -Werror -Icapi/include -Icapi/gpunb -c "capi/gpunb/$code.c" -o "$work/$code.o"
+  rm -f "$out/libnbody_gpunb_$code.a"
+  ar rcs "$out/libnbody_gpunb_$code.a" "$work/$code.o"
+done
+echo "built $out/libnbody_gpunb_{nbody6pp,amuse,nbody6}.a beside libnbody_c.a"
