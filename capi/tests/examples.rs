@@ -68,6 +68,7 @@ fn build_and_run_with(compiler: &str, source: &str, flags: &[&str], out: &Path, 
     let run = Command::new(out)
         .args(args)
         .env("NBODY_GRAPE_EXECUTOR", "cpu")
+        .env("NBODY_GPUNB_EXECUTOR", "cpu:1")
         .env("NBODY_GRAPE_THREADS", nbody_backends::available_threads().min(2).to_string())
         .output()
         .expect("the example runs");
@@ -160,6 +161,31 @@ fn grape5_program_matches_its_own_double_loop_and_survives_bad_calls() {
     assert!(err.contains("nbody grape: g5_calculate_force_on_x: targets[0] has a NaN"), "{err}");
     assert!(err.contains("eps = -1 must be finite"), "{err}");
     assert!(err.contains("the board is not open"), "{err}");
+}
+
+/// AMUSE's NBODY6++ regular-force calls through its Fortran names (the AMUSE archive's
+/// source, capi/gpunb/amuse.c, compiled in) against the program's own double loop; a
+/// call past the i-particle limit stops the program with status 70 and the message.
+#[test]
+fn gpunb_program_through_amuses_names_matches_its_double_loop_and_stops_on_bad_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shim = root.join("gpunb/amuse.c");
+    let (inc, stop) = (include(), format!("-I{}", root.join("gpunb").display()));
+    let flags = ["-std=c11", "-D_DEFAULT_SOURCE", &inc, &stop, shim.to_str().unwrap()];
+    let exe = dir.path().join("gpunb");
+    let (text, err) = build_and_run_with("cc", "gpunb_amuse.c", &flags, &exe, &[]);
+    assert!(text.contains("lists 700/700"), "{text}{err}");
+    let worst = |key: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("{key} in {text}"));
+        line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).expect("a number")
+    };
+    assert!(worst("worst") < 1e-13 && worst("potential") < 1e-13, "{text}");
+    let bad = Command::new(&exe).arg("bad").env("NBODY_GPUNB_EXECUTOR", "cpu:1").output().expect("it runs");
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(70), "{err}");
+    assert!(err.contains("ni = 1025, where a call takes 1 to 1024"), "{err}");
+    assert!(!String::from_utf8_lossy(&bad.stdout).contains("not stopped"));
 }
 
 /// A block-step Hermite code written against GRAPE-6 (forces, jerks and neighbours from
