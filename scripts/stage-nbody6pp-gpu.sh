@@ -29,7 +29,7 @@ for code in upstream nbody; do
     CUFLAGS="-O3 -I ../extra_inc/cuda -arch=sm_90")
   link="-o \$(RESULT) -L$work/cudart -static-libgfortran -Wl,--wrap=gpunb_regf_ $work/first_regf.o"
   if [ "$code" = nbody ]; then
-    flags+=(CUDA_OBJECTS="$lib/libnbody_gpunb_nbody6pp.a $lib/libnbody_c.a" LDFLAGS="$link -lcuda")
+    flags+=(CUDA_OBJECTS="$lib/libnbody_gpunb_nbody6pp.a $lib/libnbody_c.a" LDFLAGS="$link -Wl,--no-as-needed -lcuda")
   else
     flags+=(LDFLAGS="$link")
   fi

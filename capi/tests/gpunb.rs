@@ -211,64 +211,79 @@ fn block_inputs(c: &Cluster, from: usize, to: usize, seed: u64) -> (Vec<[f64; 3]
 /// units of the scale (64 roundings of f64; f32's rounding for the f32 runs).
 fn nbody6pp_pattern(executor: &str, precision: &str, flags: i32, tolerance: f64) {
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    let c = cluster(3000, 11);
+    let mut c = cluster(3000, 11);
     open_with(executor, precision, &c, 4000);
     let mass_scaled = flags & NBODY_GPUNB_MASS_SCALED != 0;
     let (mut lists_checked, mut neighbours, mut overflowed) = (0, 0, 0);
     let (mut worst, mut worst_jerk) = (0.0f64, 0.0f64);
-    for from in (0..c.m.len()).step_by(1024) {
-        let to = (from + 1024).min(c.m.len());
-        let (xi, vi, mut h2, dtr) = block_inputs(&c, from, to, from as u64 + 3);
-        if mass_scaled {
-            // m_flag's h2 is per unit mass (NBODY6 divides by the mean mass).
-            h2.iter_mut().for_each(|h| *h *= c.m.len() as f64);
+    // Three sends, as NBODY6++ sends each regular block: the particles as made, a little
+    // later (the library's cells are kept, the escaper among the movers), much later
+    // (they are built again).
+    for (round, dt) in [(0, 0.0), (1, 0.02), (2, 0.5)] {
+        if round > 0 {
+            for j in 0..c.m.len() {
+                for k in 0..3 {
+                    c.x[j][k] += dt * c.v[j][k];
+                }
+            }
+            // SAFETY: nj records each.
+            let s = unsafe { nbody_gpunb_send(c.m.len() as i32, c.m.as_ptr(), c.x.as_ptr(), c.v.as_ptr()) };
+            assert_eq!(s, 0);
         }
-        let (status, g) = regf(1024, flags, &xi, &vi, &h2, Some(&dtr), LMAX, NNBMAX);
-        assert_eq!(status, 0);
-        for i in 0..xi.len() {
-            let e = expected(&c, xi[i], vi[i], h2[i], Some(dtr[i]), mass_scaled);
-            for k in 0..3 {
-                worst = worst.max((g.acc[i][k] - e.acc[k]).abs() / e.scale[k]);
-                worst_jerk = worst_jerk.max((g.jerk[i][k] - e.jerk[k]).abs() / e.jerk_scale[k]);
+        for from in (0..c.m.len()).step_by(1024) {
+            let to = (from + 1024).min(c.m.len());
+            let (xi, vi, mut h2, dtr) = block_inputs(&c, from, to, from as u64 + 3);
+            if mass_scaled {
+                // m_flag's h2 is per unit mass (NBODY6 divides by the mean mass).
+                h2.iter_mut().for_each(|h| *h *= c.m.len() as f64);
             }
-            for k in 0..3 {
+            let (status, g) = regf(1024, flags, &xi, &vi, &h2, Some(&dtr), LMAX, NNBMAX);
+            assert_eq!(status, 0);
+            for i in 0..xi.len() {
+                let e = expected(&c, xi[i], vi[i], h2[i], Some(dtr[i]), mass_scaled);
+                for k in 0..3 {
+                    worst = worst.max((g.acc[i][k] - e.acc[k]).abs() / e.scale[k]);
+                    worst_jerk = worst_jerk.max((g.jerk[i][k] - e.jerk[k]).abs() / e.jerk_scale[k]);
+                }
+                for k in 0..3 {
+                    assert!(
+                        (g.acc[i][k] - e.acc[k]).abs() <= tolerance * e.scale[k],
+                        "{executor}: acc[{}][{k}] {} vs {}",
+                        from + i,
+                        g.acc[i][k],
+                        e.acc[k]
+                    );
+                    assert!(
+                        (g.jerk[i][k] - e.jerk[k]).abs() <= tolerance * e.jerk_scale[k],
+                        "{executor}: jerk[{}][{k}] {} vs {}",
+                        from + i,
+                        g.jerk[i][k],
+                        e.jerk[k]
+                    );
+                }
                 assert!(
-                    (g.acc[i][k] - e.acc[k]).abs() <= tolerance * e.scale[k],
-                    "{executor}: acc[{}][{k}] {} vs {}",
+                    (g.pot[i] - e.pot).abs() <= tolerance * e.pot_scale,
+                    "{executor}: pot[{}] {} vs {}",
                     from + i,
-                    g.acc[i][k],
-                    e.acc[k]
+                    g.pot[i],
+                    e.pot
                 );
-                assert!(
-                    (g.jerk[i][k] - e.jerk[k]).abs() <= tolerance * e.jerk_scale[k],
-                    "{executor}: jerk[{}][{k}] {} vs {}",
-                    from + i,
-                    g.jerk[i][k],
-                    e.jerk[k]
-                );
-            }
-            assert!(
-                (g.pot[i] - e.pot).abs() <= tolerance * e.pot_scale,
-                "{executor}: pot[{}] {} vs {}",
-                from + i,
-                g.pot[i],
-                e.pot
-            );
-            let got = &g.list[i * LMAX..(i + 1) * LMAX];
-            if e.list.len() > NNBMAX {
-                assert_eq!(got[0], -(e.list.len() as i32), "{executor}: overflow code of {}", from + i);
-                overflowed += 1;
-            } else {
-                assert_eq!(got[0] as usize, e.list.len(), "{executor}: count of {}", from + i);
-                assert_eq!(&got[1..=e.list.len()], &e.list[..], "{executor}: list of {}", from + i);
-                lists_checked += 1;
-                neighbours += e.list.len();
+                let got = &g.list[i * LMAX..(i + 1) * LMAX];
+                if e.list.len() > NNBMAX {
+                    assert_eq!(got[0], -(e.list.len() as i32), "{executor}: overflow code of {}", from + i);
+                    overflowed += 1;
+                } else {
+                    assert_eq!(got[0] as usize, e.list.len(), "{executor}: count of {}", from + i);
+                    assert_eq!(&got[1..=e.list.len()], &e.list[..], "{executor}: list of {}", from + i);
+                    lists_checked += 1;
+                    neighbours += e.list.len();
+                }
             }
         }
     }
     // Enough of both to mean something: about 20 neighbours a list, a few overflowed.
     assert!(
-        lists_checked > 2900 && neighbours > 15 * lists_checked && overflowed > 0,
+        lists_checked > 3 * 2900 && neighbours > 15 * lists_checked && overflowed > 0,
         "{lists_checked} lists, {neighbours} neighbours, {overflowed} overflowed"
     );
     eprintln!("{executor} {precision}: worst error / scale {worst:.3e} (acc), {worst_jerk:.3e} (jerk)");
@@ -438,5 +453,29 @@ fn bad_calls_are_errors_with_the_outputs_untouched() {
         )
     };
     assert!(s == -1 && last().contains("list"), "{}", last());
+    assert_eq!(nbody_gpunb_close(), 0);
+}
+
+/// Cells kept across a send widen each search by how far the particles moved: a particle
+/// that moved into a sphere from a cell the search would not look at is still found.
+#[test]
+fn kept_cells_widen_the_search_by_the_drift() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    // Cells of 0.5 from the corner (-1,-1,-1): the search about x = -0.001 to 0.499 looks
+    // at cells up to x = 0.5, so the particle at 0.55 sits in a cell it skips.
+    let mut c = Cluster {
+        m: vec![1.0, 1.0, 1.0],
+        x: vec![[-1.0, -1.0, -1.0], [-0.001, 0.0, 0.0], [0.55, 0.0, 0.0]],
+        v: vec![[0.0; 3]; 3],
+    };
+    open_with(&backend(), "f64", &c, 3);
+    let (_, g) = regf(1024, 0, &[c.x[1]], &[c.v[1]], &[0.25], None, 8, 8);
+    assert_eq!(&g.list[..2], &[1, 1], "itself only");
+    // Moved by 0.1, under a quarter cell: the cells stay, and it is now 0.451 away.
+    c.x[2][0] = 0.45;
+    // SAFETY: three records each.
+    assert_eq!(unsafe { nbody_gpunb_send(3, c.m.as_ptr(), c.x.as_ptr(), c.v.as_ptr()) }, 0);
+    let (_, g) = regf(1024, 0, &[c.x[1]], &[c.v[1]], &[0.25], None, 8, 8);
+    assert_eq!(&g.list[..3], &[2, 1, 2], "itself and the one that came in");
     assert_eq!(nbody_gpunb_close(), 0);
 }

@@ -41,10 +41,12 @@
 //! `nbody gpunb: ...`, kept for `nbody_last_error`, and returned as a nonzero status;
 //! the outputs are then untouched.
 
+mod grid;
+
 use crate::grape::{Engine, count, shielded, triples, values, values_mut};
+use grid::Grid;
 use nbody_backends::{JCall, JMemory, JSearch};
 use nbody_core::jmemory::JParticle;
-use nbody_core::neighbours::{Nearest, Neighbours, Within};
 use nbody_core::{Bodies, Field, Jerk, Params, Particle, Velocity};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -74,6 +76,20 @@ struct Open {
     device: Option<JMemory>,
     /// Whether f32 was asked for (`NBODY_GPUNB_PRECISION`).
     f32: bool,
+    /// The j-particles in cells, built at the first call after a send and kept across
+    /// sends while the particles stay near where they were.
+    grid: Option<Cells>,
+}
+
+/// A grid and the positions it was built from; `drift` is the farthest any particle
+/// but the `movers` has moved since, added to every search's reach; the movers (gone
+/// farther, a fast escaper) are looked at by every search instead of in their cells.
+struct Cells {
+    grid: Grid,
+    at: Vec<[f64; 3]>,
+    drift: f64,
+    movers: Vec<u32>,
+    moved: Vec<bool>,
 }
 
 /// The j-particles as sent, and the bounds the candidate radius needs.
@@ -96,7 +112,11 @@ struct Profile {
     targets: u64,
     interactions: f64,
     send_s: f64,
+    /// Whole calls; of which the full sums and, beside them on the host, the lists.
     force_s: f64,
+    sums_s: f64,
+    lists_s: f64,
+    grids: u64,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -186,7 +206,7 @@ pub extern "C" fn nbody_gpunb_open(nbmax: i32) -> i32 {
             }
             // The device keeps the j-particles in f64 records; f32 sends them each call.
             let device = if f32 { None } else { JMemory::on(engine.executor()) };
-            s.open = Some(Open { nbmax, sources: Sources::default(), device, f32 });
+            s.open = Some(Open { nbmax, sources: Sources::default(), device, f32, grid: None });
             Ok(())
         }))
     })
@@ -240,6 +260,34 @@ pub unsafe extern "C" fn nbody_gpunb_send(nj: i32, m: *const f64, x: *const [f64
             src.centre = [mean(0), mean(1), mean(2)];
             src.speed = v.iter().map(|v| norm(sub(*v, src.centre))).fold(0.0, f64::max);
             src.mmax = m.iter().copied().fold(0.0, f64::max);
+            // The cells stay while all but a few particles are within a quarter cell of
+            // where they were (NBODY6++ sends each regular block, when few have moved
+            // far); a new count (a KS pair made or ended renumbers the particles) or many
+            // movers build them again.
+            if let Some(c) = open.grid.as_mut() {
+                let keep = c.at.len() == n && {
+                    let limit = 0.25 * c.grid.size();
+                    let (mut drift, mut movers) = (0.0f64, Vec::new());
+                    for (j, (p, q)) in x.iter().zip(&c.at).enumerate() {
+                        let d = norm(sub(*p, *q));
+                        if d > limit {
+                            movers.push(j as u32);
+                        } else {
+                            drift = drift.max(d);
+                        }
+                    }
+                    let few = movers.len() <= MOVERS.max(n / 512);
+                    if few {
+                        c.moved = vec![false; n];
+                        movers.iter().for_each(|&j| c.moved[j as usize] = true);
+                        (c.drift, c.movers) = (drift, movers);
+                    }
+                    few
+                };
+                if !keep {
+                    open.grid = None;
+                }
+            }
             if let Some(device) = open.device.as_mut() {
                 for j in 0..n {
                     let p = JParticle { x: x[j], m: m[j], v: v[j], a: [0.0; 3], j: [0.0; 3], t: 0.0 };
@@ -363,7 +411,7 @@ pub unsafe extern "C" fn nbody_gpunb_regf(
             let State { engine, open, profile } = s;
             let open = open.as_mut().ok_or("gpunb_regf: the library is not open (gpunb_open first)")?;
             let engine = engine.as_mut().ok_or("gpunb_regf: no backend")?;
-            let r = regular(engine, open, &block, rules)?;
+            let r = regular(engine, open, &block, rules, profile)?;
             for i in 0..n {
                 acc[i] = r.acc[i];
                 jrk[i] = r.jerk[i];
@@ -407,58 +455,134 @@ impl Block<'_> {
     }
 }
 
-/// Neighbour slots per target for the first search; a search that overflows them is
-/// repeated with as many as the fullest list found.
-const FIRST_SLOTS: usize = 256;
+/// Particles that may leave their cells before the cells are built again (more than
+/// this, or one in 512, builds them again).
+const MOVERS: usize = 64;
 
-fn regular(engine: &mut Engine, open: &mut Open, b: &Block<'_>, rules: Rules) -> Result<Regular, String> {
+/// What the rules make of one i-particle: its neighbours (increasing) and the sum of
+/// their terms, to be taken out of the full sums.
+struct Excluded {
+    list: Vec<u32>,
+    acc: [f64; 3],
+    jerk: [f64; 3],
+    pot: f64,
+}
+
+fn regular(
+    engine: &mut Engine,
+    open: &mut Open,
+    b: &Block<'_>,
+    rules: Rules,
+    profile: &mut Profile,
+) -> Result<Regular, String> {
     let n = b.h2.len();
-    let src = &open.sources;
-    // Every possible neighbour lies within this radius (see the module docs), widened
-    // far beyond any rounding of the search's own r².
-    let radius2: Vec<f64> = (0..n)
-        .map(|i| {
-            let sphere = b.h2[i] * if rules.mass_scaled { src.mmax } else { 1.0 };
-            let drift = b.dtr.map_or(0.0, |d| d[i].abs() * (norm(sub(b.v[i], src.centre)) + src.speed));
-            let r = sphere.sqrt() + drift;
-            r * r * (1.0 + 1e-6) + f64::MIN_POSITIVE
-        })
-        .collect();
+    let Open { sources: src, device, f32, grid, .. } = open;
+    let f32 = *f32;
+    if grid.is_none() {
+        // Cells about the size of this call's spheres (NBODY6++ keeps some hundred
+        // neighbours in each).
+        let mut r: Vec<f64> =
+            b.h2.iter().map(|h| (h * if rules.mass_scaled { src.mmax } else { 1.0 }).sqrt()).collect();
+        r.sort_unstable_by(f64::total_cmp);
+        let at: Vec<[f64; 3]> = src.pos.iter().map(|p| [p.x, p.y, p.z]).collect();
+        let moved = vec![false; at.len()];
+        *grid = Some(Cells { grid: Grid::new(&at, r[r.len() / 2]), at, drift: 0.0, movers: vec![], moved });
+        profile.grids += 1;
+    }
+    let cells = grid.as_ref().expect("built just above");
+    let src = &*src;
     let mut r = Regular { acc: vec![[0.0; 3]; n], jerk: vec![[0.0; 3]; n], pot: vec![0.0; n], lists: vec![] };
-    let candidates = if open.f32 {
-        full_sums_f32(engine, src, b, &radius2, &mut r)?
-    } else {
-        full_sums(engine, open.device.as_mut(), src, b, &radius2, &mut r)?
-    };
-    // The rules on each candidate; the neighbours' terms taken back out.
-    for (i, found) in candidates.iter().enumerate() {
-        let mut list = Vec::with_capacity(found.len());
-        for &j in found {
-            let (p, v) = (&src.pos[j as usize], &src.vel[j as usize]);
-            let dx = sub([p.x, p.y, p.z], b.x[i]);
-            let dv = sub([v.vx, v.vy, v.vz], b.v[i]);
-            let r2 = dot(dx, dx);
-            let ahead = b.dtr.map_or(r2, |d| {
-                let q = [dx[0] + d[i] * dv[0], dx[1] + d[i] * dv[1], dx[2] + d[i] * dv[2]];
-                dot(q, q)
-            });
-            let sphere = if rules.mass_scaled { p.m * b.h2[i] } else { b.h2[i] };
-            if r2.min(ahead) >= sphere {
-                continue;
-            }
-            list.push(j);
-            if r2 > 0.0 {
-                let (a, jk, phi) = if open.f32 { pair_f32(p, v, b.x[i], b.v[i]) } else { pair(p.m, dx, dv) };
-                for k in 0..3 {
-                    r.acc[i][k] -= a[k];
-                    r.jerk[i][k] -= jk[k];
-                }
-                r.pot[i] -= phi;
-            }
+    // The lists on the host's threads while the full sums run (on a GPU, beside them).
+    let (excluded, sums) = std::thread::scope(|scope| {
+        let lists = scope.spawn(|| {
+            let start = Instant::now();
+            let e = on_threads(n, |i| neighbours_of(src, cells, b, i, rules, f32));
+            (e, start.elapsed().as_secs_f64())
+        });
+        let start = Instant::now();
+        let sums = if f32 {
+            full_sums_f32(engine, src, b, &mut r)
+        } else {
+            full_sums(engine, device.as_mut(), src, b, &mut r)
+        };
+        (lists.join(), sums.map(|()| start.elapsed().as_secs_f64()))
+    });
+    let (excluded, lists_s) = excluded.map_err(|_| "gpunb_regf: the neighbour search panicked".to_string())?;
+    profile.sums_s += sums?;
+    profile.lists_s += lists_s;
+    for (i, e) in excluded.into_iter().enumerate() {
+        for k in 0..3 {
+            r.acc[i][k] -= e.acc[k];
+            r.jerk[i][k] -= e.jerk[k];
         }
-        r.lists.push(list);
+        r.pot[i] -= e.pot;
+        r.lists.push(e.list);
     }
     Ok(r)
+}
+
+/// `f(i)` for `i` in `0..n` on the library's threads (`NBODY_GPUNB_THREADS`, else every
+/// core), in order.
+fn on_threads<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    let threads = std::env::var("NBODY_GPUNB_THREADS")
+        .ok()
+        .and_then(|t| t.trim().parse::<usize>().ok())
+        .unwrap_or_else(nbody_backends::available_threads)
+        .clamp(1, n.div_ceil(16).max(1));
+    if threads == 1 {
+        return (0..n).map(f).collect();
+    }
+    let per = n.div_ceil(threads);
+    std::thread::scope(|scope| {
+        let f = &f;
+        let parts: Vec<_> = (0..threads)
+            .map(|t| scope.spawn(move || (t * per..((t + 1) * per).min(n)).map(f).collect::<Vec<R>>()))
+            .collect();
+        parts.into_iter().flat_map(|h| h.join().expect("a neighbour thread panicked")).collect()
+    })
+}
+
+/// The rules (see the module docs) on every j-particle of the cells that can hold a
+/// neighbour of i-particle `i`: within `sqrt(h2) + dtr (|v_i − c| + max_j |v_j − c|)`,
+/// c the mean velocity, of where the cells had it.
+fn neighbours_of(src: &Sources, cells: &Cells, b: &Block<'_>, i: usize, rules: Rules, f32: bool) -> Excluded {
+    let sphere = b.h2[i] * if rules.mass_scaled { src.mmax } else { 1.0 };
+    let drift = b.dtr.map_or(0.0, |d| d[i].abs() * (norm(sub(b.v[i], src.centre)) + src.speed));
+    // Widened by how far any particle moved since the cells were built.
+    let reach = sphere.sqrt() + drift + cells.drift;
+    let mut e = Excluded { list: vec![], acc: [0.0; 3], jerk: [0.0; 3], pot: 0.0 };
+    let mut rule = |j: u32| {
+        let (p, v) = (&src.pos[j as usize], &src.vel[j as usize]);
+        let dx = sub([p.x, p.y, p.z], b.x[i]);
+        let dv = sub([v.vx, v.vy, v.vz], b.v[i]);
+        let r2 = dot(dx, dx);
+        let ahead = b.dtr.map_or(r2, |d| {
+            let q = [dx[0] + d[i] * dv[0], dx[1] + d[i] * dv[1], dx[2] + d[i] * dv[2]];
+            dot(q, q)
+        });
+        let sphere = if rules.mass_scaled { p.m * b.h2[i] } else { b.h2[i] };
+        if r2.min(ahead) >= sphere {
+            return;
+        }
+        e.list.push(j);
+        // A coincident one is left out of the full sums already.
+        if r2 > 0.0 {
+            let (a, jk, phi) = if f32 { pair_f32(p, v, b.x[i], b.v[i]) } else { pair(p.m, dx, dv) };
+            for k in 0..3 {
+                e.acc[k] += a[k];
+                e.jerk[k] += jk[k];
+            }
+            e.pot += phi;
+        }
+    };
+    cells.grid.around(b.x[i], reach * (1.0 + 1e-9), |j| {
+        if !cells.moved[j as usize] {
+            rule(j)
+        }
+    });
+    cells.movers.iter().for_each(|&j| rule(j));
+    e.list.sort_unstable();
+    e
 }
 
 /// One source's acceleration, jerk and potential (+m/r) on a target, in f64.
@@ -487,115 +611,67 @@ fn pair_f32(p: &Particle<f64>, v: &Velocity<f64>, xi: [f64; 3], vi: [f64; 3]) ->
     (a, j, f64::from(m * rinv))
 }
 
-/// Full sums over every source into `r` (pot as +Σ m/r), and per target the sources
-/// within `radius2`, increasing: on the device j-memory when there is one, else through
-/// the executor's neighbour door with the sources sent.
+/// Full sums over every source (unsoftened; a coincident source left out) into `r`, pot
+/// as +Σ m/r: on the device j-memory when there is one, else through the executor with
+/// the sources sent.
 fn full_sums(
     engine: &mut Engine,
-    mut device: Option<&mut JMemory>,
+    device: Option<&mut JMemory>,
     src: &Sources,
     b: &Block<'_>,
-    radius2: &[f64],
     r: &mut Regular,
-) -> Result<Vec<Vec<u32>>, String> {
+) -> Result<(), String> {
     let n = b.h2.len();
+    if src.pos.is_empty() {
+        return Ok(());
+    }
     let tpos: Vec<Particle<f64>> = b.x.iter().map(|x| Particle::new(x[0], x[1], x[2], 0.0)).collect();
     let tvel: Vec<Velocity<f64>> = b.v.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
     let targets = Bodies { pos: &tpos, vel: &tvel };
     let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
-    let nj = src.pos.len();
-    let mut slots = FIRST_SLOTS;
-    let lists = loop {
-        field.iter_mut().for_each(|f| *f = Field::zero());
-        jerk.iter_mut().for_each(|j| *j = Jerk::zero());
-        let (counts, lists) = if nj == 0 {
-            (vec![0; n], vec![vec![]; n])
-        } else if let Some(d) = device.as_deref_mut() {
-            let own = vec![-1; n];
-            let call = JCall { nj, time: 0.0, targets, own: &own, eps: 0.0 };
-            let search = JSearch::Lists { radius2, capacity: slots };
-            let packed = d
-                .forces(engine.executor(), call, &mut field, &mut jerk, search)
-                .map_err(|e| format!("gpunb_regf: {e}"))?
-                .ok_or("gpunb_regf: the device found no lists")?;
-            (packed.counts.clone(), (0..n).map(|i| packed.list(i).to_vec()).collect())
-        } else {
-            let sources = Bodies { pos: &src.pos, vel: &src.vel };
-            let (mut indices, mut counts) = (vec![0u32; n * slots], vec![0u32; n]);
-            let mut nearest = vec![Nearest::none(); n];
-            let mut nb = Neighbours {
-                nearest: &mut nearest,
-                within: Some(Within { radius2, capacity: slots, indices: &mut indices, counts: &mut counts }),
-                index_offset: 0,
-            };
-            engine
-                .get()
-                .accelerations_jerk_neighbours(targets, sources, &Params::softened(0.0), &mut field, &mut jerk, &mut nb)
-                .map_err(|e| format!("gpunb_regf: {e}"))?;
-            let lists = (0..n).map(|i| indices[i * slots..][..(counts[i] as usize).min(slots)].to_vec()).collect();
-            (counts, lists)
-        };
-        let most = counts.iter().copied().max().unwrap_or(0) as usize;
-        if most <= slots {
-            break lists;
-        }
-        slots = most;
-    };
+    if let Some(d) = device {
+        let own = vec![-1; n];
+        let call = JCall { nj: src.pos.len(), time: 0.0, targets, own: &own, eps: 0.0 };
+        d.forces(engine.executor(), call, &mut field, &mut jerk, JSearch::Nothing)
+            .map_err(|e| format!("gpunb_regf: {e}"))?;
+    } else {
+        let sources = Bodies { pos: &src.pos, vel: &src.vel };
+        engine
+            .get()
+            .accelerations_jerk(targets, sources, &Params::softened(0.0), &mut field, &mut jerk)
+            .map_err(|e| format!("gpunb_regf: {e}"))?;
+    }
     for i in 0..n {
         r.acc[i] = field[i].acceleration();
         r.jerk[i] = jerk[i].components();
         r.pot[i] = -field[i].phi;
     }
-    Ok(lists)
+    Ok(())
 }
 
 /// [`full_sums`] in f32, with the sources sent each call.
-fn full_sums_f32(
-    engine: &mut Engine,
-    src: &Sources,
-    b: &Block<'_>,
-    radius2: &[f64],
-    r: &mut Regular,
-) -> Result<Vec<Vec<u32>>, String> {
+fn full_sums_f32(engine: &mut Engine, src: &Sources, b: &Block<'_>, r: &mut Regular) -> Result<(), String> {
     let n = b.h2.len();
+    if src.pos.is_empty() {
+        return Ok(());
+    }
     let p32 = |x: [f64; 3], m: f64| Particle::new(x[0] as f32, x[1] as f32, x[2] as f32, m as f32);
     let v32 = |v: [f64; 3]| Velocity::new(v[0] as f32, v[1] as f32, v[2] as f32);
     let tpos: Vec<Particle<f32>> = b.x.iter().map(|&x| p32(x, 0.0)).collect();
     let tvel: Vec<Velocity<f32>> = b.v.iter().map(|&v| v32(v)).collect();
     let spos: Vec<Particle<f32>> = src.pos.iter().map(|p| p32([p.x, p.y, p.z], p.m)).collect();
     let svel: Vec<Velocity<f32>> = src.vel.iter().map(|v| v32([v.vx, v.vy, v.vz])).collect();
-    // Widened again for f32's rounding of r².
-    let radius2: Vec<f32> = radius2.iter().map(|&r2| (r2 * (1.0 + 1e-5)) as f32 + f32::MIN_POSITIVE).collect();
     let (mut field, mut jerk) = (vec![Field::<f32>::zero(); n], vec![Jerk::<f32>::zero(); n]);
-    let mut slots = FIRST_SLOTS;
-    let (counts, indices) = loop {
-        field.iter_mut().for_each(|f| *f = Field::zero());
-        jerk.iter_mut().for_each(|j| *j = Jerk::zero());
-        let (mut indices, mut counts) = (vec![0u32; n * slots], vec![0u32; n]);
-        if !spos.is_empty() {
-            let mut nearest = vec![Nearest::none(); n];
-            let mut nb = Neighbours {
-                nearest: &mut nearest,
-                within: Some(Within { radius2: &radius2, capacity: slots, indices: &mut indices, counts: &mut counts }),
-                index_offset: 0,
-            };
-            let exec = engine.opened().get::<f32>().map_err(|e| format!("gpunb_regf: {e}"))?;
-            let (t, s) = (Bodies { pos: &tpos, vel: &tvel }, Bodies { pos: &spos, vel: &svel });
-            exec.accelerations_jerk_neighbours(t, s, &Params::softened(0.0), &mut field, &mut jerk, &mut nb)
-                .map_err(|e| format!("gpunb_regf: {e}"))?;
-        }
-        let most = counts.iter().copied().max().unwrap_or(0) as usize;
-        if most <= slots {
-            break (counts, indices);
-        }
-        slots = most;
-    };
+    let exec = engine.opened().get::<f32>().map_err(|e| format!("gpunb_regf: {e}"))?;
+    let (t, s) = (Bodies { pos: &tpos, vel: &tvel }, Bodies { pos: &spos, vel: &svel });
+    exec.accelerations_jerk(t, s, &Params::softened(0.0), &mut field, &mut jerk)
+        .map_err(|e| format!("gpunb_regf: {e}"))?;
     for i in 0..n {
         r.acc[i] = field[i].acceleration().map(f64::from);
         r.jerk[i] = jerk[i].components().map(f64::from);
         r.pot[i] = -f64::from(field[i].phi);
     }
-    Ok((0..n).map(|i| indices[i * slots..][..counts[i] as usize].to_vec()).collect())
+    Ok(())
 }
 
 /// NBODY6++'s `gpupot_`: the potential `+Σ m_j/r` over every other particle (coincident
@@ -666,12 +742,15 @@ pub extern "C" fn nbody_gpunb_profile(rank: i32) -> i32 {
             let p = std::mem::take(&mut s.profile);
             if p.calls > 0 {
                 eprintln!(
-                    "[R.{rank} nbody gpunb] Nsend {} Ngrav {} <Ni> {} send(s) {:.6} grav(s) {:.6} rate {:.3e} interactions/s",
+                    "[R.{rank} nbody gpunb] Nsend {} Ngrav {} <Ni> {} send(s) {:.6} grav(s) {:.6} (sums {:.6}, lists beside them {:.6}, grids {}) rate {:.3e} interactions/s",
                     p.sends,
                     p.calls,
                     p.targets / p.calls,
                     p.send_s,
                     p.force_s,
+                    p.sums_s,
+                    p.lists_s,
+                    p.grids,
                     p.interactions / p.force_s.max(1e-300)
                 );
             }
