@@ -27,15 +27,16 @@
 //!
 //! How: the backend `NBODY_GPUNB_EXECUTOR` names (the registry's strings, a GPU when
 //! there is one and it is unset, else the CPU) computes every target's full field and
-//! jerk with the sources within a radius that contains every possible neighbour
-//! (`sqrt(h2) + dtr (|v_i − c| + max_j |v_j − c|)`, c the mean velocity); each of those
-//! is tested by the rules above in f64, and the neighbours' terms are taken back out of
-//! the sums in f64. On a GPU the j-particles stay on the device between `send` and the
-//! calls (`JMemory`); only the i-particles and the lists found cross per call. Precision:
-//! f64 by default, mixed with a mixed backend (`mixed`, `cuda-mixed`), f32 with
-//! `NBODY_GPUNB_PRECISION=f32` (absolute positions in f32, as upstream; the neighbours'
-//! terms are then removed as f32 computes them, and what is left of their rounding is
-//! about 1e-7 of their size).
+//! jerk (on a GPU the j-particles stay on the device between `send` and the calls,
+//! `JMemory`). Beside it, on the host's threads, each target's candidates come from cells
+//! (`grid`): those within its sphere's radius now, from cells of the positions, and those
+//! within it at the look-ahead, from cells of the positions looked ahead by its `dtr`
+//! (`x + dtr v`, one set of cells per step, kept across sends while the particles stay
+//! within a quarter cell). The rules are applied to the candidates in f64 and the
+//! neighbours' terms taken back out of the sums in f64. Precision: f64 by default, mixed
+//! with a mixed backend (`mixed`, `cuda-mixed`), f32 with `NBODY_GPUNB_PRECISION=f32`
+//! (absolute positions in f32, as upstream; the neighbours' terms are then removed as f32
+//! computes them, and what is left of their rounding is about 1e-7 of their size).
 //!
 //! Errors (a count above a limit, nj above nbmax, a NaN) are reported on stderr as
 //! `nbody gpunb: ...`, kept for `nbody_last_error`, and returned as a nonzero status;
@@ -48,6 +49,7 @@ use grid::Grid;
 use nbody_backends::{JCall, JMemory, JSearch};
 use nbody_core::jmemory::JParticle;
 use nbody_core::{Bodies, Field, Jerk, Params, Particle, Velocity};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -76,15 +78,19 @@ struct Open {
     device: Option<JMemory>,
     /// Whether f32 was asked for (`NBODY_GPUNB_PRECISION`).
     f32: bool,
-    /// The j-particles in cells, built at the first call after a send and kept across
-    /// sends while the particles stay near where they were.
-    grid: Option<Cells>,
+    /// The j-particles in cells, at their positions (key 0) and at their positions
+    /// looked ahead by each regular step `dtr` asked for (`x + dtr v`, key: the step's
+    /// bits), built at the first call that needs them and kept across sends while the
+    /// particles stay near where they were.
+    cells: HashMap<u64, Cells>,
 }
 
-/// A grid and the positions it was built from; `drift` is the farthest any particle
-/// but the `movers` has moved since, added to every search's reach; the movers (gone
-/// farther, a fast escaper) are looked at by every search instead of in their cells.
+/// A grid and the points it was built from (the positions looked ahead by `step`);
+/// `drift` is the farthest any point but the `movers` has moved since, added to every
+/// search's reach; the movers (gone farther, a fast escaper) are looked at by every
+/// search instead of in their cells.
 struct Cells {
+    step: f64,
     grid: Grid,
     at: Vec<[f64; 3]>,
     drift: f64,
@@ -92,14 +98,64 @@ struct Cells {
     moved: Vec<bool>,
 }
 
-/// The j-particles as sent, and the bounds the candidate radius needs.
+/// Look-ahead steps kept at once (NBODY6++'s regular steps are a few powers of two).
+const STEPS_KEPT: usize = 8;
+
+impl Cells {
+    fn new(src: &Sources, step: f64, size: f64) -> Cells {
+        let at = src.ahead(step);
+        Cells { step, grid: Grid::new(&at, size), moved: vec![false; at.len()], at, drift: 0.0, movers: vec![] }
+    }
+
+    /// After a send: whether the cells still serve (all but a few points within a
+    /// quarter cell of where they were, and as many), with the drift and the movers.
+    fn follow(&mut self, src: &Sources) -> bool {
+        let now = src.ahead(self.step);
+        if now.len() != self.at.len() {
+            return false;
+        }
+        let limit = 0.25 * self.grid.size();
+        let (mut drift, mut movers) = (0.0f64, Vec::new());
+        for (j, (p, q)) in now.iter().zip(&self.at).enumerate() {
+            let d = norm(sub(*p, *q));
+            if d > limit {
+                movers.push(j as u32);
+            } else {
+                drift = drift.max(d);
+            }
+        }
+        if movers.len() > MOVERS.max(now.len() / 512) {
+            return false;
+        }
+        self.moved.fill(false);
+        movers.iter().for_each(|&j| self.moved[j as usize] = true);
+        (self.drift, self.movers) = (drift, movers);
+        true
+    }
+
+    /// Every point within `r` of `x` now (and others), each once.
+    fn around(&self, x: [f64; 3], r: f64, mut f: impl FnMut(u32)) {
+        self.grid.around(x, (r + self.drift) * (1.0 + 1e-9), |j| {
+            if !self.moved[j as usize] {
+                f(j)
+            }
+        });
+        self.movers.iter().for_each(|&j| f(j));
+    }
+}
+
+impl Sources {
+    /// The positions looked ahead by `step`: `x + step v`.
+    fn ahead(&self, step: f64) -> Vec<[f64; 3]> {
+        self.pos.iter().zip(&self.vel).map(|(p, v)| [p.x + step * v.vx, p.y + step * v.vy, p.z + step * v.vz]).collect()
+    }
+}
+
+/// The j-particles as sent, and the largest mass (the mass-scaled sphere's reach).
 #[derive(Default)]
 struct Sources {
     pos: Vec<Particle<f64>>,
     vel: Vec<Velocity<f64>>,
-    /// The mean velocity, and the largest speed about it.
-    centre: [f64; 3],
-    speed: f64,
     /// The largest mass.
     mmax: f64,
 }
@@ -206,7 +262,7 @@ pub extern "C" fn nbody_gpunb_open(nbmax: i32) -> i32 {
             }
             // The device keeps the j-particles in f64 records; f32 sends them each call.
             let device = if f32 { None } else { JMemory::on(engine.executor()) };
-            s.open = Some(Open { nbmax, sources: Sources::default(), device, f32, grid: None });
+            s.open = Some(Open { nbmax, sources: Sources::default(), device, f32, cells: HashMap::new() });
             Ok(())
         }))
     })
@@ -256,38 +312,13 @@ pub unsafe extern "C" fn nbody_gpunb_send(nj: i32, m: *const f64, x: *const [f64
             let src = &mut open.sources;
             src.pos = (0..n).map(|j| Particle::new(x[j][0], x[j][1], x[j][2], m[j])).collect();
             src.vel = v.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
-            let mean = |k: usize| if n == 0 { 0.0 } else { v.iter().map(|v| v[k]).sum::<f64>() / n as f64 };
-            src.centre = [mean(0), mean(1), mean(2)];
-            src.speed = v.iter().map(|v| norm(sub(*v, src.centre))).fold(0.0, f64::max);
             src.mmax = m.iter().copied().fold(0.0, f64::max);
             // The cells stay while all but a few particles are within a quarter cell of
             // where they were (NBODY6++ sends each regular block, when few have moved
             // far); a new count (a KS pair made or ended renumbers the particles) or many
             // movers build them again.
-            if let Some(c) = open.grid.as_mut() {
-                let keep = c.at.len() == n && {
-                    let limit = 0.25 * c.grid.size();
-                    let (mut drift, mut movers) = (0.0f64, Vec::new());
-                    for (j, (p, q)) in x.iter().zip(&c.at).enumerate() {
-                        let d = norm(sub(*p, *q));
-                        if d > limit {
-                            movers.push(j as u32);
-                        } else {
-                            drift = drift.max(d);
-                        }
-                    }
-                    let few = movers.len() <= MOVERS.max(n / 512);
-                    if few {
-                        c.moved = vec![false; n];
-                        movers.iter().for_each(|&j| c.moved[j as usize] = true);
-                        (c.drift, c.movers) = (drift, movers);
-                    }
-                    few
-                };
-                if !keep {
-                    open.grid = None;
-                }
-            }
+            let src = &open.sources;
+            open.cells.retain(|_, c| c.follow(src));
             if let Some(device) = open.device.as_mut() {
                 for j in 0..n {
                     let p = JParticle { x: x[j], m: m[j], v: v[j], a: [0.0; 3], j: [0.0; 3], t: 0.0 };
@@ -476,20 +507,27 @@ fn regular(
     profile: &mut Profile,
 ) -> Result<Regular, String> {
     let n = b.h2.len();
-    let Open { sources: src, device, f32, grid, .. } = open;
+    let Open { sources: src, device, f32, cells, .. } = open;
     let f32 = *f32;
-    if grid.is_none() {
-        // Cells about the size of this call's spheres (NBODY6++ keeps some hundred
-        // neighbours in each).
-        let mut r: Vec<f64> =
-            b.h2.iter().map(|h| (h * if rules.mass_scaled { src.mmax } else { 1.0 }).sqrt()).collect();
-        r.sort_unstable_by(f64::total_cmp);
-        let at: Vec<[f64; 3]> = src.pos.iter().map(|p| [p.x, p.y, p.z]).collect();
-        let moved = vec![false; at.len()];
-        *grid = Some(Cells { grid: Grid::new(&at, r[r.len() / 2]), at, drift: 0.0, movers: vec![], moved });
-        profile.grids += 1;
+    // Cells about the size of this call's spheres (NBODY6++ keeps some hundred
+    // neighbours in each), at the positions and at each look-ahead step asked for.
+    let mut size: Vec<f64> = b.h2.iter().map(|h| (h * if rules.mass_scaled { src.mmax } else { 1.0 }).sqrt()).collect();
+    size.sort_unstable_by(f64::total_cmp);
+    let size = size[size.len() / 2];
+    let mut steps = vec![0.0];
+    steps.extend(b.dtr.unwrap_or(&[]).iter().filter(|&&t| t != 0.0));
+    steps.sort_unstable_by(f64::total_cmp);
+    steps.dedup();
+    if cells.len() + steps.len() > STEPS_KEPT + 1 {
+        cells.clear();
     }
-    let cells = grid.as_ref().expect("built just above");
+    for &step in &steps {
+        cells.entry(step.to_bits()).or_insert_with(|| {
+            profile.grids += 1;
+            Cells::new(src, step, size)
+        });
+    }
+    let cells = &*cells;
     let src = &*src;
     let mut r = Regular { acc: vec![[0.0; 3]; n], jerk: vec![[0.0; 3]; n], pot: vec![0.0; n], lists: vec![] };
     // The lists on the host's threads while the full sums run (on a GPU, beside them).
@@ -542,16 +580,31 @@ fn on_threads<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
     })
 }
 
-/// The rules (see the module docs) on every j-particle of the cells that can hold a
-/// neighbour of i-particle `i`: within `sqrt(h2) + dtr (|v_i − c| + max_j |v_j − c|)`,
-/// c the mean velocity, of where the cells had it.
-fn neighbours_of(src: &Sources, cells: &Cells, b: &Block<'_>, i: usize, rules: Rules, f32: bool) -> Excluded {
-    let sphere = b.h2[i] * if rules.mass_scaled { src.mmax } else { 1.0 };
-    let drift = b.dtr.map_or(0.0, |d| d[i].abs() * (norm(sub(b.v[i], src.centre)) + src.speed));
-    // Widened by how far any particle moved since the cells were built.
-    let reach = sphere.sqrt() + drift + cells.drift;
+/// The rules (see the module docs) on the j-particles that can be neighbours of
+/// i-particle `i`: those within the sphere's radius of it now, from the cells of the
+/// positions, and those within it at the look-ahead, from the cells of the positions
+/// looked ahead by its `dtr`.
+fn neighbours_of(
+    src: &Sources,
+    cells: &HashMap<u64, Cells>,
+    b: &Block<'_>,
+    i: usize,
+    rules: Rules,
+    f32: bool,
+) -> Excluded {
+    let reach = (b.h2[i] * if rules.mass_scaled { src.mmax } else { 1.0 }).sqrt();
+    let mut candidates = Vec::new();
+    cells[&0f64.to_bits()].around(b.x[i], reach, |j| candidates.push(j));
+    if let Some(step) = b.dtr.map(|d| d[i]).filter(|&t| t != 0.0) {
+        let y = [b.x[i][0] + step * b.v[i][0], b.x[i][1] + step * b.v[i][1], b.x[i][2] + step * b.v[i][2]];
+        cells[&step.to_bits()].around(y, reach, |j| candidates.push(j));
+        candidates.sort_unstable();
+        candidates.dedup();
+    } else {
+        candidates.sort_unstable();
+    }
     let mut e = Excluded { list: vec![], acc: [0.0; 3], jerk: [0.0; 3], pot: 0.0 };
-    let mut rule = |j: u32| {
+    for j in candidates {
         let (p, v) = (&src.pos[j as usize], &src.vel[j as usize]);
         let dx = sub([p.x, p.y, p.z], b.x[i]);
         let dv = sub([v.vx, v.vy, v.vz], b.v[i]);
@@ -562,7 +615,7 @@ fn neighbours_of(src: &Sources, cells: &Cells, b: &Block<'_>, i: usize, rules: R
         });
         let sphere = if rules.mass_scaled { p.m * b.h2[i] } else { b.h2[i] };
         if r2.min(ahead) >= sphere {
-            return;
+            continue;
         }
         e.list.push(j);
         // A coincident one is left out of the full sums already.
@@ -574,14 +627,7 @@ fn neighbours_of(src: &Sources, cells: &Cells, b: &Block<'_>, i: usize, rules: R
             }
             e.pot += phi;
         }
-    };
-    cells.grid.around(b.x[i], reach * (1.0 + 1e-9), |j| {
-        if !cells.moved[j as usize] {
-            rule(j)
-        }
-    });
-    cells.movers.iter().for_each(|&j| rule(j));
-    e.list.sort_unstable();
+    }
     e
 }
 
