@@ -479,3 +479,24 @@ fn kept_cells_widen_the_search_by_the_drift() {
     assert_eq!(&g.list[..3], &[2, 1, 2], "itself and the one that came in");
     assert_eq!(nbody_gpunb_close(), 0);
 }
+
+/// A look-ahead short next to the sphere is searched in the position cells, widened by
+/// how far it can carry a pair: a particle coming in fast from a cell the sphere's own
+/// search would skip is found.
+#[test]
+fn a_short_look_ahead_widens_the_position_search() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    // As above: cells of 0.5 from (-1,-1,-1); the one at 0.55 comes in at speed 8, to
+    // 0.425 after 1/64.
+    let c = Cluster {
+        m: vec![1.0, 1.0, 1.0],
+        x: vec![[-1.0, -1.0, -1.0], [-0.001, 0.0, 0.0], [0.55, 0.0, 0.0]],
+        v: vec![[0.0; 3], [0.0; 3], [-8.0, 0.0, 0.0]],
+    };
+    open_with(&backend(), "f64", &c, 3);
+    let (_, g) = regf(1024, 0, &[c.x[1]], &[c.v[1]], &[0.25], Some(&[1.0 / 64.0]), 8, 8);
+    assert_eq!(&g.list[..3], &[2, 1, 2], "itself and the one coming in");
+    let (_, g) = regf(1024, 0, &[c.x[1]], &[c.v[1]], &[0.25], None, 8, 8);
+    assert_eq!(&g.list[..2], &[1, 1], "without the look-ahead, itself only");
+    assert_eq!(nbody_gpunb_close(), 0);
+}

@@ -91,6 +91,8 @@ struct Open {
 /// search instead of in their cells.
 struct Cells {
     step: f64,
+    /// The call that last used them (the least recently used go first).
+    used: u64,
     grid: Grid,
     at: Vec<[f64; 3]>,
     drift: f64,
@@ -98,13 +100,26 @@ struct Cells {
     moved: Vec<bool>,
 }
 
-/// Look-ahead steps kept at once (NBODY6++'s regular steps are a few powers of two).
+/// Look-ahead steps whose cells are kept at once (the least recently used go first).
 const STEPS_KEPT: usize = 8;
+
+/// How far a look-ahead of `step` can bring a j-particle towards i-particle `v`.
+fn widening(src: &Sources, step: f64, v: [f64; 3]) -> f64 {
+    step.abs() * (norm(sub(v, src.centre)) + src.speed)
+}
 
 impl Cells {
     fn new(src: &Sources, step: f64, size: f64) -> Cells {
         let at = src.ahead(step);
-        Cells { step, grid: Grid::new(&at, size), moved: vec![false; at.len()], at, drift: 0.0, movers: vec![] }
+        Cells {
+            step,
+            used: 0,
+            grid: Grid::new(&at, size),
+            moved: vec![false; at.len()],
+            at,
+            drift: 0.0,
+            movers: vec![],
+        }
     }
 
     /// After a send: whether the cells still serve (all but a few points within a
@@ -151,11 +166,15 @@ impl Sources {
     }
 }
 
-/// The j-particles as sent, and the largest mass (the mass-scaled sphere's reach).
+/// The j-particles as sent, the largest mass (the mass-scaled sphere's reach) and the
+/// velocities' spread (how far a look-ahead can carry a pair together).
 #[derive(Default)]
 struct Sources {
     pos: Vec<Particle<f64>>,
     vel: Vec<Velocity<f64>>,
+    /// The mean velocity, and the largest speed about it.
+    centre: [f64; 3],
+    speed: f64,
     /// The largest mass.
     mmax: f64,
 }
@@ -173,6 +192,8 @@ struct Profile {
     sums_s: f64,
     lists_s: f64,
     grids: u64,
+    /// Calls since the library opened (not reset by a print).
+    call: u64,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -312,6 +333,9 @@ pub unsafe extern "C" fn nbody_gpunb_send(nj: i32, m: *const f64, x: *const [f64
             let src = &mut open.sources;
             src.pos = (0..n).map(|j| Particle::new(x[j][0], x[j][1], x[j][2], m[j])).collect();
             src.vel = v.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
+            let mean = |k: usize| if n == 0 { 0.0 } else { v.iter().map(|v| v[k]).sum::<f64>() / n as f64 };
+            src.centre = [mean(0), mean(1), mean(2)];
+            src.speed = v.iter().map(|v| norm(sub(*v, src.centre))).fold(0.0, f64::max);
             src.mmax = m.iter().copied().fold(0.0, f64::max);
             // The cells stay while all but a few particles are within a quarter cell of
             // where they were (NBODY6++ sends each regular block, when few have moved
@@ -514,18 +538,25 @@ fn regular(
     let mut size: Vec<f64> = b.h2.iter().map(|h| (h * if rules.mass_scaled { src.mmax } else { 1.0 }).sqrt()).collect();
     size.sort_unstable_by(f64::total_cmp);
     let size = size[size.len() / 2];
+    // A step gets cells of its own where the look-ahead can carry a pair farther than
+    // the sphere's radius; below that, the position cells searched a little wider serve.
     let mut steps = vec![0.0];
-    steps.extend(b.dtr.unwrap_or(&[]).iter().filter(|&&t| t != 0.0));
+    if let Some(d) = b.dtr {
+        steps.extend((0..n).filter(|&i| widening(src, d[i], b.v[i]) > size_of(src, b, i, rules)).map(|i| d[i]));
+    }
     steps.sort_unstable_by(f64::total_cmp);
     steps.dedup();
-    if cells.len() + steps.len() > STEPS_KEPT + 1 {
-        cells.clear();
-    }
+    profile.call += 1;
     for &step in &steps {
-        cells.entry(step.to_bits()).or_insert_with(|| {
+        let c = cells.entry(step.to_bits()).or_insert_with(|| {
             profile.grids += 1;
             Cells::new(src, step, size)
         });
+        c.used = profile.call;
+    }
+    while cells.len() > STEPS_KEPT + 1 {
+        let oldest = cells.iter().filter(|(_, c)| c.step != 0.0).min_by_key(|(_, c)| c.used).map(|(&k, _)| k);
+        cells.remove(&oldest.expect("more cells than the position cells"));
     }
     let cells = &*cells;
     let src = &*src;
@@ -580,10 +611,18 @@ fn on_threads<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
     })
 }
 
+/// The radius of i-particle `i`'s sphere (with the mass-scaled sphere, the heaviest
+/// particle's).
+fn size_of(src: &Sources, b: &Block<'_>, i: usize, rules: Rules) -> f64 {
+    (b.h2[i] * if rules.mass_scaled { src.mmax } else { 1.0 }).sqrt()
+}
+
 /// The rules (see the module docs) on the j-particles that can be neighbours of
 /// i-particle `i`: those within the sphere's radius of it now, from the cells of the
 /// positions, and those within it at the look-ahead, from the cells of the positions
-/// looked ahead by its `dtr`.
+/// looked ahead by its `dtr` (or, for a short look-ahead, from the position cells
+/// searched as much wider as the look-ahead can carry a pair: `dtr (|v_i − c| + max_j
+/// |v_j − c|)`, c the mean velocity).
 fn neighbours_of(
     src: &Sources,
     cells: &HashMap<u64, Cells>,
@@ -592,16 +631,22 @@ fn neighbours_of(
     rules: Rules,
     f32: bool,
 ) -> Excluded {
-    let reach = (b.h2[i] * if rules.mass_scaled { src.mmax } else { 1.0 }).sqrt();
+    let reach = size_of(src, b, i, rules);
+    let step = b.dtr.map_or(0.0, |d| d[i]);
     let mut candidates = Vec::new();
-    cells[&0f64.to_bits()].around(b.x[i], reach, |j| candidates.push(j));
-    if let Some(step) = b.dtr.map(|d| d[i]).filter(|&t| t != 0.0) {
-        let y = [b.x[i][0] + step * b.v[i][0], b.x[i][1] + step * b.v[i][1], b.x[i][2] + step * b.v[i][2]];
-        cells[&step.to_bits()].around(y, reach, |j| candidates.push(j));
-        candidates.sort_unstable();
-        candidates.dedup();
-    } else {
-        candidates.sort_unstable();
+    match cells.get(&step.to_bits()).filter(|_| step != 0.0) {
+        Some(ahead) => {
+            cells[&0f64.to_bits()].around(b.x[i], reach, |j| candidates.push(j));
+            let y = [b.x[i][0] + step * b.v[i][0], b.x[i][1] + step * b.v[i][1], b.x[i][2] + step * b.v[i][2]];
+            ahead.around(y, reach, |j| candidates.push(j));
+            candidates.sort_unstable();
+            candidates.dedup();
+        }
+        None => {
+            let wider = reach + widening(src, step, b.v[i]);
+            cells[&0f64.to_bits()].around(b.x[i], wider, |j| candidates.push(j));
+            candidates.sort_unstable();
+        }
     }
     let mut e = Excluded { list: vec![], acc: [0.0; 3], jerk: [0.0; 3], pot: 0.0 };
     for j in candidates {
@@ -786,6 +831,7 @@ pub extern "C" fn nbody_gpunb_profile(rank: i32) -> i32 {
     shielded(-1, || {
         status(with_state(|s| {
             let p = std::mem::take(&mut s.profile);
+            s.profile.call = p.call;
             if p.calls > 0 {
                 eprintln!(
                     "[R.{rank} nbody gpunb] Nsend {} Ngrav {} <Ni> {} send(s) {:.6} grav(s) {:.6} (sums {:.6}, lists beside them {:.6}, grids {}) rate {:.3e} interactions/s",
