@@ -1,20 +1,15 @@
 /* NBODY6/GPU's regular-force names (Nitadori and Aarseth's GPU2 library: gpunb_open_(nbmax),
  * no irank, the sphere scaled by the source's mass, an overflowed list's count written as -1)
  * over libnbody_c: link libnbody_gpunb_nbody6.a, then libnbody_c. */
-#include "gpunb.h"
-#include "stop.h"
+#include "common.h"
 
 void gpunb_open_(int *nbmax) {
     GPUNB_CALL(nbody_gpunb_devinit(0));
     GPUNB_CALL(nbody_gpunb_open(*nbmax));
 }
-void gpunb_close_(void) { GPUNB_CALL(nbody_gpunb_close()); }
-void gpunb_send_(int *nj, double mj[], double xj[][3], double vj[][3]) {
-    GPUNB_CALL(nbody_gpunb_send(*nj, mj, (const double(*)[3])xj, (const double(*)[3])vj));
-}
 void gpunb_regf_(int *ni, double h2[], double dtr[], double xi[][3], double vi[][3], double acc[][3],
                  double jrk[][3], double pot[], int *lmax, int *nbmax, int *list) {
     int flags = NBODY_GPUNB_MASS_SCALED | NBODY_GPUNB_OVERFLOW_MINUS_ONE;
     GPUNB_CALL(nbody_gpunb_regf(1024, flags, *ni, h2, dtr, (const double(*)[3])xi, (const double(*)[3])vi,
-                             acc, jrk, pot, *lmax, *nbmax, list));
+                                acc, jrk, pot, *lmax, *nbmax, list));
 }

@@ -6,6 +6,8 @@
 //! process, so the tests take turns.
 
 use nbody_c::gpunb::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use std::sync::Mutex;
 
 static TURN: Mutex<()> = Mutex::new(());
@@ -18,38 +20,29 @@ struct Cluster {
     v: Vec<[f64; 3]>,
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn gauss(&mut self) -> f64 {
-        let (a, b) = (self.next().max(1e-300), self.next());
-        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-    }
+fn gauss(r: &mut ChaCha8Rng) -> f64 {
+    let (a, b): (f64, f64) = (r.r#gen::<f64>().max(1e-300), r.r#gen());
+    (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
 }
 
 fn cluster(n: usize, seed: u64) -> Cluster {
-    let mut r = Rng(seed | 1);
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
     let mut c = Cluster { m: vec![], x: vec![], v: vec![] };
     for k in 0..n {
-        let radius = 1.0 / (r.next().max(1e-3).powf(-2.0 / 3.0) - 1.0).sqrt();
-        let d = [r.gauss(), r.gauss(), r.gauss()];
+        let radius = 1.0 / (r.r#gen::<f64>().max(1e-3).powf(-2.0 / 3.0) - 1.0).sqrt();
+        let d = [gauss(&mut r), gauss(&mut r), gauss(&mut r)];
         let norm = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
         let mut x = d.map(|c| 0.6 * radius * c / norm);
-        let mut v = [r.gauss() * 0.4, r.gauss() * 0.4, r.gauss() * 0.4];
+        let mut v = [gauss(&mut r) * 0.4, gauss(&mut r) * 0.4, gauss(&mut r) * 0.4];
         if k % 97 == 1 {
             // A tight companion of the particle before.
             let p = c.x[k - 1];
-            x = [p[0] + 1e-4 * r.gauss(), p[1] + 1e-4 * r.gauss(), p[2] + 1e-4 * r.gauss()];
+            x = [p[0] + 1e-4 * gauss(&mut r), p[1] + 1e-4 * gauss(&mut r), p[2] + 1e-4 * gauss(&mut r)];
         }
         if k == n / 2 {
             v = [8.0, -3.0, 1.0]; // an escaper
         }
-        c.m.push((0.2 + r.next()) / n as f64);
+        c.m.push((0.2 + r.r#gen::<f64>()) / n as f64);
         c.x.push(x);
         c.v.push(v);
     }
@@ -200,10 +193,14 @@ fn backend() -> String {
 
 /// Each i-particle's radius as NBODY6++ sets it (about 50 neighbours here), regular
 /// steps from 0 to 1/32.
-fn block_inputs(c: &Cluster, from: usize, to: usize, seed: u64) -> (Vec<[f64; 3]>, Vec<[f64; 3]>, Vec<f64>, Vec<f64>) {
-    let mut r = Rng(seed | 1);
-    let h2 = (from..to).map(|_| (0.15 + 0.15 * r.next()).powi(2)).collect();
-    let dtr = (from..to).map(|_| [0.0, 1.0 / 256.0, 1.0 / 64.0, 1.0 / 32.0][(r.next() * 4.0) as usize]).collect();
+/// Positions, velocities, h2 and regular steps of a block of i-particles.
+type BlockInputs = (Vec<[f64; 3]>, Vec<[f64; 3]>, Vec<f64>, Vec<f64>);
+
+fn block_inputs(c: &Cluster, from: usize, to: usize, seed: u64) -> BlockInputs {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    let h2 = (from..to).map(|_| (0.15 + 0.15 * r.r#gen::<f64>()).powi(2)).collect();
+    let dtr =
+        (from..to).map(|_| [0.0, 1.0 / 256.0, 1.0 / 64.0, 1.0 / 32.0][(r.r#gen::<f64>() * 4.0) as usize]).collect();
     (c.x[from..to].to_vec(), c.v[from..to].to_vec(), h2, dtr)
 }
 
@@ -245,29 +242,15 @@ fn nbody6pp_pattern(executor: &str, precision: &str, flags: i32, tolerance: f64)
                     worst = worst.max((g.acc[i][k] - e.acc[k]).abs() / e.scale[k]);
                     worst_jerk = worst_jerk.max((g.jerk[i][k] - e.jerk[k]).abs() / e.jerk_scale[k]);
                 }
+                let at = from + i;
+                let near = |what: &str, got: f64, want: f64, scale: f64| {
+                    assert!((got - want).abs() <= tolerance * scale, "{executor}: {what} of {at}: {got} vs {want}");
+                };
                 for k in 0..3 {
-                    assert!(
-                        (g.acc[i][k] - e.acc[k]).abs() <= tolerance * e.scale[k],
-                        "{executor}: acc[{}][{k}] {} vs {}",
-                        from + i,
-                        g.acc[i][k],
-                        e.acc[k]
-                    );
-                    assert!(
-                        (g.jerk[i][k] - e.jerk[k]).abs() <= tolerance * e.jerk_scale[k],
-                        "{executor}: jerk[{}][{k}] {} vs {}",
-                        from + i,
-                        g.jerk[i][k],
-                        e.jerk[k]
-                    );
+                    near("acc", g.acc[i][k], e.acc[k], e.scale[k]);
+                    near("jerk", g.jerk[i][k], e.jerk[k], e.jerk_scale[k]);
                 }
-                assert!(
-                    (g.pot[i] - e.pot).abs() <= tolerance * e.pot_scale,
-                    "{executor}: pot[{}] {} vs {}",
-                    from + i,
-                    g.pot[i],
-                    e.pot
-                );
+                near("pot", g.pot[i], e.pot, e.pot_scale);
                 let got = &g.list[i * LMAX..(i + 1) * LMAX];
                 if e.list.len() > NNBMAX {
                     assert_eq!(got[0], -(e.list.len() as i32), "{executor}: overflow code of {}", from + i);
