@@ -21,7 +21,22 @@ trap 'rm -rf "$work"' EXIT
 lib=${NBODY_C_LIB_DIR:-$PWD/target/release}
 NBODY_C_LIB_DIR=${NBODY_C_LIB_DIR:-} bash scripts/build-gpunb.sh
 sdist="$work/amuse_nbody6xx-$version.tar.gz"
-if ! curl -sSfL --retry 3 -o "$sdist" "$url" || ! echo "$sha256  $sdist" | sha256sum -c --quiet; then
+# Python's urllib (python3 is there wherever CI runs), three tries.
+fetch() {
+  python3 - "$url" "$sdist" <<'PY'
+import sys, time, urllib.request
+for attempt in range(3):
+    try:
+        urllib.request.urlretrieve(sys.argv[1], sys.argv[2])
+        break
+    except OSError as e:
+        print(f"download failed ({e}); {'retrying' if attempt < 2 else 'giving up'}", file=sys.stderr)
+        time.sleep(5)
+else:
+    sys.exit(1)
+PY
+}
+if ! fetch || ! echo "$sha256  $sdist" | sha256sum -c --quiet; then
   echo "NBODY6++ check FAILED: the amuse-nbody6xx $version sdist could not be had from PyPI ($url)"; exit 1
 fi
 tar -C "$work" -xzf "$sdist"
