@@ -538,13 +538,13 @@ fn regular(
     let mut size: Vec<f64> = b.h2.iter().map(|h| (h * if rules.mass_scaled { src.mmax } else { 1.0 }).sqrt()).collect();
     size.sort_unstable_by(f64::total_cmp);
     let size = size[size.len() / 2];
-    // A step gets cells of its own where the look-ahead can carry a pair farther than
-    // the sphere's radius; below that, the position cells searched a little wider serve.
     // Cells far from this call's size (the spheres shrink as the cluster settles) cost
     // either many cells or many particles a search: built again.
     if cells.values().any(|c| !(0.5..=2.0).contains(&(c.grid.size() / size))) {
         cells.clear();
     }
+    // A step gets cells of its own where the look-ahead can carry a pair farther than
+    // the sphere's radius; below that, the position cells searched a little wider serve.
     let mut steps = vec![0.0];
     if let Some(d) = b.dtr {
         steps.extend((0..n).filter(|&i| widening(src, d[i], b.v[i]) > size_of(src, b, i, rules)).map(|i| d[i]));
