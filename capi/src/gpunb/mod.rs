@@ -48,7 +48,7 @@ use crate::grape::{Engine, count, shielded, triples, values, values_mut};
 use grid::Grid;
 use nbody_backends::{JCall, JMemory, JSearch};
 use nbody_core::jmemory::JParticle;
-use nbody_core::{Bodies, Field, Jerk, Params, Particle, Velocity};
+use nbody_core::{Bodies, Field, Jerk, Params, Particle, Real, Velocity, kernel};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -535,7 +535,7 @@ fn regular(
     let f32 = *f32;
     // Cells about the size of this call's spheres (NBODY6++ keeps some hundred
     // neighbours in each), at the positions and at each look-ahead step asked for.
-    let mut size: Vec<f64> = b.h2.iter().map(|h| (h * if rules.mass_scaled { src.mmax } else { 1.0 }).sqrt()).collect();
+    let mut size: Vec<f64> = (0..n).map(|i| size_of(src, b, i, rules)).collect();
     size.sort_unstable_by(f64::total_cmp);
     let size = size[size.len() / 2];
     // Cells far from this call's size (the spheres shrink as the cluster settles) cost
@@ -670,7 +670,7 @@ fn neighbours_of(
         e.list.push(j);
         // A coincident one is left out of the full sums already.
         if r2 > 0.0 {
-            let (a, jk, phi) = if f32 { pair_f32(p, v, b.x[i], b.v[i]) } else { pair(p.m, dx, dv) };
+            let (a, jk, phi) = if f32 { pair::<f32>(p, v, b.x[i], b.v[i]) } else { pair::<f64>(p, v, b.x[i], b.v[i]) };
             for k in 0..3 {
                 e.acc[k] += a[k];
                 e.jerk[k] += jk[k];
@@ -681,30 +681,17 @@ fn neighbours_of(
     e
 }
 
-/// One source's acceleration, jerk and potential (+m/r) on a target, in f64.
-fn pair(m: f64, dx: [f64; 3], dv: [f64; 3]) -> ([f64; 3], [f64; 3], f64) {
-    let r2 = dot(dx, dx);
-    let rinv = 1.0 / r2.sqrt();
-    let mr3 = m * rinv * rinv * rinv;
-    let rv = 3.0 * dot(dx, dv) / r2;
-    let a = [mr3 * dx[0], mr3 * dx[1], mr3 * dx[2]];
-    let j = [mr3 * (dv[0] - rv * dx[0]), mr3 * (dv[1] - rv * dx[1]), mr3 * (dv[2] - rv * dx[2])];
-    (a, j, m * rinv)
-}
-
-/// [`pair`] as an f32 executor computes it: inputs rounded to f32, arithmetic in f32.
-fn pair_f32(p: &Particle<f64>, v: &Velocity<f64>, xi: [f64; 3], vi: [f64; 3]) -> ([f64; 3], [f64; 3], f64) {
-    let d = |a: f64, b: f64| a as f32 - b as f32;
-    let dx = [d(p.x, xi[0]), d(p.y, xi[1]), d(p.z, xi[2])];
-    let dv = [d(v.vx, vi[0]), d(v.vy, vi[1]), d(v.vz, vi[2])];
-    let m = p.m as f32;
-    let r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2];
-    let rinv = 1.0 / r2.sqrt();
-    let mr3 = m * rinv * rinv * rinv;
-    let rv = 3.0 * (dx[0] * dv[0] + dx[1] * dv[1] + dx[2] * dv[2]) / r2;
-    let a = [mr3 * dx[0], mr3 * dx[1], mr3 * dx[2]].map(f64::from);
-    let j = [mr3 * (dv[0] - rv * dx[0]), mr3 * (dv[1] - rv * dx[1]), mr3 * (dv[2] - rv * dx[2])].map(f64::from);
-    (a, j, f64::from(m * rinv))
+/// One source's acceleration, jerk and potential (+m/r) on a target, as the executors'
+/// kernel (`kernel::pair_jerk`, unsoftened, coincident pairs masked) computes them in
+/// `T`: inputs rounded to `T`, so an f32 executor's term is the one taken back out.
+fn pair<T: Real>(p: &Particle<f64>, v: &Velocity<f64>, xi: [f64; 3], vi: [f64; 3]) -> ([f64; 3], [f64; 3], f64) {
+    let (mut field, mut jerk) = (Field::<T>::zero(), Jerk::<T>::zero());
+    let src = Particle::new(T::from_f64(p.x), T::from_f64(p.y), T::from_f64(p.z), T::from_f64(p.m));
+    let vj = Velocity::new(T::from_f64(v.vx), T::from_f64(v.vy), T::from_f64(v.vz));
+    let (xi, vi) = (xi.map(T::from_f64), vi.map(T::from_f64));
+    kernel::pair_jerk(xi, vi, &src, &vj, T::zero(), true, &mut field, &mut jerk);
+    let f64_of = |x: T| Real::to_f64(x);
+    (field.acceleration().map(f64_of), jerk.components().map(f64_of), -f64_of(field.phi))
 }
 
 /// Full sums over every source (unsoftened; a coincident source left out) into `r`, pot
