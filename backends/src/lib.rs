@@ -937,6 +937,21 @@ impl JMemory {
         match (self.0, address, p) {}
     }
 
+    /// Replaces every j-particle with `pos` (positions with masses) and `vel` at
+    /// addresses `0..n`, at time 0 without acceleration or jerk (two copies, for a code
+    /// that sends all its particles as they stand before its force calls).
+    pub fn replace(
+        &mut self,
+        exec: &mut Executor,
+        pos: &[nbody_core::Particle<f64>],
+        vel: &[nbody_core::Velocity<f64>],
+    ) -> Result<(), nbody_core::Error> {
+        #[cfg(feature = "cuda")]
+        return self.0.replace(gpu_of(exec)?, pos, vel);
+        #[cfg(not(feature = "cuda"))]
+        match (self.0, exec, pos, vel) {}
+    }
+
     /// Forgets every j-particle.
     pub fn clear(&mut self, exec: &mut Executor) -> Result<(), nbody_core::Error> {
         #[cfg(feature = "cuda")]
@@ -963,9 +978,10 @@ impl JMemory {
                 JSearch::Into(nb) => {
                     self.0.forces(gpu, nj, time, targets, own, eps, out, jerk, Some(nb)).map(|()| None)
                 }
-                JSearch::Lists { radius2, capacity } => {
-                    self.0.forces_and_lists(gpu, nj, time, targets, own, eps, out, jerk, radius2, capacity).map(Some)
-                }
+                JSearch::Lists { radius2, capacity, ahead } => self
+                    .0
+                    .forces_and_lists(gpu, nj, time, targets, own, eps, out, jerk, radius2, capacity, ahead)
+                    .map(Some),
             }
         }
         #[cfg(not(feature = "cuda"))]
@@ -988,6 +1004,9 @@ pub enum JSearch<'a, 'n> {
         radius2: &'a [f64],
         /// Slots a target.
         capacity: usize,
+        /// Each target's look-ahead step dt, where an address also counts when
+        /// `|dx + dt dv|² ≤ radius2[i]` (NBODY6++'s velocity criterion), or `None`.
+        ahead: Option<&'a [f64]>,
     },
 }
 

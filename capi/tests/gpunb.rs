@@ -335,6 +335,37 @@ fn edges_velocity_criterion_and_overflow() {
     assert_eq!(nbody_gpunb_close(), 0);
 }
 
+/// A list far longer than its slots (on a GPU, more than the device keeps a target) is
+/// still counted in full for the overflow code, and every neighbour stays out of the sums.
+#[test]
+fn a_list_far_over_its_slots_is_counted_in_full() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = cluster(300, 5);
+    // 120 in a ball of radius 0.1 about the origin, the rest far out.
+    for j in 0..c.m.len() {
+        let s = if j < 120 { 0.1 / 3.0 } else { 10.0 };
+        c.x[j] = c.x[j].map(|x| x * s / (1.0 + x.abs()));
+        if j >= 120 {
+            c.x[j][0] += 20.0;
+        }
+    }
+    open_with(&backend(), "f64", &c, 300);
+    let (xi, vi) = ([c.x[0], c.x[200]], [c.v[0], c.v[200]]);
+    let (h2, dtr) = ([0.25, 0.25], [1.0 / 64.0, 0.0]);
+    let (status, g) = regf(1024, 0, &xi, &vi, &h2, Some(&dtr), 8, 3);
+    assert_eq!(status, 0);
+    for (i, &h2) in h2.iter().enumerate() {
+        let e = expected(&c, xi[i], vi[i], h2, Some(dtr[i]), false);
+        assert!(i == 1 || e.list.len() >= 120, "{} neighbours", e.list.len());
+        let want = if e.list.len() > 3 { -(e.list.len() as i32) } else { e.list.len() as i32 };
+        assert_eq!(g.list[i * 8], want, "count of {i}");
+        for k in 0..3 {
+            assert!((g.acc[i][k] - e.acc[k]).abs() <= 64.0 * U64 * e.scale[k], "acc of {i}");
+        }
+    }
+    assert_eq!(nbody_gpunb_close(), 0);
+}
+
 #[test]
 fn gpupot_matches_its_double_loop() {
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());

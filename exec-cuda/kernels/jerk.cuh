@@ -38,7 +38,7 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
     Pt<T, C> p[NI];
     c4 v[NI];
     int own[NI];
-    T mi[NI], h2[NI], best[NI], s[7][NI];
+    T mi[NI], h2[NI], dt[NI], best[NI], s[7][NI];
     C ax[NI], ay[NI], az[NI], phi[NI], jx[NI], jy[NI], jz[NI];
     int arg[NI];
 #pragma unroll
@@ -51,6 +51,7 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
         own[q] = x.own != 0 ? (real ? x.own[i] : -1)
                             : (i - self_t0 >= 0 && i - self_t0 < self_len ? self_s0 + i - self_t0 : -1);
         h2[q] = NEIGH && real && x.h2 != 0 ? x.h2[i] : T(-1);
+        dt[q] = NEIGH && real && x.ahead != 0 ? x.ahead[i] : T(0);
         ax[q] = 0; ay[q] = 0; az[q] = 0; phi[q] = 0; jx[q] = 0; jy[q] = 0; jz[q] = 0;
 #pragma unroll
         for (int c = 0; c < 7; ++c) s[c][q] = 0;
@@ -113,7 +114,15 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
                             best[q] = d2;
                             arg[q] = j;
                         }
-                        if (other && d2 <= h2[q]) {
+                        // With a look-ahead, also where the pair comes within the radius
+                        // after dt (NBODY6++'s velocity criterion).
+                        T near2 = d2;
+                        if (x.ahead != 0) {
+                            const T qx = fma(dt[q], (T)dvx, (T)dx), qy = fma(dt[q], (T)dvy, (T)dy),
+                                    qz = fma(dt[q], (T)dvz, (T)dz);
+                            near2 = fmin(near2, (qx * qx + qy * qy) + qz * qz);
+                        }
+                        if (other && near2 <= h2[q]) {
                             const u32 slot = atomicAdd(&x.counts[first + q], 1u);
                             if (slot < (u32)x.capacity) x.lists[(size_t)(first + q) * x.capacity + slot] = (u32)j;
                         }
@@ -121,7 +130,8 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
                 }
             }
         };
-        bool far = MIXED && far_tile<B>(boxes, fx);
+        // (A look-ahead can bring a far tile's source within a radius: no far tiles then.)
+        bool far = MIXED && !(NEIGH && x.ahead != 0) && far_tile<B>(boxes, fx);
         if (NEIGH && far) {
             const T gap2 = (T)tile_gap2<B>(boxes, fx);
             bool clear = true;

@@ -91,6 +91,9 @@ kernel_args! {
         near_index: Ptr = "int *",
         near_r2: Ptr = "T *",
         own: Ptr = "const int *",
+        /// Per target, a look-ahead step dt: a source is also listed where
+        /// |dx + dt dv|² ≤ h2 (null: none).
+        ahead: Ptr = "const T *",
     }
 }
 

@@ -73,10 +73,21 @@ const NEAR_INDEX: usize = 13;
 const NEAR_R2: usize = 14;
 const LIST_META: usize = 15;
 const LIST_PACKED: usize = 16;
-// The partials are the 8th to 10th of 17 slots (stage_jerk picks them by place).
-const _: () = assert!(PART_ACC == 7 && PART_JERK == 8 && PART_NEAR == 9 && SLOTS == 17);
+const AHEAD: usize = 17;
+// The partials are the 8th to 10th of 18 slots (stage_jerk picks them by place).
+const _: () = assert!(PART_ACC == 7 && PART_JERK == 8 && PART_NEAR == 9 && SLOTS == 18);
 /// Slots the executor holds in all.
-pub(crate) const SLOTS: usize = 17;
+pub(crate) const SLOTS: usize = 18;
+
+/// The lists a jerk call searches: the sources with unsoftened r² ≤ `radius2[i]`, or
+/// with `ahead`, also those whose separation looked ahead by `ahead[i]` (`dx + dt dv`)
+/// comes within it; `capacity` slots a target.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ListSearch<'a, T> {
+    pub radius2: &'a [T],
+    pub capacity: usize,
+    pub ahead: Option<&'a [T]>,
+}
 
 /// Where a jerk launch reads and writes: targets and their velocities (`n`), sources and
 /// theirs (`padded`, massless beyond `n_src`), outputs (`n`, added into).
@@ -127,7 +138,7 @@ impl Staged {
     pub(crate) fn with_neighbours(
         mut self,
         exec: &mut CudaExecutor,
-        within: Option<(&[f64], usize)>,
+        within: Option<ListSearch<'_, f64>>,
         own: DevicePointer<u8>,
     ) -> Result<Self, Error> {
         let n = self.n;
@@ -169,6 +180,7 @@ impl JerkExtra {
             near_index: null(),
             near_r2: null(),
             own: null(),
+            ahead: null(),
         }
     }
 }
@@ -224,10 +236,12 @@ impl CudaExecutor {
             me.two_per_thread::<T>(neighbours.is_some()),
         );
         // Slots PART_ACC, PART_JERK, PART_NEAR (the pattern's places; asserted below).
-        let [.., acc, jerk, near, _, _, _, _, _, _, _] = &mut me.scratch;
+        let [.., acc, jerk, near, _, _, _, _, _, _, _, _] = &mut me.scratch;
         let mut extra = JerkExtra::with_partials(&plan, n, size_of::<T>(), [acc, jerk, near])?;
         if let Some(nb) = neighbours {
-            me.neighbour_buffers(n, nb.within.as_ref().map(|w| (w.radius2, w.capacity)), &mut extra)?;
+            let within =
+                nb.within.as_ref().map(|w| ListSearch { radius2: w.radius2, capacity: w.capacity, ahead: None });
+            me.neighbour_buffers(n, within, &mut extra)?;
         }
         let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
         let bufs = JerkBuffers {
@@ -246,12 +260,12 @@ impl CudaExecutor {
     fn neighbour_buffers<T: DeviceReal>(
         &mut self,
         n: usize,
-        within: Option<(&[T], usize)>,
+        within: Option<ListSearch<'_, T>>,
         extra: &mut JerkExtra,
     ) -> Result<(), Error> {
         extra.near_index = ptr(self.scratch[NEAR_INDEX].reserve(n * 4)?);
         extra.near_r2 = ptr(self.scratch[NEAR_R2].reserve(n * size_of::<T>())?);
-        if let Some((radius2, capacity)) = within {
+        if let Some(ListSearch { radius2, capacity, ahead }) = within {
             let cap = i32::try_from(capacity)
                 .map_err(|_| Error::InvalidParameter { name: "capacity", requirement: "below 2^31 on the GPU" })?;
             let h2 = self.scratch[H2].reserve(n * size_of::<T>())?;
@@ -262,6 +276,11 @@ impl CudaExecutor {
             extra.counts = ptr(counts);
             extra.lists = ptr(self.scratch[LISTS].reserve((n * capacity * 4).max(4))?);
             extra.capacity = cap;
+            if let Some(dt) = ahead {
+                let slot = self.scratch[AHEAD].reserve(n * size_of::<T>())?;
+                upload_padded(slot, bytemuck::cast_slice(dt), 0)?;
+                extra.ahead = ptr(slot);
+            }
         }
         Ok(())
     }

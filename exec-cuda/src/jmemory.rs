@@ -7,14 +7,14 @@
 
 use crate::args::JmemArgs;
 use crate::device::cuda;
-use crate::jerk::{JerkBuffers, Staged};
+use crate::jerk::{JerkBuffers, ListSearch, Staged};
 use crate::kernels::{Kernel, count};
 use crate::memory::{Pinned, Scratch, alloc, download, ptr, upload_padded};
 use crate::{CudaExecutor, SOURCE_PAD};
 use cust::memory::{CopyDestination, DeviceBuffer};
 use nbody_core::jmemory::{JParticle, PackedLists};
 use nbody_core::neighbours::Neighbours;
-use nbody_core::{Array, Bodies, Error, Field, Jerk, Params, validate};
+use nbody_core::{Array, Bodies, Error, Field, Jerk, Params, Particle, Velocity, validate};
 
 /// Threads per block of the per-particle kernels.
 const THREADS: u32 = 256;
@@ -133,6 +133,44 @@ impl DeviceJMemory {
         Ok(())
     }
 
+    /// Replaces the whole j-memory with `pos` (positions with masses) and `vel` at
+    /// addresses `0..n`, at time 0 without acceleration or jerk, in two copies: for a code
+    /// that sends every particle as it stands before its force calls (NBODY6++'s gpunb),
+    /// where [`DeviceJMemory::set`] would pack a full record each. Sets not yet sent are
+    /// dropped; addresses from `n` on are forgotten. Non-finite values or a negative mass
+    /// are refused, leaving the j-memory as it was.
+    ///
+    /// ```no_run
+    /// use nbody_core::{Particle, Velocity};
+    /// let mut gpu = nbody_cuda::CudaExecutor::new()?;
+    /// let mut jm = nbody_cuda::DeviceJMemory::new(&mut gpu)?;
+    /// jm.replace(&mut gpu, &[Particle::new(1.0, 0.0, 0.0, 1.0)], &[Velocity::new(0.0, 0.0, 0.0)])?;
+    /// assert_eq!(jm.len(), 1);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn replace(
+        &mut self,
+        gpu: &mut CudaExecutor,
+        pos: &[Particle<f64>],
+        vel: &[Velocity<f64>],
+    ) -> Result<(), Error> {
+        let n = pos.len();
+        validate::particles(pos, Array::Sources)?;
+        validate::velocities(vel, n, Array::Sources)?;
+        gpu.gpu.make_current()?;
+        self.addresses.clear();
+        self.up.clear();
+        self.grow(n)?;
+        upload_padded(&mut self.pos, bytemuck::cast_slice(pos), 0)?;
+        upload_padded(&mut self.vel, bytemuck::cast_slice(vel), 0)?;
+        for b in [&mut self.acc, &mut self.jerk] {
+            upload_padded(b, &[], n * 32)?;
+        }
+        upload_padded(&mut self.tj, &[], n * 8)?;
+        self.len = n;
+        Ok(())
+    }
+
     /// Forgets every j-particle.
     pub fn clear(&mut self, gpu: &mut CudaExecutor) -> Result<(), Error> {
         gpu.gpu.make_current()?;
@@ -204,7 +242,10 @@ impl DeviceJMemory {
     /// addresses with unsoftened r² ≤ `radius2[i]` (its own excluded), searched with
     /// `capacity` slots per target and returned packed: only the entries found cross
     /// from the device, which is what makes reading the lists every block step cheap (a
-    /// GRAPE-6 code's neighbour lists).
+    /// GRAPE-6 code's neighbour lists). With `ahead`, an address is also listed where the
+    /// separation looked ahead by the target's step, `|dx + ahead[i] dv|²`, is within
+    /// `radius2[i]` (NBODY6++'s velocity criterion; on a mixed executor the distances
+    /// are those of its float separations).
     #[allow(clippy::too_many_arguments)]
     pub fn forces_and_lists(
         &mut self,
@@ -218,11 +259,18 @@ impl DeviceJMemory {
         jerk: &mut [Jerk<f64>],
         radius2: &[f64],
         capacity: usize,
+        ahead: Option<&[f64]>,
     ) -> Result<PackedLists, Error> {
         let ni = targets.pos.len();
         validate::length("neighbour radii", ni, radius2.len())?;
         nbody_core::neighbours::check_radii(radius2)?;
-        let search = Search::Packed { radius2, capacity };
+        if let Some(dt) = ahead {
+            validate::length("look-ahead steps", ni, dt.len())?;
+            if let Some(i) = dt.iter().position(|t| !t.is_finite()) {
+                return Err(Error::NonFinite { array: Array::Targets, index: i });
+            }
+        }
+        let search = Search::Packed { radius2, capacity, ahead };
         let packed = self.checked(gpu, nj, time, targets, own, eps, out, jerk, search)?;
         Ok(packed.unwrap_or_else(|| PackedLists {
             counts: vec![0; ni],
@@ -367,10 +415,12 @@ impl DeviceJMemory {
         let staged = match &search {
             Search::Nothing => staged,
             Search::Into(nb) => {
-                staged.with_neighbours(gpu, nb.within.as_ref().map(|w| (w.radius2, w.capacity)), own_d)?
+                let within =
+                    nb.within.as_ref().map(|w| ListSearch { radius2: w.radius2, capacity: w.capacity, ahead: None });
+                staged.with_neighbours(gpu, within, own_d)?
             }
-            Search::Packed { radius2, capacity, .. } => {
-                staged.with_neighbours(gpu, Some((radius2, *capacity)), own_d)?
+            Search::Packed { radius2, capacity, ahead } => {
+                staged.with_neighbours(gpu, Some(ListSearch { radius2, capacity: *capacity, ahead: *ahead }), own_d)?
             }
         };
         gpu.launch_jerk(&staged, params)?;
@@ -410,6 +460,7 @@ enum Search<'a, 'b> {
     Packed {
         radius2: &'a [f64],
         capacity: usize,
+        ahead: Option<&'a [f64]>,
     },
 }
 

@@ -77,7 +77,7 @@ impl Pinned {
     /// Makes it `len` bytes long, keeping what it held (new bytes are unspecified).
     pub(crate) fn resize(&mut self, len: usize) -> Result<&mut [u8], Error> {
         let capacity = self.buf.as_ref().map_or(0, |b| b.len());
-        if len > capacity {
+        if len > capacity || self.buf.is_none() {
             // Doubling: page-locking costs about a millisecond per allocation.
             let grown = len.max(2 * capacity).max(1 << 16);
             // SAFETY: u8 has no invalid bit patterns; the bytes past `self.len` are

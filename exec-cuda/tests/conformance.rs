@@ -252,56 +252,88 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
     }
     // Neighbours packed on the device: every list against a double loop over the
     // predicted j-particles (r² ≤ h², own excluded, increasing), with few slots so some
-    // lists overflow, and the nearest.
+    // lists overflow, and the nearest; then with look-ahead steps, where a source also
+    // counts when |dx + dt dv|² ≤ h² (NBODY6++'s velocity criterion).
     let radius2: Vec<f64> =
         (0..n).map(|k| if k % 7 == 3 { 0.0 } else { (0.02 * (1 + k % 5) as f64).powi(2) }).collect();
+    let steps: Vec<f64> = (0..n).map(|k| [0.0, 0.01, 0.05][k % 3]).collect();
     let capacity = 6;
-    let mut lists = |r2: &[f64]| {
+    let mut lists = |r2: &[f64], ahead: Option<&[f64]>| {
         let targets = Bodies { pos: &tpos, vel: &tvel };
-        jm.forces_and_lists(&mut gpu, nj, time, targets, &own, eps, &mut out, &mut jerk, r2, capacity)
+        jm.forces_and_lists(&mut gpu, nj, time, targets, &own, eps, &mut out, &mut jerk, r2, capacity, ahead)
     };
-    let packed = lists(&radius2).map_err(gpu_err)?;
     let mut overflowed = 0;
-    // A source at r² within a rounding of h² may fall either side (f32 distances in the
-    // mixed family): it may be listed or not.
-    let slack = if mixed { 1e-5 } else { 1e-12 };
-    for k in 0..n {
-        let d2 = |a: usize| {
-            let (t, q) = (tpos[k], spos[a]);
-            (t.x - q.x).powi(2) + (t.y - q.y).powi(2) + (t.z - q.z).powi(2)
-        };
-        let others = || (0..nj).filter(|&a| a as i32 != own[k]);
-        let surely: Vec<u32> = others().filter(|&a| d2(a) <= radius2[k] * (1.0 - slack)).map(|a| a as u32).collect();
-        let maybe: Vec<u32> = others().filter(|&a| d2(a) <= radius2[k] * (1.0 + slack)).map(|a| a as u32).collect();
-        let best = others().map(|a| (d2(a), a)).fold((f64::INFINITY, 0), |m, x| if x.0 < m.0 { x } else { m });
-        let (got, found) = (packed.list(k), packed.counts[k] as usize);
-        let sorted = got.windows(2).all(|w| w[0] < w[1]);
-        let fits = found >= surely.len() && found <= maybe.len() && got.len() == found.min(capacity);
-        let inside = got.iter().all(|a| maybe.contains(a));
-        let complete = found > capacity || surely.iter().all(|a| got.contains(a));
-        if !(fits && sorted && inside && complete) {
-            return Err(
-                format!("target {k}: {found} found, {got:?} stored, expected {surely:?} (at most {maybe:?})").into()
-            );
+    let mut widened = 0;
+    for ahead in [None, Some(&steps[..])] {
+        let packed = lists(&radius2, ahead).map_err(gpu_err)?;
+        // A source at r² within a rounding of h² may fall either side (f32 distances in
+        // the mixed family): it may be listed or not.
+        let slack = if mixed { 1e-5 } else { 1e-12 };
+        for k in 0..n {
+            let d2 = |a: usize| {
+                let (t, q) = (tpos[k], spos[a]);
+                (t.x - q.x).powi(2) + (t.y - q.y).powi(2) + (t.z - q.z).powi(2)
+            };
+            let near2 = |a: usize| {
+                let dt = ahead.map_or(0.0, |s| s[k]);
+                let (t, q, tv, qv) = (tpos[k], spos[a], tvel[k], svel[a]);
+                let d = [
+                    q.x - t.x + dt * (qv.vx - tv.vx),
+                    q.y - t.y + dt * (qv.vy - tv.vy),
+                    q.z - t.z + dt * (qv.vz - tv.vz),
+                ];
+                d2(a).min(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+            };
+            let others = || (0..nj).filter(|&a| a as i32 != own[k]);
+            let surely: Vec<u32> =
+                others().filter(|&a| near2(a) <= radius2[k] * (1.0 - slack)).map(|a| a as u32).collect();
+            let maybe: Vec<u32> =
+                others().filter(|&a| near2(a) <= radius2[k] * (1.0 + slack)).map(|a| a as u32).collect();
+            widened += others().filter(|&a| near2(a) < radius2[k] && d2(a) > radius2[k]).count();
+            let best = others().map(|a| (d2(a), a)).fold((f64::INFINITY, 0), |m, x| if x.0 < m.0 { x } else { m });
+            let (got, found) = (packed.list(k), packed.counts[k] as usize);
+            let sorted = got.windows(2).all(|w| w[0] < w[1]);
+            let fits = found >= surely.len() && found <= maybe.len() && got.len() == found.min(capacity);
+            let inside = got.iter().all(|a| maybe.contains(a));
+            let complete = found > capacity || surely.iter().all(|a| got.contains(a));
+            if !(fits && sorted && inside && complete) {
+                return Err(format!(
+                    "target {k} (look-ahead {ahead:?}): {found} found, {got:?} stored, expected {surely:?} (at most {maybe:?})",
+                    ahead = ahead.map(|s| s[k])
+                )
+                .into());
+            }
+            overflowed += usize::from(packed.overflowed(k));
+            let near = packed.nearest[k].map_or(usize::MAX, |a| a as usize);
+            if near != best.1 && d2(near) > best.0 * (1.0 + slack) {
+                return Err(format!(
+                    "target {k}: nearest {near} at {:e}, expected {} at {:e}",
+                    d2(near),
+                    best.1,
+                    best.0
+                )
+                .into());
+            }
         }
-        overflowed += usize::from(packed.overflowed(k));
-        let near = packed.nearest[k].map_or(usize::MAX, |a| a as usize);
-        if near != best.1 && d2(near) > best.0 * (1.0 + slack) {
-            return Err(
-                format!("target {k}: nearest {near} at {:e}, expected {} at {:e}", d2(near), best.1, best.0).into()
-            );
-        }
+    }
+    if widened == 0 {
+        return Err("no source came within a radius only by the look-ahead: the check needs some".into());
     }
     // A negative or NaN radius is refused, as every executor's lists refuse it.
     for bad in [-1.0, f64::NAN] {
         let mut r2 = radius2.clone();
         r2[1] = bad;
-        let r = lists(&r2);
+        let r = lists(&r2, None);
         if !matches!(r, Err(Error::InvalidParameter { name: "neighbour radius", .. })) {
             return Err(format!("radius² {bad}: expected an error, got {:?}", r.map(|p| p.counts.len())).into());
         }
     }
-    if overflowed == 0 || overflowed == n {
+    let mut bad_steps = steps.clone();
+    bad_steps[2] = f64::NAN;
+    if !matches!(lists(&radius2, Some(&bad_steps)), Err(Error::NonFinite { index: 2, .. })) {
+        return Err("a NaN look-ahead step: expected an error".into());
+    }
+    if overflowed == 0 || overflowed == 2 * n {
         return Err(format!("{overflowed} of {n} lists overflowed: the check needs some of each").into());
     }
     // Bad input: an own address twice, or one at or beyond nj.

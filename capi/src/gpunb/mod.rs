@@ -47,7 +47,6 @@ mod grid;
 use crate::grape::{Engine, count, shielded, triples, values, values_mut};
 use grid::Grid;
 use nbody_backends::{JCall, JMemory, JSearch};
-use nbody_core::jmemory::JParticle;
 use nbody_core::{Bodies, Field, Jerk, Params, Particle, Real, Velocity, kernel};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -344,10 +343,8 @@ pub unsafe extern "C" fn nbody_gpunb_send(nj: i32, m: *const f64, x: *const [f64
             let src = &open.sources;
             open.cells.retain(|_, c| c.follow(src));
             if let Some(device) = open.device.as_mut() {
-                for j in 0..n {
-                    let p = JParticle { x: x[j], m: m[j], v: v[j], a: [0.0; 3], j: [0.0; 3], t: 0.0 };
-                    device.set(j, p).map_err(|e| format!("gpunb_send: {e}"))?;
-                }
+                let exec = s.engine.as_mut().ok_or("gpunb_send: no backend")?.executor();
+                device.replace(exec, &src.pos, &src.vel).map_err(|e| format!("gpunb_send: {e}"))?;
             }
             s.profile.sends += 1;
             s.profile.send_s += start.elapsed().as_secs_f64();
@@ -466,7 +463,7 @@ pub unsafe extern "C" fn nbody_gpunb_regf(
             let State { engine, open, profile } = s;
             let open = open.as_mut().ok_or("gpunb_regf: the library is not open (gpunb_open first)")?;
             let engine = engine.as_mut().ok_or("gpunb_regf: no backend")?;
-            let r = regular(engine, open, &block, rules, profile)?;
+            let r = regular(engine, open, &block, rules, nnbmax.min(lmax - 1), profile)?;
             for i in 0..n {
                 acc[i] = r.acc[i];
                 jrk[i] = r.jerk[i];
@@ -523,15 +520,20 @@ struct Excluded {
     pot: f64,
 }
 
+/// The sums and lists of one call (`limit`: the most neighbours a list holds).
 fn regular(
     engine: &mut Engine,
     open: &mut Open,
     b: &Block<'_>,
     rules: Rules,
+    limit: usize,
     profile: &mut Profile,
 ) -> Result<Regular, String> {
     let n = b.h2.len();
     let Open { sources: src, device, f32, cells, .. } = open;
+    if let Some(d) = device.as_mut() {
+        return regular_on_device(engine, d, src, b, rules, limit, profile);
+    }
     let f32 = *f32;
     // Cells about the size of this call's spheres (NBODY6++ keeps some hundred
     // neighbours in each), at the positions and at each look-ahead step asked for.
@@ -566,7 +568,7 @@ fn regular(
     let cells = &*cells;
     let src = &*src;
     let mut r = Regular { acc: vec![[0.0; 3]; n], jerk: vec![[0.0; 3]; n], pot: vec![0.0; n], lists: vec![] };
-    // The lists on the host's threads while the full sums run (on a GPU, beside them).
+    // The lists on the host's threads while the full sums run beside them.
     let (excluded, sums) = std::thread::scope(|scope| {
         let lists = scope.spawn(|| {
             let start = Instant::now();
@@ -574,16 +576,77 @@ fn regular(
             (e, start.elapsed().as_secs_f64())
         });
         let start = Instant::now();
-        let sums = if f32 {
-            full_sums_f32(engine, src, b, &mut r)
-        } else {
-            full_sums(engine, device.as_mut(), src, b, &mut r)
-        };
+        let sums = if f32 { full_sums_f32(engine, src, b, &mut r) } else { full_sums(engine, src, b, &mut r) };
         (lists.join(), sums.map(|()| start.elapsed().as_secs_f64()))
     });
     let (excluded, lists_s) = excluded.map_err(|_| "gpunb_regf: the neighbour search panicked".to_string())?;
     profile.sums_s += sums?;
     profile.lists_s += lists_s;
+    take_out(&mut r, excluded);
+    Ok(r)
+}
+
+/// Relative margin of the device's candidate radii over the spheres: far above the
+/// roundings of its distances (f64, or a mixed executor's float separations), so every
+/// neighbour by upstream's rules is a candidate; the rules themselves are applied in f64.
+const CANDIDATE_MARGIN: f64 = 1e-5;
+
+/// [`regular`] on a GPU: the full sums and, in the same pass, each target's candidates
+/// (the sources within its sphere's radius, now or looked ahead by its `dtr`, with
+/// [`CANDIDATE_MARGIN`]); the rules on the candidates and the neighbours' terms taken
+/// out on the host's threads. A target with more candidates than its slots (an
+/// overflowing list, whose count upstream reports) is searched over every source.
+fn regular_on_device(
+    engine: &mut Engine,
+    device: &mut JMemory,
+    src: &Sources,
+    b: &Block<'_>,
+    rules: Rules,
+    limit: usize,
+    profile: &mut Profile,
+) -> Result<Regular, String> {
+    let n = b.h2.len();
+    let mut r = Regular { acc: vec![[0.0; 3]; n], jerk: vec![[0.0; 3]; n], pot: vec![0.0; n], lists: vec![] };
+    if src.pos.is_empty() {
+        r.lists = vec![vec![]; n];
+        return Ok(r);
+    }
+    let start = Instant::now();
+    let radius2: Vec<f64> = (0..n)
+        .map(|i| {
+            let look = widening(src, b.dtr.map_or(0.0, |d| d[i]), b.v[i]);
+            let reach = size_of(src, b, i, rules) * (1.0 + CANDIDATE_MARGIN) + CANDIDATE_MARGIN * look;
+            reach * reach
+        })
+        .collect();
+    let (tpos, tvel) = targets_of(b);
+    let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
+    let own = vec![-1; n];
+    let call = JCall { nj: src.pos.len(), time: 0.0, targets: Bodies { pos: &tpos, vel: &tvel }, own: &own, eps: 0.0 };
+    let capacity = limit + limit / 4 + 16;
+    let search = JSearch::Lists { radius2: &radius2, capacity, ahead: b.dtr };
+    let packed = device
+        .forces(engine.executor(), call, &mut field, &mut jerk, search)
+        .map_err(|e| format!("gpunb_regf: {e}"))?
+        .ok_or("gpunb_regf: the device returned no lists")?;
+    profile.sums_s += start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let excluded = on_threads(n, |i| match packed.overflowed(i) {
+        true => apply_rules(src, b, i, rules, false, 0..src.pos.len() as u32),
+        false => apply_rules(src, b, i, rules, false, packed.list(i).iter().copied()),
+    });
+    profile.lists_s += start.elapsed().as_secs_f64();
+    for i in 0..n {
+        r.acc[i] = field[i].acceleration();
+        r.jerk[i] = jerk[i].components();
+        r.pot[i] = -field[i].phi;
+    }
+    take_out(&mut r, excluded);
+    Ok(r)
+}
+
+/// Takes the neighbours' terms out of the full sums in `r` and keeps the lists.
+fn take_out(r: &mut Regular, excluded: Vec<Excluded>) {
     for (i, e) in excluded.into_iter().enumerate() {
         for k in 0..3 {
             r.acc[i][k] -= e.acc[k];
@@ -592,7 +655,6 @@ fn regular(
         r.pot[i] -= e.pot;
         r.lists.push(e.list);
     }
-    Ok(r)
 }
 
 /// `f(i)` for `i` in `0..n` on the library's threads (`NBODY_GPUNB_THREADS`, else every
@@ -653,6 +715,19 @@ fn neighbours_of(
             candidates.sort_unstable();
         }
     }
+    apply_rules(src, b, i, rules, f32, candidates.into_iter())
+}
+
+/// The rules on i-particle `i`'s `candidates` (increasing): its neighbours and the sum of
+/// their terms as the executor's precision computes them (`f32`).
+fn apply_rules(
+    src: &Sources,
+    b: &Block<'_>,
+    i: usize,
+    rules: Rules,
+    f32: bool,
+    candidates: impl Iterator<Item = u32>,
+) -> Excluded {
     let mut e = Excluded { list: vec![], acc: [0.0; 3], jerk: [0.0; 3], pot: 0.0 };
     for j in candidates {
         let (p, v) = (&src.pos[j as usize], &src.vel[j as usize]);
@@ -695,41 +770,34 @@ fn pair<T: Real>(p: &Particle<f64>, v: &Velocity<f64>, xi: [f64; 3], vi: [f64; 3
 }
 
 /// Full sums over every source (unsoftened; a coincident source left out) into `r`, pot
-/// as +Σ m/r: on the device j-memory when there is one, else through the executor with
-/// the sources sent.
-fn full_sums(
-    engine: &mut Engine,
-    device: Option<&mut JMemory>,
-    src: &Sources,
-    b: &Block<'_>,
-    r: &mut Regular,
-) -> Result<(), String> {
+/// as +Σ m/r, through the executor with the sources sent (the host's path).
+fn full_sums(engine: &mut Engine, src: &Sources, b: &Block<'_>, r: &mut Regular) -> Result<(), String> {
     let n = b.h2.len();
     if src.pos.is_empty() {
         return Ok(());
     }
-    let tpos: Vec<Particle<f64>> = b.x.iter().map(|x| Particle::new(x[0], x[1], x[2], 0.0)).collect();
-    let tvel: Vec<Velocity<f64>> = b.v.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
+    let (tpos, tvel) = targets_of(b);
     let targets = Bodies { pos: &tpos, vel: &tvel };
     let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
-    if let Some(d) = device {
-        let own = vec![-1; n];
-        let call = JCall { nj: src.pos.len(), time: 0.0, targets, own: &own, eps: 0.0 };
-        d.forces(engine.executor(), call, &mut field, &mut jerk, JSearch::Nothing)
-            .map_err(|e| format!("gpunb_regf: {e}"))?;
-    } else {
-        let sources = Bodies { pos: &src.pos, vel: &src.vel };
-        engine
-            .get()
-            .accelerations_jerk(targets, sources, &Params::softened(0.0), &mut field, &mut jerk)
-            .map_err(|e| format!("gpunb_regf: {e}"))?;
-    }
+    let sources = Bodies { pos: &src.pos, vel: &src.vel };
+    engine
+        .get()
+        .accelerations_jerk(targets, sources, &Params::softened(0.0), &mut field, &mut jerk)
+        .map_err(|e| format!("gpunb_regf: {e}"))?;
     for i in 0..n {
         r.acc[i] = field[i].acceleration();
         r.jerk[i] = jerk[i].components();
         r.pot[i] = -field[i].phi;
     }
     Ok(())
+}
+
+/// A call's i-particles as massless targets.
+fn targets_of(b: &Block<'_>) -> (Vec<Particle<f64>>, Vec<Velocity<f64>>) {
+    (
+        b.x.iter().map(|x| Particle::new(x[0], x[1], x[2], 0.0)).collect(),
+        b.v.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect(),
+    )
 }
 
 /// [`full_sums`] in f32, with the sources sent each call.
