@@ -47,6 +47,7 @@ mod grid;
 use crate::grape::{Engine, count, shielded, triples, values, values_mut};
 use grid::Grid;
 use nbody_backends::{JCall, JMemory, JSearch};
+use nbody_core::jmemory::PackedLists;
 use nbody_core::{Bodies, Field, Jerk, Params, Particle, Real, Velocity, kernel};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -629,11 +630,13 @@ fn regular_on_device(
         .forces(engine.executor(), call, &mut field, &mut jerk, search)
         .map_err(|e| format!("gpunb_regf: {e}"))?
         .ok_or("gpunb_regf: the device returned no lists")?;
+    let long = long_lists(engine, device, src, b, &radius2, &packed)?;
     profile.sums_s += start.elapsed().as_secs_f64();
     let start = Instant::now();
-    let excluded = on_threads(n, |i| match packed.overflowed(i) {
-        true => apply_rules(src, b, i, rules, false, 0..src.pos.len() as u32),
-        false => apply_rules(src, b, i, rules, false, packed.list(i).iter().copied()),
+    let excluded = on_threads(n, |i| match (packed.overflowed(i), &long[i]) {
+        (false, _) => apply_rules(src, b, i, rules, false, packed.list(i).iter().copied()),
+        (true, Some(list)) => apply_rules(src, b, i, rules, false, list.iter().copied()),
+        (true, None) => apply_rules(src, b, i, rules, false, 0..src.pos.len() as u32),
     });
     profile.lists_s += start.elapsed().as_secs_f64();
     for i in 0..n {
@@ -643,6 +646,48 @@ fn regular_on_device(
     }
     take_out(&mut r, excluded);
     Ok(r)
+}
+
+/// The most bytes of list slots a pass of [`long_lists`] asks of the device.
+const LONG_LIST_BYTES: usize = 256 << 20;
+
+/// The whole candidate lists of the targets that had more candidates than slots (lists
+/// that overflow, whose counts upstream reports), from a second pass over them alone
+/// with room for every candidate (the device counted them); `None` for the others.
+fn long_lists(
+    engine: &mut Engine,
+    device: &mut JMemory,
+    src: &Sources,
+    b: &Block<'_>,
+    radius2: &[f64],
+    packed: &PackedLists,
+) -> Result<Vec<Option<Vec<u32>>>, String> {
+    let n = b.h2.len();
+    let mut long = vec![None; n];
+    let over: Vec<usize> = (0..n).filter(|&i| packed.overflowed(i)).collect();
+    let Some(room) = over.iter().map(|&i| packed.counts[i] as usize).max() else {
+        return Ok(long);
+    };
+    for part in over.chunks((LONG_LIST_BYTES / (4 * room)).max(1)) {
+        let pick = |v: &[f64]| part.iter().map(|&i| v[i]).collect::<Vec<f64>>();
+        let tpos: Vec<Particle<f64>> =
+            part.iter().map(|&i| Particle::new(b.x[i][0], b.x[i][1], b.x[i][2], 0.0)).collect();
+        let tvel: Vec<Velocity<f64>> = part.iter().map(|&i| Velocity::new(b.v[i][0], b.v[i][1], b.v[i][2])).collect();
+        let (r2, dt) = (pick(radius2), b.dtr.map(pick));
+        let own = vec![-1; part.len()];
+        let (mut field, mut jerk) = (vec![Field::zero(); part.len()], vec![Jerk::zero(); part.len()]);
+        let call =
+            JCall { nj: src.pos.len(), time: 0.0, targets: Bodies { pos: &tpos, vel: &tvel }, own: &own, eps: 0.0 };
+        let search = JSearch::Lists { radius2: &r2, capacity: room, ahead: dt.as_deref() };
+        let again = device
+            .forces(engine.executor(), call, &mut field, &mut jerk, search)
+            .map_err(|e| format!("gpunb_regf: {e}"))?
+            .ok_or("gpunb_regf: the device returned no lists")?;
+        for (k, &i) in part.iter().enumerate() {
+            long[i] = (!again.overflowed(k)).then(|| again.list(k).to_vec());
+        }
+    }
+    Ok(long)
 }
 
 /// Takes the neighbours' terms out of the full sums in `r` and keeps the lists.
