@@ -27,13 +27,16 @@
 //!
 //! How: the backend `NBODY_GPUNB_EXECUTOR` names (the registry's strings, a GPU when
 //! there is one and it is unset, else the CPU) computes every target's full field and
-//! jerk (on a GPU the j-particles stay on the device between `send` and the calls,
-//! `JMemory`). Beside it, on the host's threads, each target's candidates come from cells
-//! (`grid`): those within its sphere's radius now, from cells of the positions, and those
-//! within it at the look-ahead, from cells of the positions looked ahead by its `dtr`
-//! (`x + dtr v`, one set of cells per step, kept across sends while the particles stay
-//! within a quarter cell). The rules are applied to the candidates in f64 and the
-//! neighbours' terms taken back out of the sums in f64. Precision: f64 by default, mixed
+//! jerk. On a GPU (f64 or mixed) the j-particles stay on the device between `send` and
+//! the calls (`JMemory`), and the same pass lists each target's candidates: those within
+//! its sphere's radius now or looked ahead by its `dtr` (`JSearch::Lists` with `ahead`),
+//! with a small margin over the roundings. Elsewhere, beside the executor's call on the
+//! host's threads, the candidates come from cells (`grid`): those within the sphere's
+//! radius now, from cells of the positions, and those within it at the look-ahead, from
+//! cells of the positions looked ahead by its `dtr` (`x + dtr v`, one set of cells per
+//! step, kept across sends while the particles stay within a quarter cell). Either way the
+//! rules are applied to the candidates in f64 and the neighbours' terms taken back out of
+//! the sums in f64. Precision: f64 by default, mixed
 //! with a mixed backend (`mixed`, `cuda-mixed`), f32 with `NBODY_GPUNB_PRECISION=f32`
 //! (absolute positions in f32, as upstream; the neighbours' terms are then removed as f32
 //! computes them, and what is left of their rounding is about 1e-7 of their size).
