@@ -365,8 +365,11 @@ struct Rules {
     overflow_minus_one: bool,
 }
 
-/// One call's inputs, checked.
+/// One call's inputs, checked, and its rules.
 struct Block<'a> {
+    rules: Rules,
+    /// The most neighbours a list holds.
+    limit: usize,
     h2: &'a [f64],
     dtr: Option<&'a [f64]>,
     x: &'a [[f64; 3]],
@@ -447,6 +450,8 @@ pub unsafe extern "C" fn nbody_gpunb_regf(
             // SAFETY: the caller's contract.
             let block = unsafe {
                 Block {
+                    rules,
+                    limit: nnbmax.min(lmax - 1),
                     h2: values(h2, n, "h2")?,
                     dtr: if dtr.is_null() { None } else { Some(values(dtr, n, "dtr")?) },
                     x: triples(xi, n, "xi")?,
@@ -467,7 +472,7 @@ pub unsafe extern "C" fn nbody_gpunb_regf(
             let State { engine, open, profile } = s;
             let open = open.as_mut().ok_or("gpunb_regf: the library is not open (gpunb_open first)")?;
             let engine = engine.as_mut().ok_or("gpunb_regf: no backend")?;
-            let r = regular(engine, open, &block, rules, nnbmax.min(lmax - 1), profile)?;
+            let r = regular(engine, open, &block, profile)?;
             for i in 0..n {
                 acc[i] = r.acc[i];
                 jrk[i] = r.jerk[i];
@@ -524,24 +529,17 @@ struct Excluded {
     pot: f64,
 }
 
-/// The sums and lists of one call (`limit`: the most neighbours a list holds).
-fn regular(
-    engine: &mut Engine,
-    open: &mut Open,
-    b: &Block<'_>,
-    rules: Rules,
-    limit: usize,
-    profile: &mut Profile,
-) -> Result<Regular, String> {
+/// The sums and lists of one call.
+fn regular(engine: &mut Engine, open: &mut Open, b: &Block<'_>, profile: &mut Profile) -> Result<Regular, String> {
     let n = b.h2.len();
     let Open { sources: src, device, f32, cells, .. } = open;
     if let Some(d) = device.as_mut() {
-        return regular_on_device(engine, d, src, b, rules, limit, profile);
+        return regular_on_device(engine, d, src, b, profile);
     }
     let f32 = *f32;
     // Cells about the size of this call's spheres (NBODY6++ keeps some hundred
     // neighbours in each), at the positions and at each look-ahead step asked for.
-    let mut size: Vec<f64> = (0..n).map(|i| size_of(src, b, i, rules)).collect();
+    let mut size: Vec<f64> = (0..n).map(|i| size_of(src, b, i)).collect();
     size.sort_unstable_by(f64::total_cmp);
     let size = size[size.len() / 2];
     // Cells far from this call's size (the spheres shrink as the cluster settles) cost
@@ -553,7 +551,7 @@ fn regular(
     // the sphere's radius; below that, the position cells searched a little wider serve.
     let mut steps = vec![0.0];
     if let Some(d) = b.dtr {
-        steps.extend((0..n).filter(|&i| widening(src, d[i], b.v[i]) > size_of(src, b, i, rules)).map(|i| d[i]));
+        steps.extend((0..n).filter(|&i| widening(src, d[i], b.v[i]) > size_of(src, b, i)).map(|i| d[i]));
     }
     steps.sort_unstable_by(f64::total_cmp);
     steps.dedup();
@@ -576,7 +574,7 @@ fn regular(
     let (excluded, sums) = std::thread::scope(|scope| {
         let lists = scope.spawn(|| {
             let start = Instant::now();
-            let e = on_threads(n, |i| neighbours_of(src, cells, b, i, rules, f32));
+            let e = on_threads(n, |i| neighbours_of(src, cells, b, i, f32));
             (e, start.elapsed().as_secs_f64())
         });
         let start = Instant::now();
@@ -599,14 +597,12 @@ const CANDIDATE_MARGIN: f64 = 1e-5;
 /// (the sources within its sphere's radius, now or looked ahead by its `dtr`, with
 /// [`CANDIDATE_MARGIN`]); the rules on the candidates and the neighbours' terms taken
 /// out on the host's threads. A target with more candidates than its slots (an
-/// overflowing list, whose count upstream reports) is searched over every source.
+/// overflowing list, whose count upstream reports) gets them all from [`long_lists`].
 fn regular_on_device(
     engine: &mut Engine,
     device: &mut JMemory,
     src: &Sources,
     b: &Block<'_>,
-    rules: Rules,
-    limit: usize,
     profile: &mut Profile,
 ) -> Result<Regular, String> {
     let n = b.h2.len();
@@ -619,7 +615,7 @@ fn regular_on_device(
     let radius2: Vec<f64> = (0..n)
         .map(|i| {
             let look = widening(src, b.dtr.map_or(0.0, |d| d[i]), b.v[i]);
-            let reach = size_of(src, b, i, rules) * (1.0 + CANDIDATE_MARGIN) + CANDIDATE_MARGIN * look;
+            let reach = size_of(src, b, i) * (1.0 + CANDIDATE_MARGIN) + CANDIDATE_MARGIN * look;
             reach * reach
         })
         .collect();
@@ -627,7 +623,7 @@ fn regular_on_device(
     let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
     let own = vec![-1; n];
     let call = JCall { nj: src.pos.len(), time: 0.0, targets: Bodies { pos: &tpos, vel: &tvel }, own: &own, eps: 0.0 };
-    let capacity = limit + limit / 4 + 16;
+    let capacity = b.limit + b.limit / 4 + 16;
     let search = JSearch::Lists { radius2: &radius2, capacity, ahead: b.dtr };
     let packed = device
         .forces(engine.executor(), call, &mut field, &mut jerk, search)
@@ -637,9 +633,9 @@ fn regular_on_device(
     profile.sums_s += start.elapsed().as_secs_f64();
     let start = Instant::now();
     let excluded = on_threads(n, |i| match (packed.overflowed(i), &long[i]) {
-        (false, _) => apply_rules(src, b, i, rules, false, packed.list(i).iter().copied()),
-        (true, Some(list)) => apply_rules(src, b, i, rules, false, list.iter().copied()),
-        (true, None) => apply_rules(src, b, i, rules, false, 0..src.pos.len() as u32),
+        (false, _) => apply_rules(src, b, i, false, packed.list(i).iter().copied()),
+        (true, Some(list)) => apply_rules(src, b, i, false, list.iter().copied()),
+        (true, None) => apply_rules(src, b, i, false, 0..src.pos.len() as u32),
     });
     profile.lists_s += start.elapsed().as_secs_f64();
     for i in 0..n {
@@ -728,8 +724,8 @@ fn on_threads<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
 
 /// The radius of i-particle `i`'s sphere (with the mass-scaled sphere, the heaviest
 /// particle's).
-fn size_of(src: &Sources, b: &Block<'_>, i: usize, rules: Rules) -> f64 {
-    (b.h2[i] * if rules.mass_scaled { src.mmax } else { 1.0 }).sqrt()
+fn size_of(src: &Sources, b: &Block<'_>, i: usize) -> f64 {
+    (b.h2[i] * if b.rules.mass_scaled { src.mmax } else { 1.0 }).sqrt()
 }
 
 /// The rules (see the module docs) on the j-particles that can be neighbours of
@@ -738,15 +734,8 @@ fn size_of(src: &Sources, b: &Block<'_>, i: usize, rules: Rules) -> f64 {
 /// looked ahead by its `dtr` (or, for a short look-ahead, from the position cells
 /// searched as much wider as the look-ahead can carry a pair: `dtr (|v_i − c| + max_j
 /// |v_j − c|)`, c the mean velocity).
-fn neighbours_of(
-    src: &Sources,
-    cells: &HashMap<u64, Cells>,
-    b: &Block<'_>,
-    i: usize,
-    rules: Rules,
-    f32: bool,
-) -> Excluded {
-    let reach = size_of(src, b, i, rules);
+fn neighbours_of(src: &Sources, cells: &HashMap<u64, Cells>, b: &Block<'_>, i: usize, f32: bool) -> Excluded {
+    let reach = size_of(src, b, i);
     let step = b.dtr.map_or(0.0, |d| d[i]);
     let mut candidates = Vec::new();
     match cells.get(&step.to_bits()).filter(|_| step != 0.0) {
@@ -763,19 +752,12 @@ fn neighbours_of(
             candidates.sort_unstable();
         }
     }
-    apply_rules(src, b, i, rules, f32, candidates.into_iter())
+    apply_rules(src, b, i, f32, candidates.into_iter())
 }
 
 /// The rules on i-particle `i`'s `candidates` (increasing): its neighbours and the sum of
 /// their terms as the executor's precision computes them (`f32`).
-fn apply_rules(
-    src: &Sources,
-    b: &Block<'_>,
-    i: usize,
-    rules: Rules,
-    f32: bool,
-    candidates: impl Iterator<Item = u32>,
-) -> Excluded {
+fn apply_rules(src: &Sources, b: &Block<'_>, i: usize, f32: bool, candidates: impl Iterator<Item = u32>) -> Excluded {
     let mut e = Excluded { list: vec![], acc: [0.0; 3], jerk: [0.0; 3], pot: 0.0 };
     for j in candidates {
         let (p, v) = (&src.pos[j as usize], &src.vel[j as usize]);
@@ -786,7 +768,7 @@ fn apply_rules(
             let q = [dx[0] + d[i] * dv[0], dx[1] + d[i] * dv[1], dx[2] + d[i] * dv[2]];
             dot(q, q)
         });
-        let sphere = if rules.mass_scaled { p.m * b.h2[i] } else { b.h2[i] };
+        let sphere = if b.rules.mass_scaled { p.m * b.h2[i] } else { b.h2[i] };
         if r2.min(ahead) >= sphere {
             continue;
         }
