@@ -978,10 +978,10 @@ impl JMemory {
                 JSearch::Into(nb) => {
                     self.0.forces(gpu, nj, time, targets, own, eps, out, jerk, Some(nb)).map(|()| None)
                 }
-                JSearch::Lists { radius2, capacity, ahead } => self
-                    .0
-                    .forces_and_lists(gpu, nj, time, targets, own, eps, out, jerk, radius2, capacity, ahead)
-                    .map(Some),
+                JSearch::Lists { radius2, capacity, ahead, exclude } => {
+                    let lists = nbody_cuda::ListSearch { radius2, capacity, ahead, exclude };
+                    self.0.forces_and_lists(gpu, nj, time, targets, own, eps, out, jerk, lists).map(Some)
+                }
             }
         }
         #[cfg(not(feature = "cuda"))]
@@ -1007,6 +1007,9 @@ pub enum JSearch<'a, 'n> {
         /// Each target's look-ahead step dt, where an address also counts when
         /// `|dx + dt dv|² ≤ radius2[i]` (NBODY6++'s velocity criterion), or `None`.
         ahead: Option<&'a [f64]>,
+        /// Whether the addresses listed (stored or beyond `capacity`) are left out of
+        /// the sums.
+        exclude: bool,
     },
 }
 

@@ -95,25 +95,15 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
 #pragma unroll
                 for (int q = 0; q < NI; ++q) {
                     C dx, dy, dz, rinv, m_rinv3;
-                    if (FAR)
-                        interact<C, C, POT, MASKED>(high(p[q]), high(sx), eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz,
-                                                    rinv, m_rinv3);
-                    else
-                        interact<T, C, POT, MASKED>(p[q], sx, eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz, rinv,
-                                                    m_rinv3);
-                    C dvx = sv.x - v[q].x, dvy = sv.y - v[q].y, dvz = sv.z - v[q].z;
-                    C alpha = ((C(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz))) * rinv) * rinv;
-                    jx[q] = fma(m_rinv3, fma(-alpha, dx, dvx), jx[q]);
-                    jy[q] = fma(m_rinv3, fma(-alpha, dy, dvy), jy[q]);
-                    jz[q] = fma(m_rinv3, fma(-alpha, dz, dvz), jz[q]);
+                    const C dvx = sv.x - v[q].x, dvy = sv.y - v[q].y, dvz = sv.z - v[q].z;
+                    const int j = base + k;
+                    const bool other = j != own[q] && j < n_sources;
+                    T d2 = T(0);
+                    bool listed = false;
+                    Pt<T, C> src = sx;
                     if (NEIGH && !FAR) {
-                        const int j = base + k;
-                        const T d2 = (T)((dx * dx + dy * dy) + dz * dz);
-                        const bool other = j != own[q] && j < n_sources;
-                        if (other && d2 < best[q]) {
-                            best[q] = d2;
-                            arg[q] = j;
-                        }
+                        separation(sx, p[q], dx, dy, dz);
+                        d2 = (T)((dx * dx + dy * dy) + dz * dz);
                         // With a look-ahead, also where the pair comes within the radius
                         // after dt (NBODY6++'s velocity criterion).
                         T near2 = d2;
@@ -122,7 +112,26 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
                                     qz = fma(dt[q], (T)dvz, (T)dz);
                             near2 = fmin(near2, (qx * qx + qy * qy) + qz * qz);
                         }
-                        if (other && near2 <= h2[q]) {
+                        listed = other && near2 <= h2[q];
+                        // Listed sources left out of the sums where asked: massless here.
+                        if (listed && x.exclude) src.p.w = C(0);
+                    }
+                    if (FAR)
+                        interact<C, C, POT, MASKED>(high(p[q]), high(sx), eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz,
+                                                    rinv, m_rinv3);
+                    else
+                        interact<T, C, POT, MASKED>(p[q], src, eps2, ax[q], ay[q], az[q], phi[q], dx, dy, dz, rinv,
+                                                    m_rinv3);
+                    C alpha = ((C(3) * fma(dx, dvx, fma(dy, dvy, dz * dvz))) * rinv) * rinv;
+                    jx[q] = fma(m_rinv3, fma(-alpha, dx, dvx), jx[q]);
+                    jy[q] = fma(m_rinv3, fma(-alpha, dy, dvy), jy[q]);
+                    jz[q] = fma(m_rinv3, fma(-alpha, dz, dvz), jz[q]);
+                    if (NEIGH && !FAR) {
+                        if (other && d2 < best[q]) {
+                            best[q] = d2;
+                            arg[q] = j;
+                        }
+                        if (listed) {
                             const u32 slot = atomicAdd(&x.counts[first + q], 1u);
                             if (slot < (u32)x.capacity) x.lists[(size_t)(first + q) * x.capacity + slot] = (u32)j;
                         }

@@ -94,6 +94,8 @@ kernel_args! {
         /// Per target, a look-ahead step dt: a source is also listed where
         /// |dx + dt dv|² ≤ h2 (null: none).
         ahead: Ptr = "const T *",
+        /// Nonzero: the listed sources are left out of the sums.
+        exclude: i32 = "int",
     }
 }
 

@@ -81,12 +81,31 @@ pub(crate) const SLOTS: usize = 18;
 
 /// The lists a jerk call searches: the sources with unsoftened r² ≤ `radius2[i]`, or
 /// with `ahead`, also those whose separation looked ahead by `ahead[i]` (`dx + dt dv`)
-/// comes within it; `capacity` slots a target.
+/// comes within it, stored in `capacity` slots a target (counted beyond them); with
+/// `exclude`, every source listed (stored or not) is left out of the target's sums.
+///
+/// ```no_run
+/// use nbody_core::{Bodies, Field, Jerk, Particle, Velocity};
+/// let mut gpu = nbody_cuda::CudaExecutor::new()?;
+/// let mut jm = nbody_cuda::DeviceJMemory::new(&mut gpu)?;
+/// jm.replace(&mut gpu, &[Particle::new(0.5, 0.0, 0.0, 1.0)], &[Velocity::new(0.0, 0.0, 0.0)])?;
+/// let (pos, vel) = ([Particle::new(0.0, 0.0, 0.0, 0.0)], [Velocity::new(0.0, 0.0, 0.0)]);
+/// let (mut out, mut jerk) = ([Field::zero()], [Jerk::zero()]);
+/// let lists = nbody_cuda::ListSearch { radius2: &[1.0], capacity: 4, ahead: None, exclude: true };
+/// let packed = jm.forces_and_lists(&mut gpu, 1, 0.0, Bodies { pos: &pos, vel: &vel }, &[-1], 0.0, &mut out, &mut jerk, lists)?;
+/// assert_eq!((packed.list(0), out[0].ax), (&[0u32][..], 0.0)); // listed, so left out
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct ListSearch<'a, T> {
+pub struct ListSearch<'a, T> {
+    /// Each target's squared radius.
     pub radius2: &'a [T],
+    /// Slots a target.
     pub capacity: usize,
+    /// Each target's look-ahead step, or `None`.
     pub ahead: Option<&'a [T]>,
+    /// Whether the listed sources are left out of the sums.
+    pub exclude: bool,
 }
 
 /// Where a jerk launch reads and writes: targets and their velocities (`n`), sources and
@@ -181,6 +200,7 @@ impl JerkExtra {
             near_r2: null(),
             own: null(),
             ahead: null(),
+            exclude: 0,
         }
     }
 }
@@ -239,8 +259,12 @@ impl CudaExecutor {
         let [.., acc, jerk, near, _, _, _, _, _, _, _, _] = &mut me.scratch;
         let mut extra = JerkExtra::with_partials(&plan, n, size_of::<T>(), [acc, jerk, near])?;
         if let Some(nb) = neighbours {
-            let within =
-                nb.within.as_ref().map(|w| ListSearch { radius2: w.radius2, capacity: w.capacity, ahead: None });
+            let within = nb.within.as_ref().map(|w| ListSearch {
+                radius2: w.radius2,
+                capacity: w.capacity,
+                ahead: None,
+                exclude: false,
+            });
             me.neighbour_buffers(n, within, &mut extra)?;
         }
         let b = |k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
@@ -265,7 +289,7 @@ impl CudaExecutor {
     ) -> Result<(), Error> {
         extra.near_index = ptr(self.scratch[NEAR_INDEX].reserve(n * 4)?);
         extra.near_r2 = ptr(self.scratch[NEAR_R2].reserve(n * size_of::<T>())?);
-        if let Some(ListSearch { radius2, capacity, ahead }) = within {
+        if let Some(ListSearch { radius2, capacity, ahead, exclude }) = within {
             let cap = i32::try_from(capacity)
                 .map_err(|_| Error::InvalidParameter { name: "capacity", requirement: "below 2^31 on the GPU" })?;
             let h2 = self.scratch[H2].reserve(n * size_of::<T>())?;
@@ -276,6 +300,7 @@ impl CudaExecutor {
             extra.counts = ptr(counts);
             extra.lists = ptr(self.scratch[LISTS].reserve((n * capacity * 4).max(4))?);
             extra.capacity = cap;
+            extra.exclude = i32::from(exclude);
             if let Some(dt) = ahead {
                 let slot = self.scratch[AHEAD].reserve(n * size_of::<T>())?;
                 upload_padded(slot, bytemuck::cast_slice(dt), 0)?;

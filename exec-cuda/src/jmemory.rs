@@ -239,13 +239,13 @@ impl DeviceJMemory {
     }
 
     /// As [`DeviceJMemory::forces`], finding each target's nearest j-particle and the
-    /// addresses with unsoftened r² ≤ `radius2[i]` (its own excluded), searched with
-    /// `capacity` slots per target and returned packed: only the entries found cross
-    /// from the device, which is what makes reading the lists every block step cheap (a
-    /// GRAPE-6 code's neighbour lists). With `ahead`, an address is also listed where the
-    /// separation looked ahead by the target's step, `|dx + ahead[i] dv|²`, is within
-    /// `radius2[i]` (NBODY6++'s velocity criterion; on a mixed executor the distances
-    /// are those of its float separations).
+    /// addresses `lists` asks for (unsoftened r² ≤ `radius2[i]`, or with `ahead` also
+    /// `|dx + ahead[i] dv|² ≤ radius2[i]`, NBODY6++'s velocity criterion; its own
+    /// excluded), in `capacity` slots per target, returned packed: only the entries found
+    /// cross from the device, which is what makes reading the lists every block step
+    /// cheap (a GRAPE-6 code's neighbour lists). With `exclude`, the addresses listed are
+    /// left out of the sums. On a mixed executor the distances are those of its float
+    /// separations. See [`ListSearch`] for an example.
     #[allow(clippy::too_many_arguments)]
     pub fn forces_and_lists(
         &mut self,
@@ -257,21 +257,19 @@ impl DeviceJMemory {
         eps: f64,
         out: &mut [Field<f64>],
         jerk: &mut [Jerk<f64>],
-        radius2: &[f64],
-        capacity: usize,
-        ahead: Option<&[f64]>,
+        lists: ListSearch<'_, f64>,
     ) -> Result<PackedLists, Error> {
         let ni = targets.pos.len();
-        validate::length("neighbour radii", ni, radius2.len())?;
-        nbody_core::neighbours::check_radii(radius2)?;
-        if let Some(dt) = ahead {
+        validate::length("neighbour radii", ni, lists.radius2.len())?;
+        nbody_core::neighbours::check_radii(lists.radius2)?;
+        if let Some(dt) = lists.ahead {
             validate::length("look-ahead steps", ni, dt.len())?;
             if let Some(i) = dt.iter().position(|t| !t.is_finite()) {
                 return Err(Error::NonFinite { array: Array::Targets, index: i });
             }
         }
-        let search = Search::Packed { radius2, capacity, ahead };
-        let packed = self.checked(gpu, nj, time, targets, own, eps, out, jerk, search)?;
+        let capacity = lists.capacity;
+        let packed = self.checked(gpu, nj, time, targets, own, eps, out, jerk, Search::Packed(lists))?;
         Ok(packed.unwrap_or_else(|| PackedLists {
             counts: vec![0; ni],
             start: vec![0; ni],
@@ -415,13 +413,15 @@ impl DeviceJMemory {
         let staged = match &search {
             Search::Nothing => staged,
             Search::Into(nb) => {
-                let within =
-                    nb.within.as_ref().map(|w| ListSearch { radius2: w.radius2, capacity: w.capacity, ahead: None });
+                let within = nb.within.as_ref().map(|w| ListSearch {
+                    radius2: w.radius2,
+                    capacity: w.capacity,
+                    ahead: None,
+                    exclude: false,
+                });
                 staged.with_neighbours(gpu, within, own_d)?
             }
-            Search::Packed { radius2, capacity, ahead } => {
-                staged.with_neighbours(gpu, Some(ListSearch { radius2, capacity: *capacity, ahead: *ahead }), own_d)?
-            }
+            Search::Packed(lists) => staged.with_neighbours(gpu, Some(*lists), own_d)?,
         };
         gpu.launch_jerk(&staged, params)?;
         gpu.gpu.stream().synchronize().map_err(cuda("running the jerk kernel"))?;
@@ -435,7 +435,7 @@ impl DeviceJMemory {
                 gpu.merge_neighbours(ni, nb)?;
                 None
             }
-            Search::Packed { capacity, .. } => Some(gpu.pack_lists(ni, capacity)?),
+            Search::Packed(lists) => Some(gpu.pack_lists(ni, lists.capacity)?),
         };
         // The self pairs (zero distance) added m / eps to the potential (nothing to the
         // acceleration or jerk): remove them (in f64; the kernel's own term differs by a
@@ -457,11 +457,7 @@ enum Search<'a, 'b> {
     /// Into the caller's neighbours, as every executor merges them.
     Into(&'a mut Neighbours<'b, f64>),
     /// The nearest and the lists, packed on the device.
-    Packed {
-        radius2: &'a [f64],
-        capacity: usize,
-        ahead: Option<&'a [f64]>,
-    },
+    Packed(ListSearch<'a, f64>),
 }
 
 fn a_ref(s: &Scratch) -> Result<&DeviceBuffer<u8>, Error> {

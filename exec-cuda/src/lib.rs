@@ -56,6 +56,7 @@ pub use device::DeviceInfo;
 pub use hermite::CudaHermite;
 #[cfg(feature = "testing")]
 pub use hermite::{KernelCase, KernelOutcome, hermite_kernels};
+pub use jerk::ListSearch;
 pub use jmemory::DeviceJMemory;
 pub use kernels::Family;
 pub use memory::{DeviceArray, DeviceFields, DeviceParticles};

@@ -258,14 +258,17 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
         (0..n).map(|k| if k % 7 == 3 { 0.0 } else { (0.02 * (1 + k % 5) as f64).powi(2) }).collect();
     let steps: Vec<f64> = (0..n).map(|k| [0.0, 0.01, 0.05][k % 3]).collect();
     let capacity = 6;
-    let mut lists = |r2: &[f64], ahead: Option<&[f64]>| {
+    let mut lists = |radius2: &[f64], ahead: Option<&[f64]>, exclude: bool| {
         let targets = Bodies { pos: &tpos, vel: &tvel };
-        jm.forces_and_lists(&mut gpu, nj, time, targets, &own, eps, &mut out, &mut jerk, r2, capacity, ahead)
+        let (mut out, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
+        let search = nbody_cuda::ListSearch { radius2, capacity, ahead, exclude };
+        jm.forces_and_lists(&mut gpu, nj, time, targets, &own, eps, &mut out, &mut jerk, search)
+            .map(|packed| (packed, out, jerk))
     };
     let mut overflowed = 0;
     let mut widened = 0;
-    for ahead in [None, Some(&steps[..])] {
-        let packed = lists(&radius2, ahead).map_err(gpu_err)?;
+    for (ahead, exclude) in [(None, false), (Some(&steps[..]), false), (Some(&steps[..]), true)] {
+        let (packed, out, jerk) = lists(&radius2, ahead, exclude).map_err(gpu_err)?;
         // A source at r² within a rounding of h² may fall either side (f32 distances in
         // the mixed family): it may be listed or not.
         let slack = if mixed { 1e-5 } else { 1e-12 };
@@ -314,6 +317,27 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
                 )
                 .into());
             }
+            // With exclude, the sums are those over the sources not listed.
+            if exclude && !packed.overflowed(k) {
+                let kept: Vec<usize> = others().filter(|&a| !got.contains(&(a as u32))).collect();
+                let (kp, kv): (Vec<_>, Vec<_>) = kept.iter().map(|&a| (spos[a], svel[a])).unzip();
+                let (mut f, mut j) = (vec![Field::zero()], vec![Jerk::zero()]);
+                let one = Bodies { pos: &tpos[k..=k], vel: &tvel[k..=k] };
+                Reference
+                    .accelerations_jerk(one, Bodies { pos: &kp, vel: &kv }, &Params::softened(eps), &mut f, &mut j)
+                    .map_err(gpu_err)?;
+                let scale = f[0].acceleration().iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-300);
+                let jscale = j[0].components().iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-300);
+                let da = (0..3).map(|c| (out[k].acceleration()[c] - f[0].acceleration()[c]).abs()).fold(0.0, f64::max);
+                let dj = (0..3).map(|c| (jerk[k].components()[c] - j[0].components()[c]).abs()).fold(0.0, f64::max);
+                if !(da <= tolerance * scale && dj <= 10.0 * tolerance * jscale) {
+                    return Err(format!(
+                        "target {k}: with the {} listed left out, acceleration off by {da:e} (scale {scale:e}), jerk {dj:e}",
+                        got.len()
+                    )
+                    .into());
+                }
+            }
         }
     }
     if widened == 0 {
@@ -323,17 +347,17 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
     for bad in [-1.0, f64::NAN] {
         let mut r2 = radius2.clone();
         r2[1] = bad;
-        let r = lists(&r2, None);
+        let r = lists(&r2, None, false);
         if !matches!(r, Err(Error::InvalidParameter { name: "neighbour radius", .. })) {
-            return Err(format!("radius² {bad}: expected an error, got {:?}", r.map(|p| p.counts.len())).into());
+            return Err(format!("radius² {bad}: expected an error, got {:?}", r.map(|p| p.0.counts.len())).into());
         }
     }
     let mut bad_steps = steps.clone();
     bad_steps[2] = f64::NAN;
-    if !matches!(lists(&radius2, Some(&bad_steps)), Err(Error::NonFinite { index: 2, .. })) {
+    if !matches!(lists(&radius2, Some(&bad_steps), false), Err(Error::NonFinite { index: 2, .. })) {
         return Err("a NaN look-ahead step: expected an error".into());
     }
-    if overflowed == 0 || overflowed == 2 * n {
+    if overflowed == 0 || overflowed == 3 * n {
         return Err(format!("{overflowed} of {n} lists overflowed: the check needs some of each").into());
     }
     // Bad input: an own address twice, or one at or beyond nj.

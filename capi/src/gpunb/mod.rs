@@ -28,15 +28,17 @@
 //! How: the backend `NBODY_GPUNB_EXECUTOR` names (the registry's strings, a GPU when
 //! there is one and it is unset, else the CPU) computes every target's full field and
 //! jerk. On a GPU (f64 or mixed) the j-particles stay on the device between `send` and
-//! the calls (`JMemory`), and the same pass lists each target's candidates: those within
-//! its sphere's radius now or looked ahead by its `dtr` (`JSearch::Lists` with `ahead`),
-//! with a small margin over the roundings. Elsewhere, beside the executor's call on the
+//! the calls (`JMemory`), and the same pass lists each target's candidates (those within
+//! its sphere's radius now or looked ahead by its `dtr`, with a small margin over the
+//! roundings) and leaves them out of its sums (`JSearch::Lists` with `ahead` and
+//! `exclude`); the rules are applied to the candidates in f64 and the terms of those
+//! that are no neighbours put back. Elsewhere, beside the executor's call on the
 //! host's threads, the candidates come from cells (`grid`): those within the sphere's
 //! radius now, from cells of the positions, and those within it at the look-ahead, from
 //! cells of the positions looked ahead by its `dtr` (`x + dtr v`, one set of cells per
-//! step, kept across sends while the particles stay within a quarter cell). Either way the
-//! rules are applied to the candidates in f64 and the neighbours' terms taken back out of
-//! the sums in f64. Precision: f64 by default, mixed
+//! step, kept across sends while the particles stay within a quarter cell); the rules are
+//! applied to the candidates in f64 and the neighbours' terms taken back out of the sums
+//! in f64. Precision: f64 by default, mixed
 //! with a mixed backend (`mixed`, `cuda-mixed`), f32 with `NBODY_GPUNB_PRECISION=f32`
 //! (absolute positions in f32, as upstream; the neighbours' terms are then removed as f32
 //! computes them, and what is left of their rounding is about 1e-7 of their size).
@@ -593,11 +595,13 @@ fn regular(engine: &mut Engine, open: &mut Open, b: &Block<'_>, profile: &mut Pr
 /// neighbour by upstream's rules is a candidate; the rules themselves are applied in f64.
 const CANDIDATE_MARGIN: f64 = 1e-5;
 
-/// [`regular`] on a GPU: the full sums and, in the same pass, each target's candidates
-/// (the sources within its sphere's radius, now or looked ahead by its `dtr`, with
-/// [`CANDIDATE_MARGIN`]); the rules on the candidates and the neighbours' terms taken
-/// out on the host's threads. A target with more candidates than its slots (an
-/// overflowing list, whose count upstream reports) gets them all from [`long_lists`].
+/// [`regular`] on a GPU: in one pass each target's candidates (the sources within its
+/// sphere's radius, now or looked ahead by its `dtr`, with [`CANDIDATE_MARGIN`]) and the
+/// sums over every other source (the candidates left out exactly, as massless); then on
+/// the host's threads the rules on the candidates, and the terms of those that are no
+/// neighbours (the margin's few; with the mass-scaled sphere, which the device searches
+/// at the heaviest mass, more) put back. A target with more candidates than its slots
+/// (an overflowing list, whose count upstream reports) gets them all from [`long_lists`].
 fn regular_on_device(
     engine: &mut Engine,
     device: &mut JMemory,
@@ -624,7 +628,7 @@ fn regular_on_device(
     let own = vec![-1; n];
     let call = JCall { nj: src.pos.len(), time: 0.0, targets: Bodies { pos: &tpos, vel: &tvel }, own: &own, eps: 0.0 };
     let capacity = b.limit + b.limit / 4 + 16;
-    let search = JSearch::Lists { radius2: &radius2, capacity, ahead: b.dtr };
+    let search = JSearch::Lists { radius2: &radius2, capacity, ahead: b.dtr, exclude: true };
     let packed = device
         .forces(engine.executor(), call, &mut field, &mut jerk, search)
         .map_err(|e| format!("gpunb_regf: {e}"))?
@@ -632,10 +636,9 @@ fn regular_on_device(
     let long = long_lists(engine, device, src, b, &radius2, &packed)?;
     profile.sums_s += start.elapsed().as_secs_f64();
     let start = Instant::now();
-    let excluded = on_threads(n, |i| match (packed.overflowed(i), &long[i]) {
-        (false, _) => apply_rules(src, b, i, false, packed.list(i).iter().copied()),
-        (true, Some(list)) => apply_rules(src, b, i, false, list.iter().copied()),
-        (true, None) => apply_rules(src, b, i, false, 0..src.pos.len() as u32),
+    let excluded = on_threads(n, |i| {
+        let list = if packed.overflowed(i) { &long[i][..] } else { packed.list(i) };
+        apply_rules(src, b, i, (false, Sums::Candidates), list.iter().copied())
     });
     profile.lists_s += start.elapsed().as_secs_f64();
     for i in 0..n {
@@ -652,7 +655,7 @@ const LONG_LIST_BYTES: usize = 256 << 20;
 
 /// The whole candidate lists of the targets that had more candidates than slots (lists
 /// that overflow, whose counts upstream reports), from a second pass over them alone
-/// with room for every candidate (the device counted them); `None` for the others.
+/// with room for every candidate (the device counted them); empty for the others.
 fn long_lists(
     engine: &mut Engine,
     device: &mut JMemory,
@@ -660,9 +663,9 @@ fn long_lists(
     b: &Block<'_>,
     radius2: &[f64],
     packed: &PackedLists,
-) -> Result<Vec<Option<Vec<u32>>>, String> {
+) -> Result<Vec<Vec<u32>>, String> {
     let n = b.h2.len();
-    let mut long = vec![None; n];
+    let mut long = vec![vec![]; n];
     let over: Vec<usize> = (0..n).filter(|&i| packed.overflowed(i)).collect();
     let Some(room) = over.iter().map(|&i| packed.counts[i] as usize).max() else {
         return Ok(long);
@@ -677,13 +680,16 @@ fn long_lists(
         let (mut field, mut jerk) = (vec![Field::zero(); part.len()], vec![Jerk::zero(); part.len()]);
         let call =
             JCall { nj: src.pos.len(), time: 0.0, targets: Bodies { pos: &tpos, vel: &tvel }, own: &own, eps: 0.0 };
-        let search = JSearch::Lists { radius2: &r2, capacity: room, ahead: dt.as_deref() };
+        let search = JSearch::Lists { radius2: &r2, capacity: room, ahead: dt.as_deref(), exclude: false };
         let again = device
             .forces(engine.executor(), call, &mut field, &mut jerk, search)
             .map_err(|e| format!("gpunb_regf: {e}"))?
             .ok_or("gpunb_regf: the device returned no lists")?;
         for (k, &i) in part.iter().enumerate() {
-            long[i] = (!again.overflowed(k)).then(|| again.list(k).to_vec());
+            if again.overflowed(k) {
+                return Err("gpunb_regf: the device found more candidates in a second pass than in the first".into());
+            }
+            long[i] = again.list(k).to_vec();
         }
     }
     Ok(long)
@@ -752,12 +758,29 @@ fn neighbours_of(src: &Sources, cells: &HashMap<u64, Cells>, b: &Block<'_>, i: u
             candidates.sort_unstable();
         }
     }
-    apply_rules(src, b, i, f32, candidates.into_iter())
+    apply_rules(src, b, i, (f32, Sums::Full), candidates.into_iter())
 }
 
-/// The rules on i-particle `i`'s `candidates` (increasing): its neighbours and the sum of
-/// their terms as the executor's precision computes them (`f32`).
-fn apply_rules(src: &Sources, b: &Block<'_>, i: usize, f32: bool, candidates: impl Iterator<Item = u32>) -> Excluded {
+/// Whose terms a call's sums hold.
+#[derive(Clone, Copy, PartialEq)]
+enum Sums {
+    /// Every source's (the executor's full sums): the neighbours' are to be taken out.
+    Full,
+    /// Every source's but the candidates' (the device left them out): those of the
+    /// candidates that are no neighbours are to be put back.
+    Candidates,
+}
+
+/// The rules on i-particle `i`'s `candidates` (increasing): its neighbours, and the sum
+/// of the terms to take out of `sums` (negative where terms are put back) as the
+/// executor's precision computes them (`f32`).
+fn apply_rules(
+    src: &Sources,
+    b: &Block<'_>,
+    i: usize,
+    (f32, sums): (bool, Sums),
+    candidates: impl Iterator<Item = u32>,
+) -> Excluded {
     let mut e = Excluded { list: vec![], acc: [0.0; 3], jerk: [0.0; 3], pot: 0.0 };
     for j in candidates {
         let (p, v) = (&src.pos[j as usize], &src.vel[j as usize]);
@@ -769,18 +792,23 @@ fn apply_rules(src: &Sources, b: &Block<'_>, i: usize, f32: bool, candidates: im
             dot(q, q)
         });
         let sphere = if b.rules.mass_scaled { p.m * b.h2[i] } else { b.h2[i] };
-        if r2.min(ahead) >= sphere {
-            continue;
+        let neighbour = r2.min(ahead) < sphere;
+        if neighbour {
+            e.list.push(j);
         }
-        e.list.push(j);
-        // A coincident one is left out of the full sums already.
+        // A coincident one is in no sum (its term is masked).
+        let sign = match (sums, neighbour) {
+            (Sums::Full, true) => 1.0,
+            (Sums::Candidates, false) => -1.0,
+            _ => continue,
+        };
         if r2 > 0.0 {
             let (a, jk, phi) = if f32 { pair::<f32>(p, v, b.x[i], b.v[i]) } else { pair::<f64>(p, v, b.x[i], b.v[i]) };
             for k in 0..3 {
-                e.acc[k] += a[k];
-                e.jerk[k] += jk[k];
+                e.acc[k] += sign * a[k];
+                e.jerk[k] += sign * jk[k];
             }
-            e.pot += phi;
+            e.pot += sign * phi;
         }
     }
     e
