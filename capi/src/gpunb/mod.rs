@@ -623,16 +623,9 @@ fn regular_on_device(
             reach * reach
         })
         .collect();
-    let (tpos, tvel) = targets_of(b);
-    let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
-    let own = vec![-1; n];
-    let call = JCall { nj: src.pos.len(), time: 0.0, targets: Bodies { pos: &tpos, vel: &tvel }, own: &own, eps: 0.0 };
     let capacity = b.limit + b.limit / 4 + 16;
-    let search = JSearch::Lists { radius2: &radius2, capacity, ahead: b.dtr, exclude: true };
-    let packed = device
-        .forces(engine.executor(), call, &mut field, &mut jerk, search)
-        .map_err(|e| format!("gpunb_regf: {e}"))?
-        .ok_or("gpunb_regf: the device returned no lists")?;
+    let all: Vec<usize> = (0..n).collect();
+    let ((field, jerk), packed) = device_pass(engine, device, src, b, (&all, &radius2), capacity, true)?;
     let long = long_lists(engine, device, src, b, &radius2, &packed)?;
     profile.sums_s += start.elapsed().as_secs_f64();
     let start = Instant::now();
@@ -671,20 +664,7 @@ fn long_lists(
         return Ok(long);
     };
     for part in over.chunks((LONG_LIST_BYTES / (4 * room)).max(1)) {
-        let pick = |v: &[f64]| part.iter().map(|&i| v[i]).collect::<Vec<f64>>();
-        let tpos: Vec<Particle<f64>> =
-            part.iter().map(|&i| Particle::new(b.x[i][0], b.x[i][1], b.x[i][2], 0.0)).collect();
-        let tvel: Vec<Velocity<f64>> = part.iter().map(|&i| Velocity::new(b.v[i][0], b.v[i][1], b.v[i][2])).collect();
-        let (r2, dt) = (pick(radius2), b.dtr.map(pick));
-        let own = vec![-1; part.len()];
-        let (mut field, mut jerk) = (vec![Field::zero(); part.len()], vec![Jerk::zero(); part.len()]);
-        let call =
-            JCall { nj: src.pos.len(), time: 0.0, targets: Bodies { pos: &tpos, vel: &tvel }, own: &own, eps: 0.0 };
-        let search = JSearch::Lists { radius2: &r2, capacity: room, ahead: dt.as_deref(), exclude: false };
-        let again = device
-            .forces(engine.executor(), call, &mut field, &mut jerk, search)
-            .map_err(|e| format!("gpunb_regf: {e}"))?
-            .ok_or("gpunb_regf: the device returned no lists")?;
+        let (_, again) = device_pass(engine, device, src, b, (part, radius2), room, false)?;
         for (k, &i) in part.iter().enumerate() {
             if again.overflowed(k) {
                 return Err("gpunb_regf: the device found more candidates in a second pass than in the first".into());
@@ -694,6 +674,36 @@ fn long_lists(
     }
     Ok(long)
 }
+
+/// One device pass over the call's i-particles `pick` with their candidate radii
+/// (`radius2`, indexed as the call's): their fields, jerks and candidate lists in
+/// `capacity` slots each, the candidates left out of the sums with `exclude`.
+fn device_pass(
+    engine: &mut Engine,
+    device: &mut JMemory,
+    src: &Sources,
+    b: &Block<'_>,
+    (pick, radius2): (&[usize], &[f64]),
+    capacity: usize,
+    exclude: bool,
+) -> Result<(Pass, PackedLists), String> {
+    let k = pick.len();
+    let (tpos, tvel) = targets_of(b, pick);
+    let select = |v: &[f64]| pick.iter().map(|&i| v[i]).collect::<Vec<f64>>();
+    let (r2, dt) = (select(radius2), b.dtr.map(select));
+    let own = vec![-1; k];
+    let (mut field, mut jerk) = (vec![Field::zero(); k], vec![Jerk::zero(); k]);
+    let call = JCall { nj: src.pos.len(), time: 0.0, targets: Bodies { pos: &tpos, vel: &tvel }, own: &own, eps: 0.0 };
+    let search = JSearch::Lists { radius2: &r2, capacity, ahead: dt.as_deref(), exclude };
+    let packed = device
+        .forces(engine.executor(), call, &mut field, &mut jerk, search)
+        .map_err(|e| format!("gpunb_regf: {e}"))?
+        .ok_or("gpunb_regf: the device returned no lists")?;
+    Ok(((field, jerk), packed))
+}
+
+/// A device pass's fields and jerks.
+type Pass = (Vec<Field<f64>>, Vec<Jerk<f64>>);
 
 /// Takes the neighbours' terms out of the full sums in `r` and keeps the lists.
 fn take_out(r: &mut Regular, excluded: Vec<Excluded>) {
@@ -834,7 +844,7 @@ fn full_sums(engine: &mut Engine, src: &Sources, b: &Block<'_>, r: &mut Regular)
     if src.pos.is_empty() {
         return Ok(());
     }
-    let (tpos, tvel) = targets_of(b);
+    let (tpos, tvel) = targets_of(b, &(0..n).collect::<Vec<_>>());
     let targets = Bodies { pos: &tpos, vel: &tvel };
     let (mut field, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
     let sources = Bodies { pos: &src.pos, vel: &src.vel };
@@ -850,11 +860,11 @@ fn full_sums(engine: &mut Engine, src: &Sources, b: &Block<'_>, r: &mut Regular)
     Ok(())
 }
 
-/// A call's i-particles as massless targets.
-fn targets_of(b: &Block<'_>) -> (Vec<Particle<f64>>, Vec<Velocity<f64>>) {
+/// A call's i-particles `pick` as massless targets.
+fn targets_of(b: &Block<'_>, pick: &[usize]) -> (Vec<Particle<f64>>, Vec<Velocity<f64>>) {
     (
-        b.x.iter().map(|x| Particle::new(x[0], x[1], x[2], 0.0)).collect(),
-        b.v.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect(),
+        pick.iter().map(|&i| Particle::new(b.x[i][0], b.x[i][1], b.x[i][2], 0.0)).collect(),
+        pick.iter().map(|&i| Velocity::new(b.v[i][0], b.v[i][1], b.v[i][2])).collect(),
     )
 }
 
