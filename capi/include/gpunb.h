@@ -11,6 +11,9 @@
  *                              and gpunb_profile_; 1024 i-particles a call.
  *   libnbody_gpunb_nbody6.a    NBODY6/GPU (Nitadori and Aarseth): gpunb_open_(nbmax), no irank,
  *                              the mass-scaled sphere, overflow written as -1.
+ *   libnbody_irr_nbody6pp.a    NBODY6++GPU's irregular force on the CPU (irr.avx.cpp's names):
+ *                              irr_simd_open_, irr_simd_set_jp_, irr_simd_set_list_,
+ *                              irr_simd_firr_vec_, irr_simd_profile_, irr_simd_close_.
  *
  * Link a code with its archive and then libnbody_c (docs/embedding.md has each code's
  * Makefile line). The backend is NBODY_GPUNB_EXECUTOR (the command's --executor strings;
@@ -53,6 +56,25 @@ int nbody_gpunb_potential(int istart, int ni, int n, const double m[], const dou
                           double pot[]);
 /* Calls, i-particles and seconds since the last print, on stderr. */
 int nbody_gpunb_profile(int rank);
+
+/* The irregular force ("irr_simd"), on the CPU executor's threads (NBODY_IRR_THREADS,
+ * every core by default), f64 or f32 pairs (NBODY_IRR_PRECISION=f32; the prediction and
+ * differences stay f64). Errors print "nbody irr: ..." and return -1, outputs untouched. */
+/* Particles 1..nmax, lists of at most lmax - 1 neighbours. */
+int nbody_irr_open(int nmax, int lmax, int rank);
+int nbody_irr_close(int rank);
+/* Particle addr (from 1) at time t: position, velocity, a/2, j/6 and mass. */
+int nbody_irr_set_jp(int addr, const double x[3], const double v[3], const double a2[3],
+                     const double j6[3], double m, double t);
+/* list[0] neighbours of addr follow in list[1..], each from 1. */
+int nbody_irr_set_list(int addr, const int *list);
+/* Every particle predicted to ti; acc = sum m dx/r^3 and jrk = sum m (dv - 3 (dx.dv) dx/r^2)/r^3
+ * over the list of each addr[k] (from 1), unsoftened; nnbid[k] its nearest neighbour
+ * (from 1, the lower at equal distance, 0 for an empty list). */
+int nbody_irr_firr_vec(double ti, int ni, const int addr[], double acc[][3], double jrk[][3],
+                       int nnbid[]);
+/* Calls, i-particles, neighbours and seconds since the last print, on stderr. */
+int nbody_irr_profile(int rank);
 
 #ifdef __cplusplus
 }

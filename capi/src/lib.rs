@@ -39,6 +39,7 @@
 pub mod fuzz;
 pub mod gpunb;
 pub mod grape;
+pub mod irr;
 mod run;
 mod tree_run;
 
