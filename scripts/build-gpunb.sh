@@ -13,7 +13,9 @@ out=${NBODY_C_LIB_DIR:-$PWD/target/release}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for code in nbody6pp amuse nbody6 irr; do
-  ${CC:-cc} -O2 -fPIC -Wall -Wextra -Werror -Icapi/include -Icapi/gpunb -c "capi/gpunb/$code.c" -o "$work/$code.o"
+  # irr.c shares each block out over the code's OpenMP threads (NBODY6++ links with OpenMP).
+  openmp=; [ "$code" = irr ] && openmp=-fopenmp
+  ${CC:-cc} -O2 -fPIC -Wall -Wextra -Werror $openmp -Icapi/include -Icapi/gpunb -c "capi/gpunb/$code.c" -o "$work/$code.o"
 done
 for code in nbody6pp amuse nbody6; do
   rm -f "$out/libnbody_gpunb_$code.a"

@@ -57,9 +57,10 @@ int nbody_gpunb_potential(int istart, int ni, int n, const double m[], const dou
 /* Calls, i-particles and seconds since the last print, on stderr. */
 int nbody_gpunb_profile(int rank);
 
-/* The irregular force ("irr_simd"), on the CPU executor's threads (NBODY_IRR_THREADS,
- * every core by default), f64 or f32 pairs (NBODY_IRR_PRECISION=f32; the prediction and
- * differences stay f64). Errors print "nbody irr: ..." and return -1, outputs untouched. */
+/* The irregular force ("irr_simd"), in f64, on NBODY_IRR_THREADS threads (1 by default; the
+ * archive's irr_simd_firr_vec_ shares a block over the code's OpenMP threads instead).
+ * set_jp and set_list of distinct particles may run on several threads at once, never
+ * beside a force call. Errors print "nbody irr: ..." and return -1, outputs untouched. */
 /* Particles 1..nmax, lists of at most lmax - 1 neighbours. */
 int nbody_irr_open(int nmax, int lmax, int rank);
 int nbody_irr_close(int rank);
@@ -73,6 +74,12 @@ int nbody_irr_set_list(int addr, const int *list);
  * (from 1, the lower at equal distance, 0 for an empty list). */
 int nbody_irr_firr_vec(double ti, int ni, const int addr[], double acc[][3], double jrk[][3],
                        int nnbid[]);
+/* As nbody_irr_firr_vec on the calling thread alone, callable from several threads at once
+ * (shares that do not overlap): the archive's irr_simd_firr_vec_ runs a block on the
+ * code's OpenMP threads this way; nbody_irr_called then counts the block in the profile. */
+int nbody_irr_firr_part(double ti, int ni, const int addr[], double acc[][3], double jrk[][3],
+                        int nnbid[]);
+int nbody_irr_called(double seconds);
 /* Calls, i-particles, neighbours and seconds since the last print, on stderr. */
 int nbody_irr_profile(int rank);
 

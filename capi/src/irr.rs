@@ -17,11 +17,14 @@
 //!   over the list, unsoftened (G = 1), and `nnbid` the nearest neighbour (from 1; the
 //!   lower index at equal distance; 0 for an empty list, where upstream returns garbage).
 //!
-//! Here the prediction and every difference are f64 and the pairs are summed by the CPU
-//! executor's list kernel (`nbody_cpu::lists`) on its threads (`NBODY_IRR_THREADS`, all
-//! cores by default): in f64 by default, in f32 with `NBODY_IRR_PRECISION=f32` (the
-//! differences still f64, so nothing is lost to large coordinates; upstream's AVX
-//! version predicts and differences in f32 pairs of floats).
+//! Here the CPU executor's list kernel (`nbody_cpu::lists`) gathers, predicts and sums
+//! every list in f64 vectors; upstream's AVX version predicts and sums in f32
+//! (positions as pairs of floats), to about 1e-6 of the force. Threads: the archive's
+//! `irr_simd_firr_vec_`, built with OpenMP, shares each block over the code's OpenMP
+//! threads (`nbody_irr_firr_part`), as upstream does; `nbody_irr_firr_vec` itself runs
+//! on `NBODY_IRR_THREADS` threads of the executor (1 by default). As upstream's arrays
+//! allow, `set_jp` and `set_list` of distinct particles may run on several threads at
+//! once (NBODY6++ calls them from its OpenMP loops).
 //!
 //! Errors (a count above the list length of `open`, an address out of range, a
 //! particle in its own list or at zero distance from a neighbour, a particle never set,
@@ -30,43 +33,36 @@
 
 use crate::grape::{count, shielded, values, values_mut};
 use nbody_cpu::Parallelism;
-use nbody_cpu::lists::{Gathered, ListExecutor, ListSums};
-use std::sync::Mutex;
+use nbody_cpu::lists::{ListExecutor, ListSums, Taylor};
+use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
-/// A particle as the last `set_jp` left it. A mass of NaN marks one never set.
-#[derive(Clone, Copy)]
-struct Record {
-    x: [f64; 3],
-    v: [f64; 3],
-    a2: [f64; 3],
-    j6: [f64; 3],
-    m: f64,
-    t: f64,
-}
-
-impl Record {
-    const UNSET: Record = Record { x: [0.0; 3], v: [0.0; 3], a2: [0.0; 3], j6: [0.0; 3], m: f64::NAN, t: 0.0 };
-
-    /// Position and velocity at `t`, upstream's third-order predictor.
-    fn predict(&self, t: f64) -> ([f64; 3], [f64; 3]) {
-        let s = t - self.t;
-        let x = std::array::from_fn(|k| self.x[k] + s * (self.v[k] + s * (self.a2[k] + s * self.j6[k])));
-        let v = std::array::from_fn(|k| self.v[k] + 2.0 * s * (self.a2[k] + 1.5 * s * self.j6[k]));
-        (x, v)
-    }
-}
+/// A record never set: NaN everywhere, so that a list naming it fails its distance check.
+const UNSET: Taylor = Taylor {
+    x: [f64::NAN; 3],
+    m: f64::NAN,
+    v: [f64::NAN; 3],
+    t: f64::NAN,
+    a2: [f64::NAN; 3],
+    _pad0: 0.0,
+    j6: [f64::NAN; 3],
+    _pad1: 0.0,
+};
 
 /// Between `open` and `close`.
 struct Irr {
-    records: Vec<Record>,
-    /// Each particle's neighbours, from 0.
-    lists: Vec<Vec<u32>>,
+    /// Written by `set_jp` under the shared lock: NBODY6++ sets distinct particles from
+    /// its OpenMP threads at once (as upstream's library allows), never while a block's
+    /// forces are summed.
+    records: Shared<Taylor>,
+    /// Each particle's neighbours, from 0; written by `set_list` as `records` by `set_jp`.
+    lists: Shared<Vec<u32>>,
     /// Longest list `set_list` takes (`lmax − 1`).
     longest: usize,
-    f32: bool,
+    /// `NBODY_IRR_THREADS` threads, for `firr_vec` (exclusive); `firr_part` runs on the
+    /// caller's thread.
     executor: ListExecutor,
-    profile: Profile,
+    profile: Mutex<Profile>,
 }
 
 #[derive(Default)]
@@ -77,14 +73,53 @@ struct Profile {
     seconds: f64,
 }
 
-static STATE: Mutex<Option<Irr>> = Mutex::new(None);
+/// Values that callers on several threads write at once, each its own: `set_jp` and
+/// `set_list` of distinct particles, as upstream's `irr_simd` allows (its arrays are
+/// plain memory). The C functions' safety contracts carry the rule.
+struct Shared<T>(Box<[std::cell::UnsafeCell<T>]>);
+
+// SAFETY: every access follows the callers' contract above: one writer per element, and
+// no reader of an element while it is written.
+unsafe impl<T: Send> Sync for Shared<T> {}
+
+impl<T: Clone> Shared<T> {
+    fn new(value: T, n: usize) -> Self {
+        Self((0..n).map(|_| std::cell::UnsafeCell::new(value.clone())).collect())
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// # Safety
+    /// No other thread reads or writes element `i` meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get_mut(&self, i: usize) -> &mut T {
+        // SAFETY: the caller's contract.
+        unsafe { &mut *self.0[i].get() }
+    }
+    /// # Safety
+    /// No other thread writes any element meanwhile.
+    unsafe fn all(&self) -> &[T] {
+        // SAFETY: UnsafeCell<T> has T's layout; no writer, by the caller's contract.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().cast::<T>(), self.0.len()) }
+    }
+}
+
+/// Written by everything that changes it (and by `firr_vec`, whose threads are the
+/// executor's); read by `firr_part`, which the caller's threads run side by side.
+static STATE: RwLock<Option<Irr>> = RwLock::new(None);
+
+fn not_open(what: &str) -> String {
+    format!("{what}: the library is not open (irr_simd_open first)")
+}
 
 fn with_open<R>(what: &str, f: impl FnOnce(&mut Irr) -> Result<R, String>) -> Result<R, String> {
-    let mut guard = STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    match guard.as_mut() {
-        Some(irr) => f(irr),
-        None => Err(format!("{what}: the library is not open (irr_simd_open first)")),
-    }
+    let mut guard = STATE.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+    guard.as_mut().map_or_else(|| Err(not_open(what)), f)
+}
+
+fn with_open_shared<R>(what: &str, f: impl FnOnce(&Irr) -> Result<R, String>) -> Result<R, String> {
+    let guard = STATE.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+    guard.as_ref().map_or_else(|| Err(not_open(what)), f)
 }
 
 fn status(r: Result<(), String>) -> i32 {
@@ -114,7 +149,7 @@ fn from_env(name: &str) -> Option<String> {
 #[unsafe(no_mangle)]
 pub extern "C" fn nbody_irr_open(nmax: i32, lmax: i32, rank: i32) -> i32 {
     shielded(-1, || {
-        let mut guard = STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = STATE.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         if guard.is_some() {
             eprintln!("nbody irr: irr_simd_open: it is already open");
             return 0;
@@ -125,18 +160,14 @@ pub extern "C" fn nbody_irr_open(nmax: i32, lmax: i32, rank: i32) -> i32 {
             if lmax == 0 {
                 return Err("lmax = 0: a list needs a slot for its count".into());
             }
-            if n > u32::MAX as usize {
-                return Err(format!("nmax = {n} is above the {} particles a list can name", u32::MAX));
+            if n > 1 << 27 {
+                return Err(format!("nmax = {n} is above the 2^27 particles the list kernel addresses"));
             }
-            let f32 = match from_env("NBODY_IRR_PRECISION").as_deref() {
-                None | Some("f64") => false,
-                Some("f32") => true,
-                Some(other) => {
-                    return Err(format!("NBODY_IRR_PRECISION={other}: not a precision (f64, the default, or f32)"));
-                }
-            };
+            // One by default: the Fortran names share a block over the code's own
+            // OpenMP threads (nbody_irr_firr_part), beside which a team of ours would
+            // only wait for cores.
             let threads = match from_env("NBODY_IRR_THREADS") {
-                None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                None => 1,
                 Some(t) => t
                     .parse::<usize>()
                     .ok()
@@ -145,18 +176,16 @@ pub extern "C" fn nbody_irr_open(nmax: i32, lmax: i32, rank: i32) -> i32 {
             };
             let executor = ListExecutor::new(Parallelism::threads(threads));
             eprintln!(
-                "nbody irr: rank {rank}: nmax {n}, lmax {lmax}, {} on {} thread(s), {}",
-                if f32 { "f32 pairs" } else { "f64" },
+                "nbody irr: rank {rank}: nmax {n}, lmax {lmax}, f64 on {} thread(s), {}",
                 executor.threads(),
                 executor.isa().name()
             );
             *guard = Some(Irr {
-                records: vec![Record::UNSET; n],
-                lists: vec![Vec::new(); n],
+                records: Shared::new(UNSET, n),
+                lists: Shared::new(Vec::new(), n),
                 longest: lmax - 1,
-                f32,
                 executor,
-                profile: Profile::default(),
+                profile: Mutex::new(Profile::default()),
             });
             Ok(())
         })())
@@ -168,7 +197,7 @@ pub extern "C" fn nbody_irr_open(nmax: i32, lmax: i32, rank: i32) -> i32 {
 #[unsafe(no_mangle)]
 pub extern "C" fn nbody_irr_close(rank: i32) -> i32 {
     shielded(-1, || {
-        let mut guard = STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = STATE.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         if guard.take().is_none() {
             eprintln!("nbody irr: irr_simd_close: it is not open (rank {rank})");
         }
@@ -189,7 +218,9 @@ fn index(irr: &Irr, addr: i32, what: &str) -> Result<usize, String> {
 /// of its jerk, its mass and the time they hold at.
 ///
 /// # Safety
-/// `x`, `v`, `a2`, `j6` each point to 3 values.
+/// `x`, `v`, `a2`, `j6` each point to 3 values. Calls for distinct particles may run on
+/// several threads at once (NBODY6++ sets them from its OpenMP loops), but not beside a
+/// call for the same particle or a force call.
 ///
 /// ```
 /// use nbody_c::irr::*;
@@ -210,20 +241,21 @@ pub unsafe extern "C" fn nbody_irr_set_jp(
     t: f64,
 ) -> i32 {
     shielded(-1, || {
-        status(with_open("irr_simd_set_jp", |irr| {
+        status(with_open_shared("irr_simd_set_jp", |irr| {
             let i = index(irr, addr, "irr_simd_set_jp")?;
             let three = |p: *const f64, what: &str| -> Result<[f64; 3], String> {
                 // SAFETY: the caller's contract: 3 values.
                 let s = unsafe { values(p, 3, what)? };
                 Ok([s[0], s[1], s[2]])
             };
-            let r = Record {
+            let r = Taylor {
                 x: three(x, "pos")?,
                 v: three(v, "vel")?,
                 a2: three(a2, "acc2")?,
                 j6: three(j6, "jrk6")?,
                 m,
                 t,
+                ..Taylor::default()
             };
             let finite = r.x.iter().chain(&r.v).chain(&r.a2).chain(&r.j6).chain([&r.m, &r.t]).all(|c| c.is_finite());
             if !finite || m < 0.0 {
@@ -231,7 +263,9 @@ pub unsafe extern "C" fn nbody_irr_set_jp(
                     "irr_simd_set_jp: particle {addr} is not finite or has a negative mass (m = {m}, t = {t})"
                 ));
             }
-            irr.records[i] = r;
+            // SAFETY: the caller's contract: no other thread sets this particle or sums
+            // forces meanwhile.
+            unsafe { *irr.records.get_mut(i) = r };
             Ok(())
         }))
     })
@@ -241,7 +275,8 @@ pub unsafe extern "C" fn nbody_irr_set_jp(
 /// `list[1..]`, each from 1, at most `lmax − 1` of them.
 ///
 /// # Safety
-/// `list` points to `1 + list[0]` values.
+/// `list` points to `1 + list[0]` values. As [`nbody_irr_set_jp`]: calls for distinct
+/// particles may run on several threads at once, not beside a force call.
 ///
 /// ```
 /// use nbody_c::irr::*;
@@ -254,7 +289,7 @@ pub unsafe extern "C" fn nbody_irr_set_jp(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nbody_irr_set_list(addr: i32, list: *const i32) -> i32 {
     shielded(-1, || {
-        status(with_open("irr_simd_set_list", |irr| {
+        status(with_open_shared("irr_simd_set_list", |irr| {
             let i = index(irr, addr, "irr_simd_set_list")?;
             // SAFETY: the caller's contract: the count, then as many neighbours.
             let n = count(unsafe { values(list, 1, "nblist")? }[0], "irr_simd_set_list: the count")?;
@@ -274,16 +309,15 @@ pub unsafe extern "C" fn nbody_irr_set_list(addr: i32, list: *const i32) -> i32 
                 }
             }
             // Checked whole before the old list goes.
-            let list = &mut irr.lists[i];
+            // SAFETY: the caller's contract: no other thread sets this list or sums forces
+            // meanwhile.
+            let list = unsafe { irr.lists.get_mut(i) };
             list.clear();
             list.extend(all[1..].iter().map(|&j| j as u32 - 1));
             Ok(())
         }))
     })
 }
-
-/// What a target keeps of its gathering pass: its nearest neighbour (from 0, with r²).
-type Nearest = Option<(f64, u32)>;
 
 /// The irregular force on particles `addr[0..ni]` (from 1) at time `ti`: `acc`, `jrk`
 /// from their lists, `nnbid` their nearest neighbours (from 1; 0 for an empty list).
@@ -316,81 +350,111 @@ pub unsafe extern "C" fn nbody_irr_firr_vec(
     shielded(-1, || {
         status(with_open("irr_simd_firr_vec", |irr| {
             let start = Instant::now();
-            let ni = count(ni, "irr_simd_firr_vec: ni")?;
-            // SAFETY: the caller's contract: ni addresses.
-            let addr = unsafe { values(addr, ni, "addr")? };
-            if !ti.is_finite() {
-                return Err(format!("irr_simd_firr_vec: the time {ti} is not finite"));
-            }
-            let targets =
-                addr.iter().map(|&a| index(irr, a, "irr_simd_firr_vec")).collect::<Result<Vec<usize>, String>>()?;
-            let mut out = vec![(None, ListSums::default()); ni];
-            let (records, lists) = (&irr.records, &irr.lists);
-            let unset = |j: usize, what: &str| {
-                format!("irr_simd_firr_vec: particle {} ({what}) was never set (irr_simd_set_jp)", j + 1)
-            };
-            if irr.f32 {
-                irr.executor
-                    .sums::<f32, Nearest, String>(&mut out, |k, g| gather(records, lists, targets[k], ti, g, unset))?;
-            } else {
-                irr.executor
-                    .sums::<f64, Nearest, String>(&mut out, |k, g| gather(records, lists, targets[k], ti, g, unset))?;
-            }
-            // SAFETY: the caller's contract: ni values and triples.
-            let (acc, jrk, nnbid) =
-                unsafe { (values_mut(acc, ni, "acc")?, values_mut(jrk, ni, "jrk")?, values_mut(nnbid, ni, "nnbid")?) };
-            for (k, (nearest, sums)) in out.iter().enumerate() {
-                acc[k] = sums.acc;
-                jrk[k] = sums.jerk;
-                nnbid[k] = nearest.map_or(0, |(_, j)| j as i32 + 1);
-            }
-            let p = &mut irr.profile;
-            p.calls += 1;
-            p.targets += ni as u64;
-            p.interactions += targets.iter().map(|&i| irr.lists[i].len() as u64).sum::<u64>();
-            p.seconds += start.elapsed().as_secs_f64();
+            forces(irr, &irr.executor, ti, ni, addr, acc, jrk, nnbid)?;
+            irr.profile.get_mut().unwrap_or_else(|p| p.into_inner()).called(start.elapsed().as_secs_f64());
             Ok(())
         }))
     })
 }
 
-/// Predicts target `i` and its list to `ti`, gathers the list relative to it, and finds
-/// its nearest neighbour (in f64).
-fn gather<T: nbody_core::Real>(
-    records: &[Record],
-    lists: &[Vec<u32>],
-    i: usize,
+/// As [`nbody_irr_firr_vec`], on the calling thread alone, and callable from several
+/// threads at once (each with its own share of a block): the Fortran name's OpenMP
+/// threads call it, so that the block runs on the code's own threads as upstream's
+/// does (a second team of threads would wait for cores the code's spinning OpenMP
+/// threads hold). A call counts its targets in the profile; [`nbody_irr_called`] counts
+/// the block.
+///
+/// # Safety
+/// As [`nbody_irr_firr_vec`]; the shares of concurrent calls do not overlap.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nbody_irr_firr_part(
     ti: f64,
-    g: &mut Gathered<T>,
-    unset: impl Fn(usize, &str) -> String,
-) -> Result<Nearest, String> {
-    let target = &records[i];
-    if target.m.is_nan() {
-        return Err(unset(i, "a target"));
+    ni: i32,
+    addr: *const i32,
+    acc: *mut [f64; 3],
+    jrk: *mut [f64; 3],
+    nnbid: *mut i32,
+) -> i32 {
+    shielded(-1, || {
+        status(with_open_shared("irr_simd_firr_vec", |irr| {
+            let alone = ListExecutor::with_isa(Parallelism::Sequential, irr.executor.isa());
+            forces(irr, &alone, ti, ni, addr, acc, jrk, nnbid)
+        }))
+    })
+}
+
+/// Counts one block of [`nbody_irr_firr_part`] calls that took `seconds`, for the profile.
+#[unsafe(no_mangle)]
+pub extern "C" fn nbody_irr_called(seconds: f64) -> i32 {
+    shielded(-1, || {
+        status(with_open_shared("irr_simd_firr_vec", |irr| {
+            irr.profile.lock().unwrap_or_else(|p| p.into_inner()).called(seconds);
+            Ok(())
+        }))
+    })
+}
+
+impl Profile {
+    fn called(&mut self, seconds: f64) {
+        self.calls += 1;
+        self.seconds += seconds;
     }
-    let (xi, vi) = target.predict(ti);
-    let mut nearest: Nearest = None;
-    for &j in &lists[i] {
-        let source = &records[j as usize];
-        if source.m.is_nan() {
-            return Err(unset(j as usize, &format!("in the list of {}", i + 1)));
-        }
-        let (xj, vj) = source.predict(ti);
-        let dx: [f64; 3] = std::array::from_fn(|k| xj[k] - xi[k]);
-        let r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2];
-        if !(r2 > 0.0 && r2.is_finite()) {
-            return Err(format!(
-                "irr_simd_firr_vec: particles {} and {} (a neighbour) are at distance² {r2} at t = {ti}: an unsoftened pair needs a finite nonzero distance",
-                i + 1,
-                j + 1
-            ));
-        }
-        if nearest.is_none_or(|(best, b)| r2 < best || (r2 == best && j < b)) {
-            nearest = Some((r2, j));
-        }
-        g.push(dx, std::array::from_fn(|k| vj[k] - vi[k]), source.m);
+}
+
+/// The irregular force of `addr[..ni]` on `executor` (the targets counted in the profile).
+#[allow(clippy::too_many_arguments)]
+fn forces(
+    irr: &Irr,
+    executor: &ListExecutor,
+    ti: f64,
+    ni: i32,
+    addr: *const i32,
+    acc: *mut [f64; 3],
+    jrk: *mut [f64; 3],
+    nnbid: *mut i32,
+) -> Result<(), String> {
+    let ni = count(ni, "irr_simd_firr_vec: ni")?;
+    // SAFETY: the caller's contract: ni addresses.
+    let addr = unsafe { values(addr, ni, "addr")? };
+    if !ti.is_finite() {
+        return Err(format!("irr_simd_firr_vec: the time {ti} is not finite"));
     }
-    Ok(nearest)
+    // SAFETY: the callers' contract: nothing is set while forces are summed.
+    let (records, lists) = unsafe { (irr.records.all(), irr.lists.all()) };
+    let targets = addr
+        .iter()
+        .map(|&a| {
+            let i = index(irr, a, "irr_simd_firr_vec")?;
+            if records[i].m.is_nan() {
+                return Err(format!("irr_simd_firr_vec: particle {a} was never set (irr_simd_set_jp)"));
+            }
+            Ok((i, lists[i].as_slice()))
+        })
+        .collect::<Result<Vec<(usize, &[u32])>, String>>()?;
+    let mut out = vec![ListSums::default(); ni];
+    executor.sums(records, &targets, ti, &mut out).map_err(|bad| {
+        let (i, j) = (targets[bad.target].0 + 1, bad.source as usize + 1);
+        if records[j - 1].m.is_nan() {
+            format!("irr_simd_firr_vec: particle {j} (in the list of {i}) was never set (irr_simd_set_jp)")
+        } else {
+            format!(
+                "irr_simd_firr_vec: particles {i} and {j} (a neighbour) are at no finite nonzero distance at t = {ti}: an unsoftened pair needs one"
+            )
+        }
+    })?;
+    // SAFETY: the caller's contract: ni values and triples.
+    let (acc, jrk, nnbid) =
+        unsafe { (values_mut(acc, ni, "acc")?, values_mut(jrk, ni, "jrk")?, values_mut(nnbid, ni, "nnbid")?) };
+    for (k, sums) in out.iter().enumerate() {
+        acc[k] = sums.acc;
+        jrk[k] = sums.jerk;
+        nnbid[k] = sums.nearest.map_or(0, |j| j as i32 + 1);
+    }
+    let interactions = targets.iter().map(|(_, l)| l.len() as u64).sum::<u64>();
+    let mut p = irr.profile.lock().unwrap_or_else(|p| p.into_inner());
+    p.targets += ni as u64;
+    p.interactions += interactions;
+    Ok(())
 }
 
 /// Prints the calls, targets, neighbours and seconds since the last print to stderr, as
@@ -402,9 +466,9 @@ fn gather<T: nbody_core::Real>(
 #[unsafe(no_mangle)]
 pub extern "C" fn nbody_irr_profile(rank: i32) -> i32 {
     shielded(-1, || {
-        let mut guard = STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(irr) = guard.as_mut() {
-            let p = std::mem::take(&mut irr.profile);
+        let guard = STATE.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(irr) = guard.as_ref() {
+            let p = std::mem::take(&mut *irr.profile.lock().unwrap_or_else(|p| p.into_inner()));
             if p.calls > 0 {
                 eprintln!(
                     "[R.{rank} nbody Irr.F] Ncall: {} <NI>: {} <NB>: {:.3} grav: {:.6} s, {:.3} usec, {:.3e} interactions/s",

@@ -150,8 +150,6 @@ pub trait CpuReal: Real {
     fn cell_kernel(isa: Isa) -> cells::CellFn<Self>;
     /// The kernel with a softening per particle.
     fn each_kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<Self>;
-    #[doc(hidden)]
-    fn list_kernel(isa: Isa) -> lists::ListFn<Self>;
 }
 
 impl CpuReal for f32 {
@@ -170,9 +168,6 @@ impl CpuReal for f32 {
     fn cell_kernel(isa: Isa) -> cells::CellFn<f32> {
         cells::f32_cell_kernel(isa)
     }
-    fn list_kernel(isa: Isa) -> lists::ListFn<f32> {
-        lists::f32_list_kernel(isa)
-    }
 }
 
 impl CpuReal for f64 {
@@ -190,9 +185,6 @@ impl CpuReal for f64 {
     }
     fn cell_kernel(isa: Isa) -> cells::CellFn<f64> {
         cells::f64_cell_kernel(isa)
-    }
-    fn list_kernel(isa: Isa) -> lists::ListFn<f64> {
-        lists::f64_list_kernel(isa)
     }
 }
 
