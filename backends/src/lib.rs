@@ -978,8 +978,8 @@ impl JMemory {
                 JSearch::Into(nb) => {
                     self.0.forces(gpu, nj, time, targets, own, eps, out, jerk, Some(nb)).map(|()| None)
                 }
-                JSearch::Lists { radius2, capacity, ahead, exclude } => {
-                    let lists = nbody_cuda::ListSearch { radius2, capacity, ahead, exclude };
+                JSearch::Lists { radius2, capacity, ahead, exclude, inside } => {
+                    let lists = nbody_cuda::ListSearch { radius2, capacity, ahead, exclude, inside };
                     self.0.forces_and_lists(gpu, nj, time, targets, own, eps, out, jerk, lists).map(Some)
                 }
             }
@@ -1010,6 +1010,10 @@ pub enum JSearch<'a, 'n> {
         /// Whether the addresses listed (stored or beyond `capacity`) are left out of
         /// the sums.
         exclude: bool,
+        /// Each target's squared radius within which (now or looked ahead) an address
+        /// is surely what the caller looks for, or `None`: its entry then carries
+        /// [`PackedLists::INSIDE`](nbody_core::jmemory::PackedLists::INSIDE).
+        inside: Option<&'a [f64]>,
     },
 }
 

@@ -46,7 +46,9 @@ pub struct PackedLists {
     pub counts: Vec<u32>,
     /// Where each target's stored entries begin in `entries`.
     pub start: Vec<u32>,
-    /// The stored entries, each target's in increasing order.
+    /// The stored entries, each target's in increasing order of index. An entry found
+    /// inside the search's `inside` radius (where one was asked for) carries
+    /// [`PackedLists::INSIDE`] besides its index.
     pub entries: Vec<u32>,
     /// Entries stored per target at most.
     pub capacity: usize,
@@ -55,6 +57,10 @@ pub struct PackedLists {
 }
 
 impl PackedLists {
+    /// The mark of an entry inside the search's `inside` radius (the index is the rest:
+    /// `entry & !INSIDE`).
+    pub const INSIDE: u32 = 1 << 31;
+
     /// Target `i`'s stored entries, increasing.
     pub fn list(&self, i: usize) -> &[u32] {
         let s = self.start[i] as usize;

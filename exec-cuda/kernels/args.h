@@ -49,7 +49,8 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
     F(T *, near_r2)                                                                                                    \
     F(const int *, own)                                                                                                \
     F(const T *, ahead)                                                                                                \
-    F(int, exclude)
+    F(int, exclude)                                                                                                    \
+    F(const T *, inside)
 
 // nbody_tiled_* and nbody_shuffle_* (shuffle ignores chunk and partial), and
 // nbody_tiled_reduce_* (chunk is then the number of chunks). The self pair of target i

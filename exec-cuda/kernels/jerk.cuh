@@ -1,6 +1,8 @@
 // The jerk kernels (Hermite's forces) with the nearest neighbour and neighbour lists. Part of gravity.cu (included there, in order).
 
 #define NO_NEIGHBOUR 0x7fffffff
+// The mark of a list entry inside the target's `inside` radius (PackedLists::INSIDE).
+#define LISTED_INSIDE 0x80000000u
 
 // Keeps the nearer of two (r^2, index) candidates; a tie goes to the smaller index.
 template <typename T> __device__ __forceinline__ void keep_nearer(T &best, int &arg, T r2, int j) {
@@ -38,7 +40,7 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
     Pt<T, C> p[NI];
     c4 v[NI];
     int own[NI];
-    T mi[NI], h2[NI], dt[NI], best[NI], s[7][NI];
+    T mi[NI], h2[NI], dt[NI], in2[NI], best[NI], s[7][NI];
     C ax[NI], ay[NI], az[NI], phi[NI], jx[NI], jy[NI], jz[NI];
     int arg[NI];
 #pragma unroll
@@ -52,6 +54,7 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
                             : (i - self_t0 >= 0 && i - self_t0 < self_len ? self_s0 + i - self_t0 : -1);
         h2[q] = NEIGH && real && x.h2 != 0 ? x.h2[i] : T(-1);
         dt[q] = NEIGH && real && x.ahead != 0 ? x.ahead[i] : T(0);
+        in2[q] = NEIGH && real && x.inside != 0 ? x.inside[i] : T(-1);
         ax[q] = 0; ay[q] = 0; az[q] = 0; phi[q] = 0; jx[q] = 0; jy[q] = 0; jz[q] = 0;
 #pragma unroll
         for (int c = 0; c < 7; ++c) s[c][q] = 0;
@@ -99,7 +102,7 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
                     const int j = base + k;
                     const bool other = j != own[q] && j < n_sources;
                     T d2 = T(0);
-                    bool listed = false;
+                    bool listed = false, inside = false;
                     Pt<T, C> src = sx;
                     if (NEIGH && !FAR) {
                         separation(sx, p[q], dx, dy, dz);
@@ -113,6 +116,7 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
                             near2 = fmin(near2, (qx * qx + qy * qy) + qz * qz);
                         }
                         listed = other && near2 <= h2[q];
+                        inside = near2 < in2[q];
                         // Listed sources left out of the sums where asked: massless here.
                         if (listed && x.exclude) src.p.w = C(0);
                     }
@@ -133,7 +137,8 @@ __device__ __forceinline__ void tiled_jerk(const typename V4<T>::type *__restric
                         }
                         if (listed) {
                             const u32 slot = atomicAdd(&x.counts[first + q], 1u);
-                            if (slot < (u32)x.capacity) x.lists[(size_t)(first + q) * x.capacity + slot] = (u32)j;
+                            if (slot < (u32)x.capacity)
+                                x.lists[(size_t)(first + q) * x.capacity + slot] = (u32)j | (inside ? LISTED_INSIDE : 0u);
                         }
                     }
                 }

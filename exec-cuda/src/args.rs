@@ -96,6 +96,9 @@ kernel_args! {
         ahead: Ptr = "const T *",
         /// Nonzero: the listed sources are left out of the sums.
         exclude: i32 = "int",
+        /// Per target, a squared radius within which (now or looked ahead) a listed
+        /// source is surely a neighbour: its entry carries the top bit (null: none).
+        inside: Ptr = "const T *",
     }
 }
 

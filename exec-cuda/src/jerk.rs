@@ -74,10 +74,11 @@ const NEAR_R2: usize = 14;
 const LIST_META: usize = 15;
 const LIST_PACKED: usize = 16;
 const AHEAD: usize = 17;
-// The partials are the 8th to 10th of 18 slots (stage_jerk picks them by place).
-const _: () = assert!(PART_ACC == 7 && PART_JERK == 8 && PART_NEAR == 9 && SLOTS == 18);
+const INSIDE: usize = 18;
+// The partials are the 8th to 10th of 19 slots (stage_jerk picks them by place).
+const _: () = assert!(PART_ACC == 7 && PART_JERK == 8 && PART_NEAR == 9 && SLOTS == 19);
 /// Slots the executor holds in all.
-pub(crate) const SLOTS: usize = 18;
+pub(crate) const SLOTS: usize = 19;
 
 /// The lists a jerk call searches: the sources with unsoftened r² ≤ `radius2[i]`, or
 /// with `ahead`, also those whose separation looked ahead by `ahead[i]` (`dx + dt dv`)
@@ -91,7 +92,7 @@ pub(crate) const SLOTS: usize = 18;
 /// jm.replace(&mut gpu, &[Particle::new(0.5, 0.0, 0.0, 1.0)], &[Velocity::new(0.0, 0.0, 0.0)])?;
 /// let (pos, vel) = ([Particle::new(0.0, 0.0, 0.0, 0.0)], [Velocity::new(0.0, 0.0, 0.0)]);
 /// let (mut out, mut jerk) = ([Field::zero()], [Jerk::zero()]);
-/// let lists = nbody_cuda::ListSearch { radius2: &[1.0], capacity: 4, ahead: None, exclude: true };
+/// let lists = nbody_cuda::ListSearch { radius2: &[1.0], capacity: 4, ahead: None, exclude: true, inside: None };
 /// let packed = jm.forces_and_lists(&mut gpu, 1, 0.0, Bodies { pos: &pos, vel: &vel }, &[-1], 0.0, &mut out, &mut jerk, lists)?;
 /// assert_eq!((packed.list(0), out[0].ax), (&[0u32][..], 0.0)); // listed, so left out
 /// # Ok::<(), nbody_core::Error>(())
@@ -106,6 +107,12 @@ pub struct ListSearch<'a, T> {
     pub ahead: Option<&'a [T]>,
     /// Whether the listed sources are left out of the sums.
     pub exclude: bool,
+    /// Each target's squared radius within which (now or looked ahead) a listed source
+    /// is surely what the caller looks for, or `None`: such entries carry
+    /// [`PackedLists::INSIDE`](nbody_core::jmemory::PackedLists::INSIDE), so that the
+    /// caller need not look at them again. Meant a margin inside `radius2`, wider than
+    /// the distances' rounding (float separations on a mixed executor).
+    pub inside: Option<&'a [T]>,
 }
 
 /// Where a jerk launch reads and writes: targets and their velocities (`n`), sources and
@@ -200,6 +207,7 @@ impl JerkExtra {
             near_r2: null(),
             own: null(),
             ahead: null(),
+            inside: null(),
             exclude: 0,
         }
     }
@@ -256,7 +264,7 @@ impl CudaExecutor {
             me.two_per_thread::<T>(neighbours.is_some()),
         );
         // Slots PART_ACC, PART_JERK, PART_NEAR (the pattern's places; asserted below).
-        let [.., acc, jerk, near, _, _, _, _, _, _, _, _] = &mut me.scratch;
+        let [.., acc, jerk, near, _, _, _, _, _, _, _, _, _] = &mut me.scratch;
         let mut extra = JerkExtra::with_partials(&plan, n, size_of::<T>(), [acc, jerk, near])?;
         if let Some(nb) = neighbours {
             let within = nb.within.as_ref().map(|w| ListSearch {
@@ -264,6 +272,7 @@ impl CudaExecutor {
                 capacity: w.capacity,
                 ahead: None,
                 exclude: false,
+                inside: None,
             });
             me.neighbour_buffers(n, within, &mut extra)?;
         }
@@ -289,7 +298,7 @@ impl CudaExecutor {
     ) -> Result<(), Error> {
         extra.near_index = ptr(self.scratch[NEAR_INDEX].reserve(n * 4)?);
         extra.near_r2 = ptr(self.scratch[NEAR_R2].reserve(n * size_of::<T>())?);
-        if let Some(ListSearch { radius2, capacity, ahead, exclude }) = within {
+        if let Some(ListSearch { radius2, capacity, ahead, exclude, inside }) = within {
             let cap = i32::try_from(capacity)
                 .map_err(|_| Error::InvalidParameter { name: "capacity", requirement: "below 2^31 on the GPU" })?;
             let h2 = self.scratch[H2].reserve(n * size_of::<T>())?;
@@ -305,6 +314,11 @@ impl CudaExecutor {
                 let slot = self.scratch[AHEAD].reserve(n * size_of::<T>())?;
                 upload_padded(slot, bytemuck::cast_slice(dt), 0)?;
                 extra.ahead = ptr(slot);
+            }
+            if let Some(r2) = inside {
+                let slot = self.scratch[INSIDE].reserve(n * size_of::<T>())?;
+                upload_padded(slot, bytemuck::cast_slice(r2), 0)?;
+                extra.inside = ptr(slot);
             }
         }
         Ok(())
@@ -444,8 +458,10 @@ impl CudaExecutor {
             let stored = (c as usize).min(capacity);
             if stored > 1 {
                 let list = &mut entries[s as usize..s as usize + stored];
-                if !list.is_sorted() {
-                    list.sort_unstable();
+                // In index order, whatever the marks.
+                let index = |e: &u32| e & !PackedLists::INSIDE;
+                if !list.is_sorted_by_key(index) {
+                    list.sort_unstable_by_key(index);
                 }
             }
         }

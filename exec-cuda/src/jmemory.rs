@@ -268,6 +268,12 @@ impl DeviceJMemory {
                 return Err(Error::NonFinite { array: Array::Targets, index: i });
             }
         }
+        if let Some(r2) = lists.inside {
+            validate::length("inside radii", ni, r2.len())?;
+            if let Some(i) = r2.iter().position(|r| r.is_nan()) {
+                return Err(Error::NonFinite { array: Array::Targets, index: i });
+            }
+        }
         let capacity = lists.capacity;
         let packed = self.checked(gpu, nj, time, targets, own, eps, out, jerk, Search::Packed(lists))?;
         Ok(packed.unwrap_or_else(|| PackedLists {
@@ -417,6 +423,7 @@ impl DeviceJMemory {
                     radius2: w.radius2,
                     capacity: w.capacity,
                     ahead: None,
+                    inside: None,
                     exclude: false,
                 });
                 staged.with_neighbours(gpu, within, own_d)?

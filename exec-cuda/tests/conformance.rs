@@ -4,6 +4,7 @@
 
 use nbody_conformance::mutants::mutation_trial;
 use nbody_conformance::{Failed, Path, Trial, accuracy, compare, exact, run, suite, suite_with_roundoff};
+use nbody_core::jmemory::PackedLists;
 use nbody_core::resident::Resident;
 use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle};
 use nbody_cuda::{CudaExecutor, CudaMixedExecutor, DeviceReal, MultiDevice};
@@ -258,17 +259,25 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
         (0..n).map(|k| if k % 7 == 3 { 0.0 } else { (0.02 * (1 + k % 5) as f64).powi(2) }).collect();
     let steps: Vec<f64> = (0..n).map(|k| [0.0, 0.01, 0.05][k % 3]).collect();
     let capacity = 6;
-    let mut lists = |radius2: &[f64], ahead: Option<&[f64]>, exclude: bool| {
+    // The last pass also marks the sources within half the radius (PackedLists::INSIDE).
+    let half: Vec<f64> = radius2.iter().map(|r| 0.5 * r).collect();
+    let mut lists = |radius2: &[f64], ahead: Option<&[f64]>, exclude: bool, inside: Option<&[f64]>| {
         let targets = Bodies { pos: &tpos, vel: &tvel };
         let (mut out, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
-        let search = nbody_cuda::ListSearch { radius2, capacity, ahead, exclude };
+        let search = nbody_cuda::ListSearch { radius2, capacity, ahead, exclude, inside };
         jm.forces_and_lists(&mut gpu, nj, time, targets, &own, eps, &mut out, &mut jerk, search)
             .map(|packed| (packed, out, jerk))
     };
     let mut overflowed = 0;
     let mut widened = 0;
-    for (ahead, exclude) in [(None, false), (Some(&steps[..]), false), (Some(&steps[..]), true)] {
-        let (packed, out, jerk) = lists(&radius2, ahead, exclude).map_err(gpu_err)?;
+    let mut marked = 0;
+    for (ahead, exclude, inside) in [
+        (None, false, None),
+        (Some(&steps[..]), false, None),
+        (Some(&steps[..]), true, None),
+        (Some(&steps[..]), true, Some(&half[..])),
+    ] {
+        let (packed, out, jerk) = lists(&radius2, ahead, exclude, inside).map_err(gpu_err)?;
         // A source at r² within a rounding of h² may fall either side (f32 distances in
         // the mixed family): it may be listed or not.
         let slack = if mixed { 1e-5 } else { 1e-12 };
@@ -294,7 +303,24 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
                 others().filter(|&a| near2(a) <= radius2[k] * (1.0 + slack)).map(|a| a as u32).collect();
             widened += others().filter(|&a| near2(a) < radius2[k] && d2(a) > radius2[k]).count();
             let best = others().map(|a| (d2(a), a)).fold((f64::INFINITY, 0), |m, x| if x.0 < m.0 { x } else { m });
-            let (got, found) = (packed.list(k), packed.counts[k] as usize);
+            let entries = packed.list(k);
+            let got: Vec<u32> = entries.iter().map(|e| e & !PackedLists::INSIDE).collect();
+            let found = packed.counts[k] as usize;
+            // The marks: every source marked is within the inside radius, and every one
+            // surely within it is marked; none without an inside radius.
+            for (&e, &a) in entries.iter().zip(&got) {
+                let within = inside.map_or(-1.0, |r| r[k]);
+                let is_marked = e & PackedLists::INSIDE != 0;
+                marked += usize::from(is_marked);
+                let r2 = near2(a as usize);
+                if (is_marked && r2 > within * (1.0 + slack)) || (!is_marked && r2 < within * (1.0 - slack)) {
+                    return Err(format!(
+                        "target {k}: source {a} at {r2:e} marked {is_marked}, inside radius² {within:e}"
+                    )
+                    .into());
+                }
+            }
+            let got = &got[..];
             let sorted = got.windows(2).all(|w| w[0] < w[1]);
             let fits = found >= surely.len() && found <= maybe.len() && got.len() == found.min(capacity);
             let inside = got.iter().all(|a| maybe.contains(a));
@@ -343,21 +369,24 @@ fn j_memory(mixed: bool) -> Result<(), Failed> {
     if widened == 0 {
         return Err("no source came within a radius only by the look-ahead: the check needs some".into());
     }
+    if marked == 0 {
+        return Err("no entry was marked inside: the check needs some".into());
+    }
     // A negative or NaN radius is refused, as every executor's lists refuse it.
     for bad in [-1.0, f64::NAN] {
         let mut r2 = radius2.clone();
         r2[1] = bad;
-        let r = lists(&r2, None, false);
+        let r = lists(&r2, None, false, None);
         if !matches!(r, Err(Error::InvalidParameter { name: "neighbour radius", .. })) {
             return Err(format!("radius² {bad}: expected an error, got {:?}", r.map(|p| p.0.counts.len())).into());
         }
     }
     let mut bad_steps = steps.clone();
     bad_steps[2] = f64::NAN;
-    if !matches!(lists(&radius2, Some(&bad_steps), false), Err(Error::NonFinite { index: 2, .. })) {
+    if !matches!(lists(&radius2, Some(&bad_steps), false, None), Err(Error::NonFinite { index: 2, .. })) {
         return Err("a NaN look-ahead step: expected an error".into());
     }
-    if overflowed == 0 || overflowed == 3 * n {
+    if overflowed == 0 || overflowed == 4 * n {
         return Err(format!("{overflowed} of {n} lists overflowed: the check needs some of each").into());
     }
     // Bad input: an own address twice, or one at or beyond nj.

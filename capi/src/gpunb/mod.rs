@@ -31,8 +31,9 @@
 //! the calls (`JMemory`), and the same pass lists each target's candidates (those within
 //! its sphere's radius now or looked ahead by its `dtr`, with a small margin over the
 //! roundings) and leaves them out of its sums (`JSearch::Lists` with `ahead` and
-//! `exclude`); the rules are applied to the candidates in f64 and the terms of those
-//! that are no neighbours put back. Elsewhere, beside the executor's call on the
+//! `exclude`), marking those within the radius by the same margin as surely
+//! neighbours (`inside`); the rules are applied to the other candidates in f64 and the
+//! terms of those that are no neighbours put back. Elsewhere, beside the executor's call on the
 //! host's threads, the candidates come from cells (`grid`): those within the sphere's
 //! radius now, from cells of the positions, and those within it at the look-ahead, from
 //! cells of the positions looked ahead by its `dtr` (`x + dtr v`, one set of cells per
@@ -336,8 +337,12 @@ pub unsafe extern "C" fn nbody_gpunb_send(nj: i32, m: *const f64, x: *const [f64
                 }
             }
             let src = &mut open.sources;
-            src.pos = (0..n).map(|j| Particle::new(x[j][0], x[j][1], x[j][2], m[j])).collect();
-            src.vel = v.iter().map(|v| Velocity::new(v[0], v[1], v[2])).collect();
+            // Into the last send's memory: fresh arrays would cost a page fault every
+            // 4 KiB of every send (NBODY6++ sends every regular block).
+            src.pos.clear();
+            src.pos.extend((0..n).map(|j| Particle::new(x[j][0], x[j][1], x[j][2], m[j])));
+            src.vel.clear();
+            src.vel.extend(v.iter().map(|v| Velocity::new(v[0], v[1], v[2])));
             let mean = |k: usize| if n == 0 { 0.0 } else { v.iter().map(|v| v[k]).sum::<f64>() / n as f64 };
             src.centre = [mean(0), mean(1), mean(2)];
             src.speed = v.iter().map(|v| norm(sub(*v, src.centre))).fold(0.0, f64::max);
@@ -598,9 +603,9 @@ const CANDIDATE_MARGIN: f64 = 1e-5;
 /// [`regular`] on a GPU: in one pass each target's candidates (the sources within its
 /// sphere's radius, now or looked ahead by its `dtr`, with [`CANDIDATE_MARGIN`]) and the
 /// sums over every other source (the candidates left out exactly, as massless); then on
-/// the host's threads the rules on the candidates, and the terms of those that are no
-/// neighbours (the margin's few; with the mass-scaled sphere, which the device searches
-/// at the heaviest mass, more) put back. A target with more candidates than its slots
+/// the calling thread the rules on the candidates the device did not mark as surely
+/// inside, and the terms of those that are no neighbours (the margin's few; with the
+/// mass-scaled sphere, which the device searches at the heaviest mass, more) put back. A target with more candidates than its slots
 /// (an overflowing list, whose count upstream reports) gets them all from [`long_lists`].
 fn regular_on_device(
     engine: &mut Engine,
@@ -623,16 +628,36 @@ fn regular_on_device(
             reach * reach
         })
         .collect();
+    // Within the sphere's radius by the same margin, the device marks a candidate as
+    // surely a neighbour (its entry carries PackedLists::INSIDE), and the host takes it
+    // as it is: only the few candidates near the sphere's edge are looked at again. Not
+    // with the mass-scaled sphere, whose radius is the source's.
+    let inside: Option<Vec<f64>> = (!b.rules.mass_scaled).then(|| {
+        (0..n)
+            .map(|i| {
+                let look = widening(src, b.dtr.map_or(0.0, |d| d[i]), b.v[i]);
+                let reach = b.h2[i].sqrt() * (1.0 - CANDIDATE_MARGIN) - CANDIDATE_MARGIN * look;
+                if reach > 0.0 { reach * reach } else { -1.0 }
+            })
+            .collect()
+    });
     let capacity = b.limit + b.limit / 4 + 16;
     let all: Vec<usize> = (0..n).collect();
-    let ((field, jerk), packed) = device_pass(engine, device, src, b, (&all, &radius2), capacity, true)?;
-    let long = long_lists(engine, device, src, b, &radius2, &packed)?;
+    let radii = Radii { candidates: &radius2, inside: inside.as_deref() };
+    let ((field, jerk), packed) = device_pass(engine, device, src, b, (&all, radii), capacity, true)?;
+    let long = long_lists(engine, device, src, b, radii, &packed)?;
     profile.sums_s += start.elapsed().as_secs_f64();
     let start = Instant::now();
-    let excluded = on_threads(n, |i| {
-        let list = if packed.overflowed(i) { &long[i][..] } else { packed.list(i) };
-        apply_rules(src, b, i, (false, Sums::Candidates), list.iter().copied())
-    });
+    // On the calling thread: with the device's marks the rules look at the few
+    // candidates near the edge only (a millisecond a call at N = 262,144), and threads
+    // started beside NBODY6++'s spinning OpenMP threads wait for cores (on an H200 node
+    // the same work took 5 ms a call on 16 threads).
+    let excluded: Vec<Excluded> = (0..n)
+        .map(|i| {
+            let list = if packed.overflowed(i) { &long[i][..] } else { packed.list(i) };
+            apply_rules(src, b, i, (false, Sums::Candidates), list.iter().copied())
+        })
+        .collect();
     profile.lists_s += start.elapsed().as_secs_f64();
     for i in 0..n {
         r.acc[i] = field[i].acceleration();
@@ -654,7 +679,7 @@ fn long_lists(
     device: &mut JMemory,
     src: &Sources,
     b: &Block<'_>,
-    radius2: &[f64],
+    radii: Radii<'_>,
     packed: &PackedLists,
 ) -> Result<Vec<Vec<u32>>, String> {
     let n = b.h2.len();
@@ -664,7 +689,7 @@ fn long_lists(
         return Ok(long);
     };
     for part in over.chunks((LONG_LIST_BYTES / (4 * room)).max(1)) {
-        let (_, again) = device_pass(engine, device, src, b, (part, radius2), room, false)?;
+        let (_, again) = device_pass(engine, device, src, b, (part, radii), room, false)?;
         for (k, &i) in part.iter().enumerate() {
             if again.overflowed(k) {
                 return Err("gpunb_regf: the device found more candidates in a second pass than in the first".into());
@@ -675,26 +700,34 @@ fn long_lists(
     Ok(long)
 }
 
-/// One device pass over the call's i-particles `pick` with their candidate radii
-/// (`radius2`, indexed as the call's): their fields, jerks and candidate lists in
-/// `capacity` slots each, the candidates left out of the sums with `exclude`.
+/// Each i-particle's squared radii: of its candidates, and within which a candidate is
+/// surely a neighbour (`None`: none marked).
+#[derive(Clone, Copy)]
+struct Radii<'a> {
+    candidates: &'a [f64],
+    inside: Option<&'a [f64]>,
+}
+
+/// One device pass over the call's i-particles `pick` with their radii (indexed as the
+/// call's): their fields, jerks and candidate lists in `capacity` slots each, the
+/// candidates left out of the sums with `exclude`.
 fn device_pass(
     engine: &mut Engine,
     device: &mut JMemory,
     src: &Sources,
     b: &Block<'_>,
-    (pick, radius2): (&[usize], &[f64]),
+    (pick, radii): (&[usize], Radii<'_>),
     capacity: usize,
     exclude: bool,
 ) -> Result<(Pass, PackedLists), String> {
     let k = pick.len();
     let (tpos, tvel) = targets_of(b, pick);
     let select = |v: &[f64]| pick.iter().map(|&i| v[i]).collect::<Vec<f64>>();
-    let (r2, dt) = (select(radius2), b.dtr.map(select));
+    let (r2, dt, inside) = (select(radii.candidates), b.dtr.map(select), radii.inside.map(select));
     let own = vec![-1; k];
     let (mut field, mut jerk) = (vec![Field::zero(); k], vec![Jerk::zero(); k]);
     let call = JCall { nj: src.pos.len(), time: 0.0, targets: Bodies { pos: &tpos, vel: &tvel }, own: &own, eps: 0.0 };
-    let search = JSearch::Lists { radius2: &r2, capacity, ahead: dt.as_deref(), exclude };
+    let search = JSearch::Lists { radius2: &r2, capacity, ahead: dt.as_deref(), exclude, inside: inside.as_deref() };
     let packed = device
         .forces(engine.executor(), call, &mut field, &mut jerk, search)
         .map_err(|e| format!("gpunb_regf: {e}"))?
@@ -783,7 +816,8 @@ enum Sums {
 
 /// The rules on i-particle `i`'s `candidates` (increasing): its neighbours, and the sum
 /// of the terms to take out of `sums` (negative where terms are put back) as the
-/// executor's precision computes them (`f32`).
+/// executor's precision computes them (`f32`). A candidate the device marked
+/// [`PackedLists::INSIDE`] is a neighbour without a look.
 fn apply_rules(
     src: &Sources,
     b: &Block<'_>,
@@ -793,6 +827,12 @@ fn apply_rules(
 ) -> Excluded {
     let mut e = Excluded { list: vec![], acc: [0.0; 3], jerk: [0.0; 3], pot: 0.0 };
     for j in candidates {
+        if j & PackedLists::INSIDE != 0 {
+            // Surely a neighbour (the device's mark), already out of the sums.
+            debug_assert!(sums == Sums::Candidates);
+            e.list.push(j & !PackedLists::INSIDE);
+            continue;
+        }
         let (p, v) = (&src.pos[j as usize], &src.vel[j as usize]);
         let dx = sub([p.x, p.y, p.z], b.x[i]);
         let dv = sub([v.vx, v.vy, v.vz], b.v[i]);

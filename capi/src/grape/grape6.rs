@@ -731,7 +731,7 @@ fn on_device(b: &mut Board, args: &Args<'_>, neighbours: bool) -> Result<Results
         // overflowed them. Only the entries found come back from the device.
         let mut slots = FIRST_SLOTS;
         let packed = loop {
-            let search = JSearch::Lists { radius2: h2, capacity: slots, ahead: None, exclude: false };
+            let search = JSearch::Lists { radius2: h2, capacity: slots, ahead: None, exclude: false, inside: None };
             let packed = forces_on_device(b, nj, targets, &own, eps2.sqrt(), &mut field, &mut jerk, search)?
                 .ok_or("the device found no lists")?;
             let most = packed.counts.iter().copied().max().unwrap_or(0) as usize;
