@@ -55,7 +55,7 @@ for n in 4096 16384; do
       start=$(date +%s.%N)
       (cd "$run" && "$work/n6-$code/build/nbody6++.avx" < input > out.txt 2> err.txt)
       end=$(date +%s.%N)
-      de=$(grep ADJUST "$run/out.txt" | tail -1 | sed -n 's/.* DE *\([^ ]*\) .*/\1/p')
+      de=$(grep ADJUST "$run/out.txt" | tail -1 | grep -o 'DE *[-0-9.E+]*' | head -1 | tr -s ' ' | cut -d' ' -f2)
       irr=$(grep "Irr.F" "$run/err.txt" | tail -1)
       echo "$n $code wall $(python3 -c "print(round($end - $start, 2))") s DE $de | $irr"
       cp "$run/out.txt" "$out/n6_${n}_${code}_out.txt"
