@@ -90,6 +90,36 @@ pub trait Resident<T: Real>: Executor<T> {
     fn kick(&mut self, s: &mut Self::State, h: T) -> Result<(), Error>;
     /// `x += v h`; the field held is then stale.
     fn drift(&mut self, s: &mut Self::State, h: T) -> Result<(), Error>;
+    /// Particles in `s` (on this process, for a distributed executor).
+    fn len(s: &Self::State) -> usize;
+    /// [`system_sums`] of `s` at its current positions, with the field
+    /// [`Resident::download_field`] gives for `params` (the potential asked for): what a
+    /// run's energies and momenta need. This default copies the system back and sums on
+    /// the host; an executor that sums where it holds the system (a GPU) returns only the
+    /// twelve numbers, so a run's diagnostics cost a fraction of a force.
+    ///
+    /// ```
+    /// use nbody_core::resident::{OnHost, Resident};
+    /// use nbody_core::{Params, Particle, Reference, Velocity};
+    /// let mut exec = OnHost::new(Reference);
+    /// let p = [Particle::new(-1.0f64, 0.0, 0.0, 1.0), Particle::new(1.0, 0.0, 0.0, 1.0)];
+    /// let v = [Velocity::new(0.0, -0.5, 0.0), Velocity::new(0.0, 0.5, 0.0)];
+    /// let mut s = exec.upload_state(&p, &v)?;
+    /// let sums = exec.system_sums(&mut s, &Params::softened(0.0))?;
+    /// assert_eq!(sums[0], 0.25); // kinetic: 2 × ½ × 1 × 0.25
+    /// assert_eq!(sums[1], -0.5); // ½ Σ m φ = -G m m / r
+    /// assert_eq!(sums[11], 2.0); // mass
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    #[cfg(feature = "alloc")]
+    fn system_sums(&mut self, s: &mut Self::State, params: &Params<T>) -> Result<[f64; 12], Error> {
+        let n = Self::len(s);
+        let (mut pos, mut vel) = (alloc::vec![Particle::zero(); n], alloc::vec![Velocity::zero(); n]);
+        let mut field = alloc::vec![Field::zero(); n];
+        self.download_state(s, &mut pos, &mut vel)?;
+        self.download_field(s, &Params { potential: true, ..*params }, &mut field)?;
+        Ok(system_sums(&pos, &vel, &field))
+    }
     /// Simulated time of `s`.
     fn time(s: &Self::State) -> f64;
     /// Sets the simulated time of `s` (a run resumed from a checkpoint).
@@ -105,6 +135,40 @@ pub trait Resident<T: Real>: Executor<T> {
         Self::set_time(s, t);
         Ok(())
     }
+}
+
+/// The sums behind a system's diagnostics, in f64 and in this order: kinetic energy
+/// Σ ½ m v², potential energy ½ Σ m φ (from the kernel's φ), momentum Σ m v (3), angular
+/// momentum Σ m x × v (3), Σ m x (3) and the mass Σ m. Sums of several parts (processes,
+/// devices, blocks) add element by element.
+///
+/// ```
+/// use nbody_core::resident::system_sums;
+/// use nbody_core::{Field, Particle, Velocity};
+/// let p = [Particle::new(1.0f64, 0.0, 0.0, 2.0)];
+/// let v = [Velocity::new(0.0, 3.0, 0.0)];
+/// let f = [Field::new(0.0, 0.0, 0.0, -4.0)];
+/// let s = system_sums(&p, &v, &f);
+/// assert_eq!(s, [9.0, -4.0, 0.0, 6.0, 0.0, 0.0, 0.0, 6.0, 2.0, 0.0, 0.0, 2.0]);
+/// ```
+pub fn system_sums<T: Real>(pos: &[Particle<T>], vel: &[Velocity<T>], field: &[Field<T>]) -> [f64; 12] {
+    let mut s = [0.0; 12];
+    for ((p, v), f) in pos.iter().zip(vel).zip(field) {
+        let m = p.m.to_f64();
+        let x = p.position().map(Real::to_f64);
+        let u = v.components().map(Real::to_f64);
+        s[0] += 0.5 * m * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        s[1] += 0.5 * m * f.phi.to_f64();
+        for k in 0..3 {
+            s[2 + k] += m * u[k];
+            s[8 + k] += m * x[k];
+        }
+        s[5] += m * (x[1] * u[2] - x[2] * u[1]);
+        s[6] += m * (x[2] * u[0] - x[0] * u[2]);
+        s[7] += m * (x[0] * u[1] - x[1] * u[0]);
+        s[11] += m;
+    }
+    s
 }
 
 /// Whether a resident download with `params` computes its field aside: it asks for the
@@ -339,6 +403,10 @@ impl<T: Real, E: Executor<T>> Resident<T> for OnHost<E> {
         crate::stepping::drift(&mut s.pos, &s.vel, h);
         s.fresh = false;
         Ok(())
+    }
+
+    fn len(s: &HostState<T>) -> usize {
+        s.pos.len()
     }
 
     fn time(s: &HostState<T>) -> f64 {

@@ -162,6 +162,16 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
     F(int, h_axis)                                                                                                     \
     F(int, v_axis)
 
+// nbody_sums_*: n particles' positions, velocities and field records summed into one
+// row of twelve doubles per block at partial[12 * block] (nbody_core::resident::system_sums'
+// order).
+#define SUMS_ARGS_FIELDS(F)                                                                                            \
+    F(const typename V4<T>::type *, pos)                                                                               \
+    F(const typename V4<T>::type *, vel)                                                                               \
+    F(const typename V4<T>::type *, field)                                                                             \
+    F(double *, partial)                                                                                               \
+    F(int, n)
+
 // The Hermite kernels (nbody_hermite_{predict,gather,correct}_*): the state (pos, vel,
 // acc, jerk, each particle's time tj), its prediction (ppos, pvel), the active
 // particles idx[0..na) gathered as targets (tpos, tvel) with their outputs (field,
@@ -290,6 +300,7 @@ template <typename T> struct CellArgs { CELL_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct StepArgs { STEP_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct ColumnsArgs { COLUMNS_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct ProjectArgs { PROJECT_ARGS_FIELDS(NBODY_ARGS_FIELD) };
+template <typename T> struct SumsArgs { SUMS_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct HermiteArgs { HERMITE_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct TreeArgs { TREE_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 struct JmemArgs {
@@ -318,6 +329,8 @@ struct ListsArgs {
     P(ColumnsArgs<double>, COLUMNS_ARGS_FIELDS)                                                                        \
     P(ProjectArgs<float>, PROJECT_ARGS_FIELDS)                                                                         \
     P(ProjectArgs<double>, PROJECT_ARGS_FIELDS)                                                                        \
+    P(SumsArgs<float>, SUMS_ARGS_FIELDS)                                                                               \
+    P(SumsArgs<double>, SUMS_ARGS_FIELDS)                                                                              \
     P(HermiteArgs<float>, HERMITE_ARGS_FIELDS)                                                                         \
     P(HermiteArgs<double>, HERMITE_ARGS_FIELDS)                                                                        \
     P(JmemArgs, JMEM_ARGS_FIELDS)                                                                                      \

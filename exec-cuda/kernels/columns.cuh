@@ -81,3 +81,40 @@ COLUMNS(double, f64)
     }
 PROJECT(float, f32)
 PROJECT(double, f64)
+
+// A resident system's diagnostic sums (nbody_core::resident::system_sums, in its order):
+// each thread adds its particles (grid-stride) in double, the block adds its threads
+// (shuffles, then the warps in order) and writes one row of twelve; the host adds the
+// rows in block order, so the result does not depend on scheduling. Blocks of 256.
+template <typename T> __device__ __forceinline__ void system_sums(const SumsArgs<T> &a) {
+    double s[12];
+    for (int k = 0; k < 12; ++k) s[k] = 0.0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += gridDim.x * blockDim.x) {
+        typename V4<T>::type p = a.pos[i], v = a.vel[i], f = a.field[i];
+        double m = p.w, x[3] = {(double)p.x, (double)p.y, (double)p.z}, u[3] = {(double)v.x, (double)v.y, (double)v.z};
+        s[0] += 0.5 * m * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        s[1] += 0.5 * m * (double)f.w;
+        for (int k = 0; k < 3; ++k) {
+            s[2 + k] += m * u[k];
+            s[8 + k] += m * x[k];
+        }
+        s[5] += m * (x[1] * u[2] - x[2] * u[1]);
+        s[6] += m * (x[2] * u[0] - x[0] * u[2]);
+        s[7] += m * (x[0] * u[1] - x[1] * u[0]);
+        s[11] += m;
+    }
+    for (int k = 0; k < 12; ++k)
+        for (int off = 16; off > 0; off >>= 1) s[k] += __shfl_down_sync(0xffffffffu, s[k], off);
+    __shared__ double warps[8][12];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0)
+        for (int k = 0; k < 12; ++k) warps[warp][k] = s[k];
+    __syncthreads();
+    if (threadIdx.x < 12) {
+        double t = 0.0;
+        for (int w = 0; w < (int)(blockDim.x >> 5); ++w) t += warps[w][threadIdx.x];
+        a.partial[12 * blockIdx.x + threadIdx.x] = t;
+    }
+}
+extern "C" __global__ void __launch_bounds__(256) nbody_sums_f32(const SumsArgs<float> a) { system_sums<float>(a); }
+extern "C" __global__ void __launch_bounds__(256) nbody_sums_f64(const SumsArgs<double> a) { system_sums<double>(a); }

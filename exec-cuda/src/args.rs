@@ -230,6 +230,18 @@ kernel_args! {
 }
 
 kernel_args! {
+    /// A resident system's diagnostic sums (either precision: the particles' type is
+    /// the pointers'), a row of twelve doubles per block.
+    struct SumsArgs as "SumsArgs" {
+        pos: Ptr = "const typename V4<T>::type *",
+        vel: Ptr = "const typename V4<T>::type *",
+        field: Ptr = "const typename V4<T>::type *",
+        partial: Ptr = "double *",
+        n: i32 = "int",
+    }
+}
+
+kernel_args! {
     /// The Hermite predictor, gather and corrector (either precision: the state's type
     /// is the pointers'; times and step parameters are double in both).
     struct HermiteArgs as "HermiteArgs" {
@@ -465,6 +477,8 @@ pub(crate) fn probed() -> Vec<(&'static str, usize, Vec<FieldLayout>)> {
         one::<ColumnsArgs>("ColumnsArgs<double>"),
         one::<ProjectArgs>("ProjectArgs<float>"),
         one::<ProjectArgs>("ProjectArgs<double>"),
+        one::<SumsArgs>("SumsArgs<float>"),
+        one::<SumsArgs>("SumsArgs<double>"),
         one::<HermiteArgs>("HermiteArgs<float>"),
         one::<HermiteArgs>("HermiteArgs<double>"),
         one::<JmemArgs>("JmemArgs"),
@@ -695,6 +709,8 @@ mod tests {
         check::<ColumnsArgs>(8);
         check::<ProjectArgs>(4);
         check::<ProjectArgs>(8);
+        check::<SumsArgs>(4);
+        check::<SumsArgs>(8);
         check::<HermiteArgs>(4);
         check::<HermiteArgs>(8);
         check::<JmemArgs>(8);

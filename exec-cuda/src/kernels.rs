@@ -154,6 +154,8 @@ pub(crate) enum Kernel {
     Cells { tag: Family, potential: bool, indexed: bool },
     /// Density map deposit.
     Project { tag: Family },
+    /// A resident system's diagnostic sums, a row per block.
+    Sums { tag: Family },
     /// `v += a h` on resident particles.
     Kick { tag: Family },
     /// `x += v h` on resident particles.
@@ -224,6 +226,7 @@ impl Kernel {
             Kernel::Cells { tag, potential, indexed: false } => format!("nbody_cells_{tag}_p{}", b(potential)),
             Kernel::Cells { tag, potential, indexed: true } => format!("nbody_cells_{tag}_p{}_indexed", b(potential)),
             Kernel::Project { tag } => format!("nbody_project_{tag}"),
+            Kernel::Sums { tag } => format!("nbody_sums_{tag}"),
             Kernel::Kick { tag } => format!("nbody_kick_{tag}"),
             Kernel::Drift { tag } => format!("nbody_drift_{tag}"),
             Kernel::PackColumns { tag } => format!("nbody_columns_pack_{tag}"),
@@ -260,6 +263,7 @@ impl Kernel {
             Kernel::Batch { .. } | Kernel::SelfPotential { .. } | Kernel::BatchReduce { .. } => "BatchArgs",
             Kernel::Cells { .. } => "CellArgs",
             Kernel::Project { .. } => "ProjectArgs",
+            Kernel::Sums { .. } => "SumsArgs",
             Kernel::Kick { .. } | Kernel::Drift { .. } => "StepArgs",
             Kernel::PackColumns { .. } | Kernel::UnpackColumns { .. } => "ColumnsArgs",
             Kernel::Jerk { .. } | Kernel::JerkReduce { .. } => "JerkArgs",
@@ -299,6 +303,8 @@ impl Kernel {
             Kernel::Cells { tag: Mixed, potential, indexed: false },
             Kernel::Cells { tag: F32, potential, indexed: true },
             Kernel::Project { tag: F64 },
+            Kernel::Sums { tag: F32 },
+            Kernel::Sums { tag: F64 },
             Kernel::Kick { tag: F32 },
             Kernel::Drift { tag: F64 },
             Kernel::PackColumns { tag: F32 },

@@ -979,6 +979,10 @@ impl<T: DeviceReal> Resident<T> for MultiDevice {
         Ok(())
     }
 
+    fn len(s: &MultiState<T>) -> usize {
+        s.len()
+    }
+
     fn time(s: &MultiState<T>) -> f64 {
         s.time
     }

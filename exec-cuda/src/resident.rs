@@ -1,7 +1,7 @@
 //! Systems that never leave the GPU ([`Resident`] for [`CudaExecutor`]): kick and drift
 //! are kernels, and only diagnostics or snapshots are copied back.
 
-use crate::args::StepArgs;
+use crate::args::{StepArgs, SumsArgs};
 use crate::device::cuda;
 use crate::kernels::{Kernel, count};
 use crate::memory::{alloc, download, ptr, upload_padded};
@@ -268,6 +268,70 @@ impl CudaExecutor {
         download_in_order(&s.field.buf, s.order(), out)
     }
 
+    /// `f` on `state` with the field a download with `params` gives in its held field:
+    /// the tree's own (its potential is the tree's, not direct summation's), or the
+    /// direct field, computed first if stale. Where `params` asks for a potential the
+    /// held field lacks, it is computed into other buffers for `f` only: the held field
+    /// stays what the steps made it (the potential's kernel sums accelerations in
+    /// another order), so a run's bits do not depend on when its diagnostics ran, and a
+    /// resumed run matches an uninterrupted one.
+    fn with_field<T: DeviceReal, R>(
+        &mut self,
+        state: &mut DeviceState<T>,
+        params: &Params<T>,
+        f: impl FnOnce(&mut Self, &DeviceState<T>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        if state.tree.is_some() {
+            if !state.fresh {
+                self.tree_field(state, params)?;
+            }
+            return f(self, state);
+        }
+        let held = (state.fresh, state.potential);
+        if !nbody_core::resident::field_aside(held.0, held.1, params) {
+            if !state.fresh {
+                self.force(state, params)?;
+            }
+            return f(self, state);
+        }
+        let aside = self.zeroed_fields(state.len())?;
+        let kept = std::mem::replace(&mut state.field, aside);
+        let got = self.force(state, params).and_then(|()| f(self, state));
+        state.field = kept;
+        (state.fresh, state.potential) = held;
+        got
+    }
+
+    /// [`nbody_core::resident::system_sums`] of the positions, velocities and held field
+    /// of `s`, on the device.
+    fn held_sums<T: DeviceReal>(&mut self, s: &DeviceState<T>) -> Result<[f64; 12], Error> {
+        let n = s.len();
+        let mut sums = [0.0; 12];
+        if n == 0 {
+            return Ok(sums);
+        }
+        // A fixed number of rows for a given n (not the GPU's), so every device adds the
+        // same way.
+        let blocks = n.div_ceil(256).min(1024);
+        let rows = self.scratch[crate::EXTRA_A].reserve(blocks * 12 * size_of::<f64>())?;
+        let args = SumsArgs {
+            pos: ptr(&s.pos.buf),
+            vel: ptr(&s.vel),
+            field: ptr(&s.field.buf),
+            partial: ptr(rows),
+            n: count(n)?,
+        };
+        // SAFETY: n records of T lanes in each of pos, vel and field; rows for 12 doubles
+        // a block.
+        unsafe { self.launch(Kernel::Sums { tag: T::FAMILY }, blocks as u32, 256, args, "launching the sums")? };
+        let mut rows = vec![0.0f64; blocks * 12];
+        self.sync_download(crate::EXTRA_A, &mut rows)?;
+        for row in rows.chunks_exact(12) {
+            sums.iter_mut().zip(row).for_each(|(s, r)| *s += r);
+        }
+        Ok(sums)
+    }
+
     /// Makes this executor's context current and checks that it made `s`.
     fn own<T: DeviceReal>(&self, s: &DeviceState<T>) -> Result<(), Error> {
         self.gpu.owner().check(s.owner)?;
@@ -326,31 +390,16 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
     ) -> Result<(), Error> {
         self.own(state)?;
         validate::length("output", state.len(), out.len())?;
-        if state.tree.is_some() {
-            // The tree's own field as held (its potential is the tree's, not direct
-            // summation's), computed first if stale.
-            if !state.fresh {
-                self.tree_field(state, params)?;
-            }
-            return self.download_held_field(state, out);
-        }
-        let held = (state.fresh, state.potential);
-        if !nbody_core::resident::field_aside(held.0, held.1, params) {
-            if !state.fresh {
-                self.force(state, params)?;
-            }
-            return self.download_held_field(state, out);
-        }
-        // A potential the held field lacks: computed into other buffers for this download
-        // only. The held field stays what the steps made it (the potential's kernel sums
-        // accelerations in another order), so a run's bits do not depend on when its
-        // diagnostics ran, and a resumed run matches an uninterrupted one.
-        let aside = self.zeroed_fields(state.len())?;
-        let kept = std::mem::replace(&mut state.field, aside);
-        let got = self.force(state, params).and_then(|()| self.download_held_field(state, out));
-        state.field = kept;
-        (state.fresh, state.potential) = held;
-        got
+        self.with_field(state, params, |me, s| me.download_held_field(s, out))
+    }
+
+    /// Summed on the device: only a row of twelve doubles per block of 256 particles
+    /// (at most 1,024 rows) crosses the bus, added on the host in block order (the same
+    /// bits on every GPU and every call).
+    fn system_sums(&mut self, state: &mut DeviceState<T>, params: &Params<T>) -> Result<[f64; 12], Error> {
+        self.own(state)?;
+        let params = Params { potential: true, ..*params };
+        self.with_field(state, &params, |me, s| me.held_sums(s))
     }
 
     fn field_is_current(s: &DeviceState<T>) -> bool {
@@ -376,6 +425,10 @@ impl<T: DeviceReal> Resident<T> for CudaExecutor {
             self.resort(s)?;
         }
         Ok(())
+    }
+
+    fn len(s: &DeviceState<T>) -> usize {
+        s.len()
     }
 
     fn time(s: &DeviceState<T>) -> f64 {

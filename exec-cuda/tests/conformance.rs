@@ -66,6 +66,7 @@ fn main() {
         gpu("device_leapfrog_matches_the_host_leapfrog", device_leapfrog),
         gpu("foreign_sources_add_their_pull_to_a_resident_field", foreign_sources),
         gpu("acceleration_only_steps_then_a_potential_on_download", potential_on_download),
+        gpu("system_sums_on_the_device_match_the_host_sums", system_sums),
         gpu("pipelined_upload_matches_the_oracle", pipelined),
         gpu("multi_device_resident_leapfrog_matches_the_host_leapfrog", multi_leapfrog),
         gpu("multi_device_failure_names_the_device_and_loses_nothing", multi_failure),
@@ -1232,6 +1233,80 @@ fn potential_on_download() -> Result<(), Failed> {
     }
     check(&mut CudaExecutor::new().map_err(gpu_err)?, "one device")?;
     check(&mut MultiDevice::on_devices(&[0, 0]).map_err(gpu_err)?, "two lanes on device 0")
+}
+
+/// `Resident::system_sums` on the device (f32 and f64, a mixed executor's sorted
+/// state, a tree system) against the host's sums of the same downloaded state and field,
+/// to the roundings of the host's order of adding; the same bits on a second call; an
+/// acceleration-only held field left as the step made it.
+fn system_sums() -> Result<(), Failed> {
+    fn check<T: DeviceReal>(
+        gpu: &mut CudaExecutor,
+        s: &mut nbody_cuda::DeviceState<T>,
+        what: &str,
+    ) -> Result<(), Failed>
+    where
+        CudaExecutor: Resident<T, State = nbody_cuda::DeviceState<T>>,
+    {
+        let params = Params::softened(T::from_f64(0.01));
+        let n = s.len();
+        let mut before = vec![Field::zero(); n];
+        gpu.download_field(s, &params.acceleration_only(), &mut before).map_err(gpu_err)?;
+        let sums = gpu.system_sums(s, &params.acceleration_only()).map_err(gpu_err)?;
+        let (mut pos, mut vel) = (vec![Particle::zero(); n], vec![nbody_core::Velocity::zero(); n]);
+        let mut field = vec![Field::zero(); n];
+        gpu.download_state(s, &mut pos, &mut vel).map_err(gpu_err)?;
+        gpu.download_field(s, &params, &mut field).map_err(gpu_err)?;
+        let host = nbody_core::resident::system_sums(&pos, &vel, &field);
+        // The host adds one particle after another (an error up to n roundings of the
+        // sums' scale, about 1 here); a particle left out or a wrong term is far above.
+        let bound = 2.0 * n as f64 * f64::EPSILON;
+        for k in 0..12 {
+            if !((sums[k] - host[k]).abs() <= bound * (host[k].abs() + 1.0)) {
+                return Err(format!("{what}: sum {k} is {:e} on the device, {:e} on the host", sums[k], host[k]).into());
+            }
+        }
+        // One particle has no potential (its self pair is left out).
+        if (n > 1 && host[1] >= 0.0) || host[11] <= 0.0 {
+            return Err(format!("{what}: no potential or no mass in the sums {host:?}").into());
+        }
+        let again = gpu.system_sums(s, &params).map_err(gpu_err)?;
+        let mut after = vec![Field::zero(); n];
+        gpu.download_field(s, &params.acceleration_only(), &mut after).map_err(gpu_err)?;
+        if again != sums || (s.tree().is_none() && after != before) {
+            return Err(format!("{what}: a second call differs, or the held field changed").into());
+        }
+        Ok(())
+    }
+    fn case<T: DeviceReal>(gpu: &mut CudaExecutor, n: usize, what: &str) -> Result<(), Failed>
+    where
+        CudaExecutor: Resident<T, State = nbody_cuda::DeviceState<T>>,
+    {
+        let (p, v) = nbody_integrators::ics::plummer::<T>(n, 3);
+        let params = Params::softened(T::from_f64(0.01));
+        let mut s = gpu.upload_state(&p, &v).map_err(gpu_err)?;
+        gpu.leapfrog_step(&mut s, &params.acceleration_only(), 1.0 / 256.0).map_err(gpu_err)?;
+        check(gpu, &mut s, what)
+    }
+    let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
+    for n in [1, 255, 257, 5000, 300_000] {
+        case::<f32>(&mut gpu, n, &format!("f32, n = {n}"))?;
+        case::<f64>(&mut gpu, n, &format!("f64, n = {n}"))?;
+    }
+    let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
+    let sorting = mixed.executor();
+    sorting.set_sorted_above(0);
+    let (p, v) = nbody_integrators::ics::plummer::<f64>(5000, 5);
+    let mut sorted = sorting.upload_state(&p, &v).map_err(gpu_err)?;
+    if sorted.order().is_none() {
+        return Err("the mixed state was not sorted".into());
+    }
+    sorting.leapfrog_step(&mut sorted, &Params::softened(0.01).acceleration_only(), 1.0 / 256.0).map_err(gpu_err)?;
+    check(sorting, &mut sorted, "mixed, sorted state")?;
+    let (p, v) = nbody_integrators::ics::plummer::<f32>(20_000, 4);
+    let mut tree = gpu.upload_tree_system(&p, &v, nbody_cuda::TreeSettings::new(0.5)).map_err(gpu_err)?;
+    gpu.leapfrog_step(&mut tree, &Params::softened(0.01f32), 1.0 / 256.0).map_err(gpu_err)?;
+    check(&mut gpu, &mut tree, "tree system")
 }
 
 /// `field_columns` (rows and a column packed and unpacked on the device) against the

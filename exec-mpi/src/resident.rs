@@ -152,6 +152,10 @@ impl<T: Real, E: ForeignSources<T>> Resident<T> for Distributed<E> {
         self.inner.drift(&mut s.inner, h)
     }
 
+    fn len(s: &Self::State) -> usize {
+        s.len()
+    }
+
     fn time(s: &Self::State) -> f64 {
         E::time(&s.inner)
     }

@@ -75,4 +75,4 @@ pub use leapfrog::Leapfrog;
 pub use registry::{Scheme, SchemeSettings};
 pub use resident_hermite::{HermiteCheckpoint, ResidentHermite, Steps};
 pub use rk::DormandPrince;
-pub use state::{Diagnostics, State, StepTiming, diagnostics, diagnostics_combined};
+pub use state::{Diagnostics, State, StepTiming, diagnostics, diagnostics_combined, diagnostics_of_sums};

@@ -159,26 +159,27 @@ pub fn diagnostics_combined<T: Real, E: Executor<T> + ?Sized>(
     finish(s)
 }
 
-/// The sums behind [`Diagnostics`]: kinetic, potential, momentum (3), angular momentum
-/// (3), mass-weighted position (3), mass.
+/// The sums behind [`Diagnostics`] ([`nbody_core::resident::system_sums`]).
 fn sums<T: Real>(state: &State<T>, field: &[Field<T>]) -> [f64; 12] {
-    let mut s = [0.0; 12];
-    for ((p, v), f) in state.pos.iter().zip(&state.vel).zip(field) {
-        let m = p.m.to_f64();
-        let x = p.position().map(Real::to_f64);
-        let u = v.components().map(Real::to_f64);
-        s[0] += 0.5 * m * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-        s[1] += 0.5 * m * f.phi.to_f64();
-        for k in 0..3 {
-            s[2 + k] += m * u[k];
-            s[8 + k] += m * x[k];
-        }
-        s[5] += m * (x[1] * u[2] - x[2] * u[1]);
-        s[6] += m * (x[2] * u[0] - x[0] * u[2]);
-        s[7] += m * (x[0] * u[1] - x[1] * u[0]);
-        s[11] += m;
-    }
-    s
+    nbody_core::resident::system_sums(&state.pos, &state.vel, field)
+}
+
+/// [`Diagnostics`] from their sums ([`nbody_core::resident::system_sums`], or a resident
+/// executor's [`nbody_core::resident::Resident::system_sums`], summed where the system
+/// lives).
+///
+/// ```
+/// use nbody_core::resident::{OnHost, Resident};
+/// use nbody_core::{Params, Reference};
+/// let (p, v) = nbody_integrators::ics::kepler::<f64>(0.0, 0.5, 0.5);
+/// let mut exec = OnHost::new(Reference);
+/// let mut s = exec.upload_state(&p, &v)?;
+/// let d = nbody_integrators::diagnostics_of_sums(exec.system_sums(&mut s, &Params::softened(0.0))?);
+/// assert!((d.total + 0.125).abs() < 1e-12); // E = -G m1 m2 / (2a)
+/// # Ok::<(), nbody_core::Error>(())
+/// ```
+pub fn diagnostics_of_sums(sums: [f64; 12]) -> Diagnostics {
+    finish(sums)
 }
 
 fn finish(s: [f64; 12]) -> Diagnostics {

@@ -72,6 +72,11 @@ impl Energy {
         self.rows.push(d.virial_ratio);
     }
 
+    /// Whether the last sample is of the state after `steps` steps.
+    fn holds(&self, steps: u64) -> bool {
+        self.rows.len() >= ENERGY_COLUMNS.len() && self.rows[self.rows.len() - ENERGY_COLUMNS.len() + 1] == steps as f64
+    }
+
     fn errors(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
         self.rows.chunks(ENERGY_COLUMNS.len()).map(|r| (r[0], r[5]))
     }
@@ -227,20 +232,25 @@ pub(super) fn drive(
         }
         show(&bar, s, &*sim, &wall, team.size());
         if close(until, next_energy) {
-            p.last = sim.diagnostics()?;
-            p.energy.record(sim.time(), sim.steps(), &p.last);
-            p.k_energy += 1;
+            // One sample a state: sample times closer together than the steps (within
+            // half a leapfrog step, or past the time reached) come to the state sampled
+            // last.
+            if !p.energy.holds(sim.steps()) {
+                p.last = sim.diagnostics()?;
+                p.energy.record(sim.time(), sim.steps(), &p.last);
+            }
+            p.k_energy = next_output(p.k_energy, s.energy_every, grid, s.t_end, sim.time());
         }
         if close(until, next_snap) {
             p.snapshots += 1;
             let rows = sim.snapshot()?;
             team.on_root(|| write_snapshot(s, p.snapshots, sim.time(), &rows))?;
-            p.k_snap += 1;
+            p.k_snap = next_output(p.k_snap, s.snapshot_every, grid, s.t_end, sim.time());
         }
         // At the end every output is written next: a checkpoint there would only make a
         // resumed run record the end twice.
         if close(until, next_ckpt) && !close(until, s.t_end) {
-            p.k_ckpt += 1;
+            p.k_ckpt = next_output(p.k_ckpt, s.checkpoint_every, grid, s.t_end, sim.time());
             checkpoint(s, &mut *sim, &p, team)?;
             last_ckpt = Instant::now();
         }
@@ -405,6 +415,57 @@ pub(super) fn schedule(k: u64, every: f64, grid: f64, t_end: f64) -> f64 {
     t.min(t_end)
 }
 
+/// The index after `k` of the first output time past `t` (the time just reached): output
+/// times closer together than the steps fall on one step and are written there once, not
+/// once each for the same state.
+///
+/// With steps of 1/256 and energies every 1/1024, the energies after the first step (at
+/// k = 1) come next at the second step (k = 5):
+/// `next_output(1, 1.0 / 1024.0, 0.0, 1.0, 1.0 / 256.0) == 5`.
+pub(super) fn next_output(k: u64, every: f64, grid: f64, t_end: f64, t: f64) -> u64 {
+    let mut k = (k + 1).max((t / every) as u64);
+    loop {
+        let at = schedule(k, every, grid, t_end);
+        if (at > t && !close(at, t)) || close(at, t_end) {
+            return k;
+        }
+        k += 1;
+    }
+}
+
 pub(super) fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{next_output, schedule};
+
+    #[test]
+    fn outputs_closer_than_the_steps_fall_on_each_step_once() {
+        let (dt, every, t_end) = (1.0 / 256.0, 1.0 / 1024.0, 0.125);
+        let (mut k, mut steps) = (1, 0);
+        let mut times = vec![0.0];
+        let mut t = 0.0;
+        while t < t_end {
+            let until = schedule(k, every, 0.0, t_end);
+            // The leapfrog's loop: steps while the time is half a step short of `until`;
+            // the run loop samples a state once.
+            let before = steps;
+            while t < until - 0.5 * dt {
+                (t, steps) = (t + dt, steps + 1);
+            }
+            if steps > before {
+                times.push(t);
+            }
+            k = next_output(k, every, 0.0, t_end, t);
+        }
+        assert_eq!(times.len(), 33);
+        assert!(times.windows(2).all(|w| w[1] > w[0]), "{times:?}");
+        assert_eq!(next_output(1, every, 0.0, 1.0, dt), 5);
+        // Outputs farther apart than the steps are unchanged: every one, in order.
+        assert_eq!(next_output(3, 0.1, 0.0, 1.0, 0.3), 4);
+        // At the end the index stays at t_end's.
+        assert_eq!(schedule(next_output(9, 0.1, 0.0, 1.0, 1.0), 0.1, 0.0, 1.0), 1.0);
+    }
 }

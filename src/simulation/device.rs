@@ -37,7 +37,7 @@ mod gpu {
     use nbody_core::resident::Resident;
     use nbody_core::{Error, Executor, Field, Params, Particle, Velocity};
     use nbody_cuda::{CudaExecutor, DeviceReal, DeviceState, MultiDevice, MultiState, TreeSettings, TreeSystem};
-    use nbody_integrators::{Checkpoint, Diagnostics, State, Words, diagnostics};
+    use nbody_integrators::{Checkpoint, Diagnostics, State, Words, diagnostics, diagnostics_of_sums};
     use nbody_integrators::{HermiteCheckpoint, ResidentHermite, Scheme, Steps};
 
     /// Resident executors ([`Resident`]: one GPU, several) that also draw density maps of
@@ -186,11 +186,10 @@ mod gpu {
             self.interactions
         }
 
+        /// Summed where the system lives (a GPU's diagnostics cost a fraction of a
+        /// force, not a copy of the system).
         fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
-            self.download()?;
-            let mut field = vec![Field::zero(); self.pos.len()];
-            self.exec.download_field(&mut self.state, &self.params, &mut field)?;
-            Ok(lent(&mut self.pos, &mut self.vel, E::time(&self.state), |s| diagnostics(s, &field)))
+            Ok(diagnostics_of_sums(self.exec.system_sums(&mut self.state, &self.params)?))
         }
 
         fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
@@ -291,11 +290,9 @@ mod gpu {
             self.sys.tree().map_or(0.0, |t| t.interactions())
         }
 
+        /// Summed on the GPU from the tree's own field: twelve numbers cross the bus.
         fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
-            self.download()?;
-            let mut field = vec![Field::zero(); self.pos.len()];
-            self.gpu.download_field(&mut self.sys, &self.params, &mut field)?;
-            Ok(lent(&mut self.pos, &mut self.vel, self.sys.time, |s| diagnostics(s, &field)))
+            Ok(diagnostics_of_sums(self.gpu.system_sums(&mut self.sys, &self.params)?))
         }
 
         fn snapshot(&mut self) -> Result<Vec<Row>, Error> {
