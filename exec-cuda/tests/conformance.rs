@@ -1262,7 +1262,9 @@ fn system_sums() -> Result<(), Failed> {
         // sums' scale, about 1 here); a particle left out or a wrong term is far above.
         let bound = 2.0 * n as f64 * f64::EPSILON;
         for k in 0..12 {
-            if !((sums[k] - host[k]).abs() <= bound * (host[k].abs() + 1.0)) {
+            // NaN fails too.
+            if (sums[k] - host[k]).abs().partial_cmp(&(bound * (host[k].abs() + 1.0))) != Some(std::cmp::Ordering::Less)
+            {
                 return Err(format!("{what}: sum {k} is {:e} on the device, {:e} on the host", sums[k], host[k]).into());
             }
         }
