@@ -50,6 +50,7 @@ pub mod forward;
 pub mod jmemory;
 pub mod kernel;
 pub mod layout;
+pub mod local;
 pub mod neighbours;
 pub mod oracle;
 mod params;

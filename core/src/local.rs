@@ -1,0 +1,225 @@
+//! Local expansions: the field of far [`Cell`]s about a target group's centre, as a
+//! Taylor series in the offset from it, so a group takes each far cell once (cell to
+//! local) instead of once per target, and each target evaluates one series (local to
+//! particle). This module is the f64 oracle of that translation: the cell's softened
+//! potential (the [`cell`](crate::cell::cell) expansion: monopole and traceless
+//! quadrupole) differentiated exactly at the group's centre `g` up to third order, so
+//! the acceleration is exact to second order in the offset `s = x − g`:
+//!
+//! ```text
+//! phi(g + s) ≈ L0 + L1·s + ½ s·L2·s + ⅙ L3[s, s, s],   a = −∇phi
+//! L_k = ∂^k phi_cell(g − c) = −M ∂^k K − ⅙ Q_ab ∂_ab ∂^k K,   K(d) = (|d|² + ε²)^(−1/2)
+//! ```
+//!
+//! The translation's own error, relative to the cell's field, falls as `(|s| / D)³` for a
+//! cell at distance `D` from the centre (at most about `4 (|s| / D)³`, the monopole's
+//! remainder along the line to the cell; the potential's, `(|s| / D)⁴`); the cell's
+//! expansion error, `(size / D)³`, comes on top, as it does for a target taking the cell
+//! alone.
+//!
+//! ```
+//! use nbody_core::cell::{cell, Cell};
+//! use nbody_core::local::Local;
+//! use nbody_core::Field;
+//! let c = Cell::new(10.0f64, 0.0, 0.0, 2.0, [0.3, 0.1, 0.0, -0.2, 0.05, -0.1]);
+//! let mut l = Local::at([0.0, 0.0, 0.0]);
+//! l.add_cell(&c, 0.0);
+//! // At the centre the series is the cell's field itself.
+//! let (mut exact, got) = (Field::zero(), l.field_at([0.0; 3]));
+//! cell([0.0; 3], &c, 0.0, &mut exact);
+//! assert!((got.ax - exact.ax).abs() < 1e-15 && (got.phi - exact.phi).abs() < 1e-15);
+//! // A tenth of the distance away, across the line to the cell: within 4 (1/10)³.
+//! let (mut exact, got) = (Field::zero(), l.field_at([0.0, 1.0, 0.0]));
+//! cell([0.0, 1.0, 0.0], &c, 0.0, &mut exact);
+//! let norm = |f: &Field<f64>| (f.ax * f.ax + f.ay * f.ay + f.az * f.az).sqrt();
+//! let diff = Field::new(got.ax - exact.ax, got.ay - exact.ay, got.az - exact.az, 0.0);
+//! assert!(norm(&diff) < 4e-3 * norm(&exact));
+//! ```
+
+use crate::Field;
+use crate::cell::Cell;
+
+/// The coefficients of a local expansion about `centre`: the potential and its first,
+/// second and third derivatives there, as full tensors (`l2[a][b]`, `l3[a][b][c]`,
+/// symmetric), in f64. Cells add into it ([`Local::add_cell`]); targets near the centre
+/// read it ([`Local::field_at`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Local {
+    /// The expansion's centre (a target group's).
+    pub centre: [f64; 3],
+    /// The potential at the centre.
+    pub l0: f64,
+    /// Its gradient.
+    pub l1: [f64; 3],
+    /// Its second derivatives.
+    pub l2: [[f64; 3]; 3],
+    /// Its third derivatives.
+    pub l3: [[[f64; 3]; 3]; 3],
+}
+
+impl Local {
+    /// An empty expansion (no cells) about `centre`.
+    pub fn at(centre: [f64; 3]) -> Self {
+        Self { centre, l0: 0.0, l1: [0.0; 3], l2: [[0.0; 3]; 3], l3: [[[0.0; 3]; 3]; 3] }
+    }
+
+    /// Adds cell `c` (without G), softened as [`cell`](crate::cell::cell) softens it
+    /// (Plummer, `eps2`): its potential's derivatives up to the third at the centre.
+    pub fn add_cell(&mut self, c: &Cell<f64>, eps2: f64) {
+        let d = [self.centre[0] - c.x, self.centre[1] - c.y, self.centre[2] - c.z];
+        let k = Derivatives::of(d, eps2);
+        let q = c.quadrupole();
+        let qab = |a: usize, b: usize| q[PAIR_LANE[a][b]];
+        // ⅙ Q_ab ∂_ab applied to the derivative tensor of order n + 2.
+        let quad = |idx: &[usize]| -> f64 {
+            let mut s = 0.0;
+            let mut full = [0usize; 5];
+            full[2..2 + idx.len()].copy_from_slice(idx);
+            for a in 0..3 {
+                for b in 0..3 {
+                    (full[0], full[1]) = (a, b);
+                    s += qab(a, b) * k.at(&full[..2 + idx.len()]);
+                }
+            }
+            s / 6.0
+        };
+        self.l0 -= c.m * k.at(&[]) + quad(&[]);
+        for a in 0..3 {
+            self.l1[a] -= c.m * k.at(&[a]) + quad(&[a]);
+            for b in 0..3 {
+                self.l2[a][b] -= c.m * k.at(&[a, b]) + quad(&[a, b]);
+                for e in 0..3 {
+                    self.l3[a][b][e] -= c.m * k.at(&[a, b, e]) + quad(&[a, b, e]);
+                }
+            }
+        }
+    }
+
+    /// The series' acceleration and potential (without G) at `x`: exact at the centre,
+    /// to second order in `x − centre` for the acceleration (third for the potential).
+    pub fn field_at(&self, x: [f64; 3]) -> Field<f64> {
+        let s = [x[0] - self.centre[0], x[1] - self.centre[1], x[2] - self.centre[2]];
+        let mut phi = self.l0;
+        let mut grad = self.l1;
+        for a in 0..3 {
+            phi += self.l1[a] * s[a];
+            for b in 0..3 {
+                phi += 0.5 * self.l2[a][b] * s[a] * s[b];
+                grad[a] += self.l2[a][b] * s[b];
+                for e in 0..3 {
+                    phi += self.l3[a][b][e] * s[a] * s[b] * s[e] / 6.0;
+                    grad[a] += 0.5 * self.l3[a][b][e] * s[b] * s[e];
+                }
+            }
+        }
+        Field::new(-grad[0], -grad[1], -grad[2], phi)
+    }
+}
+
+/// The quadrupole lane of each index pair (its lanes are `[xx, xy, xz, yy, yz, zz]`).
+const PAIR_LANE: [[usize; 3]; 3] = [[0, 1, 2], [1, 3, 4], [2, 4, 5]];
+
+/// The derivatives of `K(d) = (|d|² + ε²)^(−1/2)` at one `d`, orders 0 to 5: with
+/// `u = |d|² + ε²` and `F_k = d^k K / du^k`, `∂^n K` is the sum over ways to pair `m` of
+/// the `n` indices (a `δ` for each pair, `d` for each index left) of `2^(n−m) F_(n−m)`.
+struct Derivatives {
+    d: [f64; 3],
+    /// `2^j F_j(u)`, j = 0..5.
+    f: [f64; 6],
+}
+
+impl Derivatives {
+    fn of(d: [f64; 3], eps2: f64) -> Self {
+        let u = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + eps2;
+        // F_j = (−1/2)(−3/2)…(−(2j−1)/2) u^(−1/2 − j); times 2^j: (−1)^j (2j−1)!! u^(−1/2−j).
+        let mut f = [0.0; 6];
+        // Float::sqrt: libm where there is no std.
+        f[0] = 1.0 / num_traits::Float::sqrt(u);
+        for j in 1..6 {
+            f[j] = -f[j - 1] * (2 * j - 1) as f64 / u;
+        }
+        Self { d, f }
+    }
+
+    /// `∂_(idx) K`, for at most five indices.
+    fn at(&self, idx: &[usize]) -> f64 {
+        let n = idx.len();
+        // Each index either takes a d, or pairs with a later one for a δ.
+        fn pairings(idx: &[usize], used: u32, d: &[f64; 3], pairs: usize, f: &[f64; 6], n: usize) -> f64 {
+            let Some(first) = (0..idx.len()).find(|&i| used & (1 << i) == 0) else {
+                return f[n - pairs];
+            };
+            let used = used | (1 << first);
+            // The first free index takes a d ...
+            let mut s = d[idx[first]] * pairings(idx, used, d, pairs, f, n);
+            // ... or pairs with a later free one (a δ: zero unless they are equal).
+            for j in first + 1..idx.len() {
+                if used & (1 << j) == 0 && idx[j] == idx[first] {
+                    s += pairings(idx, used | (1 << j), d, pairs + 1, f, n);
+                }
+            }
+            s
+        }
+        pairings(idx, 0, &self.d, 0, &self.f, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cell::cell;
+
+    /// The derivative tensors against finite differences of the order below.
+    #[test]
+    fn derivatives_are_those_of_the_softened_inverse_distance() {
+        let (d, eps2, h) = ([0.7, -1.1, 0.4], 0.05, 1e-5);
+        let at = |x: [f64; 3], idx: &[usize]| Derivatives::of(x, eps2).at(idx);
+        assert!((at(d, &[]) - 1.0 / (0.49 + 1.21 + 0.16 + 0.05f64).sqrt()).abs() < 1e-15);
+        let orders: [&[usize]; 5] = [&[], &[1], &[0, 2], &[2, 2, 1], &[0, 1, 1, 2]];
+        for idx in orders {
+            for k in 0..3 {
+                let (mut up, mut down) = (d, d);
+                up[k] += h;
+                down[k] -= h;
+                let numeric = (at(up, idx) - at(down, idx)) / (2.0 * h);
+                let mut next = idx.to_vec();
+                next.push(k);
+                let exact = at(d, &next);
+                assert!((numeric - exact).abs() < 1e-7 * (1.0 + exact.abs()), "{idx:?} + {k}: {numeric} vs {exact}");
+            }
+        }
+    }
+
+    /// Symmetric in its indices, and traceless in any pair (Laplace's equation) without
+    /// softening.
+    #[test]
+    fn derivatives_are_symmetric_and_harmonic() {
+        let k = Derivatives::of([0.3, 1.2, -0.8], 0.0);
+        let v = k.at(&[0, 1, 2, 2]);
+        for p in [[1, 0, 2, 2], [2, 2, 0, 1], [2, 1, 2, 0]] {
+            assert!((k.at(&p) - v).abs() < 1e-13 * v.abs());
+        }
+        let trace: f64 = (0..3).map(|a| k.at(&[a, a, 1, 2, 0])).sum();
+        assert!(trace.abs() < 1e-12 * k.at(&[0, 0, 1, 2, 0]).abs().max(1.0));
+    }
+
+    /// At the centre the series gives each cell's field; two cells add.
+    #[test]
+    fn at_the_centre_it_is_the_cells_field() {
+        let cells = [
+            Cell::new(3.0, -1.0, 2.0, 1.5, [0.2, -0.1, 0.05, 0.3, 0.02, -0.5]),
+            Cell::new(-4.0, 0.5, 1.0, 0.7, [-0.1, 0.0, 0.2, 0.4, -0.3, -0.3]),
+        ];
+        let centre = [0.2, 0.1, -0.3];
+        let mut l = Local::at(centre);
+        let mut exact = Field::zero();
+        for c in &cells {
+            l.add_cell(c, 0.01);
+            cell(centre, c, 0.01, &mut exact);
+        }
+        let got = l.field_at(centre);
+        for (g, e) in [(got.ax, exact.ax), (got.ay, exact.ay), (got.az, exact.az), (got.phi, exact.phi)] {
+            assert!((g - e).abs() < 1e-14 * e.abs().max(1e-3), "{g} vs {e}");
+        }
+    }
+}
