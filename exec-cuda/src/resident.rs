@@ -1,5 +1,5 @@
 //! Systems that never leave the GPU ([`Resident`] for [`CudaExecutor`]): kick and drift
-//! are kernels, and only diagnostics or snapshots are copied back.
+//! are kernels, diagnostics are summed on the device, and only snapshots are copied back.
 
 use crate::args::{StepArgs, SumsArgs};
 use crate::device::cuda;
@@ -340,7 +340,8 @@ impl CudaExecutor {
 }
 
 /// A system that never leaves the GPU: kick and drift are kernels, the field is the
-/// tiled kernel's, and only diagnostics or snapshots are copied back. The leapfrog step
+/// tiled kernel's, diagnostics are summed on the device ([`Resident::system_sums`]), and
+/// only snapshots are copied back. The leapfrog step
 /// is [`Resident::leapfrog_step`]'s.
 ///
 /// ```no_run

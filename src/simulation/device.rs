@@ -1,5 +1,6 @@
 //! The device-resident simulations: the particles stay on the GPU(s) between steps,
-//! and only diagnostics, snapshots, checkpoints and pictures copy them back.
+//! and only snapshots and checkpoints copy them back (diagnostics are summed where the
+//! particles are, and pictures drawn there).
 
 #[cfg(feature = "cuda")]
 pub(super) use gpu::{direct, tree};
@@ -132,8 +133,8 @@ mod gpu {
         r
     }
 
-    /// A leapfrog whose particles stay on the GPU(s); only diagnostics, snapshots and
-    /// pictures copy them back.
+    /// A leapfrog whose particles stay on the GPU(s); only snapshots and checkpoints copy
+    /// them back.
     pub(crate) struct DeviceLeapfrog<T: DeviceReal, E: ResidentMaps<T>> {
         exec: E,
         state: E::State,
