@@ -32,6 +32,8 @@ pub enum Array {
     Softening,
     /// An earlier field a tree force scales its opening test by.
     PreviousField,
+    /// The cotangents of a call's outputs (a vector-Jacobian product).
+    Cotangents,
 }
 
 impl Array {
@@ -55,6 +57,7 @@ impl Array {
             Array::SourceSoftening => "source softening lengths",
             Array::Softening => "softening lengths",
             Array::PreviousField => "previous field",
+            Array::Cotangents => "cotangents",
         }
     }
 }

@@ -133,17 +133,8 @@ fn sum<T: Real>(
             ([Compensated::default(); 3], Compensated::default(), [Compensated::default(); 3]);
         for (j, s) in sources.iter().enumerate() {
             let (eps2, masked) = pair(i, j);
-            let spline = match params.softening {
-                crate::Softening::Plummer => None,
-                crate::Softening::Spline => (!masked).then(|| {
-                    let h = crate::SPLINE_SUPPORT * Float::sqrt(eps2);
-                    (h, 1.0 / h)
-                }),
-            };
             let xj = f(s);
             let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
-            let dist2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-            let r2 = if spline.is_some() { dist2 } else { dist2 + eps2 };
             // The coordinates' own size: rounding them moves d by about u times this.
             let coord = norm([xi[0], xi[1], xi[2]]) + norm([xj[0], xj[1], xj[2]]);
             if Some(j) == self_index {
@@ -153,22 +144,10 @@ fn sum<T: Real>(
                 }
                 continue;
             }
-            // Executors mask pairs whose r² (in T) is below the smallest normal number
-            // (the spline is finite at r = 0).
-            if spline.is_none() && (r2 == 0.0 || (masked && T::from_f64(r2) < T::min_positive_value())) {
+            let Some(PairTerms { w, g: g3, dg, rinv, dist2 }) = pair_terms::<T>(params, d, eps2, masked) else {
                 continue;
-            }
-            let m = xj[3];
-            // w = 1/r, g = 1/r³, dg = −3/r⁵ (Plummer: of the softened r; the spline: its
-            // polynomials inside h). The bounds take the Plummer form with r² ≥ ε²,
-            // which bounds the spline's terms as well.
-            // 1/r of the Plummer-softened r: the Plummer kernel's and, for the spline,
-            // its bounds'.
-            let rinv = 1.0 / Float::sqrt(dist2 + eps2);
-            let (w, g3, dg) = match spline {
-                Some((h, h_inv)) => crate::kernel::spline(dist2, h, h_inv),
-                None => (rinv, rinv * rinv * rinv, -3.0 * rinv.powi(5)),
             };
+            let m = xj[3];
             let m_r3 = m * g3;
             for (a, dk) in acc.iter_mut().zip(d) {
                 a.add(m_r3 * dk);
@@ -199,6 +178,216 @@ fn sum<T: Real>(
         e.jerk_bound *= g;
         *o = e;
     }
+}
+
+/// The tidal tensor of every target in f64: the gradient of its acceleration with
+/// respect to its own position, `∂a_i/∂x_i = −G Σ_j m_j (g I + dg d dᵀ)` with
+/// `d = x_j − x_i` (Newtonian: `G Σ_j m_j (3 d dᵀ / r⁵ − I / r³)`), as
+/// `[xx, xy, xz, yy, yz, zz]`, over the pairs [`field`] sums (a target's pair with itself
+/// and masked zero distances left out), for either softening. Validated like a call.
+///
+/// ```
+/// use nbody_core::{oracle, Params, Particle};
+/// let ps = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(2.0, 0.0, 0.0, 4.0)];
+/// let mut t = [[0.0; 6]; 2];
+/// oracle::tidal(&ps, &ps, &Params::softened(0.0).with_overlap_identical(), &mut t).unwrap();
+/// // Along the line: stretched by 2 m / r³; across it: squeezed by m / r³.
+/// assert_eq!(t[0], [1.0, 0.0, 0.0, -0.5, 0.0, -0.5]);
+/// ```
+pub fn tidal<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    params: &Params<T>,
+    out: &mut [[f64; 6]],
+) -> Result<(), Error> {
+    validate::call(targets, sources, params, out.len())?;
+    let (g, eps2, masked) = (params.g.to_f64(), params.eps.to_f64() * params.eps.to_f64(), params.masked());
+    for (i, o) in out.iter_mut().enumerate() {
+        let xi = lanes(&targets[i]);
+        let mut t = [Compensated::default(); 6];
+        for (j, s) in sources.iter().enumerate() {
+            let xj = lanes(s);
+            let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
+            if Some(j) == params.overlap.source_of(i) {
+                continue;
+            }
+            let Some(k) = pair_terms::<T>(params, d, eps2, masked) else { continue };
+            for (lane, &(a, b)) in TENSOR_PAIRS.iter().enumerate() {
+                let diagonal = if a == b { k.g } else { 0.0 };
+                t[lane].add(-xj[3] * (diagonal + k.dg * d[a] * d[b]));
+            }
+        }
+        *o = core::array::from_fn(|lane| g * t[lane].value());
+    }
+    Ok(())
+}
+
+/// The index pairs of a symmetric tensor's six lanes `[xx, xy, xz, yy, yz, zz]`.
+const TENSOR_PAIRS: [(usize, usize); 6] = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)];
+
+/// The cotangents of a call's outputs: `acc[i]` on target i's acceleration and,
+/// optionally, `phi[i]` on its potential.
+#[derive(Clone, Copy, Debug)]
+pub struct Cotangents<'a> {
+    /// One per target, on its acceleration.
+    pub acc: &'a [[f64; 3]],
+    /// One per target, on its potential (none: zero).
+    pub phi: Option<&'a [f64]>,
+}
+
+/// Where [`vjp`] writes the gradients (overwritten): of the targets' positions, the
+/// sources' positions and the sources' masses.
+#[derive(Debug)]
+pub struct Gradients<'a> {
+    /// One per target.
+    pub targets: &'a mut [[f64; 3]],
+    /// One per source.
+    pub sources: &'a mut [[f64; 3]],
+    /// One per source.
+    pub masses: &'a mut [f64],
+}
+
+/// The vector-Jacobian product of a call in f64: the gradients of
+/// `L = Σ_i (c_i · a_i + h_i φ_i)` for cotangents `c` (on the accelerations) and `h` (on
+/// the potentials) with respect to the targets' positions, the sources' positions and
+/// the sources' masses, over the pairs [`field`] sums, for either softening. With
+/// `K_ij = m_j (g I + dg d dᵀ)` and `d = x_j − x_i`:
+///
+/// ```text
+/// ∂L/∂x_i (target) = −G Σ_j K_ij c_i − h_i a_i
+/// ∂L/∂x_j (source) =  G Σ_i (K_ij c_i + h_i m_j g d)
+/// ∂L/∂m_j          =  G Σ_i (g d · c_i − h_i w)
+/// ```
+///
+/// Where targets and sources are one array, a particle's gradient is its target part
+/// plus its source part. Validated like a call; cotangents must be finite.
+///
+/// ```
+/// use nbody_core::oracle::{self, Cotangents, Gradients};
+/// use nbody_core::{Params, Particle};
+/// // Two unit masses 2 apart: a_0 = +1/4 along x. Its gradient with respect to the
+/// // source's x is −2 m / r³ (the pull weakens as it moves away), and with respect to
+/// // the source's mass 1/r².
+/// let ps = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(2.0, 0.0, 0.0, 1.0)];
+/// let cot = [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]];
+/// let (mut gt, mut gs, mut gm) = ([[0.0; 3]; 2], [[0.0; 3]; 2], [0.0; 2]);
+/// let grads = Gradients { targets: &mut gt, sources: &mut gs, masses: &mut gm };
+/// oracle::vjp(&ps, &ps, &Params::softened(0.0).with_overlap_identical(), Cotangents { acc: &cot, phi: None }, grads)
+///     .unwrap();
+/// assert_eq!((gs[1][0], gm[1]), (-0.25, 0.25));
+/// assert_eq!(gt[0][0], 0.25); // moving the target towards the source strengthens it
+/// ```
+pub fn vjp<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    params: &Params<T>,
+    cot: Cotangents<'_>,
+    out: Gradients<'_>,
+) -> Result<(), Error> {
+    let n = targets.len();
+    validate::call(targets, sources, params, n)?;
+    validate::length("acceleration cotangents", n, cot.acc.len())?;
+    if let Some(h) = cot.phi {
+        validate::length("potential cotangents", n, h.len())?;
+    }
+    validate::length("target gradients", n, out.targets.len())?;
+    validate::length("source gradients", sources.len(), out.sources.len())?;
+    validate::length("mass gradients", sources.len(), out.masses.len())?;
+    let finite = |i: usize| cot.acc[i].iter().all(|c| c.is_finite()) && cot.phi.is_none_or(|h| h[i].is_finite());
+    if let Some(index) = (0..n).find(|&i| !finite(i)) {
+        return Err(Error::NonFinite { array: crate::Array::Cotangents, index });
+    }
+    let (g, eps2, masked) = (params.g.to_f64(), params.eps.to_f64() * params.eps.to_f64(), params.masked());
+    let h = |i: usize| cot.phi.map_or(0.0, |h| h[i]);
+    // K c: the pair's Jacobian block times the cotangent.
+    let k_times = |m: f64, k: &PairTerms, d: [f64; 3], c: [f64; 3]| -> [f64; 3] {
+        let dc = d[0] * c[0] + d[1] * c[1] + d[2] * c[2];
+        core::array::from_fn(|a| m * (k.g * c[a] + k.dg * dc * d[a]))
+    };
+    // The targets: a pass over the sources of each.
+    for (i, o) in out.targets.iter_mut().enumerate() {
+        let xi = lanes(&targets[i]);
+        let (mut grad, mut acc) = ([Compensated::default(); 3], [Compensated::default(); 3]);
+        for (j, s) in sources.iter().enumerate() {
+            let xj = lanes(s);
+            let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
+            if Some(j) == params.overlap.source_of(i) {
+                continue;
+            }
+            let Some(k) = pair_terms::<T>(params, d, eps2, masked) else { continue };
+            let kc = k_times(xj[3], &k, d, cot.acc[i]);
+            for a in 0..3 {
+                grad[a].add(-kc[a]);
+                acc[a].add(xj[3] * k.g * d[a]);
+            }
+        }
+        *o = core::array::from_fn(|a| g * (grad[a].value() - h(i) * acc[a].value()));
+    }
+    // The sources: a pass over the targets of each.
+    for (j, s) in sources.iter().enumerate() {
+        let xj = lanes(s);
+        let (mut grad, mut mass) = ([Compensated::default(); 3], Compensated::default());
+        for (i, t) in targets.iter().enumerate() {
+            let xi = lanes(t);
+            let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
+            if Some(j) == params.overlap.source_of(i) {
+                continue;
+            }
+            let Some(k) = pair_terms::<T>(params, d, eps2, masked) else { continue };
+            let kc = k_times(xj[3], &k, d, cot.acc[i]);
+            let c = cot.acc[i];
+            for a in 0..3 {
+                grad[a].add(kc[a] + h(i) * xj[3] * k.g * d[a]);
+            }
+            mass.add(k.g * (d[0] * c[0] + d[1] * c[1] + d[2] * c[2]) - h(i) * k.w);
+        }
+        out.sources[j] = core::array::from_fn(|a| g * grad[a].value());
+        out.masses[j] = g * mass.value();
+    }
+    Ok(())
+}
+
+/// A particle's lanes in f64.
+fn lanes<T: Real>(p: &Particle<T>) -> [f64; 4] {
+    [p.x.to_f64(), p.y.to_f64(), p.z.to_f64(), p.m.to_f64()]
+}
+
+/// One pair's kernel terms in f64: `phi −= m w`, `a += m g d`, and the derivative
+/// `∂(g d)/∂d = g I + dg d dᵀ` (what the jerk and the gradients take), with `rinv` the
+/// Plummer-softened `1/r` (the bounds' scale for either softening) and `dist2 = |d|²`.
+struct PairTerms {
+    w: f64,
+    g: f64,
+    dg: f64,
+    rinv: f64,
+    dist2: f64,
+}
+
+/// [`PairTerms`] of separation `d` (source minus target) under `params`' softening with
+/// the pair's `eps2`; `None` where executors mask the pair (a zero distance, or an r²
+/// below T's smallest normal number, of an unsoftened Plummer pair; the spline is finite
+/// at r = 0).
+fn pair_terms<T: Real>(params: &Params<T>, d: [f64; 3], eps2: f64, masked: bool) -> Option<PairTerms> {
+    let spline = match params.softening {
+        crate::Softening::Plummer => None,
+        crate::Softening::Spline => (!masked).then(|| {
+            let h = crate::SPLINE_SUPPORT * Float::sqrt(eps2);
+            (h, 1.0 / h)
+        }),
+    };
+    let dist2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    let r2 = if spline.is_some() { dist2 } else { dist2 + eps2 };
+    if spline.is_none() && (r2 == 0.0 || (masked && T::from_f64(r2) < T::min_positive_value())) {
+        return None;
+    }
+    // w = 1/r, g = 1/r³, dg = −3/r⁵ (Plummer: of the softened r; the spline: its
+    // polynomials inside h).
+    let rinv = 1.0 / Float::sqrt(dist2 + eps2);
+    let (w, g, dg) = match spline {
+        Some((h, h_inv)) => crate::kernel::spline(dist2, h, h_inv),
+        None => (rinv, rinv * rinv * rinv, -3.0 * rinv.powi(5)),
+    };
+    Some(PairTerms { w, g, dg, rinv, dist2 })
 }
 
 /// Neumaier's compensated sum: the rounding of each addition is kept and added back at
