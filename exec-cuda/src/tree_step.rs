@@ -44,6 +44,7 @@ pub struct TreeGravity<T: DeviceReal> {
     last: TreeReport,
     forces: u64,
     interactions: f64,
+    seconds: f64,
 }
 
 impl<T: DeviceReal> TreeGravity<T> {
@@ -60,6 +61,12 @@ impl<T: DeviceReal> TreeGravity<T> {
     /// Forces computed so far.
     pub fn forces(&self) -> u64 {
         self.forces
+    }
+
+    /// GPU seconds of every force so far (each one's phases, timed with CUDA events):
+    /// beside a run's wall time, what its steps spent outside the force.
+    pub fn force_seconds(&self) -> f64 {
+        self.seconds
     }
 
     /// Particle-particle and particle-cell interactions of every force so far.
@@ -103,6 +110,7 @@ impl CudaExecutor {
             last: TreeReport::default(),
             forces: 0,
             interactions: 0.0,
+            seconds: 0.0,
         }));
         Ok(state)
     }
@@ -136,6 +144,7 @@ impl CudaExecutor {
         (sys.fresh, g.computed, g.last) = (true, true, report);
         g.forces += 1;
         g.interactions += (report.interactions + report.cell_interactions) as f64;
+        g.seconds += report.times.total();
         Ok(())
     }
 

@@ -392,6 +392,13 @@ pub(super) fn summary(
     let _ = writeln!(o, "  steps                 {}", sim.steps());
     let _ = writeln!(o, "  wall time             {seconds:.3} s");
     let _ = writeln!(o, "  interactions          {:.4e} ({:.4e} per second)", interactions, interactions / seconds);
+    if let Some((forces, busy)) = sim.force_time().filter(|f| f.0 > 0) {
+        let _ = writeln!(
+            o,
+            "  forces                {forces}, {busy:.3} s on the GPU ({:.2} ms each; the rest of the wall time is steps' kicks and drifts, outputs and start-up)",
+            1e3 * busy / forces as f64
+        );
+    }
     let _ = writeln!(
         o,
         "  energy error          {final_err:.3e} at the end, {max_err:.3e} at most (|E(t) - E(0)| / |E(0)|)"

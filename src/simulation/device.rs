@@ -291,6 +291,10 @@ mod gpu {
             self.sys.tree().map_or(0.0, |t| t.interactions())
         }
 
+        fn force_time(&self) -> Option<(u64, f64)> {
+            self.sys.tree().map(|t| (t.forces(), t.force_seconds()))
+        }
+
         /// Summed on the GPU from the tree's own field: twelve numbers cross the bus.
         fn diagnostics(&mut self) -> Result<Diagnostics, Error> {
             Ok(diagnostics_of_sums(self.gpu.system_sums(&mut self.sys, &self.params)?))

@@ -52,6 +52,12 @@ pub trait Simulation {
     fn steps(&self) -> u64;
     /// Pair interactions computed so far (every force call, diagnostics included).
     fn interactions(&self) -> f64;
+    /// Forces computed so far and the device seconds they took, where the simulation
+    /// times them on the device (the device tree): what its steps spent in the force,
+    /// beside the wall time.
+    fn force_time(&self) -> Option<(u64, f64)> {
+        None
+    }
     /// Conserved quantities now.
     fn diagnostics(&mut self) -> Result<Diagnostics, Error>;
     /// Positions, masses and velocities now, in f64.
