@@ -237,12 +237,19 @@ pub fn relative_acceleration_error<T: Real>(got: &[Field<T>], exact: &[Exact]) -
 /// than cores allowed, as root too, over loopback transports only (no network
 /// interfaces probed, no warnings about them).
 pub fn mpirun(ranks: usize) -> std::process::Command {
+    // Each mpirun its own session directory: tests run side by side, and two mpiruns
+    // of one user creating the same /tmp/ompi.HOST.UID at once can fail ("File exists").
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let base = std::env::temp_dir().join(format!("nbody-mpirun-{}", std::process::id())).join(run.to_string());
+    let _ = std::fs::create_dir_all(&base);
     let mut c = std::process::Command::new("mpirun");
     c.args(["--oversubscribe", "-n", &ranks.to_string()])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_btl", "self,vader")
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .env("OMPI_MCA_orte_tmpdir_base", &base);
     c
 }
 
