@@ -1,6 +1,6 @@
 //! Leaf-kernel figures: the batched rate for target groups of 32 to 128 with source lists
 //! of 1,000 to 5,000 particles, beside the dense rate of the same executor, and the
-//! example tree code against direct summation. f32, eps = 1/256.
+//! example tree code against direct summation. f32, eps = 1/256 (the device tree's: `--eps`).
 //!
 //! `--executor cpu|cuda` (cuda needs the `cuda` feature), `--n N` particles for the
 //! batched runs (default 65,536; 0 skips them), `--tree N` tree-code size (default
@@ -72,6 +72,9 @@ struct Args {
     /// Plummer sphere and a clustered set, instead of the batched runs and the host tree.
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
     device_tree: Vec<usize>,
+    /// The device tree's Plummer softening (its force and the direct reference's).
+    #[arg(long, default_value_t = 1.0 / 256.0)]
+    eps: f64,
 }
 
 struct Xorshift(u64);
@@ -219,7 +222,7 @@ fn clustered(n: usize) -> Vec<Particle<f32>> {
 #[cfg(feature = "cuda")]
 fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), nbody::Error> {
     use nbody::cuda::{DeviceTree, TreeReport, TreeSettings};
-    let p = Params::softened(1.0f32 / 256.0);
+    let p = Params::softened(args.eps as f32);
     let quadrupole = match args.multipole.as_str() {
         "monopole" => vec![false],
         "quadrupole" => vec![true],
@@ -236,7 +239,7 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
             if !args.no_direct {
                 let wide: Vec<Particle<f64>> =
                     bodies.iter().map(|b| Particle::new(b.x as f64, b.y as f64, b.z as f64, b.m as f64)).collect();
-                let p64 = Params::softened(1.0f64 / 256.0).with_overlap(shared);
+                let p64 = Params::softened(args.eps).with_overlap(shared);
                 gpu.accelerations(&wide[..sample], &wide, &p64, &mut direct)?;
             }
             let set = gpu.upload(&bodies)?;
@@ -272,7 +275,8 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                     let ms = |s: f64| s * 1e3;
                     let test = test_name(theta, criterion);
                     let mut line = format!(
-                        "device tree {name}, N = {n}, {test}, {}, leaf {}, group {}: {:.2} ms GPU (sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2}), {:.2} ms wall; {} nodes, {} groups, {} + {} cell interactions",
+                        "device tree {name}, N = {n}, eps {}, {test}, {}, leaf {}, group {}: {:.2} ms GPU (sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2}), {:.2} ms wall; {} nodes, {} groups, {} + {} cell interactions",
+                        args.eps,
                         if q { "quadrupole" } else { "monopole" },
                         settings.leaf_size,
                         settings.group_size,
