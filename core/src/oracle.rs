@@ -299,45 +299,39 @@ pub fn vjp<T: Real>(
     }
     let (g, eps2, masked) = (params.g.to_f64(), params.eps.to_f64() * params.eps.to_f64(), params.masked());
     let h = |i: usize| cot.phi.map_or(0.0, |h| h[i]);
-    // K c: the pair's Jacobian block times the cotangent.
-    let k_times = |m: f64, k: &PairTerms, d: [f64; 3], c: [f64; 3]| -> [f64; 3] {
+    // Pair (i, j) as field sums it: the separation, the source's mass, the kernel's
+    // terms and K c_i (the pair's Jacobian block times the cotangent); `None` where it
+    // is left out.
+    let pair = |i: usize, j: usize| -> Option<([f64; 3], f64, PairTerms, [f64; 3])> {
+        let (xi, xj) = (lanes(&targets[i]), lanes(&sources[j]));
+        let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
+        if Some(j) == params.overlap.source_of(i) {
+            return None;
+        }
+        let k = pair_terms::<T>(params, d, eps2, masked)?;
+        let c = cot.acc[i];
         let dc = d[0] * c[0] + d[1] * c[1] + d[2] * c[2];
-        core::array::from_fn(|a| m * (k.g * c[a] + k.dg * dc * d[a]))
+        let kc = core::array::from_fn(|a| xj[3] * (k.g * c[a] + k.dg * dc * d[a]));
+        Some((d, xj[3], k, kc))
     };
     // The targets: a pass over the sources of each.
     for (i, o) in out.targets.iter_mut().enumerate() {
-        let xi = lanes(&targets[i]);
         let (mut grad, mut acc) = ([Compensated::default(); 3], [Compensated::default(); 3]);
-        for (j, s) in sources.iter().enumerate() {
-            let xj = lanes(s);
-            let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
-            if Some(j) == params.overlap.source_of(i) {
-                continue;
-            }
-            let Some(k) = pair_terms::<T>(params, d, eps2, masked) else { continue };
-            let kc = k_times(xj[3], &k, d, cot.acc[i]);
+        for (d, m, k, kc) in (0..sources.len()).filter_map(|j| pair(i, j)) {
             for a in 0..3 {
                 grad[a].add(-kc[a]);
-                acc[a].add(xj[3] * k.g * d[a]);
+                acc[a].add(m * k.g * d[a]);
             }
         }
         *o = core::array::from_fn(|a| g * (grad[a].value() - h(i) * acc[a].value()));
     }
     // The sources: a pass over the targets of each.
-    for (j, s) in sources.iter().enumerate() {
-        let xj = lanes(s);
+    for j in 0..sources.len() {
         let (mut grad, mut mass) = ([Compensated::default(); 3], Compensated::default());
-        for (i, t) in targets.iter().enumerate() {
-            let xi = lanes(t);
-            let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
-            if Some(j) == params.overlap.source_of(i) {
-                continue;
-            }
-            let Some(k) = pair_terms::<T>(params, d, eps2, masked) else { continue };
-            let kc = k_times(xj[3], &k, d, cot.acc[i]);
+        for (i, (d, m, k, kc)) in (0..n).filter_map(|i| pair(i, j).map(|p| (i, p))) {
             let c = cot.acc[i];
             for a in 0..3 {
-                grad[a].add(kc[a] + h(i) * xj[3] * k.g * d[a]);
+                grad[a].add(kc[a] + h(i) * m * k.g * d[a]);
             }
             mass.add(k.g * (d[0] * c[0] + d[1] * c[1] + d[2] * c[2]) - h(i) * k.w);
         }
