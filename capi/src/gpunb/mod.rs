@@ -621,10 +621,11 @@ fn regular_on_device(
         return Ok(r);
     }
     let start = Instant::now();
+    // How far each target's look-ahead can carry a pair (the margins' second part).
+    let looks: Vec<f64> = (0..n).map(|i| widening(src, b.dtr.map_or(0.0, |d| d[i]), b.v[i])).collect();
     let radius2: Vec<f64> = (0..n)
         .map(|i| {
-            let look = widening(src, b.dtr.map_or(0.0, |d| d[i]), b.v[i]);
-            let reach = size_of(src, b, i) * (1.0 + CANDIDATE_MARGIN) + CANDIDATE_MARGIN * look;
+            let reach = size_of(src, b, i) * (1.0 + CANDIDATE_MARGIN) + CANDIDATE_MARGIN * looks[i];
             reach * reach
         })
         .collect();
@@ -635,8 +636,7 @@ fn regular_on_device(
     let inside: Option<Vec<f64>> = (!b.rules.mass_scaled).then(|| {
         (0..n)
             .map(|i| {
-                let look = widening(src, b.dtr.map_or(0.0, |d| d[i]), b.v[i]);
-                let reach = b.h2[i].sqrt() * (1.0 - CANDIDATE_MARGIN) - CANDIDATE_MARGIN * look;
+                let reach = b.h2[i].sqrt() * (1.0 - CANDIDATE_MARGIN) - CANDIDATE_MARGIN * looks[i];
                 if reach > 0.0 { reach * reach } else { -1.0 }
             })
             .collect()
