@@ -56,6 +56,9 @@ pub(crate) fn all<T: Real, E: Projecting<T>>() -> Vec<(&'static str, Check<E>)> 
         ("per_particle_bad_input", crate::per_particle::per_particle_bad_input::<T, E>),
         ("per_particle_many_tiles", crate::per_particle::per_particle_many_tiles::<T, E>),
         ("few_targets_many_sources", few_targets_many_sources::<T, E>),
+        ("tidal_matches_oracle", crate::gradients::tidal_matches_oracle::<T, E>),
+        ("vjp_matches_oracle", crate::gradients::vjp_matches_oracle::<T, E>),
+        ("gradients_many_sources", crate::gradients::gradients_many_sources::<T, E>),
     ]
 }
 

@@ -27,6 +27,7 @@ mod checks;
 mod declared;
 pub mod fuzz;
 mod r#gen;
+mod gradients;
 pub mod mutants;
 mod neighbours;
 mod per_particle;
@@ -81,13 +82,16 @@ pub enum Path {
     /// The snap: two derivative orders above the acceleration, each term a chain of
     /// about twenty products.
     Snap,
+    /// The gradients: the tidal tensor and the vector-Jacobian product, one derivative
+    /// order above the acceleration (terms to `r⁻⁵`), times the cotangents.
+    Gradients,
 }
 
 impl Path {
     /// The multiple of `u · scale` a value of this path may err by.
     pub const fn multiple(self) -> f64 {
         match self {
-            Path::Pairs | Path::Spline | Path::Jerk => 64.0,
+            Path::Pairs | Path::Spline | Path::Jerk | Path::Gradients => 64.0,
             Path::Cells => 128.0,
             Path::Snap => 256.0,
         }

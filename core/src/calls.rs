@@ -18,7 +18,7 @@
 use crate::cell::Cell;
 use crate::executor::{Bodies, InteractionList, Kinematics, LeafList, PerParticle};
 use crate::neighbours::Neighbours;
-use crate::{Field, Jerk, Params, Particle};
+use crate::{Field, Jerk, Params, Particle, Tidal};
 
 /// [`crate::Executor::accelerations_unchecked`]'s call: targets against sources.
 #[derive(Debug)]
@@ -151,4 +151,37 @@ pub struct BatchPerParticleCall<'a, T: crate::Real> {
     pub params: &'a Params<T>,
     /// One field per particle, added into.
     pub out: &'a mut [Field<T>],
+}
+
+/// [`crate::Executor::accelerations_tidal_unchecked`]'s call.
+#[derive(Debug)]
+pub struct TidalCall<'a, T: crate::Real> {
+    /// The targets.
+    pub targets: &'a [Particle<T>],
+    /// The sources.
+    pub sources: &'a [Particle<T>],
+    /// The call's parameters.
+    pub params: &'a Params<T>,
+    /// One field per target, added into.
+    pub out: &'a mut [Field<T>],
+    /// One tidal tensor per target, added into.
+    pub tidal: &'a mut [Tidal<T>],
+}
+
+/// [`crate::Executor::vjp_unchecked`]'s call.
+#[derive(Debug)]
+pub struct VjpCall<'a, T: crate::Real> {
+    /// The targets.
+    pub targets: &'a [Particle<T>],
+    /// The sources.
+    pub sources: &'a [Particle<T>],
+    /// The call's parameters.
+    pub params: &'a Params<T>,
+    /// One per target: the cotangent of its acceleration in `ax, ay, az` and of its
+    /// potential in `phi` (read only when `params.potential` is set).
+    pub cotangents: &'a [Field<T>],
+    /// One gradient per target, `[∂L/∂x, ∂L/∂y, ∂L/∂z, 0]`, added into.
+    pub target_grads: &'a mut [Particle<T>],
+    /// One gradient per source, `[∂L/∂x, ∂L/∂y, ∂L/∂z, ∂L/∂m]`, added into.
+    pub source_grads: &'a mut [Particle<T>],
 }

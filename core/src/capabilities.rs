@@ -37,11 +37,15 @@ pub enum Entry {
     PerParticle,
     /// [`crate::Executor::field_columns`].
     Columns,
+    /// [`crate::Executor::accelerations_tidal`].
+    Tidal,
+    /// [`crate::Executor::vjp`].
+    Vjp,
 }
 
 impl Entry {
     /// Every entry point, in the order tables list them.
-    pub const ALL: [Entry; 8] = [
+    pub const ALL: [Entry; 10] = [
         Entry::Accelerations,
         Entry::Jerk,
         Entry::Neighbours,
@@ -50,6 +54,8 @@ impl Entry {
         Entry::Cells,
         Entry::PerParticle,
         Entry::Columns,
+        Entry::Tidal,
+        Entry::Vjp,
     ];
 
     /// The name tables print.
@@ -67,6 +73,8 @@ impl Entry {
             Entry::Cells => "cells",
             Entry::PerParticle => "per-particle",
             Entry::Columns => "columns",
+            Entry::Tidal => "tidal",
+            Entry::Vjp => "vjp",
         }
     }
 

@@ -2,11 +2,11 @@
 
 use crate::calls::{
     BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
-    SnapCall,
+    SnapCall, TidalCall, VjpCall,
 };
 use crate::cell::Cell;
 use crate::neighbours::Neighbours;
-use crate::{Array, Error, Field, Jerk, Overlap, Params, Particle, Real, Velocity, validate};
+use crate::{Array, Error, Field, Jerk, Overlap, Params, Particle, Real, Tidal, Velocity, validate};
 use core::ops::Range;
 
 /// Positions and velocities of one set of bodies, for the jerk kernel.
@@ -528,6 +528,113 @@ pub trait Executor<T: Real> {
         Ok(())
     }
 
+    /// The field of `sources` at `targets` (added into `out`, as
+    /// [`Executor::accelerations`]) and each target's tidal tensor (added into `tidal`):
+    /// the gradient of its acceleration with respect to its own position, over the pairs
+    /// the field sums (a target's own pair left out, by subtraction).
+    ///
+    /// The door: [`validate::tidal_call`], nothing on empty input, then
+    /// [`Executor::accelerations_tidal_unchecked`].
+    ///
+    /// ```
+    /// use nbody_core::{Executor, Field, Params, Particle, Reference, Tidal};
+    /// let p = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(2.0, 0.0, 0.0, 4.0)];
+    /// let (mut out, mut tidal) = ([Field::zero(); 2], [Tidal::zero(); 2]);
+    /// Reference.accelerations_tidal(&p, &p, &Params::softened(0.0).with_overlap_identical(), &mut out, &mut tidal)?;
+    /// // Along the line the source stretches by 2 G m / r³, across it squeezes by G m / r³.
+    /// assert_eq!(tidal[0].lanes(), [1.0, 0.0, 0.0, -0.5, 0.0, -0.5]);
+    /// assert_eq!(out[0].ax, 1.0);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    fn accelerations_tidal(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        tidal: &mut [Tidal<T>],
+    ) -> Result<(), Error> {
+        validate::tidal_call(targets, sources, params, out.len(), tidal.len())?;
+        if targets.is_empty() || sources.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: validated just above, and neither set is empty.
+        unsafe { self.accelerations_tidal_unchecked(TidalCall { targets, sources, params, out, tidal }) }
+    }
+
+    /// The work of [`Executor::accelerations_tidal`]. The default runs plain loops on
+    /// the caller's thread, in the caller's precision.
+    ///
+    /// # Safety
+    ///
+    /// [`validate::tidal_call`] returned `Ok` on these arguments, and neither set is
+    /// empty.
+    unsafe fn accelerations_tidal_unchecked(&mut self, call: TidalCall<'_, T>) -> Result<(), Error> {
+        tidal_loops(call);
+        Ok(())
+    }
+
+    /// The vector-Jacobian product of [`Executor::accelerations`]: for cotangents `c_i`
+    /// on the targets' accelerations and `h_i` on their potentials (`cotangents[i]`'s
+    /// `ax, ay, az` and `phi`; `h` only when `params.potential` is set), the gradients of
+    /// `L = Σ_i c_i · a_i + h_i φ_i` with respect to each target's position (added into
+    /// `target_grads[i]`, whose mass lane gets nothing: a target's mass does not enter
+    /// its field) and each source's position and mass (added into `source_grads[j]`).
+    /// Where targets and sources are one array, a particle's gradient is the sum of its
+    /// two. With `d = x_j − x_i` and the kernel's terms `w, g, dg` (see
+    /// [`crate::kernel::Softened::terms`]):
+    ///
+    /// ```text
+    /// ∂L/∂x_i = T_i c_i − h_i a_i                      (T_i the tidal tensor)
+    /// ∂L/∂x_j = G m_j Σ_i (g c_i + dg (d·c_i) d + h_i g d)
+    /// ∂L/∂m_j = G Σ_i (g d·c_i − h_i w)
+    /// ```
+    ///
+    /// The door: [`validate::vjp_call`], nothing on empty input, then
+    /// [`Executor::vjp_unchecked`].
+    ///
+    /// ```
+    /// use nbody_core::{Executor, Field, Params, Particle, Reference};
+    /// // Two unit masses 2 apart; the cotangent picks target 0's a_x = G m / r² = 1/4.
+    /// let p = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(2.0, 0.0, 0.0, 1.0)];
+    /// let cot = [Field::new(1.0, 0.0, 0.0, 0.0), Field::zero()];
+    /// let (mut gt, mut gs) = ([Particle::zero(); 2], [Particle::zero(); 2]);
+    /// Reference.vjp(&p, &p, &Params::softened(0.0).with_overlap_identical(), &cot, &mut gt, &mut gs)?;
+    /// assert_eq!(gt[0].x, 0.25); // the target moving towards the source: pulled harder
+    /// assert_eq!((gs[1].x, gs[1].m), (-0.25, 0.25)); // the source moving away; its mass
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    fn vjp(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        cotangents: &[Field<T>],
+        target_grads: &mut [Particle<T>],
+        source_grads: &mut [Particle<T>],
+    ) -> Result<(), Error> {
+        validate::vjp_call(targets, sources, params, cotangents, target_grads.len(), source_grads.len())?;
+        if targets.is_empty() || sources.is_empty() {
+            return Ok(());
+        }
+        let call = VjpCall { targets, sources, params, cotangents, target_grads, source_grads };
+        // SAFETY: validated just above, and neither set is empty.
+        unsafe { self.vjp_unchecked(call) }
+    }
+
+    /// The work of [`Executor::vjp`]. The default runs plain loops on the caller's
+    /// thread, in the caller's precision: a pass over the sources of each target, then
+    /// one over the targets of each source.
+    ///
+    /// # Safety
+    ///
+    /// [`validate::vjp_call`] returned `Ok` on these arguments, and neither set is empty.
+    unsafe fn vjp_unchecked(&mut self, call: VjpCall<'_, T>) -> Result<(), Error> {
+        vjp_target_loops(call.targets, call.sources, call.params, call.cotangents, call.target_grads);
+        vjp_source_loops(call.targets, call.sources, call.params, call.cotangents, call.source_grads);
+        Ok(())
+    }
+
     /// Runs every pair of `list` over `particles`, adding into `out` (one entry per
     /// particle). `params.overlap` is ignored: each pair's overlap follows from its spans
     /// ([`Overlap::between`]).
@@ -893,6 +1000,72 @@ fn snap_loops<T: Real>(
         crate::kernel::finish(params.g, &sums, params.potential, &mut out[i]);
         crate::kernel::finish_jerk(params.g, &jsums, &mut jerk[i]);
         crate::kernel::finish_jerk(params.g, &ssums, &mut snap[i]);
+    }
+}
+
+/// The tidal call in plain loops (see [`Executor::accelerations_tidal_unchecked`]), on
+/// validated input.
+fn tidal_loops<T: Real>(call: TidalCall<'_, T>) {
+    let TidalCall { targets, sources, params, out, tidal } = call;
+    let k = crate::kernel::Softened::of(params);
+    for (i, t) in targets.iter().enumerate() {
+        let (mut sums, mut tsums) = (Field::zero(), Tidal::zero());
+        for s in sources {
+            k.pair_tidal(t.position(), s, &mut sums, &mut tsums);
+        }
+        crate::gradient::subtract_self_tidal(params, &k, sources, i, &mut sums, &mut tsums);
+        crate::kernel::finish(params.g, &sums, params.potential, &mut out[i]);
+        crate::kernel::finish_tidal(params.g, &tsums, &mut tidal[i]);
+    }
+}
+
+/// The targets' part of [`Executor::vjp`] in plain loops: `T_i c_i − h_i a_i`.
+fn vjp_target_loops<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    params: &Params<T>,
+    cotangents: &[Field<T>],
+    grads: &mut [Particle<T>],
+) {
+    let k = crate::kernel::Softened::of(params);
+    for (i, t) in targets.iter().enumerate() {
+        let (mut sums, mut tsums) = (Field::zero(), Tidal::zero());
+        for s in sources {
+            k.pair_tidal(t.position(), s, &mut sums, &mut tsums);
+        }
+        crate::gradient::subtract_self_tidal(params, &k, sources, i, &mut sums, &mut tsums);
+        crate::gradient::add_target_gradient(params, &sums, &tsums, &cotangents[i], &mut grads[i]);
+    }
+}
+
+/// The sources' part of [`Executor::vjp`] in plain loops.
+fn vjp_source_loops<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    params: &Params<T>,
+    cotangents: &[Field<T>],
+    grads: &mut [Particle<T>],
+) {
+    let k = crate::kernel::Softened::of(params);
+    let target_of = |j| params.overlap.target_of(j, targets.len());
+    for (j, src) in sources.iter().enumerate() {
+        let (mut s, mut m) = ([T::zero(); 3], T::zero());
+        for (t, c) in targets.iter().zip(cotangents) {
+            let h = if params.potential { c.phi } else { T::zero() };
+            crate::gradient::pair_source_gradient(
+                &k,
+                src.position(),
+                t.position(),
+                c.acceleration(),
+                h,
+                &mut s,
+                &mut m,
+            );
+        }
+        if let Some(i) = target_of(j) {
+            crate::gradient::subtract_self_source(params, &k, &cotangents[i], &mut s, &mut m);
+        }
+        crate::gradient::add_source_gradient(params, src.m, &s, m, &mut grads[j]);
     }
 }
 

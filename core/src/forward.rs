@@ -7,12 +7,12 @@
 
 use crate::calls::{
     BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
-    SnapCall,
+    SnapCall, TidalCall, VjpCall,
 };
 use crate::cell::Cell;
 use crate::executor::{Bodies, Executor, InteractionList, Kinematics, LeafList, PerParticle};
 use crate::neighbours::Neighbours;
-use crate::{Error, Field, Jerk, Params, Particle, Real};
+use crate::{Error, Field, Jerk, Params, Particle, Real, Tidal};
 
 /// What a call asks for, as a wrapper's [`Forward::before`] sees it.
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +35,21 @@ pub enum Call<'a> {
     },
     /// With the jerk and the snap.
     Snap {
+        /// Targets.
+        targets: usize,
+        /// Sources.
+        sources: usize,
+    },
+    /// With the tidal tensor.
+    Tidal {
+        /// Targets.
+        targets: usize,
+        /// Sources.
+        sources: usize,
+    },
+    /// A vector-Jacobian product: a pass over the sources of each target and one over
+    /// the targets of each source.
+    Vjp {
         /// Targets.
         targets: usize,
         /// Sources.
@@ -77,7 +92,9 @@ impl Call<'_> {
             Call::Accelerations { targets, sources }
             | Call::Jerk { targets, sources, .. }
             | Call::Snap { targets, sources }
+            | Call::Tidal { targets, sources }
             | Call::Cells { targets, cells: sources } => targets * sources,
+            Call::Vjp { targets, sources } => 2 * targets * sources,
             Call::Batch { list, .. } => list.interactions(),
             Call::BatchCells { list, .. } => list.particles.interactions() + list.cell_interactions(),
         }
@@ -134,7 +151,10 @@ impl<E> Forward for Counted<E> {
         self.calls += 1;
         self.interactions += match (*call, self.all_sources) {
             (
-                Call::Accelerations { targets, .. } | Call::Jerk { targets, .. } | Call::Snap { targets, .. },
+                Call::Accelerations { targets, .. }
+                | Call::Jerk { targets, .. }
+                | Call::Snap { targets, .. }
+                | Call::Tidal { targets, .. },
                 Some(all),
             ) => targets as f64 * all as f64,
             _ => call.interactions() as f64,
@@ -280,6 +300,43 @@ where
         self.before(&Call::Snap { targets: call.targets.pos.len(), sources: call.sources.pos.len() });
         // SAFETY: the same call, the same contract.
         unsafe { self.inner_mut().accelerations_snap_unchecked(call) }
+    }
+
+    fn accelerations_tidal(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        out: &mut [Field<T>],
+        tidal: &mut [Tidal<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Tidal { targets: targets.len(), sources: sources.len() });
+        self.inner_mut().accelerations_tidal(targets, sources, params, out, tidal)
+    }
+
+    unsafe fn accelerations_tidal_unchecked(&mut self, call: TidalCall<'_, T>) -> Result<(), Error> {
+        self.before(&Call::Tidal { targets: call.targets.len(), sources: call.sources.len() });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().accelerations_tidal_unchecked(call) }
+    }
+
+    fn vjp(
+        &mut self,
+        targets: &[Particle<T>],
+        sources: &[Particle<T>],
+        params: &Params<T>,
+        cotangents: &[Field<T>],
+        target_grads: &mut [Particle<T>],
+        source_grads: &mut [Particle<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::Vjp { targets: targets.len(), sources: sources.len() });
+        self.inner_mut().vjp(targets, sources, params, cotangents, target_grads, source_grads)
+    }
+
+    unsafe fn vjp_unchecked(&mut self, call: VjpCall<'_, T>) -> Result<(), Error> {
+        self.before(&Call::Vjp { targets: call.targets.len(), sources: call.sources.len() });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().vjp_unchecked(call) }
     }
 
     fn accelerations_batch(

@@ -20,7 +20,7 @@
 //! assert_eq!(acc.phi, -2.0);
 //! ```
 
-use crate::{Field, Jerk, Params, Particle, Real, Softening, Velocity, rsqrt};
+use crate::{Field, Jerk, Params, Particle, Real, Softening, Tidal, Velocity, rsqrt};
 
 /// `1/r` for `r² = |d|² + ε²`; zero when `masked` and `r²` is below the smallest normal
 /// number (zero, or a separation so small that 1/r³ would overflow anyway: treated as
@@ -326,6 +326,36 @@ impl<T: Real> Softened<T> {
         jerk.jz = jerk.jz + mg * dv[2] + radial * d[2];
     }
 
+    /// The pair's kernel terms without the mass at squared separation `d2 = |d|²`:
+    /// `(w, g, dg)` with `phi −= m w`, `a += m g d` and `∂(g d)/∂d = g I + dg d dᵀ` (see
+    /// [`spline`]); all zero for a masked pair. What the gradient passes take, where the
+    /// mass is not the pair's factor.
+    ///
+    /// ```
+    /// use nbody_core::kernel::Softened;
+    /// let k = Softened::Plummer { eps2: 0.0f64, masked: true };
+    /// assert_eq!(k.terms(4.0), (0.5, 0.125, -3.0 / 32.0));
+    /// assert_eq!(k.terms(0.0), (0.0, 0.0, 0.0));
+    /// ```
+    #[inline(always)]
+    pub fn terms(&self, d2: T) -> (T, T, T) {
+        match *self {
+            Softened::Plummer { eps2, masked } => {
+                let rinv = inverse_distance(eps2 + d2, masked);
+                let rinv2 = rinv * rinv;
+                (rinv, rinv2 * rinv, T::from_f64(-3.0) * rinv2 * rinv2 * rinv)
+            }
+            Softened::Spline { h, h_inv } => spline(d2, h, h_inv),
+        }
+    }
+
+    /// [`Softened::pair`] plus the pair's tidal term: `tidal −= m (g I + dg d dᵀ)`.
+    #[inline(always)]
+    pub fn pair_tidal(&self, xi: [T; 3], src: &Particle<T>, acc: &mut Field<T>, tidal: &mut Tidal<T>) {
+        let (d, mg, mdg) = self.pair(xi, src, acc);
+        add_tidal_term(tidal, d, mg, mdg);
+    }
+
     /// What the kernel adds to the potential of a particle of mass `m` from itself
     /// (without G and sign), removed for targets that are also sources: `m / ε` for
     /// both kernels, in each one's own arithmetic; 0 when masked.
@@ -337,6 +367,26 @@ impl<T: Real> Softened<T> {
             Softened::Spline { h, h_inv } => m * spline(T::zero(), h, h_inv).0,
         }
     }
+}
+
+/// `tidal −= mg I + mdg d dᵀ`: one pair's tidal term, given its mass-weighted `g` and
+/// `dg`.
+#[inline(always)]
+pub fn add_tidal_term<T: Real>(tidal: &mut Tidal<T>, d: [T; 3], mg: T, mdg: T) {
+    let (ex, ey, ez) = (mdg * d[0], mdg * d[1], mdg * d[2]);
+    tidal.xx = tidal.xx - (mg + ex * d[0]);
+    tidal.xy = tidal.xy - ex * d[1];
+    tidal.xz = tidal.xz - ex * d[2];
+    tidal.yy = tidal.yy - (mg + ey * d[1]);
+    tidal.yz = tidal.yz - ey * d[2];
+    tidal.zz = tidal.zz - (mg + ez * d[2]);
+}
+
+/// Adds `G · sums` into `out` lane by lane.
+#[inline(always)]
+pub fn finish_tidal<T: Real>(g: T, sums: &Tidal<T>, out: &mut Tidal<T>) {
+    let (s, o) = (sums.lanes(), out.lanes());
+    *out = Tidal::new(core::array::from_fn(|k| o[k] + g * s[k]));
 }
 
 /// The potential a particle of mass `m` adds to itself through the softened kernel

@@ -202,6 +202,74 @@ impl<T: Real> Jerk<T> {
     }
 }
 
+/// The tidal tensor of one target, the gradient of its acceleration with respect to its
+/// own position, `∂a/∂x = −G Σ_j m_j (g I + g′ d dᵀ)` (Newtonian: `G Σ_j m_j (3 d dᵀ / r⁵ −
+/// I / r³)`), as its six distinct lanes `[xx, xy, xz, yy, yz, zz]`; calls add into it.
+/// Six lanes of `T`, `bytemuck::Pod`, so a `(n, 6)` array is viewed without a copy.
+///
+/// ```
+/// use nbody_core::Tidal;
+/// let t = Tidal::new([1.0f64, 0.0, 0.0, -0.5, 0.0, -0.5]);
+/// assert_eq!(t.apply([1.0, 2.0, 0.0]), [1.0, -1.0, 0.0]);
+/// assert_eq!(t.xx + t.yy + t.zz, 0.0); // traceless outside the softening
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Tidal<T: Real> {
+    /// ∂a_x/∂x.
+    pub xx: T,
+    /// ∂a_x/∂y = ∂a_y/∂x.
+    pub xy: T,
+    /// ∂a_x/∂z = ∂a_z/∂x.
+    pub xz: T,
+    /// ∂a_y/∂y.
+    pub yy: T,
+    /// ∂a_y/∂z = ∂a_z/∂y.
+    pub yz: T,
+    /// ∂a_z/∂z.
+    pub zz: T,
+}
+
+// SAFETY: six lanes of one Pod float, `repr(C)`: no padding, every bit pattern valid
+// (the assertions check the size for both types).
+unsafe impl<T: Real> bytemuck::Zeroable for Tidal<T> {}
+// SAFETY: as above.
+unsafe impl<T: Real> bytemuck::Pod for Tidal<T> {}
+
+const _: () = {
+    assert!(core::mem::size_of::<Tidal<f32>>() == 24);
+    assert!(core::mem::size_of::<Tidal<f64>>() == 48);
+};
+
+impl<T: Real> Tidal<T> {
+    /// The lanes' pairs of axes, in the record's order.
+    pub const AXES: [(usize, usize); 6] = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)];
+
+    /// A tensor from its lanes `[xx, xy, xz, yy, yz, zz]`.
+    pub fn new(l: [T; 6]) -> Self {
+        Self { xx: l[0], xy: l[1], xz: l[2], yy: l[3], yz: l[4], zz: l[5] }
+    }
+
+    /// All lanes zero.
+    pub fn zero() -> Self {
+        Self::default()
+    }
+
+    /// `[xx, xy, xz, yy, yz, zz]`.
+    pub fn lanes(&self) -> [T; 6] {
+        [self.xx, self.xy, self.xz, self.yy, self.yz, self.zz]
+    }
+
+    /// The tensor times the vector `c`.
+    pub fn apply(&self, c: [T; 3]) -> [T; 3] {
+        [
+            self.xx * c[0] + self.xy * c[1] + self.xz * c[2],
+            self.xy * c[0] + self.yy * c[1] + self.yz * c[2],
+            self.xz * c[0] + self.yz * c[1] + self.zz * c[2],
+        ]
+    }
+}
+
 /// Borrowed SoA particles: four slices of one length.
 ///
 /// ```

@@ -46,6 +46,7 @@ pub mod columns;
 mod error;
 mod executor;
 pub mod forward;
+pub mod gradient;
 #[cfg(feature = "alloc")]
 pub mod jmemory;
 pub mod kernel;
@@ -70,7 +71,7 @@ pub use executor::{
     Bodies, Executor, InteractionList, Kinematics, LeafList, Pair, PerParticle, Span, validate_batch,
     validate_batch_cells, validate_cells,
 };
-pub use layout::{Field, Jerk, Particle, SoaRef, Velocity};
+pub use layout::{Field, Jerk, Particle, SoaRef, Tidal, Velocity};
 pub use params::{Overlap, PairRule, Params, SPLINE_SUPPORT, Softening};
 pub use real::Real;
 pub use reference::Reference;

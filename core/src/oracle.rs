@@ -341,6 +341,95 @@ pub fn vjp<T: Real>(
     Ok(())
 }
 
+/// Error scales of the gradients (see [`gradient_scales`]): the sums of the magnitudes of
+/// each value's terms, each widened by how far rounding the coordinates moves it, in the
+/// value's units (G included).
+#[derive(Debug)]
+pub struct GradientScales<'a> {
+    /// One per target, for every lane of its tidal tensor.
+    pub tidal: &'a mut [f64],
+    /// One per target, for its position gradient.
+    pub targets: &'a mut [f64],
+    /// One per source, for its position gradient.
+    pub sources: &'a mut [f64],
+    /// One per source, for its mass gradient.
+    pub masses: &'a mut [f64],
+}
+
+/// The error scales of [`tidal`] and [`vjp`] (overwritten into `out`), by which tests
+/// judge an executor's gradients as [`Exact`]'s bounds judge its field: each pair adds
+/// its terms' magnitudes, widened by `1 + 5 |x| / r` (`|x|` the coordinates' size: their
+/// rounding moves `d` by `u |x|`, and the terms go as up to `r⁻⁵`); a target's own pair,
+/// which executors add and subtract, adds its `m g(0)` and `w(0)`. Validated like
+/// [`vjp`].
+///
+/// ```
+/// use nbody_core::oracle::{self, Cotangents, GradientScales};
+/// use nbody_core::{Params, Particle};
+/// let ps = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(2.0, 0.0, 0.0, 1.0)];
+/// let cot = [[1.0, 0.0, 0.0]; 2];
+/// let (mut t, mut gt, mut gs, mut gm) = ([0.0; 2], [0.0; 2], [0.0; 2], [0.0; 2]);
+/// let out = GradientScales { tidal: &mut t, targets: &mut gt, sources: &mut gs, masses: &mut gm };
+/// oracle::gradient_scales(&ps, &ps, &Params::softened(0.0).with_overlap_identical(), Cotangents { acc: &cot, phi: None }, out)
+///     .unwrap();
+/// assert!(t[0] >= 0.5 && gs[1] >= 0.5 && gm[1] >= 0.25); // at least the terms themselves
+/// ```
+pub fn gradient_scales<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    params: &Params<T>,
+    cot: Cotangents<'_>,
+    out: GradientScales<'_>,
+) -> Result<(), Error> {
+    let n = targets.len();
+    validate::call(targets, sources, params, n)?;
+    validate::length("acceleration cotangents", n, cot.acc.len())?;
+    for (what, len) in [("tidal scales", out.tidal.len()), ("target scales", out.targets.len())] {
+        validate::length(what, n, len)?;
+    }
+    for (what, len) in [("source scales", out.sources.len()), ("mass scales", out.masses.len())] {
+        validate::length(what, sources.len(), len)?;
+    }
+    let (g, eps2, masked) = (params.g.to_f64(), params.eps.to_f64() * params.eps.to_f64(), params.masked());
+    let norm = |a: [f64; 3]| Float::sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
+    let h = |i: usize| cot.phi.map_or(0.0, |h| h[i]).abs();
+    let self_terms = pair_terms::<T>(params, [0.0; 3], eps2, masked);
+    out.sources.fill(0.0);
+    out.masses.fill(0.0);
+    for (i, t) in targets.iter().enumerate() {
+        let xi = lanes(t);
+        let c = norm(cot.acc[i]);
+        let (mut tidal, mut acc) = (0.0, 0.0);
+        for (j, s) in sources.iter().enumerate() {
+            let xj = lanes(s);
+            let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
+            let m = xj[3];
+            if Some(j) == params.overlap.source_of(i) {
+                if let Some(k) = &self_terms {
+                    tidal += m * k.g.abs();
+                    out.sources[j] += m * k.g.abs() * c;
+                    out.masses[j] += h(i) * k.w.abs();
+                }
+                continue;
+            }
+            let Some(k) = pair_terms::<T>(params, d, eps2, masked) else { continue };
+            let coord = norm([xi[0], xi[1], xi[2]]) + norm([xj[0], xj[1], xj[2]]);
+            let widen = 1.0 + 5.0 * coord * k.rinv;
+            let r = Float::sqrt(k.dist2);
+            let (gk, dgk) = (k.g.abs(), k.dg.abs() * k.dist2);
+            tidal += m * (gk + dgk) * widen;
+            acc += m * gk * r * widen;
+            out.sources[j] += m * ((gk + dgk) * c + h(i) * gk * r) * widen;
+            out.masses[j] += (gk * r * c + h(i) * k.w.abs()) * widen;
+        }
+        out.tidal[i] = g * tidal;
+        out.targets[i] = g * (tidal * c + h(i) * acc);
+    }
+    out.sources.iter_mut().for_each(|x| *x *= g);
+    out.masses.iter_mut().for_each(|x| *x *= g);
+    Ok(())
+}
+
 /// A particle's lanes in f64.
 fn lanes<T: Real>(p: &Particle<T>) -> [f64; 4] {
     [p.x.to_f64(), p.y.to_f64(), p.z.to_f64(), p.m.to_f64()]

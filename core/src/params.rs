@@ -49,6 +49,20 @@ impl Overlap {
         }
     }
 
+    /// The target index source `j` is, if any, for `n_targets` targets (the inverse of
+    /// [`Overlap::source_of`]).
+    ///
+    /// ```
+    /// use nbody_core::Overlap;
+    /// let o = Overlap::Shared { target_start: 2, source_start: 10, len: 3 };
+    /// assert_eq!((o.target_of(11, 8), o.target_of(13, 8)), (Some(3), None));
+    /// ```
+    #[inline]
+    pub fn target_of(&self, j: usize, n_targets: usize) -> Option<usize> {
+        let (t0, s0, len) = self.resolve(n_targets);
+        (j >= s0 && j - s0 < len).then(|| t0 + (j - s0))
+    }
+
     /// The shared targets as `(target_start, source_start, len)` for arrays of the given
     /// lengths (`Identical` spans them all; validation has checked they are equal).
     pub fn resolve(&self, n_targets: usize) -> (usize, usize, usize) {

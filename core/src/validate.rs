@@ -397,6 +397,66 @@ pub fn snap_call<T: Real>(
     sides.check(targets.acc, sources.acc, &p.overlap, accelerations, |a, b| a.acceleration() == b.acceleration())
 }
 
+/// Everything a tidal call checks: an acceleration call's checks, then the tidal
+/// output's length.
+///
+/// ```
+/// use nbody_core::{validate, Params, Particle};
+/// let p = [Particle::new(0.0f64, 0.0, 0.0, 1.0)];
+/// assert!(validate::tidal_call(&p, &p, &Params::softened(0.1), 1, 1).is_ok());
+/// assert!(validate::tidal_call(&p, &p, &Params::softened(0.1), 1, 2).is_err());
+/// ```
+pub fn tidal_call<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    p: &Params<T>,
+    out_len: usize,
+    tidal_len: usize,
+) -> Result<(), Error> {
+    call(targets, sources, p, out_len)?;
+    length("tidal output", targets.len(), tidal_len)
+}
+
+/// Everything a vector-Jacobian product checks: an acceleration call's checks with one
+/// cotangent per target (finite in the lanes the call reads: the potential's only when
+/// `p.potential`), then one gradient per target and per source.
+///
+/// ```
+/// use nbody_core::{validate, Array, Error, Field, Params, Particle};
+/// let p = [Particle::new(0.0f64, 0.0, 0.0, 1.0)];
+/// let bad = [Field::new(f64::NAN, 0.0, 0.0, 0.0)];
+/// assert_eq!(
+///     validate::vjp_call(&p, &p, &Params::softened(0.1), &bad, 1, 1),
+///     Err(Error::NonFinite { array: Array::Cotangents, index: 0 })
+/// );
+/// let unread = [Field::new(0.0, 0.0, 0.0, f64::NAN)]; // an acceleration-only call
+/// assert!(validate::vjp_call(&p, &p, &Params::softened(0.1).acceleration_only(), &unread, 1, 1).is_ok());
+/// ```
+pub fn vjp_call<T: Real>(
+    targets: &[Particle<T>],
+    sources: &[Particle<T>],
+    p: &Params<T>,
+    cotangents: &[crate::Field<T>],
+    target_grads_len: usize,
+    source_grads_len: usize,
+) -> Result<(), Error> {
+    call(targets, sources, p, cotangents.len())?;
+    // The lanes the call reads: a cotangent on an output the call leaves alone is not.
+    let read = |c: &crate::Field<T>| [c.ax, c.ay, c.az, if p.potential { c.phi } else { T::zero() }];
+    for (index, c) in cotangents.iter().enumerate() {
+        let lanes = read(c);
+        if !lanes.iter().all(|x| x.is_finite()) {
+            return Err(Error::NonFinite { array: Array::Cotangents, index });
+        }
+        // Bounded like coordinates, so a cotangent times a pair's terms stays finite.
+        if !lanes.iter().all(|&x| in_range(x)) {
+            return Err(Error::OutOfRange { array: Array::Cotangents, index });
+        }
+    }
+    length("target gradients", targets.len(), target_grads_len)?;
+    length("source gradients", sources.len(), source_grads_len)
+}
+
 /// What a jerk call checks beyond an acceleration call.
 fn jerk_extras<T: Real>(
     targets: &Bodies<'_, T>,

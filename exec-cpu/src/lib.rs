@@ -21,6 +21,7 @@
 
 mod cells;
 mod dispatch;
+mod gradients;
 mod kernel;
 pub mod lists;
 mod mixed;
@@ -33,6 +34,7 @@ pub use mixed::{MAX_EXTENT, MixedExecutor};
 
 use nbody_core::calls::{
     BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
+    TidalCall, VjpCall,
 };
 use nbody_core::kernel::Softened;
 use nbody_core::neighbours::Neighbours;
@@ -150,11 +152,16 @@ pub trait CpuReal: Real {
     fn cell_kernel(isa: Isa) -> cells::CellFn<Self>;
     /// The kernel with a softening per particle.
     fn each_kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<Self>;
+    #[doc(hidden)]
+    fn gradient_passes(isa: Isa, masked: bool) -> gradients::Passes<Self>;
 }
 
 impl CpuReal for f32 {
     fn scratch<'a>(s32: &'a mut Scratch<f32>, _: &'a mut Scratch<f64>) -> &'a mut Scratch<f32> {
         s32
+    }
+    fn gradient_passes(isa: Isa, masked: bool) -> gradients::Passes<f32> {
+        gradients::f32_passes(isa, masked)
     }
     fn kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<f32> {
         dispatch::f32_kernel(isa, potential, masked, softening)
@@ -174,6 +181,9 @@ impl CpuReal for f64 {
     fn scratch<'a>(_: &'a mut Scratch<f32>, s64: &'a mut Scratch<f64>) -> &'a mut Scratch<f64> {
         s64
     }
+    fn gradient_passes(isa: Isa, masked: bool) -> gradients::Passes<f64> {
+        gradients::f64_passes(isa, masked)
+    }
     fn kernel(isa: Isa, potential: bool, masked: bool, softening: Softening) -> dispatch::KernelFn<f64> {
         dispatch::f64_kernel(isa, potential, masked, softening)
     }
@@ -189,6 +199,15 @@ impl CpuReal for f64 {
 }
 
 impl CpuExecutor {
+    /// The gradient passes of a call's kernel: the vector kernels for Plummer, the
+    /// core's scalar terms for the spline.
+    fn gradient_kernel<T: CpuReal>(&self, params: &Params<T>) -> gradients::Kernel<T> {
+        match Softened::of(params) {
+            Softened::Plummer { masked, .. } => gradients::Kernel::Vector(T::gradient_passes(self.isa, masked)),
+            k => gradients::Kernel::Scalar(k),
+        }
+    }
+
     /// The shared path of both entry points: stage SoA copies, run the kernel over
     /// target blocks on every thread, then add `G ·` sums (and the self term) into the
     /// outputs. The source particles are checked while they are copied (the caller
@@ -542,6 +561,20 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         let (n_out, n_jerk) = (out.len(), jerk.len());
         let run = self.run(targets, sources, None, params, out, Some(jerk), Some(neighbours));
         named(run, || validate::jerk_call(&targets, &sources, params, n_out, n_jerk))
+    }
+
+    /// A vector of targets against every source on every thread (Plummer in the SIMD
+    /// kernels, the spline in the core's scalar terms).
+    unsafe fn accelerations_tidal_unchecked(&mut self, call: TidalCall<'_, T>) -> Result<(), Error> {
+        gradients::tidal(self.pool.as_ref(), self.gradient_kernel(call.params), call);
+        Ok(())
+    }
+
+    /// The targets' pass as the tidal call's, then a vector of sources against every
+    /// target (its cotangents broadcast), on every thread.
+    unsafe fn vjp_unchecked(&mut self, call: VjpCall<'_, T>) -> Result<(), Error> {
+        gradients::vjp(self.pool.as_ref(), self.gradient_kernel(call.params), call);
+        Ok(())
     }
 
     /// Spreads the pairs over the threads: the particle range is cut into runs of equal

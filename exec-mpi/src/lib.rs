@@ -59,11 +59,13 @@ pub use resident::DistributedState;
 use mpi::collective::SystemOperation;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::*;
-use nbody_core::calls::{BatchCall, DirectCall, JerkCall, NeighboursCall, SnapCall};
+use nbody_core::calls::{BatchCall, DirectCall, JerkCall, NeighboursCall, SnapCall, TidalCall, VjpCall};
 use nbody_core::collective::Collective;
 use nbody_core::kernel::{add_fields, add_jerks};
 use nbody_core::projection::Projection;
-use nbody_core::{Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Params, Particle, Real, validate};
+use nbody_core::{
+    Bodies, Error, Executor, Field, InteractionList, Jerk, Kinematics, Params, Particle, Real, Tidal, validate,
+};
 
 /// How a [`Distributed`] executor moves sources between ranks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -285,6 +287,9 @@ fn unsupported(operation: &'static str) -> Error {
             "a list indexes one particle array, which no rank holds whole: run each rank's list on inner_mut(), or use Replicated"
         }
         "accelerations_snap" => "the snap's source accelerations are not passed between ranks yet: use Replicated",
+        "accelerations_tidal" | "vjp" => {
+            "the gradients' passes are not collectives yet (each rank holds a share of the sources): use Replicated"
+        }
         _ => "neighbours are not gathered across ranks yet: use Replicated, or the per-rank executor",
     };
     Error::Unsupported { operation, reason }
@@ -387,6 +392,39 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
 
     unsafe fn accelerations_snap_unchecked(&mut self, _call: SnapCall<'_, T>) -> Result<(), Error> {
         Err(unsupported("accelerations_snap"))
+    }
+
+    /// Refused: the trait's loops would see this rank's sources only.
+    fn accelerations_tidal(
+        &mut self,
+        _targets: &[Particle<T>],
+        _sources: &[Particle<T>],
+        _params: &Params<T>,
+        _out: &mut [Field<T>],
+        _tidal: &mut [Tidal<T>],
+    ) -> Result<(), Error> {
+        Err(unsupported("accelerations_tidal"))
+    }
+
+    unsafe fn accelerations_tidal_unchecked(&mut self, _call: TidalCall<'_, T>) -> Result<(), Error> {
+        Err(unsupported("accelerations_tidal"))
+    }
+
+    /// Refused, as the tidal call is.
+    fn vjp(
+        &mut self,
+        _targets: &[Particle<T>],
+        _sources: &[Particle<T>],
+        _params: &Params<T>,
+        _cotangents: &[Field<T>],
+        _target_grads: &mut [Particle<T>],
+        _source_grads: &mut [Particle<T>],
+    ) -> Result<(), Error> {
+        Err(unsupported("vjp"))
+    }
+
+    unsafe fn vjp_unchecked(&mut self, _call: VjpCall<'_, T>) -> Result<(), Error> {
+        Err(unsupported("vjp"))
     }
 
     /// Refused: an interaction list indexes one particle array, which no rank holds

@@ -1,0 +1,109 @@
+//! The vector-Jacobian product's and the tidal tensor's pair terms and finishing steps,
+//! written once for the plain loops of [`crate::Executor`]'s default hooks and for every
+//! executor's own passes, so that each rounds alike.
+//!
+//! The product has two passes. Over the sources of each target: its field and tidal
+//! tensor `T_i`, then `∂L/∂x_i = G (T_i c_i − h_i a_i)` ([`add_target_gradient`]). Over the
+//! targets of each source (the targets' cotangents taking the sources' part):
+//! `∂L/∂x_j = G m_j Σ_i (g c_i + dg (d·c_i) d + h_i g d)` and `∂L/∂m_j = G Σ_i (g d·c_i −
+//! h_i w)` ([`pair_source_gradient`], [`add_source_gradient`]). A particle that is both
+//! has its own pair summed and then subtracted, as the potential's `m / ε` is.
+//!
+//! ```
+//! use nbody_core::gradient::pair_source_gradient;
+//! use nbody_core::kernel::Softened;
+//! // A unit cotangent along x at a target 2 to the source's left: the mass gradient is
+//! // g d·c = 1/8 · 2.
+//! let k = Softened::Plummer { eps2: 0.0f64, masked: true };
+//! let (mut s, mut m) = ([0.0; 3], 0.0);
+//! pair_source_gradient(&k, [2.0, 0.0, 0.0], [0.0; 3], [1.0, 0.0, 0.0], 0.0, &mut s, &mut m);
+//! assert_eq!(m, 0.25);
+//! assert_eq!(s[0], 0.125 - 3.0 / 32.0 * 4.0); // g − 3 d² / r⁵
+//! ```
+
+use crate::kernel::Softened;
+use crate::{Field, Params, Particle, Real, Tidal};
+
+/// Removes a target's own pair from its sums (when it is a source): the potential's
+/// `m / ε` and the tidal tensor's `−m g(0) I` (the pair's acceleration is zero).
+pub fn subtract_self_tidal<T: Real>(
+    params: &Params<T>,
+    k: &Softened<T>,
+    sources: &[Particle<T>],
+    i: usize,
+    sums: &mut Field<T>,
+    tidal: &mut Tidal<T>,
+) {
+    if let Some(j) = params.overlap.source_of(i) {
+        let m = sources[j].m;
+        sums.phi = sums.phi + k.self_potential(m);
+        let mg0 = m * k.terms(T::zero()).1;
+        tidal.xx = tidal.xx + mg0;
+        tidal.yy = tidal.yy + mg0;
+        tidal.zz = tidal.zz + mg0;
+    }
+}
+
+/// Adds `G (T c − h a)` into a target's gradient, from its sums without G (`h` only when
+/// the call computes the potential).
+#[inline(always)]
+pub fn add_target_gradient<T: Real>(
+    params: &Params<T>,
+    sums: &Field<T>,
+    tidal: &Tidal<T>,
+    c: &Field<T>,
+    grad: &mut Particle<T>,
+) {
+    let tc = tidal.apply(c.acceleration());
+    let h = if params.potential { c.phi } else { T::zero() };
+    let a = sums.acceleration();
+    grad.x = grad.x + params.g * (tc[0] - h * a[0]);
+    grad.y = grad.y + params.g * (tc[1] - h * a[1]);
+    grad.z = grad.z + params.g * (tc[2] - h * a[2]);
+}
+
+/// One (target, source) pair's terms of a source's gradient sums, without G and the
+/// source's mass: `s += g c + dg (d·c) d + h g d` and `m += g d·c − h w`, with
+/// `d = x_j − x_i`. The targets' cotangents play the sources' part here.
+#[inline(always)]
+pub fn pair_source_gradient<T: Real>(
+    k: &Softened<T>,
+    xj: [T; 3],
+    xi: [T; 3],
+    c: [T; 3],
+    h: T,
+    s: &mut [T; 3],
+    m: &mut T,
+) {
+    let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
+    let (w, g, dg) = k.terms(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    let dc = d[0] * c[0] + d[1] * c[1] + d[2] * c[2];
+    let (radial, hg) = (dg * dc, h * g);
+    for a in 0..3 {
+        s[a] = s[a] + (g * c[a] + (radial + hg) * d[a]);
+    }
+    *m = *m + (g * dc - h * w);
+}
+
+/// Removes a source's own pair (as a target, at zero separation) from its gradient sums:
+/// `s −= g(0) c` and `m += h w(0)`.
+#[inline(always)]
+pub fn subtract_self_source<T: Real>(params: &Params<T>, k: &Softened<T>, c: &Field<T>, s: &mut [T; 3], m: &mut T) {
+    let (w0, g0, _) = k.terms(T::zero());
+    let h = if params.potential { c.phi } else { T::zero() };
+    let c = c.acceleration();
+    for a in 0..3 {
+        s[a] = s[a] - g0 * c[a];
+    }
+    *m = *m + h * w0;
+}
+
+/// Adds `G m_j s` and `G m` into a source's gradient.
+#[inline(always)]
+pub fn add_source_gradient<T: Real>(params: &Params<T>, mass: T, s: &[T; 3], m: T, grad: &mut Particle<T>) {
+    let gm = params.g * mass;
+    grad.x = grad.x + gm * s[0];
+    grad.y = grad.y + gm * s[1];
+    grad.z = grad.z + gm * s[2];
+    grad.m = grad.m + params.g * m;
+}
