@@ -565,6 +565,77 @@ enum NbodyStatus nbody_jerk_f64(struct NbodyExecutor *e,
                                 double *jerk_out);
 
 /**
+ * Adds the field into `out` (as [`nbody_accelerations_f32`]) and each target's tidal
+ * tensor, the gradient of its acceleration with respect to its own position, into
+ * `tidal`: six floats a target, `[xx, xy, xz, yy, yz, zz]`.
+ *
+ * # Safety
+ * `targets` and `out` hold `n_targets` 4-float records (16-byte aligned), `sources`
+ * `n_sources`, `tidal` `6 n_targets` floats; outputs must not overlap inputs.
+ */
+enum NbodyStatus nbody_tidal_f32(struct NbodyExecutor *e,
+                                 const float *targets,
+                                 size_t n_targets,
+                                 const float *sources,
+                                 size_t n_sources,
+                                 const struct NbodyParams *params,
+                                 float *out,
+                                 float *tidal_out);
+
+/**
+ * [`nbody_tidal_f32`] for doubles.
+ *
+ * # Safety
+ * As [`nbody_tidal_f32`], with 4-double records and doubles.
+ */
+enum NbodyStatus nbody_tidal_f64(struct NbodyExecutor *e,
+                                 const double *targets,
+                                 size_t n_targets,
+                                 const double *sources,
+                                 size_t n_sources,
+                                 const struct NbodyParams *params,
+                                 double *out,
+                                 double *tidal_out);
+
+/**
+ * The vector-Jacobian product of [`nbody_accelerations_f32`]: for `cotangents` (one
+ * `[cx, cy, cz, h]` record per target: `c` on its acceleration, `h` on its potential,
+ * read only when `params->potential`), adds the gradients of `sum_i c_i . a_i + h_i phi_i`
+ * with respect to each target's position into `target_grads` (`[gx, gy, gz, 0]`) and
+ * each source's position and mass into `source_grads` (`[gx, gy, gz, gm]`). Where the
+ * targets are the sources, a particle's gradient is the sum of its two records.
+ *
+ * # Safety
+ * `targets`, `cotangents` and `target_grads` hold `n_targets` 4-float records (16-byte
+ * aligned), `sources` and `source_grads` `n_sources`; outputs must not overlap inputs.
+ */
+enum NbodyStatus nbody_vjp_f32(struct NbodyExecutor *e,
+                               const float *targets,
+                               size_t n_targets,
+                               const float *sources,
+                               size_t n_sources,
+                               const struct NbodyParams *params,
+                               const float *cotangents,
+                               float *target_grads,
+                               float *source_grads);
+
+/**
+ * [`nbody_vjp_f32`] for doubles.
+ *
+ * # Safety
+ * As [`nbody_vjp_f32`], with 4-double records.
+ */
+enum NbodyStatus nbody_vjp_f64(struct NbodyExecutor *e,
+                               const double *targets,
+                               size_t n_targets,
+                               const double *sources,
+                               size_t n_sources,
+                               const struct NbodyParams *params,
+                               const double *cotangents,
+                               double *target_grads,
+                               double *source_grads);
+
+/**
  * Runs every pair of an interaction list over `n` particles in one call, adding into
  * `out` (`n` records, one per particle). The overlap in `params` is ignored: each
  * pair's follows from its spans.

@@ -52,7 +52,7 @@ use nbody_core::cell::Criterion;
 use nbody_core::projection::{Plane, Projecting, Projection};
 use nbody_core::{
     Bodies, Error, Field, InteractionList, Jerk, Overlap, Pair, Params, Particle, PerParticle, Real, SoaRef, Span,
-    Velocity,
+    Tidal, Velocity,
 };
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
@@ -810,6 +810,145 @@ pub unsafe extern "C" fn nbody_jerk_f64(
 ) -> NbodyStatus {
     let a = JerkArrays { targets, target_vel, n_targets, sources, source_vel, n_sources, out, jerk: jerk_out };
     jerk(e, a, params)
+}
+
+/// The arrays of a gradient call: the call's targets and sources, and what it adds into.
+struct GradientArrays<T> {
+    targets: *const T,
+    n_targets: usize,
+    sources: *const T,
+    n_sources: usize,
+}
+
+fn tidal<T: CReal>(
+    e: *mut NbodyExecutor,
+    a: GradientArrays<T>,
+    p: *const NbodyParams,
+    out: *mut T,
+    tidal: *mut T,
+) -> NbodyStatus {
+    guard(|| {
+        let e = executor(e)?;
+        let p = params::<T>(p)?;
+        // SAFETY: the caller promises each pointer holds its count of records.
+        let (t, s, o, td) = unsafe {
+            (
+                records(a.targets.cast::<Particle<T>>(), a.n_targets, "targets")?,
+                records(a.sources.cast::<Particle<T>>(), a.n_sources, "sources")?,
+                records_mut(out.cast::<Field<T>>(), a.n_targets, "out")?,
+                records_mut(tidal.cast::<Tidal<T>>(), a.n_targets, "tidal")?,
+            )
+        };
+        T::with(e, |x| x.accelerations_tidal(t, s, &p, o, td))?.map_err(Failure::from)
+    })
+}
+
+/// Adds the field into `out` (as [`nbody_accelerations_f32`]) and each target's tidal
+/// tensor, the gradient of its acceleration with respect to its own position, into
+/// `tidal`: six floats a target, `[xx, xy, xz, yy, yz, zz]`.
+///
+/// # Safety
+/// `targets` and `out` hold `n_targets` 4-float records (16-byte aligned), `sources`
+/// `n_sources`, `tidal` `6 n_targets` floats; outputs must not overlap inputs.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nbody_tidal_f32(
+    e: *mut NbodyExecutor,
+    targets: *const f32,
+    n_targets: usize,
+    sources: *const f32,
+    n_sources: usize,
+    params: *const NbodyParams,
+    out: *mut f32,
+    tidal_out: *mut f32,
+) -> NbodyStatus {
+    tidal(e, GradientArrays { targets, n_targets, sources, n_sources }, params, out, tidal_out)
+}
+
+/// [`nbody_tidal_f32`] for doubles.
+///
+/// # Safety
+/// As [`nbody_tidal_f32`], with 4-double records and doubles.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nbody_tidal_f64(
+    e: *mut NbodyExecutor,
+    targets: *const f64,
+    n_targets: usize,
+    sources: *const f64,
+    n_sources: usize,
+    params: *const NbodyParams,
+    out: *mut f64,
+    tidal_out: *mut f64,
+) -> NbodyStatus {
+    tidal(e, GradientArrays { targets, n_targets, sources, n_sources }, params, out, tidal_out)
+}
+
+fn vjp<T: CReal>(
+    e: *mut NbodyExecutor,
+    a: GradientArrays<T>,
+    p: *const NbodyParams,
+    cotangents: *const T,
+    target_grads: *mut T,
+    source_grads: *mut T,
+) -> NbodyStatus {
+    guard(|| {
+        let e = executor(e)?;
+        let p = params::<T>(p)?;
+        // SAFETY: the caller promises each pointer holds its count of 4-lane records.
+        let (t, s, c, gt, gs) = unsafe {
+            (
+                records(a.targets.cast::<Particle<T>>(), a.n_targets, "targets")?,
+                records(a.sources.cast::<Particle<T>>(), a.n_sources, "sources")?,
+                records(cotangents.cast::<Field<T>>(), a.n_targets, "cotangents")?,
+                records_mut(target_grads.cast::<Particle<T>>(), a.n_targets, "target_grads")?,
+                records_mut(source_grads.cast::<Particle<T>>(), a.n_sources, "source_grads")?,
+            )
+        };
+        T::with(e, |x| x.vjp(t, s, &p, c, gt, gs))?.map_err(Failure::from)
+    })
+}
+
+/// The vector-Jacobian product of [`nbody_accelerations_f32`]: for `cotangents` (one
+/// `[cx, cy, cz, h]` record per target: `c` on its acceleration, `h` on its potential,
+/// read only when `params->potential`), adds the gradients of `sum_i c_i . a_i + h_i phi_i`
+/// with respect to each target's position into `target_grads` (`[gx, gy, gz, 0]`) and
+/// each source's position and mass into `source_grads` (`[gx, gy, gz, gm]`). Where the
+/// targets are the sources, a particle's gradient is the sum of its two records.
+///
+/// # Safety
+/// `targets`, `cotangents` and `target_grads` hold `n_targets` 4-float records (16-byte
+/// aligned), `sources` and `source_grads` `n_sources`; outputs must not overlap inputs.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nbody_vjp_f32(
+    e: *mut NbodyExecutor,
+    targets: *const f32,
+    n_targets: usize,
+    sources: *const f32,
+    n_sources: usize,
+    params: *const NbodyParams,
+    cotangents: *const f32,
+    target_grads: *mut f32,
+    source_grads: *mut f32,
+) -> NbodyStatus {
+    vjp(e, GradientArrays { targets, n_targets, sources, n_sources }, params, cotangents, target_grads, source_grads)
+}
+
+/// [`nbody_vjp_f32`] for doubles.
+///
+/// # Safety
+/// As [`nbody_vjp_f32`], with 4-double records.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nbody_vjp_f64(
+    e: *mut NbodyExecutor,
+    targets: *const f64,
+    n_targets: usize,
+    sources: *const f64,
+    n_sources: usize,
+    params: *const NbodyParams,
+    cotangents: *const f64,
+    target_grads: *mut f64,
+    source_grads: *mut f64,
+) -> NbodyStatus {
+    vjp(e, GradientArrays { targets, n_targets, sources, n_sources }, params, cotangents, target_grads, source_grads)
 }
 
 fn batch<T: CReal>(

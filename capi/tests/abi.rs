@@ -581,3 +581,53 @@ fn tree_forces_refuse_a_previous_field_that_is_not_finite_and_positive() {
     // SAFETY: a handle from nbody_open, freed once.
     unsafe { nbody_executor_free(e) };
 }
+
+#[test]
+fn tidal_and_vjp_match_the_reference() {
+    use nbody_core::{Particle, Tidal};
+    let n = 200;
+    let (pos, vel) = nbody_integrators_free_plummer(n);
+    let e = cpu();
+    let params = plummer(0.01, NbodyOverlap::Identical);
+    let rust = Params::softened(0.01).with_overlap_identical();
+    let p = pos.as_ptr().cast::<f64>();
+    let (mut out, mut tidal) = (vec![Field::<f64>::zero(); n], vec![Tidal::<f64>::zero(); n]);
+    // SAFETY: every array holds n aligned records (tidal: n six-lane records).
+    let s = unsafe { nbody_tidal_f64(e, p, n, p, n, &params, out.as_mut_ptr().cast(), tidal.as_mut_ptr().cast()) };
+    assert_eq!(s, NbodyStatus::Ok, "{}", last_error());
+    let (mut want, mut want_t) = (vec![Field::zero(); n], vec![Tidal::zero(); n]);
+    Reference.accelerations_tidal(&pos, &pos, &rust, &mut want, &mut want_t).unwrap();
+    assert!(close_to(&out, &want));
+    for (a, b) in tidal.iter().zip(&want_t) {
+        for (x, y) in a.lanes().iter().zip(b.lanes()) {
+            assert!((x - y).abs() <= 1e-10 * y.abs().max(1.0), "{x} against {y}");
+        }
+    }
+    // The product, with cotangents from the velocities and on the potential.
+    let cot: Vec<Field<f64>> = vel.iter().map(|v| Field::new(v.vx, v.vy, v.vz, 0.5)).collect();
+    let (mut gt, mut gs) = (vec![Particle::<f64>::zero(); n], vec![Particle::<f64>::zero(); n]);
+    let call = |cot: &[Field<f64>], gt: &mut [Particle<f64>], gs: &mut [Particle<f64>]| {
+        // SAFETY: every array holds n aligned records.
+        unsafe {
+            nbody_vjp_f64(e, p, n, p, n, &params, cot.as_ptr().cast(), gt.as_mut_ptr().cast(), gs.as_mut_ptr().cast())
+        }
+    };
+    assert_eq!(call(&cot, &mut gt, &mut gs), NbodyStatus::Ok, "{}", last_error());
+    let (mut wt, mut ws) = (vec![Particle::zero(); n], vec![Particle::zero(); n]);
+    Reference.vjp(&pos, &pos, &rust, &cot, &mut wt, &mut ws).unwrap();
+    let lanes = |q: &Particle<f64>| [q.x, q.y, q.z, q.m];
+    for (a, b) in gt.iter().zip(&wt).chain(gs.iter().zip(&ws)) {
+        for (x, y) in lanes(a).iter().zip(lanes(b)) {
+            assert!((x - y).abs() <= 1e-9 * y.abs().max(1.0), "{x} against {y}");
+        }
+    }
+    // A NaN cotangent is refused by index, and nothing is written.
+    let mut bad = cot.clone();
+    bad[7].ay = f64::NAN;
+    let before = (gt.clone(), gs.clone());
+    assert_ne!(call(&bad, &mut gt, &mut gs), NbodyStatus::Ok);
+    assert!(last_error().contains("cotangents[7]"), "{}", last_error());
+    assert_eq!((gt, gs), before);
+    // SAFETY: the handle came from nbody_open.
+    unsafe { nbody_executor_free(e) };
+}

@@ -172,6 +172,31 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
     F(double *, partial)                                                                                               \
     F(int, n)
 
+// nbody_grad_targets_* (k0: field into out, tidal tensor into tidal, six T a target;
+// k1: each target's gradient into grad) and nbody_grad_sources_* (each source's position
+// and mass gradients into grad): cot holds a cotangent record per target (ax, ay, az on
+// the acceleration, w on the potential, read only when potential is set). arg is eps^2
+// (Plummer) or the spline's support h (h_inv = 1/h); w0 and g0 the kernel's w(0), g(0).
+// Target i's own source is self_s0 + (i - self_t0) for self_t0 <= i < self_t0 + self_len.
+#define GRAD_ARGS_FIELDS(F)                                                                                            \
+    F(const typename V4<T>::type *, targets)                                                                           \
+    F(const typename V4<T>::type *, sources)                                                                           \
+    F(const typename V4<T>::type *, cot)                                                                               \
+    F(typename V4<T>::type *, out)                                                                                     \
+    F(T *, tidal)                                                                                                      \
+    F(typename V4<T>::type *, grad)                                                                                    \
+    F(T, arg)                                                                                                          \
+    F(T, h_inv)                                                                                                        \
+    F(T, w0)                                                                                                           \
+    F(T, g0)                                                                                                           \
+    F(T, g)                                                                                                            \
+    F(int, n_targets)                                                                                                  \
+    F(int, n_sources)                                                                                                  \
+    F(int, self_t0)                                                                                                    \
+    F(int, self_s0)                                                                                                    \
+    F(int, self_len)                                                                                                   \
+    F(int, potential)
+
 // The Hermite kernels (nbody_hermite_{predict,gather,correct}_*): the state (pos, vel,
 // acc, jerk, each particle's time tj), its prediction (ppos, pvel), the active
 // particles idx[0..na) gathered as targets (tpos, tvel) with their outputs (field,
@@ -303,6 +328,7 @@ template <typename T> struct ProjectArgs { PROJECT_ARGS_FIELDS(NBODY_ARGS_FIELD)
 template <typename T> struct SumsArgs { SUMS_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct HermiteArgs { HERMITE_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct TreeArgs { TREE_ARGS_FIELDS(NBODY_ARGS_FIELD) };
+template <typename T> struct GradArgs { GRAD_ARGS_FIELDS(NBODY_ARGS_FIELD) };
 struct JmemArgs {
     JMEM_ARGS_FIELDS(NBODY_ARGS_FIELD)
 };
@@ -336,4 +362,6 @@ struct ListsArgs {
     P(JmemArgs, JMEM_ARGS_FIELDS)                                                                                      \
     P(ListsArgs, LISTS_ARGS_FIELDS)                                                                                    \
     P(TreeArgs<float>, TREE_ARGS_FIELDS)                                                                               \
-    P(TreeArgs<double>, TREE_ARGS_FIELDS)
+    P(TreeArgs<double>, TREE_ARGS_FIELDS)                                                                              \
+    P(GradArgs<float>, GRAD_ARGS_FIELDS)                                                                               \
+    P(GradArgs<double>, GRAD_ARGS_FIELDS)

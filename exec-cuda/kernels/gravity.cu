@@ -28,6 +28,7 @@
 #include "columns.cuh"
 #include "hermite.cuh"
 #include "tree.cuh"
+#include "gradients.cuh"
 
 // Every argument struct's size and field offsets (args.h's NBODY_PROBED order), for the
 // host to compare with its own layout: out[k] for k < capacity; returns nothing else.

@@ -352,6 +352,29 @@ kernel_args! {
     }
 }
 
+kernel_args! {
+    /// The gradient kernels (args.h's GRAD_ARGS_FIELDS; see [`crate::gradients`]).
+    struct GradArgs<T> as "GradArgs" {
+        targets: Ptr = "const typename V4<T>::type *",
+        sources: Ptr = "const typename V4<T>::type *",
+        cot: Ptr = "const typename V4<T>::type *",
+        out: Ptr = "typename V4<T>::type *",
+        tidal: Ptr = "T *",
+        grad: Ptr = "typename V4<T>::type *",
+        arg: T = "T",
+        h_inv: T = "T",
+        w0: T = "T",
+        g0: T = "T",
+        g: T = "T",
+        n_targets: i32 = "int",
+        n_sources: i32 = "int",
+        self_t0: i32 = "int",
+        self_s0: i32 = "int",
+        self_len: i32 = "int",
+        potential: i32 = "int",
+    }
+}
+
 impl HermiteArgs {
     /// Every address null and every number zero: launches fill in what their kernel reads.
     pub(crate) fn empty() -> Self {
@@ -485,6 +508,8 @@ pub(crate) fn probed() -> Vec<(&'static str, usize, Vec<FieldLayout>)> {
         one::<ListsArgs>("ListsArgs"),
         one::<TreeArgs<f32>>("TreeArgs<float>"),
         one::<TreeArgs<f64>>("TreeArgs<double>"),
+        one::<GradArgs<f32>>("GradArgs<float>"),
+        one::<GradArgs<f64>>("GradArgs<double>"),
     ]
 }
 
@@ -717,6 +742,8 @@ mod tests {
         check::<ListsArgs>(8);
         check::<TreeArgs<f32>>(4);
         check::<TreeArgs<f64>>(8);
+        check::<GradArgs<f32>>(4);
+        check::<GradArgs<f64>>(8);
     }
 
     #[test]
@@ -748,6 +775,7 @@ mod tests {
             include_str!("../kernels/columns.cuh"),
             include_str!("../kernels/hermite.cuh"),
             include_str!("../kernels/tree.cuh"),
+            include_str!("../kernels/gradients.cuh"),
         ]
         .concat();
         let parts = include_str!("../kernels/gravity.cu").matches(".cuh\"").count();

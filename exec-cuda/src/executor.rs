@@ -11,6 +11,7 @@ use nbody_core::Executor;
 use nbody_core::PerParticle;
 use nbody_core::calls::{
     BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
+    TidalCall, VjpCall,
 };
 use nbody_core::capabilities::{Capabilities, Entries, Entry};
 use nbody_core::cell::Cell;
@@ -91,6 +92,16 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         let NeighboursCall { targets, sources, params, out, jerk, neighbours } = call;
         self.check_mixed_extent::<T>(targets.pos, sources.pos)?;
         self.run_jerk(targets, sources, params, out, jerk, Some(neighbours))
+    }
+
+    /// One thread per target over the sources (kernels/gradients.cuh).
+    unsafe fn accelerations_tidal_unchecked(&mut self, call: TidalCall<'_, T>) -> Result<(), Error> {
+        self.tidal_call(call)
+    }
+
+    /// One thread per target over the sources, then one per source over the targets.
+    unsafe fn vjp_unchecked(&mut self, call: VjpCall<'_, T>) -> Result<(), Error> {
+        self.vjp_call(call)
     }
 
     unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, T>) -> Result<(), Error> {

@@ -156,6 +156,12 @@ pub(crate) enum Kernel {
     Project { tag: Family },
     /// A resident system's diagnostic sums, a row per block.
     Sums { tag: Family },
+    /// The gradients' pass over the sources of each target: the field and tidal tensor
+    /// (`gradient: false`) or each target's gradient (`true`). `soft` is
+    /// [`Soft::Plummer`] or [`Soft::Spline`]; the spline never masks.
+    GradTargets { tag: Family, soft: Soft, masked: bool, gradient: bool },
+    /// The vector-Jacobian product's pass over the targets of each source.
+    GradSources { tag: Family, soft: Soft, masked: bool },
     /// `v += a h` on resident particles.
     Kick { tag: Family },
     /// `x += v h` on resident particles.
@@ -227,6 +233,12 @@ impl Kernel {
             Kernel::Cells { tag, potential, indexed: true } => format!("nbody_cells_{tag}_p{}_indexed", b(potential)),
             Kernel::Project { tag } => format!("nbody_project_{tag}"),
             Kernel::Sums { tag } => format!("nbody_sums_{tag}"),
+            Kernel::GradTargets { tag, soft, masked, gradient } => {
+                format!("nbody_grad_targets_{tag}_s{}_m{}_k{}", soft as u8, b(masked), b(gradient))
+            }
+            Kernel::GradSources { tag, soft, masked } => {
+                format!("nbody_grad_sources_{tag}_s{}_m{}", soft as u8, b(masked))
+            }
             Kernel::Kick { tag } => format!("nbody_kick_{tag}"),
             Kernel::Drift { tag } => format!("nbody_drift_{tag}"),
             Kernel::PackColumns { tag } => format!("nbody_columns_pack_{tag}"),
@@ -264,6 +276,7 @@ impl Kernel {
             Kernel::Cells { .. } => "CellArgs",
             Kernel::Project { .. } => "ProjectArgs",
             Kernel::Sums { .. } => "SumsArgs",
+            Kernel::GradTargets { .. } | Kernel::GradSources { .. } => "GradArgs",
             Kernel::Kick { .. } | Kernel::Drift { .. } => "StepArgs",
             Kernel::PackColumns { .. } | Kernel::UnpackColumns { .. } => "ColumnsArgs",
             Kernel::Jerk { .. } | Kernel::JerkReduce { .. } => "JerkArgs",
@@ -305,6 +318,10 @@ impl Kernel {
             Kernel::Project { tag: F64 },
             Kernel::Sums { tag: F32 },
             Kernel::Sums { tag: F64 },
+            Kernel::GradTargets { tag: F32, soft: Soft::Plummer, masked: true, gradient: false },
+            Kernel::GradTargets { tag: F64, soft: Soft::Spline, masked: false, gradient: true },
+            Kernel::GradSources { tag: F32, soft: Soft::Spline, masked: false },
+            Kernel::GradSources { tag: F64, soft: Soft::Plummer, masked: true },
             Kernel::Kick { tag: F32 },
             Kernel::Drift { tag: F64 },
             Kernel::PackColumns { tag: F32 },

@@ -32,6 +32,7 @@ mod columns;
 pub mod costs;
 mod device;
 mod executor;
+mod gradients;
 mod hermite;
 mod jerk;
 mod jmemory;

@@ -7,17 +7,18 @@ use nbody_backends::{Backend, BackendError, BackendReal};
 use nbody_core::cell::Cell;
 use nbody_core::cell::Criterion;
 use nbody_core::columns::ColumnsCall;
-use nbody_core::registry::{lookup, names};
 use nbody_core::projection::{Plane, Projecting, Projection};
+use nbody_core::registry::{lookup, names};
 use nbody_core::{
     Bodies, Error, Field, InteractionList, Jerk, LeafList, Pair, Params, Particle, PerParticle, Real, Softening, Span,
-    Velocity,
+    Tidal, Velocity,
 };
 use nbody_integrators::{ics, Scheme, Words};
 use numpy::ndarray::ArrayView2;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -869,8 +870,9 @@ impl Config {
 
     /// The library's plan of these settings (names checked against its registries).
     fn plan(&self) -> PyResult<Plan> {
-        let integrator = Scheme::from_name(&self.integrator)
-            .map_err(|_| value_error(format!("integrator must be one of {} (got {:?})", Scheme::names(), self.integrator)))?;
+        let integrator = Scheme::from_name(&self.integrator).map_err(|_| {
+            value_error(format!("integrator must be one of {} (got {:?})", Scheme::names(), self.integrator))
+        })?;
         let precision = lookup::<Precision>(&self.precision).ok_or_else(|| {
             value_error(format!("precision must be one of {} (got {:?})", names::<Precision>(), self.precision))
         })?;
@@ -931,7 +933,9 @@ impl Config {
         let s = |k: &str| map.get(k).map(|v| (*v).to_owned());
         let gravity = match lookup::<Solver>(map.get("gravity")?)? {
             Solver::Direct => Gravity::Direct,
-            Solver::Tree => Gravity::of(Solver::Tree, Some(f("theta")?), Some(f("alpha")?).filter(|&a| a > 0.0)).ok()?,
+            Solver::Tree => {
+                Gravity::of(Solver::Tree, Some(f("theta")?), Some(f("alpha")?).filter(|&a| a > 0.0)).ok()?
+            }
         };
         let threads = map.get("threads")?.parse::<usize>().ok()?;
         Some(Config {
@@ -1344,8 +1348,7 @@ impl Simulation {
     /// Kinetic, potential and total energy now (one force evaluation).
     fn energies(&mut self, py: Python<'_>) -> PyResult<(f64, f64, f64)> {
         let (run, k2) = (&mut self.run, self.config.k().powi(2));
-        py.detach(|| run.sim.diagnostics().map(|d| (d.kinetic * k2, d.potential * k2, d.total * k2)))
-            .map_err(runtime)
+        py.detach(|| run.sim.diagnostics().map(|d| (d.kinetic * k2, d.potential * k2, d.total * k2))).map_err(runtime)
     }
 }
 
@@ -1403,6 +1406,185 @@ fn jerk_in<'py, T: PyReal>(
     let mut j = Vec::with_capacity(3 * n);
     jerk.iter().for_each(|k| j.extend_from_slice(&[k.jx, k.jy, k.jz]));
     Ok((acc, PyArray1::from_vec(py, j).reshape([n, 3])?.into_any(), phi))
+}
+
+/// The kernel's settings shared by the gradient calls, checked: (softening kernel,
+/// Params without the overlap).
+fn gradient_params<T: Real>(eps: f64, g: f64, softening: &str) -> PyResult<Params<T>> {
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(value_error(format!("eps must be finite and non-negative (got {eps})")));
+    }
+    if !(g.is_finite() && g >= 0.0) {
+        return Err(value_error(format!("G must be finite and non-negative (got {g})")));
+    }
+    let kernel = softening_kernel(softening)?;
+    Ok(Params::softened(T::from_f64(eps)).with_g(T::from_f64(g)).with_softening(kernel))
+}
+
+/// A float array of shape (N,) whose entries may take any finite sign.
+fn signed_values(obj: &Bound<'_, PyAny>, name: &str, n: usize) -> PyResult<Vec<f64>> {
+    let v: Vec<f64> = if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f64>>() {
+        a.as_array().iter().copied().collect()
+    } else if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f32>>() {
+        a.as_array().iter().map(|&x| x as f64).collect()
+    } else {
+        return Err(value_error(describe(obj, name, "a float32 or float64 numpy array of shape (N,)")));
+    };
+    if v.len() != n {
+        return Err(value_error(format!("{name} has {} entries, expected {n}", v.len())));
+    }
+    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+        return Err(value_error(format!("{name}[{i}] is {} (must be finite)", v[i])));
+    }
+    Ok(v)
+}
+
+/// The particles of a gradient call, and its targets (the particles themselves, each
+/// skipping its own pair, when `targets` is None) with the parameters to match.
+#[allow(clippy::type_complexity)]
+fn gradient_call<T: Real>(
+    positions: &Bound<'_, PyAny>,
+    masses: &Bound<'_, PyAny>,
+    targets: Option<&Bound<'_, PyAny>>,
+    params: Params<T>,
+) -> PyResult<(Vec<Particle<T>>, Option<Vec<Particle<T>>>, Params<T>)> {
+    let sources = particles::<T>(positions, masses)?;
+    match targets {
+        Some(t) => Ok((sources, Some(points::<T>(t, "targets")?), params)),
+        None => Ok((sources, None, params.with_overlap_identical())),
+    }
+}
+
+/// Acceleration (N, 3), potential (N,) and tidal tensor (N, 3, 3) of `targets` (default:
+/// the particles themselves, each skipping its own pair): the tensor is the gradient of
+/// a target's acceleration with respect to its own position, `T[i, a, b] = ∂a_a/∂x_b`.
+#[pyfunction]
+#[pyo3(signature = (positions, masses, eps=0.0, G=1.0, targets=None, executor="cpu", precision="f64", threads=None, softening="plummer"))]
+#[allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity)]
+fn tidal<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    masses: &Bound<'py, PyAny>,
+    eps: f64,
+    G: f64,
+    targets: Option<&Bound<'py, PyAny>>,
+    executor: &str,
+    precision: &str,
+    threads: Option<usize>,
+    softening: &str,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    fn run<'py, T: PyReal>(
+        py: Python<'py>,
+        call: (Vec<Particle<T>>, Option<Vec<Particle<T>>>, Params<T>),
+        b: &Backend,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let (sources, targets, params) = call;
+        let t = targets.as_deref().unwrap_or(&sources);
+        let n = t.len();
+        let (field, tidal) = with_executor::<T, _>(py, b, |e| {
+            let (mut out, mut tidal) = (vec![Field::zero(); n], vec![Tidal::zero(); n]);
+            e.accelerations_tidal(t, &sources, &params, &mut out, &mut tidal).map(|_| (out, tidal))
+        })?
+        .map_err(runtime)?;
+        let (acc, phi) = field_arrays(py, &field)?;
+        let full: Vec<T> = tidal.iter().flat_map(|k| [k.xx, k.xy, k.xz, k.xy, k.yy, k.yz, k.xz, k.yz, k.zz]).collect();
+        Ok((acc, phi, PyArray1::from_vec(py, full).reshape([n, 3, 3])?.into_any()))
+    }
+    match precision {
+        "f64" => run::<f64>(
+            py,
+            gradient_call(positions, masses, targets, gradient_params(eps, G, softening)?)?,
+            &backend::<f64>(executor, threads)?,
+        ),
+        "f32" => run::<f32>(
+            py,
+            gradient_call(positions, masses, targets, gradient_params(eps, G, softening)?)?,
+            &backend::<f32>(executor, threads)?,
+        ),
+        other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+    }
+}
+
+/// The vector-Jacobian product of `accelerations`: for cotangents `cot_acc` (K, 3) on
+/// the targets' accelerations and, optionally, `cot_phi` (K,) on their potentials, the
+/// gradients of `sum(cot_acc * acc) + sum(cot_phi * phi)`. Without `targets` (the
+/// particles pull each other): `(d_positions (N, 3), d_masses (N,))`; with `targets`
+/// (K, 3): `(d_targets (K, 3), d_positions (N, 3), d_masses (N,))`. Costs about two
+/// force calls.
+#[pyfunction]
+#[pyo3(signature = (positions, masses, cot_acc, cot_phi=None, eps=0.0, G=1.0, targets=None, executor="cpu", precision="f64", threads=None, softening="plummer"))]
+#[allow(non_snake_case, clippy::too_many_arguments)]
+fn vjp<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    masses: &Bound<'py, PyAny>,
+    cot_acc: &Bound<'py, PyAny>,
+    cot_phi: Option<&Bound<'py, PyAny>>,
+    eps: f64,
+    G: f64,
+    targets: Option<&Bound<'py, PyAny>>,
+    executor: &str,
+    precision: &str,
+    threads: Option<usize>,
+    softening: &str,
+) -> PyResult<Bound<'py, PyTuple>> {
+    fn run<'py, T: PyReal>(
+        py: Python<'py>,
+        call: (Vec<Particle<T>>, Option<Vec<Particle<T>>>, Params<T>),
+        cot_acc: &Bound<'py, PyAny>,
+        cot_phi: Option<&Bound<'py, PyAny>>,
+        b: &Backend,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let (sources, targets, mut params) = call;
+        let t = targets.as_deref().unwrap_or(&sources);
+        let (n, ns) = (t.len(), sources.len());
+        let c = coords(cot_acc, "cot_acc")?;
+        if c.len() != n {
+            return Err(value_error(format!("cot_acc has {} rows, expected one per target ({n})", c.len())));
+        }
+        let c: Vec<Particle<T>> = c.particles(&[], "cot_acc")?;
+        let h = cot_phi.map(|h| signed_values(h, "cot_phi", n)).transpose()?;
+        params.potential = h.is_some();
+        let cot: Vec<Field<T>> = c
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Field::new(c.x, c.y, c.z, T::from_f64(h.as_ref().map_or(0.0, |h| h[i]))))
+            .collect();
+        let (gt, gs) = with_executor::<T, _>(py, b, |e| {
+            let (mut gt, mut gs) = (vec![Particle::zero(); n], vec![Particle::zero(); ns]);
+            e.vjp(t, &sources, &params, &cot, &mut gt, &mut gs).map(|_| (gt, gs))
+        })?
+        .map_err(runtime)?;
+        let rows = |g: &[Particle<T>]| -> PyResult<Bound<'py, PyAny>> {
+            let flat: Vec<T> = g.iter().flat_map(|q| [q.x, q.y, q.z]).collect();
+            Ok(PyArray1::from_vec(py, flat).reshape([g.len(), 3])?.into_any())
+        };
+        let dm = PyArray1::from_vec(py, gs.iter().map(|q| q.m).collect::<Vec<T>>()).into_any();
+        if targets.is_some() {
+            return PyTuple::new(py, [rows(&gt)?, rows(&gs)?, dm]);
+        }
+        // One array: a particle's gradient is its target part plus its source part.
+        let both: Vec<Particle<T>> =
+            gt.iter().zip(&gs).map(|(a, b)| Particle::new(a.x + b.x, a.y + b.y, a.z + b.z, b.m)).collect();
+        PyTuple::new(py, [rows(&both)?, dm])
+    }
+    match precision {
+        "f64" => run::<f64>(
+            py,
+            gradient_call(positions, masses, targets, gradient_params(eps, G, softening)?)?,
+            cot_acc,
+            cot_phi,
+            &backend::<f64>(executor, threads)?,
+        ),
+        "f32" => run::<f32>(
+            py,
+            gradient_call(positions, masses, targets, gradient_params(eps, G, softening)?)?,
+            cot_acc,
+            cot_phi,
+            &backend::<f32>(executor, threads)?,
+        ),
+        other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+    }
 }
 
 /// The projected mass of the particles on a square window of `pixels` x `pixels` cells
@@ -1590,6 +1772,8 @@ fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cell, m)?)?;
     m.add_function(wrap_pyfunction!(write_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(jerk, m)?)?;
+    m.add_function(wrap_pyfunction!(tidal, m)?)?;
+    m.add_function(wrap_pyfunction!(vjp, m)?)?;
     m.add_function(wrap_pyfunction!(density_map, m)?)?;
     m.add_function(wrap_pyfunction!(read_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(_rust_seconds, m)?)?;

@@ -51,6 +51,40 @@ def accelerations(
     0.544331
     """
 
+def tidal(
+    positions: FloatArray,
+    masses: FloatArray,
+    eps: float = 0.0,
+    G: float = 1.0,
+    targets: Optional[FloatArray] = None,
+    executor: Executor = "cpu",
+    precision: Precision = "f64",
+    threads: Optional[int] = None,
+    softening: Softening = "plummer",
+) -> Tuple[FloatArray, FloatArray, FloatArray]:
+    """Acceleration (N, 3), potential (N,) and tidal tensor (N, 3, 3) of `targets`
+    (default: the particles, each skipping its own pair); the tensor is the gradient of a
+    target's acceleration with respect to its own position."""
+    ...
+
+def vjp(
+    positions: FloatArray,
+    masses: FloatArray,
+    cot_acc: FloatArray,
+    cot_phi: Optional[FloatArray] = None,
+    eps: float = 0.0,
+    G: float = 1.0,
+    targets: Optional[FloatArray] = None,
+    executor: Executor = "cpu",
+    precision: Precision = "f64",
+    threads: Optional[int] = None,
+    softening: Softening = "plummer",
+) -> Tuple[FloatArray, ...]:
+    """The vector-Jacobian product of `accelerations`: gradients of
+    sum(cot_acc * acc) + sum(cot_phi * phi). Without targets: (d_positions (N, 3),
+    d_masses (N,)); with targets: (d_targets (K, 3), d_positions (N, 3), d_masses (N,))."""
+    ...
+
 def jerk(
     positions: FloatArray,
     velocities: FloatArray,

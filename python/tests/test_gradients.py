@@ -1,0 +1,136 @@
+"""The tidal tensor and the vector-Jacobian product from Python: against finite
+differences of `accelerations`, against autodiff of a plain all-pairs sum (JAX, f64, to
+1e-10), under jax.jit and jax.grad, and their refusals of bad input."""
+import numpy as np
+import pytest
+
+import nbody
+
+
+def plummer_like(n, seed=3):
+    rng = np.random.default_rng(seed)
+    pos = rng.normal(size=(n, 3))
+    m = rng.uniform(0.5, 1.5, n) / n
+    return pos, m
+
+
+def loss(pos, m, c, h, eps):
+    acc, phi = nbody.accelerations(pos, m, eps=eps)
+    return float((c * acc).sum() + (h * phi).sum())
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.05])
+def test_vjp_matches_finite_differences(eps):
+    pos, m = plummer_like(40)
+    rng = np.random.default_rng(5)
+    c, h = rng.normal(size=(40, 3)), rng.normal(size=40)
+    d_pos, d_m = nbody.vjp(pos, m, c, h, eps=eps)
+    step = 1e-6
+    for i, k in [(0, 0), (7, 1), (39, 2)]:
+        up, down = pos.copy(), pos.copy()
+        up[i, k] += step
+        down[i, k] -= step
+        fd = (loss(up, m, c, h, eps) - loss(down, m, c, h, eps)) / (2 * step)
+        assert abs(d_pos[i, k] - fd) <= 1e-6 * max(1.0, abs(fd)), (i, k, d_pos[i, k], fd)
+    for j in [0, 13]:
+        up, down = m.copy(), m.copy()
+        up[j] += step * m[j]
+        down[j] -= step * m[j]
+        fd = (loss(pos, up, c, h, eps) - loss(pos, down, c, h, eps)) / (2 * step * m[j])
+        assert abs(d_m[j] - fd) <= 1e-6 * max(1.0, abs(fd)), (j, d_m[j], fd)
+
+
+def test_vjp_with_targets_splits_the_gradients():
+    pos, m = plummer_like(30)
+    targets = np.random.default_rng(2).normal(size=(5, 3))
+    c = np.ones((5, 3))
+    d_t, d_s, d_m = nbody.vjp(pos, m, c, targets=targets, eps=0.01)
+    assert d_t.shape == (5, 3) and d_s.shape == (30, 3) and d_m.shape == (30,)
+    # Translating everything changes nothing: the target and source parts cancel.
+    np.testing.assert_allclose(d_t.sum(0) + d_s.sum(0), 0.0, atol=1e-12)
+
+
+def test_tidal_is_the_acceleration_gradient():
+    pos, m = plummer_like(25)
+    acc, phi, t = nbody.tidal(pos, m, eps=0.02)
+    a2, p2 = nbody.accelerations(pos, m, eps=0.02)
+    np.testing.assert_allclose(acc, a2, rtol=1e-13)
+    np.testing.assert_allclose(phi, p2, rtol=1e-13)
+    np.testing.assert_allclose(t, t.transpose(0, 2, 1))
+    # Target 3's own position moved, everything else held: a target outside the others.
+    step = 1e-6
+    for k in range(3):
+        up, down = pos[3:4].copy(), pos[3:4].copy()
+        up[0, k] += step
+        down[0, k] -= step
+        others = np.delete(np.arange(25), 3)
+        fd = (nbody.accelerations(pos[others], m[others], eps=0.02, targets=up)[0]
+              - nbody.accelerations(pos[others], m[others], eps=0.02, targets=down)[0]) / (2 * step)
+        np.testing.assert_allclose(t[3, :, k], fd[0], rtol=1e-6, atol=1e-8)
+
+
+def test_bad_cotangents_are_refused_by_name():
+    pos, m = plummer_like(10)
+    c = np.ones((10, 3))
+    c[4, 1] = np.nan
+    with pytest.raises(ValueError, match=r"cot_acc\[4\]"):
+        nbody.vjp(pos, m, c)
+    with pytest.raises(ValueError, match="cot_acc has 3 rows"):
+        nbody.vjp(pos, m, np.ones((3, 3)))
+    with pytest.raises(ValueError, match=r"cot_phi\[2\]"):
+        nbody.vjp(pos, m, np.ones((10, 3)), np.array([0, 1, np.inf, 0, 0, 0, 0, 0, 0, 0.0]))
+    with pytest.raises(ValueError, match="masses"):
+        nbody.vjp(pos, -m, np.ones((10, 3)))
+
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+import nbody.jax as njax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+
+def all_pairs(pos, m, eps):
+    """The field by a plain jax.numpy all-pairs sum (each particle skipping itself)."""
+    n = pos.shape[0]
+    d = pos[None, :, :] - pos[:, None, :]
+    off = 1.0 - jnp.eye(n)
+    r2 = (d**2).sum(-1) + eps**2 + (1.0 - off)  # the diagonal kept away from zero
+    inv = off / jnp.sqrt(r2)
+    acc = (m[None, :, None] * d * (inv**3)[..., None]).sum(1)
+    phi = -(m[None, :] * inv).sum(1)
+    return acc, phi
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.03])
+def test_jax_gradients_match_autodiff_of_all_pairs(eps):
+    pos, m = plummer_like(64)
+    rng = np.random.default_rng(9)
+    c, h = jnp.asarray(rng.normal(size=(64, 3))), jnp.asarray(rng.normal(size=64))
+
+    def scalar(field):
+        return lambda p, mm: (c * field(p, mm)[0]).sum() + (h * field(p, mm)[1]).sum()
+
+    ours = jax.jit(jax.grad(scalar(lambda p, mm: njax.accelerations(p, mm, eps=eps)), argnums=(0, 1)))
+    theirs = jax.grad(scalar(lambda p, mm: all_pairs(p, mm, eps)), argnums=(0, 1))
+    (gp, gm), (wp, wm) = ours(jnp.asarray(pos), jnp.asarray(m)), theirs(jnp.asarray(pos), jnp.asarray(m))
+    np.testing.assert_allclose(gp, wp, rtol=1e-10, atol=1e-10 * float(jnp.abs(wp).max()))
+    np.testing.assert_allclose(gm, wm, rtol=1e-10, atol=1e-10 * float(jnp.abs(wm).max()))
+    acc, phi = njax.accelerations(jnp.asarray(pos), jnp.asarray(m), eps=eps)
+    np.testing.assert_allclose(acc, all_pairs(jnp.asarray(pos), jnp.asarray(m), eps)[0], rtol=1e-10, atol=1e-12)
+
+
+def test_jax_potential_energy_gradient_is_minus_the_force():
+    pos, m = plummer_like(50)
+    pos, m = jnp.asarray(pos), jnp.asarray(m)
+    energy = jax.jit(lambda p: 0.5 * (m * njax.potential(p, m, eps=0.01)).sum())
+    force = -jax.grad(energy)(pos)
+    acc, _ = njax.accelerations(pos, m, eps=0.01)
+    np.testing.assert_allclose(force, m[:, None] * acc, rtol=1e-10, atol=1e-14)
+
+
+def test_jax_refuses_bad_shapes():
+    with pytest.raises(ValueError, match="positions must have shape"):
+        njax.accelerations(jnp.ones((4, 2)), jnp.ones(4))
+    with pytest.raises(ValueError, match="masses must have shape"):
+        njax.accelerations(jnp.ones((4, 3)), jnp.ones(3))
