@@ -23,7 +23,7 @@
 use crate::checks;
 use nbody_core::calls::{
     BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
-    SnapCall,
+    SnapCall, TidalCall, VjpCall,
 };
 use nbody_core::capabilities::{Capabilities, Entry};
 use nbody_core::columns::ColumnsCall;
@@ -200,6 +200,16 @@ impl<T: Real, E: Executor<T>> Executor<T> for Mutant<E> {
     unsafe fn accelerations_snap_unchecked(&mut self, call: SnapCall<'_, T>) -> Result<(), Error> {
         // SAFETY: the caller's call, unchanged.
         unsafe { self.inner.accelerations_snap_unchecked(call) }
+    }
+
+    unsafe fn accelerations_tidal_unchecked(&mut self, call: TidalCall<'_, T>) -> Result<(), Error> {
+        // SAFETY: the caller's call, unchanged.
+        unsafe { self.inner.accelerations_tidal_unchecked(call) }
+    }
+
+    unsafe fn vjp_unchecked(&mut self, call: VjpCall<'_, T>) -> Result<(), Error> {
+        // SAFETY: the caller's call, unchanged.
+        unsafe { self.inner.vjp_unchecked(call) }
     }
 
     unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, T>) -> Result<(), Error> {

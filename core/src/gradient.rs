@@ -107,3 +107,83 @@ pub fn add_source_gradient<T: Real>(params: &Params<T>, mass: T, s: &[T; 3], m: 
     grad.z = grad.z + gm * s[2];
     grad.m = grad.m + params.g * m;
 }
+
+/// The sums of [`pair_fused`], in its order: `S0, V (3), B (3), M`.
+pub type FusedSums<T> = [T; 8];
+
+/// One pair (i, j) of a system on itself for particle i, where the product's three parts
+/// come from one pass over j (particle i the target of its own sums and the source of
+/// everyone else's): with `d = x_j − x_i`,
+///
+/// ```text
+/// S0 += m_j g                     V += (m_j dg (d·c_i) + h_i m_j g) d
+/// B  += g c_j + (dg (d·c_j) − h_j g) d        M −= g (d·c_j) + h_j w
+/// ```
+///
+/// after which ([`add_fused`]) i's target part is `−G (S0 c_i + V)`, its source part
+/// `G m_i B` and its mass gradient `G M`. `h_i`, `h_j` are zero when the call leaves the
+/// potential alone.
+///
+/// ```
+/// use nbody_core::gradient::pair_fused;
+/// use nbody_core::kernel::Softened;
+/// use nbody_core::Particle;
+/// let k = Softened::Plummer { eps2: 0.0f64, masked: true };
+/// let mut s = [0.0; 8];
+/// // Particle j (mass 1, 2 along x) with a unit cotangent along x on j alone.
+/// pair_fused(&k, [0.0; 3], [0.0; 3], 0.0, &Particle::new(2.0, 0.0, 0.0, 1.0), [1.0, 0.0, 0.0], 0.0, &mut s);
+/// // i's mass gradient: a_j = m_i / r² towards i, along −x, so c_j · a_j = −m_i / 4.
+/// assert_eq!(s[7], -0.25);
+/// ```
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn pair_fused<T: Real>(
+    k: &Softened<T>,
+    xi: [T; 3],
+    ci: [T; 3],
+    hi: T,
+    pj: &Particle<T>,
+    cj: [T; 3],
+    hj: T,
+    s: &mut FusedSums<T>,
+) {
+    let d = [pj.x - xi[0], pj.y - xi[1], pj.z - xi[2]];
+    let (w, g, dg) = k.terms(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    let dci = d[0] * ci[0] + d[1] * ci[1] + d[2] * ci[2];
+    let dcj = d[0] * cj[0] + d[1] * cj[1] + d[2] * cj[2];
+    let mg = pj.m * g;
+    let cv = pj.m * dg * dci + hi * mg;
+    let cb = dg * dcj - hj * g;
+    s[0] = s[0] + mg;
+    for a in 0..3 {
+        s[1 + a] = s[1 + a] + cv * d[a];
+        s[4 + a] = s[4 + a] + (g * cj[a] + cb * d[a]);
+    }
+    s[7] = s[7] - (g * dcj + hj * w);
+}
+
+/// Takes particle i's own pair out of its [`pair_fused`] sums (summed at `d = 0`:
+/// `m_i g(0)` in S0, `g(0) c_i` in B, `−h_i w(0)` in M) and adds its target part into
+/// `target_grad` and its source part and mass gradient into `source_grad`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn add_fused<T: Real>(
+    params: &Params<T>,
+    k: &Softened<T>,
+    p: &Particle<T>,
+    ci: [T; 3],
+    hi: T,
+    s: FusedSums<T>,
+    target_grad: &mut Particle<T>,
+    source_grad: &mut Particle<T>,
+) {
+    let (w0, g0, _) = k.terms(T::zero());
+    let s0 = s[0] - p.m * g0;
+    let b = [s[4] - g0 * ci[0], s[5] - g0 * ci[1], s[6] - g0 * ci[2]];
+    let m = s[7] + hi * w0;
+    let g = params.g;
+    target_grad.x = target_grad.x - g * (s0 * ci[0] + s[1]);
+    target_grad.y = target_grad.y - g * (s0 * ci[1] + s[2]);
+    target_grad.z = target_grad.z - g * (s0 * ci[2] + s[3]);
+    add_source_gradient(params, p.m, &b, m, source_grad);
+}

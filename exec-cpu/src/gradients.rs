@@ -33,6 +33,11 @@ pub(crate) type TargetFn<T> = unsafe fn(&[&[T]; 3], &[&[T]; 4], T, &mut [[f64; W
 /// [`gradient::pair_source_gradient`] per lane.
 pub(crate) type SourceFn<T> = unsafe fn(&[&[T]; 3], &[&[T]; 7], T, &mut [[f64; WIDTH]; 4]);
 
+/// The product of a system on itself over one vector of particles: `own` holds their x,
+/// y, z, cx, cy, cz, h, `all` every particle's x, y, z, m, cx, cy, cz, h; `totals`
+/// receives the sums of [`gradient::pair_fused`] per lane.
+pub(crate) type FusedFn<T> = unsafe fn(&[&[T]; 7], &[&[T]; 8], T, &mut [[f64; WIDTH]; 8]);
+
 /// One precision's compiled passes for a call's kernel.
 #[derive(Clone, Copy, Debug)]
 #[doc(hidden)]
@@ -40,6 +45,7 @@ pub struct Passes<T> {
     pub(crate) lanes: usize,
     pub(crate) targets: TargetFn<T>,
     pub(crate) sources: SourceFn<T>,
+    pub(crate) fused: FusedFn<T>,
 }
 
 /// The targets' pass for Plummer (`MASK`: ε = 0, zero distances masked).
@@ -130,6 +136,84 @@ pub(crate) unsafe fn source_block<S: Simd, const MASK: bool>(
                 acc[3] = S::fnma(h, w, S::fma(g, dc, acc[3]));
             }
             add_lanes::<S, _>(&acc, totals, l);
+        }
+    }
+}
+
+/// The fused pass for Plummer (`MASK`: ε = 0, zero distances masked).
+///
+/// # Safety
+/// The backend's instructions are available; every slice of `own` holds `S::LANES`
+/// values; the slices of `all` have one length.
+#[inline(always)]
+pub(crate) unsafe fn fused_block<S: Simd, const MASK: bool>(
+    own: &[&[S::T]; 7],
+    all: &[&[S::T]; 8],
+    eps2: S::T,
+    totals: &mut [[f64; WIDTH]; 8],
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let l = S::LANES;
+        let [xi, yi, zi, cxi, cyi, czi, hi] = own.map(|p| S::load(p.as_ptr()));
+        let (e2, minus3) = (S::splat(eps2), S::splat(S::T::from_f64(-3.0)));
+        let zero = S::splat(S::T::from_f64(0.0));
+        let n = all[0].len();
+        for t0 in (0..n).step_by(TILE) {
+            let mut acc = [zero; 8];
+            for j in t0..(t0 + TILE).min(n) {
+                let dx = S::sub(S::splat(all[0][j]), xi);
+                let dy = S::sub(S::splat(all[1][j]), yi);
+                let dz = S::sub(S::splat(all[2][j]), zi);
+                let (mj, hj) = (S::splat(all[3][j]), S::splat(all[7][j]));
+                let (cxj, cyj, czj) = (S::splat(all[4][j]), S::splat(all[5][j]), S::splat(all[6][j]));
+                let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
+                let w = S::rsqrt::<MASK>(r2);
+                let w2 = S::mul(w, w);
+                let g = S::mul(w2, w);
+                let dg = S::mul(S::mul(minus3, g), w2);
+                let dci = S::fma(dz, czi, S::fma(dy, cyi, S::mul(dx, cxi)));
+                let dcj = S::fma(dz, czj, S::fma(dy, cyj, S::mul(dx, cxj)));
+                let mg = S::mul(mj, g);
+                let cv = S::fma(S::mul(mj, dg), dci, S::mul(hi, mg));
+                let cb = S::fnma(hj, g, S::mul(dg, dcj));
+                acc[0] = S::fma(mj, g, acc[0]);
+                acc[1] = S::fma(cv, dx, acc[1]);
+                acc[2] = S::fma(cv, dy, acc[2]);
+                acc[3] = S::fma(cv, dz, acc[3]);
+                acc[4] = S::fma(cb, dx, S::fma(g, cxj, acc[4]));
+                acc[5] = S::fma(cb, dy, S::fma(g, cyj, acc[5]));
+                acc[6] = S::fma(cb, dz, S::fma(g, czj, acc[6]));
+                acc[7] = S::fnma(hj, w, S::fnma(g, dcj, acc[7]));
+            }
+            add_lanes::<S, _>(&acc, totals, l);
+        }
+    }
+}
+
+/// The fused pass for any kernel in the core's scalar terms (see
+/// [`target_block_scalar`]).
+///
+/// # Safety
+/// None beyond the slices' lengths.
+pub(crate) unsafe fn fused_block_scalar<T: Real>(
+    k: Softened<T>,
+    lanes: usize,
+    own: &[&[T]; 7],
+    all: &[&[T]; 8],
+    totals: &mut [[f64; WIDTH]; 8],
+) {
+    for l in 0..lanes {
+        let (xi, ci, hi) = ([own[0][l], own[1][l], own[2][l]], [own[3][l], own[4][l], own[5][l]], own[6][l]);
+        for t0 in (0..all[0].len()).step_by(TILE) {
+            let mut s = [T::zero(); 8];
+            for j in t0..(t0 + TILE).min(all[0].len()) {
+                let pj = Particle::new(all[0][j], all[1][j], all[2][j], all[3][j]);
+                gradient::pair_fused(&k, xi, ci, hi, &pj, [all[4][j], all[5][j], all[6][j]], all[7][j], &mut s);
+            }
+            for (total, v) in totals.iter_mut().zip(s) {
+                total[l] += v.to_f64();
+            }
         }
     }
 }
@@ -302,6 +386,9 @@ pub(crate) fn tidal<T: Real>(pool: Option<&crate::team::Team>, kernel: Kernel<T>
 
 /// [`nbody_core::Executor::vjp`] on validated, non-empty input.
 pub(crate) fn vjp<T: Real>(pool: Option<&crate::team::Team>, kernel: Kernel<T>, call: VjpCall<'_, T>) {
+    if call.params.overlap == nbody_core::Overlap::Identical {
+        return vjp_fused(pool, kernel, call);
+    }
     let VjpCall { targets, sources, params, cotangents, target_grads, source_grads } = call;
     let k = Softened::of(params);
     for (i, t) in target_pass(pool, kernel, targets, sources, params).iter().enumerate() {
@@ -338,6 +425,41 @@ pub(crate) fn vjp<T: Real>(pool: Option<&crate::team::Team>, kernel: Kernel<T>, 
     }
 }
 
+/// [`vjp`] of a system on itself (validated: the targets are the sources): one pass
+/// over the pairs ([`gradient::pair_fused`]).
+fn vjp_fused<T: Real>(pool: Option<&crate::team::Team>, kernel: Kernel<T>, call: VjpCall<'_, T>) {
+    let VjpCall { targets, params, cotangents, target_grads, source_grads, .. } = call;
+    let k = Softened::of(params);
+    let h = |c: &Field<T>| if params.potential { c.phi } else { T::zero() };
+    let row = |p: &Particle<T>, c: &Field<T>| [p.x, p.y, p.z, p.m, c.ax, c.ay, c.az, h(c)];
+    let n = targets.len();
+    let all_cols: [Vec<T>; 8] =
+        core::array::from_fn(|q| targets.iter().zip(cotangents).map(|(p, c)| row(p, c)[q]).collect());
+    let all: [&[T]; 8] = core::array::from_fn(|q| &all_cols[q][..]);
+    // The block's own lanes: x, y, z, cx, cy, cz, h (the mass is not read per pair).
+    const OWN: [usize; 7] = [0, 1, 2, 4, 5, 6, 7];
+    let own_cols: [Vec<T>; 7] = columns(n, |i, q| row(&targets[i], &cotangents[i])[OWN[q]]);
+    let arg = k.argument();
+    let width = kernel.lanes();
+    let per = blocks::<8>(pool, n, width, |b, totals| {
+        let r = b * width..(b + 1) * width;
+        let own: [&[T]; 7] = core::array::from_fn(|q| &own_cols[q][r.clone()]);
+        // SAFETY: as in `target_pass`.
+        unsafe {
+            match kernel {
+                Kernel::Vector(p) => (p.fused)(&own, &all, arg, totals),
+                Kernel::Scalar(k) => fused_block_scalar(k, width, &own, &all, totals),
+            }
+        }
+    });
+    for (i, t) in per.iter().take(n).enumerate() {
+        let c = &cotangents[i];
+        let s = t.map(T::from_f64);
+        let (tg, sg) = (&mut target_grads[i], &mut source_grads[i]);
+        gradient::add_fused(params, &k, &targets[i], c.acceleration(), h(c), s, tg, sg);
+    }
+}
+
 impl<T> Kernel<T> {
     /// Particles per block.
     fn lanes(&self) -> usize {
@@ -364,11 +486,16 @@ macro_rules! passes {
                         // SAFETY: as above.
                         unsafe { source_block::<$s, M>(pos, tgt, eps2, totals) }
                     }
+                    $(#[$feat])?
+                    unsafe fn f<const M: bool>(own: &[&[$t]; 7], all: &[&[$t]; 8], eps2: $t, totals: &mut [[f64; WIDTH]; 8]) {
+                        // SAFETY: as above.
+                        unsafe { fused_block::<$s, M>(own, all, eps2, totals) }
+                    }
                     let lanes = <$s as Simd>::LANES;
                     return if masked {
-                        Passes { lanes, targets: t::<true>, sources: s::<true> }
+                        Passes { lanes, targets: t::<true>, sources: s::<true>, fused: f::<true> }
                     } else {
-                        Passes { lanes, targets: t::<false>, sources: s::<false> }
+                        Passes { lanes, targets: t::<false>, sources: s::<false>, fused: f::<false> }
                     };
                 }
             )*
@@ -381,11 +508,15 @@ macro_rules! passes {
                 // SAFETY: as above.
                 unsafe { source_block::<crate::simd::Portable<$t>, M>(pos, tgt, eps2, totals) }
             }
+            unsafe fn f<const M: bool>(own: &[&[$t]; 7], all: &[&[$t]; 8], eps2: $t, totals: &mut [[f64; WIDTH]; 8]) {
+                // SAFETY: as above.
+                unsafe { fused_block::<crate::simd::Portable<$t>, M>(own, all, eps2, totals) }
+            }
             let lanes = <crate::simd::Portable<$t> as Simd>::LANES;
             if masked {
-                Passes { lanes, targets: t::<true>, sources: s::<true> }
+                Passes { lanes, targets: t::<true>, sources: s::<true>, fused: f::<true> }
             } else {
-                Passes { lanes, targets: t::<false>, sources: s::<false> }
+                Passes { lanes, targets: t::<false>, sources: s::<false>, fused: f::<false> }
             }
         }
     };

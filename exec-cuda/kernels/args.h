@@ -178,6 +178,10 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
 // the acceleration, w on the potential, read only when potential is set). arg is eps^2
 // (Plummer) or the spline's support h (h_inv = 1/h); w0 and g0 the kernel's w(0), g(0).
 // Target i's own source is self_s0 + (i - self_t0) for self_t0 <= i < self_t0 + self_len.
+// nbody_grad_fused_* (a system on itself: targets = sources, n_targets of them): the
+// targets' gradients into grad, the sources' into out; with gridDim.y > 1 rows of chunk
+// sources each, eight doubles a particle a row into partial instead, which
+// nbody_grad_fused_reduce_* (chunk: the number of rows) adds and finishes.
 #define GRAD_ARGS_FIELDS(F)                                                                                            \
     F(const typename V4<T>::type *, targets)                                                                           \
     F(const typename V4<T>::type *, sources)                                                                           \
@@ -195,7 +199,9 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
     F(int, self_t0)                                                                                                    \
     F(int, self_s0)                                                                                                    \
     F(int, self_len)                                                                                                   \
-    F(int, potential)
+    F(int, potential)                                                                                                  \
+    F(double *, partial)                                                                                               \
+    F(int, chunk)
 
 // The Hermite kernels (nbody_hermite_{predict,gather,correct}_*): the state (pos, vel,
 // acc, jerk, each particle's time tj), its prediction (ppos, pvel), the active

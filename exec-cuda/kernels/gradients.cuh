@@ -168,7 +168,113 @@ __device__ __forceinline__ void grad_sources(const GradArgs<T> &a) {
     a.grad[j] = o;
 }
 
-// nbody_grad_{targets,sources}_<f32|f64>_s<SOFT>_m<MASKED>[_k<MODE>]: Plummer with and
+// The product of a system on itself (targets = sources, each skipping its own pair;
+// nbody_core::gradient::pair_fused) in one pass: particle i against every j, its record
+// and its cotangent, giving i's target part into grad, its source part and mass gradient
+// into out. Per pair one kernel evaluation for eight sums: S0 = sum m_j g, V = sum
+// (m_j dg (d.c_i) + h_i m_j g) d, B = sum g c_j + (dg (d.c_j) - h_j g) d, M = -sum g d.c_j
+// + h_j w, with d = x_j - x_i; then target part -G (S0 c_i + V), source part G m_i B,
+// mass gradient G M. A launch of gridDim.y > 1 block rows splits the js into runs of
+// chunk, each row writing its eight double sums a particle into partial for
+// nbody_grad_fused_reduce_*: at 65,536 one row would give an H100 two blocks an SM.
+// Blocks of 128 threads.
+#define GRAD_FUSED_BLOCK 128
+
+// The end of the fused product for particle i from its eight sums: its own pair taken
+// out (d = 0: m_i g0 in S0, g0 c_i in B, -h_i w0 in M), then the target part into grad,
+// the source part and mass gradient into out.
+template <typename T> __device__ __forceinline__ void grad_fused_finish(const GradArgs<T> &a, int i, const double *tot) {
+    typedef typename V4<T>::type V;
+    const V xi = a.targets[i];
+    V ci = a.cot[i];
+    if (!a.potential) ci.w = 0;
+    T f[8];
+    for (int k = 0; k < 8; ++k) f[k] = (T)tot[k];
+    f[0] -= xi.w * a.g0;
+    f[4] -= a.g0 * ci.x;
+    f[5] -= a.g0 * ci.y;
+    f[6] -= a.g0 * ci.z;
+    f[7] += ci.w * a.w0;
+    const T G = a.g, gm = a.g * xi.w;
+    V t = a.grad[i];
+    t.x -= G * (f[0] * ci.x + f[1]);
+    t.y -= G * (f[0] * ci.y + f[2]);
+    t.z -= G * (f[0] * ci.z + f[3]);
+    a.grad[i] = t;
+    V o = a.out[i];
+    o.x += gm * f[4];
+    o.y += gm * f[5];
+    o.z += gm * f[6];
+    o.w += G * f[7];
+    a.out[i] = o;
+}
+
+template <typename T, int SOFT, bool MASKED>
+__device__ __forceinline__ void grad_fused(const GradArgs<T> &a) {
+    typedef typename V4<T>::type V;
+    __shared__ V px[GRAD_FUSED_BLOCK], pc[GRAD_FUSED_BLOCK];
+    const int i = blockIdx.x * GRAD_FUSED_BLOCK + threadIdx.x;
+    const int n = a.n_targets;
+    // This block's run of the js: all of them, or chunk of them per block row.
+    const int j0 = blockIdx.y * a.chunk, j1 = min(n, j0 + a.chunk);
+    const V xi = i < n ? a.targets[i] : zero4<T>();
+    V ci = i < n ? a.cot[i] : zero4<T>();
+    if (!a.potential) ci.w = 0;
+    double tot[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int t0 = j0; t0 < j1; t0 += GRAD_FUSED_BLOCK) {
+        const int j = t0 + threadIdx.x;
+        // Past the end: massless records with zero cotangents, which add nothing.
+        px[threadIdx.x] = j < j1 ? a.targets[j] : zero4<T>();
+        V c = j < j1 ? a.cot[j] : zero4<T>();
+        if (!a.potential) c.w = 0;
+        pc[threadIdx.x] = c;
+        __syncthreads();
+        T s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        const int len = min(GRAD_FUSED_BLOCK, j1 - t0);
+#pragma unroll 4
+        for (int k = 0; k < len; ++k) {
+            const V p = px[k], q = pc[k];
+            const T dx = p.x - xi.x, dy = p.y - xi.y, dz = p.z - xi.z;
+            T w, g, dg;
+            grad_terms<T, SOFT, MASKED>(dx * dx + dy * dy + dz * dz, a.arg, a.h_inv, w, g, dg);
+            const T dci = dx * ci.x + dy * ci.y + dz * ci.z;
+            const T dcj = dx * q.x + dy * q.y + dz * q.z;
+            const T mg = p.w * g;
+            const T cv = p.w * dg * dci + ci.w * mg;
+            const T cb = dg * dcj - q.w * g;
+            s[0] += mg;
+            s[1] += cv * dx;
+            s[2] += cv * dy;
+            s[3] += cv * dz;
+            s[4] += g * q.x + cb * dx;
+            s[5] += g * q.y + cb * dy;
+            s[6] += g * q.z + cb * dz;
+            s[7] -= g * dcj + q.w * w;
+        }
+        for (int k = 0; k < 8; ++k) tot[k] += (double)s[k];
+        __syncthreads();
+    }
+    if (i >= n) return;
+    if (gridDim.y > 1) {
+        for (int k = 0; k < 8; ++k) a.partial[((size_t)blockIdx.y * n + i) * 8 + k] = tot[k];
+        return;
+    }
+    grad_fused_finish<T>(a, i, tot);
+}
+
+// Adds the block rows' partial sums of a source-split fused launch in row order (the same
+// sums whatever the blocks' timing) and finishes each particle; chunk is then the number
+// of rows.
+template <typename T> __device__ __forceinline__ void grad_fused_reduce(const GradArgs<T> &a) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n_targets) return;
+    double tot[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int r = 0; r < a.chunk; ++r)
+        for (int k = 0; k < 8; ++k) tot[k] += a.partial[((size_t)r * a.n_targets + i) * 8 + k];
+    grad_fused_finish<T>(a, i, tot);
+}
+
+// nbody_grad_{targets,sources,fused}_<f32|f64>_s<SOFT>_m<MASKED>[_k<MODE>]: Plummer with and
 // without the mask, the spline (which never masks).
 #define GRAD_ENTRIES(T, NAME, SOFT, MASKED)                                                                            \
     extern "C" __global__ void __launch_bounds__(GRAD_BLOCK)                                                           \
@@ -182,7 +288,13 @@ __device__ __forceinline__ void grad_sources(const GradArgs<T> &a) {
     extern "C" __global__ void __launch_bounds__(GRAD_BLOCK)                                                           \
         nbody_grad_sources_##NAME##_s##SOFT##_m##MASKED(const GradArgs<T> a) {                                         \
         grad_sources<T, SOFT, MASKED>(a);                                                                              \
+    }                                                                                                                  \
+    extern "C" __global__ void __launch_bounds__(GRAD_FUSED_BLOCK)                                                     \
+        nbody_grad_fused_##NAME##_s##SOFT##_m##MASKED(const GradArgs<T> a) {                                           \
+        grad_fused<T, SOFT, MASKED>(a);                                                                                \
     }
 #define GRAD_KERNELS(T, NAME) GRAD_ENTRIES(T, NAME, 0, 0) GRAD_ENTRIES(T, NAME, 0, 1) GRAD_ENTRIES(T, NAME, 2, 0)
 GRAD_KERNELS(float, f32)
 GRAD_KERNELS(double, f64)
+extern "C" __global__ void nbody_grad_fused_reduce_f32(const GradArgs<float> a) { grad_fused_reduce<float>(a); }
+extern "C" __global__ void nbody_grad_fused_reduce_f64(const GradArgs<double> a) { grad_fused_reduce<double>(a); }

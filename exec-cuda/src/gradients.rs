@@ -3,13 +3,14 @@
 //! inputs and the outputs (which the calls add into) go up, one thread per target sums
 //! over the sources for the field, the tidal tensor or the targets' gradients, one thread
 //! per source over the targets for the sources' gradients (kernels/gradients.cuh), and
-//! the outputs come back. f32 and f64 kernels, Plummer and the spline; a mixed executor
-//! (an f64 interface over f32 interactions) runs the f64 ones.
+//! the outputs come back; a system on itself (`Overlap::Identical`) takes the product's
+//! three parts in one pass over the pairs instead. f32 and f64 kernels, Plummer and the
+//! spline; a mixed executor (an f64 interface over f32 interactions) runs the f64 ones.
 
 use crate::args::{GradArgs, null};
 use crate::kernels::{Kernel, Soft, count};
 use crate::memory::{download, ptr, upload_padded};
-use crate::{CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, Family, OUT, SOURCES, TARGETS};
+use crate::{CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, Family, OUT, PARTIAL, SOURCES, TARGETS};
 use cust::memory::DevicePointer;
 use nbody_core::calls::{TidalCall, VjpCall};
 use nbody_core::kernel::Softened;
@@ -17,6 +18,15 @@ use nbody_core::{Error, Params, Particle};
 
 /// Threads per block (kernels/gradients.cuh's GRAD_BLOCK).
 const BLOCK: u32 = 256;
+
+/// Threads per block of the fused kernel (GRAD_FUSED_BLOCK).
+const FUSED_BLOCK: u32 = 128;
+
+/// Block rows of a fused launch over `n` particles in `x` blocks: enough for about four
+/// waves of sixteen blocks an SM, each row at least 1,024 sources.
+fn fused_rows(x: usize, n: usize, sm_count: usize) -> usize {
+    (4 * 16 * sm_count).div_ceil(x.max(1)).clamp(1, (n / 1024).max(1))
+}
 
 /// A call's kernel constants: the device kernel, its argument (ε² or the support), 1/h,
 /// and the kernel's `w(0)`, `g(0)` for the self pairs.
@@ -89,6 +99,8 @@ fn base_args<T: DeviceReal>(
         self_s0: count(s0)?,
         self_len: count(len)?,
         potential: params.potential as i32,
+        partial: null(),
+        chunk: count(n_sources)?,
     })
 }
 
@@ -128,6 +140,35 @@ impl CudaExecutor {
             let base = GradArgs { cot, ..base_args(params, n, ns, t, s)? };
             let (tag, soft, masked) = (tag::<T>(), c.soft, c.masked);
             let blocks = |k: usize| k.div_ceil(BLOCK as usize) as u32;
+            if params.overlap == nbody_core::Overlap::Identical {
+                // A system on itself (validated: the same records): one pass, its sources
+                // split into rows where the particles alone would leave SMs idle.
+                let x = n.div_ceil(FUSED_BLOCK as usize);
+                let rows = fused_rows(x, n, me.gpu.info().sm_count as usize);
+                let chunk = n.div_ceil(rows).next_multiple_of(FUSED_BLOCK as usize);
+                let rows = n.div_ceil(chunk);
+                let partial = if rows > 1 { ptr(me.scratch[PARTIAL].reserve(rows * n * 8 * 8)?) } else { null() };
+                let args = GradArgs { grad: gt, out: gs, partial, chunk: count(chunk)?, ..base };
+                // SAFETY: n records, cotangents and gradients of each kind, uploaded above;
+                // eight doubles a particle a row in `partial`.
+                unsafe {
+                    let grid = (x as u32, rows as u32);
+                    me.launch(
+                        Kernel::GradFused { tag, soft, masked },
+                        grid,
+                        FUSED_BLOCK,
+                        args,
+                        "launching the gradients",
+                    )?;
+                    if rows > 1 {
+                        let reduce = GradArgs { chunk: count(rows)?, ..args };
+                        me.launch(Kernel::GradFusedReduce { tag }, blocks(n), BLOCK, reduce, "adding the gradients")?;
+                    }
+                };
+                me.gpu.stream().synchronize().map_err(crate::device::cuda("running the gradient kernel"))?;
+                down(me, OUT, target_grads)?;
+                return down::<Particle<T>>(me, EXTRA_B, source_grads);
+            }
             // SAFETY: n target records, cotangents and target gradients, ns source records
             // and source gradients, uploaded above.
             unsafe {
@@ -150,5 +191,16 @@ impl CudaExecutor {
             down(me, OUT, target_grads)?;
             down::<Particle<T>>(me, EXTRA_B, source_grads)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fused_launches_fill_the_gpu_but_keep_rows_long() {
+        // 65,536 particles on 132 SMs: 512 blocks of 128, 17 rows of at least 1,024.
+        assert_eq!(super::fused_rows(512, 65_536, 132), 17);
+        assert_eq!(super::fused_rows(8, 1000, 132), 1);
+        assert_eq!(super::fused_rows(8192, 1 << 20, 132), 2);
     }
 }

@@ -162,6 +162,10 @@ pub(crate) enum Kernel {
     GradTargets { tag: Family, soft: Soft, masked: bool, gradient: bool },
     /// The vector-Jacobian product's pass over the targets of each source.
     GradSources { tag: Family, soft: Soft, masked: bool },
+    /// The whole product of a system on itself in one pass.
+    GradFused { tag: Family, soft: Soft, masked: bool },
+    /// Adds a source-split [`Kernel::GradFused`] launch's rows and finishes.
+    GradFusedReduce { tag: Family },
     /// `v += a h` on resident particles.
     Kick { tag: Family },
     /// `x += v h` on resident particles.
@@ -239,6 +243,10 @@ impl Kernel {
             Kernel::GradSources { tag, soft, masked } => {
                 format!("nbody_grad_sources_{tag}_s{}_m{}", soft as u8, b(masked))
             }
+            Kernel::GradFused { tag, soft, masked } => {
+                format!("nbody_grad_fused_{tag}_s{}_m{}", soft as u8, b(masked))
+            }
+            Kernel::GradFusedReduce { tag } => format!("nbody_grad_fused_reduce_{tag}"),
             Kernel::Kick { tag } => format!("nbody_kick_{tag}"),
             Kernel::Drift { tag } => format!("nbody_drift_{tag}"),
             Kernel::PackColumns { tag } => format!("nbody_columns_pack_{tag}"),
@@ -276,7 +284,10 @@ impl Kernel {
             Kernel::Cells { .. } => "CellArgs",
             Kernel::Project { .. } => "ProjectArgs",
             Kernel::Sums { .. } => "SumsArgs",
-            Kernel::GradTargets { .. } | Kernel::GradSources { .. } => "GradArgs",
+            Kernel::GradTargets { .. }
+            | Kernel::GradSources { .. }
+            | Kernel::GradFused { .. }
+            | Kernel::GradFusedReduce { .. } => "GradArgs",
             Kernel::Kick { .. } | Kernel::Drift { .. } => "StepArgs",
             Kernel::PackColumns { .. } | Kernel::UnpackColumns { .. } => "ColumnsArgs",
             Kernel::Jerk { .. } | Kernel::JerkReduce { .. } => "JerkArgs",
@@ -322,6 +333,9 @@ impl Kernel {
             Kernel::GradTargets { tag: F64, soft: Soft::Spline, masked: false, gradient: true },
             Kernel::GradSources { tag: F32, soft: Soft::Spline, masked: false },
             Kernel::GradSources { tag: F64, soft: Soft::Plummer, masked: true },
+            Kernel::GradFused { tag: F32, soft: Soft::Plummer, masked: false },
+            Kernel::GradFused { tag: F64, soft: Soft::Spline, masked: false },
+            Kernel::GradFusedReduce { tag: F32 },
             Kernel::Kick { tag: F32 },
             Kernel::Drift { tag: F64 },
             Kernel::PackColumns { tag: F32 },

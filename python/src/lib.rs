@@ -1439,15 +1439,17 @@ fn signed_values(obj: &Bound<'_, PyAny>, name: &str, n: usize) -> PyResult<Vec<f
     Ok(v)
 }
 
+/// A gradient call's sources, its targets (None: the sources themselves) and parameters.
+type GradientCall<T> = (Vec<Particle<T>>, Option<Vec<Particle<T>>>, Params<T>);
+
 /// The particles of a gradient call, and its targets (the particles themselves, each
 /// skipping its own pair, when `targets` is None) with the parameters to match.
-#[allow(clippy::type_complexity)]
 fn gradient_call<T: Real>(
     positions: &Bound<'_, PyAny>,
     masses: &Bound<'_, PyAny>,
     targets: Option<&Bound<'_, PyAny>>,
     params: Params<T>,
-) -> PyResult<(Vec<Particle<T>>, Option<Vec<Particle<T>>>, Params<T>)> {
+) -> PyResult<GradientCall<T>> {
     let sources = particles::<T>(positions, masses)?;
     match targets {
         Some(t) => Ok((sources, Some(points::<T>(t, "targets")?), params)),
@@ -1475,7 +1477,7 @@ fn tidal<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     fn run<'py, T: PyReal>(
         py: Python<'py>,
-        call: (Vec<Particle<T>>, Option<Vec<Particle<T>>>, Params<T>),
+        call: GradientCall<T>,
         b: &Backend,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let (sources, targets, params) = call;
@@ -1530,7 +1532,7 @@ fn vjp<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     fn run<'py, T: PyReal>(
         py: Python<'py>,
-        call: (Vec<Particle<T>>, Option<Vec<Particle<T>>>, Params<T>),
+        call: GradientCall<T>,
         cot_acc: &Bound<'py, PyAny>,
         cot_phi: Option<&Bound<'py, PyAny>>,
         b: &Backend,

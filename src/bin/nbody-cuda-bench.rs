@@ -52,6 +52,11 @@ struct Args {
     /// targets against every leaf as a span, in the generator's order and in Morton order.
     #[arg(long, value_name = "N")]
     batch: Option<usize>,
+    /// The gradients at N particles (f32 and f64): the force, the tidal tensor and the
+    /// vector-Jacobian product through the host-slice calls, after checking the last two
+    /// against the f64 oracle at 4,096.
+    #[arg(long, value_name = "N")]
+    gradients: Option<usize>,
     /// Writes the results as JSON here.
     #[arg(long, value_name = "PATH")]
     json: Option<String>,
@@ -126,6 +131,12 @@ fn main() {
         "timing": "CUDA events around back-to-back launches after 2 warm-up launches; median of 7",
         "results": rows,
     });
+    if let Some(Err(e)) =
+        args.gradients.map(|n| gradients::<f32>(&mut gpu, n).and_then(|_| gradients::<f64>(&mut gpu, n)))
+    {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
     if let Some(n) = args.leapfrog {
         match leapfrog_cost(&mut gpu, n) {
             Ok((step, force)) => println!(
@@ -452,6 +463,77 @@ fn worst(a: f64, b: f64) -> f64 {
 }
 
 /// Seconds per device leapfrog step and per force call alone (events, median of 3).
+/// The largest relative error of `got` against `want` over rows (each row's norm).
+fn worst_row_error(got: &[[f64; 3]], want: &[[f64; 3]]) -> f64 {
+    let norm = |v: [f64; 3]| (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+    got.iter().zip(want).map(|(g, w)| norm([g[0] - w[0], g[1] - w[1], g[2] - w[2]]) / norm(*w)).fold(0.0, f64::max)
+}
+
+/// See [`Args::gradients`]: the check at 4,096, then the three calls at `n` timed with
+/// CUDA events around each host-slice call (uploads and downloads included, as a caller
+/// pays them), median of 7 after a warm-up.
+fn gradients<T: DeviceReal>(gpu: &mut CudaExecutor, n: usize) -> Result<(), nbody_core::Error> {
+    use nbody_core::Tidal;
+    use nbody_core::oracle::{Cotangents, Gradients};
+    let name = std::any::type_name::<T>();
+    let params = Params::softened(T::from_f64(1.0 / 256.0)).with_overlap_identical();
+    let check = 4096;
+    let (p, v) = nbody_integrators::ics::plummer::<T>(check, 3);
+    let cot: Vec<Field<T>> = v.iter().map(|v| Field::new(v.vx, v.vy, v.vz, T::from_f64(0.5))).collect();
+    let (mut gt, mut gs) = (vec![Particle::zero(); check], vec![Particle::zero(); check]);
+    gpu.vjp(&p, &p, &params, &cot, &mut gt, &mut gs)?;
+    let acc: Vec<[f64; 3]> = cot.iter().map(|c| c.acceleration().map(nbody_core::Real::to_f64)).collect();
+    let phi = vec![0.5; check];
+    let (mut wt, mut ws, mut wm) = (vec![[0.0; 3]; check], vec![[0.0; 3]; check], vec![0.0; check]);
+    let grads = Gradients { targets: &mut wt, sources: &mut ws, masses: &mut wm };
+    oracle::vjp(&p, &p, &params, Cotangents { acc: &acc, phi: Some(&phi) }, grads)?;
+    // A particle's gradient: its target part plus its source part.
+    let want: Vec<[f64; 3]> = wt.iter().zip(&ws).map(|(a, b)| [a[0] + b[0], a[1] + b[1], a[2] + b[2]]).collect();
+    let got: Vec<[f64; 3]> =
+        gt.iter().zip(&gs).map(|(a, b)| [a.x + b.x, a.y + b.y, a.z + b.z].map(nbody_core::Real::to_f64)).collect();
+    let mass_err =
+        gs.iter().zip(&wm).map(|(g, w)| (nbody_core::Real::to_f64(g.m) - w).abs() / w.abs()).fold(0.0, f64::max);
+    let (mut out, mut tidal) = (vec![Field::zero(); check], vec![Tidal::zero(); check]);
+    gpu.accelerations_tidal(&p, &p, &params, &mut out, &mut tidal)?;
+    let mut wt6 = vec![[0.0; 6]; check];
+    oracle::tidal(&p, &p, &params, &mut wt6)?;
+    let tidal_err = tidal
+        .iter()
+        .zip(&wt6)
+        .map(|(t, w)| {
+            let d: f64 = t.lanes().iter().zip(w).map(|(a, b)| (nbody_core::Real::to_f64(*a) - b).powi(2)).sum();
+            d.sqrt() / w.iter().map(|b| b * b).sum::<f64>().sqrt()
+        })
+        .fold(0.0, f64::max);
+    println!(
+        "\ngradients {name}, check at N = {check} against the f64 oracle: position gradients {:.2e}, mass gradients \
+         {mass_err:.2e}, tidal tensors {tidal_err:.2e} (largest relative error of a particle's)",
+        worst_row_error(&got, &want)
+    );
+    let (p, v) = nbody_integrators::ics::plummer::<T>(n, 1);
+    let cot: Vec<Field<T>> = v.iter().map(|v| Field::new(v.vx, v.vy, v.vz, T::from_f64(0.5))).collect();
+    let (mut out, mut tidal) = (vec![Field::zero(); n], vec![Tidal::zero(); n]);
+    let (mut gt, mut gs) = (vec![Particle::zero(); n], vec![Particle::zero(); n]);
+    // Warm-up (the force call tunes its launch for a new size once).
+    gpu.accelerations(&p, &p, &params, &mut out)?;
+    gpu.accelerations_tidal(&p, &p, &params, &mut out, &mut tidal)?;
+    gpu.vjp(&p, &p, &params, &cot, &mut gt, &mut gs)?;
+    let force = timing::time_with_events(gpu, 7, |g| g.accelerations(&p, &p, &params, &mut out))?;
+    let tidal_t = timing::time_with_events(gpu, 7, |g| g.accelerations_tidal(&p, &p, &params, &mut out, &mut tidal))?;
+    let vjp_t = timing::time_with_events(gpu, 7, |g| g.vjp(&p, &p, &params, &cot, &mut gt, &mut gs))?;
+    println!(
+        "gradients {name}, N = {n} (host-slice calls): force {:.3} ms, force and tidal tensor {:.3} ms ({:.2} forces), \
+         vector-Jacobian product {:.3} ms ({:.2} forces); force plus product {:.2} forces",
+        force * 1e3,
+        tidal_t * 1e3,
+        tidal_t / force,
+        vjp_t * 1e3,
+        vjp_t / force,
+        (force + vjp_t) / force
+    );
+    Ok(())
+}
+
 fn leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(f64, f64), nbody_core::Error> {
     let (p, v) = nbody_integrators::ics::plummer::<f32>(n, 1);
     let mut state = gpu.upload_state(&p, &v)?;
