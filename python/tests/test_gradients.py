@@ -134,3 +134,29 @@ def test_jax_refuses_bad_shapes():
         njax.accelerations(jnp.ones((4, 2)), jnp.ones(4))
     with pytest.raises(ValueError, match="masses must have shape"):
         njax.accelerations(jnp.ones((4, 3)), jnp.ones(3))
+
+
+def test_host_arrays_through_dlpack_work_as_numpy_arrays_do():
+    pos, m = plummer_like(20)
+    want = nbody.accelerations(pos, m, eps=0.01)
+    got = nbody.accelerations(jnp.asarray(pos), jnp.asarray(m), eps=0.01)
+    np.testing.assert_array_equal(got[0], want[0])
+    d_pos, _ = nbody.vjp(jnp.asarray(pos), m, cot_acc=jnp.ones((20, 3)), eps=0.01)
+    np.testing.assert_array_equal(d_pos, nbody.vjp(pos, m, np.ones((20, 3)), eps=0.01)[0])
+
+
+def test_gpu_arrays_are_refused_by_name():
+    class OnGpu:
+        def __dlpack__(self, stream=None):
+            raise AssertionError("not to be read")
+
+        def __dlpack_device__(self):
+            return (2, 0)
+
+    class Interface:
+        __cuda_array_interface__ = {"shape": (3, 3), "typestr": "<f8", "data": (0, False), "version": 3}
+
+    with pytest.raises(ValueError, match="masses is on DLPack device"):
+        nbody.accelerations(np.zeros((3, 3)), OnGpu())
+    with pytest.raises(ValueError, match="positions is a GPU array"):
+        nbody.accelerations(Interface(), np.ones(3))
