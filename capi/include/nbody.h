@@ -636,6 +636,44 @@ enum NbodyStatus nbody_vjp_f64(struct NbodyExecutor *e,
                                double *source_grads);
 
 /**
+ * The vector-Jacobian product of [`nbody_batch_f32`]: for one cotangent record
+ * `[cx, cy, cz, h]` per particle on the field the list gives it, adds each particle's
+ * gradient `[gx, gy, gz, gm]` (its parts as a target and as a source together) into
+ * `grads` (`n` records): a tree code's leaves, differentiated.
+ *
+ * # Safety
+ * As [`nbody_batch_f32`]; `cotangents` and `grads` hold `n` records, and `grads` does not
+ * overlap the inputs.
+ */
+enum NbodyStatus nbody_vjp_batch_f32(struct NbodyExecutor *e,
+                                     const float *particles,
+                                     size_t n,
+                                     const struct NbodyPair *pairs,
+                                     size_t n_pairs,
+                                     const struct NbodySpan *spans,
+                                     size_t n_spans,
+                                     const struct NbodyParams *params,
+                                     const float *cotangents,
+                                     float *grads);
+
+/**
+ * [`nbody_vjp_batch_f32`] for doubles.
+ *
+ * # Safety
+ * As [`nbody_vjp_batch_f32`], with 4-double records.
+ */
+enum NbodyStatus nbody_vjp_batch_f64(struct NbodyExecutor *e,
+                                     const double *particles,
+                                     size_t n,
+                                     const struct NbodyPair *pairs,
+                                     size_t n_pairs,
+                                     const struct NbodySpan *spans,
+                                     size_t n_spans,
+                                     const struct NbodyParams *params,
+                                     const double *cotangents,
+                                     double *grads);
+
+/**
  * Runs every pair of an interaction list over `n` particles in one call, adding into
  * `out` (`n` records, one per particle). The overlap in `params` is ignored: each
  * pair's follows from its spans.

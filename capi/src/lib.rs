@@ -951,6 +951,77 @@ pub unsafe extern "C" fn nbody_vjp_f64(
     vjp(e, GradientArrays { targets, n_targets, sources, n_sources }, params, cotangents, target_grads, source_grads)
 }
 
+fn vjp_batch<T: CReal>(
+    e: *mut NbodyExecutor,
+    (particles, n): (*const T, usize),
+    (pairs, n_pairs, spans, n_spans): (*const NbodyPair, usize, *const NbodySpan, usize),
+    p: *const NbodyParams,
+    cotangents: *const T,
+    grads: *mut T,
+) -> NbodyStatus {
+    guard(|| {
+        let e = executor(e)?;
+        let p = params::<T>(p)?;
+        // SAFETY: the caller promises each pointer holds its count of records; Pair and
+        // Span are the same #[repr(C)] layouts as NbodyPair and NbodySpan.
+        let (ps, pairs, spans, c, g) = unsafe {
+            (
+                records(particles.cast::<Particle<T>>(), n, "particles")?,
+                records(pairs.cast::<Pair>(), n_pairs, "pairs")?,
+                records(spans.cast::<Span>(), n_spans, "spans")?,
+                records(cotangents.cast::<Field<T>>(), n, "cotangents")?,
+                records_mut(grads.cast::<Particle<T>>(), n, "grads")?,
+            )
+        };
+        let list = InteractionList { pairs, source_spans: spans };
+        T::with(e, |x| x.vjp_batch(ps, &list, &p, c, g))?.map_err(Failure::from)
+    })
+}
+
+/// The vector-Jacobian product of [`nbody_batch_f32`]: for one cotangent record
+/// `[cx, cy, cz, h]` per particle on the field the list gives it, adds each particle's
+/// gradient `[gx, gy, gz, gm]` (its parts as a target and as a source together) into
+/// `grads` (`n` records): a tree code's leaves, differentiated.
+///
+/// # Safety
+/// As [`nbody_batch_f32`]; `cotangents` and `grads` hold `n` records, and `grads` does not
+/// overlap the inputs.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nbody_vjp_batch_f32(
+    e: *mut NbodyExecutor,
+    particles: *const f32,
+    n: usize,
+    pairs: *const NbodyPair,
+    n_pairs: usize,
+    spans: *const NbodySpan,
+    n_spans: usize,
+    params: *const NbodyParams,
+    cotangents: *const f32,
+    grads: *mut f32,
+) -> NbodyStatus {
+    vjp_batch(e, (particles, n), (pairs, n_pairs, spans, n_spans), params, cotangents, grads)
+}
+
+/// [`nbody_vjp_batch_f32`] for doubles.
+///
+/// # Safety
+/// As [`nbody_vjp_batch_f32`], with 4-double records.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nbody_vjp_batch_f64(
+    e: *mut NbodyExecutor,
+    particles: *const f64,
+    n: usize,
+    pairs: *const NbodyPair,
+    n_pairs: usize,
+    spans: *const NbodySpan,
+    n_spans: usize,
+    params: *const NbodyParams,
+    cotangents: *const f64,
+    grads: *mut f64,
+) -> NbodyStatus {
+    vjp_batch(e, (particles, n), (pairs, n_pairs, spans, n_spans), params, cotangents, grads)
+}
+
 fn batch<T: CReal>(
     e: *mut NbodyExecutor,
     particles: *const T,

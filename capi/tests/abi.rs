@@ -631,3 +631,52 @@ fn tidal_and_vjp_match_the_reference() {
     // SAFETY: the handle came from nbody_open.
     unsafe { nbody_executor_free(e) };
 }
+
+#[test]
+fn batched_vjp_matches_the_reference() {
+    use nbody_core::{InteractionList, Pair, Particle, Span};
+    let n = 64;
+    let (pos, vel) = nbody_integrators_free_plummer(n);
+    let e = cpu();
+    let params = plummer(0.02, NbodyOverlap::Disjoint);
+    // Two leaves of 32, each against itself and the other.
+    let span = |start, end| NbodySpan { start, end };
+    let pairs = [
+        NbodyPair { targets: span(0, 32), sources: span(0, 2) },
+        NbodyPair { targets: span(32, 64), sources: span(0, 2) },
+    ];
+    let spans = [span(0, 32), span(32, 64)];
+    let cot: Vec<Field<f64>> = vel.iter().map(|v| Field::new(v.vx, v.vy, v.vz, 0.25)).collect();
+    let mut g = vec![Particle::<f64>::zero(); n];
+    // SAFETY: every array holds its count of aligned records.
+    let s = unsafe {
+        nbody_vjp_batch_f64(
+            e,
+            pos.as_ptr().cast(),
+            n,
+            pairs.as_ptr(),
+            2,
+            spans.as_ptr(),
+            2,
+            &params,
+            cot.as_ptr().cast(),
+            g.as_mut_ptr().cast(),
+        )
+    };
+    assert_eq!(s, NbodyStatus::Ok, "{}", last_error());
+    let rp = [
+        Pair { targets: Span::new(0, 32), sources: Span::new(0, 2) },
+        Pair { targets: Span::new(32, 64), sources: Span::new(0, 2) },
+    ];
+    let rs = [Span::new(0, 32), Span::new(32, 64)];
+    let mut want = vec![Particle::zero(); n];
+    let list = InteractionList { pairs: &rp, source_spans: &rs };
+    Reference.vjp_batch(&pos, &list, &Params::softened(0.02), &cot, &mut want).unwrap();
+    for (a, b) in g.iter().zip(&want) {
+        for (x, y) in [a.x, a.y, a.z, a.m].iter().zip([b.x, b.y, b.z, b.m]) {
+            assert!((x - y).abs() <= 1e-9 * y.abs().max(1.0), "{x} against {y}");
+        }
+    }
+    // SAFETY: the handle came from nbody_open.
+    unsafe { nbody_executor_free(e) };
+}

@@ -139,6 +139,18 @@ fn call<T: Real, E: Executor<T>>(
             }
             r
         }
+        Entry::VjpBatch => {
+            // As the product's entry: the field added after it computed.
+            let cot = vec![Field::new(T::one(), T::zero(), T::zero(), T::one()); n];
+            let before = vec![Particle::new(T::one(), T::one(), T::one(), T::one()); n];
+            let mut g = before.clone();
+            let r = e.vjp_batch(ps, &list, &p.with_overlap(nbody_core::Overlap::Disjoint), &cot, &mut g);
+            mark_if_changed(&r, &g, &before, out);
+            if r.is_ok() {
+                e.accelerations(ps, ps, p, out)?;
+            }
+            r
+        }
         Entry::Columns => {
             let x: Vec<[T; 3]> = ps.iter().map(|q| [q.x, q.y, q.z]).collect();
             let m: Vec<T> = ps.iter().map(|q| q.m).collect();

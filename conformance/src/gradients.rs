@@ -158,3 +158,92 @@ pub(crate) fn gradients_many_sources<T: Real, E: Executor<T>>(e: &mut E, u: f64)
     }
     Ok(())
 }
+
+/// The batched product (`Executor::vjp_batch`) against the oracle's product of each
+/// (pair, span), summed per particle, on random lists (spans that overlap, repeat and
+/// are empty), for every kernel declared, into gradients that already hold values.
+pub(crate) fn vjp_batch_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+    use crate::r#gen::{row, softening};
+    use nbody_core::{InteractionList, Overlap, Pair, Span};
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    let strategy = (
+        vec(row(), 1..64),
+        softening(),
+        vec(any::<(u16, u16, u8)>(), 0..8),
+        vec(any::<(u16, u16)>(), 1..12),
+        any::<bool>(),
+    );
+    crate::checks::prop(e, strategy, |e, (rows, eps, pair_seeds, span_seeds, potential)| {
+        let ps = crate::particles::<T>(&rows);
+        let n = ps.len();
+        let span = |a: u16, b: u16| {
+            let (a, b) = (a as u32 % (n as u32 + 1), b as u32 % (n as u32 + 1));
+            Span::new(a.min(b), a.max(b))
+        };
+        let spans: Vec<Span> = span_seeds.iter().map(|&(a, b)| span(a, b)).collect();
+        let pairs: Vec<Pair> = pair_seeds
+            .iter()
+            .map(|&(a, b, k)| {
+                let first = k as u32 % spans.len() as u32;
+                let count = (k as u32 / 7) % (spans.len() as u32 - first + 1);
+                Pair { targets: span(a, b), sources: Span::new(first, first + count) }
+            })
+            .collect();
+        let list = InteractionList { pairs: &pairs, source_spans: &spans };
+        let f = T::from_f64;
+        let cot: Vec<Field<T>> = rows.iter().map(|r| Field::new(f(r[1]), f(-r[0]), f(r[2]), f(r[3] - 0.5))).collect();
+        let before: Vec<Particle<T>> = (0..n).map(|i| Particle::new(f(0.5), f(-0.25), f(i as f64), f(0.125))).collect();
+        let caps = e.capabilities();
+        for &softening in Softening::ALL.iter().filter(|&&s| caps.computes(Entry::VjpBatch, s)) {
+            let mut p = Params::softened(f(eps)).with_softening(softening);
+            p.potential = potential;
+            let mut got = before.clone();
+            e.vjp_batch(&ps, &list, &p, &cot, &mut got)
+                .map_err(|err| format!("{} vjp_batch failed: {err}", e.name()))?;
+            // The truth and its scales: each (pair, span)'s, added per particle.
+            let (mut want, mut scale) = (vec![[0.0; 4]; n], vec![[0.0; 2]; n]);
+            for pair in &pairs {
+                let t = pair.targets.range();
+                for s in list.sources_of(pair).iter().map(Span::range).filter(|s| !s.is_empty() && !t.is_empty()) {
+                    let q = p.with_overlap(Overlap::between(t.clone(), s.clone()));
+                    let (tp, sp) = (&ps[t.clone()], &ps[s.clone()]);
+                    let acc: Vec<[f64; 3]> =
+                        cot[t.clone()].iter().map(|c| c.acceleration().map(|x| x.to_f64())).collect();
+                    let phi: Vec<f64> = cot[t.clone()].iter().map(|c| c.phi.to_f64()).collect();
+                    let cots = Cotangents { acc: &acc, phi: q.potential.then_some(&phi[..]) };
+                    let (nt, ns) = (t.len(), s.len());
+                    let (mut wt, mut ws, mut wm) = (vec![[0.0; 3]; nt], vec![[0.0; 3]; ns], vec![0.0; ns]);
+                    oracle::vjp(tp, sp, &q, cots, Gradients { targets: &mut wt, sources: &mut ws, masses: &mut wm })
+                        .map_err(|e| e.to_string())?;
+                    let (mut st, mut sink, mut ss, mut sm) =
+                        (vec![0.0; nt], vec![0.0; nt], vec![0.0; ns], vec![0.0; ns]);
+                    let out = GradientScales { tidal: &mut sink, targets: &mut st, sources: &mut ss, masses: &mut sm };
+                    oracle::gradient_scales(tp, sp, &q, cots, out).map_err(|e| e.to_string())?;
+                    for (k, i) in t.clone().enumerate() {
+                        (0..3).for_each(|a| want[i][a] += wt[k][a]);
+                        scale[i][0] += st[k];
+                    }
+                    for (k, j) in s.clone().enumerate() {
+                        (0..3).for_each(|a| want[j][a] += ws[k][a]);
+                        want[j][3] += wm[k];
+                        scale[j][0] += ss[k];
+                        scale[j][1] += sm[k];
+                    }
+                }
+            }
+            let tol = tolerance(u, Path::Gradients);
+            let lanes = |q: &Particle<T>| [q.x.to_f64(), q.y.to_f64(), q.z.to_f64(), q.m.to_f64()];
+            for i in 0..n {
+                let (g, b) = (lanes(&got[i]), lanes(&before[i]));
+                for k in 0..4 {
+                    let sc = scale[i][(k == 3) as usize];
+                    close(g[k], b[k], want[i][k], tol, sc, u, &|| {
+                        format!("{} particle {i}, lane {k}", softening.name())
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    })
+}

@@ -23,7 +23,7 @@
 use crate::checks;
 use nbody_core::calls::{
     BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
-    SnapCall, TidalCall, VjpCall,
+    SnapCall, TidalCall, VjpBatchCall, VjpCall,
 };
 use nbody_core::capabilities::{Capabilities, Entry};
 use nbody_core::columns::ColumnsCall;
@@ -210,6 +210,11 @@ impl<T: Real, E: Executor<T>> Executor<T> for Mutant<E> {
     unsafe fn vjp_unchecked(&mut self, call: VjpCall<'_, T>) -> Result<(), Error> {
         // SAFETY: the caller's call, unchanged.
         unsafe { self.inner.vjp_unchecked(call) }
+    }
+
+    unsafe fn vjp_batch_unchecked(&mut self, call: VjpBatchCall<'_, T>) -> Result<(), Error> {
+        // SAFETY: the caller's call, unchanged.
+        unsafe { self.inner.vjp_batch_unchecked(call) }
     }
 
     unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, T>) -> Result<(), Error> {

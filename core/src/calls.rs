@@ -185,3 +185,19 @@ pub struct VjpCall<'a, T: crate::Real> {
     /// One gradient per source, `[∂L/∂x, ∂L/∂y, ∂L/∂z, ∂L/∂m]`, added into.
     pub source_grads: &'a mut [Particle<T>],
 }
+
+/// [`crate::Executor::vjp_batch_unchecked`]'s call.
+#[derive(Debug)]
+pub struct VjpBatchCall<'a, T: crate::Real> {
+    /// The particles the list's spans index.
+    pub particles: &'a [Particle<T>],
+    /// The pairs of target and source spans.
+    pub list: &'a InteractionList<'a>,
+    /// The call's parameters.
+    pub params: &'a Params<T>,
+    /// One cotangent per particle (on its field as a target), as [`VjpCall::cotangents`].
+    pub cotangents: &'a [Field<T>],
+    /// One gradient per particle, its parts as a target and as a source together, added
+    /// into.
+    pub grads: &'a mut [Particle<T>],
+}

@@ -41,11 +41,13 @@ pub enum Entry {
     Tidal,
     /// [`crate::Executor::vjp`].
     Vjp,
+    /// [`crate::Executor::vjp_batch`].
+    VjpBatch,
 }
 
 impl Entry {
     /// Every entry point, in the order tables list them.
-    pub const ALL: [Entry; 10] = [
+    pub const ALL: [Entry; 11] = [
         Entry::Accelerations,
         Entry::Jerk,
         Entry::Neighbours,
@@ -56,6 +58,7 @@ impl Entry {
         Entry::Columns,
         Entry::Tidal,
         Entry::Vjp,
+        Entry::VjpBatch,
     ];
 
     /// The name tables print.
@@ -75,6 +78,7 @@ impl Entry {
             Entry::Columns => "columns",
             Entry::Tidal => "tidal",
             Entry::Vjp => "vjp",
+            Entry::VjpBatch => "vjp-batch",
         }
     }
 

@@ -2,7 +2,7 @@
 
 use crate::calls::{
     BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
-    SnapCall, TidalCall, VjpCall,
+    SnapCall, TidalCall, VjpBatchCall, VjpCall,
 };
 use crate::cell::Cell;
 use crate::neighbours::Neighbours;
@@ -632,6 +632,69 @@ pub trait Executor<T: Real> {
     unsafe fn vjp_unchecked(&mut self, call: VjpCall<'_, T>) -> Result<(), Error> {
         vjp_target_loops(call.targets, call.sources, call.params, call.cotangents, call.target_grads);
         vjp_source_loops(call.targets, call.sources, call.params, call.cotangents, call.source_grads);
+        Ok(())
+    }
+
+    /// The vector-Jacobian product of [`Executor::accelerations_batch`]: for one
+    /// cotangent per particle on the field the list gives it, the gradient of
+    /// `L = Σ_i c_i · a_i + h_i φ_i` with respect to every particle's position and mass,
+    /// its parts as a target and as a source of the list's pairs together (added into
+    /// `grads`, `[gx, gy, gz, gm]`): what a tree code's leaves need to be differentiated.
+    /// `params.overlap` is ignored: each pair's follows from its spans.
+    ///
+    /// The door: [`validate_batch`], [`validate::cotangents_of`], nothing when the list
+    /// has no pair, then [`Executor::vjp_batch_unchecked`].
+    ///
+    /// ```
+    /// use nbody_core::{Executor, Field, InteractionList, Pair, Params, Particle, Reference, Span};
+    /// // Two unit masses 2 apart, each pulled by the other: one pair, both spans the pair.
+    /// let p = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(2.0, 0.0, 0.0, 1.0)];
+    /// let pairs = [Pair { targets: Span::new(0, 2), sources: Span::new(0, 1) }];
+    /// let list = InteractionList { pairs: &pairs, source_spans: &[Span::new(0, 2)] };
+    /// let cot = [Field::new(1.0, 0.0, 0.0, 0.0), Field::zero()];
+    /// let mut g = [Particle::zero(); 2];
+    /// Reference.vjp_batch(&p, &list, &Params::softened(0.0), &cot, &mut g)?;
+    /// // a_0x = 1 / (x_1 − x_0)²: d/dx_0 = 2/8, d/dx_1 = −2/8, d/dm_1 = 1/4.
+    /// assert_eq!((g[0].x, g[1].x, g[1].m), (0.25, -0.25, 0.25));
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    fn vjp_batch(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        cotangents: &[Field<T>],
+        grads: &mut [Particle<T>],
+    ) -> Result<(), Error> {
+        validate_batch(particles, list, params, grads.len())?;
+        validate::length("cotangents", particles.len(), cotangents.len())?;
+        validate::cotangents_of(cotangents, params)?;
+        if list.pairs.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: validated just above.
+        unsafe { self.vjp_batch_unchecked(VjpBatchCall { particles, list, params, cotangents, grads }) }
+    }
+
+    /// The work of [`Executor::vjp_batch`]. The default runs the plain loops of the
+    /// default [`Executor::vjp_unchecked`] for each pair and source span, on the caller's
+    /// thread, in the caller's precision.
+    ///
+    /// # Safety
+    ///
+    /// [`validate_batch`] and [`validate::cotangents_of`] returned `Ok` on these
+    /// arguments, with one cotangent per particle.
+    unsafe fn vjp_batch_unchecked(&mut self, call: VjpBatchCall<'_, T>) -> Result<(), Error> {
+        let VjpBatchCall { particles, list, params, cotangents, grads } = call;
+        for pair in list.pairs {
+            let t = pair.targets.range();
+            for s in list.sources_of(pair).iter().map(Span::range).filter(|s| !s.is_empty() && !t.is_empty()) {
+                let q = params.with_overlap(Overlap::between(t.clone(), s.clone()));
+                let (tp, sp, c) = (&particles[t.clone()], &particles[s.clone()], &cotangents[t.clone()]);
+                vjp_target_loops(tp, sp, &q, c, &mut grads[t.clone()]);
+                vjp_source_loops(tp, sp, &q, c, &mut grads[s]);
+            }
+        }
         Ok(())
     }
 

@@ -7,7 +7,7 @@
 
 use crate::calls::{
     BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
-    SnapCall, TidalCall, VjpCall,
+    SnapCall, TidalCall, VjpBatchCall, VjpCall,
 };
 use crate::cell::Cell;
 use crate::executor::{Bodies, Executor, InteractionList, Kinematics, LeafList, PerParticle};
@@ -62,6 +62,13 @@ pub enum Call<'a> {
         /// The list (its interactions are counted only by a wrapper that asks).
         list: &'a InteractionList<'a>,
     },
+    /// The vector-Jacobian product of a batched list: both of its passes over the list.
+    VjpBatch {
+        /// Particles the list indexes.
+        particles: usize,
+        /// The list.
+        list: &'a InteractionList<'a>,
+    },
     /// Far cells as sources (particle-cell interactions).
     Cells {
         /// Targets.
@@ -96,6 +103,7 @@ impl Call<'_> {
             | Call::Cells { targets, cells: sources } => targets * sources,
             Call::Vjp { targets, sources } => 2 * targets * sources,
             Call::Batch { list, .. } => list.interactions(),
+            Call::VjpBatch { list, .. } => 2 * list.interactions(),
             Call::BatchCells { list, .. } => list.particles.interactions() + list.cell_interactions(),
         }
     }
@@ -337,6 +345,24 @@ where
         self.before(&Call::Vjp { targets: call.targets.len(), sources: call.sources.len() });
         // SAFETY: the same call, the same contract.
         unsafe { self.inner_mut().vjp_unchecked(call) }
+    }
+
+    fn vjp_batch(
+        &mut self,
+        particles: &[Particle<T>],
+        list: &InteractionList<'_>,
+        params: &Params<T>,
+        cotangents: &[Field<T>],
+        grads: &mut [Particle<T>],
+    ) -> Result<(), Error> {
+        self.before(&Call::VjpBatch { particles: particles.len(), list });
+        self.inner_mut().vjp_batch(particles, list, params, cotangents, grads)
+    }
+
+    unsafe fn vjp_batch_unchecked(&mut self, call: VjpBatchCall<'_, T>) -> Result<(), Error> {
+        self.before(&Call::VjpBatch { particles: call.particles.len(), list: call.list });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().vjp_batch_unchecked(call) }
     }
 
     fn accelerations_batch(

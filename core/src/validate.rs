@@ -441,6 +441,20 @@ pub fn vjp_call<T: Real>(
     source_grads_len: usize,
 ) -> Result<(), Error> {
     call(targets, sources, p, cotangents.len())?;
+    cotangents_of(cotangents, p)?;
+    length("target gradients", targets.len(), target_grads_len)?;
+    length("source gradients", sources.len(), source_grads_len)
+}
+
+/// Checks a product's cotangents: finite and within [`range`] in the lanes the call
+/// reads (the potential's only when `p.potential`); names the first offender.
+///
+/// ```
+/// use nbody_core::{validate, Array, Error, Field, Params};
+/// let c = [Field::new(0.0f32, 1.0, 0.0, 0.0), Field::new(0.0, f32::INFINITY, 0.0, 0.0)];
+/// assert_eq!(validate::cotangents_of(&c, &Params::softened(0.1)), Err(Error::NonFinite { array: Array::Cotangents, index: 1 }));
+/// ```
+pub fn cotangents_of<T: Real>(cotangents: &[crate::Field<T>], p: &Params<T>) -> Result<(), Error> {
     // The lanes the call reads: a cotangent on an output the call leaves alone is not.
     let read = |c: &crate::Field<T>| [c.ax, c.ay, c.az, if p.potential { c.phi } else { T::zero() }];
     for (index, c) in cotangents.iter().enumerate() {
@@ -453,8 +467,7 @@ pub fn vjp_call<T: Real>(
             return Err(Error::OutOfRange { array: Array::Cotangents, index });
         }
     }
-    length("target gradients", targets.len(), target_grads_len)?;
-    length("source gradients", sources.len(), source_grads_len)
+    Ok(())
 }
 
 /// What a jerk call checks beyond an acceleration call.

@@ -34,11 +34,13 @@ pub use mixed::{MAX_EXTENT, MixedExecutor};
 
 use nbody_core::calls::{
     BatchCall, BatchCellsCall, BatchPerParticleCall, CellsCall, DirectCall, JerkCall, NeighboursCall, PerParticleCall,
-    TidalCall, VjpCall,
+    TidalCall, VjpBatchCall, VjpCall,
 };
 use nbody_core::kernel::Softened;
 use nbody_core::neighbours::Neighbours;
-use nbody_core::{Bodies, Error, Executor, Field, Jerk, Params, Particle, PerParticle, Real, Softening, validate};
+use nbody_core::{
+    Bodies, Error, Executor, Field, Jerk, Overlap, Params, Particle, PerParticle, Real, Softening, validate,
+};
 use scratch::Scratch;
 
 /// How many threads a call may use. A tree code that already calls the kernel from its
@@ -574,6 +576,43 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
     /// target (its cotangents broadcast), on every thread.
     unsafe fn vjp_unchecked(&mut self, call: VjpCall<'_, T>) -> Result<(), Error> {
         gradients::vjp(self.pool.as_ref(), self.gradient_kernel(call.params), call);
+        Ok(())
+    }
+
+    /// Each pair and source span through the SIMD product on the calling thread (one
+    /// leaf's pair is too small to share among threads), a span on itself in the fused
+    /// pass.
+    unsafe fn vjp_batch_unchecked(&mut self, call: VjpBatchCall<'_, T>) -> Result<(), Error> {
+        let VjpBatchCall { particles, list, params, cotangents, grads } = call;
+        let kernel = self.gradient_kernel(params);
+        let (mut tg, mut sg) = (Vec::new(), Vec::new());
+        let add = |into: &mut [Particle<T>], part: &[Particle<T>]| {
+            for (g, d) in into.iter_mut().zip(part) {
+                *g = Particle::new(g.x + d.x, g.y + d.y, g.z + d.z, g.m + d.m);
+            }
+        };
+        for pair in list.pairs {
+            let t = pair.targets.range();
+            for s in list.sources_of(pair).iter().map(|s| s.range()).filter(|s| !s.is_empty() && !t.is_empty()) {
+                let overlap = if t == s { Overlap::Identical } else { Overlap::between(t.clone(), s.clone()) };
+                let q = params.with_overlap(overlap);
+                tg.clear();
+                tg.resize(t.len(), Particle::zero());
+                sg.clear();
+                sg.resize(s.len(), Particle::zero());
+                let call = VjpCall {
+                    targets: &particles[t.clone()],
+                    sources: &particles[s.clone()],
+                    params: &q,
+                    cotangents: &cotangents[t.clone()],
+                    target_grads: &mut tg,
+                    source_grads: &mut sg,
+                };
+                gradients::vjp(None, kernel, call);
+                add(&mut grads[t.clone()], &tg);
+                add(&mut grads[s], &sg);
+            }
+        }
         Ok(())
     }
 

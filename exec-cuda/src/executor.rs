@@ -28,9 +28,9 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         }
     }
 
-    /// Every entry point under Plummer (the snap in host loops); every other kernel in
-    /// the plain, batched and per-particle kernels (the softened tiles, `Soft::of`) and
-    /// the gradients: the jerk kernels and the cell kernels are Plummer's. The columns
+    /// Every entry point under Plummer (the snap and the batched product in host loops);
+    /// every other kernel in the plain, batched and per-particle kernels (the softened
+    /// tiles, `Soft::of`) and the gradients: the jerk kernels and the cell kernels are Plummer's. The columns
     /// on all but the mixed kernels.
     fn capabilities(&self) -> Capabilities {
         let softened = Entries::NONE
@@ -38,7 +38,8 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
             .with(Entry::Batch)
             .with(Entry::PerParticle)
             .with(Entry::Tidal)
-            .with(Entry::Vjp);
+            .with(Entry::Vjp)
+            .with(Entry::VjpBatch);
         let caps = Capabilities::uniform(softened.with(Entry::Columns))
             .with_kernel(nbody_core::Softening::Plummer, Entries::ALL);
         if self.family::<T>() == crate::Family::Mixed { caps.map(|_, e| e.without(Entry::Columns)) } else { caps }

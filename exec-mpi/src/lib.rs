@@ -59,7 +59,7 @@ pub use resident::DistributedState;
 use mpi::collective::SystemOperation;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::*;
-use nbody_core::calls::{BatchCall, DirectCall, JerkCall, NeighboursCall, SnapCall, TidalCall, VjpCall};
+use nbody_core::calls::{BatchCall, DirectCall, JerkCall, NeighboursCall, SnapCall, TidalCall, VjpBatchCall, VjpCall};
 use nbody_core::collective::Collective;
 use nbody_core::kernel::{add_fields, add_jerks};
 use nbody_core::projection::Projection;
@@ -287,7 +287,7 @@ fn unsupported(operation: &'static str) -> Error {
             "a list indexes one particle array, which no rank holds whole: run each rank's list on inner_mut(), or use Replicated"
         }
         "accelerations_snap" => "the snap's source accelerations are not passed between ranks yet: use Replicated",
-        "accelerations_tidal" | "vjp" => {
+        "accelerations_tidal" | "vjp" | "vjp_batch" => {
             "the gradients' passes are not collectives yet (each rank holds a share of the sources): use Replicated"
         }
         _ => "neighbours are not gathered across ranks yet: use Replicated, or the per-rank executor",
@@ -425,6 +425,22 @@ impl<T: Real, E: Executor<T>> Executor<T> for Distributed<E> {
 
     unsafe fn vjp_unchecked(&mut self, _call: VjpCall<'_, T>) -> Result<(), Error> {
         Err(unsupported("vjp"))
+    }
+
+    /// Refused, as the tidal call is.
+    fn vjp_batch(
+        &mut self,
+        _particles: &[Particle<T>],
+        _list: &InteractionList<'_>,
+        _params: &Params<T>,
+        _cotangents: &[Field<T>],
+        _grads: &mut [Particle<T>],
+    ) -> Result<(), Error> {
+        Err(unsupported("vjp_batch"))
+    }
+
+    unsafe fn vjp_batch_unchecked(&mut self, _call: VjpBatchCall<'_, T>) -> Result<(), Error> {
+        Err(unsupported("vjp_batch"))
     }
 
     /// Refused: an interaction list indexes one particle array, which no rank holds

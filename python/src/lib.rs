@@ -293,23 +293,34 @@ fn masses(obj: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<f64>> {
 /// One finite, non-negative number per particle (masses, radii) from a float32 or
 /// float64 array of shape (N,).
 fn per_particle(obj: &Bound<'_, PyAny>, name: &str, n: usize) -> PyResult<Vec<f64>> {
-    let m: Vec<f64> = if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f64>>() {
+    let m = finite_values(obj, name, n, "positions has {n} rows")?;
+    if let Some(i) = m.iter().position(|&x| x < 0.0) {
+        return Err(value_error(format!("{name}[{i}] is negative ({})", m[i])));
+    }
+    Ok(m)
+}
+
+/// One finite number per entry from a float32 or float64 array of shape (N,), N = `n`
+/// (`expected` says where n comes from, `{n}` standing for it).
+fn finite_values(obj: &Bound<'_, PyAny>, name: &str, n: usize, expected: &str) -> PyResult<Vec<f64>> {
+    let v: Vec<f64> = if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f64>>() {
         a.as_array().iter().copied().collect()
     } else if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f32>>() {
         a.as_array().iter().map(|&x| x as f64).collect()
     } else {
         return Err(value_error(describe(obj, name, "a float32 or float64 numpy array of shape (N,)")));
     };
-    if m.len() != n {
-        return Err(value_error(format!("{name} has {} entries, positions has {n} rows", m.len())));
+    if v.len() != n {
+        return Err(value_error(format!(
+            "{name} has {} entries, {}",
+            v.len(),
+            expected.replace("{n}", &n.to_string())
+        )));
     }
-    if let Some(i) = m.iter().position(|x| !x.is_finite()) {
-        return Err(value_error(format!("{name}[{i}] is {} (must be finite)", m[i])));
+    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+        return Err(value_error(format!("{name}[{i}] is {} (must be finite)", v[i])));
     }
-    if let Some(i) = m.iter().position(|&x| x < 0.0) {
-        return Err(value_error(format!("{name}[{i}] is negative ({})", m[i])));
-    }
-    Ok(m)
+    Ok(v)
 }
 
 fn finite(rows: &[[f64; 3]], name: &str) -> PyResult<()> {
@@ -1421,24 +1432,6 @@ fn gradient_params<T: Real>(eps: f64, g: f64, softening: &str) -> PyResult<Param
     Ok(Params::softened(T::from_f64(eps)).with_g(T::from_f64(g)).with_softening(kernel))
 }
 
-/// A float array of shape (N,) whose entries may take any finite sign.
-fn signed_values(obj: &Bound<'_, PyAny>, name: &str, n: usize) -> PyResult<Vec<f64>> {
-    let v: Vec<f64> = if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f64>>() {
-        a.as_array().iter().copied().collect()
-    } else if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f32>>() {
-        a.as_array().iter().map(|&x| x as f64).collect()
-    } else {
-        return Err(value_error(describe(obj, name, "a float32 or float64 numpy array of shape (N,)")));
-    };
-    if v.len() != n {
-        return Err(value_error(format!("{name} has {} entries, expected {n}", v.len())));
-    }
-    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-        return Err(value_error(format!("{name}[{i}] is {} (must be finite)", v[i])));
-    }
-    Ok(v)
-}
-
 /// A gradient call's sources, its targets (None: the sources themselves) and parameters.
 type GradientCall<T> = (Vec<Particle<T>>, Option<Vec<Particle<T>>>, Params<T>);
 
@@ -1540,18 +1533,7 @@ fn vjp<'py>(
         let (sources, targets, mut params) = call;
         let t = targets.as_deref().unwrap_or(&sources);
         let (n, ns) = (t.len(), sources.len());
-        let c = coords(cot_acc, "cot_acc")?;
-        if c.len() != n {
-            return Err(value_error(format!("cot_acc has {} rows, expected one per target ({n})", c.len())));
-        }
-        let c: Vec<Particle<T>> = c.particles(&[], "cot_acc")?;
-        let h = cot_phi.map(|h| signed_values(h, "cot_phi", n)).transpose()?;
-        params.potential = h.is_some();
-        let cot: Vec<Field<T>> = c
-            .iter()
-            .enumerate()
-            .map(|(i, c)| Field::new(c.x, c.y, c.z, T::from_f64(h.as_ref().map_or(0.0, |h| h[i]))))
-            .collect();
+        let cot = cotangent_records::<T>(cot_acc, cot_phi, n, &mut params)?;
         let (gt, gs) = with_executor::<T, _>(py, b, |e| {
             let (mut gt, mut gs) = (vec![Particle::zero(); n], vec![Particle::zero(); ns]);
             e.vjp(t, &sources, &params, &cot, &mut gt, &mut gs).map(|_| (gt, gs))
@@ -1587,6 +1569,86 @@ fn vjp<'py>(
         ),
         other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     }
+}
+
+/// The vector-Jacobian product of `leaves` (its particle-particle part): for cotangents
+/// `cot_acc` (N, 3) and optionally `cot_phi` (N,) on the field the list's pairs give each
+/// particle, the gradients `(d_positions (N, 3), d_masses (N,))` of `sum(cot_acc * acc) +
+/// sum(cot_phi * phi)`, each particle's parts as a target and as a source together.
+#[pyfunction]
+#[pyo3(signature = (positions, masses, pairs, spans, cot_acc, cot_phi=None, eps=0.0, G=1.0, executor="cpu", precision="f64", threads=None, softening="plummer"))]
+#[allow(non_snake_case, clippy::too_many_arguments)]
+fn leaves_vjp<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    masses: &Bound<'py, PyAny>,
+    pairs: &Bound<'py, PyAny>,
+    spans: &Bound<'py, PyAny>,
+    cot_acc: &Bound<'py, PyAny>,
+    cot_phi: Option<&Bound<'py, PyAny>>,
+    eps: f64,
+    G: f64,
+    executor: &str,
+    precision: &str,
+    threads: Option<usize>,
+    softening: &str,
+) -> PyResult<Bound<'py, PyTuple>> {
+    fn run<'py, T: PyReal>(
+        py: Python<'py>,
+        (particles, pairs, spans): (Vec<Particle<T>>, Vec<Pair>, Vec<Span>),
+        mut params: Params<T>,
+        (cot_acc, cot_phi): (&Bound<'py, PyAny>, Option<&Bound<'py, PyAny>>),
+        b: &Backend,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let n = particles.len();
+        let cot = cotangent_records::<T>(cot_acc, cot_phi, n, &mut params)?;
+        let grads = with_executor::<T, _>(py, b, |e| {
+            let mut g = vec![Particle::zero(); n];
+            let list = InteractionList { pairs: &pairs, source_spans: &spans };
+            e.vjp_batch(&particles, &list, &params, &cot, &mut g).map(|_| g)
+        })?
+        .map_err(runtime)?;
+        let flat: Vec<T> = grads.iter().flat_map(|q| [q.x, q.y, q.z]).collect();
+        let dm = PyArray1::from_vec(py, grads.iter().map(|q| q.m).collect::<Vec<T>>()).into_any();
+        PyTuple::new(py, [PyArray1::from_vec(py, flat).reshape([n, 3])?.into_any(), dm])
+    }
+    let pair_rows = index_rows(pairs, "pairs", 4)?;
+    let pairs: Vec<Pair> =
+        pair_rows.iter().map(|r| Pair { targets: Span::new(r[0], r[1]), sources: Span::new(r[2], r[3]) }).collect();
+    let spans = self::spans(&index_rows(spans, "spans", 2)?);
+    let cots = (cot_acc, cot_phi);
+    match precision {
+        "f64" => {
+            let list = (particles::<f64>(positions, masses)?, pairs, spans);
+            run::<f64>(py, list, gradient_params(eps, G, softening)?, cots, &backend::<f64>(executor, threads)?)
+        }
+        "f32" => {
+            let list = (particles::<f32>(positions, masses)?, pairs, spans);
+            run::<f32>(py, list, gradient_params(eps, G, softening)?, cots, &backend::<f32>(executor, threads)?)
+        }
+        other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+    }
+}
+
+/// Cotangent records from `cot_acc` (N, 3) and `cot_phi` (N,): `params.potential` is set
+/// when `cot_phi` is given (without it the potential's cotangent is zero).
+fn cotangent_records<T: PyReal>(
+    cot_acc: &Bound<'_, PyAny>,
+    cot_phi: Option<&Bound<'_, PyAny>>,
+    n: usize,
+    params: &mut Params<T>,
+) -> PyResult<Vec<Field<T>>> {
+    let c = coords(cot_acc, "cot_acc")?;
+    if c.len() != n {
+        return Err(value_error(format!("cot_acc has {} rows, expected one per target ({n})", c.len())));
+    }
+    let c: Vec<Particle<T>> = c.particles(&[], "cot_acc")?;
+    let h = cot_phi.map(|h| finite_values(h, "cot_phi", n, "expected one per target ({n})")).transpose()?;
+    params.potential = h.is_some();
+    Ok(c.iter()
+        .enumerate()
+        .map(|(i, c)| Field::new(c.x, c.y, c.z, T::from_f64(h.as_ref().map_or(0.0, |h| h[i]))))
+        .collect())
 }
 
 /// The projected mass of the particles on a square window of `pixels` x `pixels` cells
@@ -1776,6 +1838,7 @@ fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jerk, m)?)?;
     m.add_function(wrap_pyfunction!(tidal, m)?)?;
     m.add_function(wrap_pyfunction!(vjp, m)?)?;
+    m.add_function(wrap_pyfunction!(leaves_vjp, m)?)?;
     m.add_function(wrap_pyfunction!(density_map, m)?)?;
     m.add_function(wrap_pyfunction!(read_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(_rust_seconds, m)?)?;

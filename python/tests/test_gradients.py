@@ -160,3 +160,17 @@ def test_gpu_arrays_are_refused_by_name():
         nbody.accelerations(np.zeros((3, 3)), OnGpu())
     with pytest.raises(ValueError, match="positions is a GPU array"):
         nbody.accelerations(Interface(), np.ones(3))
+
+
+def test_leaves_vjp_is_the_product_of_the_leaves_field():
+    pos, m = plummer_like(48)
+    # Three leaves of 16, each against all three (the whole system, as leaf pairs).
+    pairs = np.array([[0, 16, 0, 3], [16, 32, 0, 3], [32, 48, 0, 3]])
+    spans = np.array([[0, 16], [16, 32], [32, 48]])
+    rng = np.random.default_rng(6)
+    c, h = rng.normal(size=(48, 3)), rng.normal(size=48)
+    d_pos, d_m = nbody.leaves_vjp(pos, m, pairs, spans, c, h, eps=0.02)
+    want_pos, want_m = nbody.vjp(pos, m, c, h, eps=0.02)
+    # The same sums in another order (per leaf pair, against one pass): roundings apart.
+    np.testing.assert_allclose(d_pos, want_pos, rtol=1e-10, atol=1e-12 * np.abs(want_pos).max())
+    np.testing.assert_allclose(d_m, want_m, rtol=1e-10, atol=1e-12 * np.abs(want_m).max())

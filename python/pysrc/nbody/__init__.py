@@ -73,6 +73,7 @@ cell = _host_arrays(_nbody.cell)
 density_map = _host_arrays(_nbody.density_map)
 jerk = _host_arrays(_nbody.jerk)
 leaves = _host_arrays(_nbody.leaves)
+leaves_vjp = _host_arrays(_nbody.leaves_vjp)
 tidal = _host_arrays(_nbody.tidal)
 vjp = _host_arrays(_nbody.vjp)
 
@@ -89,6 +90,7 @@ __all__ = [
     "tidal",
     "vjp",
     "leaves",
+    "leaves_vjp",
     "read_snapshot",
     "Simulation",
     "write_snapshot",

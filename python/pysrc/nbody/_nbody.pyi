@@ -85,6 +85,25 @@ def vjp(
     d_masses (N,)); with targets: (d_targets (K, 3), d_positions (N, 3), d_masses (N,))."""
     ...
 
+def leaves_vjp(
+    positions: FloatArray,
+    masses: FloatArray,
+    pairs: npt.NDArray[np.integer],
+    spans: npt.NDArray[np.integer],
+    cot_acc: FloatArray,
+    cot_phi: Optional[FloatArray] = None,
+    eps: float = 0.0,
+    G: float = 1.0,
+    executor: Executor = "cpu",
+    precision: Precision = "f64",
+    threads: Optional[int] = None,
+    softening: Softening = "plummer",
+) -> Tuple[FloatArray, FloatArray]:
+    """The vector-Jacobian product of `leaves`' particle-particle part: (d_positions (N, 3),
+    d_masses (N,)) of sum(cot_acc * acc) + sum(cot_phi * phi), each particle's parts as a
+    target and as a source together."""
+    ...
+
 def jerk(
     positions: FloatArray,
     velocities: FloatArray,
