@@ -384,25 +384,37 @@ fn two_body_closed_form<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<
     })
 }
 
+/// An interaction list over `n` particles from random seeds: spans that overlap, repeat
+/// and are empty, and pairs of a target span against a run of them (`span_seeds` not
+/// empty).
+pub(crate) fn random_list(
+    n: usize,
+    pair_seeds: &[(u16, u16, u8)],
+    span_seeds: &[(u16, u16)],
+) -> (Vec<Pair>, Vec<Span>) {
+    let span = |a: u16, b: u16| {
+        let (a, b) = (a as u32 % (n as u32 + 1), b as u32 % (n as u32 + 1));
+        Span::new(a.min(b), a.max(b))
+    };
+    let spans: Vec<Span> = span_seeds.iter().map(|&(a, b)| span(a, b)).collect();
+    let pairs = pair_seeds
+        .iter()
+        .map(|&(a, b, k)| {
+            let first = k as u32 % spans.len() as u32;
+            let count = (k as u32 / 7) % (spans.len() as u32 - first + 1);
+            Pair { targets: span(a, b), sources: Span::new(first, first + count) }
+        })
+        .collect();
+    (pairs, spans)
+}
+
 fn batch_matches_pairwise<T: Real, E: Projecting<T>>(e: &mut E, u: f64) -> Result<(), String> {
     let strategy =
         (vec(row(), 1..96), softening(), vec(any::<(u16, u16, u8)>(), 0..12), vec(any::<(u16, u16)>(), 1..16));
     prop(e, strategy, |e, (rows, eps, pair_seeds, span_seeds)| {
         let ps = particles::<T>(&rows);
         let n = ps.len();
-        let span = |a: u16, b: u16| {
-            let (a, b) = (a as u32 % (n as u32 + 1), b as u32 % (n as u32 + 1));
-            Span::new(a.min(b), a.max(b))
-        };
-        let spans: Vec<Span> = span_seeds.iter().map(|&(a, b)| span(a, b)).collect();
-        let pairs: Vec<Pair> = pair_seeds
-            .iter()
-            .map(|&(a, b, k)| {
-                let first = k as u32 % spans.len() as u32;
-                let count = (k as u32 / 7) % (spans.len() as u32 - first + 1);
-                Pair { targets: span(a, b), sources: Span::new(first, first + count) }
-            })
-            .collect();
+        let (pairs, spans) = random_list(n, &pair_seeds, &span_seeds);
         let list = InteractionList { pairs: &pairs, source_spans: &spans };
         let p = Params::softened(T::from_f64(eps));
         let mut out = zeros::<T>(n);

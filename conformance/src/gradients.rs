@@ -164,7 +164,7 @@ pub(crate) fn gradients_many_sources<T: Real, E: Executor<T>>(e: &mut E, u: f64)
 /// are empty), for every kernel declared, into gradients that already hold values.
 pub(crate) fn vjp_batch_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
     use crate::r#gen::{row, softening};
-    use nbody_core::{InteractionList, Overlap, Pair, Span};
+    use nbody_core::{InteractionList, Overlap, Span};
     use proptest::collection::vec;
     use proptest::prelude::*;
     let strategy = (
@@ -177,19 +177,7 @@ pub(crate) fn vjp_batch_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f6
     crate::checks::prop(e, strategy, |e, (rows, eps, pair_seeds, span_seeds, potential)| {
         let ps = crate::particles::<T>(&rows);
         let n = ps.len();
-        let span = |a: u16, b: u16| {
-            let (a, b) = (a as u32 % (n as u32 + 1), b as u32 % (n as u32 + 1));
-            Span::new(a.min(b), a.max(b))
-        };
-        let spans: Vec<Span> = span_seeds.iter().map(|&(a, b)| span(a, b)).collect();
-        let pairs: Vec<Pair> = pair_seeds
-            .iter()
-            .map(|&(a, b, k)| {
-                let first = k as u32 % spans.len() as u32;
-                let count = (k as u32 / 7) % (spans.len() as u32 - first + 1);
-                Pair { targets: span(a, b), sources: Span::new(first, first + count) }
-            })
-            .collect();
+        let (pairs, spans) = crate::checks::random_list(n, &pair_seeds, &span_seeds);
         let list = InteractionList { pairs: &pairs, source_spans: &spans };
         let f = T::from_f64;
         let cot: Vec<Field<T>> = rows.iter().map(|r| Field::new(f(r[1]), f(-r[0]), f(r[2]), f(r[3] - 0.5))).collect();
