@@ -338,6 +338,12 @@ fn particles<T: Real>(positions: &Bound<'_, PyAny>, masses: &Bound<'_, PyAny>) -
     pos.particles(&m, "positions")
 }
 
+/// `obj` as the package's functions take it (`nbody._on_host`): arrays of other libraries
+/// on the host through DLPack as numpy arrays, arrays on a GPU refused by name.
+fn on_host<'py>(obj: Option<&Bound<'py, PyAny>>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    obj.map(|o| o.py().import("nbody")?.getattr("_on_host")?.call1((o, name))).transpose()
+}
+
 /// Massless particles of precision `T` at the finite points (K, 3) of `obj`.
 fn points<T: Real>(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<Particle<T>>> {
     coords(obj, name)?.particles(&[], name)
@@ -1038,6 +1044,12 @@ impl Simulation {
         alpha: Option<f64>,
         units: Option<&str>,
     ) -> PyResult<Self> {
+        let arrays = [positions, velocities, masses, test_positions, test_velocities];
+        let names = ["positions", "velocities", "masses", "test_positions", "test_velocities"];
+        let host: Vec<Option<Bound<'_, PyAny>>> =
+            arrays.iter().zip(names).map(|(a, name)| on_host(*a, name)).collect::<PyResult<_>>()?;
+        let [positions, velocities, masses, test_positions, test_velocities]: [Option<&Bound<'_, PyAny>>; 5] =
+            core::array::from_fn(|k| host[k].as_ref());
         let gravity = gravity_of(gravity, theta, alpha)?;
         let units = Units::parse(units.unwrap_or("nbody"))
             .map_err(|e| value_error(e.to_string().replace("--units", "units")))?;

@@ -174,3 +174,21 @@ def test_leaves_vjp_is_the_product_of_the_leaves_field():
     # The same sums in another order (per leaf pair, against one pass): roundings apart.
     np.testing.assert_allclose(d_pos, want_pos, rtol=1e-10, atol=1e-12 * np.abs(want_pos).max())
     np.testing.assert_allclose(d_m, want_m, rtol=1e-10, atol=1e-12 * np.abs(want_m).max())
+
+
+def test_simulations_take_host_arrays_through_dlpack():
+    pos, m = plummer_like(32)
+    vel = np.zeros((32, 3))
+    a = nbody.Simulation(positions=jnp.asarray(pos), velocities=jnp.asarray(vel), masses=jnp.asarray(m))
+    b = nbody.Simulation(positions=pos, velocities=vel, masses=m)
+    np.testing.assert_array_equal(a.positions, b.positions)
+    with pytest.raises(ValueError, match="velocities is on DLPack device"):
+
+        class OnGpu:
+            def __dlpack__(self, stream=None):
+                raise AssertionError("not to be read")
+
+            def __dlpack_device__(self):
+                return (2, 0)
+
+        nbody.Simulation(positions=pos, velocities=OnGpu(), masses=m)
