@@ -1072,11 +1072,7 @@ fn tidal_loops<T: Real>(call: TidalCall<'_, T>) {
     let TidalCall { targets, sources, params, out, tidal } = call;
     let k = crate::kernel::Softened::of(params);
     for (i, t) in targets.iter().enumerate() {
-        let (mut sums, mut tsums) = (Field::zero(), Tidal::zero());
-        for s in sources {
-            k.pair_tidal(t.position(), s, &mut sums, &mut tsums);
-        }
-        crate::gradient::subtract_self_tidal(params, &k, sources, i, &mut sums, &mut tsums);
+        let (sums, tsums) = crate::gradient::target_sums(params, &k, t, sources, i);
         crate::kernel::finish(params.g, &sums, params.potential, &mut out[i]);
         crate::kernel::finish_tidal(params.g, &tsums, &mut tidal[i]);
     }
@@ -1092,11 +1088,7 @@ fn vjp_target_loops<T: Real>(
 ) {
     let k = crate::kernel::Softened::of(params);
     for (i, t) in targets.iter().enumerate() {
-        let (mut sums, mut tsums) = (Field::zero(), Tidal::zero());
-        for s in sources {
-            k.pair_tidal(t.position(), s, &mut sums, &mut tsums);
-        }
-        crate::gradient::subtract_self_tidal(params, &k, sources, i, &mut sums, &mut tsums);
+        let (sums, tsums) = crate::gradient::target_sums(params, &k, t, sources, i);
         crate::gradient::add_target_gradient(params, &sums, &tsums, &cotangents[i], &mut grads[i]);
     }
 }
@@ -1114,7 +1106,7 @@ fn vjp_source_loops<T: Real>(
     for (j, src) in sources.iter().enumerate() {
         let (mut s, mut m) = ([T::zero(); 3], T::zero());
         for (t, c) in targets.iter().zip(cotangents) {
-            let h = if params.potential { c.phi } else { T::zero() };
+            let h = crate::gradient::potential_cotangent(params, c);
             crate::gradient::pair_source_gradient(
                 &k,
                 src.position(),

@@ -24,6 +24,30 @@
 use crate::kernel::Softened;
 use crate::{Field, Params, Particle, Real, Tidal};
 
+/// The cotangent on a target's potential the call reads: `c.phi` when the call computes
+/// the potential, else zero (the potential is then not an output).
+#[inline(always)]
+pub fn potential_cotangent<T: Real>(params: &Params<T>, c: &Field<T>) -> T {
+    if params.potential { c.phi } else { T::zero() }
+}
+
+/// Target i's field and tidal sums over `sources` (without G), its own pair taken out:
+/// the targets' pass of the default loops.
+pub fn target_sums<T: Real>(
+    params: &Params<T>,
+    k: &Softened<T>,
+    target: &Particle<T>,
+    sources: &[Particle<T>],
+    i: usize,
+) -> (Field<T>, Tidal<T>) {
+    let (mut sums, mut tidal) = (Field::zero(), Tidal::zero());
+    for s in sources {
+        k.pair_tidal(target.position(), s, &mut sums, &mut tidal);
+    }
+    subtract_self_tidal(params, k, sources, i, &mut sums, &mut tidal);
+    (sums, tidal)
+}
+
 /// Removes a target's own pair from its sums (when it is a source): the potential's
 /// `m / ε` and the tidal tensor's `−m g(0) I` (the pair's acceleration is zero).
 pub fn subtract_self_tidal<T: Real>(
@@ -55,7 +79,7 @@ pub fn add_target_gradient<T: Real>(
     grad: &mut Particle<T>,
 ) {
     let tc = tidal.apply(c.acceleration());
-    let h = if params.potential { c.phi } else { T::zero() };
+    let h = potential_cotangent(params, c);
     let a = sums.acceleration();
     grad.x = grad.x + params.g * (tc[0] - h * a[0]);
     grad.y = grad.y + params.g * (tc[1] - h * a[1]);
@@ -90,7 +114,7 @@ pub fn pair_source_gradient<T: Real>(
 #[inline(always)]
 pub fn subtract_self_source<T: Real>(params: &Params<T>, k: &Softened<T>, c: &Field<T>, s: &mut [T; 3], m: &mut T) {
     let (w0, g0, _) = k.terms(T::zero());
-    let h = if params.potential { c.phi } else { T::zero() };
+    let h = potential_cotangent(params, c);
     let c = c.acceleration();
     for a in 0..3 {
         s[a] = s[a] - g0 * c[a];

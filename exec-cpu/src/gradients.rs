@@ -397,7 +397,7 @@ pub(crate) fn vjp<T: Real>(pool: Option<&crate::team::Team>, kernel: Kernel<T>, 
         gradient::add_target_gradient(params, &f, &t, &cotangents[i], &mut target_grads[i]);
     }
     // The sources' pass: the targets with their cotangents broadcast.
-    let h = |c: &Field<T>| if params.potential { c.phi } else { T::zero() };
+    let h = |c: &Field<T>| gradient::potential_cotangent(params, c);
     let tcols: [Vec<T>; 7] = core::array::from_fn(|k| {
         targets.iter().zip(cotangents).map(|(t, c)| [t.x, t.y, t.z, c.ax, c.ay, c.az, h(c)][k]).collect()
     });
@@ -430,7 +430,7 @@ pub(crate) fn vjp<T: Real>(pool: Option<&crate::team::Team>, kernel: Kernel<T>, 
 fn vjp_fused<T: Real>(pool: Option<&crate::team::Team>, kernel: Kernel<T>, call: VjpCall<'_, T>) {
     let VjpCall { targets, params, cotangents, target_grads, source_grads, .. } = call;
     let k = Softened::of(params);
-    let h = |c: &Field<T>| if params.potential { c.phi } else { T::zero() };
+    let h = |c: &Field<T>| gradient::potential_cotangent(params, c);
     let row = |p: &Particle<T>, c: &Field<T>| [p.x, p.y, p.z, p.m, c.ax, c.ay, c.az, h(c)];
     let n = targets.len();
     let all_cols: [Vec<T>; 8] =
