@@ -272,6 +272,15 @@ impl<T: Real, E: Executor<T>> Executor<T> for Mutant<E> {
     ) -> Result<(), Error> {
         self.inner.field_columns(call, params, acc, phi)
     }
+
+    unsafe fn field_columns_device(
+        &mut self,
+        call: nbody_core::columns::DeviceColumns,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        // SAFETY: the caller's call, unchanged.
+        unsafe { self.inner.field_columns_device(call, params) }
+    }
 }
 
 impl<T: Real, E: Project<T>> Project<T> for Mutant<E> {

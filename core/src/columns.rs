@@ -102,3 +102,49 @@ pub fn first_bad<T: Real>(call: &ColumnsCall<'_, T>) -> Option<Error> {
     }
     None
 }
+
+/// A columns call on memory the caller already holds on a GPU (CuPy, PyTorch, JAX or
+/// numba arrays, a C code's `cudaMalloc`): device addresses, C-contiguous, of the
+/// call's precision. Positions are rows of three, masses a column; the outputs are
+/// written (not added) as rows of accelerations and, when `phi` is given, a column of
+/// potentials. For [`crate::Executor::field_columns_device`].
+///
+/// ```
+/// use nbody_core::columns::DeviceColumns;
+/// let call = DeviceColumns::on_itself(0, 0x7f00_0000_0000, 0x7f00_0010_0000, 1024, 0x7f00_0020_0000);
+/// assert_eq!(call.targets_len(), 1024);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceColumns {
+    /// The ordinal of the device the addresses belong to.
+    pub device: u32,
+    /// The sources' rows: `3 n` values.
+    pub positions: u64,
+    /// The sources' masses: `n` values.
+    pub masses: u64,
+    /// How many sources.
+    pub n: usize,
+    /// Points the field is wanted at (address, count); `None`: the particles
+    /// themselves, each without its own pair.
+    pub targets: Option<(u64, usize)>,
+    /// Rows of accelerations out: `3` values a target.
+    pub acc: u64,
+    /// A column of potentials out, one a target, when wanted.
+    pub phi: Option<u64>,
+    /// The stream (a `CUstream`) the inputs were written on, which the call waits for
+    /// before it reads them; `None`: they are ready. The outputs are complete when the
+    /// call returns.
+    pub stream: Option<u64>,
+}
+
+impl DeviceColumns {
+    /// The field of `n` particles on themselves, potentials not wanted, inputs ready.
+    pub fn on_itself(device: u32, positions: u64, masses: u64, n: usize, acc: u64) -> Self {
+        Self { device, positions, masses, n, targets: None, acc, phi: None, stream: None }
+    }
+
+    /// How many rows the outputs hold.
+    pub fn targets_len(&self) -> usize {
+        self.targets.map_or(self.n, |(_, k)| k)
+    }
+}

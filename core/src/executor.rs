@@ -1024,6 +1024,40 @@ pub trait Executor<T: Real> {
             reason: "this executor takes packed particles: pack them and call accelerations",
         })
     }
+
+    /// [`Executor::field_columns`] on memory the caller holds on a GPU (see
+    /// [`crate::columns::DeviceColumns`]): no copy through the host. The default is
+    /// [`Error::Unsupported`]: executors without a device, and devices that cannot read
+    /// the caller's memory, refuse. An executor that overrides it refuses a call on
+    /// another device than its own ([`Error::InvalidParameter`] naming `device`), checks
+    /// every value as [`crate::columns::first_bad`] would name it, and leaves the outputs
+    /// untouched on any error.
+    ///
+    /// # Safety
+    /// Every address is device memory of `call.device`, valid for the values
+    /// [`crate::columns::DeviceColumns`] says it holds in precision `T`, the outputs
+    /// writable and overlapping no input, for the length of the call; `call.stream`,
+    /// when given, is a live stream of that device's primary context.
+    ///
+    /// ```
+    /// use nbody_core::columns::DeviceColumns;
+    /// use nbody_core::{Error, Executor, Params, Reference};
+    /// let call = DeviceColumns::on_itself(0, 0x1000, 0x2000, 4, 0x3000);
+    /// // SAFETY: the reference refuses before it reads anything.
+    /// let r = unsafe { Executor::<f64>::field_columns_device(&mut Reference, call, &Params::softened(0.1)) };
+    /// assert!(matches!(r, Err(Error::Unsupported { .. })));
+    /// ```
+    unsafe fn field_columns_device(
+        &mut self,
+        call: crate::columns::DeviceColumns,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        let _ = (call, params);
+        Err(Error::Unsupported {
+            operation: "field_columns_device",
+            reason: "this executor does not run on a GPU: pass host arrays",
+        })
+    }
 }
 
 /// Calls `f(targets, sources)` for each pair with targets and each non-empty span of

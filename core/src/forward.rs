@@ -470,6 +470,16 @@ where
         self.before(&Call::Accelerations { targets: call.targets_len(), sources: call.positions.len() });
         self.inner_mut().field_columns(call, params, acc, phi)
     }
+
+    unsafe fn field_columns_device(
+        &mut self,
+        call: crate::columns::DeviceColumns,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        self.before(&Call::Accelerations { targets: call.targets_len(), sources: call.n });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().field_columns_device(call, params) }
+    }
 }
 
 /// `&mut E` is an executor wherever `E` is.

@@ -6,13 +6,13 @@
 //! which for a front end such as Python's is the difference between a call that costs
 //! what the kernel costs and one that adds a pack and an unpack on one core.
 
-use crate::args::{ColumnsArgs, null};
+use crate::args::{ColumnsArgs, Ptr, null};
 use crate::kernels::{Kernel, count};
 use crate::memory::{download, ptr, upload_padded};
 use crate::tiled::TiledSoft;
 use crate::{CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, Family, OUT, SOURCE_PAD, SOURCES};
 use cust::memory::{CopyDestination, DeviceSlice};
-use nbody_core::columns::{self, ColumnsCall};
+use nbody_core::columns::{self, ColumnsCall, DeviceColumns};
 use nbody_core::{Error, Field, Params};
 
 /// Offsets of the pieces one scratch buffer holds, each on a 256-byte boundary.
@@ -68,8 +68,7 @@ impl CudaExecutor {
             nbody_core::Overlap::Disjoint
         });
         p.potential = phi.is_some();
-        let padded = n_s.next_multiple_of(SOURCE_PAD);
-        let (sz, rec) = (size_of::<T>(), size_of::<Field<T>>());
+        let sz = size_of::<T>();
         self.guarded(|me| {
             // Up: the rows, the masses and the targets' rows as the caller holds them.
             let t_rows = call.targets.unwrap_or(&[]);
@@ -89,69 +88,13 @@ impl CudaExecutor {
             up(input, ins[3], bytemuck::cast_slice(&NONE_BAD))?;
             let base = ptr(input);
             let at = |k: usize| base.wrapping_add(ins[k]);
-            // Packed on the device: sources padded, targets (massless) as they are.
-            let sources = me.scratch[SOURCES].reserve(padded * 4 * sz)?;
-            let src = ptr(sources);
-            let pack = ColumnsArgs {
-                records: src,
-                rows: at(0),
-                column: at(1),
-                first_bad: at(3),
-                n: nsi,
-                padded: count(padded)?,
-            };
-            let blocks = |n: usize| n.div_ceil(256) as u32;
-            // SAFETY: the rows hold 3 n values, the column n, the records `padded`; the
-            // flags two ints; all in buffers reserved above.
-            unsafe { me.launch(Kernel::PackColumns { tag: T::FAMILY }, blocks(padded), 256, pack, "packing columns")? };
-            let tgt = if call.targets.is_some() {
-                let t = ptr(me.scratch[EXTRA_B].reserve(n_t * 4 * sz)?);
-                let pack = ColumnsArgs { records: t, rows: at(2), column: null(), first_bad: at(3), n: ni, padded: ni };
-                // SAFETY: as above, for the targets' rows and n_t records.
-                unsafe {
-                    me.launch(Kernel::PackColumns { tag: T::FAMILY }, blocks(n_t), 256, pack, "packing targets")?
-                };
-                EXTRA_B
-            } else {
-                SOURCES
-            };
-            let out = me.scratch[OUT].reserve(n_t * rec)?;
-            upload_padded(out, &[], n_t * rec)?;
-            let plummer = nbody_core::kernel::Softened::of(&p).softening() == nbody_core::Softening::Plummer;
-            let soft = (!plummer).then(|| TiledSoft::of(&p));
-            let config = match soft {
-                Some(_) => me.soft_config(n_t, n_s, padded, &p)?,
-                None => me.config_for(n_t, n_s, &p)?,
-            };
-            {
-                let s = &me.scratch;
-                let (t, src, o) = (
-                    s[tgt].buf_ref().ok_or(Error::NoDevice)?,
-                    s[SOURCES].buf_ref().ok_or(Error::NoDevice)?,
-                    s[OUT].buf_ref().ok_or(Error::NoDevice)?,
-                );
-                match soft {
-                    Some(soft) => me.launch_tiled_as(config, t, n_t, src, padded, o, &p, soft)?,
-                    None => me.launch_tiled(config, t, n_t, src, padded, o, &p)?,
-                }
-            }
+            let targets = call.targets.map(|_| at(2));
+            me.pack_columns::<T>(at(0), at(1), nsi, targets, ni, at(3), at(3))?;
             // Unpacked on the device into rows and (when wanted) a column.
             let (outs, out_len) = layout(&[n_t * 3 * sz, if p.potential { n_t * sz } else { 0 }]);
-            let o = ptr(me.scratch[OUT].buf_ref().ok_or(Error::NoDevice)?);
-            let result = me.scratch[EXTRA_C].reserve(out_len)?;
-            let rbase = ptr(result);
-            let unpack = ColumnsArgs {
-                records: o,
-                rows: rbase,
-                column: if p.potential { rbase.wrapping_add(outs[1]) } else { null() },
-                first_bad: null(),
-                n: ni,
-                padded: ni,
-            };
-            // SAFETY: n_t records in, 3 n_t rows and n_t potentials out, reserved above.
-            unsafe {
-                me.launch(Kernel::UnpackColumns { tag: T::FAMILY }, blocks(n_t), 256, unpack, "unpacking columns")?
-            };
+            let rbase = ptr(me.scratch[EXTRA_C].reserve(out_len)?);
+            let column = if p.potential { rbase.wrapping_add(outs[1]) } else { null() };
+            me.field_of_packed(&p, n_t, n_s, call.targets.is_some(), rbase, column)?;
             me.gpu.stream().synchronize().map_err(crate::device::cuda("running the kernels"))?;
             let mut flags = NONE_BAD;
             let input = me.scratch[EXTRA_A].buf_ref().ok_or(Error::NoDevice)?;
@@ -171,6 +114,208 @@ impl CudaExecutor {
             Ok(())
         })
     }
+
+    /// [`nbody_core::Executor::field_columns_device`]: the caller's device arrays are
+    /// packed straight into records (checked as they go), then, once every value is
+    /// known good, the tiled kernel runs and its field is unpacked into the caller's
+    /// output arrays. The call waits (on the device) for the caller's stream before it
+    /// reads, and returns once the outputs are written.
+    ///
+    /// # Safety
+    /// As the trait method's.
+    pub(crate) unsafe fn device_columns_call<T: DeviceReal>(
+        &mut self,
+        call: DeviceColumns,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        nbody_core::validate::params(params)?;
+        if call.device != self.gpu.ordinal() {
+            return Err(Error::InvalidParameter {
+                name: "device",
+                requirement: "the arrays must be on the executor's own GPU",
+            });
+        }
+        if self.family::<T>() == Family::Mixed {
+            return Err(Error::Unsupported {
+                operation: "field_columns_device on the mixed kernels",
+                reason: "they run on records sorted on the device: use the f32 or f64 executor",
+            });
+        }
+        let (n_s, n_t) = (call.n, call.targets_len());
+        let (ni, nsi) = (count(n_t)?, count(n_s)?);
+        let mut p = params.with_overlap(if call.targets.is_none() {
+            nbody_core::Overlap::Identical
+        } else {
+            nbody_core::Overlap::Disjoint
+        });
+        p.potential = call.phi.is_some();
+        let sz = size_of::<T>();
+        self.guarded(|me| {
+            for (what, address, len) in [
+                ("positions", call.positions, n_s * 3 * sz),
+                ("masses", call.masses, n_s * sz),
+                ("targets", call.targets.map_or(0, |t| t.0), n_t * 3 * sz),
+                ("acc", call.acc, n_t * 3 * sz),
+                ("phi", call.phi.unwrap_or(0), n_t * sz),
+            ] {
+                if len > 0 && address != 0 {
+                    me.check_owned(what, address)?;
+                }
+            }
+            if let Some(stream) = call.stream {
+                // The producer's writes first: this stream waits (on the device) for the
+                // point the producer's stream has reached.
+                let mark = crate::pipeline::Marker::new()?;
+                // SAFETY: the caller vouches for the stream; the event is ours and live.
+                unsafe { mark.record_raw(stream)? };
+                mark.block(me.gpu.stream())?;
+            }
+            let flag_buf = me.scratch[EXTRA_A].reserve(4 * 2 * NONE_BAD.len())?;
+            upload_padded(flag_buf, bytemuck::cast_slice(&[NONE_BAD, NONE_BAD]), 0)?;
+            let flags = ptr(flag_buf);
+            let device = |a: u64| cust::memory::DevicePointer::<u8>::from_raw(a);
+            let targets = call.targets.map(|(t, _)| device(t));
+            let target_flags = flags.wrapping_add(4 * NONE_BAD.len());
+            me.pack_columns::<T>(device(call.positions), device(call.masses), nsi, targets, ni, flags, target_flags)?;
+            me.gpu.stream().synchronize().map_err(crate::device::cuda("packing columns"))?;
+            let mut found = [NONE_BAD, NONE_BAD];
+            download(me.scratch[EXTRA_A].reserve(0)?, bytemuck::cast_slice_mut(&mut found))?;
+            if let Some((array, index, negative)) = flagged(found[0], found[1]) {
+                if negative {
+                    return Err(Error::NegativeMass { array, index });
+                }
+                // Non-finite or out of range: the packed record tells which.
+                let slot = if array == nbody_core::Array::Targets { EXTRA_B } else { SOURCES };
+                let mut record = [T::zero(); 4];
+                let at = index * 4 * sz;
+                download(&me.scratch[slot].reserve(0)?.index(at..at + 4 * sz), bytemuck::cast_slice_mut(&mut record))?;
+                let finite = record.iter().all(|v| v.is_finite());
+                return Err(if finite { Error::OutOfRange { array, index } } else { Error::NonFinite { array, index } });
+            }
+            let column = call.phi.map_or(null(), device);
+            me.field_of_packed(&p, n_t, n_s, call.targets.is_some(), device(call.acc), column)?;
+            me.gpu.stream().synchronize().map_err(crate::device::cuda("running the kernels"))
+        })
+    }
+
+    /// Refuses `address` (the caller's array `what`) unless the driver places it in
+    /// device memory of this executor's GPU.
+    fn check_owned(&self, what: &'static str, address: u64) -> Result<(), Error> {
+        let mut ordinal: i32 = -1;
+        // SAFETY: the attribute is one int, written into `ordinal`; the driver answers
+        // an error for an address it does not know, which is refused below.
+        let r = unsafe {
+            cust::sys::cuPointerGetAttribute(
+                (&mut ordinal as *mut i32).cast(),
+                cust::sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                address,
+            )
+        };
+        if r != cust::sys::cudaError_enum::CUDA_SUCCESS || ordinal != self.gpu.ordinal() as i32 {
+            return Err(Error::InvalidParameter { name: what, requirement: "device memory of the executor's GPU" });
+        }
+        Ok(())
+    }
+
+    /// Queues the packing of `n_s` sources (rows and masses; padded with massless
+    /// records to [`SOURCE_PAD`]) into the SOURCES slot and, when given, `n_t` targets'
+    /// rows into EXTRA_B; the first bad index of each kind goes to `source_flags` and
+    /// `target_flags` (two ints each, [`NONE_BAD`] before).
+    #[allow(clippy::too_many_arguments)]
+    fn pack_columns<T: DeviceReal>(
+        &mut self,
+        rows: Ptr,
+        masses: Ptr,
+        n_s: i32,
+        targets: Option<Ptr>,
+        n_t: i32,
+        source_flags: Ptr,
+        target_flags: Ptr,
+    ) -> Result<(), Error> {
+        let padded = (n_s as usize).next_multiple_of(SOURCE_PAD);
+        let blocks = |n: usize| n.div_ceil(256) as u32;
+        if padded > 0 {
+            let records = ptr(self.scratch[SOURCES].reserve(padded * 4 * size_of::<T>())?);
+            let pack =
+                ColumnsArgs { records, rows, column: masses, first_bad: source_flags, n: n_s, padded: count(padded)? };
+            // SAFETY: the rows hold 3 n_s values and the column n_s (the caller's word),
+            // the records `padded`, the flags two ints.
+            unsafe {
+                self.launch(Kernel::PackColumns { tag: T::FAMILY }, blocks(padded), 256, pack, "packing columns")?
+            };
+        }
+        if let Some(t_rows) = targets.filter(|_| n_t > 0) {
+            let records = ptr(self.scratch[EXTRA_B].reserve(n_t as usize * 4 * size_of::<T>())?);
+            let pack = ColumnsArgs { records, rows: t_rows, column: null(), first_bad: target_flags, n: n_t, padded: n_t };
+            // SAFETY: as above, for the targets' rows and n_t records.
+            unsafe {
+                self.launch(Kernel::PackColumns { tag: T::FAMILY }, blocks(n_t as usize), 256, pack, "packing targets")?
+            };
+        }
+        Ok(())
+    }
+
+    /// Queues the field of the packed sources (SOURCES) on the packed targets (EXTRA_B
+    /// when `targets`, else the sources themselves) and its unpacking into `rows` (3 n_t
+    /// values) and, unless null, `column` (n_t).
+    fn field_of_packed<T: DeviceReal>(
+        &mut self,
+        p: &Params<T>,
+        n_t: usize,
+        n_s: usize,
+        targets: bool,
+        rows: Ptr,
+        column: Ptr,
+    ) -> Result<(), Error> {
+        let rec = size_of::<Field<T>>();
+        if n_t == 0 {
+            return Ok(());
+        }
+        let padded = n_s.next_multiple_of(SOURCE_PAD);
+        let tgt = if targets { EXTRA_B } else { SOURCES };
+        let out = self.scratch[OUT].reserve(n_t * rec)?;
+        upload_padded(out, &[], n_t * rec)?;
+        if n_s > 0 {
+            let plummer = nbody_core::kernel::Softened::of(p).softening() == nbody_core::Softening::Plummer;
+            let soft = (!plummer).then(|| TiledSoft::of(p));
+            let config = match soft {
+                Some(_) => self.soft_config(n_t, n_s, padded, p)?,
+                None => self.config_for(n_t, n_s, p)?,
+            };
+            let s = &self.scratch;
+            let (t, src, o) = (
+                s[tgt].buf_ref().ok_or(Error::NoDevice)?,
+                s[SOURCES].buf_ref().ok_or(Error::NoDevice)?,
+                s[OUT].buf_ref().ok_or(Error::NoDevice)?,
+            );
+            match soft {
+                Some(soft) => self.launch_tiled_as(config, t, n_t, src, padded, o, p, soft)?,
+                None => self.launch_tiled(config, t, n_t, src, padded, o, p)?,
+            }
+        }
+        let records = ptr(self.scratch[OUT].buf_ref().ok_or(Error::NoDevice)?);
+        let ni = count(n_t)?;
+        let unpack = ColumnsArgs { records, rows, column, first_bad: null(), n: ni, padded: ni };
+        // SAFETY: n_t records in; 3 n_t rows and n_t potentials out (the caller's word).
+        unsafe {
+            self.launch(Kernel::UnpackColumns { tag: T::FAMILY }, n_t.div_ceil(256) as u32, 256, unpack, "unpacking columns")
+        }
+    }
+}
+
+/// Which bad value a packing kernel's flags point at (first non-finite or out-of-range
+/// index, first negative mass), targets' before sources' as the host checks them;
+/// `None` when every value was good.
+fn flagged(sources: [i32; 2], targets: [i32; 2]) -> Option<(nbody_core::Array, usize, bool)> {
+    use nbody_core::Array;
+    if targets[0] != i32::MAX {
+        return Some((Array::Targets, targets[0] as usize, false));
+    }
+    let (bad, negative) = (sources[0], sources[1]);
+    if bad == i32::MAX && negative == i32::MAX {
+        return None;
+    }
+    Some(if bad <= negative { (Array::Particles, bad as usize, false) } else { (Array::Particles, negative as usize, true) })
 }
 
 #[cfg(test)]

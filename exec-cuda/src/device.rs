@@ -81,6 +81,7 @@ pub(crate) struct Gpu {
     copy_stream: Stream,
     module: Module,
     info: DeviceInfo,
+    ordinal: u32,
     owner: nbody_core::resident::Owner,
     context: Context,
 }
@@ -92,7 +93,7 @@ impl Gpu {
         let module = Module::from_fatbin(fatbin, &[]).map_err(cuda("loading the kernels"))?;
         let stream = Stream::new(StreamFlags::DEFAULT, None).map_err(cuda("creating a stream"))?;
         let copy_stream = Stream::new(StreamFlags::DEFAULT, None).map_err(cuda("creating a stream"))?;
-        Ok(Self { stream, copy_stream, module, info, owner: nbody_core::resident::Owner::new(), context })
+        Ok(Self { stream, copy_stream, module, info, ordinal, owner: nbody_core::resident::Owner::new(), context })
     }
 
     /// The stream the kernels run on.
@@ -103,6 +104,11 @@ impl Gpu {
     /// The stream uploads overlap the kernels on.
     pub(crate) fn copy_stream(&self) -> &Stream {
         &self.copy_stream
+    }
+
+    /// The device's ordinal.
+    pub(crate) fn ordinal(&self) -> u32 {
+        self.ordinal
     }
 
     /// The device's properties.

@@ -157,6 +157,16 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
     ) -> Result<(), Error> {
         self.columns_call(call, params, acc, phi)
     }
+
+    /// Packs and unpacks the caller's device arrays in place (see [`crate::columns`]).
+    unsafe fn field_columns_device(
+        &mut self,
+        call: nbody_core::columns::DeviceColumns,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        // SAFETY: the caller's contract is the trait's.
+        unsafe { self.device_columns_call(call, params) }
+    }
 }
 
 impl CudaExecutor {

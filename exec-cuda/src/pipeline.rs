@@ -54,6 +54,16 @@ impl Marker {
         driver(unsafe { cust::sys::cuEventRecord(self.0, stream.as_inner()) }, "recording an event")
     }
 
+    /// Marks the point another library's stream (a raw `CUstream`, or 1 and 2 for the
+    /// legacy and per-thread default streams) has reached.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the current context's device, or 1 or 2.
+    pub(crate) unsafe fn record_raw(&self, stream: u64) -> Result<(), Error> {
+        // SAFETY: the event is live; the caller vouches for the stream.
+        driver(unsafe { cust::sys::cuEventRecord(self.0, stream as usize as cust::sys::CUstream) }, "recording an event")
+    }
+
     /// Waits on the host until the marked point is reached.
     pub(crate) fn synchronize(&self) -> Result<(), Error> {
         // SAFETY: the handle is live.

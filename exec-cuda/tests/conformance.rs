@@ -52,6 +52,7 @@ fn main() {
         gpu("mixed_batch_in_both_orders_matches_the_reference", mixed_batch_orders),
         gpu("batched_cell_calls_give_the_same_bits_every_time", batched_same_bits),
         gpu("columns_match_the_oracle_and_refuse_bad_values", columns),
+        gpu("device_columns_match_the_host_columns", device_columns),
         gpu("j_memory_matches_host_prediction_and_the_reference", || j_memory(false)),
         gpu("warp_shuffle_variant_matches_the_oracle", warp_shuffle),
         gpu("mixed_j_memory_matches_host_prediction_and_the_reference", || j_memory(true)),
@@ -1309,6 +1310,146 @@ fn system_sums() -> Result<(), Failed> {
     let mut tree = gpu.upload_tree_system(&p, &v, nbody_cuda::TreeSettings::new(0.5)).map_err(gpu_err)?;
     gpu.leapfrog_step(&mut tree, &Params::softened(0.01f32), 1.0 / 256.0).map_err(gpu_err)?;
     check(&mut gpu, &mut tree, "tree system")
+}
+
+/// `field_columns_device` (the caller's device arrays read and written in place) against
+/// `field_columns` on the same values (the same kernels: bit for bit), f32 and f64, on the
+/// particles themselves and at points, with and without the potential; inputs written
+/// on another stream are waited for; bad values named as the host names them with the
+/// outputs untouched; arrays of another device or of the host refused.
+fn device_columns() -> Result<(), Failed> {
+    use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer};
+    use nbody_core::Array;
+    use nbody_core::columns::{ColumnsCall, DeviceColumns};
+    fn on_device<V: cust::memory::DeviceCopy>(v: &[V]) -> Result<DeviceBuffer<V>, Failed> {
+        DeviceBuffer::from_slice(v).map_err(|e| format!("allocating: {e}").into())
+    }
+    fn back<V: cust::memory::DeviceCopy + Default + Clone>(b: &DeviceBuffer<V>) -> Result<Vec<V>, Failed> {
+        let mut v = vec![V::default(); b.len()];
+        b.copy_to(&mut v[..]).map_err(|e| format!("copying back: {e}"))?;
+        Ok(v)
+    }
+    fn case<T: DeviceReal + cust::memory::DeviceCopy + Default>(gpu: &mut CudaExecutor) -> Result<(), Failed> {
+        let c = T::from_f64;
+        let (ps, _) = nbody_integrators::ics::plummer::<T>(5000, 7);
+        let rows: Vec<T> = ps.iter().flat_map(|p| [p.x, p.y, p.z]).collect();
+        let m: Vec<T> = ps.iter().map(|p| p.m).collect();
+        let points: Vec<T> = (0..300).flat_map(|k| [c(k as f64 * 0.01 - 1.5), c(0.3), c(-0.2)]).collect();
+        let (d_rows, d_m, d_points) = (on_device(&rows)?, on_device(&m)?, on_device(&points)?);
+        let addr = |b: &DeviceBuffer<T>| b.as_device_ptr().as_raw();
+        // A stream of the caller's, on which the inputs are (re)written before the call.
+        let theirs = cust::stream::Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None)
+            .map_err(|e| format!("creating a stream: {e}"))?;
+        for at_points in [false, true] {
+            for potential in [false, true] {
+                let params = Params::softened(c(0.01));
+                let nt = if at_points { 300 } else { 5000 };
+                let (mut acc, mut phi) = (vec![[c(7.0); 3]; nt], vec![c(7.0); nt]);
+                let host_rows: &[[T; 3]] = bytemuck::cast_slice(&rows);
+                let host_points: &[[T; 3]] = bytemuck::cast_slice(&points);
+                let call = ColumnsCall { positions: host_rows, masses: &m, targets: at_points.then_some(host_points) };
+                gpu.field_columns(call, &params, &mut acc, potential.then_some(&mut phi[..])).map_err(gpu_err)?;
+                let (d_acc, d_phi) = (on_device(&vec![c(7.0); 3 * nt])?, on_device(&vec![c(7.0); nt])?);
+                // The sources rewritten on the caller's stream just before the call.
+                let mut d_src = on_device(&vec![T::zero(); rows.len()])?;
+                // SAFETY: `rows` outlives the copy (the call below waits for it, and the
+                // stream is synchronised before `rows` can go).
+                unsafe { d_src.async_copy_from(&rows[..], &theirs) }
+                    .map_err(|e| format!("async copy: {e}"))?;
+                let call = DeviceColumns {
+                    device: 0,
+                    positions: addr(&d_src),
+                    masses: addr(&d_m),
+                    n: 5000,
+                    targets: at_points.then(|| (addr(&d_points), 300)),
+                    acc: addr(&d_acc),
+                    phi: potential.then(|| addr(&d_phi)),
+                    stream: Some(theirs.as_inner() as usize as u64),
+                };
+                // SAFETY: every address is a live buffer of this device of the sizes named.
+                unsafe { Executor::<T>::field_columns_device(gpu, call, &params) }.map_err(gpu_err)?;
+                theirs.synchronize().map_err(|e| format!("{e}"))?;
+                let (got_acc, got_phi) = (back(&d_acc)?, back(&d_phi)?);
+                let want_acc: Vec<T> = acc.iter().flatten().copied().collect();
+                if got_acc != want_acc || got_phi != phi {
+                    return Err(format!(
+                        "{} points {at_points} potential {potential}: the device arrays differ from the host columns",
+                        T::NAME
+                    )
+                    .into());
+                }
+            }
+        }
+        // Bad values: named, outputs untouched.
+        let params = Params::softened(c(0.01));
+        let d_acc = on_device(&[c(7.0); 3 * 5000])?;
+        let untouched = |what: &str| -> Result<(), Failed> {
+            if back(&d_acc)?.iter().any(|&x| x != c(7.0)) {
+                return Err(format!("{} {what}: a refused call wrote its outputs", T::NAME).into());
+            }
+            Ok(())
+        };
+        // (rows, masses, points, the error named)
+        type Case<T> = (Vec<T>, Vec<T>, Option<Vec<T>>, Error);
+        let mut cases: Vec<Case<T>> = Vec::new();
+        let mut bad = rows.clone();
+        bad[3 * 700 + 1] = T::infinity();
+        cases.push((bad.clone(), m.clone(), None, Error::NonFinite { array: Array::Particles, index: 700 }));
+        let mut far = rows.clone();
+        far[3 * 12] = c(if T::NAME == "f32" { 1e30 } else { 1e300 });
+        cases.push((far, m.clone(), None, Error::OutOfRange { array: Array::Particles, index: 12 }));
+        let mut negative = m.clone();
+        negative[400] = c(-1.0);
+        cases.push((bad, negative.clone(), None, Error::NegativeMass { array: Array::Particles, index: 400 }));
+        let mut point = points.clone();
+        point[3 * 5 + 2] = T::nan();
+        cases.push((rows.clone(), negative, Some(point), Error::NonFinite { array: Array::Targets, index: 5 }));
+        for (r, mm, t, want) in cases {
+            let (dr, dm) = (on_device(&r)?, on_device(&mm)?);
+            let dt = t.as_deref().map(on_device).transpose()?;
+            let call = DeviceColumns {
+                targets: dt.as_ref().map(|b| (addr(b), 300)),
+                ..DeviceColumns::on_itself(0, addr(&dr), addr(&dm), 5000, addr(&d_acc))
+            };
+            // SAFETY: as above.
+            match unsafe { Executor::<T>::field_columns_device(gpu, call, &params) } {
+                Err(e) if e == want => {}
+                other => return Err(format!("{}: expected {want}, got {other:?}", T::NAME).into()),
+            }
+            untouched(&want.to_string())?;
+        }
+        // Another device's ordinal, and host memory, refused.
+        let good = DeviceColumns::on_itself(0, addr(&d_rows), addr(&d_m), 5000, addr(&d_acc));
+        let host = [c(0.0); 3 * 5000];
+        for call in [
+            DeviceColumns { device: 1, ..good },
+            DeviceColumns { positions: host.as_ptr() as u64, ..good },
+        ] {
+            // SAFETY: both are refused before anything is read.
+            match unsafe { Executor::<T>::field_columns_device(gpu, call, &params) } {
+                Err(Error::InvalidParameter { .. }) => {}
+                other => return Err(format!("{}: expected a refusal, got {other:?}", T::NAME).into()),
+            }
+            untouched("another device")?;
+        }
+        // No sources: the points' fields are zero.
+        let call = DeviceColumns { n: 0, targets: Some((addr(&d_points), 300)), ..good };
+        // SAFETY: the points and the first 300 rows of the output are live.
+        unsafe { Executor::<T>::field_columns_device(gpu, call, &params) }.map_err(gpu_err)?;
+        if back(&d_acc)?[..900].iter().any(|&x| x != T::zero()) {
+            return Err(format!("{}: no sources should give zero fields", T::NAME).into());
+        }
+        Ok(())
+    }
+    case::<f32>(&mut CudaExecutor::new().map_err(gpu_err)?)?;
+    case::<f64>(&mut CudaExecutor::new().map_err(gpu_err)?)?;
+    let mut mixed = CudaMixedExecutor::new().map_err(gpu_err)?;
+    let call = DeviceColumns::on_itself(0, 0, 0, 0, 0);
+    // SAFETY: refused before anything is read.
+    match unsafe { Executor::<f64>::field_columns_device(&mut mixed, call, &Params::softened(0.1)) } {
+        Err(Error::Unsupported { .. }) => Ok(()),
+        other => Err(format!("the mixed executor: expected Unsupported, got {other:?}").into()),
+    }
 }
 
 /// `field_columns` (rows and a column packed and unpacked on the device) against the
