@@ -118,7 +118,7 @@ impl CudaExecutor {
     /// [`nbody_core::Executor::field_columns_device`]: the caller's device arrays are
     /// packed straight into records (checked as they go), then, once every value is
     /// known good, the tiled kernel runs and its field is unpacked into the caller's
-    /// output arrays. The call waits (on the device) for the caller's stream before it
+    /// output arrays. The call waits (on the device) for the caller's streams before it
     /// reads, and returns once the outputs are written.
     ///
     /// # Safety
@@ -132,7 +132,7 @@ impl CudaExecutor {
         if call.device != self.gpu.ordinal() {
             return Err(Error::InvalidParameter {
                 name: "device",
-                requirement: "the arrays must be on the executor's own GPU",
+                requirement: "the ordinal of the executor's own GPU (the arrays are on another)",
             });
         }
         if self.family::<T>() == Family::Mixed {
@@ -162,7 +162,7 @@ impl CudaExecutor {
                     me.check_owned(what, address)?;
                 }
             }
-            if let Some(stream) = call.stream {
+            for stream in call.streams.into_iter().flatten() {
                 // The producer's writes first: this stream waits (on the device) for the
                 // point the producer's stream has reached.
                 let mark = crate::pipeline::Marker::new()?;
@@ -201,17 +201,7 @@ impl CudaExecutor {
     /// Refuses `address` (the caller's array `what`) unless the driver places it in
     /// device memory of this executor's GPU.
     fn check_owned(&self, what: &'static str, address: u64) -> Result<(), Error> {
-        let mut ordinal: i32 = -1;
-        // SAFETY: the attribute is one int, written into `ordinal`; the driver answers
-        // an error for an address it does not know, which is refused below.
-        let r = unsafe {
-            cust::sys::cuPointerGetAttribute(
-                (&mut ordinal as *mut i32).cast(),
-                cust::sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                address,
-            )
-        };
-        if r != cust::sys::cudaError_enum::CUDA_SUCCESS || ordinal != self.gpu.ordinal() as i32 {
+        if crate::DeviceMemory::ordinal_of(address) != Some(self.gpu.ordinal()) {
             return Err(Error::InvalidParameter { name: what, requirement: "device memory of the executor's GPU" });
         }
         Ok(())

@@ -32,6 +32,7 @@ mod columns;
 pub mod costs;
 mod device;
 mod executor;
+mod exported;
 mod gradients;
 mod hermite;
 mod jerk;
@@ -54,6 +55,7 @@ pub mod tuning;
 pub use args::probe_layouts;
 pub use batch::{DeviceCells, DeviceList};
 pub use device::DeviceInfo;
+pub use exported::DeviceMemory;
 pub use hermite::CudaHermite;
 #[cfg(feature = "testing")]
 pub use hermite::{KernelCase, KernelOutcome, hermite_kernels};

@@ -1364,7 +1364,7 @@ fn device_columns() -> Result<(), Failed> {
                     targets: at_points.then(|| (addr(&d_points), 300)),
                     acc: addr(&d_acc),
                     phi: potential.then(|| addr(&d_phi)),
-                    stream: Some(theirs.as_inner() as usize as u64),
+                    streams: [Some(theirs.as_inner() as usize as u64), None, None],
                 };
                 // SAFETY: every address is a live buffer of this device of the sizes named.
                 unsafe { Executor::<T>::field_columns_device(gpu, call, &params) }.map_err(gpu_err)?;

@@ -22,6 +22,17 @@ use pyo3::types::PyTuple;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+#[cfg(feature = "cuda")]
+mod device;
+
+/// `nbody.accelerations` on GPU arrays: this build has no CUDA executor.
+#[cfg(not(feature = "cuda"))]
+#[pyfunction]
+#[pyo3(signature = (*_args))]
+fn _accelerations_device(_args: &Bound<'_, PyTuple>) -> PyResult<()> {
+    Err(value_error("GPU arrays need the CUDA executor, which this build of nbody lacks (nbody.cuda_compiled is False)"))
+}
+
 /// Executors of one backend kept between calls, so a call does not start threads; each
 /// call takes one (or opens one) and gives it back.
 type Pool<T> = Mutex<HashMap<String, Vec<Box<dyn Projecting<T> + Send>>>>;
@@ -1854,6 +1865,13 @@ fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(density_map, m)?)?;
     m.add_function(wrap_pyfunction!(read_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(_rust_seconds, m)?)?;
+    #[cfg(feature = "cuda")]
+    {
+        m.add_function(wrap_pyfunction!(device::_accelerations_device, m)?)?;
+        m.add_class::<device::GpuArray>()?;
+    }
+    #[cfg(not(feature = "cuda"))]
+    m.add_function(wrap_pyfunction!(_accelerations_device, m)?)?;
     m.add_class::<Simulation>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // Whether the wheel was built with the CUDA executors (pip's build backend decides:

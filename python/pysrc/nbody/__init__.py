@@ -30,8 +30,24 @@ import numpy as _np
 
 from . import _nbody
 
-# DLPack's device types (dlpack.h): the host's, and CUDA's page-locked host memory.
+# DLPack's device types (dlpack.h): the host's, and CUDA's page-locked host memory; CUDA
+# device and managed memory.
 _HOST_DEVICES = (1, 3)
+_GPU_DEVICES = (2, 13)
+
+
+def _on_gpu(value):
+    """Whether `value` is an array on a GPU: a DLPack export of CUDA memory, or the CUDA
+    array interface (numba)."""
+    if value is None or isinstance(value, (_np.ndarray, int, float, str)):
+        return False
+    device = getattr(value, "__dlpack_device__", None)
+    if device is not None:
+        try:
+            return int(device()[0]) in _GPU_DEVICES
+        except Exception:
+            return False
+    return hasattr(value, "__cuda_array_interface__")
 
 
 def _on_host(value, name):
@@ -42,15 +58,15 @@ def _on_host(value, name):
     if isinstance(value, _np.ndarray) or not hasattr(value, "__dlpack__"):
         if hasattr(value, "__cuda_array_interface__") and not isinstance(value, _np.ndarray):
             raise ValueError(
-                f"{name} is a GPU array (__cuda_array_interface__): GPU arrays are not taken in place; "
-                "copy it to the host first"
+                f"{name} is a GPU array (__cuda_array_interface__): only accelerations takes GPU arrays in "
+                "place; copy it to the host first"
             )
         return value
     device = value.__dlpack_device__()
     if int(device[0]) not in _HOST_DEVICES:
         raise ValueError(
-            f"{name} is on DLPack device {tuple(int(d) for d in device)}, not the host: GPU arrays are not "
-            "taken in place; copy it to the host first"
+            f"{name} is on DLPack device {tuple(int(d) for d in device)}, not the host: only accelerations "
+            "takes GPU arrays in place; copy it to the host first"
         )
     return _np.from_dlpack(value)
 
@@ -68,7 +84,87 @@ def _host_arrays(f):
     return call
 
 
-accelerations = _host_arrays(_nbody.accelerations)
+_accelerations_host = _host_arrays(_nbody.accelerations)
+
+
+def _like(template, out):
+    """`out` (a GpuArray) as an array of `template`'s library, without a copy: PyTorch,
+    CuPy, JAX and numba arrays in, the same kind out; anything else gets the GpuArray."""
+    library = type(template).__module__.split(".")[0]
+    if library == "torch":
+        import torch
+
+        return torch.from_dlpack(out)
+    if library == "cupy":
+        import cupy
+
+        return cupy.from_dlpack(out)
+    if library in ("jax", "jaxlib"):
+        import jax.numpy as jnp
+
+        return jnp.from_dlpack(out)
+    if library == "numba":
+        from numba import cuda
+
+        return cuda.as_cuda_array(out)
+    return out
+
+
+def accelerations(
+    positions,
+    masses,
+    eps=None,
+    G=1.0,
+    targets=None,
+    potential=True,
+    executor=None,
+    precision=None,
+    threads=None,
+    softening="plummer",
+    target_eps=None,
+):
+    if any(_on_gpu(a) for a in (positions, masses, targets)):
+        names = ("positions", "masses", "targets")
+        for name, a in zip(names, (positions, masses, targets)):
+            if a is not None and not _on_gpu(a):
+                raise ValueError(f"{name} is not on the GPU while the other arrays are: pass all of them on one GPU")
+        if eps is not None and not isinstance(eps, (int, float)):
+            raise ValueError("eps must be one number with GPU arrays (a length per particle is taken on the host)")
+        if target_eps is not None:
+            raise ValueError("target_eps is taken on the host only (a length per particle)")
+        if threads is not None:
+            raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
+        if precision is None:
+            precision = {"float32": "f32", "float64": "f64"}.get(str(getattr(positions, "dtype", "")).split(".")[-1], "f64")
+        acc, phi = _nbody._accelerations_device(
+            positions, masses, float(eps or 0.0), G, targets, potential, executor or "cuda", precision, softening
+        )
+        return _like(positions, acc), _like(positions, phi)
+    return _accelerations_host(
+        positions,
+        masses,
+        eps=eps,
+        G=G,
+        targets=targets,
+        potential=potential,
+        executor=executor or "cpu",
+        precision=precision or "f64",
+        threads=threads,
+        softening=softening,
+        target_eps=target_eps,
+    )
+
+
+accelerations.__doc__ = (_nbody.accelerations.__doc__ or "") + """
+
+GPU arrays in place: when positions, masses (and targets) are arrays on a GPU (CuPy,
+PyTorch, JAX or numba device arrays: anything offering DLPack or the CUDA array
+interface), they are read where they are by the CUDA executor (executor defaults to
+'cuda'; 'cuda:N' for GPU N), in their own precision (float32 or float64, C-contiguous;
+precision defaults to their dtype), after their producer's stream. The accelerations and
+potentials are allocated on the same GPU and returned as arrays of the positions'
+library (a `GpuArray` for others), complete when the call returns.
+"""
 cell = _host_arrays(_nbody.cell)
 density_map = _host_arrays(_nbody.density_map)
 jerk = _host_arrays(_nbody.jerk)

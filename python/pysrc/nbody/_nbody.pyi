@@ -23,8 +23,8 @@ def accelerations(
     G: float = 1.0,
     targets: Optional[FloatArray] = None,
     potential: bool = True,
-    executor: Executor = "cpu",
-    precision: Precision = "f64",
+    executor: Optional[Executor] = None,
+    precision: Optional[Precision] = None,
     threads: Optional[int] = None,
     softening: Softening = "plummer",
     target_eps: Optional[FloatArray] = None,
@@ -42,7 +42,14 @@ def accelerations(
     C-contiguous arrays of the call's own dtype with one eps go to the device as they
     are and are packed and checked there (the fastest way in); other arrays are packed
     on the host first. Bad input raises ValueError naming the argument and the index; a
-    device failure raises RuntimeError.
+    device failure raises RuntimeError. `executor` defaults to "cpu" and `precision` to
+    "f64" for host arrays.
+
+    GPU arrays (CuPy, PyTorch, JAX, numba: DLPack or the CUDA array interface) are read
+    in place by the CUDA executor ("cuda" by default, "cuda:N" for GPU N) in their own
+    dtype (the default precision), C-contiguous, after their producer's stream; the
+    results are allocated on the same GPU and returned as arrays of the positions'
+    library (GpuArray otherwise). Another GPU, dtype or layout raises ValueError.
 
     >>> import numpy as np, nbody
     >>> pos = np.array([[0.0, 0, 0], [1.0, 0, 0]])
@@ -407,3 +414,30 @@ class Simulation:
     def velocities(self) -> npt.NDArray[np.float64]: ...
     @property
     def masses(self) -> npt.NDArray[np.float64]: ...
+
+
+class GpuArray:
+    """An output array on a GPU (accelerations on GPU arrays): hand it to CuPy, PyTorch,
+    JAX or numba without a copy (`torch.from_dlpack(a)`, `cupy.from_dlpack(a)`,
+    `jax.numpy.from_dlpack(a)`, `numba.cuda.as_cuda_array(a)`), or copy it to the host
+    with `to_numpy()`."""
+
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def device(self) -> int: ...
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, object]: ...
+    def __len__(self) -> int: ...
+    def __dlpack_device__(self) -> Tuple[int, int]: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: Optional[int] = None,
+        max_version: Optional[Tuple[int, int]] = None,
+        dl_device: Optional[Tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> object: ...
+    def to_numpy(self) -> FloatArray: ...

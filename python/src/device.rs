@@ -1,0 +1,481 @@
+//! GPU arrays in place: arrays of other libraries on a GPU (CuPy, PyTorch, JAX, numba),
+//! read through DLPack or the CUDA array interface, handed to the CUDA executor as
+//! device addresses (`Executor::field_columns_device`), and the outputs allocated on the
+//! same GPU and returned as [`GpuArray`]s, which those libraries take back through
+//! DLPack or the CUDA array interface without a copy.
+
+use super::{backend, runtime, softening_kernel, value_error, with_executor, PyReal};
+use nbody_core::columns::DeviceColumns;
+use nbody_core::Params;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use std::ffi::{c_void, CStr};
+
+/// DLPack's device types (dlpack.h) of GPU memory CUDA kernels read: device memory
+/// and managed memory.
+const DL_CUDA: i32 = 2;
+const DL_CUDA_MANAGED: i32 = 13;
+/// DLPack's type code of IEEE floats.
+const DL_FLOAT: u8 = 2;
+/// The name of an unversioned DLPack capsule not yet taken (a consumer renames it).
+const DLTENSOR: &CStr = c"dltensor";
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DLDevice {
+    device_type: i32,
+    device_id: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DLDataType {
+    code: u8,
+    bits: u8,
+    lanes: u16,
+}
+
+#[repr(C)]
+struct DLTensor {
+    data: *mut c_void,
+    device: DLDevice,
+    ndim: i32,
+    dtype: DLDataType,
+    shape: *mut i64,
+    strides: *mut i64,
+    byte_offset: u64,
+}
+
+#[repr(C)]
+struct DLManagedTensor {
+    dl_tensor: DLTensor,
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
+}
+
+/// One GPU array as another library offers it, held for the length of a call.
+pub(crate) struct View<'py> {
+    address: u64,
+    shape: Vec<usize>,
+    /// The GPU, where the array says (DLPack); the driver places the others.
+    device: Option<u32>,
+    /// The stream its producer wrote it on, for the call to wait for.
+    stream: Option<u64>,
+    /// The DLPack capsule: its destructor gives the producer's tensor back.
+    _capsule: Option<Bound<'py, PyAny>>,
+}
+
+/// `obj` (the argument `name`) as a C-contiguous GPU array of floats of `bits` bits and
+/// `ndim` dimensions; wrong dtype, layout or dimensions are a ValueError naming it.
+pub(crate) fn view<'py>(obj: &Bound<'py, PyAny>, name: &str, bits: u8, ndim: usize) -> PyResult<View<'py>> {
+    let want = if bits == 32 { "float32" } else { "float64" };
+    let (v, dtype_bits, strides) = if obj.hasattr("__dlpack__")? && obj.hasattr("__dlpack_device__")? {
+        dlpack(obj, name)?
+    } else {
+        cuda_array_interface(obj, name)?
+    };
+    if dtype_bits != Some(bits) {
+        return Err(value_error(format!(
+            "{name} must be {want} on the GPU (the call's precision); convert it, or pass precision='{}'",
+            match dtype_bits {
+                Some(32) => "f32",
+                Some(64) => "f64",
+                _ => "f32' or 'f64",
+            }
+        )));
+    }
+    if v.shape.len() != ndim || (ndim == 2 && v.shape[1] != 3) {
+        let expected = if ndim == 2 { "(N, 3)" } else { "(N,)" };
+        return Err(value_error(format!("{name} must have shape {expected} (got {:?})", v.shape)));
+    }
+    if let Some(strides) = strides {
+        // Element strides of C order; a dimension of length one may have any stride.
+        let mut expect = 1i64;
+        for (k, &len) in v.shape.iter().enumerate().rev() {
+            if len > 1 && strides[k] != expect {
+                return Err(value_error(format!(
+                    "{name} must be C-contiguous on the GPU (strides {strides:?} in elements); make a contiguous copy"
+                )));
+            }
+            expect *= len as i64;
+        }
+    }
+    Ok(v)
+}
+
+/// Reads a DLPack export: (the view, the float width or None, element strides if given).
+fn dlpack<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Option<u8>, Option<Vec<i64>>)> {
+    let py = obj.py();
+    let (device_type, device_id): (i32, i32) = obj.call_method0("__dlpack_device__")?.extract()?;
+    if !matches!(device_type, DL_CUDA | DL_CUDA_MANAGED) {
+        return Err(value_error(format!("{name} is on DLPack device ({device_type}, {device_id}), not a CUDA GPU")));
+    }
+    // Stream 1: the producer makes its writes visible to the legacy default stream,
+    // which the call then waits for.
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("stream", 1)?;
+    let capsule = obj.call_method("__dlpack__", (), Some(&kwargs))?;
+    // SAFETY: a capsule named "dltensor" holds a DLManagedTensor (the DLPack protocol);
+    // any other object or name gives null (and a Python error, cleared below).
+    let managed = unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), DLTENSOR.as_ptr()) } as *const DLManagedTensor;
+    if managed.is_null() {
+        let _ = PyErr::take(py);
+        return Err(value_error(format!("{name}.__dlpack__() did not give a DLPack tensor")));
+    }
+    // SAFETY: the tensor lives as long as the capsule, which the view keeps.
+    let t = unsafe { &(*managed).dl_tensor };
+    let ndim = usize::try_from(t.ndim).unwrap_or(0);
+    // SAFETY: DLPack's shape holds ndim values, its strides too when not null.
+    let shape: Vec<i64> = unsafe { std::slice::from_raw_parts(t.shape, ndim) }.to_vec();
+    let strides =
+        (!t.strides.is_null()).then(|| unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec());
+    let bits = (t.dtype.code == DL_FLOAT && t.dtype.lanes == 1).then_some(t.dtype.bits);
+    let view = View {
+        address: t.data as u64 + t.byte_offset,
+        shape: shape.iter().map(|&s| s as usize).collect(),
+        device: u32::try_from(t.device.device_id).ok(),
+        stream: Some(1),
+        _capsule: Some(capsule),
+    };
+    Ok((view, bits, strides))
+}
+
+/// Reads the CUDA array interface (version 2 or 3).
+fn cuda_array_interface<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Option<u8>, Option<Vec<i64>>)> {
+    let cai = obj.getattr("__cuda_array_interface__")?;
+    let cai = cai.cast::<PyDict>().map_err(|_| value_error(format!("{name}.__cuda_array_interface__ is not a dict")))?;
+    let item = |k: &str| -> PyResult<Option<Bound<'py, PyAny>>> { Ok(cai.get_item(k)?.filter(|v| !v.is_none())) };
+    if item("mask")?.is_some() {
+        return Err(value_error(format!("{name} is a masked GPU array: masks are not taken")));
+    }
+    let shape: Vec<usize> = item("shape")?.ok_or_else(|| value_error(format!("{name}: no shape")))?.extract()?;
+    let typestr: String = item("typestr")?.ok_or_else(|| value_error(format!("{name}: no typestr")))?.extract()?;
+    let (address, _readonly): (u64, bool) =
+        item("data")?.ok_or_else(|| value_error(format!("{name}: no data")))?.extract()?;
+    let bits = match typestr.as_str() {
+        "<f4" | "=f4" => Some(32),
+        "<f8" | "=f8" => Some(64),
+        _ => None,
+    };
+    let item_bytes = bits.map_or(1, |b| i64::from(b / 8));
+    let strides = item("strides")?
+        .map(|s| s.extract::<Vec<i64>>())
+        .transpose()?
+        .map(|s| s.into_iter().map(|b| b / item_bytes).collect());
+    // 0 is ambiguous in the interface and read as the legacy default stream.
+    let stream = item("stream")?.map(|s| s.extract::<u64>()).transpose()?.map(|s| if s == 0 { 1 } else { s });
+    let device = if address == 0 { None } else { nbody_cuda::DeviceMemory::ordinal_of(address) };
+    if address != 0 && device.is_none() {
+        return Err(value_error(format!("{name}'s data address is not memory of a CUDA GPU")));
+    }
+    Ok((View { address, shape, device, stream, _capsule: None }, bits, strides))
+}
+
+/// An array that one call wrote on a GPU: shape (N, 3) or (N,), float32 or float64. Hand
+/// it to CuPy, PyTorch, JAX or numba without a copy (`cupy.from_dlpack(a)`,
+/// `torch.from_dlpack(a)`, `jax.numpy.from_dlpack(a)`, `numba.cuda.as_cuda_array(a)`);
+/// `a.to_numpy()` copies it to the host. The memory is freed when the last holder
+/// (this object or an array made from it) goes.
+#[pyclass(module = "nbody._nbody", frozen)]
+pub(crate) struct GpuArray {
+    memory: nbody_cuda::DeviceMemory,
+    shape: Vec<usize>,
+    bits: u8,
+}
+
+impl GpuArray {
+    fn new(ordinal: u32, shape: Vec<usize>, bits: u8, zeroed: bool) -> PyResult<Self> {
+        let bytes = shape.iter().product::<usize>() * usize::from(bits / 8);
+        let memory = if zeroed {
+            nbody_cuda::DeviceMemory::zeroed(ordinal, bytes)
+        } else {
+            nbody_cuda::DeviceMemory::uninitialized(ordinal, bytes)
+        }
+        .map_err(runtime)?;
+        Ok(Self { memory, shape, bits })
+    }
+
+    fn typestr(&self) -> &'static str {
+        if self.bits == 32 {
+            "<f4"
+        } else {
+            "<f8"
+        }
+    }
+}
+
+/// The DLManagedTensor a GpuArray exports, with the shape it points to and the owner
+/// it keeps alive (a strong reference, given back by the deleter).
+#[repr(C)]
+struct Exported {
+    managed: DLManagedTensor,
+    shape: [i64; 2],
+    owner: *mut ffi::PyObject,
+}
+
+/// DLPack's deleter: frees the export and gives back its reference to the array; the
+/// consumer may call it from any thread.
+unsafe extern "C" fn release(managed: *mut DLManagedTensor) {
+    if managed.is_null() {
+        return;
+    }
+    // SAFETY: `managed` is the first field of an `Exported` made by `Box::into_raw` in
+    // `__dlpack__`, released once (by the consumer, or by the unconsumed capsule).
+    let exported = unsafe { Box::from_raw(managed.cast::<Exported>()) };
+    Python::attach(|_| {
+        // SAFETY: the reference taken in `__dlpack__`, with the GIL held.
+        unsafe { ffi::Py_DecRef(exported.owner) };
+    });
+}
+
+/// The capsule's destructor: releases the export unless a consumer took it (and renamed
+/// the capsule, taking over the deleter).
+unsafe extern "C" fn drop_capsule(capsule: *mut ffi::PyObject) {
+    // SAFETY: called by Python with the GIL held on the capsule being destroyed.
+    unsafe {
+        if ffi::PyCapsule_IsValid(capsule, DLTENSOR.as_ptr()) == 1 {
+            let managed = ffi::PyCapsule_GetPointer(capsule, DLTENSOR.as_ptr()).cast::<DLManagedTensor>();
+            release(managed);
+        }
+    }
+}
+
+#[pymethods]
+impl GpuArray {
+    /// The array's shape.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.shape)
+    }
+
+    /// The numpy dtype of its elements.
+    #[getter]
+    fn dtype<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArrayDescr> {
+        if self.bits == 32 {
+            numpy::dtype::<f32>(py)
+        } else {
+            numpy::dtype::<f64>(py)
+        }
+    }
+
+    /// The ordinal of its GPU.
+    #[getter]
+    fn device(&self) -> u32 {
+        self.memory.ordinal()
+    }
+
+    fn __len__(&self) -> usize {
+        self.shape[0]
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "GpuArray(shape={:?}, dtype={}, device={})",
+            self.shape,
+            if self.bits == 32 { "float32" } else { "float64" },
+            self.memory.ordinal()
+        )
+    }
+
+    /// The CUDA array interface (version 3): written when the call returned, so no
+    /// stream to wait for.
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("shape", PyTuple::new(py, &self.shape)?)?;
+        d.set_item("typestr", self.typestr())?;
+        d.set_item("data", (self.memory.address(), false))?;
+        d.set_item("version", 3)?;
+        d.set_item("strides", py.None())?;
+        d.set_item("stream", py.None())?;
+        Ok(d)
+    }
+
+    /// DLPack's device: (kDLCUDA, ordinal).
+    fn __dlpack_device__(&self) -> (i32, u32) {
+        (DL_CUDA, self.memory.ordinal())
+    }
+
+    /// A DLPack capsule of the array, without a copy. The data is complete, so any
+    /// consumer `stream` may read it at once; `max_version`, `dl_device` and `copy` are
+    /// accepted as the array API standard passes them (a copy or another device is
+    /// refused).
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__<'py>(
+        slf: &Bound<'py, Self>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<&Bound<'py, PyAny>>,
+        dl_device: Option<(i32, u32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = (stream, max_version);
+        let me = slf.get();
+        if let Some(d) = dl_device {
+            if d != (DL_CUDA, me.memory.ordinal()) {
+                return Err(pyo3::exceptions::PyBufferError::new_err(
+                    "a GpuArray exports to its own GPU only: copy it with to_numpy() for the host",
+                ));
+            }
+        }
+        if copy == Some(true) {
+            return Err(pyo3::exceptions::PyBufferError::new_err("a GpuArray exports without a copy only"));
+        }
+        let mut shape = [0i64; 2];
+        for (s, &n) in shape.iter_mut().zip(&me.shape) {
+            *s = n as i64;
+        }
+        let owner = slf.as_ptr();
+        // SAFETY: a strong reference for the export, given back by `release`.
+        unsafe { ffi::Py_IncRef(owner) };
+        let exported = Box::into_raw(Box::new(Exported {
+            managed: DLManagedTensor {
+                dl_tensor: DLTensor {
+                    data: me.memory.address() as *mut c_void,
+                    device: DLDevice { device_type: DL_CUDA, device_id: me.memory.ordinal() as i32 },
+                    ndim: me.shape.len() as i32,
+                    dtype: DLDataType { code: DL_FLOAT, bits: me.bits, lanes: 1 },
+                    shape: std::ptr::null_mut(),
+                    strides: std::ptr::null_mut(),
+                    byte_offset: 0,
+                },
+                manager_ctx: std::ptr::null_mut(),
+                deleter: Some(release),
+            },
+            shape,
+            owner,
+        }));
+        // SAFETY: `exported` is live until `release`; the shape points into it.
+        unsafe {
+            (*exported).managed.dl_tensor.shape = (*exported).shape.as_mut_ptr();
+            (*exported).managed.manager_ctx = exported.cast();
+        }
+        // SAFETY: a new capsule owning the export; on failure the export is released.
+        let capsule = unsafe { ffi::PyCapsule_New(exported.cast(), DLTENSOR.as_ptr(), Some(drop_capsule)) };
+        if capsule.is_null() {
+            // SAFETY: not handed to anyone.
+            unsafe { release(exported.cast()) };
+            return Err(PyErr::fetch(slf.py()));
+        }
+        // SAFETY: PyCapsule_New returned a new reference.
+        Ok(unsafe { Bound::from_owned_ptr(slf.py(), capsule) })
+    }
+
+    /// A copy on the host, as a numpy array.
+    fn to_numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        fn copy<'py, T: numpy::Element + bytemuck::Pod>(
+            py: Python<'py>,
+            a: &GpuArray,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            let n: usize = a.shape.iter().product();
+            let mut host = vec![T::zeroed(); n];
+            a.memory.copy_to_host(bytemuck::cast_slice_mut(&mut host)).map_err(runtime)?;
+            Ok(numpy::PyArray1::from_vec(py, host).reshape(a.shape.clone())?.into_any())
+        }
+        use numpy::PyArrayMethods;
+        if self.bits == 32 {
+            copy::<f32>(py, self)
+        } else {
+            copy::<f64>(py, self)
+        }
+    }
+}
+
+/// `nbody.accelerations` on GPU arrays: positions (N, 3), masses (N,) and optional
+/// targets (K, 3), all on the CUDA executor's GPU in the call's precision; returns the
+/// accelerations (K, 3) and potentials (K,) as GpuArrays (zeros when `potential` is
+/// off).
+#[pyfunction]
+#[pyo3(signature = (positions, masses, eps, G, targets, potential, executor, precision, softening))]
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub(crate) fn _accelerations_device<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    masses: &Bound<'py, PyAny>,
+    eps: f64,
+    G: f64,
+    targets: Option<&Bound<'py, PyAny>>,
+    potential: bool,
+    executor: &str,
+    precision: &str,
+    softening: &str,
+) -> PyResult<(Py<GpuArray>, Py<GpuArray>)> {
+    let softening = softening_kernel(softening)?;
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(value_error(format!("eps must be finite and non-negative (got {eps})")));
+    }
+    if !(G.is_finite() && G >= 0.0) {
+        return Err(value_error(format!("G must be finite and non-negative (got {G})")));
+    }
+    let call = DeviceCall { positions, masses, targets, eps, g: G, potential, softening };
+    match precision {
+        "f32" => call.run::<f32>(py, executor, 32),
+        "f64" => call.run::<f64>(py, executor, 64),
+        other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+    }
+}
+
+struct DeviceCall<'a, 'py> {
+    positions: &'a Bound<'py, PyAny>,
+    masses: &'a Bound<'py, PyAny>,
+    targets: Option<&'a Bound<'py, PyAny>>,
+    eps: f64,
+    g: f64,
+    potential: bool,
+    softening: nbody_core::Softening,
+}
+
+impl DeviceCall<'_, '_> {
+    fn run<T: PyReal>(&self, py: Python<'_>, executor: &str, bits: u8) -> PyResult<(Py<GpuArray>, Py<GpuArray>)> {
+        let b = backend::<T>(executor, None)?;
+        let ordinal = match &b {
+            nbody_backends::Backend::Cuda {
+                devices: nbody_backends::Devices::One(d),
+                arithmetic: nbody_backends::Arithmetic::Native,
+            } => *d,
+            _ => {
+                return Err(value_error(format!(
+                    "GPU arrays are read in place by executor 'cuda' (or 'cuda:N' for GPU N) only, not {executor:?}"
+                )))
+            }
+        };
+        let pos = view(self.positions, "positions", bits, 2)?;
+        let m = view(self.masses, "masses", bits, 1)?;
+        let t = self.targets.map(|t| view(t, "targets", bits, 2)).transpose()?;
+        let n = pos.shape[0];
+        if m.shape[0] != n {
+            return Err(value_error(format!("masses must hold one value a row of positions ({n}, got {})", m.shape[0])));
+        }
+        for (name, v) in [("positions", Some(&pos)), ("masses", Some(&m)), ("targets", t.as_ref())] {
+            if let Some(device) = v.and_then(|v| v.device) {
+                if device != ordinal {
+                    return Err(value_error(format!(
+                        "{name} is on GPU {device} but executor {executor:?} runs on GPU {ordinal}: pass executor='cuda:{device}'"
+                    )));
+                }
+            }
+        }
+        let n_t = t.as_ref().map_or(n, |t| t.shape[0]);
+        let acc = GpuArray::new(ordinal, vec![n_t, 3], bits, false)?;
+        let phi = GpuArray::new(ordinal, vec![n_t], bits, !self.potential)?;
+        let nonempty = |a: u64, len: usize| if len == 0 { 0 } else { a };
+        let call = DeviceColumns {
+            device: ordinal,
+            positions: nonempty(pos.address, n),
+            masses: nonempty(m.address, n),
+            n,
+            targets: t.as_ref().map(|t| (nonempty(t.address, n_t), n_t)),
+            acc: acc.memory.address(),
+            phi: self.potential.then(|| phi.memory.address()),
+            streams: [pos.stream, m.stream, t.as_ref().and_then(|t| t.stream)],
+        };
+        let mut params = Params::softened(T::from_f64(self.eps)).with_g(T::from_f64(self.g)).with_softening(self.softening);
+        params.potential = self.potential;
+        // SAFETY: every address was read from its producer's export (a C-contiguous
+        // array of `T` of the shape checked above, kept alive by the views until the call
+        // returns) or allocated above; the outputs are fresh, so overlap no input.
+        with_executor::<T, _>(py, &b, move |e| unsafe { e.field_columns_device(call, &params) })?.map_err(runtime)?;
+        drop((pos, m, t));
+        Ok((Py::new(py, acc)?, Py::new(py, phi)?))
+    }
+}

@@ -1,0 +1,177 @@
+"""GPU arrays in place (`nbody.accelerations` on CuPy, PyTorch, JAX and numba device
+arrays). Everywhere: mixed or misplaced arrays are refused by name. With a GPU, a CUDA
+build and a producer library: results equal the host columns path bit for bit (the same
+kernels), come back as the producer's arrays on the same GPU, bad values are named,
+and the producer's stream is waited for."""
+
+import numpy as np
+import pytest
+
+import nbody
+
+
+class OnGpu:
+    """A DLPack export that claims CUDA memory and must not be read."""
+
+    def __dlpack__(self, stream=None):
+        raise AssertionError("not to be read")
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+class Interface:
+    __cuda_array_interface__ = {"shape": (3, 3), "typestr": "<f8", "data": (0, False), "version": 3}
+
+
+def test_gpu_and_host_arrays_mixed_are_refused_by_name():
+    with pytest.raises(ValueError, match="positions is not on the GPU"):
+        nbody.accelerations(np.zeros((3, 3)), OnGpu())
+    with pytest.raises(ValueError, match="masses is not on the GPU"):
+        nbody.accelerations(Interface(), np.ones(3))
+
+
+def test_other_functions_refuse_gpu_arrays_by_name():
+    with pytest.raises(ValueError, match="masses is on DLPack device .* only accelerations"):
+        nbody.tidal(np.zeros((3, 3)), OnGpu())
+    with pytest.raises(ValueError, match="positions is a GPU array .* only accelerations"):
+        nbody.jerk(Interface(), np.zeros((3, 3)), np.ones(3))
+
+
+@pytest.mark.skipif(nbody.cuda_compiled, reason="this build has the CUDA executor")
+def test_gpu_arrays_without_cuda_are_a_clear_error():
+    with pytest.raises(ValueError, match="CUDA executor"):
+        nbody.accelerations(OnGpu(), OnGpu())
+
+
+def _producers():
+    """(name, to_device(numpy array), to_numpy(array)) of each library here that sees a GPU."""
+    found = []
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            found.append(("cupy", cupy.asarray, cupy.asnumpy))
+    except Exception:
+        pass
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            found.append(("torch", lambda a: torch.from_numpy(a).cuda(), lambda t: t.cpu().numpy()))
+    except Exception:
+        pass
+    try:
+        from numba import cuda
+
+        if cuda.is_available():
+            found.append(("numba", cuda.to_device, lambda d: d.copy_to_host()))
+    except Exception:
+        pass
+    try:
+        import jax
+
+        if jax.devices("gpu"):
+            found.append(("jax", lambda a: jax.device_put(a, jax.devices("gpu")[0]), np.asarray))
+    except Exception:
+        pass
+    return found
+
+
+PRODUCERS = _producers() if nbody.cuda_compiled else []
+needs_gpu = pytest.mark.skipif(not PRODUCERS, reason="no GPU, CUDA build and GPU array library here")
+
+
+def plummer_like(n, dtype, seed=3):
+    rng = np.random.default_rng(seed)
+    pos = rng.normal(size=(n, 3)).astype(dtype)
+    m = rng.uniform(0.5, 1.5, size=n).astype(dtype) / n
+    return pos, m
+
+
+@needs_gpu
+@pytest.mark.parametrize("producer", PRODUCERS, ids=[p[0] for p in PRODUCERS])
+@pytest.mark.parametrize("dtype,precision", [(np.float32, "f32"), (np.float64, "f64")])
+def test_gpu_arrays_match_the_host_columns_bit_for_bit(producer, dtype, precision):
+    name, up, down = producer
+    pos, m = plummer_like(5000, dtype)
+    points = np.linspace(-1.5, 1.5, 900).reshape(300, 3).astype(dtype)
+    for targets in (None, points):
+        for potential in (True, False):
+            want = nbody.accelerations(
+                pos, m, eps=0.01, targets=targets, potential=potential, executor="cuda", precision=precision
+            )
+            got = nbody.accelerations(
+                up(pos), up(m), eps=0.01, targets=None if targets is None else up(targets), potential=potential
+            )
+            assert type(got[0]).__module__.split(".")[0] == type(up(pos)).__module__.split(".")[0]
+            acc, phi = down(got[0]), down(got[1])
+            assert acc.dtype == dtype and acc.shape == want[0].shape and phi.shape == want[1].shape
+            np.testing.assert_array_equal(acc, want[0])
+            np.testing.assert_array_equal(phi, want[1])
+
+
+@needs_gpu
+@pytest.mark.parametrize("producer", PRODUCERS, ids=[p[0] for p in PRODUCERS])
+def test_gpu_arrays_refuse_bad_input_by_name(producer):
+    name, up, down = producer
+    pos, m = plummer_like(1000, np.float64)
+    bad = pos.copy()
+    bad[5, 1] = np.nan
+    with pytest.raises(ValueError, match="index 5"):
+        nbody.accelerations(up(bad), up(m))
+    negative = m.copy()
+    negative[17] = -1.0
+    with pytest.raises(ValueError, match="negative mass.*17|17.*negative"):
+        nbody.accelerations(up(pos), up(negative))
+    with pytest.raises(ValueError, match="positions must be float32"):
+        nbody.accelerations(up(pos), up(m), precision="f32")
+    with pytest.raises(ValueError, match="masses must hold one value a row"):
+        nbody.accelerations(up(pos), up(m[:999]))
+    with pytest.raises(ValueError, match="shape"):
+        nbody.accelerations(up(np.ascontiguousarray(pos[:, :2])), up(m))
+    with pytest.raises(ValueError, match="executor 'cuda'"):
+        nbody.accelerations(up(pos), up(m), executor="cpu")
+    if name in ("cupy", "torch"):
+        fortran = up(np.asfortranarray(pos))
+        if name == "torch":
+            fortran = up(pos.T.copy()).T
+        with pytest.raises(ValueError, match="C-contiguous"):
+            nbody.accelerations(fortran, up(m))
+
+
+@needs_gpu
+def test_gpu_array_outputs_export_and_copy_back():
+    pos, m = plummer_like(100, np.float32)
+    name, up, down = PRODUCERS[0]
+    acc, phi = nbody._nbody._accelerations_device(up(pos), up(m), 0.01, 1.0, None, True, "cuda", "f32", "plummer")
+    assert acc.shape == (100, 3) and phi.shape == (100,) and acc.dtype == np.float32 and len(acc) == 100
+    cai = acc.__cuda_array_interface__
+    assert cai["typestr"] == "<f4" and cai["shape"] == (100, 3) and cai["data"][0] != 0
+    assert acc.__dlpack_device__() == (2, acc.device)
+    want = nbody.accelerations(pos, m, eps=0.01, executor="cuda", precision="f32")
+    np.testing.assert_array_equal(acc.to_numpy(), want[0])
+    np.testing.assert_array_equal(phi.to_numpy(), want[1])
+
+
+@needs_gpu
+def test_the_producers_stream_is_waited_for():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU for PyTorch")
+    pos, m = plummer_like(1 << 16, np.float32)
+    want = nbody.accelerations(pos, m, eps=0.01, executor="cuda", precision="f32")
+    side = torch.cuda.Stream()
+    x, mm = torch.from_numpy(pos).cuda(), torch.from_numpy(m).cuda()
+    torch.cuda.synchronize()
+    for _ in range(3):
+        with torch.cuda.stream(side):
+            # A slow product first on the side stream, then the positions written there.
+            big = torch.randn(4096, 4096, device="cuda")
+            for _ in range(8):
+                big = big @ big
+                big = big / big.norm()
+            y = torch.empty_like(x)
+            y.copy_(x + 0 * big[0, 0])
+            got = nbody.accelerations(y, mm, eps=0.01)
+        np.testing.assert_array_equal(got[0].cpu().numpy(), want[0])
