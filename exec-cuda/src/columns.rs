@@ -190,7 +190,11 @@ impl CudaExecutor {
                 let at = index * 4 * sz;
                 download(&me.scratch[slot].reserve(0)?.index(at..at + 4 * sz), bytemuck::cast_slice_mut(&mut record))?;
                 let finite = record.iter().all(|v| v.is_finite());
-                return Err(if finite { Error::OutOfRange { array, index } } else { Error::NonFinite { array, index } });
+                return Err(if finite {
+                    Error::OutOfRange { array, index }
+                } else {
+                    Error::NonFinite { array, index }
+                });
             }
             let column = call.phi.map_or(null(), device);
             me.field_of_packed(&p, n_t, n_s, call.targets.is_some(), device(call.acc), column)?;
@@ -236,7 +240,8 @@ impl CudaExecutor {
         }
         if let Some(t_rows) = targets.filter(|_| n_t > 0) {
             let records = ptr(self.scratch[EXTRA_B].reserve(n_t as usize * 4 * size_of::<T>())?);
-            let pack = ColumnsArgs { records, rows: t_rows, column: null(), first_bad: target_flags, n: n_t, padded: n_t };
+            let pack =
+                ColumnsArgs { records, rows: t_rows, column: null(), first_bad: target_flags, n: n_t, padded: n_t };
             // SAFETY: as above, for the targets' rows and n_t records.
             unsafe {
                 self.launch(Kernel::PackColumns { tag: T::FAMILY }, blocks(n_t as usize), 256, pack, "packing targets")?
@@ -288,7 +293,13 @@ impl CudaExecutor {
         let unpack = ColumnsArgs { records, rows, column, first_bad: null(), n: ni, padded: ni };
         // SAFETY: n_t records in; 3 n_t rows and n_t potentials out (the caller's word).
         unsafe {
-            self.launch(Kernel::UnpackColumns { tag: T::FAMILY }, n_t.div_ceil(256) as u32, 256, unpack, "unpacking columns")
+            self.launch(
+                Kernel::UnpackColumns { tag: T::FAMILY },
+                n_t.div_ceil(256) as u32,
+                256,
+                unpack,
+                "unpacking columns",
+            )
         }
     }
 }
@@ -305,7 +316,11 @@ fn flagged(sources: [i32; 2], targets: [i32; 2]) -> Option<(nbody_core::Array, u
     if bad == i32::MAX && negative == i32::MAX {
         return None;
     }
-    Some(if bad <= negative { (Array::Particles, bad as usize, false) } else { (Array::Particles, negative as usize, true) })
+    Some(if bad <= negative {
+        (Array::Particles, bad as usize, false)
+    } else {
+        (Array::Particles, negative as usize, true)
+    })
 }
 
 #[cfg(test)]

@@ -61,7 +61,10 @@ impl Marker {
     /// `stream` is a live stream of the current context's device, or 1 or 2.
     pub(crate) unsafe fn record_raw(&self, stream: u64) -> Result<(), Error> {
         // SAFETY: the event is live; the caller vouches for the stream.
-        driver(unsafe { cust::sys::cuEventRecord(self.0, stream as usize as cust::sys::CUstream) }, "recording an event")
+        driver(
+            unsafe { cust::sys::cuEventRecord(self.0, stream as usize as cust::sys::CUstream) },
+            "recording an event",
+        )
     }
 
     /// Waits on the host until the marked point is reached.

@@ -1354,8 +1354,7 @@ fn device_columns() -> Result<(), Failed> {
                 let mut d_src = on_device(&vec![T::zero(); rows.len()])?;
                 // SAFETY: `rows` outlives the copy (the call below waits for it, and the
                 // stream is synchronised before `rows` can go).
-                unsafe { d_src.async_copy_from(&rows[..], &theirs) }
-                    .map_err(|e| format!("async copy: {e}"))?;
+                unsafe { d_src.async_copy_from(&rows[..], &theirs) }.map_err(|e| format!("async copy: {e}"))?;
                 let call = DeviceColumns {
                     device: 0,
                     positions: addr(&d_src),
@@ -1421,10 +1420,7 @@ fn device_columns() -> Result<(), Failed> {
         // Another device's ordinal, and host memory, refused.
         let good = DeviceColumns::on_itself(0, addr(&d_rows), addr(&d_m), 5000, addr(&d_acc));
         let host = [c(0.0); 3 * 5000];
-        for call in [
-            DeviceColumns { device: 1, ..good },
-            DeviceColumns { positions: host.as_ptr() as u64, ..good },
-        ] {
+        for call in [DeviceColumns { device: 1, ..good }, DeviceColumns { positions: host.as_ptr() as u64, ..good }] {
             // SAFETY: both are refused before anything is read.
             match unsafe { Executor::<T>::field_columns_device(gpu, call, &params) } {
                 Err(Error::InvalidParameter { .. }) => {}

@@ -128,8 +128,7 @@ fn dlpack<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Opti
     let ndim = usize::try_from(t.ndim).unwrap_or(0);
     // SAFETY: DLPack's shape holds ndim values, its strides too when not null.
     let shape: Vec<i64> = unsafe { std::slice::from_raw_parts(t.shape, ndim) }.to_vec();
-    let strides =
-        (!t.strides.is_null()).then(|| unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec());
+    let strides = (!t.strides.is_null()).then(|| unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec());
     let bits = (t.dtype.code == DL_FLOAT && t.dtype.lanes == 1).then_some(t.dtype.bits);
     let view = View {
         address: t.data as u64 + t.byte_offset,
@@ -142,9 +141,13 @@ fn dlpack<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Opti
 }
 
 /// Reads the CUDA array interface (version 2 or 3).
-fn cuda_array_interface<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Option<u8>, Option<Vec<i64>>)> {
+fn cuda_array_interface<'py>(
+    obj: &Bound<'py, PyAny>,
+    name: &str,
+) -> PyResult<(View<'py>, Option<u8>, Option<Vec<i64>>)> {
     let cai = obj.getattr("__cuda_array_interface__")?;
-    let cai = cai.cast::<PyDict>().map_err(|_| value_error(format!("{name}.__cuda_array_interface__ is not a dict")))?;
+    let cai =
+        cai.cast::<PyDict>().map_err(|_| value_error(format!("{name}.__cuda_array_interface__ is not a dict")))?;
     let item = |k: &str| -> PyResult<Option<Bound<'py, PyAny>>> { Ok(cai.get_item(k)?.filter(|v| !v.is_none())) };
     if item("mask")?.is_some() {
         return Err(value_error(format!("{name} is a masked GPU array: masks are not taken")));
@@ -363,10 +366,7 @@ impl GpuArray {
 
     /// A copy on the host, as a numpy array.
     fn to_numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        fn copy<'py, T: numpy::Element + bytemuck::Pod>(
-            py: Python<'py>,
-            a: &GpuArray,
-        ) -> PyResult<Bound<'py, PyAny>> {
+        fn copy<'py, T: numpy::Element + bytemuck::Pod>(py: Python<'py>, a: &GpuArray) -> PyResult<Bound<'py, PyAny>> {
             let n: usize = a.shape.iter().product();
             let mut host = vec![T::zeroed(); n];
             a.memory.copy_to_host(bytemuck::cast_slice_mut(&mut host)).map_err(runtime)?;
@@ -415,6 +415,26 @@ pub(crate) fn _accelerations_device<'py>(
     }
 }
 
+/// A refusal named by the caller's arguments, as the host path names them.
+fn named(e: nbody_core::Error) -> PyErr {
+    use nbody_core::{Array, Error};
+    let arg = |a: Array| if a == Array::Targets { "targets" } else { "positions" };
+    match e {
+        Error::NonFinite { array: Array::Particles, index } => {
+            value_error(format!("positions[{index}] or masses[{index}] has a NaN or infinite value"))
+        }
+        Error::NonFinite { array, index } => {
+            value_error(format!("{}[{index}] has a NaN or infinite coordinate", arg(array)))
+        }
+        Error::OutOfRange { array, index } => value_error(format!(
+            "{}[{index}] has a coordinate of magnitude 2^61 (f32) or 2^509 (f64) or more, whose square could overflow",
+            arg(array)
+        )),
+        Error::NegativeMass { index, .. } => value_error(format!("masses[{index}] is negative")),
+        other => runtime(other),
+    }
+}
+
 struct DeviceCall<'a, 'py> {
     positions: &'a Bound<'py, PyAny>,
     masses: &'a Bound<'py, PyAny>,
@@ -444,7 +464,10 @@ impl DeviceCall<'_, '_> {
         let t = self.targets.map(|t| view(t, "targets", bits, 2)).transpose()?;
         let n = pos.shape[0];
         if m.shape[0] != n {
-            return Err(value_error(format!("masses must hold one value a row of positions ({n}, got {})", m.shape[0])));
+            return Err(value_error(format!(
+                "masses must hold one value a row of positions ({n}, got {})",
+                m.shape[0]
+            )));
         }
         for (name, v) in [("positions", Some(&pos)), ("masses", Some(&m)), ("targets", t.as_ref())] {
             if let Some(device) = v.and_then(|v| v.device) {
@@ -469,12 +492,13 @@ impl DeviceCall<'_, '_> {
             phi: self.potential.then(|| phi.memory.address()),
             streams: [pos.stream, m.stream, t.as_ref().and_then(|t| t.stream)],
         };
-        let mut params = Params::softened(T::from_f64(self.eps)).with_g(T::from_f64(self.g)).with_softening(self.softening);
+        let mut params =
+            Params::softened(T::from_f64(self.eps)).with_g(T::from_f64(self.g)).with_softening(self.softening);
         params.potential = self.potential;
         // SAFETY: every address was read from its producer's export (a C-contiguous
         // array of `T` of the shape checked above, kept alive by the views until the call
         // returns) or allocated above; the outputs are fresh, so overlap no input.
-        with_executor::<T, _>(py, &b, move |e| unsafe { e.field_columns_device(call, &params) })?.map_err(runtime)?;
+        with_executor::<T, _>(py, &b, move |e| unsafe { e.field_columns_device(call, &params) })?.map_err(named)?;
         drop((pos, m, t));
         Ok((Py::new(py, acc)?, Py::new(py, phi)?))
     }

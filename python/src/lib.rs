@@ -30,7 +30,9 @@ mod device;
 #[pyfunction]
 #[pyo3(signature = (*_args))]
 fn _accelerations_device(_args: &Bound<'_, PyTuple>) -> PyResult<()> {
-    Err(value_error("GPU arrays need the CUDA executor, which this build of nbody lacks (nbody.cuda_compiled is False)"))
+    Err(value_error(
+        "GPU arrays need the CUDA executor, which this build of nbody lacks (nbody.cuda_compiled is False)",
+    ))
 }
 
 /// Executors of one backend kept between calls, so a call does not start threads; each

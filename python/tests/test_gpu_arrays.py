@@ -118,11 +118,11 @@ def test_gpu_arrays_refuse_bad_input_by_name(producer):
     pos, m = plummer_like(1000, np.float64)
     bad = pos.copy()
     bad[5, 1] = np.nan
-    with pytest.raises(ValueError, match="index 5"):
+    with pytest.raises(ValueError, match=r"positions\[5\] or masses\[5\] has a NaN"):
         nbody.accelerations(up(bad), up(m))
     negative = m.copy()
     negative[17] = -1.0
-    with pytest.raises(ValueError, match="negative mass.*17|17.*negative"):
+    with pytest.raises(ValueError, match=r"masses\[17\] is negative"):
         nbody.accelerations(up(pos), up(negative))
     with pytest.raises(ValueError, match="positions must be float32"):
         nbody.accelerations(up(pos), up(m), precision="f32")
