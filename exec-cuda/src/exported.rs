@@ -97,9 +97,23 @@ impl DeviceMemory {
         (r == cust::sys::cudaError_enum::CUDA_SUCCESS).then_some(ordinal).and_then(|o| u32::try_from(o).ok())
     }
 
+    /// Copies `data`, exactly as many bytes as it holds, in.
+    pub fn copy_from_host<T: cust::memory::DeviceCopy>(&mut self, data: &[T]) -> Result<(), Error> {
+        nbody_core::validate::length("host data", self.len, size_of_val(data))?;
+        if self.len == 0 {
+            return Ok(());
+        }
+        crate::device::make_current(&self.context)?;
+        // SAFETY: both hold `len` bytes.
+        driver(
+            unsafe { cust::sys::cuMemcpyHtoD_v2(self.address, data.as_ptr().cast(), self.len) },
+            "copying host data to the device",
+        )
+    }
+
     /// Copies the bytes into `out`, which holds exactly as many.
-    pub fn copy_to_host(&self, out: &mut [u8]) -> Result<(), Error> {
-        nbody_core::validate::length("host copy", self.len, out.len())?;
+    pub fn copy_to_host<T: cust::memory::DeviceCopy>(&self, out: &mut [T]) -> Result<(), Error> {
+        nbody_core::validate::length("host copy", self.len, size_of_val(out))?;
         if self.len == 0 {
             return Ok(());
         }

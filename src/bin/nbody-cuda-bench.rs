@@ -57,6 +57,11 @@ struct Args {
     /// against the f64 oracle at 4,096.
     #[arg(long, value_name = "N")]
     gradients: Option<usize>,
+    /// The columns call on arrays already on the device (`field_columns_device`, what
+    /// Python's GPU arrays reach) at N particles, f32 and f64: wall-clock time a call,
+    /// median of 21 after 3 warm-ups, after a check against the f64 oracle at 4,096.
+    #[arg(long, value_name = "N")]
+    device_columns: Option<usize>,
     /// Writes the results as JSON here.
     #[arg(long, value_name = "PATH")]
     json: Option<String>,
@@ -133,6 +138,13 @@ fn main() {
     });
     if let Some(Err(e)) =
         args.gradients.map(|n| gradients::<f32>(&mut gpu, n).and_then(|_| gradients::<f64>(&mut gpu, n)))
+    {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+    if let Some(Err(e)) = args
+        .device_columns
+        .map(|n| device_columns::<f32>(&mut gpu, n).and_then(|_| device_columns::<f64>(&mut gpu, n)))
     {
         eprintln!("error: {e}");
         std::process::exit(1);
@@ -532,6 +544,62 @@ fn gradients<T: DeviceReal>(gpu: &mut CudaExecutor, n: usize) -> Result<(), nbod
         (force + vjp_t) / force
     );
     Ok(())
+}
+
+/// See [`Args::device_columns`]: returns the median seconds a call at `n`.
+fn device_columns<T: DeviceReal>(gpu: &mut CudaExecutor, n: usize) -> Result<f64, nbody_core::Error> {
+    use nbody::cuda::DeviceMemory;
+    use nbody_core::columns::DeviceColumns;
+    let name = std::any::type_name::<T>();
+    let params = Params::softened(T::from_f64(1.0 / 256.0));
+    let ordinal = 0;
+    // Rows, masses and outputs on the device; one call; the outputs back.
+    let run = |gpu: &mut CudaExecutor, p: &[Particle<T>], reps: usize| {
+        let rows: Vec<T> = p.iter().flat_map(|p| [p.x, p.y, p.z]).collect();
+        let masses: Vec<T> = p.iter().map(|p| p.m).collect();
+        let sz = size_of::<T>();
+        let mut d_rows = DeviceMemory::uninitialized(ordinal, rows.len() * sz)?;
+        let mut d_m = DeviceMemory::uninitialized(ordinal, masses.len() * sz)?;
+        d_rows.copy_from_host(&rows)?;
+        d_m.copy_from_host(&masses)?;
+        let (acc, phi) =
+            (DeviceMemory::uninitialized(ordinal, rows.len() * sz)?, DeviceMemory::uninitialized(ordinal, p.len() * sz)?);
+        let call = DeviceColumns {
+            phi: Some(phi.address()),
+            ..DeviceColumns::on_itself(ordinal, d_rows.address(), d_m.address(), p.len(), acc.address())
+        };
+        let mut times = Vec::with_capacity(reps);
+        for k in 0..reps + 3 {
+            let start = std::time::Instant::now();
+            // SAFETY: every address is a live allocation of this device of the sizes named.
+            unsafe { Executor::<T>::field_columns_device(gpu, call, &params)? };
+            if k >= 3 {
+                times.push(start.elapsed().as_secs_f64());
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        let (mut a, mut f) = (vec![T::zero(); rows.len()], vec![T::zero(); p.len()]);
+        acc.copy_to_host(&mut a)?;
+        phi.copy_to_host(&mut f)?;
+        let field: Vec<Field<T>> = a.chunks_exact(3).zip(&f).map(|(a, &f)| Field::new(a[0], a[1], a[2], f)).collect();
+        Ok::<_, nbody_core::Error>((times.get(times.len() / 2).copied().unwrap_or(0.0), field))
+    };
+    let (check, _) = nbody_integrators::ics::plummer::<T>(4096, 3);
+    let (_, got) = run(gpu, &check, 0)?;
+    let mut want = vec![oracle::Exact::default(); check.len()];
+    oracle::field(&check, None, &check, None, &params.with_overlap_identical(), &mut want)?;
+    let got: Vec<[f64; 3]> = got.iter().map(|g| [g.ax, g.ay, g.az].map(nbody_core::Real::to_f64)).collect();
+    let want: Vec<[f64; 3]> = want.iter().map(|w| w.acc).collect();
+    let err = worst_row_error(&got, &want);
+    let (p, _) = nbody_integrators::ics::plummer::<T>(n, 1);
+    let (t, _) = run(gpu, &p, 21)?;
+    println!(
+        "
+device columns {name}: check at N = 4096 against the f64 oracle, largest relative acceleration error \
+         {err:.2e}; N = {n}: {:.3} ms a call (wall clock, median of 21 after 3 warm-ups, potentials on)",
+        t * 1e3
+    );
+    Ok(t)
 }
 
 fn leapfrog_cost(gpu: &mut CudaExecutor, n: usize) -> Result<(f64, f64), nbody_core::Error> {
