@@ -369,7 +369,7 @@ impl GpuArray {
         fn copy<'py, T: numpy::Element + bytemuck::Pod>(py: Python<'py>, a: &GpuArray) -> PyResult<Bound<'py, PyAny>> {
             let n: usize = a.shape.iter().product();
             let mut host = vec![T::zeroed(); n];
-            a.memory.copy_to_host(bytemuck::cast_slice_mut(&mut host)).map_err(runtime)?;
+            a.memory.copy_to_host(bytemuck::cast_slice_mut::<T, u8>(&mut host)).map_err(runtime)?;
             Ok(numpy::PyArray1::from_vec(py, host).reshape(a.shape.clone())?.into_any())
         }
         use numpy::PyArrayMethods;
