@@ -71,6 +71,8 @@ def _producers():
     try:
         import jax
 
+        # float64 stays float64 (JAX makes float32 of it otherwise).
+        jax.config.update("jax_enable_x64", True)
         if jax.devices("gpu"):
             found.append(("jax", lambda a: jax.device_put(a, jax.devices("gpu")[0]), np.asarray))
     except Exception:
