@@ -54,11 +54,27 @@ impl DeviceMemory {
     /// `len` bytes on GPU `ordinal`, all zero.
     pub fn zeroed(ordinal: u32, len: usize) -> Result<Self, Error> {
         let m = Self::uninitialized(ordinal, len)?;
-        if len > 0 {
-            // SAFETY: the allocation holds `len` bytes.
-            driver(unsafe { cust::sys::cuMemsetD8_v2(m.address, 0, len) }, "zeroing an output array")?;
-        }
+        m.zero()?;
         Ok(m)
+    }
+
+    /// Sets every byte to zero.
+    pub fn zero(&self) -> Result<(), Error> {
+        if self.len > 0 {
+            crate::device::make_current(&self.context)?;
+            // SAFETY: the allocation holds `len` bytes.
+            driver(unsafe { cust::sys::cuMemsetD8_v2(self.address, 0, self.len) }, "zeroing an output array")?;
+        }
+        Ok(())
+    }
+
+    /// Waits until all work queued on the GPU (by any library, on any stream of the
+    /// primary context) is done: before memory given back by one holder is handed to
+    /// another, which a stream of the first may still be reading.
+    pub fn quiesce(&self) -> Result<(), Error> {
+        crate::device::make_current(&self.context)?;
+        // SAFETY: no arguments; the primary context is current.
+        driver(unsafe { cust::sys::cuCtxSynchronize() }, "waiting for the GPU")
     }
 
     /// The device address of the first byte (0 when empty).

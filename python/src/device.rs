@@ -182,21 +182,38 @@ fn cuda_array_interface<'py>(
 /// (this object or an array made from it) goes.
 #[pyclass(module = "nbody._nbody", frozen)]
 pub(crate) struct GpuArray {
-    memory: nbody_cuda::DeviceMemory,
+    /// Always held; taken only by `drop`, which keeps it for a later call.
+    memory: Option<nbody_cuda::DeviceMemory>,
     shape: Vec<usize>,
     bits: u8,
 }
 
+/// Output memory of GpuArrays that went, kept for later calls' outputs: an allocation
+/// and a free cost a good part of a small call's kernel. At most [`SPARE_BLOCKS`]
+/// blocks and [`SPARE_BYTES`] bytes; the rest is freed.
+static SPARE: std::sync::Mutex<Vec<nbody_cuda::DeviceMemory>> = std::sync::Mutex::new(Vec::new());
+const SPARE_BLOCKS: usize = 8;
+const SPARE_BYTES: usize = 1 << 30;
+
 impl GpuArray {
     fn new(ordinal: u32, shape: Vec<usize>, bits: u8, zeroed: bool) -> PyResult<Self> {
         let bytes = shape.iter().product::<usize>() * usize::from(bits / 8);
-        let memory = if zeroed {
-            nbody_cuda::DeviceMemory::zeroed(ordinal, bytes)
-        } else {
-            nbody_cuda::DeviceMemory::uninitialized(ordinal, bytes)
+        let spare = SPARE.lock().ok().and_then(|mut s| {
+            let k = s.iter().position(|m| m.ordinal() == ordinal && m.len() == bytes)?;
+            Some(s.swap_remove(k))
+        });
+        let memory = match spare {
+            // Another library's stream may still read the block its last holder let go.
+            Some(m) => m.quiesce().and_then(|_| if zeroed { m.zero() } else { Ok(()) }).map(|_| m),
+            None if zeroed => nbody_cuda::DeviceMemory::zeroed(ordinal, bytes),
+            None => nbody_cuda::DeviceMemory::uninitialized(ordinal, bytes),
         }
         .map_err(runtime)?;
-        Ok(Self { memory, shape, bits })
+        Ok(Self { memory: Some(memory), shape, bits })
+    }
+
+    fn memory(&self) -> &nbody_cuda::DeviceMemory {
+        self.memory.as_ref().expect("held until drop")
     }
 
     fn typestr(&self) -> &'static str {
@@ -244,6 +261,19 @@ unsafe extern "C" fn drop_capsule(capsule: *mut ffi::PyObject) {
     }
 }
 
+impl Drop for GpuArray {
+    fn drop(&mut self) {
+        let (Some(m), Ok(mut spare)) = (self.memory.take(), SPARE.lock()) else { return };
+        if m.is_empty() {
+            return;
+        }
+        spare.push(m);
+        while spare.len() > SPARE_BLOCKS || spare.iter().map(|m| m.len()).sum::<usize>() > SPARE_BYTES {
+            spare.remove(0);
+        }
+    }
+}
+
 #[pymethods]
 impl GpuArray {
     /// The array's shape.
@@ -265,7 +295,7 @@ impl GpuArray {
     /// The ordinal of its GPU.
     #[getter]
     fn device(&self) -> u32 {
-        self.memory.ordinal()
+        self.memory().ordinal()
     }
 
     fn __len__(&self) -> usize {
@@ -277,7 +307,7 @@ impl GpuArray {
             "GpuArray(shape={:?}, dtype={}, device={})",
             self.shape,
             if self.bits == 32 { "float32" } else { "float64" },
-            self.memory.ordinal()
+            self.memory().ordinal()
         )
     }
 
@@ -288,7 +318,7 @@ impl GpuArray {
         let d = PyDict::new(py);
         d.set_item("shape", PyTuple::new(py, &self.shape)?)?;
         d.set_item("typestr", self.typestr())?;
-        d.set_item("data", (self.memory.address(), false))?;
+        d.set_item("data", (self.memory().address(), false))?;
         d.set_item("version", 3)?;
         d.set_item("strides", py.None())?;
         d.set_item("stream", py.None())?;
@@ -297,7 +327,7 @@ impl GpuArray {
 
     /// DLPack's device: (kDLCUDA, ordinal).
     fn __dlpack_device__(&self) -> (i32, u32) {
-        (DL_CUDA, self.memory.ordinal())
+        (DL_CUDA, self.memory().ordinal())
     }
 
     /// A DLPack capsule of the array, without a copy. The data is complete, so any
@@ -315,7 +345,7 @@ impl GpuArray {
         let _ = (stream, max_version);
         let me = slf.get();
         if let Some(d) = dl_device {
-            if d != (DL_CUDA, me.memory.ordinal()) {
+            if d != (DL_CUDA, me.memory().ordinal()) {
                 return Err(pyo3::exceptions::PyBufferError::new_err(
                     "a GpuArray exports to its own GPU only: copy it with to_numpy() for the host",
                 ));
@@ -334,8 +364,8 @@ impl GpuArray {
         let exported = Box::into_raw(Box::new(Exported {
             managed: DLManagedTensor {
                 dl_tensor: DLTensor {
-                    data: me.memory.address() as *mut c_void,
-                    device: DLDevice { device_type: DL_CUDA, device_id: me.memory.ordinal() as i32 },
+                    data: me.memory().address() as *mut c_void,
+                    device: DLDevice { device_type: DL_CUDA, device_id: me.memory().ordinal() as i32 },
                     ndim: me.shape.len() as i32,
                     dtype: DLDataType { code: DL_FLOAT, bits: me.bits, lanes: 1 },
                     shape: std::ptr::null_mut(),
@@ -369,7 +399,7 @@ impl GpuArray {
         fn copy<'py, T: numpy::Element + bytemuck::Pod>(py: Python<'py>, a: &GpuArray) -> PyResult<Bound<'py, PyAny>> {
             let n: usize = a.shape.iter().product();
             let mut host = vec![T::zeroed(); n];
-            a.memory.copy_to_host(bytemuck::cast_slice_mut::<T, u8>(&mut host)).map_err(runtime)?;
+            a.memory().copy_to_host(bytemuck::cast_slice_mut::<T, u8>(&mut host)).map_err(runtime)?;
             Ok(numpy::PyArray1::from_vec(py, host).reshape(a.shape.clone())?.into_any())
         }
         use numpy::PyArrayMethods;
@@ -488,8 +518,8 @@ impl DeviceCall<'_, '_> {
             masses: nonempty(m.address, n),
             n,
             targets: t.as_ref().map(|t| (nonempty(t.address, n_t), n_t)),
-            acc: acc.memory.address(),
-            phi: self.potential.then(|| phi.memory.address()),
+            acc: acc.memory().address(),
+            phi: self.potential.then(|| phi.memory().address()),
             streams: [pos.stream, m.stream, t.as_ref().and_then(|t| t.stream)],
         };
         let mut params =

@@ -142,9 +142,8 @@ fn main() {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
-    if let Some(Err(e)) = args
-        .device_columns
-        .map(|n| device_columns::<f32>(&mut gpu, n).and_then(|_| device_columns::<f64>(&mut gpu, n)))
+    if let Some(Err(e)) =
+        args.device_columns.map(|n| device_columns::<f32>(&mut gpu, n).and_then(|_| device_columns::<f64>(&mut gpu, n)))
     {
         eprintln!("error: {e}");
         std::process::exit(1);
@@ -562,8 +561,10 @@ fn device_columns<T: DeviceReal>(gpu: &mut CudaExecutor, n: usize) -> Result<f64
         let mut d_m = DeviceMemory::uninitialized(ordinal, masses.len() * sz)?;
         d_rows.copy_from_host(&rows)?;
         d_m.copy_from_host(&masses)?;
-        let (acc, phi) =
-            (DeviceMemory::uninitialized(ordinal, rows.len() * sz)?, DeviceMemory::uninitialized(ordinal, p.len() * sz)?);
+        let (acc, phi) = (
+            DeviceMemory::uninitialized(ordinal, rows.len() * sz)?,
+            DeviceMemory::uninitialized(ordinal, p.len() * sz)?,
+        );
         let call = DeviceColumns {
             phi: Some(phi.address()),
             ..DeviceColumns::on_itself(ordinal, d_rows.address(), d_m.address(), p.len(), acc.address())
