@@ -22,7 +22,7 @@ def producers():
         from numba import cuda
 
         if cuda.is_available():
-            found.append(("numba", cuda.to_device, lambda d: d.copy_to_host(), cuda.synchronize))
+            found.append(("numba", cuda.to_device, lambda d: d.to_numpy(), cuda.synchronize))
     except Exception:
         pass
     try:

@@ -49,7 +49,7 @@ def accelerations(
     in place by the CUDA executor ("cuda" by default, "cuda:N" for GPU N) in their own
     dtype (the default precision), C-contiguous, after their producer's stream; the
     results are allocated on the same GPU and returned as arrays of the positions'
-    library (GpuArray otherwise). Another GPU, dtype or layout raises ValueError.
+    library (PyTorch, CuPy, JAX; a GpuArray for numba, whose kernels take it as it is). Another GPU, dtype or layout raises ValueError.
 
     >>> import numpy as np, nbody
     >>> pos = np.array([[0.0, 0, 0], [1.0, 0, 0]])
