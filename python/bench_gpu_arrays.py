@@ -1,10 +1,12 @@
 """GPU arrays in place: the wall-clock time of `nbody.accelerations` on N device-resident
-particles of each GPU array library here (numba, CuPy, PyTorch), against which
-`nbody-cuda-bench --device-columns N` gives the same call from Rust. Checks each
-library's results against the host columns path (the same kernels: equal bit for bit)
-before timing.
+particles of each GPU array library here (numba, CuPy, PyTorch) against the same call
+from Rust on arrays already on the GPU (`nbody._rust_seconds(entry="device")`, what
+`nbody-cuda-bench --device-columns N` times), in one process, interleaved: rounds of a
+few Rust calls then a few calls of each library, medians over the rounds, after a
+second of warm-up. Checks each library's results against the host columns path (the
+same kernels: equal bit for bit) before timing.
 
-    python python/bench_gpu_arrays.py --n 65536 --reps 21
+    python python/bench_gpu_arrays.py --n 65536
 """
 
 import argparse
@@ -41,35 +43,50 @@ def producers():
     return found
 
 
+def median_ms(f, reps):
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=65536)
-    ap.add_argument("--reps", type=int, default=21)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--reps", type=int, default=5, help="calls a round, each side")
     args = ap.parse_args()
     rng = np.random.default_rng(1)
+    eps = 0.01  # as _rust_seconds (Plummer: the cost does not depend on the positions)
     for dtype, precision in ((np.float32, "f32"), (np.float64, "f64")):
         pos = rng.normal(size=(args.n, 3)).astype(dtype)
         m = np.full(args.n, 1.0 / args.n, dtype=dtype)
-        want = nbody.accelerations(pos, m, eps=1 / 256, executor="cuda", precision=precision)
+        want = nbody.accelerations(pos, m, eps=eps, executor="cuda", precision=precision)
+        libs = []
         for name, up, down, sync in producers():
             d_pos, d_m = up(pos), up(m)
-            acc, phi = nbody.accelerations(d_pos, d_m, eps=1 / 256)
-            same = np.array_equal(down(acc), want[0]) and np.array_equal(down(phi), want[1])
-            if not same:
+            acc, phi = nbody.accelerations(d_pos, d_m, eps=eps)
+            if not (np.array_equal(down(acc), want[0]) and np.array_equal(down(phi), want[1])):
                 raise SystemExit(f"{name} {precision}: GPU-array results differ from the host columns path")
-            times = []
             sync()
-            for k in range(args.reps + 3):
-                t0 = time.perf_counter()
-                nbody.accelerations(d_pos, d_m, eps=1 / 256)
-                t = time.perf_counter() - t0
-                if k >= 3:
-                    times.append(t)
-            print(
-                f"{name} {precision}, N = {args.n}: {statistics.median(times) * 1e3:.3f} ms a call "
-                f"(wall clock, median of {args.reps} after 3 warm-ups; results equal the host columns path)",
-                flush=True,
-            )
+            libs.append((name, d_pos, d_m))
+        t_end = time.perf_counter() + 1.0
+        while time.perf_counter() < t_end:
+            for _, d_pos, d_m in libs:
+                nbody.accelerations(d_pos, d_m, eps=eps)
+        rust, each = [], {name: [] for name, _, _ in libs}
+        for _ in range(args.rounds):
+            rust.append(nbody._rust_seconds(args.n, reps=args.reps, precision=precision, executor="cuda", entry="device") * 1e3)
+            for name, d_pos, d_m in libs:
+                each[name].append(median_ms(lambda: nbody.accelerations(d_pos, d_m, eps=eps), args.reps))
+        r = statistics.median(rust)
+        print(f"{precision}, N = {args.n}: Rust {r:.3f} ms a call", flush=True)
+        for name, t in each.items():
+            t = statistics.median(t)
+            print(f"  {name}: {t:.3f} ms a call, {100 * (t / r - 1):+.1f}% (results equal the host columns path)", flush=True)
+    print(f"(wall clock; medians over {args.rounds} rounds of {args.reps} calls each side, after 1 s of warm-up)")
 
 
 if __name__ == "__main__":

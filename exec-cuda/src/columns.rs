@@ -162,7 +162,10 @@ impl CudaExecutor {
                     me.check_owned(what, address)?;
                 }
             }
-            for stream in call.streams.into_iter().flatten() {
+            let mut streams: Vec<u64> = call.streams.into_iter().flatten().collect();
+            streams.sort_unstable();
+            streams.dedup();
+            for stream in streams {
                 // The producer's writes first: this stream waits (on the device) for the
                 // point the producer's stream has reached.
                 let mark = crate::pipeline::Marker::new()?;

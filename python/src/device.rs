@@ -533,3 +533,51 @@ impl DeviceCall<'_, '_> {
         Ok((Py::new(py, acc)?, Py::new(py, phi)?))
     }
 }
+
+/// `_rust_seconds(entry="device")`: the median wall-clock seconds of `reps` calls of
+/// `field_columns_device` on a Plummer sphere of `n` already on the GPU (outputs
+/// allocated once), from Rust: what a GPU-array call from Python costs without Python.
+pub(crate) fn rust_seconds<T: PyReal>(
+    py: Python<'_>,
+    n: usize,
+    reps: usize,
+    b: &nbody_backends::Backend,
+    potential: bool,
+) -> PyResult<f64> {
+    let nbody_backends::Backend::Cuda { devices: nbody_backends::Devices::One(ordinal), .. } = b else {
+        return Err(value_error("entry 'device' needs executor 'cuda' or 'cuda:N'"));
+    };
+    let ordinal = *ordinal;
+    let (ps, _) = nbody_integrators::ics::plummer::<T>(n, 1);
+    let rows: Vec<T> = ps.iter().flat_map(|p| [p.x, p.y, p.z]).collect();
+    let masses: Vec<T> = ps.iter().map(|p| p.m).collect();
+    let sz = size_of::<T>();
+    let upload = |v: &[T]| -> PyResult<nbody_cuda::DeviceMemory> {
+        let mut m = nbody_cuda::DeviceMemory::uninitialized(ordinal, size_of_val(v)).map_err(runtime)?;
+        m.copy_from_host(bytemuck::cast_slice::<T, u8>(v)).map_err(runtime)?;
+        Ok(m)
+    };
+    let (d_rows, d_m) = (upload(&rows)?, upload(&masses)?);
+    let acc = nbody_cuda::DeviceMemory::uninitialized(ordinal, 3 * n * sz).map_err(runtime)?;
+    let phi = nbody_cuda::DeviceMemory::uninitialized(ordinal, n * sz).map_err(runtime)?;
+    let call = DeviceColumns {
+        phi: potential.then(|| phi.address()),
+        ..DeviceColumns::on_itself(ordinal, d_rows.address(), d_m.address(), n, acc.address())
+    };
+    let mut params = Params::softened(T::from_f64(0.01));
+    params.potential = potential;
+    with_executor::<T, _>(py, b, move |e| {
+        let mut times = Vec::with_capacity(reps);
+        for k in 0..=reps {
+            let t = std::time::Instant::now();
+            // SAFETY: every address is a live allocation of this GPU of the sizes named.
+            unsafe { e.field_columns_device(call, &params) }?;
+            if k > 0 {
+                times.push(t.elapsed().as_secs_f64());
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        Ok(times[times.len() / 2])
+    })?
+    .map_err(runtime)
+}

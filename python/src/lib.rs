@@ -800,7 +800,9 @@ fn cell<'py>(
 /// after a warm-up): what the Python call is compared against. `entry` is the Rust entry
 /// point timed: "accelerations" (packed records, adding into a zeroed field) or
 /// "columns" (`field_columns` on rows and a column, the call `accelerations` makes on a
-/// single GPU; an executor without it answers Unsupported as a RuntimeError).
+/// single GPU; an executor without it answers Unsupported as a RuntimeError) or
+/// "device" (`field_columns_device` on rows and a column already on the executor's GPU,
+/// the call `accelerations` makes on GPU arrays; Plummer with eps 0.01 like the others).
 #[pyfunction]
 #[pyo3(signature = (n, reps=20, threads=1, precision="f64", executor="cpu", potential=true, entry="accelerations"))]
 #[allow(clippy::too_many_arguments)]
@@ -852,7 +854,19 @@ fn _rust_seconds(
     let columns = match entry {
         "accelerations" => false,
         "columns" => true,
-        other => return Err(value_error(format!("entry must be 'accelerations' or 'columns' (got {other:?})"))),
+        #[cfg(feature = "cuda")]
+        "device" => {
+            return match precision {
+                "f32" => device::rust_seconds::<f32>(py, n, reps, &backend::<f32>(executor, None)?, potential),
+                "f64" => device::rust_seconds::<f64>(py, n, reps, &backend::<f64>(executor, None)?, potential),
+                other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+            }
+        }
+        other => {
+            return Err(value_error(format!(
+                "entry must be 'accelerations', 'columns' or (with CUDA) 'device' (got {other:?})"
+            )))
+        }
     };
     match precision {
         "f32" => time::<f32>(py, n, reps, &backend::<f32>(executor, Some(threads))?, potential, columns),

@@ -228,11 +228,12 @@ def _rust_seconds(
     precision: Precision = "f64",
     executor: str = "cpu",
     potential: bool = True,
-    entry: Literal["accelerations", "columns"] = "accelerations",
+    entry: Literal["accelerations", "columns", "device"] = "accelerations",
 ) -> float:
     """Seconds per call of the same computation timed inside Rust (benchmarks): `entry`
     "accelerations" times packed records, "columns" the rows-and-column entry a single
-    GPU takes (RuntimeError where the executor has none).
+    GPU takes (RuntimeError where the executor has none), "device" that entry on arrays
+    already on the GPU (the call GPU arrays make; CUDA builds, executor "cuda:N").
 
     >>> import nbody
     >>> nbody._rust_seconds(64, reps=2) > 0
