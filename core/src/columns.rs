@@ -131,17 +131,33 @@ pub struct DeviceColumns {
     pub acc: u64,
     /// A column of potentials out, one a target, when wanted.
     pub phi: Option<u64>,
+    /// The particles' velocities (`3 n` values), for their jerk: given with `jerk`, and
+    /// only for the particles on themselves (`targets` is `None`).
+    pub velocities: Option<u64>,
+    /// Rows of jerks out (`3` values a particle), given with `velocities`.
+    pub jerk: Option<u64>,
     /// The streams (`CUstream`s; 1 and 2 for the legacy and per-thread default
     /// streams) the inputs were written on, which the call waits for before it reads
     /// them, one an input at most; `None`: ready. The outputs are complete when the call
     /// returns.
-    pub streams: [Option<u64>; 3],
+    pub streams: [Option<u64>; 4],
 }
 
 impl DeviceColumns {
     /// The field of `n` particles on themselves, potentials not wanted, inputs ready.
     pub fn on_itself(device: u32, positions: u64, masses: u64, n: usize, acc: u64) -> Self {
-        Self { device, positions, masses, n, targets: None, acc, phi: None, streams: [None; 3] }
+        Self {
+            device,
+            positions,
+            masses,
+            n,
+            targets: None,
+            acc,
+            phi: None,
+            velocities: None,
+            jerk: None,
+            streams: [None; 4],
+        }
     }
 
     /// How many rows the outputs hold.

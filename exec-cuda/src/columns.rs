@@ -141,6 +141,18 @@ impl CudaExecutor {
                 reason: "they run on records sorted on the device: use the f32 or f64 executor",
             });
         }
+        if call.velocities.is_some() != call.jerk.is_some() {
+            return Err(Error::InvalidParameter {
+                name: "jerk",
+                requirement: "given with velocities, and only with them",
+            });
+        }
+        if call.velocities.is_some() && call.targets.is_some() {
+            return Err(Error::InvalidParameter {
+                name: "targets",
+                requirement: "none with velocities (the jerk is the particles' on themselves)",
+            });
+        }
         let (n_s, n_t) = (call.n, call.targets_len());
         let (ni, nsi) = (count(n_t)?, count(n_s)?);
         let mut p = params.with_overlap(if call.targets.is_none() {
@@ -157,6 +169,8 @@ impl CudaExecutor {
                 ("targets", call.targets.map_or(0, |t| t.0), n_t * 3 * sz),
                 ("acc", call.acc, n_t * 3 * sz),
                 ("phi", call.phi.unwrap_or(0), n_t * sz),
+                ("velocities", call.velocities.unwrap_or(0), n_s * 3 * sz),
+                ("jerk", call.jerk.unwrap_or(0), n_t * 3 * sz),
             ] {
                 if len > 0 && address != 0 {
                     me.check_owned(what, address)?;
@@ -173,16 +187,37 @@ impl CudaExecutor {
                 unsafe { mark.record_raw(stream)? };
                 mark.block(me.gpu.stream())?;
             }
-            let flag_buf = me.scratch[EXTRA_A].reserve(4 * 2 * NONE_BAD.len())?;
-            upload_padded(flag_buf, bytemuck::cast_slice(&[NONE_BAD, NONE_BAD]), 0)?;
+            let flag_buf = me.scratch[EXTRA_A].reserve(4 * 3 * NONE_BAD.len())?;
+            upload_padded(flag_buf, bytemuck::cast_slice(&[NONE_BAD; 3]), 0)?;
             let flags = ptr(flag_buf);
             let device = |a: u64| cust::memory::DevicePointer::<u8>::from_raw(a);
             let targets = call.targets.map(|(t, _)| device(t));
             let target_flags = flags.wrapping_add(4 * NONE_BAD.len());
             me.pack_columns::<T>(device(call.positions), device(call.masses), nsi, targets, ni, flags, target_flags)?;
+            let velocity_flags = flags.wrapping_add(8 * NONE_BAD.len());
+            if let Some(v) = call.velocities {
+                // Into EXTRA_B (free: no targets with velocities), padded like the sources.
+                me.pack_velocities::<T>(device(v), nsi, velocity_flags)?;
+            }
             me.gpu.stream().synchronize().map_err(crate::device::cuda("packing columns"))?;
-            let mut found = [NONE_BAD, NONE_BAD];
+            let mut found = [NONE_BAD; 3];
             download(me.scratch[EXTRA_A].reserve(0)?, bytemuck::cast_slice_mut(&mut found))?;
+            if found[2][0] != i32::MAX && flagged(found[0], found[1]).is_none() {
+                let index = found[2][0] as usize;
+                let mut record = [T::zero(); 4];
+                let at = index * 4 * sz;
+                download(
+                    &me.scratch[EXTRA_B].reserve(0)?.index(at..at + 4 * sz),
+                    bytemuck::cast_slice_mut(&mut record),
+                )?;
+                let array = nbody_core::Array::Velocities;
+                let finite = record.iter().all(|v| v.is_finite());
+                return Err(if finite {
+                    Error::OutOfRange { array, index }
+                } else {
+                    Error::NonFinite { array, index }
+                });
+            }
             if let Some((array, index, negative)) = flagged(found[0], found[1]) {
                 if negative {
                     return Err(Error::NegativeMass { array, index });
@@ -200,7 +235,10 @@ impl CudaExecutor {
                 });
             }
             let column = call.phi.map_or(null(), device);
-            me.field_of_packed(&p, n_t, n_s, call.targets.is_some(), device(call.acc), column)?;
+            match call.jerk {
+                Some(jerk) => me.jerk_of_packed(&p, n_s, device(call.acc), column, device(jerk))?,
+                None => me.field_of_packed(&p, n_t, n_s, call.targets.is_some(), device(call.acc), column)?,
+            }
             me.gpu.stream().synchronize().map_err(crate::device::cuda("running the kernels"))
         })
     }
@@ -249,6 +287,77 @@ impl CudaExecutor {
             unsafe {
                 self.launch(Kernel::PackColumns { tag: T::FAMILY }, blocks(n_t as usize), 256, pack, "packing targets")?
             };
+        }
+        Ok(())
+    }
+
+    /// Queues the packing of `n` velocity rows into records (`[vx, vy, vz, 0]`) in
+    /// EXTRA_B, padded with zeros as the sources are; a non-finite value's first index
+    /// goes to `flags` (two ints, [`NONE_BAD`] before; the second stays).
+    fn pack_velocities<T: DeviceReal>(&mut self, rows: Ptr, n: i32, flags: Ptr) -> Result<(), Error> {
+        let padded = (n as usize).next_multiple_of(SOURCE_PAD);
+        if padded == 0 {
+            return Ok(());
+        }
+        let records = ptr(self.scratch[EXTRA_B].reserve(padded * 4 * size_of::<T>())?);
+        let pack = ColumnsArgs { records, rows, column: null(), first_bad: flags, n, padded: count(padded)? };
+        // SAFETY: the rows hold 3 n values (the caller's word), the records `padded`, the
+        // flags two ints.
+        unsafe {
+            self.launch(
+                Kernel::PackColumns { tag: T::FAMILY },
+                padded.div_ceil(256) as u32,
+                256,
+                pack,
+                "packing velocities",
+            )
+        }
+    }
+
+    /// Queues the field and jerk of the `n` packed particles (SOURCES, velocities in
+    /// EXTRA_B) on themselves and their unpacking into `rows` (3 n), `column` (n, unless
+    /// null) and `jerk_rows` (3 n).
+    fn jerk_of_packed<T: DeviceReal>(
+        &mut self,
+        p: &Params<T>,
+        n: usize,
+        rows: Ptr,
+        column: Ptr,
+        jerk_rows: Ptr,
+    ) -> Result<(), Error> {
+        if n == 0 {
+            return Ok(());
+        }
+        let rec = 4 * size_of::<T>();
+        let padded = n.next_multiple_of(SOURCE_PAD);
+        upload_padded(self.scratch[OUT].reserve(n * rec)?, &[], n * rec)?;
+        upload_padded(self.scratch[EXTRA_C].reserve(n * rec)?, &[], n * rec)?;
+        let b = |k: usize| self.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
+        let (particles, velocities, field, jerk) = (b(SOURCES)?, b(EXTRA_B)?, b(OUT)?, b(EXTRA_C)?);
+        let bufs = crate::jerk::JerkBuffers {
+            targets: particles,
+            target_vel: velocities,
+            sources: particles,
+            source_vel: velocities,
+            out: field,
+            jerk,
+        };
+        let (sm_count, per_thread, wide) =
+            (self.gpu.info().sm_count, self.jerk_per_thread, self.two_per_thread::<T>(false));
+        let at = crate::jerk::PART_ACC;
+        let partials: &mut [crate::memory::Scratch; 3] =
+            (&mut self.scratch[at..at + 3]).try_into().map_err(|_| Error::NoDevice)?;
+        let staged =
+            crate::jerk::Staged::resident(bufs, n, n, padded, sm_count, per_thread, partials, (size_of::<T>(), wide))?;
+        self.launch_jerk(&staged, p)?;
+        let ni = count(n)?;
+        let blocks = n.div_ceil(256) as u32;
+        for (records, rows, column, what) in
+            [(field, rows, column, "unpacking the field"), (jerk, jerk_rows, null(), "unpacking the jerk")]
+        {
+            let unpack = ColumnsArgs { records, rows, column, first_bad: null(), n: ni, padded: ni };
+            // SAFETY: n records in; 3 n rows and n values out (the caller's word).
+            unsafe { self.launch(Kernel::UnpackColumns { tag: T::FAMILY }, blocks, 256, unpack, what)? };
         }
         Ok(())
     }

@@ -1314,9 +1314,10 @@ fn system_sums() -> Result<(), Failed> {
 
 /// `field_columns_device` (the caller's device arrays read and written in place) against
 /// `field_columns` on the same values (the same kernels: bit for bit), f32 and f64, on the
-/// particles themselves and at points, with and without the potential; inputs written
-/// on another stream are waited for; bad values named as the host names them with the
-/// outputs untouched; arrays of another device or of the host refused.
+/// particles themselves and at points, with and without the potential; with velocities,
+/// the jerk against the host-slice jerk call (bit for bit); inputs written on another
+/// stream are waited for; bad values named as the host names them with the outputs
+/// untouched; arrays of another device or of the host refused.
 fn device_columns() -> Result<(), Failed> {
     use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer};
     use nbody_core::Array;
@@ -1363,7 +1364,9 @@ fn device_columns() -> Result<(), Failed> {
                     targets: at_points.then(|| (addr(&d_points), 300)),
                     acc: addr(&d_acc),
                     phi: potential.then(|| addr(&d_phi)),
-                    streams: [Some(theirs.as_inner() as usize as u64), None, None],
+                    velocities: None,
+                    jerk: None,
+                    streams: [Some(theirs.as_inner() as usize as u64), None, None, None],
                 };
                 // SAFETY: every address is a live buffer of this device of the sizes named.
                 unsafe { Executor::<T>::field_columns_device(gpu, call, &params) }.map_err(gpu_err)?;
@@ -1378,6 +1381,59 @@ fn device_columns() -> Result<(), Failed> {
                     .into());
                 }
             }
+        }
+        // The jerk: velocities in, jerks out, against the host-slice jerk call.
+        let vel: Vec<T> = (0..3 * 5000).map(|k| c(((k * 7919) % 1000) as f64 * 1e-3 - 0.5)).collect();
+        let d_vel = on_device(&vel)?;
+        for n in [1usize, 100, 5000] {
+            for potential in [false, true] {
+                let mut params = Params::softened(c(0.01)).with_overlap_identical();
+                params.potential = potential;
+                let vels: Vec<nbody_core::Velocity<T>> =
+                    vel.chunks_exact(3).take(n).map(|v| nbody_core::Velocity::new(v[0], v[1], v[2])).collect();
+                let b = nbody_core::Bodies { pos: &ps[..n], vel: &vels };
+                let (mut out, mut jerk) = (vec![Field::zero(); n], vec![Jerk::zero(); n]);
+                gpu.accelerations_jerk(b, b, &params, &mut out, &mut jerk).map_err(gpu_err)?;
+                let (d_acc, d_phi, d_jerk) =
+                    (on_device(&vec![c(7.0); 3 * n])?, on_device(&vec![c(7.0); n])?, on_device(&vec![c(7.0); 3 * n])?);
+                let call = DeviceColumns {
+                    phi: potential.then(|| addr(&d_phi)),
+                    velocities: Some(addr(&d_vel)),
+                    jerk: Some(addr(&d_jerk)),
+                    ..DeviceColumns::on_itself(0, addr(&d_rows), addr(&d_m), n, addr(&d_acc))
+                };
+                // SAFETY: every address is a live buffer of this device holding at least
+                // the values named.
+                unsafe { Executor::<T>::field_columns_device(gpu, call, &Params::softened(c(0.01))) }
+                    .map_err(gpu_err)?;
+                let want_acc: Vec<T> = out.iter().flat_map(|f| [f.ax, f.ay, f.az]).collect();
+                let want_jerk: Vec<T> = jerk.iter().flat_map(|j| [j.jx, j.jy, j.jz]).collect();
+                let want_phi: Vec<T> = out.iter().map(|f| if potential { f.phi } else { c(7.0) }).collect();
+                if back(&d_acc)? != want_acc || back(&d_jerk)? != want_jerk || back(&d_phi)? != want_phi {
+                    return Err(format!(
+                        "{} n {n} potential {potential}: the device jerk differs from the host-slice jerk",
+                        T::NAME
+                    )
+                    .into());
+                }
+            }
+        }
+        let mut bad_vel = vel.clone();
+        bad_vel[3 * 9 + 2] = T::nan();
+        let (d_bad_vel, d_jerk) = (on_device(&bad_vel)?, on_device(&[c(7.0); 3 * 5000])?);
+        let d_out = on_device(&[c(7.0); 3 * 5000])?;
+        let call = DeviceColumns {
+            velocities: Some(addr(&d_bad_vel)),
+            jerk: Some(addr(&d_jerk)),
+            ..DeviceColumns::on_itself(0, addr(&d_rows), addr(&d_m), 5000, addr(&d_out))
+        };
+        // SAFETY: as above (refused before anything is written).
+        match unsafe { Executor::<T>::field_columns_device(gpu, call, &Params::softened(c(0.01))) } {
+            Err(Error::NonFinite { array: Array::Velocities, index: 9 }) => {}
+            other => return Err(format!("{}: expected the NaN velocity at 9, got {other:?}", T::NAME).into()),
+        }
+        if back(&d_jerk)?.iter().any(|&x| x != c(7.0)) {
+            return Err(format!("{}: a refused jerk call wrote its outputs", T::NAME).into());
         }
         // Bad values: named, outputs untouched.
         let params = Params::softened(c(0.01));

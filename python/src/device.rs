@@ -437,12 +437,53 @@ pub(crate) fn _accelerations_device<'py>(
     if !(G.is_finite() && G >= 0.0) {
         return Err(value_error(format!("G must be finite and non-negative (got {G})")));
     }
-    let call = DeviceCall { positions, masses, targets, eps, g: G, potential, softening };
-    match precision {
-        "f32" => call.run::<f32>(py, executor, 32),
-        "f64" => call.run::<f64>(py, executor, 64),
-        other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+    let call = DeviceCall { positions, masses, targets, velocities: None, eps, g: G, potential, softening };
+    let (acc, phi, _) = match precision {
+        "f32" => call.run::<f32>(py, executor, 32)?,
+        "f64" => call.run::<f64>(py, executor, 64)?,
+        other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+    };
+    Ok((acc, phi))
+}
+
+/// `nbody.jerk` on GPU arrays: positions (N, 3), velocities (N, 3) and masses (N,) on the
+/// CUDA executor's GPU in the call's precision; returns the accelerations (N, 3), jerks
+/// (N, 3) and potentials (N,) of the particles on themselves as GpuArrays.
+#[pyfunction]
+#[pyo3(signature = (positions, velocities, masses, eps, G, executor, precision))]
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub(crate) fn _jerk_device<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    velocities: &Bound<'py, PyAny>,
+    masses: &Bound<'py, PyAny>,
+    eps: f64,
+    G: f64,
+    executor: &str,
+    precision: &str,
+) -> PyResult<(Py<GpuArray>, Py<GpuArray>, Py<GpuArray>)> {
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(value_error(format!("eps must be finite and non-negative (got {eps})")));
     }
+    if !(G.is_finite() && G >= 0.0) {
+        return Err(value_error(format!("G must be finite and non-negative (got {G})")));
+    }
+    let call = DeviceCall {
+        positions,
+        masses,
+        targets: None,
+        velocities: Some(velocities),
+        eps,
+        g: G,
+        potential: true,
+        softening: nbody_core::Softening::Plummer,
+    };
+    let (acc, phi, jerk) = match precision {
+        "f32" => call.run::<f32>(py, executor, 32)?,
+        "f64" => call.run::<f64>(py, executor, 64)?,
+        other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+    };
+    Ok((acc, jerk.expect("computed with velocities"), phi))
 }
 
 /// A refusal named by the caller's arguments, as the host path names them.
@@ -450,6 +491,12 @@ fn named(e: nbody_core::Error) -> PyErr {
     use nbody_core::{Array, Error};
     let arg = |a: Array| if a == Array::Targets { "targets" } else { "positions" };
     match e {
+        Error::NonFinite { array: Array::Velocities, index } => {
+            value_error(format!("velocities[{index}] has a NaN or infinite component"))
+        }
+        Error::OutOfRange { array: Array::Velocities, index } => {
+            value_error(format!("velocities[{index}] has a component of magnitude 2^61 (f32) or 2^509 (f64) or more"))
+        }
         Error::NonFinite { array: Array::Particles, index } => {
             value_error(format!("positions[{index}] or masses[{index}] has a NaN or infinite value"))
         }
@@ -469,6 +516,8 @@ struct DeviceCall<'a, 'py> {
     positions: &'a Bound<'py, PyAny>,
     masses: &'a Bound<'py, PyAny>,
     targets: Option<&'a Bound<'py, PyAny>>,
+    /// With velocities, the jerk too (the particles on themselves).
+    velocities: Option<&'a Bound<'py, PyAny>>,
     eps: f64,
     g: f64,
     potential: bool,
@@ -476,7 +525,14 @@ struct DeviceCall<'a, 'py> {
 }
 
 impl DeviceCall<'_, '_> {
-    fn run<T: PyReal>(&self, py: Python<'_>, executor: &str, bits: u8) -> PyResult<(Py<GpuArray>, Py<GpuArray>)> {
+    /// (accelerations, potentials, jerks when velocities are given).
+    #[allow(clippy::type_complexity)]
+    fn run<T: PyReal>(
+        &self,
+        py: Python<'_>,
+        executor: &str,
+        bits: u8,
+    ) -> PyResult<(Py<GpuArray>, Py<GpuArray>, Option<Py<GpuArray>>)> {
         let b = backend::<T>(executor, None)?;
         let ordinal = match &b {
             nbody_backends::Backend::Cuda {
@@ -492,6 +548,7 @@ impl DeviceCall<'_, '_> {
         let pos = view(self.positions, "positions", bits, 2)?;
         let m = view(self.masses, "masses", bits, 1)?;
         let t = self.targets.map(|t| view(t, "targets", bits, 2)).transpose()?;
+        let v = self.velocities.map(|v| view(v, "velocities", bits, 2)).transpose()?;
         let n = pos.shape[0];
         if m.shape[0] != n {
             return Err(value_error(format!(
@@ -499,7 +556,17 @@ impl DeviceCall<'_, '_> {
                 m.shape[0]
             )));
         }
-        for (name, v) in [("positions", Some(&pos)), ("masses", Some(&m)), ("targets", t.as_ref())] {
+        if let Some(v) = &v {
+            if v.shape[0] != n {
+                return Err(value_error(format!(
+                    "velocities must hold one row a row of positions ({n}, got {})",
+                    v.shape[0]
+                )));
+            }
+        }
+        for (name, v) in
+            [("positions", Some(&pos)), ("masses", Some(&m)), ("targets", t.as_ref()), ("velocities", v.as_ref())]
+        {
             if let Some(device) = v.and_then(|v| v.device) {
                 if device != ordinal {
                     return Err(value_error(format!(
@@ -511,6 +578,7 @@ impl DeviceCall<'_, '_> {
         let n_t = t.as_ref().map_or(n, |t| t.shape[0]);
         let acc = GpuArray::new(ordinal, vec![n_t, 3], bits, false)?;
         let phi = GpuArray::new(ordinal, vec![n_t], bits, !self.potential)?;
+        let jerk = v.as_ref().map(|_| GpuArray::new(ordinal, vec![n, 3], bits, false)).transpose()?;
         let nonempty = |a: u64, len: usize| if len == 0 { 0 } else { a };
         let call = DeviceColumns {
             device: ordinal,
@@ -520,7 +588,9 @@ impl DeviceCall<'_, '_> {
             targets: t.as_ref().map(|t| (nonempty(t.address, n_t), n_t)),
             acc: acc.memory().address(),
             phi: self.potential.then(|| phi.memory().address()),
-            streams: [pos.stream, m.stream, t.as_ref().and_then(|t| t.stream)],
+            velocities: v.as_ref().map(|v| nonempty(v.address, n)),
+            jerk: jerk.as_ref().map(|j| j.memory().address()),
+            streams: [pos.stream, m.stream, t.as_ref().and_then(|t| t.stream), v.as_ref().and_then(|v| v.stream)],
         };
         let mut params =
             Params::softened(T::from_f64(self.eps)).with_g(T::from_f64(self.g)).with_softening(self.softening);
@@ -529,8 +599,8 @@ impl DeviceCall<'_, '_> {
         // array of `T` of the shape checked above, kept alive by the views until the call
         // returns) or allocated above; the outputs are fresh, so overlap no input.
         with_executor::<T, _>(py, &b, move |e| unsafe { e.field_columns_device(call, &params) })?.map_err(named)?;
-        drop((pos, m, t));
-        Ok((Py::new(py, acc)?, Py::new(py, phi)?))
+        drop((pos, m, t, v));
+        Ok((Py::new(py, acc)?, Py::new(py, phi)?, jerk.map(|j| Py::new(py, j)).transpose()?))
     }
 }
 

@@ -1884,10 +1884,14 @@ fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "cuda")]
     {
         m.add_function(wrap_pyfunction!(device::_accelerations_device, m)?)?;
+        m.add_function(wrap_pyfunction!(device::_jerk_device, m)?)?;
         m.add_class::<device::GpuArray>()?;
     }
     #[cfg(not(feature = "cuda"))]
-    m.add_function(wrap_pyfunction!(_accelerations_device, m)?)?;
+    {
+        m.add_function(wrap_pyfunction!(_accelerations_device, m)?)?;
+        m.add("_jerk_device", m.getattr("_accelerations_device")?)?;
+    }
     m.add_class::<Simulation>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // Whether the wheel was built with the CUDA executors (pip's build backend decides:

@@ -32,10 +32,12 @@ def test_gpu_and_host_arrays_mixed_are_refused_by_name():
 
 
 def test_other_functions_refuse_gpu_arrays_by_name():
-    with pytest.raises(ValueError, match="masses is on DLPack device .* only accelerations"):
+    with pytest.raises(ValueError, match="masses is on DLPack device .* only accelerations and jerk"):
         nbody.tidal(np.zeros((3, 3)), OnGpu())
-    with pytest.raises(ValueError, match="positions is a GPU array .* only accelerations"):
-        nbody.jerk(Interface(), np.zeros((3, 3)), np.ones(3))
+    with pytest.raises(ValueError, match="positions is a GPU array .* only accelerations and jerk"):
+        nbody.vjp(Interface(), np.ones(3), np.ones((3, 3)))
+    with pytest.raises(ValueError, match="velocities is not on the GPU"):
+        nbody.jerk(Interface(), np.zeros((3, 3)), Interface())
 
 
 @pytest.mark.skipif(nbody.cuda_compiled, reason="this build has the CUDA executor")
@@ -116,6 +118,25 @@ def test_gpu_arrays_match_the_host_columns_bit_for_bit(producer, dtype, precisio
             assert acc.dtype == dtype and acc.shape == want[0].shape and phi.shape == want[1].shape
             np.testing.assert_array_equal(acc, want[0])
             np.testing.assert_array_equal(phi, want[1])
+
+
+@needs_gpu
+@pytest.mark.parametrize("producer", PRODUCERS, ids=[p[0] for p in PRODUCERS])
+@pytest.mark.parametrize("dtype,precision", [(np.float32, "f32"), (np.float64, "f64")])
+def test_gpu_jerk_matches_the_host_slice_jerk_bit_for_bit(producer, dtype, precision):
+    name, up, down = producer
+    pos, m = plummer_like(3000, dtype)
+    vel = np.random.default_rng(4).normal(size=(3000, 3)).astype(dtype)
+    want = nbody.jerk(pos, vel, m, eps=0.01, executor="cuda", precision=precision)
+    got = nbody.jerk(up(pos), up(vel), up(m), eps=0.01)
+    for g, w in zip(got, want):
+        g = g.to_numpy() if isinstance(g, nbody._nbody.GpuArray) else down(g)
+        assert g.dtype == dtype
+        np.testing.assert_array_equal(g, w)
+    bad = vel.copy()
+    bad[11, 0] = np.inf
+    with pytest.raises(ValueError, match=r"velocities\[11\] has a NaN"):
+        nbody.jerk(up(pos), up(bad), up(m))
 
 
 @needs_gpu

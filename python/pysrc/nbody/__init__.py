@@ -58,15 +58,15 @@ def _on_host(value, name):
     if isinstance(value, _np.ndarray) or not hasattr(value, "__dlpack__"):
         if hasattr(value, "__cuda_array_interface__") and not isinstance(value, _np.ndarray):
             raise ValueError(
-                f"{name} is a GPU array (__cuda_array_interface__): only accelerations takes GPU arrays in "
-                "place; copy it to the host first"
+                f"{name} is a GPU array (__cuda_array_interface__): only accelerations and jerk take GPU "
+                "arrays in place; copy it to the host first"
             )
         return value
     device = value.__dlpack_device__()
     if int(device[0]) not in _HOST_DEVICES:
         raise ValueError(
             f"{name} is on DLPack device {tuple(int(d) for d in device)}, not the host: only accelerations "
-            "takes GPU arrays in place; copy it to the host first"
+            "and jerk take GPU arrays in place; copy it to the host first"
         )
     return _np.from_dlpack(value)
 
@@ -109,6 +109,25 @@ def _like(template, out):
     return out
 
 
+def _all_on_gpu(names, arrays):
+    """Whether the call's arrays are GPU arrays: all of them (None left out), or none;
+    a mix is a ValueError naming the first host array."""
+    if not any(_on_gpu(a) for a in arrays):
+        return False
+    for name, a in zip(names, arrays):
+        if a is not None and not _on_gpu(a):
+            raise ValueError(f"{name} is not on the GPU while the other arrays are: pass all of them on one GPU")
+    return True
+
+
+def _precision_of(array, precision):
+    """The precision a GPU call runs in: the one asked for, else the array's dtype."""
+    if precision is not None:
+        return precision
+    dtype = str(getattr(array, "dtype", "")).split(".")[-1]
+    return {"float32": "f32", "float64": "f64"}.get(dtype, "f64")
+
+
 def accelerations(
     positions,
     masses,
@@ -122,21 +141,23 @@ def accelerations(
     softening="plummer",
     target_eps=None,
 ):
-    if any(_on_gpu(a) for a in (positions, masses, targets)):
-        names = ("positions", "masses", "targets")
-        for name, a in zip(names, (positions, masses, targets)):
-            if a is not None and not _on_gpu(a):
-                raise ValueError(f"{name} is not on the GPU while the other arrays are: pass all of them on one GPU")
+    if _all_on_gpu(("positions", "masses", "targets"), (positions, masses, targets)):
         if eps is not None and not isinstance(eps, (int, float)):
             raise ValueError("eps must be one number with GPU arrays (a length per particle is taken on the host)")
         if target_eps is not None:
             raise ValueError("target_eps is taken on the host only (a length per particle)")
         if threads is not None:
             raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
-        if precision is None:
-            precision = {"float32": "f32", "float64": "f64"}.get(str(getattr(positions, "dtype", "")).split(".")[-1], "f64")
         acc, phi = _nbody._accelerations_device(
-            positions, masses, float(eps or 0.0), G, targets, potential, executor or "cuda", precision, softening
+            positions,
+            masses,
+            float(eps or 0.0),
+            G,
+            targets,
+            potential,
+            executor or "cuda",
+            _precision_of(positions, precision),
+            softening,
         )
         return _like(positions, acc), _like(positions, phi)
     return _accelerations_host(
@@ -167,7 +188,35 @@ take as it is), complete when the call returns.
 """
 cell = _host_arrays(_nbody.cell)
 density_map = _host_arrays(_nbody.density_map)
-jerk = _host_arrays(_nbody.jerk)
+_jerk_host = _host_arrays(_nbody.jerk)
+
+
+def jerk(positions, velocities, masses, eps=0.0, G=1.0, executor=None, precision=None, threads=None):
+    if _all_on_gpu(("positions", "velocities", "masses"), (positions, velocities, masses)):
+        if threads is not None:
+            raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
+        acc, j, phi = _nbody._jerk_device(
+            positions, velocities, masses, float(eps), G, executor or "cuda", _precision_of(positions, precision)
+        )
+        return _like(positions, acc), _like(positions, j), _like(positions, phi)
+    return _jerk_host(
+        positions,
+        velocities,
+        masses,
+        eps=eps,
+        G=G,
+        executor=executor or "cpu",
+        precision=precision or "f64",
+        threads=threads,
+    )
+
+
+jerk.__doc__ = (_nbody.jerk.__doc__ or "") + """
+
+GPU arrays (positions, velocities, masses on one GPU) are read in place by the CUDA
+executor as in `accelerations`: precision defaults to their dtype, the results come back
+on the same GPU.
+"""
 leaves = _host_arrays(_nbody.leaves)
 leaves_vjp = _host_arrays(_nbody.leaves_vjp)
 tidal = _host_arrays(_nbody.tidal)

@@ -117,13 +117,14 @@ def jerk(
     masses: FloatArray,
     eps: float = 0.0,
     G: float = 1.0,
-    executor: str = "cpu",
-    precision: Precision = "f64",
+    executor: Optional[str] = None,
+    precision: Optional[Precision] = None,
     threads: Optional[int] = None,
 ) -> Tuple[npt.NDArray[np.floating], npt.NDArray[np.floating], npt.NDArray[np.floating]]:
     """Acceleration (N, 3), jerk (N, 3) and potential (N,) of every particle from all the
     others, each skipping its own pair, as the Hermite integrators use them (arrays in the
-    call's precision).
+    call's precision; "cpu" and "f64" by default for host arrays). GPU arrays are read in
+    place as in `accelerations` (executor "cuda", their dtype), results on the same GPU.
 
     >>> import numpy as np, nbody
     >>> pos, vel = np.array([[0.0, 0, 0], [1.0, 0, 0]]), np.array([[0.0, 0, 0], [-1.0, 0, 0]])
