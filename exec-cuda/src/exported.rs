@@ -113,6 +113,30 @@ impl DeviceMemory {
         (r == cust::sys::cudaError_enum::CUDA_SUCCESS).then_some(ordinal).and_then(|o| u32::try_from(o).ok())
     }
 
+    /// Copies `out.len()` bytes at `address` on GPU `ordinal` (memory another library
+    /// holds) to the host, after the work queued on `stream` (a `CUstream`, or 1 and 2
+    /// for the default streams) when given.
+    ///
+    /// # Safety
+    /// `address` is device memory of GPU `ordinal` holding at least `out.len()` bytes;
+    /// `stream`, when given, is a live stream of that GPU's primary context.
+    pub unsafe fn read(ordinal: u32, address: u64, stream: Option<u64>, out: &mut [u8]) -> Result<(), Error> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        // Holds the GPU's primary context current for the copy.
+        let holder = Self::uninitialized(ordinal, 0)?;
+        if let Some(s) = stream {
+            // SAFETY: the caller vouches for the stream.
+            driver(unsafe { cust::sys::cuStreamSynchronize(s as usize as cust::sys::CUstream) }, "waiting for a stream")?;
+        }
+        // SAFETY: the caller vouches for the address; `out` holds its length; the copy
+        // runs after the legacy default stream's work, which DLPack exports wait on.
+        let r = unsafe { cust::sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), address, out.len()) };
+        drop(holder);
+        driver(r, "copying a GPU array to the host")
+    }
+
     /// Copies `data`, exactly as many bytes as it holds, in.
     pub fn copy_from_host<T: cust::memory::DeviceCopy>(&mut self, data: &[T]) -> Result<(), Error> {
         nbody_core::validate::length("host data", self.len, size_of_val(data))?;

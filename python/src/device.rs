@@ -70,11 +70,7 @@ pub(crate) struct View<'py> {
 /// `ndim` dimensions; wrong dtype, layout or dimensions are a ValueError naming it.
 pub(crate) fn view<'py>(obj: &Bound<'py, PyAny>, name: &str, bits: u8, ndim: usize) -> PyResult<View<'py>> {
     let want = if bits == 32 { "float32" } else { "float64" };
-    let (v, dtype_bits, strides) = if obj.hasattr("__dlpack__")? && obj.hasattr("__dlpack_device__")? {
-        dlpack(obj, name)?
-    } else {
-        cuda_array_interface(obj, name)?
-    };
+    let (v, dtype_bits) = contiguous(obj, name)?;
     if dtype_bits != Some(bits) {
         return Err(value_error(format!(
             "{name} must be {want} on the GPU (the call's precision); convert it, or pass precision='{}'",
@@ -89,6 +85,17 @@ pub(crate) fn view<'py>(obj: &Bound<'py, PyAny>, name: &str, bits: u8, ndim: usi
         let expected = if ndim == 2 { "(N, 3)" } else { "(N,)" };
         return Err(value_error(format!("{name} must have shape {expected} (got {:?})", v.shape)));
     }
+    Ok(v)
+}
+
+/// `obj` as a C-contiguous GPU array (a ValueError naming `name` otherwise), with the
+/// width of its floats (`None`: not a float type).
+fn contiguous<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Option<u8>)> {
+    let (v, dtype_bits, strides) = if obj.hasattr("__dlpack__")? && obj.hasattr("__dlpack_device__")? {
+        dlpack(obj, name)?
+    } else {
+        cuda_array_interface(obj, name)?
+    };
     if let Some(strides) = strides {
         // Element strides of C order; a dimension of length one may have any stride.
         let mut expect = 1i64;
@@ -101,7 +108,34 @@ pub(crate) fn view<'py>(obj: &Bound<'py, PyAny>, name: &str, bits: u8, ndim: usi
             expect *= len as i64;
         }
     }
-    Ok(v)
+    Ok((v, dtype_bits))
+}
+
+/// A GPU array's copy on the host as a numpy array of its own dtype (float32 or
+/// float64) and shape, after its producer's stream: how state that lives elsewhere (a
+/// Simulation's) is read from GPU arrays.
+pub(crate) fn to_host<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn copy<'py, T: numpy::Element + bytemuck::Pod>(
+        py: Python<'py>,
+        v: &View<'_>,
+        ordinal: u32,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut host = vec![T::zeroed(); v.shape.iter().product()];
+        // SAFETY: the view is a live C-contiguous export of this many values on `ordinal`.
+        unsafe {
+            nbody_cuda::DeviceMemory::read(ordinal, v.address, v.stream, bytemuck::cast_slice_mut::<T, u8>(&mut host))
+        }
+        .map_err(runtime)?;
+        use numpy::PyArrayMethods;
+        Ok(numpy::PyArray1::from_vec(py, host).reshape(v.shape.clone())?.into_any())
+    }
+    let (v, bits) = contiguous(obj, name)?;
+    let ordinal = v.device.or_else(|| nbody_cuda::DeviceMemory::ordinal_of(v.address)).unwrap_or(0);
+    match bits {
+        Some(32) => copy::<f32>(obj.py(), &v, ordinal),
+        Some(64) => copy::<f64>(obj.py(), &v, ordinal),
+        _ => Err(value_error(format!("{name} must be float32 or float64 on the GPU"))),
+    }
 }
 
 /// Reads a DLPack export: (the view, the float width or None, element strides if given).

@@ -357,6 +357,19 @@ fn on_host<'py>(obj: Option<&Bound<'py, PyAny>>, name: &str) -> PyResult<Option<
     obj.map(|o| o.py().import("nbody")?.getattr("_on_host")?.call1((o, name))).transpose()
 }
 
+/// A Simulation's initial state as [`on_host`] reads it, and GPU arrays (CUDA builds)
+/// copied to the host once: the simulation keeps its own state (on its GPU, for a CUDA
+/// simulation, uploaded from there).
+fn state_array<'py>(obj: Option<&Bound<'py, PyAny>>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    #[cfg(feature = "cuda")]
+    if let Some(o) = obj {
+        if o.py().import("nbody")?.getattr("_on_gpu")?.call1((o,))?.is_truthy()? {
+            return device::to_host(o, name).map(Some);
+        }
+    }
+    on_host(obj, name)
+}
+
 /// Massless particles of precision `T` at the finite points (K, 3) of `obj`.
 fn points<T: Real>(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<Particle<T>>> {
     coords(obj, name)?.particles(&[], name)
@@ -1044,7 +1057,9 @@ impl Simulation {
     /// massive particle and exert nothing (a step costs N x N_massive). `gravity="tree"`
     /// takes the forces from a Barnes-Hut tree with quadrupole cells (`theta`, default
     /// 0.5, or Gadget's relative criterion with `alpha`; leapfrog only; energies from the
-    /// tree's potential).
+    /// tree's potential). The arrays may be numpy arrays, other libraries' host arrays
+    /// (DLPack) or, in CUDA builds, GPU arrays (CuPy, PyTorch, JAX, numba), which are
+    /// read once into the simulation's own state.
     #[new]
     #[pyo3(signature = (ic="plummer", n=1024, seed=1, positions=None, velocities=None, masses=None, integrator="leapfrog", dt=1.0/256.0, eta=0.02, tolerance=1e-8, eps=1.0/64.0, executor="cpu", precision="f64", threads=None, test_positions=None, test_velocities=None, softening="plummer", gravity="direct", theta=None, alpha=None, units=None))]
     #[allow(clippy::too_many_arguments)]
@@ -1074,7 +1089,7 @@ impl Simulation {
         let arrays = [positions, velocities, masses, test_positions, test_velocities];
         let names = ["positions", "velocities", "masses", "test_positions", "test_velocities"];
         let host: Vec<Option<Bound<'_, PyAny>>> =
-            arrays.iter().zip(names).map(|(a, name)| on_host(*a, name)).collect::<PyResult<_>>()?;
+            arrays.iter().zip(names).map(|(a, name)| state_array(*a, name)).collect::<PyResult<_>>()?;
         let [positions, velocities, masses, test_positions, test_velocities]: [Option<&Bound<'_, PyAny>>; 5] =
             core::array::from_fn(|k| host[k].as_ref());
         let gravity = gravity_of(gravity, theta, alpha)?;

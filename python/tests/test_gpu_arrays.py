@@ -203,3 +203,18 @@ def test_the_producers_stream_is_waited_for():
             y.copy_(x + 0 * big[0, 0])
             got = nbody.accelerations(y, mm, eps=0.01)
         np.testing.assert_array_equal(got[0].cpu().numpy(), want[0])
+
+
+@needs_gpu
+@pytest.mark.parametrize("producer", PRODUCERS, ids=[p[0] for p in PRODUCERS])
+def test_simulations_take_gpu_arrays_as_their_initial_state(producer):
+    name, up, down = producer
+    pos, m = plummer_like(256, np.float64)
+    vel = np.random.default_rng(5).normal(size=(256, 3)) * 0.3
+    for executor in ("cpu", "cuda"):
+        a = nbody.Simulation(positions=pos, velocities=vel, masses=m, executor=executor)
+        b = nbody.Simulation(positions=up(pos), velocities=up(vel), masses=up(m), executor=executor)
+        a.evolve(1 / 16)
+        b.evolve(1 / 16)
+        np.testing.assert_array_equal(a.positions, b.positions)
+        np.testing.assert_array_equal(a.velocities, b.velocities)
