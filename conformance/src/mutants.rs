@@ -281,6 +281,17 @@ impl<T: Real, E: Executor<T>> Executor<T> for Mutant<E> {
         // SAFETY: the caller's call, unchanged.
         unsafe { self.inner.field_columns_device(call, params) }
     }
+
+    unsafe fn accelerations_batch_cells_device(
+        &mut self,
+        call: nbody_core::columns::DeviceColumns,
+        cells: &[nbody_core::cell::Cell<T>],
+        list: &nbody_core::LeafList<'_>,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        // SAFETY: the caller's call, unchanged.
+        unsafe { self.inner.accelerations_batch_cells_device(call, cells, list, params) }
+    }
 }
 
 impl<T: Real, E: Project<T>> Project<T> for Mutant<E> {

@@ -1058,6 +1058,44 @@ pub trait Executor<T: Real> {
             reason: "this executor does not run on a GPU: pass host arrays",
         })
     }
+
+    /// [`Executor::accelerations_batch_cells`] on particles the caller holds on a GPU
+    /// (see [`crate::columns::DeviceColumns`]; `targets`, `velocities` and `jerk` are
+    /// `None`): the field of the leaf list (and cells) written, not added, into the
+    /// caller's device outputs, every particle's row (zero where no pair names it). The
+    /// list and cells are on the host. The default is [`Error::Unsupported`]; an
+    /// executor that overrides it checks the list as [`validate_batch_cells`] does and
+    /// the values as [`Executor::field_columns_device`] does, outputs untouched on any
+    /// error.
+    ///
+    /// # Safety
+    /// As [`Executor::field_columns_device`]'s.
+    ///
+    /// ```
+    /// use nbody_core::columns::DeviceColumns;
+    /// use nbody_core::{Error, Executor, InteractionList, LeafList, Params, Reference};
+    /// let none = InteractionList { pairs: &[], source_spans: &[] };
+    /// let list = LeafList { particles: none, cells: &[], cell_spans: &[] };
+    /// let call = DeviceColumns::on_itself(0, 0x1000, 0x2000, 4, 0x3000);
+    /// // SAFETY: the reference refuses before it reads anything.
+    /// let r = unsafe {
+    ///     Executor::<f64>::accelerations_batch_cells_device(&mut Reference, call, &[], &list, &Params::softened(0.1))
+    /// };
+    /// assert!(matches!(r, Err(Error::Unsupported { .. })));
+    /// ```
+    unsafe fn accelerations_batch_cells_device(
+        &mut self,
+        call: crate::columns::DeviceColumns,
+        cells: &[Cell<T>],
+        list: &LeafList<'_>,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        let _ = (call, cells, list, params);
+        Err(Error::Unsupported {
+            operation: "accelerations_batch_cells_device",
+            reason: "this executor does not run on a GPU: pass host arrays",
+        })
+    }
 }
 
 /// Calls `f(targets, sources)` for each pair with targets and each non-empty span of

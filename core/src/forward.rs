@@ -480,6 +480,18 @@ where
         // SAFETY: the same call, the same contract.
         unsafe { self.inner_mut().field_columns_device(call, params) }
     }
+
+    unsafe fn accelerations_batch_cells_device(
+        &mut self,
+        call: crate::columns::DeviceColumns,
+        cells: &[Cell<T>],
+        list: &LeafList<'_>,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        self.before(&Call::Batch { particles: call.n, list: &list.particles });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().accelerations_batch_cells_device(call, cells, list, params) }
+    }
 }
 
 /// `&mut E` is an executor wherever `E` is.

@@ -128,6 +128,68 @@ impl CudaExecutor {
         call: DeviceColumns,
         params: &Params<T>,
     ) -> Result<(), Error> {
+        self.device_preamble::<T>(&call, params, "field_columns_device on the mixed kernels")?;
+        if call.velocities.is_some() && call.targets.is_some() {
+            return Err(Error::InvalidParameter {
+                name: "targets",
+                requirement: "none with velocities (the jerk is the particles' on themselves)",
+            });
+        }
+        let (n_s, n_t) = (call.n, call.targets_len());
+        let mut p = params.with_overlap(if call.targets.is_none() {
+            nbody_core::Overlap::Identical
+        } else {
+            nbody_core::Overlap::Disjoint
+        });
+        p.potential = call.phi.is_some();
+        self.guarded(|me| {
+            // SAFETY: the caller's contract.
+            unsafe { me.pack_device_particles::<T>(&call)? };
+            let column = call.phi.map_or(null(), device);
+            match call.jerk {
+                Some(jerk) => me.jerk_of_packed(&p, n_s, device(call.acc), column, device(jerk))?,
+                None => me.field_of_packed(&p, n_t, n_s, call.targets.is_some(), device(call.acc), column)?,
+            }
+            me.gpu.stream().synchronize().map_err(crate::device::cuda("running the kernels"))
+        })
+    }
+
+    /// [`nbody_core::Executor::accelerations_batch_cells_device`]: the list checked on
+    /// the host, the particles packed and checked on the device, the leaf kernels run on
+    /// them and the field unpacked into the caller's outputs.
+    ///
+    /// # Safety
+    /// As the trait method's.
+    pub(crate) unsafe fn device_leaves_call<T: DeviceReal>(
+        &mut self,
+        call: DeviceColumns,
+        cells: &[nbody_core::cell::Cell<T>],
+        list: &nbody_core::LeafList<'_>,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        self.device_preamble::<T>(&call, params, "accelerations_batch_cells_device on the mixed kernels")?;
+        if call.targets.is_some() || call.velocities.is_some() {
+            return Err(Error::InvalidParameter {
+                name: "targets",
+                requirement: "none, nor velocities, in a leaf call (its targets are its particles)",
+            });
+        }
+        nbody_core::cell::check(cells)?;
+        list.validate(call.n, cells.len())?;
+        let pairs: Vec<nbody_core::Pair> = list.cell_pairs().collect();
+        let cell_list = nbody_core::InteractionList { pairs: &pairs, source_spans: list.cell_spans };
+        let p = Params { potential: call.phi.is_some(), ..*params };
+        self.leaves_on(crate::executor::Leaves::Device(call), None, &list.particles, cells, &cell_list, &p)
+    }
+
+    /// The checks of a device call that read no array: the parameters, the device, the
+    /// family (the mixed kernels refuse: `operation`), jerk and velocities together.
+    fn device_preamble<T: DeviceReal>(
+        &self,
+        call: &DeviceColumns,
+        params: &Params<T>,
+        operation: &'static str,
+    ) -> Result<(), Error> {
         nbody_core::validate::params(params)?;
         if call.device != self.gpu.ordinal() {
             return Err(Error::InvalidParameter {
@@ -137,7 +199,7 @@ impl CudaExecutor {
         }
         if self.family::<T>() == Family::Mixed {
             return Err(Error::Unsupported {
-                operation: "field_columns_device on the mixed kernels",
+                operation,
                 reason: "they run on records sorted on the device: use the f32 or f64 executor",
             });
         }
@@ -147,100 +209,94 @@ impl CudaExecutor {
                 requirement: "given with velocities, and only with them",
             });
         }
-        if call.velocities.is_some() && call.targets.is_some() {
-            return Err(Error::InvalidParameter {
-                name: "targets",
-                requirement: "none with velocities (the jerk is the particles' on themselves)",
-            });
-        }
+        Ok(())
+    }
+
+    /// Checks that every array of `call` is memory of this GPU, makes this executor's
+    /// stream wait for the caller's streams, packs the particles (SOURCES, padded), the
+    /// targets (EXTRA_B) and the velocities (EXTRA_B) and checks every value, naming the
+    /// first bad one as the host would. Runs inside `guarded`.
+    ///
+    /// # Safety
+    /// As [`nbody_core::Executor::field_columns_device`]'s.
+    pub(crate) unsafe fn pack_device_particles<T: DeviceReal>(&mut self, call: &DeviceColumns) -> Result<(), Error> {
         let (n_s, n_t) = (call.n, call.targets_len());
         let (ni, nsi) = (count(n_t)?, count(n_s)?);
-        let mut p = params.with_overlap(if call.targets.is_none() {
-            nbody_core::Overlap::Identical
-        } else {
-            nbody_core::Overlap::Disjoint
-        });
-        p.potential = call.phi.is_some();
         let sz = size_of::<T>();
-        self.guarded(|me| {
-            for (what, address, len) in [
-                ("positions", call.positions, n_s * 3 * sz),
-                ("masses", call.masses, n_s * sz),
-                ("targets", call.targets.map_or(0, |t| t.0), n_t * 3 * sz),
-                ("acc", call.acc, n_t * 3 * sz),
-                ("phi", call.phi.unwrap_or(0), n_t * sz),
-                ("velocities", call.velocities.unwrap_or(0), n_s * 3 * sz),
-                ("jerk", call.jerk.unwrap_or(0), n_t * 3 * sz),
-            ] {
-                if len > 0 && address != 0 {
-                    me.check_owned(what, address)?;
-                }
+        for (what, address, len) in [
+            ("positions", call.positions, n_s * 3 * sz),
+            ("masses", call.masses, n_s * sz),
+            ("targets", call.targets.map_or(0, |t| t.0), n_t * 3 * sz),
+            ("acc", call.acc, n_t * 3 * sz),
+            ("phi", call.phi.unwrap_or(0), n_t * sz),
+            ("velocities", call.velocities.unwrap_or(0), n_s * 3 * sz),
+            ("jerk", call.jerk.unwrap_or(0), n_t * 3 * sz),
+        ] {
+            if len > 0 && address != 0 {
+                self.check_owned(what, address)?;
             }
-            let mut streams: Vec<u64> = call.streams.into_iter().flatten().collect();
-            streams.sort_unstable();
-            streams.dedup();
-            for stream in streams {
-                // The producer's writes first: this stream waits (on the device) for the
-                // point the producer's stream has reached.
-                let mark = crate::pipeline::Marker::new()?;
-                // SAFETY: the caller vouches for the stream; the event is ours and live.
-                unsafe { mark.record_raw(stream)? };
-                mark.block(me.gpu.stream())?;
+        }
+        let mut streams: Vec<u64> = call.streams.into_iter().flatten().collect();
+        streams.sort_unstable();
+        streams.dedup();
+        for stream in streams {
+            // The producer's writes first: this stream waits (on the device) for the
+            // point the producer's stream has reached.
+            let mark = crate::pipeline::Marker::new()?;
+            // SAFETY: the caller vouches for the stream; the event is ours and live.
+            unsafe { mark.record_raw(stream)? };
+            mark.block(self.gpu.stream())?;
+        }
+        let flag_buf = self.scratch[EXTRA_A].reserve(4 * 3 * NONE_BAD.len())?;
+        upload_padded(flag_buf, bytemuck::cast_slice(&[NONE_BAD; 3]), 0)?;
+        let flags = ptr(flag_buf);
+        let targets = call.targets.map(|(t, _)| device(t));
+        let target_flags = flags.wrapping_add(4 * NONE_BAD.len());
+        self.pack_columns::<T>(device(call.positions), device(call.masses), nsi, targets, ni, flags, target_flags)?;
+        let velocity_flags = flags.wrapping_add(8 * NONE_BAD.len());
+        if let Some(v) = call.velocities {
+            // Into EXTRA_B (free: no targets with velocities), padded like the sources.
+            self.pack_velocities::<T>(device(v), nsi, velocity_flags)?;
+        }
+        self.gpu.stream().synchronize().map_err(crate::device::cuda("packing columns"))?;
+        let mut found = [NONE_BAD; 3];
+        download(self.scratch[EXTRA_A].reserve(0)?, bytemuck::cast_slice_mut(&mut found))?;
+        let bad = match flagged(found[0], found[1]) {
+            Some((array, index, true)) => return Err(Error::NegativeMass { array, index }),
+            Some((array, index, false)) => {
+                (array, index, if array == nbody_core::Array::Targets { EXTRA_B } else { SOURCES })
             }
-            let flag_buf = me.scratch[EXTRA_A].reserve(4 * 3 * NONE_BAD.len())?;
-            upload_padded(flag_buf, bytemuck::cast_slice(&[NONE_BAD; 3]), 0)?;
-            let flags = ptr(flag_buf);
-            let device = |a: u64| cust::memory::DevicePointer::<u8>::from_raw(a);
-            let targets = call.targets.map(|(t, _)| device(t));
-            let target_flags = flags.wrapping_add(4 * NONE_BAD.len());
-            me.pack_columns::<T>(device(call.positions), device(call.masses), nsi, targets, ni, flags, target_flags)?;
-            let velocity_flags = flags.wrapping_add(8 * NONE_BAD.len());
-            if let Some(v) = call.velocities {
-                // Into EXTRA_B (free: no targets with velocities), padded like the sources.
-                me.pack_velocities::<T>(device(v), nsi, velocity_flags)?;
-            }
-            me.gpu.stream().synchronize().map_err(crate::device::cuda("packing columns"))?;
-            let mut found = [NONE_BAD; 3];
-            download(me.scratch[EXTRA_A].reserve(0)?, bytemuck::cast_slice_mut(&mut found))?;
-            if found[2][0] != i32::MAX && flagged(found[0], found[1]).is_none() {
-                let index = found[2][0] as usize;
-                let mut record = [T::zero(); 4];
-                let at = index * 4 * sz;
-                download(
-                    &me.scratch[EXTRA_B].reserve(0)?.index(at..at + 4 * sz),
-                    bytemuck::cast_slice_mut(&mut record),
-                )?;
-                let array = nbody_core::Array::Velocities;
-                let finite = record.iter().all(|v| v.is_finite());
-                return Err(if finite {
-                    Error::OutOfRange { array, index }
-                } else {
-                    Error::NonFinite { array, index }
-                });
-            }
-            if let Some((array, index, negative)) = flagged(found[0], found[1]) {
-                if negative {
-                    return Err(Error::NegativeMass { array, index });
-                }
-                // Non-finite or out of range: the packed record tells which.
-                let slot = if array == nbody_core::Array::Targets { EXTRA_B } else { SOURCES };
-                let mut record = [T::zero(); 4];
-                let at = index * 4 * sz;
-                download(&me.scratch[slot].reserve(0)?.index(at..at + 4 * sz), bytemuck::cast_slice_mut(&mut record))?;
-                let finite = record.iter().all(|v| v.is_finite());
-                return Err(if finite {
-                    Error::OutOfRange { array, index }
-                } else {
-                    Error::NonFinite { array, index }
-                });
-            }
-            let column = call.phi.map_or(null(), device);
-            match call.jerk {
-                Some(jerk) => me.jerk_of_packed(&p, n_s, device(call.acc), column, device(jerk))?,
-                None => me.field_of_packed(&p, n_t, n_s, call.targets.is_some(), device(call.acc), column)?,
-            }
-            me.gpu.stream().synchronize().map_err(crate::device::cuda("running the kernels"))
-        })
+            None if found[2][0] != i32::MAX => (nbody_core::Array::Velocities, found[2][0] as usize, EXTRA_B),
+            None => return Ok(()),
+        };
+        // Non-finite or out of range: the packed record tells which.
+        let (array, index, slot) = bad;
+        let mut record = [T::zero(); 4];
+        let at = index * 4 * sz;
+        download(&self.scratch[slot].reserve(0)?.index(at..at + 4 * sz), bytemuck::cast_slice_mut(&mut record))?;
+        let finite = record.iter().all(|v| v.is_finite());
+        Err(if finite { Error::OutOfRange { array, index } } else { Error::NonFinite { array, index } })
+    }
+
+    /// Unpacks the field in OUT (`call.n` records) into the caller's rows and column.
+    pub(crate) fn unpack_device_field<T: DeviceReal>(&mut self, call: &DeviceColumns) -> Result<(), Error> {
+        if call.n == 0 {
+            return Ok(());
+        }
+        let records = ptr(self.scratch[OUT].buf_ref().ok_or(Error::NoDevice)?);
+        let ni = count(call.n)?;
+        let column = call.phi.map_or(null(), device);
+        let unpack = ColumnsArgs { records, rows: device(call.acc), column, first_bad: null(), n: ni, padded: ni };
+        // SAFETY: n records in; 3 n rows and n potentials out (the caller's word).
+        unsafe {
+            self.launch(
+                Kernel::UnpackColumns { tag: T::FAMILY },
+                call.n.div_ceil(256) as u32,
+                256,
+                unpack,
+                "unpacking columns",
+            )
+        }
     }
 
     /// Refuses `address` (the caller's array `what`) unless the driver places it in
@@ -414,6 +470,11 @@ impl CudaExecutor {
             )
         }
     }
+}
+
+/// A caller's device address as a kernel argument.
+fn device(address: u64) -> Ptr {
+    cust::memory::DevicePointer::from_raw(address)
 }
 
 /// Which bad value a packing kernel's flags point at (first non-finite or out-of-range

@@ -158,6 +158,18 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         self.columns_call(call, params, acc, phi)
     }
 
+    /// The leaf call on the caller's device arrays (see [`crate::columns`]).
+    unsafe fn accelerations_batch_cells_device(
+        &mut self,
+        call: nbody_core::columns::DeviceColumns,
+        cells: &[Cell<T>],
+        list: &nbody_core::LeafList<'_>,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        // SAFETY: the caller's contract is the trait's.
+        unsafe { self.device_leaves_call(call, cells, list, params) }
+    }
+
     /// Packs and unpacks the caller's device arrays in place (see [`crate::columns`]).
     unsafe fn field_columns_device(
         &mut self,
@@ -321,13 +333,31 @@ impl CudaExecutor {
         out: &mut [Field<T>],
     ) -> Result<(), Error> {
         self.check_mixed_extent::<T>(particles, &[])?;
-        let n = particles.len();
+        self.leaves_on(Leaves::Host { particles, out }, lengths, list, cells, cell_list, params)
+    }
+
+    /// [`CudaExecutor::run_leaves`] on particles given on the host (the field added into
+    /// `out`) or as the caller's device arrays (packed and checked on the device, the
+    /// field written into the caller's device outputs).
+    pub(crate) fn leaves_on<T: DeviceReal>(
+        &mut self,
+        input: Leaves<'_, T>,
+        lengths: Option<&[T]>,
+        list: &InteractionList<'_>,
+        cells: &[Cell<T>],
+        cell_list: &InteractionList<'_>,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        let n = match &input {
+            Leaves::Host { particles, .. } => particles.len(),
+            Leaves::Device(call) => call.n,
+        };
         let sms = self.gpu.info().sm_count;
         let (ex, cx) = rayon::join(
             || batch::expand(list, n, batch::chunk_for(list, sms)),
             || batch::expand(cell_list, n, batch::chunk_for(cell_list, sms)),
         );
-        if ex.items.is_empty() && cx.items.is_empty() {
+        if ex.items.is_empty() && cx.items.is_empty() && matches!(input, Leaves::Host { .. }) {
             return Ok(());
         }
         self.guarded(|me| {
@@ -335,8 +365,18 @@ impl CudaExecutor {
                 let buf = me.scratch[slot].reserve(data.len())?;
                 upload_padded(buf, data, 0)
             };
-            up(me, SOURCES, bytemuck::cast_slice(particles))?;
-            up(me, OUT, bytemuck::cast_slice(out))?;
+            match &input {
+                Leaves::Host { particles, out } => {
+                    up(me, SOURCES, bytemuck::cast_slice(particles))?;
+                    up(me, OUT, bytemuck::cast_slice(out))?;
+                }
+                Leaves::Device(call) => {
+                    // SAFETY: the caller's contract (the trait method's).
+                    unsafe { me.pack_device_particles::<T>(call)? };
+                    let bytes = n * size_of::<Field<T>>();
+                    upload_padded(me.scratch[OUT].reserve(bytes)?, &[], bytes)?;
+                }
+            }
             me.scratch[PARTIAL].reserve(batch::partial_bytes::<T>(ex.partials.max(cx.partials)))?;
             let b = |me: &Self, k: usize| me.scratch[k].buf_ref().map(|b| ptr(b)).ok_or(Error::NoDevice);
             // The slots and runs of a launch that cut some target group (else none).
@@ -399,9 +439,23 @@ impl CudaExecutor {
                 let bufs = stage(me, &cx, [CELL_ITEMS, CELL_SPANS, CELL_OFFSETS], None, [CELL_SLOTS, CELL_RUNS])?;
                 me.launch_cells(&bufs, b(me, CELLS)?, cx.items.len(), n, params, false)?;
             }
-            me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out))
+            match input {
+                Leaves::Host { out, .. } => me.sync_download(OUT, bytemuck::cast_slice_mut::<Field<T>, T>(out)),
+                Leaves::Device(call) => {
+                    me.unpack_device_field::<T>(&call)?;
+                    me.gpu.stream().synchronize().map_err(crate::device::cuda("running the kernels"))
+                }
+            }
         })
     }
+}
+
+/// Where a leaf call's particles are and where its field goes.
+pub(crate) enum Leaves<'a, T: nbody_core::Real> {
+    /// Particles on the host; the field added into `out`.
+    Host { particles: &'a [Particle<T>], out: &'a mut [Field<T>] },
+    /// The caller's device arrays (checked by `device_leaves_call`); the field written.
+    Device(nbody_core::columns::DeviceColumns),
 }
 
 impl<T: DeviceReal> nbody_core::projection::Project<T> for CudaExecutor {

@@ -128,7 +128,8 @@ impl DeviceMemory {
         let holder = Self::uninitialized(ordinal, 0)?;
         if let Some(s) = stream {
             // SAFETY: the caller vouches for the stream.
-            driver(unsafe { cust::sys::cuStreamSynchronize(s as usize as cust::sys::CUstream) }, "waiting for a stream")?;
+            let r = unsafe { cust::sys::cuStreamSynchronize(s as usize as cust::sys::CUstream) };
+            driver(r, "waiting for a stream")?;
         }
         // SAFETY: the caller vouches for the address; `out` holds its length; the copy
         // runs after the legacy default stream's work, which DLPack exports wait on.

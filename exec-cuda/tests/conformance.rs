@@ -1315,7 +1315,8 @@ fn system_sums() -> Result<(), Failed> {
 /// `field_columns_device` (the caller's device arrays read and written in place) against
 /// `field_columns` on the same values (the same kernels: bit for bit), f32 and f64, on the
 /// particles themselves and at points, with and without the potential; with velocities,
-/// the jerk against the host-slice jerk call (bit for bit); inputs written on another
+/// the jerk against the host-slice jerk call and a leaf call with cells against the
+/// host-slice leaf call (bit for bit); inputs written on another
 /// stream are waited for; bad values named as the host names them with the outputs
 /// untouched; arrays of another device or of the host refused.
 fn device_columns() -> Result<(), Failed> {
@@ -1380,6 +1381,65 @@ fn device_columns() -> Result<(), Failed> {
                     )
                     .into());
                 }
+            }
+        }
+        // A leaf call (groups of 64 targets of the first 4,000 against every particle and
+        // 50 far cells; the last 1,000 named by no pair) against the host-slice call.
+        {
+            use nbody_core::{InteractionList, LeafList, Pair, Span, cell::Cell};
+            let cells: Vec<Cell<T>> = (0..50)
+                .map(|k| {
+                    let a = k as f64 * 2.399963;
+                    let q = [1e-3, 2e-4, -1e-4, -4e-4, 3e-4, -6e-4].map(|x| c(x * (1 + k % 5) as f64));
+                    Cell::new(c(30.0 * a.cos()), c(30.0 * a.sin()), c((k % 11) as f64 - 5.0), c(1e-3), q)
+                })
+                .collect();
+            let spans = [Span::new(0, 5000)];
+            let pairs: Vec<Pair> = (0..4000u32)
+                .step_by(64)
+                .map(|t| Pair { targets: Span::new(t, (t + 64).min(4000)), sources: Span::new(0, 1) })
+                .collect();
+            let (cell_spans, ranges) = ([Span::new(0, 50)], vec![Span::new(0, 1); pairs.len()]);
+            let list = LeafList {
+                particles: InteractionList { pairs: &pairs, source_spans: &spans },
+                cells: &ranges,
+                cell_spans: &cell_spans,
+            };
+            for potential in [false, true] {
+                let params = Params { potential, ..Params::softened(c(0.01)) };
+                let mut out = vec![Field::zero(); 5000];
+                gpu.accelerations_batch_cells(&ps, &cells, &list, &params, &mut out).map_err(gpu_err)?;
+                let (d_acc, d_phi) = (on_device(&[c(7.0); 3 * 5000])?, on_device(&[c(7.0); 5000])?);
+                let call = DeviceColumns {
+                    phi: potential.then(|| addr(&d_phi)),
+                    ..DeviceColumns::on_itself(0, addr(&d_rows), addr(&d_m), 5000, addr(&d_acc))
+                };
+                // SAFETY: every address is a live buffer of this device of the sizes named.
+                unsafe { Executor::<T>::accelerations_batch_cells_device(gpu, call, &cells, &list, &params) }
+                    .map_err(gpu_err)?;
+                let want_acc: Vec<T> = out.iter().flat_map(|f| [f.ax, f.ay, f.az]).collect();
+                let want_phi: Vec<T> = out.iter().map(|f| if potential { f.phi } else { c(7.0) }).collect();
+                if back(&d_acc)? != want_acc || back(&d_phi)? != want_phi {
+                    return Err(format!(
+                        "{} potential {potential}: the device leaf call differs from the host's",
+                        T::NAME
+                    )
+                    .into());
+                }
+            }
+            // A span past the particles is refused on the host, outputs untouched.
+            let far = [Span::new(0, 5001)];
+            let bad = LeafList { particles: InteractionList { pairs: &pairs, source_spans: &far }, ..list };
+            let d_acc = on_device(&[c(7.0); 3 * 5000])?;
+            let call = DeviceColumns::on_itself(0, addr(&d_rows), addr(&d_m), 5000, addr(&d_acc));
+            // SAFETY: as above (refused before anything is read).
+            if unsafe {
+                Executor::<T>::accelerations_batch_cells_device(gpu, call, &cells, &bad, &Params::softened(c(0.01)))
+            }
+            .is_ok()
+                || back(&d_acc)?.iter().any(|&x| x != c(7.0))
+            {
+                return Err(format!("{}: a span past the particles was not refused cleanly", T::NAME).into());
             }
         }
         // The jerk: velocities in, jerks out, against the host-slice jerk call.
