@@ -4,7 +4,7 @@
 //! same GPU and returned as [`GpuArray`]s, which those libraries take back through
 //! DLPack or the CUDA array interface without a copy.
 
-use super::{backend, runtime, softening_kernel, value_error, with_executor, PyReal};
+use super::{backend, cell_rows, index_rows, on_host, runtime, softening_kernel, value_error, with_executor, PyReal};
 use nbody_core::columns::DeviceColumns;
 use nbody_core::Params;
 use pyo3::ffi;
@@ -473,8 +473,8 @@ pub(crate) fn _accelerations_device<'py>(
     }
     let call = DeviceCall { positions, masses, targets, velocities: None, eps, g: G, potential, softening };
     let (acc, phi, _) = match precision {
-        "f32" => call.run::<f32>(py, executor, 32)?,
-        "f64" => call.run::<f64>(py, executor, 64)?,
+        "f32" => call.run::<f32>(py, executor, 32, None)?,
+        "f64" => call.run::<f64>(py, executor, 64, None)?,
         other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     };
     Ok((acc, phi))
@@ -513,8 +513,8 @@ pub(crate) fn _jerk_device<'py>(
         softening: nbody_core::Softening::Plummer,
     };
     let (acc, phi, jerk) = match precision {
-        "f32" => call.run::<f32>(py, executor, 32)?,
-        "f64" => call.run::<f64>(py, executor, 64)?,
+        "f32" => call.run::<f32>(py, executor, 32, None)?,
+        "f64" => call.run::<f64>(py, executor, 64, None)?,
         other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     };
     Ok((acc, jerk.expect("computed with velocities"), phi))
@@ -559,13 +559,15 @@ struct DeviceCall<'a, 'py> {
 }
 
 impl DeviceCall<'_, '_> {
-    /// (accelerations, potentials, jerks when velocities are given).
+    /// (accelerations, potentials, jerks when velocities are given), of the particles
+    /// on themselves or the targets, or of a leaf call with `leaves` (cell rows, list).
     #[allow(clippy::type_complexity)]
     fn run<T: PyReal>(
         &self,
         py: Python<'_>,
         executor: &str,
         bits: u8,
+        leaves: Option<(&[[f64; 10]], &nbody_core::LeafList<'_>)>,
     ) -> PyResult<(Py<GpuArray>, Py<GpuArray>, Option<Py<GpuArray>>)> {
         let b = backend::<T>(executor, None)?;
         let ordinal = match &b {
@@ -629,10 +631,32 @@ impl DeviceCall<'_, '_> {
         let mut params =
             Params::softened(T::from_f64(self.eps)).with_g(T::from_f64(self.g)).with_softening(self.softening);
         params.potential = self.potential;
+        let c = T::from_f64;
+        let leaves = leaves.map(|(rows, list)| {
+            let cells: Vec<nbody_core::cell::Cell<T>> = rows
+                .iter()
+                .map(|r| {
+                    nbody_core::cell::Cell::new(
+                        c(r[0]),
+                        c(r[1]),
+                        c(r[2]),
+                        c(r[3]),
+                        core::array::from_fn(|k| c(r[4 + k])),
+                    )
+                })
+                .collect();
+            (cells, list)
+        });
         // SAFETY: every address was read from its producer's export (a C-contiguous
         // array of `T` of the shape checked above, kept alive by the views until the call
         // returns) or allocated above; the outputs are fresh, so overlap no input.
-        with_executor::<T, _>(py, &b, move |e| unsafe { e.field_columns_device(call, &params) })?.map_err(named)?;
+        with_executor::<T, _>(py, &b, move |e| unsafe {
+            match &leaves {
+                Some((cells, list)) => e.accelerations_batch_cells_device(call, cells, list, &params),
+                None => e.field_columns_device(call, &params),
+            }
+        })?
+        .map_err(named)?;
         drop((pos, m, t, v));
         Ok((Py::new(py, acc)?, Py::new(py, phi)?, jerk.map(|j| Py::new(py, j)).transpose()?))
     }
@@ -684,4 +708,75 @@ pub(crate) fn rust_seconds<T: PyReal>(
         Ok(times[times.len() / 2])
     })?
     .map_err(runtime)
+}
+
+/// An index or cell array of a leaf call on the host: GPU arrays copied (they are small
+/// beside the particles, and the list is expanded on the host), others as `on_host`.
+fn list_array<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    if obj.py().import("nbody")?.getattr("_on_gpu")?.call1((obj,))?.is_truthy()? {
+        return to_host(obj, name);
+    }
+    Ok(on_host(Some(obj), name)?.expect("given"))
+}
+
+/// `nbody.leaves` on GPU arrays: positions (N, 3) and masses (N,) on the CUDA executor's
+/// GPU in the call's precision, the list (and cells) on the host or the GPU; returns the
+/// accelerations (N, 3) and potentials (N,) as GpuArrays.
+#[pyfunction]
+#[pyo3(signature = (positions, masses, pairs, spans, cells, cell_ranges, cell_spans, eps, G, potential, executor, precision, softening))]
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub(crate) fn _leaves_device<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    masses: &Bound<'py, PyAny>,
+    pairs: &Bound<'py, PyAny>,
+    spans: &Bound<'py, PyAny>,
+    cells: Option<&Bound<'py, PyAny>>,
+    cell_ranges: Option<&Bound<'py, PyAny>>,
+    cell_spans: Option<&Bound<'py, PyAny>>,
+    eps: f64,
+    G: f64,
+    potential: bool,
+    executor: &str,
+    precision: &str,
+    softening: &str,
+) -> PyResult<(Py<GpuArray>, Py<GpuArray>)> {
+    use nbody_core::{InteractionList, LeafList, Pair, Span};
+    let softening = softening_kernel(softening)?;
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(value_error(format!("eps must be finite and non-negative (got {eps})")));
+    }
+    if !(G.is_finite() && G >= 0.0) {
+        return Err(value_error(format!("G must be finite and non-negative (got {G})")));
+    }
+    let pair_rows = index_rows(&list_array(pairs, "pairs")?, "pairs", 4)?;
+    let pairs: Vec<Pair> =
+        pair_rows.iter().map(|r| Pair { targets: Span::new(r[0], r[1]), sources: Span::new(r[2], r[3]) }).collect();
+    let source_spans = spans_of(&list_array(spans, "spans")?, "spans")?;
+    let (cells, ranges, cell_spans) = match (cells, cell_ranges, cell_spans) {
+        (Some(c), Some(r), Some(s)) => (
+            cell_rows(&list_array(c, "cells")?)?,
+            spans_of(&list_array(r, "cell_ranges")?, "cell_ranges")?,
+            spans_of(&list_array(s, "cell_spans")?, "cell_spans")?,
+        ),
+        (None, None, None) => (Vec::new(), vec![Span::new(0, 0); pairs.len()], Vec::new()),
+        _ => return Err(value_error("cells, cell_ranges and cell_spans go together: give all three or none")),
+    };
+    let list = LeafList {
+        particles: InteractionList { pairs: &pairs, source_spans: &source_spans },
+        cells: &ranges,
+        cell_spans: &cell_spans,
+    };
+    let call = DeviceCall { positions, masses, targets: None, velocities: None, eps, g: G, potential, softening };
+    let (acc, phi, _) = match precision {
+        "f32" => call.run::<f32>(py, executor, 32, Some((&cells, &list)))?,
+        "f64" => call.run::<f64>(py, executor, 64, Some((&cells, &list)))?,
+        other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+    };
+    Ok((acc, phi))
+}
+
+/// Rows `[start, end]` of `obj` (the argument `name`) as spans.
+fn spans_of(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<nbody_core::Span>> {
+    Ok(super::spans(&index_rows(obj, name, 2)?))
 }

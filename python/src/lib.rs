@@ -1900,12 +1900,14 @@ fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
     {
         m.add_function(wrap_pyfunction!(device::_accelerations_device, m)?)?;
         m.add_function(wrap_pyfunction!(device::_jerk_device, m)?)?;
+        m.add_function(wrap_pyfunction!(device::_leaves_device, m)?)?;
         m.add_class::<device::GpuArray>()?;
     }
     #[cfg(not(feature = "cuda"))]
     {
         m.add_function(wrap_pyfunction!(_accelerations_device, m)?)?;
         m.add("_jerk_device", m.getattr("_accelerations_device")?)?;
+        m.add("_leaves_device", m.getattr("_accelerations_device")?)?;
     }
     m.add_class::<Simulation>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -32,9 +32,9 @@ def test_gpu_and_host_arrays_mixed_are_refused_by_name():
 
 
 def test_other_functions_refuse_gpu_arrays_by_name():
-    with pytest.raises(ValueError, match="masses is on DLPack device .* only accelerations and jerk"):
+    with pytest.raises(ValueError, match="masses is on DLPack device .* only accelerations, jerk and leaves"):
         nbody.tidal(np.zeros((3, 3)), OnGpu())
-    with pytest.raises(ValueError, match="positions is a GPU array .* only accelerations and jerk"):
+    with pytest.raises(ValueError, match="positions is a GPU array .* only accelerations, jerk and leaves"):
         nbody.vjp(Interface(), np.ones(3), np.ones((3, 3)))
     with pytest.raises(ValueError, match="velocities is not on the GPU"):
         nbody.jerk(Interface(), np.zeros((3, 3)), Interface())
@@ -218,3 +218,27 @@ def test_simulations_take_gpu_arrays_as_their_initial_state(producer):
         b.evolve(1 / 16)
         np.testing.assert_array_equal(a.positions, b.positions)
         np.testing.assert_array_equal(a.velocities, b.velocities)
+
+
+@needs_gpu
+@pytest.mark.parametrize("producer", PRODUCERS, ids=[p[0] for p in PRODUCERS])
+@pytest.mark.parametrize("dtype,precision", [(np.float32, "f32"), (np.float64, "f64")])
+def test_gpu_leaves_match_the_host_leaf_call_bit_for_bit(producer, dtype, precision):
+    name, up, down = producer
+    pos, m = plummer_like(2048, dtype)
+    # Groups of 64 targets of the first 1,536 against every particle, and two far cells.
+    pairs = np.array([[t, t + 64, 0, 1] for t in range(0, 1536, 64)])
+    spans = np.array([[0, 2048]])
+    cells = np.array([nbody.cell(pos[:1024] + 40.0, m[:1024]), nbody.cell(pos[1024:] - 40.0, m[1024:])])
+    ranges, cell_spans = np.tile([0, 1], (len(pairs), 1)), np.array([[0, 2]])
+    want = nbody.leaves(pos, m, pairs, spans, cells, ranges, cell_spans, eps=0.01, executor="cuda", precision=precision)
+    for index_arrays in ("host", "gpu"):
+        lists = (pairs, spans, cells, ranges, cell_spans)
+        if index_arrays == "gpu" and name in ("cupy", "torch"):
+            lists = tuple(up(np.ascontiguousarray(a)) for a in lists)
+        got = nbody.leaves(up(pos), up(m), *lists, eps=0.01)
+        for g, w in zip(got, want):
+            g = g.to_numpy() if isinstance(g, nbody._nbody.GpuArray) else down(g)
+            np.testing.assert_array_equal(g, w)
+    with pytest.raises(ValueError, match="spans"):
+        nbody.leaves(up(pos), up(m), pairs, np.array([[0, 4096]]), eps=0.01)

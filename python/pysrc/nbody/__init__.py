@@ -58,15 +58,15 @@ def _on_host(value, name):
     if isinstance(value, _np.ndarray) or not hasattr(value, "__dlpack__"):
         if hasattr(value, "__cuda_array_interface__") and not isinstance(value, _np.ndarray):
             raise ValueError(
-                f"{name} is a GPU array (__cuda_array_interface__): only accelerations and jerk take GPU "
-                "arrays in place; copy it to the host first"
+                f"{name} is a GPU array (__cuda_array_interface__): only accelerations, jerk and leaves "
+                "take GPU arrays in place; copy it to the host first"
             )
         return value
     device = value.__dlpack_device__()
     if int(device[0]) not in _HOST_DEVICES:
         raise ValueError(
-            f"{name} is on DLPack device {tuple(int(d) for d in device)}, not the host: only accelerations "
-            "and jerk take GPU arrays in place; copy it to the host first"
+            f"{name} is on DLPack device {tuple(int(d) for d in device)}, not the host: only accelerations, "
+            "jerk and leaves take GPU arrays in place; copy it to the host first"
         )
     return _np.from_dlpack(value)
 
@@ -217,7 +217,70 @@ GPU arrays (positions, velocities, masses on one GPU) are read in place by the C
 executor as in `accelerations`: precision defaults to their dtype, the results come back
 on the same GPU.
 """
-leaves = _host_arrays(_nbody.leaves)
+_leaves_host = _host_arrays(_nbody.leaves)
+
+
+def leaves(
+    positions,
+    masses,
+    pairs,
+    spans,
+    cells=None,
+    cell_ranges=None,
+    cell_spans=None,
+    eps=None,
+    G=1.0,
+    potential=True,
+    executor=None,
+    precision=None,
+    threads=None,
+    softening="plummer",
+):
+    if _all_on_gpu(("positions", "masses"), (positions, masses)):
+        if eps is not None and not isinstance(eps, (int, float)):
+            raise ValueError("eps must be one number with GPU arrays (a length per particle is taken on the host)")
+        if threads is not None:
+            raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
+        acc, phi = _nbody._leaves_device(
+            positions,
+            masses,
+            pairs,
+            spans,
+            cells,
+            cell_ranges,
+            cell_spans,
+            float(eps or 0.0),
+            G,
+            potential,
+            executor or "cuda",
+            _precision_of(positions, precision),
+            softening,
+        )
+        return _like(positions, acc), _like(positions, phi)
+    return _leaves_host(
+        positions,
+        masses,
+        pairs,
+        spans,
+        cells=cells,
+        cell_ranges=cell_ranges,
+        cell_spans=cell_spans,
+        eps=eps,
+        G=G,
+        potential=potential,
+        executor=executor or "cpu",
+        precision=precision or "f64",
+        threads=threads,
+        softening=softening,
+    )
+
+
+leaves.__doc__ = (_nbody.leaves.__doc__ or "") + """
+
+GPU arrays (positions and masses on one GPU) are read in place by the CUDA executor as in
+`accelerations`; the list and cells may be host or GPU arrays (copied: the list is
+expanded on the host). Results come back on the same GPU.
+"""
 leaves_vjp = _host_arrays(_nbody.leaves_vjp)
 tidal = _host_arrays(_nbody.tidal)
 vjp = _host_arrays(_nbody.vjp)

@@ -254,8 +254,8 @@ def leaves(
     eps: Union[float, FloatArray, None] = None,
     G: float = 1.0,
     potential: bool = True,
-    executor: Executor = "cpu",
-    precision: Precision = "f64",
+    executor: Optional[Executor] = None,
+    precision: Optional[Precision] = None,
     threads: Optional[int] = None,
     softening: Softening = "plummer",
 ) -> Tuple[FloatArray, FloatArray]:
