@@ -1,8 +1,9 @@
-"""GPU arrays in place (`nbody.accelerations` on CuPy, PyTorch, JAX and numba device
-arrays). Everywhere: mixed or misplaced arrays are refused by name. With a GPU, a CUDA
-build and a producer library: results equal the host columns path bit for bit (the same
-kernels), come back as the producer's arrays on the same GPU, bad values are named,
-and the producer's stream is waited for."""
+"""GPU arrays in place (`nbody.accelerations`, `jerk`, `leaves` and a Simulation's
+initial state on CuPy, PyTorch, JAX and numba device arrays). Everywhere: mixed or
+misplaced arrays are refused by name. With a GPU, a CUDA build and a producer library:
+results equal the host path on the same executor bit for bit (the same kernels), come
+back as the producer's arrays on the same GPU, bad values are named, and the producer's
+stream is waited for."""
 
 import numpy as np
 import pytest
