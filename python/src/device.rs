@@ -11,6 +11,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::ffi::{c_void, CStr};
+use std::sync::Arc;
 
 /// DLPack's device types (dlpack.h) of GPU memory CUDA kernels read: device memory
 /// and managed memory.
@@ -54,6 +55,9 @@ struct DLManagedTensor {
     deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
 }
 
+/// An array's element type: kind (`b'f'`, `b'i'`, `b'u'`) and width in bits.
+type Elem = (u8, u8);
+
 /// One GPU array as another library offers it, held for the length of a call.
 pub(crate) struct View<'py> {
     address: u64,
@@ -70,7 +74,8 @@ pub(crate) struct View<'py> {
 /// `ndim` dimensions; wrong dtype, layout or dimensions are a ValueError naming it.
 pub(crate) fn view<'py>(obj: &Bound<'py, PyAny>, name: &str, bits: u8, ndim: usize) -> PyResult<View<'py>> {
     let want = if bits == 32 { "float32" } else { "float64" };
-    let (v, dtype_bits) = contiguous(obj, name)?;
+    let (v, elem) = contiguous(obj, name)?;
+    let dtype_bits = elem.filter(|e| e.0 == b'f').map(|e| e.1);
     if dtype_bits != Some(bits) {
         return Err(value_error(format!(
             "{name} must be {want} on the GPU (the call's precision); convert it, or pass precision='{}'",
@@ -90,7 +95,7 @@ pub(crate) fn view<'py>(obj: &Bound<'py, PyAny>, name: &str, bits: u8, ndim: usi
 
 /// `obj` as a C-contiguous GPU array (a ValueError naming `name` otherwise), with the
 /// width of its floats (`None`: not a float type).
-fn contiguous<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Option<u8>)> {
+fn contiguous<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Option<Elem>)> {
     let (v, dtype_bits, strides) = if obj.hasattr("__dlpack__")? && obj.hasattr("__dlpack_device__")? {
         dlpack(obj, name)?
     } else {
@@ -111,35 +116,32 @@ fn contiguous<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, 
     Ok((v, dtype_bits))
 }
 
-/// A GPU array's copy on the host as a numpy array of its own dtype (float32 or
-/// float64) and shape, after its producer's stream: how state that lives elsewhere (a
-/// Simulation's) is read from GPU arrays.
+/// A GPU array's copy on the host as a numpy array of its own dtype (floats or
+/// integers) and shape, after its producer's stream: how state that lives elsewhere (a
+/// Simulation's, a leaf call's list) is read from GPU arrays.
 pub(crate) fn to_host<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    fn copy<'py, T: numpy::Element + bytemuck::Pod>(
-        py: Python<'py>,
-        v: &View<'_>,
-        ordinal: u32,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let mut host = vec![T::zeroed(); v.shape.iter().product()];
-        // SAFETY: the view is a live C-contiguous export of this many values on `ordinal`.
-        unsafe {
-            nbody_cuda::DeviceMemory::read(ordinal, v.address, v.stream, bytemuck::cast_slice_mut::<T, u8>(&mut host))
-        }
-        .map_err(runtime)?;
-        use numpy::PyArrayMethods;
-        Ok(numpy::PyArray1::from_vec(py, host).reshape(v.shape.clone())?.into_any())
-    }
-    let (v, bits) = contiguous(obj, name)?;
+    let py = obj.py();
+    let (v, elem) = contiguous(obj, name)?;
+    let Some((kind, bits)) = elem.filter(|e| matches!(e.1, 8 | 16 | 32 | 64)) else {
+        return Err(value_error(format!("{name} must be an array of floats or integers on the GPU")));
+    };
+    let dtype = format!("{}{}", kind as char, bits / 8);
+    let host = py.import("numpy")?.call_method1("empty", (PyTuple::new(py, &v.shape)?, dtype))?;
+    let (address, _): (usize, bool) = host.getattr("__array_interface__")?.get_item("data")?.extract()?;
+    let bytes = v.shape.iter().product::<usize>() * usize::from(bits / 8);
     let ordinal = v.device.or_else(|| nbody_cuda::DeviceMemory::ordinal_of(v.address)).unwrap_or(0);
-    match bits {
-        Some(32) => copy::<f32>(obj.py(), &v, ordinal),
-        Some(64) => copy::<f64>(obj.py(), &v, ordinal),
-        _ => Err(value_error(format!("{name} must be float32 or float64 on the GPU"))),
+    if bytes > 0 {
+        // SAFETY: numpy's fresh C-contiguous array holds `bytes`, ours alone until
+        // returned; the view is a live C-contiguous export of as many on `ordinal`.
+        let out = unsafe { std::slice::from_raw_parts_mut(address as *mut u8, bytes) };
+        // SAFETY: as above.
+        unsafe { nbody_cuda::DeviceMemory::read(ordinal, v.address, v.stream, out) }.map_err(runtime)?;
     }
+    Ok(host)
 }
 
 /// Reads a DLPack export: (the view, the float width or None, element strides if given).
-fn dlpack<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Option<u8>, Option<Vec<i64>>)> {
+fn dlpack<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Option<Elem>, Option<Vec<i64>>)> {
     let py = obj.py();
     let (device_type, device_id): (i32, i32) = obj.call_method0("__dlpack_device__")?.extract()?;
     if !matches!(device_type, DL_CUDA | DL_CUDA_MANAGED) {
@@ -163,7 +165,13 @@ fn dlpack<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Opti
     // SAFETY: DLPack's shape holds ndim values, its strides too when not null.
     let shape: Vec<i64> = unsafe { std::slice::from_raw_parts(t.shape, ndim) }.to_vec();
     let strides = (!t.strides.is_null()).then(|| unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec());
-    let bits = (t.dtype.code == DL_FLOAT && t.dtype.lanes == 1).then_some(t.dtype.bits);
+    let kind = match t.dtype.code {
+        0 => Some(b'i'),
+        1 => Some(b'u'),
+        DL_FLOAT => Some(b'f'),
+        _ => None,
+    };
+    let bits = kind.filter(|_| t.dtype.lanes == 1).map(|k| (k, t.dtype.bits));
     let view = View {
         address: t.data as u64 + t.byte_offset,
         shape: shape.iter().map(|&s| s as usize).collect(),
@@ -178,7 +186,7 @@ fn dlpack<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Opti
 fn cuda_array_interface<'py>(
     obj: &Bound<'py, PyAny>,
     name: &str,
-) -> PyResult<(View<'py>, Option<u8>, Option<Vec<i64>>)> {
+) -> PyResult<(View<'py>, Option<Elem>, Option<Vec<i64>>)> {
     let cai = obj.getattr("__cuda_array_interface__")?;
     let cai =
         cai.cast::<PyDict>().map_err(|_| value_error(format!("{name}.__cuda_array_interface__ is not a dict")))?;
@@ -190,12 +198,14 @@ fn cuda_array_interface<'py>(
     let typestr: String = item("typestr")?.ok_or_else(|| value_error(format!("{name}: no typestr")))?.extract()?;
     let (address, _readonly): (u64, bool) =
         item("data")?.ok_or_else(|| value_error(format!("{name}: no data")))?.extract()?;
-    let bits = match typestr.as_str() {
-        "<f4" | "=f4" => Some(32),
-        "<f8" | "=f8" => Some(64),
+    // [byte order][kind][bytes]: little-endian (or native, or one byte) floats and
+    // integers.
+    let t = typestr.as_bytes();
+    let bits = match (t.first(), t.get(1), typestr.get(2..).and_then(|b| b.parse::<u8>().ok())) {
+        (Some(b'<' | b'=' | b'|'), Some(&k @ (b'f' | b'i' | b'u')), Some(bytes)) if bytes <= 8 => Some((k, bytes * 8)),
         _ => None,
     };
-    let item_bytes = bits.map_or(1, |b| i64::from(b / 8));
+    let item_bytes = bits.map_or(1, |b| i64::from(b.1 / 8));
     let strides = item("strides")?
         .map(|s| s.extract::<Vec<i64>>())
         .transpose()?
@@ -217,7 +227,9 @@ fn cuda_array_interface<'py>(
 #[pyclass(module = "nbody._nbody", frozen)]
 pub(crate) struct GpuArray {
     /// Always held; taken only by `drop`, which keeps it for a later call.
-    memory: Option<nbody_cuda::DeviceMemory>,
+    /// Shared with the DLPack exports alive (a consumer may free one on any thread, even
+    /// while the interpreter shuts down, so they hold no Python reference).
+    memory: Option<Arc<nbody_cuda::DeviceMemory>>,
     shape: Vec<usize>,
     bits: u8,
 }
@@ -243,11 +255,11 @@ impl GpuArray {
             None => nbody_cuda::DeviceMemory::uninitialized(ordinal, bytes),
         }
         .map_err(runtime)?;
-        Ok(Self { memory: Some(memory), shape, bits })
+        Ok(Self { memory: Some(Arc::new(memory)), shape, bits })
     }
 
     fn memory(&self) -> &nbody_cuda::DeviceMemory {
-        self.memory.as_ref().expect("held until drop")
+        self.memory.as_deref().expect("held until drop")
     }
 
     fn typestr(&self) -> &'static str {
@@ -259,28 +271,23 @@ impl GpuArray {
     }
 }
 
-/// The DLManagedTensor a GpuArray exports, with the shape it points to and the owner
-/// it keeps alive (a strong reference, given back by the deleter).
+/// The DLManagedTensor a GpuArray exports, with the shape it points to and the memory
+/// it keeps alive.
 #[repr(C)]
 struct Exported {
     managed: DLManagedTensor,
     shape: [i64; 2],
-    owner: *mut ffi::PyObject,
+    owner: Arc<nbody_cuda::DeviceMemory>,
 }
 
-/// DLPack's deleter: frees the export and gives back its reference to the array; the
-/// consumer may call it from any thread.
+/// DLPack's deleter: frees the export and its share of the memory; the consumer may call
+/// it from any thread, with or without the GIL.
 unsafe extern "C" fn release(managed: *mut DLManagedTensor) {
-    if managed.is_null() {
-        return;
+    if !managed.is_null() {
+        // SAFETY: `managed` is the first field of an `Exported` made by `Box::into_raw`
+        // in `__dlpack__`, released once (by the consumer, or by the unconsumed capsule).
+        drop(unsafe { Box::from_raw(managed.cast::<Exported>()) });
     }
-    // SAFETY: `managed` is the first field of an `Exported` made by `Box::into_raw` in
-    // `__dlpack__`, released once (by the consumer, or by the unconsumed capsule).
-    let exported = unsafe { Box::from_raw(managed.cast::<Exported>()) };
-    Python::attach(|_| {
-        // SAFETY: the reference taken in `__dlpack__`, with the GIL held.
-        unsafe { ffi::Py_DecRef(exported.owner) };
-    });
 }
 
 /// The capsule's destructor: releases the export unless a consumer took it (and renamed
@@ -297,7 +304,9 @@ unsafe extern "C" fn drop_capsule(capsule: *mut ffi::PyObject) {
 
 impl Drop for GpuArray {
     fn drop(&mut self) {
-        let (Some(m), Ok(mut spare)) = (self.memory.take(), SPARE.lock()) else { return };
+        // Kept only when no export holds it any more.
+        let Some(Ok(m)) = self.memory.take().map(Arc::try_unwrap) else { return };
+        let Ok(mut spare) = SPARE.lock() else { return };
         if m.is_empty() {
             return;
         }
@@ -392,9 +401,7 @@ impl GpuArray {
         for (s, &n) in shape.iter_mut().zip(&me.shape) {
             *s = n as i64;
         }
-        let owner = slf.as_ptr();
-        // SAFETY: a strong reference for the export, given back by `release`.
-        unsafe { ffi::Py_IncRef(owner) };
+        let owner = Arc::clone(me.memory.as_ref().expect("held until drop"));
         let exported = Box::into_raw(Box::new(Exported {
             managed: DLManagedTensor {
                 dl_tensor: DLTensor {
