@@ -138,6 +138,23 @@ impl DeviceMemory {
         driver(r, "copying a GPU array to the host")
     }
 
+    /// Sets `len` bytes at `address` on GPU `ordinal` (memory another library holds) to
+    /// zero, before the call returns.
+    ///
+    /// # Safety
+    /// `address` is writable device memory of GPU `ordinal` holding at least `len` bytes.
+    pub unsafe fn zero_at(ordinal: u32, address: u64, len: usize) -> Result<(), Error> {
+        if len == 0 {
+            return Ok(());
+        }
+        // Holds the GPU's primary context current.
+        let holder = Self::uninitialized(ordinal, 0)?;
+        // SAFETY: the caller vouches for the memory.
+        let r = unsafe { cust::sys::cuMemsetD8_v2(address, 0, len) };
+        drop(holder);
+        driver(r, "zeroing an output array")
+    }
+
     /// Copies `data`, exactly as many bytes as it holds, in.
     pub fn copy_from_host<T: cust::memory::DeviceCopy>(&mut self, data: &[T]) -> Result<(), Error> {
         nbody_core::validate::length("host data", self.len, size_of_val(data))?;

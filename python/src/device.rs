@@ -66,6 +66,9 @@ pub(crate) struct View<'py> {
     device: Option<u32>,
     /// The stream its producer wrote it on, for the call to wait for.
     stream: Option<u64>,
+    /// Whether the producer marks it read-only (the CUDA array interface says; a DLPack
+    /// export does not).
+    readonly: bool,
     /// The DLPack capsule: its destructor gives the producer's tensor back.
     _capsule: Option<Bound<'py, PyAny>>,
 }
@@ -177,6 +180,7 @@ fn dlpack<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(View<'py>, Opti
         shape: shape.iter().map(|&s| s as usize).collect(),
         device: u32::try_from(t.device.device_id).ok(),
         stream: Some(1),
+        readonly: false,
         _capsule: Some(capsule),
     };
     Ok((view, bits, strides))
@@ -196,7 +200,7 @@ fn cuda_array_interface<'py>(
     }
     let shape: Vec<usize> = item("shape")?.ok_or_else(|| value_error(format!("{name}: no shape")))?.extract()?;
     let typestr: String = item("typestr")?.ok_or_else(|| value_error(format!("{name}: no typestr")))?.extract()?;
-    let (address, _readonly): (u64, bool) =
+    let (address, readonly): (u64, bool) =
         item("data")?.ok_or_else(|| value_error(format!("{name}: no data")))?.extract()?;
     // [byte order][kind][bytes]: little-endian (or native, or one byte) floats and
     // integers.
@@ -216,7 +220,7 @@ fn cuda_array_interface<'py>(
     if address != 0 && device.is_none() {
         return Err(value_error(format!("{name}'s data address is not memory of a CUDA GPU")));
     }
-    Ok((View { address, shape, device, stream, _capsule: None }, bits, strides))
+    Ok((View { address, shape, device, stream, readonly, _capsule: None }, bits, strides))
 }
 
 /// An array that one call wrote on a GPU: shape (N, 3) or (N,), float32 or float64. Hand
@@ -454,10 +458,10 @@ impl GpuArray {
 
 /// `nbody.accelerations` on GPU arrays: positions (N, 3), masses (N,) and optional
 /// targets (K, 3), all on the CUDA executor's GPU in the call's precision; returns the
-/// accelerations (K, 3) and potentials (K,) as GpuArrays (zeros when `potential` is
-/// off).
+/// accelerations (K, 3) and potentials (K,) (zeros when `potential` is off) as GpuArrays,
+/// or written into `out`, the caller's (acceleration, potential) arrays.
 #[pyfunction]
-#[pyo3(signature = (positions, masses, eps, G, targets, potential, executor, precision, softening))]
+#[pyo3(signature = (positions, masses, eps, G, targets, potential, executor, precision, softening, out=None))]
 #[allow(non_snake_case, clippy::too_many_arguments)]
 pub(crate) fn _accelerations_device<'py>(
     py: Python<'py>,
@@ -470,28 +474,19 @@ pub(crate) fn _accelerations_device<'py>(
     executor: &str,
     precision: &str,
     softening: &str,
-) -> PyResult<(Py<GpuArray>, Py<GpuArray>)> {
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let softening = softening_kernel(softening)?;
-    if !(eps.is_finite() && eps >= 0.0) {
-        return Err(value_error(format!("eps must be finite and non-negative (got {eps})")));
-    }
-    if !(G.is_finite() && G >= 0.0) {
-        return Err(value_error(format!("G must be finite and non-negative (got {G})")));
-    }
-    let call = DeviceCall { positions, masses, targets, velocities: None, eps, g: G, potential, softening };
-    let (acc, phi, _) = match precision {
-        "f32" => call.run::<f32>(py, executor, 32, None)?,
-        "f64" => call.run::<f64>(py, executor, 64, None)?,
-        other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
-    };
-    Ok((acc, phi))
+    let call = DeviceCall { positions, masses, targets, velocities: None, out, eps, g: G, potential, softening };
+    call.dispatch(py, executor, precision, None)
 }
 
 /// `nbody.jerk` on GPU arrays: positions (N, 3), velocities (N, 3) and masses (N,) on the
 /// CUDA executor's GPU in the call's precision; returns the accelerations (N, 3), jerks
-/// (N, 3) and potentials (N,) of the particles on themselves as GpuArrays.
+/// (N, 3) and potentials (N,) of the particles on themselves as GpuArrays, or written
+/// into `out`, the caller's arrays in that order.
 #[pyfunction]
-#[pyo3(signature = (positions, velocities, masses, eps, G, executor, precision))]
+#[pyo3(signature = (positions, velocities, masses, eps, G, executor, precision, out=None))]
 #[allow(non_snake_case, clippy::too_many_arguments)]
 pub(crate) fn _jerk_device<'py>(
     py: Python<'py>,
@@ -502,29 +497,20 @@ pub(crate) fn _jerk_device<'py>(
     G: f64,
     executor: &str,
     precision: &str,
-) -> PyResult<(Py<GpuArray>, Py<GpuArray>, Py<GpuArray>)> {
-    if !(eps.is_finite() && eps >= 0.0) {
-        return Err(value_error(format!("eps must be finite and non-negative (got {eps})")));
-    }
-    if !(G.is_finite() && G >= 0.0) {
-        return Err(value_error(format!("G must be finite and non-negative (got {G})")));
-    }
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let call = DeviceCall {
         positions,
         masses,
         targets: None,
         velocities: Some(velocities),
+        out,
         eps,
         g: G,
         potential: true,
         softening: nbody_core::Softening::Plummer,
     };
-    let (acc, phi, jerk) = match precision {
-        "f32" => call.run::<f32>(py, executor, 32, None)?,
-        "f64" => call.run::<f64>(py, executor, 64, None)?,
-        other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
-    };
-    Ok((acc, jerk.expect("computed with velocities"), phi))
+    call.dispatch(py, executor, precision, None)
 }
 
 /// A refusal named by the caller's arguments, as the host path names them.
@@ -559,6 +545,8 @@ struct DeviceCall<'a, 'py> {
     targets: Option<&'a Bound<'py, PyAny>>,
     /// With velocities, the jerk too (the particles on themselves).
     velocities: Option<&'a Bound<'py, PyAny>>,
+    /// The caller's output arrays (acceleration, potential[, jerk]), or new ones.
+    out: Option<&'a Bound<'py, PyAny>>,
     eps: f64,
     g: f64,
     potential: bool,
@@ -566,8 +554,31 @@ struct DeviceCall<'a, 'py> {
 }
 
 impl DeviceCall<'_, '_> {
-    /// (accelerations, potentials, jerks when velocities are given), of the particles
-    /// on themselves or the targets, or of a leaf call with `leaves` (cell rows, list).
+    /// Checks the numbers, runs the call in `precision` and returns its results as a
+    /// tuple in the order the Python function returns them.
+    fn dispatch<'py>(
+        &self,
+        py: Python<'py>,
+        executor: &str,
+        precision: &str,
+        leaves: Option<(&[[f64; 10]], &nbody_core::LeafList<'_>)>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        for (what, x) in [("eps", self.eps), ("G", self.g)] {
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(value_error(format!("{what} must be finite and non-negative (got {x})")));
+            }
+        }
+        let results = match precision {
+            "f32" => self.run::<f32>(py, executor, 32, leaves)?,
+            "f64" => self.run::<f64>(py, executor, 64, leaves)?,
+            other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
+        };
+        PyTuple::new(py, results)
+    }
+
+    /// The results in the order the call returns them: (accelerations, potentials), or
+    /// with velocities (accelerations, jerks, potentials); of the particles on
+    /// themselves or the targets, or of a leaf call with `leaves` (cell rows, list).
     #[allow(clippy::type_complexity)]
     fn run<T: PyReal>(
         &self,
@@ -575,7 +586,7 @@ impl DeviceCall<'_, '_> {
         executor: &str,
         bits: u8,
         leaves: Option<(&[[f64; 10]], &nbody_core::LeafList<'_>)>,
-    ) -> PyResult<(Py<GpuArray>, Py<GpuArray>, Option<Py<GpuArray>>)> {
+    ) -> PyResult<Vec<Py<PyAny>>> {
         let b = backend::<T>(executor, None)?;
         let ordinal = match &b {
             nbody_backends::Backend::Cuda {
@@ -619,9 +630,64 @@ impl DeviceCall<'_, '_> {
             }
         }
         let n_t = t.as_ref().map_or(n, |t| t.shape[0]);
-        let acc = GpuArray::new(ordinal, vec![n_t, 3], bits, false)?;
-        let phi = GpuArray::new(ordinal, vec![n_t], bits, !self.potential)?;
-        let jerk = v.as_ref().map(|_| GpuArray::new(ordinal, vec![n, 3], bits, false)).transpose()?;
+        // The outputs in the order returned: (acceleration, potential), or for the jerk
+        // (acceleration, jerk, potential).
+        let slots: &[(&str, Slot)] = if v.is_some() {
+            &[("out[0] (acceleration)", Slot::Acc), ("out[1] (jerk)", Slot::Jerk), ("out[2] (potential)", Slot::Phi)]
+        } else {
+            &[("out[0] (acceleration)", Slot::Acc), ("out[1] (potential)", Slot::Phi)]
+        };
+        let shape = |slot: Slot| if slot == Slot::Phi { vec![n_t] } else { vec![n_t, 3] };
+        let item = usize::from(bits / 8);
+        let mut outputs: Vec<Output<'_>> = Vec::with_capacity(slots.len());
+        match self.out {
+            Some(given) => {
+                let given: Vec<Bound<'_, PyAny>> = given.extract().map_err(|_| {
+                    value_error("out must be a tuple of GPU arrays, in the order the call returns its results")
+                })?;
+                if given.len() != slots.len() {
+                    return Err(value_error(format!("out must hold {} arrays (got {})", slots.len(), given.len())));
+                }
+                let inputs: Vec<(u64, usize)> = [Some(&pos), Some(&m), t.as_ref(), v.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .map(|v| (v.address, v.shape.iter().product::<usize>() * item))
+                    .collect();
+                for (&(name, slot), obj) in slots.iter().zip(given) {
+                    if obj.get_type().module()?.to_string().starts_with("jax") {
+                        return Err(value_error(format!("{name} is a JAX array, which cannot be written: omit out")));
+                    }
+                    let want = shape(slot);
+                    let o = view(&obj, name, bits, want.len())?;
+                    if o.shape != want {
+                        return Err(value_error(format!("{name} must have shape {want:?} (got {:?})", o.shape)));
+                    }
+                    if o.readonly {
+                        return Err(value_error(format!("{name} is read-only")));
+                    }
+                    if o.device.is_some_and(|d| d != ordinal) {
+                        return Err(value_error(format!("{name} is on another GPU than the executor's ({ordinal})")));
+                    }
+                    let bytes = want.iter().product::<usize>() * item;
+                    let overlaps = |(a, len): (u64, usize)| {
+                        bytes > 0 && len > 0 && o.address < a + len as u64 && a < o.address + bytes as u64
+                    };
+                    if inputs.iter().copied().any(overlaps)
+                        || outputs.iter().any(|p| overlaps((p.address(), p.bytes())))
+                    {
+                        return Err(value_error(format!("{name} overlaps an input or another output")));
+                    }
+                    outputs.push(Output::Given { view: o, object: obj, bytes, slot });
+                }
+            }
+            None => {
+                for &(_, slot) in slots {
+                    let zeroed = slot == Slot::Phi && !self.potential;
+                    outputs.push(Output::Fresh(GpuArray::new(ordinal, shape(slot), bits, zeroed)?, slot));
+                }
+            }
+        }
+        let address_of = |slot: Slot| outputs.iter().find(|o| o.slot() == slot).map(Output::address);
         let nonempty = |a: u64, len: usize| if len == 0 { 0 } else { a };
         let call = DeviceColumns {
             device: ordinal,
@@ -629,10 +695,10 @@ impl DeviceCall<'_, '_> {
             masses: nonempty(m.address, n),
             n,
             targets: t.as_ref().map(|t| (nonempty(t.address, n_t), n_t)),
-            acc: acc.memory().address(),
-            phi: self.potential.then(|| phi.memory().address()),
+            acc: address_of(Slot::Acc).unwrap_or(0),
+            phi: address_of(Slot::Phi).filter(|_| self.potential),
             velocities: v.as_ref().map(|v| nonempty(v.address, n)),
-            jerk: jerk.as_ref().map(|j| j.memory().address()),
+            jerk: address_of(Slot::Jerk),
             streams: [pos.stream, m.stream, t.as_ref().and_then(|t| t.stream), v.as_ref().and_then(|v| v.stream)],
         };
         let mut params =
@@ -656,7 +722,8 @@ impl DeviceCall<'_, '_> {
         });
         // SAFETY: every address was read from its producer's export (a C-contiguous
         // array of `T` of the shape checked above, kept alive by the views until the call
-        // returns) or allocated above; the outputs are fresh, so overlap no input.
+        // returns) or allocated above; the outputs are fresh or checked above to overlap
+        // no input and no other output.
         with_executor::<T, _>(py, &b, move |e| unsafe {
             match &leaves {
                 Some((cells, list)) => e.accelerations_batch_cells_device(call, cells, list, &params),
@@ -665,8 +732,66 @@ impl DeviceCall<'_, '_> {
         })?
         .map_err(named)?;
         drop((pos, m, t, v));
-        Ok((Py::new(py, acc)?, Py::new(py, phi)?, jerk.map(|j| Py::new(py, j)).transpose()?))
+        if !self.potential {
+            // A potential not computed is zero, as in the arrays returned.
+            for o in &outputs {
+                if let Output::Given { view, bytes, slot: Slot::Phi, .. } = o {
+                    zero_given(view, *bytes)?;
+                }
+            }
+        }
+        outputs.into_iter().map(|o| o.into_object(py)).collect()
     }
+}
+
+/// Which output of a call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Acc,
+    Phi,
+    Jerk,
+}
+
+/// One output of a GPU-array call: a fresh GpuArray, or the caller's array.
+enum Output<'py> {
+    Fresh(GpuArray, Slot),
+    Given { view: View<'py>, object: Bound<'py, PyAny>, bytes: usize, slot: Slot },
+}
+
+impl Output<'_> {
+    fn address(&self) -> u64 {
+        match self {
+            Output::Fresh(a, _) => a.memory().address(),
+            Output::Given { view, .. } => view.address,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Output::Fresh(a, _) => a.memory().len(),
+            Output::Given { bytes, .. } => *bytes,
+        }
+    }
+
+    fn slot(&self) -> Slot {
+        match self {
+            Output::Fresh(_, slot) | Output::Given { slot, .. } => *slot,
+        }
+    }
+
+    fn into_object(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self {
+            Output::Fresh(a, _) => Ok(Py::new(py, a)?.into_any()),
+            Output::Given { object, .. } => Ok(object.unbind()),
+        }
+    }
+}
+
+/// Sets `bytes` of the caller's output array `o` to zero.
+fn zero_given(o: &View<'_>, bytes: usize) -> PyResult<()> {
+    let ordinal = o.device.or_else(|| nbody_cuda::DeviceMemory::ordinal_of(o.address)).unwrap_or(0);
+    // SAFETY: a live C-contiguous export of `bytes` on `ordinal`, not read-only (checked).
+    unsafe { nbody_cuda::DeviceMemory::zero_at(ordinal, o.address, bytes) }.map_err(runtime)
 }
 
 /// `_rust_seconds(entry="device")`: the median wall-clock seconds of `reps` calls of
@@ -730,7 +855,7 @@ fn list_array<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, P
 /// GPU in the call's precision, the list (and cells) on the host or the GPU; returns the
 /// accelerations (N, 3) and potentials (N,) as GpuArrays.
 #[pyfunction]
-#[pyo3(signature = (positions, masses, pairs, spans, cells, cell_ranges, cell_spans, eps, G, potential, executor, precision, softening))]
+#[pyo3(signature = (positions, masses, pairs, spans, cells, cell_ranges, cell_spans, eps, G, potential, executor, precision, softening, out=None))]
 #[allow(non_snake_case, clippy::too_many_arguments)]
 pub(crate) fn _leaves_device<'py>(
     py: Python<'py>,
@@ -747,15 +872,10 @@ pub(crate) fn _leaves_device<'py>(
     executor: &str,
     precision: &str,
     softening: &str,
-) -> PyResult<(Py<GpuArray>, Py<GpuArray>)> {
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyTuple>> {
     use nbody_core::{InteractionList, LeafList, Pair, Span};
     let softening = softening_kernel(softening)?;
-    if !(eps.is_finite() && eps >= 0.0) {
-        return Err(value_error(format!("eps must be finite and non-negative (got {eps})")));
-    }
-    if !(G.is_finite() && G >= 0.0) {
-        return Err(value_error(format!("G must be finite and non-negative (got {G})")));
-    }
     let pair_rows = index_rows(&list_array(pairs, "pairs")?, "pairs", 4)?;
     let pairs: Vec<Pair> =
         pair_rows.iter().map(|r| Pair { targets: Span::new(r[0], r[1]), sources: Span::new(r[2], r[3]) }).collect();
@@ -774,13 +894,8 @@ pub(crate) fn _leaves_device<'py>(
         cells: &ranges,
         cell_spans: &cell_spans,
     };
-    let call = DeviceCall { positions, masses, targets: None, velocities: None, eps, g: G, potential, softening };
-    let (acc, phi, _) = match precision {
-        "f32" => call.run::<f32>(py, executor, 32, Some((&cells, &list)))?,
-        "f64" => call.run::<f64>(py, executor, 64, Some((&cells, &list)))?,
-        other => return Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
-    };
-    Ok((acc, phi))
+    let call = DeviceCall { positions, masses, targets: None, velocities: None, out, eps, g: G, potential, softening };
+    call.dispatch(py, executor, precision, Some((&cells, &list)))
 }
 
 /// Rows `[start, end]` of `obj` (the argument `name`) as spans.

@@ -28,8 +28,8 @@ mod device;
 /// `nbody.accelerations` on GPU arrays: this build has no CUDA executor.
 #[cfg(not(feature = "cuda"))]
 #[pyfunction]
-#[pyo3(signature = (*_args))]
-fn _accelerations_device(_args: &Bound<'_, PyTuple>) -> PyResult<()> {
+#[pyo3(signature = (*_args, **_kwargs))]
+fn _accelerations_device(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>) -> PyResult<()> {
     Err(value_error(
         "GPU arrays need the CUDA executor, which this build of nbody lacks (nbody.cuda_compiled is False)",
     ))

@@ -32,6 +32,12 @@ def test_gpu_and_host_arrays_mixed_are_refused_by_name():
         nbody.accelerations(Interface(), np.ones(3))
 
 
+def test_out_is_for_gpu_arrays():
+    pos, m = np.zeros((3, 3)), np.ones(3)
+    with pytest.raises(ValueError, match="out is for GPU arrays"):
+        nbody.accelerations(pos, m, out=(np.zeros((3, 3)), np.zeros(3)))
+
+
 def test_other_functions_refuse_gpu_arrays_by_name():
     with pytest.raises(ValueError, match="masses is on DLPack device .* only accelerations, jerk and leaves"):
         nbody.tidal(np.zeros((3, 3)), OnGpu())
@@ -243,3 +249,49 @@ def test_gpu_leaves_match_the_host_leaf_call_bit_for_bit(producer, dtype, precis
             np.testing.assert_array_equal(g, w)
     with pytest.raises(ValueError, match="source span 0 is reversed or reaches past"):
         nbody.leaves(up(pos), up(m), pairs, np.array([[0, 4096]]), eps=0.01)
+
+
+class ReadOnly:
+    """The CUDA array interface of another array, marked read-only."""
+
+    def __init__(self, array):
+        cai = dict(array.__cuda_array_interface__)
+        cai["data"] = (cai["data"][0], True)
+        self.__cuda_array_interface__ = cai
+
+
+@needs_gpu
+@pytest.mark.parametrize("producer", PRODUCERS, ids=[p[0] for p in PRODUCERS])
+def test_results_go_into_the_callers_arrays(producer):
+    name, up, down = producer
+    pos, m = plummer_like(1000, np.float32)
+    vel = np.random.default_rng(2).normal(size=(1000, 3)).astype(np.float32)
+    want = nbody.accelerations(pos, m, eps=0.01, executor="cuda", precision="f32")
+    if name == "jax":
+        with pytest.raises(ValueError, match="JAX array, which cannot be written"):
+            nbody.accelerations(up(pos), up(m), eps=0.01, out=(up(np.zeros((1000, 3), np.float32)), up(m)))
+        return
+    acc, phi = up(np.full((1000, 3), 7.0, np.float32)), up(np.full(1000, 7.0, np.float32))
+    got = nbody.accelerations(up(pos), up(m), eps=0.01, out=(acc, phi))
+    assert got[0] is acc and got[1] is phi
+    np.testing.assert_array_equal(down(acc), want[0])
+    np.testing.assert_array_equal(down(phi), want[1])
+    nbody.accelerations(up(pos), up(m), eps=0.01, potential=False, out=(acc, phi))
+    assert not down(phi).any()
+    want_j = nbody.jerk(pos, vel, m, eps=0.01, executor="cuda", precision="f32")
+    outs = (up(np.zeros((1000, 3), np.float32)), up(np.zeros((1000, 3), np.float32)), up(np.zeros(1000, np.float32)))
+    nbody.jerk(up(pos), up(vel), up(m), eps=0.01, out=outs)
+    for o, w in zip(outs, want_j):
+        np.testing.assert_array_equal(down(o), w)
+    d_pos, d_m = up(pos), up(m)
+    with pytest.raises(ValueError, match="overlaps an input"):
+        nbody.accelerations(d_pos, d_m, eps=0.01, out=(d_pos, phi))
+    with pytest.raises(ValueError, match=r"out\[1\] \(potential\) must have shape"):
+        nbody.accelerations(d_pos, d_m, eps=0.01, out=(acc, up(np.zeros(999, np.float32))))
+    with pytest.raises(ValueError, match="out must hold 2 arrays"):
+        nbody.accelerations(d_pos, d_m, eps=0.01, out=(acc,))
+    if hasattr(acc, "__cuda_array_interface__"):
+        before = down(acc).copy()
+        with pytest.raises(ValueError, match=r"out\[0\] \(acceleration\) is read-only"):
+            nbody.accelerations(d_pos, d_m, eps=0.01, out=(ReadOnly(acc), phi))
+        np.testing.assert_array_equal(down(acc), before)

@@ -109,6 +109,23 @@ def _like(template, out):
     return out
 
 
+def _outputs(out):
+    """`out` as the extension takes it: None, or a tuple of the caller's GPU arrays."""
+    if out is None:
+        return None
+    if not isinstance(out, (tuple, list)):
+        raise ValueError("out must be a tuple of GPU arrays, in the order the call returns its results")
+    return tuple(out)
+
+
+def _results(template, results, out):
+    """A GPU call's results: the caller's `out` arrays as given, else new arrays of the
+    positions' library (`_like`)."""
+    if out is not None:
+        return tuple(out)
+    return tuple(_like(template, r) for r in results)
+
+
 def _all_on_gpu(names, arrays):
     """Whether the call's arrays are GPU arrays: all of them (None left out), or none;
     a mix is a ValueError naming the first host array."""
@@ -140,6 +157,7 @@ def accelerations(
     threads=None,
     softening="plummer",
     target_eps=None,
+    out=None,
 ):
     if _all_on_gpu(("positions", "masses", "targets"), (positions, masses, targets)):
         if eps is not None and not isinstance(eps, (int, float)):
@@ -148,7 +166,7 @@ def accelerations(
             raise ValueError("target_eps is taken on the host only (a length per particle)")
         if threads is not None:
             raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
-        acc, phi = _nbody._accelerations_device(
+        results = _nbody._accelerations_device(
             positions,
             masses,
             float(eps or 0.0),
@@ -158,8 +176,11 @@ def accelerations(
             executor or "cuda",
             _precision_of(positions, precision),
             softening,
+            out=_outputs(out),
         )
-        return _like(positions, acc), _like(positions, phi)
+        return _results(positions, results, out)
+    if out is not None:
+        raise ValueError("out is for GPU arrays (results on the host are new numpy arrays)")
     return _accelerations_host(
         positions,
         masses,
@@ -184,21 +205,32 @@ interface), they are read where they are by the CUDA executor (executor defaults
 precision defaults to their dtype), after their producer's stream. The accelerations and
 potentials are allocated on the same GPU and returned as arrays of the positions'
 library (PyTorch, CuPy, JAX; a `GpuArray` for numba and others, which numba kernels
-take as it is), complete when the call returns.
+take as it is), complete when the call returns; or written into `out`, the caller's
+(acceleration, potential) GPU arrays of the right shape and dtype, writable and
+overlapping no input.
 """
 cell = _host_arrays(_nbody.cell)
 density_map = _host_arrays(_nbody.density_map)
 _jerk_host = _host_arrays(_nbody.jerk)
 
 
-def jerk(positions, velocities, masses, eps=0.0, G=1.0, executor=None, precision=None, threads=None):
+def jerk(positions, velocities, masses, eps=0.0, G=1.0, executor=None, precision=None, threads=None, out=None):
     if _all_on_gpu(("positions", "velocities", "masses"), (positions, velocities, masses)):
         if threads is not None:
             raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
-        acc, j, phi = _nbody._jerk_device(
-            positions, velocities, masses, float(eps), G, executor or "cuda", _precision_of(positions, precision)
+        results = _nbody._jerk_device(
+            positions,
+            velocities,
+            masses,
+            float(eps),
+            G,
+            executor or "cuda",
+            _precision_of(positions, precision),
+            out=_outputs(out),
         )
-        return _like(positions, acc), _like(positions, j), _like(positions, phi)
+        return _results(positions, results, out)
+    if out is not None:
+        raise ValueError("out is for GPU arrays (results on the host are new numpy arrays)")
     return _jerk_host(
         positions,
         velocities,
@@ -215,7 +247,7 @@ jerk.__doc__ = (_nbody.jerk.__doc__ or "") + """
 
 GPU arrays (positions, velocities, masses on one GPU) are read in place by the CUDA
 executor as in `accelerations`: precision defaults to their dtype, the results come back
-on the same GPU.
+on the same GPU, or go into `out` (acceleration, jerk, potential).
 """
 _leaves_host = _host_arrays(_nbody.leaves)
 
@@ -235,13 +267,14 @@ def leaves(
     precision=None,
     threads=None,
     softening="plummer",
+    out=None,
 ):
     if _all_on_gpu(("positions", "masses"), (positions, masses)):
         if eps is not None and not isinstance(eps, (int, float)):
             raise ValueError("eps must be one number with GPU arrays (a length per particle is taken on the host)")
         if threads is not None:
             raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
-        acc, phi = _nbody._leaves_device(
+        results = _nbody._leaves_device(
             positions,
             masses,
             pairs,
@@ -255,8 +288,11 @@ def leaves(
             executor or "cuda",
             _precision_of(positions, precision),
             softening,
+            out=_outputs(out),
         )
-        return _like(positions, acc), _like(positions, phi)
+        return _results(positions, results, out)
+    if out is not None:
+        raise ValueError("out is for GPU arrays (results on the host are new numpy arrays)")
     return _leaves_host(
         positions,
         masses,
@@ -279,7 +315,8 @@ leaves.__doc__ = (_nbody.leaves.__doc__ or "") + """
 
 GPU arrays (positions and masses on one GPU) are read in place by the CUDA executor as in
 `accelerations`; the list and cells may be host or GPU arrays (copied: the list is
-expanded on the host). Results come back on the same GPU.
+expanded on the host). Results come back on the same GPU, or go into `out`
+(acceleration, potential).
 """
 leaves_vjp = _host_arrays(_nbody.leaves_vjp)
 tidal = _host_arrays(_nbody.tidal)

@@ -28,6 +28,7 @@ def accelerations(
     threads: Optional[int] = None,
     softening: Softening = "plummer",
     target_eps: Optional[FloatArray] = None,
+    out: Optional[Tuple[object, object]] = None,
 ) -> Tuple[FloatArray, FloatArray]:
     """Accelerations (M, 3) and potentials (M,) of `targets` (M, 3), or of the particles
     themselves when `targets` is None (each skips its own pair), from the particles at
@@ -49,7 +50,9 @@ def accelerations(
     in place by the CUDA executor ("cuda" by default, "cuda:N" for GPU N) in their own
     dtype (the default precision), C-contiguous, after their producer's stream; the
     results are allocated on the same GPU and returned as arrays of the positions'
-    library (PyTorch, CuPy, JAX; a GpuArray for numba, whose kernels take it as it is). Another GPU, dtype or layout raises ValueError.
+    library (PyTorch, CuPy, JAX; a GpuArray for numba, whose kernels take it as it is),
+    or written into `out`, the caller's (acceleration, potential) GPU arrays (right shape
+    and dtype, C-contiguous, writable, overlapping no input; not JAX arrays). Another GPU, dtype or layout raises ValueError.
 
     >>> import numpy as np, nbody
     >>> pos = np.array([[0.0, 0, 0], [1.0, 0, 0]])
@@ -120,6 +123,7 @@ def jerk(
     executor: Optional[str] = None,
     precision: Optional[Precision] = None,
     threads: Optional[int] = None,
+    out: Optional[Tuple[object, object, object]] = None,
 ) -> Tuple[npt.NDArray[np.floating], npt.NDArray[np.floating], npt.NDArray[np.floating]]:
     """Acceleration (N, 3), jerk (N, 3) and potential (N,) of every particle from all the
     others, each skipping its own pair, as the Hermite integrators use them (arrays in the
@@ -258,6 +262,7 @@ def leaves(
     precision: Optional[Precision] = None,
     threads: Optional[int] = None,
     softening: Softening = "plummer",
+    out: Optional[Tuple[object, object]] = None,
 ) -> Tuple[FloatArray, FloatArray]:
     """A tree or FMM code's leaf work in one call. Row `[t0, t1, s0, s1]` of `pairs`
     (K, 4) makes the particles `t0..t1` feel the particle spans `spans[s0..s1]` (rows
