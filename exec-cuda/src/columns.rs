@@ -288,15 +288,26 @@ impl CudaExecutor {
         let column = call.phi.map_or(null(), device);
         let unpack = ColumnsArgs { records, rows: device(call.acc), column, first_bad: null(), n: ni, padded: ni };
         // SAFETY: n records in; 3 n rows and n potentials out (the caller's word).
-        unsafe {
-            self.launch(
-                Kernel::UnpackColumns { tag: T::FAMILY },
-                call.n.div_ceil(256) as u32,
-                256,
-                unpack,
-                "unpacking columns",
-            )
-        }
+        unsafe { self.launch_columns::<T>(true, call.n, unpack, "unpacking columns") }
+    }
+
+    /// Launches the packing (`unpack` false) or unpacking kernel of precision `T` over
+    /// `threads` records.
+    ///
+    /// # Safety
+    /// `args` names buffers that hold what the kernel reads and writes for `args.n` and
+    /// `args.padded` records.
+    unsafe fn launch_columns<T: DeviceReal>(
+        &self,
+        unpack: bool,
+        threads: usize,
+        args: ColumnsArgs,
+        what: &'static str,
+    ) -> Result<(), Error> {
+        let kernel =
+            if unpack { Kernel::UnpackColumns { tag: T::FAMILY } } else { Kernel::PackColumns { tag: T::FAMILY } };
+        // SAFETY: the caller's word.
+        unsafe { self.launch(kernel, threads.div_ceil(256) as u32, 256, args, what) }
     }
 
     /// Refuses `address` (the caller's array `what`) unless the driver places it in
@@ -324,25 +335,20 @@ impl CudaExecutor {
         target_flags: Ptr,
     ) -> Result<(), Error> {
         let padded = (n_s as usize).next_multiple_of(SOURCE_PAD);
-        let blocks = |n: usize| n.div_ceil(256) as u32;
         if padded > 0 {
             let records = ptr(self.scratch[SOURCES].reserve(padded * 4 * size_of::<T>())?);
             let pack =
                 ColumnsArgs { records, rows, column: masses, first_bad: source_flags, n: n_s, padded: count(padded)? };
             // SAFETY: the rows hold 3 n_s values and the column n_s (the caller's word),
             // the records `padded`, the flags two ints.
-            unsafe {
-                self.launch(Kernel::PackColumns { tag: T::FAMILY }, blocks(padded), 256, pack, "packing columns")?
-            };
+            unsafe { self.launch_columns::<T>(false, padded, pack, "packing columns")? };
         }
         if let Some(t_rows) = targets.filter(|_| n_t > 0) {
             let records = ptr(self.scratch[EXTRA_B].reserve(n_t as usize * 4 * size_of::<T>())?);
             let pack =
                 ColumnsArgs { records, rows: t_rows, column: null(), first_bad: target_flags, n: n_t, padded: n_t };
             // SAFETY: as above, for the targets' rows and n_t records.
-            unsafe {
-                self.launch(Kernel::PackColumns { tag: T::FAMILY }, blocks(n_t as usize), 256, pack, "packing targets")?
-            };
+            unsafe { self.launch_columns::<T>(false, n_t as usize, pack, "packing targets")? };
         }
         Ok(())
     }
@@ -359,15 +365,7 @@ impl CudaExecutor {
         let pack = ColumnsArgs { records, rows, column: null(), first_bad: flags, n, padded: count(padded)? };
         // SAFETY: the rows hold 3 n values (the caller's word), the records `padded`, the
         // flags two ints.
-        unsafe {
-            self.launch(
-                Kernel::PackColumns { tag: T::FAMILY },
-                padded.div_ceil(256) as u32,
-                256,
-                pack,
-                "packing velocities",
-            )
-        }
+        unsafe { self.launch_columns::<T>(false, padded, pack, "packing velocities") }
     }
 
     /// Queues the field and jerk of the `n` packed particles (SOURCES, velocities in
@@ -407,13 +405,12 @@ impl CudaExecutor {
             crate::jerk::Staged::resident(bufs, n, n, padded, sm_count, per_thread, partials, (size_of::<T>(), wide))?;
         self.launch_jerk(&staged, p)?;
         let ni = count(n)?;
-        let blocks = n.div_ceil(256) as u32;
         for (records, rows, column, what) in
             [(field, rows, column, "unpacking the field"), (jerk, jerk_rows, null(), "unpacking the jerk")]
         {
             let unpack = ColumnsArgs { records, rows, column, first_bad: null(), n: ni, padded: ni };
             // SAFETY: n records in; 3 n rows and n values out (the caller's word).
-            unsafe { self.launch(Kernel::UnpackColumns { tag: T::FAMILY }, blocks, 256, unpack, what)? };
+            unsafe { self.launch_columns::<T>(true, n, unpack, what)? };
         }
         Ok(())
     }
@@ -460,15 +457,7 @@ impl CudaExecutor {
         let ni = count(n_t)?;
         let unpack = ColumnsArgs { records, rows, column, first_bad: null(), n: ni, padded: ni };
         // SAFETY: n_t records in; 3 n_t rows and n_t potentials out (the caller's word).
-        unsafe {
-            self.launch(
-                Kernel::UnpackColumns { tag: T::FAMILY },
-                n_t.div_ceil(256) as u32,
-                256,
-                unpack,
-                "unpacking columns",
-            )
-        }
+        unsafe { self.launch_columns::<T>(true, n_t, unpack, "unpacking columns") }
     }
 }
 

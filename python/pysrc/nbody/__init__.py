@@ -118,6 +118,12 @@ def _outputs(out):
     return tuple(out)
 
 
+def _no_out(out):
+    """Host calls return new numpy arrays: `out` is for GPU arrays."""
+    if out is not None:
+        raise ValueError("out is for GPU arrays (results on the host are new numpy arrays)")
+
+
 def _results(template, results, out):
     """A GPU call's results: the caller's `out` arrays as given, else new arrays of the
     positions' library (`_like`)."""
@@ -179,8 +185,7 @@ def accelerations(
             out=_outputs(out),
         )
         return _results(positions, results, out)
-    if out is not None:
-        raise ValueError("out is for GPU arrays (results on the host are new numpy arrays)")
+    _no_out(out)
     return _accelerations_host(
         positions,
         masses,
@@ -229,8 +234,7 @@ def jerk(positions, velocities, masses, eps=0.0, G=1.0, executor=None, precision
             out=_outputs(out),
         )
         return _results(positions, results, out)
-    if out is not None:
-        raise ValueError("out is for GPU arrays (results on the host are new numpy arrays)")
+    _no_out(out)
     return _jerk_host(
         positions,
         velocities,
@@ -291,8 +295,7 @@ def leaves(
             out=_outputs(out),
         )
         return _results(positions, results, out)
-    if out is not None:
-        raise ValueError("out is for GPU arrays (results on the host are new numpy arrays)")
+    _no_out(out)
     return _leaves_host(
         positions,
         masses,
