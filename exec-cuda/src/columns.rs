@@ -5,6 +5,12 @@
 //! down straight into the caller's arrays. The host makes no pass over the particles,
 //! which for a front end such as Python's is the difference between a call that costs
 //! what the kernel costs and one that adds a pack and an unpack on one core.
+//!
+//! The device side ([`nbody_core::Executor::field_columns_device`],
+//! [`nbody_core::Executor::accelerations_batch_cells_device`]) starts from arrays the
+//! caller already holds on this GPU (another library's): the same kernels pack them
+//! (velocities too, for the jerk), every value is known good before anything is written,
+//! and the field (and jerk) is unpacked straight into the caller's output arrays.
 
 use crate::args::{ColumnsArgs, Ptr, null};
 use crate::kernels::{Kernel, count};
