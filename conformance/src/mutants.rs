@@ -292,6 +292,11 @@ impl<T: Real, E: Executor<T>> Executor<T> for Mutant<E> {
         // SAFETY: the caller's call, unchanged.
         unsafe { self.inner.accelerations_batch_cells_device(call, cells, list, params) }
     }
+
+    unsafe fn vjp_device(&mut self, call: nbody_core::columns::DeviceVjp, params: &Params<T>) -> Result<(), Error> {
+        // SAFETY: the caller's call, unchanged.
+        unsafe { self.inner.vjp_device(call, params) }
+    }
 }
 
 impl<T: Real, E: Project<T>> Project<T> for Mutant<E> {

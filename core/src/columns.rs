@@ -165,3 +165,40 @@ impl DeviceColumns {
         self.targets.map_or(self.n, |(_, k)| k)
     }
 }
+
+/// The vector-Jacobian product of the field of `n` particles on themselves (each
+/// without its own pair) on memory the caller holds on a GPU, for
+/// [`crate::Executor::vjp_device`]: for cotangents on the accelerations (rows) and
+/// potentials (a column), each particle's whole gradient, its part as a target and as a
+/// source together (as [`crate::Executor::vjp_batch`] gives it), written as rows of
+/// position gradients and a column of mass gradients.
+///
+/// ```
+/// use nbody_core::columns::DeviceVjp;
+/// let call = DeviceVjp {
+///     device: 0, positions: 0x1000, masses: 0x2000, n: 4, cot_acc: 0x3000, cot_phi: None,
+///     grad_positions: 0x4000, grad_masses: 0x5000, streams: [None; 4],
+/// };
+/// assert_eq!(call.n, 4);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceVjp {
+    /// The ordinal of the device the addresses belong to.
+    pub device: u32,
+    /// The particles' rows: `3 n` values.
+    pub positions: u64,
+    /// Their masses: `n` values.
+    pub masses: u64,
+    /// How many particles.
+    pub n: usize,
+    /// Cotangents on the accelerations: `3 n` values.
+    pub cot_acc: u64,
+    /// Cotangents on the potentials (`n` values), when the potential is differentiated.
+    pub cot_phi: Option<u64>,
+    /// Rows of position gradients out: `3 n` values.
+    pub grad_positions: u64,
+    /// Mass gradients out: `n` values.
+    pub grad_masses: u64,
+    /// The streams the inputs were written on (as [`DeviceColumns::streams`]).
+    pub streams: [Option<u64>; 4],
+}

@@ -1096,6 +1096,36 @@ pub trait Executor<T: Real> {
             reason: "this executor does not run on a GPU: pass host arrays",
         })
     }
+
+    /// [`Executor::vjp`] of the particles on themselves on memory the caller holds on a
+    /// GPU (see [`crate::columns::DeviceVjp`]): each particle's whole gradient written into
+    /// the caller's device arrays. The default is [`Error::Unsupported`]; an executor that
+    /// overrides it checks the particles as [`Executor::field_columns_device`] does and the
+    /// cotangents as [`crate::validate::cotangents_of`] does, outputs untouched on any
+    /// error.
+    ///
+    /// # Safety
+    /// As [`Executor::field_columns_device`]'s, for the addresses of
+    /// [`crate::columns::DeviceVjp`].
+    ///
+    /// ```
+    /// use nbody_core::columns::DeviceVjp;
+    /// use nbody_core::{Error, Executor, Params, Reference};
+    /// let call = DeviceVjp {
+    ///     device: 0, positions: 0x1000, masses: 0x2000, n: 4, cot_acc: 0x3000, cot_phi: None,
+    ///     grad_positions: 0x4000, grad_masses: 0x5000, streams: [None; 4],
+    /// };
+    /// // SAFETY: the reference refuses before it reads anything.
+    /// let r = unsafe { Executor::<f64>::vjp_device(&mut Reference, call, &Params::softened(0.1)) };
+    /// assert!(matches!(r, Err(Error::Unsupported { .. })));
+    /// ```
+    unsafe fn vjp_device(&mut self, call: crate::columns::DeviceVjp, params: &Params<T>) -> Result<(), Error> {
+        let _ = (call, params);
+        Err(Error::Unsupported {
+            operation: "vjp_device",
+            reason: "this executor does not run on a GPU: pass host arrays",
+        })
+    }
 }
 
 /// Calls `f(targets, sources)` for each pair with targets and each non-empty span of

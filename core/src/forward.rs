@@ -492,6 +492,12 @@ where
         // SAFETY: the same call, the same contract.
         unsafe { self.inner_mut().accelerations_batch_cells_device(call, cells, list, params) }
     }
+
+    unsafe fn vjp_device(&mut self, call: crate::columns::DeviceVjp, params: &Params<T>) -> Result<(), Error> {
+        self.before(&Call::Vjp { targets: call.n, sources: call.n });
+        // SAFETY: the same call, the same contract.
+        unsafe { self.inner_mut().vjp_device(call, params) }
+    }
 }
 
 /// `&mut E` is an executor wherever `E` is.

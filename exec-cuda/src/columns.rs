@@ -190,7 +190,7 @@ impl CudaExecutor {
 
     /// The checks of a device call that read no array: the parameters, the device, the
     /// family (the mixed kernels refuse: `operation`), jerk and velocities together.
-    fn device_preamble<T: DeviceReal>(
+    pub(crate) fn device_preamble<T: DeviceReal>(
         &self,
         call: &DeviceColumns,
         params: &Params<T>,
@@ -303,7 +303,7 @@ impl CudaExecutor {
     /// # Safety
     /// `args` names buffers that hold what the kernel reads and writes for `args.n` and
     /// `args.padded` records.
-    unsafe fn launch_columns<T: DeviceReal>(
+    pub(crate) unsafe fn launch_columns<T: DeviceReal>(
         &self,
         unpack: bool,
         threads: usize,
@@ -318,7 +318,7 @@ impl CudaExecutor {
 
     /// Refuses `address` (the caller's array `what`) unless the driver places it in
     /// device memory of this executor's GPU.
-    fn check_owned(&self, what: &'static str, address: u64) -> Result<(), Error> {
+    pub(crate) fn check_owned(&self, what: &'static str, address: u64) -> Result<(), Error> {
         if crate::DeviceMemory::ordinal_of(address) != Some(self.gpu.ordinal()) {
             return Err(Error::InvalidParameter { name: what, requirement: "device memory of the executor's GPU" });
         }

@@ -158,6 +158,12 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         self.columns_call(call, params, acc, phi)
     }
 
+    /// The product on the caller's device arrays (see [`crate::gradients`]).
+    unsafe fn vjp_device(&mut self, call: nbody_core::columns::DeviceVjp, params: &Params<T>) -> Result<(), Error> {
+        // SAFETY: the caller's contract is the trait's.
+        unsafe { self.device_vjp_call(call, params) }
+    }
+
     /// The leaf call on the caller's device arrays (see [`crate::columns`]).
     unsafe fn accelerations_batch_cells_device(
         &mut self,

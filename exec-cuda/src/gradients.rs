@@ -10,7 +10,7 @@
 use crate::args::{GradArgs, null};
 use crate::kernels::{Kernel, Soft, count};
 use crate::memory::{download, ptr, upload_padded};
-use crate::{CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, Family, OUT, PARTIAL, SOURCES, TARGETS};
+use crate::{CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, Family, OUT, PARTIAL, SOURCES, TARGETS};
 use cust::memory::DevicePointer;
 use nbody_core::calls::{TidalCall, VjpCall};
 use nbody_core::kernel::Softened;
@@ -105,6 +105,143 @@ fn base_args<T: DeviceReal>(
 }
 
 impl CudaExecutor {
+    /// Queues the fused product of `n` particles on themselves (records at `particles`,
+    /// cotangents at `cot`), adding the targets' parts into `gt` and the sources' parts
+    /// and mass gradients into `gs`; its sources split into block rows where the particles
+    /// alone would leave SMs idle.
+    ///
+    /// # Safety
+    /// Each address holds `n` four-lane records of `T`'s kernels.
+    unsafe fn launch_fused<T: DeviceReal>(
+        &mut self,
+        params: &Params<T>,
+        n: usize,
+        particles: DevicePointer<u8>,
+        cot: DevicePointer<u8>,
+        gt: DevicePointer<u8>,
+        gs: DevicePointer<u8>,
+    ) -> Result<(), Error> {
+        let c = Constants::of(params);
+        let (tag, soft, masked) = (tag::<T>(), c.soft, c.masked);
+        let x = n.div_ceil(FUSED_BLOCK as usize);
+        let rows = fused_rows(x, n, self.gpu.info().sm_count as usize);
+        let chunk = n.div_ceil(rows).next_multiple_of(FUSED_BLOCK as usize);
+        let rows = n.div_ceil(chunk);
+        let partial = if rows > 1 { ptr(self.scratch[PARTIAL].reserve(rows * n * 8 * 8)?) } else { null() };
+        let base = GradArgs { cot, ..base_args(params, n, n, particles, particles)? };
+        let args = GradArgs { grad: gt, out: gs, partial, chunk: count(chunk)?, ..base };
+        // SAFETY: the caller's word for the records; eight doubles a particle a row in
+        // `partial`.
+        unsafe {
+            let grid = (x as u32, rows as u32);
+            self.launch(Kernel::GradFused { tag, soft, masked }, grid, FUSED_BLOCK, args, "launching the gradients")?;
+            if rows > 1 {
+                let reduce = GradArgs { chunk: count(rows)?, ..args };
+                let blocks = n.div_ceil(BLOCK as usize) as u32;
+                self.launch(Kernel::GradFusedReduce { tag }, blocks, BLOCK, reduce, "adding the gradients")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`nbody_core::Executor::vjp_device`]: the particles and cotangents packed and
+    /// checked on the device, the fused product, the targets' parts added into the
+    /// sources', and the sums unpacked into the caller's gradient arrays.
+    ///
+    /// # Safety
+    /// As the trait method's.
+    pub(crate) unsafe fn device_vjp_call<T: DeviceReal>(
+        &mut self,
+        call: nbody_core::columns::DeviceVjp,
+        params: &Params<T>,
+    ) -> Result<(), Error> {
+        let n = call.n;
+        let columns = nbody_core::columns::DeviceColumns {
+            device: call.device,
+            positions: call.positions,
+            masses: call.masses,
+            n,
+            targets: None,
+            acc: call.grad_positions,
+            phi: Some(call.grad_masses),
+            velocities: None,
+            jerk: None,
+            streams: call.streams,
+        };
+        self.device_preamble::<T>(&columns, params, "vjp_device on the mixed kernels")?;
+        let mut p = params.with_overlap_identical();
+        p.potential = call.cot_phi.is_some();
+        let sz = 4 * size_of::<T>();
+        self.guarded(|me| {
+            // SAFETY: the caller's contract.
+            unsafe { me.pack_device_particles::<T>(&columns)? };
+            if n == 0 {
+                return Ok(());
+            }
+            me.check_owned("cot_acc", call.cot_acc)?;
+            if let Some(c) = call.cot_phi {
+                me.check_owned("cot_phi", c)?;
+            }
+            // The cotangents as records [cx, cy, cz, c_phi], checked like coordinates.
+            let flags = me.scratch[EXTRA_C].reserve(8)?;
+            upload_padded(flags, bytemuck::cast_slice(&[i32::MAX; 2]), 0)?;
+            let flags = ptr(flags);
+            let cot = ptr(me.scratch[TARGETS].reserve(n * sz)?);
+            let device = DevicePointer::<u8>::from_raw;
+            let args = crate::args::ColumnsArgs {
+                records: cot,
+                rows: device(call.cot_acc),
+                column: call.cot_phi.map_or(null(), device),
+                first_bad: flags,
+                n: count(n)?,
+                padded: count(n)?,
+            };
+            // SAFETY: the rows hold 3 n values and the column n (the caller's word), the
+            // records n, the flags two ints.
+            unsafe { me.launch_columns::<T>(false, n, args, "packing cotangents")? };
+            me.gpu.stream().synchronize().map_err(crate::device::cuda("packing cotangents"))?;
+            let mut found = [i32::MAX; 2];
+            download(me.scratch[EXTRA_C].reserve(0)?, bytemuck::cast_slice_mut(&mut found))?;
+            // (The second flag marks a negative potential cotangent, which is allowed.)
+            if found[0] != i32::MAX {
+                let index = found[0] as usize;
+                let mut record = [T::zero(); 4];
+                let at = index * sz;
+                let buf = me.scratch[TARGETS].reserve(0)?;
+                download(&cust::memory::DeviceSlice::index(buf, at..at + sz), bytemuck::cast_slice_mut(&mut record))?;
+                let array = nbody_core::Array::Cotangents;
+                let finite = record.iter().all(|v| v.is_finite());
+                return Err(if finite { Error::OutOfRange { array, index } } else { Error::NonFinite { array, index } });
+            }
+            let gt = me.scratch[OUT].reserve(n * sz)?;
+            upload_padded(gt, &[], n * sz)?;
+            let gt = ptr(gt);
+            let gs = me.scratch[EXTRA_B].reserve(n * sz)?;
+            upload_padded(gs, &[], n * sz)?;
+            let gs = ptr(gs);
+            let particles = ptr(me.scratch[SOURCES].buf_ref().ok_or(Error::NoDevice)?);
+            // SAFETY: n packed particles and cotangents, n zeroed records of each part.
+            unsafe { me.launch_fused(&p, n, particles, cot, gt, gs)? };
+            // A particle's gradient: its source part (with the mass gradient) plus its
+            // target part, added on the device by the kick kernel (a += b h, h = 1).
+            let add = crate::args::StepArgs { a: gs, b: gt, h: T::one(), n: count(n)? };
+            let blocks = n.div_ceil(256) as u32;
+            // SAFETY: n records each.
+            unsafe { me.launch(Kernel::Kick { tag: tag::<T>() }, blocks, 256, add, "adding the gradients' parts")? };
+            let unpack = crate::args::ColumnsArgs {
+                records: gs,
+                rows: device(call.grad_positions),
+                column: device(call.grad_masses),
+                first_bad: null(),
+                n: count(n)?,
+                padded: count(n)?,
+            };
+            // SAFETY: n records in; 3 n rows and n values out (the caller's word).
+            unsafe { me.launch_columns::<T>(true, n, unpack, "unpacking the gradients")? };
+            me.gpu.stream().synchronize().map_err(crate::device::cuda("running the gradient kernel"))
+        })
+    }
+
     /// See the module documentation.
     pub(crate) fn tidal_call<T: DeviceReal>(&mut self, call: TidalCall<'_, T>) -> Result<(), Error> {
         let TidalCall { targets, sources, params, out, tidal } = call;
@@ -141,30 +278,9 @@ impl CudaExecutor {
             let (tag, soft, masked) = (tag::<T>(), c.soft, c.masked);
             let blocks = |k: usize| k.div_ceil(BLOCK as usize) as u32;
             if params.overlap == nbody_core::Overlap::Identical {
-                // A system on itself (validated: the same records): one pass, its sources
-                // split into rows where the particles alone would leave SMs idle.
-                let x = n.div_ceil(FUSED_BLOCK as usize);
-                let rows = fused_rows(x, n, me.gpu.info().sm_count as usize);
-                let chunk = n.div_ceil(rows).next_multiple_of(FUSED_BLOCK as usize);
-                let rows = n.div_ceil(chunk);
-                let partial = if rows > 1 { ptr(me.scratch[PARTIAL].reserve(rows * n * 8 * 8)?) } else { null() };
-                let args = GradArgs { grad: gt, out: gs, partial, chunk: count(chunk)?, ..base };
-                // SAFETY: n records, cotangents and gradients of each kind, uploaded above;
-                // eight doubles a particle a row in `partial`.
-                unsafe {
-                    let grid = (x as u32, rows as u32);
-                    me.launch(
-                        Kernel::GradFused { tag, soft, masked },
-                        grid,
-                        FUSED_BLOCK,
-                        args,
-                        "launching the gradients",
-                    )?;
-                    if rows > 1 {
-                        let reduce = GradArgs { chunk: count(rows)?, ..args };
-                        me.launch(Kernel::GradFusedReduce { tag }, blocks(n), BLOCK, reduce, "adding the gradients")?;
-                    }
-                };
+                // A system on itself (validated: the same records): one pass.
+                // SAFETY: n records, cotangents and gradients of each kind, uploaded above.
+                unsafe { me.launch_fused(params, n, t, cot, gt, gs)? };
                 me.gpu.stream().synchronize().map_err(crate::device::cuda("running the gradient kernel"))?;
                 down(me, OUT, target_grads)?;
                 return down::<Particle<T>>(me, EXTRA_B, source_grads);

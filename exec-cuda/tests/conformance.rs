@@ -1315,8 +1315,9 @@ fn system_sums() -> Result<(), Failed> {
 /// `field_columns_device` (the caller's device arrays read and written in place) against
 /// `field_columns` on the same values (the same kernels: bit for bit), f32 and f64, on the
 /// particles themselves and at points, with and without the potential; with velocities,
-/// the jerk against the host-slice jerk call and a leaf call with cells against the
-/// host-slice leaf call (bit for bit); inputs written on another
+/// the jerk against the host-slice jerk call, a leaf call with cells against the
+/// host-slice leaf call and the vector-Jacobian product against the host-slice product
+/// (bit for bit); inputs written on another
 /// stream are waited for; bad values named as the host names them with the outputs
 /// untouched; arrays of another device or of the host refused.
 fn device_columns() -> Result<(), Failed> {
@@ -1440,6 +1441,69 @@ fn device_columns() -> Result<(), Failed> {
                 || back(&d_acc)?.iter().any(|&x| x != c(7.0))
             {
                 return Err(format!("{}: a span past the particles was not refused cleanly", T::NAME).into());
+            }
+        }
+        // The product of the particles on themselves, against the host-slice product (its
+        // two parts added in the same precision), with and without potential cotangents;
+        // a NaN cotangent named, outputs untouched.
+        {
+            use nbody_core::columns::DeviceVjp;
+            let cot_acc: Vec<T> = (0..3 * 5000).map(|k| c(((k * 4909) % 1000) as f64 * 2e-3 - 1.0)).collect();
+            let cot_phi: Vec<T> = (0..5000).map(|k| c(((k * 7) % 13) as f64 * 0.1 - 0.6)).collect();
+            let (d_ca, d_cp) = (on_device(&cot_acc)?, on_device(&cot_phi)?);
+            for with_phi in [false, true] {
+                let mut params = Params::softened(c(0.01)).with_overlap_identical();
+                params.potential = with_phi;
+                let cot: Vec<Field<T>> = cot_acc
+                    .chunks_exact(3)
+                    .zip(&cot_phi)
+                    .map(|(a, &p)| Field::new(a[0], a[1], a[2], if with_phi { p } else { T::zero() }))
+                    .collect();
+                let (mut gt, mut gs) = (vec![Particle::zero(); 5000], vec![Particle::zero(); 5000]);
+                gpu.vjp(&ps, &ps, &params, &cot, &mut gt, &mut gs).map_err(gpu_err)?;
+                let (d_gp, d_gm) = (on_device(&[c(7.0); 3 * 5000])?, on_device(&[c(7.0); 5000])?);
+                let call = DeviceVjp {
+                    device: 0,
+                    positions: addr(&d_rows),
+                    masses: addr(&d_m),
+                    n: 5000,
+                    cot_acc: addr(&d_ca),
+                    cot_phi: with_phi.then(|| addr(&d_cp)),
+                    grad_positions: addr(&d_gp),
+                    grad_masses: addr(&d_gm),
+                    streams: [None; 4],
+                };
+                // SAFETY: every address is a live buffer of this device of the sizes named.
+                unsafe { Executor::<T>::vjp_device(gpu, call, &Params::softened(c(0.01))) }.map_err(gpu_err)?;
+                let want_p: Vec<T> = gt.iter().zip(&gs).flat_map(|(t, s)| [s.x + t.x, s.y + t.y, s.z + t.z]).collect();
+                let want_m: Vec<T> = gs.iter().map(|s| s.m).collect();
+                if back(&d_gp)? != want_p || back(&d_gm)? != want_m {
+                    return Err(format!("{} potential {with_phi}: the device product differs from the host's", T::NAME)
+                        .into());
+                }
+            }
+            let mut bad = cot_acc.clone();
+            bad[3 * 42 + 1] = T::nan();
+            let (d_bad, d_gp) = (on_device(&bad)?, on_device(&[c(7.0); 3 * 5000])?);
+            let d_gm = on_device(&[c(7.0); 5000])?;
+            let call = DeviceVjp {
+                device: 0,
+                positions: addr(&d_rows),
+                masses: addr(&d_m),
+                n: 5000,
+                cot_acc: addr(&d_bad),
+                cot_phi: None,
+                grad_positions: addr(&d_gp),
+                grad_masses: addr(&d_gm),
+                streams: [None; 4],
+            };
+            // SAFETY: as above (refused before anything is written).
+            match unsafe { Executor::<T>::vjp_device(gpu, call, &Params::softened(c(0.01))) } {
+                Err(Error::NonFinite { array: Array::Cotangents, index: 42 }) => {}
+                other => return Err(format!("{}: expected the NaN cotangent at 42, got {other:?}", T::NAME).into()),
+            }
+            if back(&d_gp)?.iter().chain(&back(&d_gm)?).any(|&x| x != c(7.0)) {
+                return Err(format!("{}: a refused product wrote its outputs", T::NAME).into());
             }
         }
         // The jerk: velocities in, jerks out, against the host-slice jerk call.
