@@ -211,7 +211,11 @@ impl CudaExecutor {
                 download(&cust::memory::DeviceSlice::index(buf, at..at + sz), bytemuck::cast_slice_mut(&mut record))?;
                 let array = nbody_core::Array::Cotangents;
                 let finite = record.iter().all(|v| v.is_finite());
-                return Err(if finite { Error::OutOfRange { array, index } } else { Error::NonFinite { array, index } });
+                return Err(if finite {
+                    Error::OutOfRange { array, index }
+                } else {
+                    Error::NonFinite { array, index }
+                });
             }
             let gt = me.scratch[OUT].reserve(n * sz)?;
             upload_padded(gt, &[], n * sz)?;

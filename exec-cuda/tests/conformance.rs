@@ -1478,8 +1478,11 @@ fn device_columns() -> Result<(), Failed> {
                 let want_p: Vec<T> = gt.iter().zip(&gs).flat_map(|(t, s)| [s.x + t.x, s.y + t.y, s.z + t.z]).collect();
                 let want_m: Vec<T> = gs.iter().map(|s| s.m).collect();
                 if back(&d_gp)? != want_p || back(&d_gm)? != want_m {
-                    return Err(format!("{} potential {with_phi}: the device product differs from the host's", T::NAME)
-                        .into());
+                    return Err(format!(
+                        "{} potential {with_phi}: the device product differs from the host's",
+                        T::NAME
+                    )
+                    .into());
                 }
             }
             let mut bad = cot_acc.clone();

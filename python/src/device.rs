@@ -524,6 +524,12 @@ fn named(e: nbody_core::Error) -> PyErr {
         Error::OutOfRange { array: Array::Velocities, index } => {
             value_error(format!("velocities[{index}] has a component of magnitude 2^61 (f32) or 2^509 (f64) or more"))
         }
+        Error::NonFinite { array: Array::Cotangents, index } => {
+            value_error(format!("cot_acc[{index}] or cot_phi[{index}] has a NaN or infinite value"))
+        }
+        Error::OutOfRange { array: Array::Cotangents, index } => value_error(format!(
+            "cot_acc[{index}] or cot_phi[{index}] has a value of magnitude 2^61 (f32) or 2^509 (f64) or more"
+        )),
         Error::NonFinite { array: Array::Particles, index } => {
             value_error(format!("positions[{index}] or masses[{index}] has a NaN or infinite value"))
         }
@@ -587,18 +593,7 @@ impl DeviceCall<'_, '_> {
         bits: u8,
         leaves: Option<(&[[f64; 10]], &nbody_core::LeafList<'_>)>,
     ) -> PyResult<Vec<Py<PyAny>>> {
-        let b = backend::<T>(executor, None)?;
-        let ordinal = match &b {
-            nbody_backends::Backend::Cuda {
-                devices: nbody_backends::Devices::One(d),
-                arithmetic: nbody_backends::Arithmetic::Native,
-            } => *d,
-            _ => {
-                return Err(value_error(format!(
-                    "GPU arrays are read in place by executor 'cuda' (or 'cuda:N' for GPU N) only, not {executor:?}"
-                )))
-            }
-        };
+        let (b, ordinal) = cuda_backend::<T>(executor)?;
         let pos = view(self.positions, "positions", bits, 2)?;
         let m = view(self.masses, "masses", bits, 1)?;
         let t = self.targets.map(|t| view(t, "targets", bits, 2)).transpose()?;
@@ -618,17 +613,11 @@ impl DeviceCall<'_, '_> {
                 )));
             }
         }
-        for (name, v) in
-            [("positions", Some(&pos)), ("masses", Some(&m)), ("targets", t.as_ref()), ("velocities", v.as_ref())]
-        {
-            if let Some(device) = v.and_then(|v| v.device) {
-                if device != ordinal {
-                    return Err(value_error(format!(
-                        "{name} is on GPU {device} but executor {executor:?} runs on GPU {ordinal}: pass executor='cuda:{device}'"
-                    )));
-                }
-            }
-        }
+        on_one_gpu(
+            [("positions", Some(&pos)), ("masses", Some(&m)), ("targets", t.as_ref()), ("velocities", v.as_ref())],
+            ordinal,
+            executor,
+        )?;
         let n_t = t.as_ref().map_or(n, |t| t.shape[0]);
         // The outputs in the order returned: (acceleration, potential), or for the jerk
         // (acceleration, jerk, potential).
@@ -741,6 +730,116 @@ impl DeviceCall<'_, '_> {
             }
         }
         outputs.into_iter().map(|o| o.into_object(py)).collect()
+    }
+}
+
+/// The single-GPU CUDA backend `executor` names for precision `T`, with its GPU's
+/// ordinal; other executors are a ValueError (GPU arrays are read by that one only).
+fn cuda_backend<T: PyReal>(executor: &str) -> PyResult<(nbody_backends::Backend, u32)> {
+    let b = backend::<T>(executor, None)?;
+    match &b {
+        nbody_backends::Backend::Cuda {
+            devices: nbody_backends::Devices::One(d),
+            arithmetic: nbody_backends::Arithmetic::Native,
+        } => {
+            let d = *d;
+            Ok((b, d))
+        }
+        _ => Err(value_error(format!(
+            "GPU arrays are read in place by executor 'cuda' (or 'cuda:N' for GPU N) only, not {executor:?}"
+        ))),
+    }
+}
+
+/// Refuses a view (named) on another GPU than `ordinal`, the executor's.
+fn on_one_gpu<const K: usize>(views: [(&str, Option<&View<'_>>); K], ordinal: u32, executor: &str) -> PyResult<()> {
+    for (name, v) in views {
+        if let Some(device) = v.and_then(|v| v.device).filter(|&d| d != ordinal) {
+            return Err(value_error(format!(
+                "{name} is on GPU {device} but executor {executor:?} runs on GPU {ordinal}: pass executor='cuda:{device}'"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `nbody.vjp` on GPU arrays (the particles on themselves): positions (N, 3), masses
+/// (N,), cotangents on the accelerations (N, 3) and optionally on the potentials (N,),
+/// all on the CUDA executor's GPU in the call's precision; returns the gradients with
+/// respect to the positions (N, 3) and masses (N,) as GpuArrays.
+#[pyfunction]
+#[pyo3(signature = (positions, masses, cot_acc, cot_phi, eps, G, executor, precision, softening))]
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub(crate) fn _vjp_device<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    masses: &Bound<'py, PyAny>,
+    cot_acc: &Bound<'py, PyAny>,
+    cot_phi: Option<&Bound<'py, PyAny>>,
+    eps: f64,
+    G: f64,
+    executor: &str,
+    precision: &str,
+    softening: &str,
+) -> PyResult<(Py<GpuArray>, Py<GpuArray>)> {
+    fn run<T: PyReal>(
+        py: Python<'_>,
+        arrays: [Option<&Bound<'_, PyAny>>; 4],
+        (eps, g, softening): (f64, f64, nbody_core::Softening),
+        executor: &str,
+        bits: u8,
+    ) -> PyResult<(Py<GpuArray>, Py<GpuArray>)> {
+        let (b, ordinal) = cuda_backend::<T>(executor)?;
+        let [positions, masses, cot_acc, cot_phi] = arrays;
+        let pos = view(positions.expect("given"), "positions", bits, 2)?;
+        let m = view(masses.expect("given"), "masses", bits, 1)?;
+        let ca = view(cot_acc.expect("given"), "cot_acc", bits, 2)?;
+        let cp = cot_phi.map(|c| view(c, "cot_phi", bits, 1)).transpose()?;
+        let n = pos.shape[0];
+        for (name, len) in
+            [("masses", m.shape[0]), ("cot_acc", ca.shape[0]), ("cot_phi", cp.as_ref().map_or(n, |c| c.shape[0]))]
+        {
+            if len != n {
+                return Err(value_error(format!("{name} must hold one entry a row of positions ({n}, got {len})")));
+            }
+        }
+        on_one_gpu(
+            [("positions", Some(&pos)), ("masses", Some(&m)), ("cot_acc", Some(&ca)), ("cot_phi", cp.as_ref())],
+            ordinal,
+            executor,
+        )?;
+        let d_pos = GpuArray::new(ordinal, vec![n, 3], bits, false)?;
+        let d_m = GpuArray::new(ordinal, vec![n], bits, false)?;
+        let nonempty = |a: u64| if n == 0 { 0 } else { a };
+        let call = nbody_core::columns::DeviceVjp {
+            device: ordinal,
+            positions: nonempty(pos.address),
+            masses: nonempty(m.address),
+            n,
+            cot_acc: nonempty(ca.address),
+            cot_phi: cp.as_ref().map(|c| nonempty(c.address)),
+            grad_positions: d_pos.memory().address(),
+            grad_masses: d_m.memory().address(),
+            streams: [pos.stream, m.stream, ca.stream, cp.as_ref().and_then(|c| c.stream)],
+        };
+        let params = Params::softened(T::from_f64(eps)).with_g(T::from_f64(g)).with_softening(softening);
+        // SAFETY: every address was read from its producer's export (C-contiguous, of `T`,
+        // of the shapes checked above, kept alive by the views) or allocated above.
+        with_executor::<T, _>(py, &b, move |e| unsafe { e.vjp_device(call, &params) })?.map_err(named)?;
+        drop((pos, m, ca, cp));
+        Ok((Py::new(py, d_pos)?, Py::new(py, d_m)?))
+    }
+    let softening = softening_kernel(softening)?;
+    for (what, x) in [("eps", eps), ("G", G)] {
+        if !(x.is_finite() && x >= 0.0) {
+            return Err(value_error(format!("{what} must be finite and non-negative (got {x})")));
+        }
+    }
+    let arrays = [Some(positions), Some(masses), Some(cot_acc), cot_phi];
+    match precision {
+        "f32" => run::<f32>(py, arrays, (eps, G, softening), executor, 32),
+        "f64" => run::<f64>(py, arrays, (eps, G, softening), executor, 64),
+        other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     }
 }
 

@@ -1901,6 +1901,7 @@ fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(device::_accelerations_device, m)?)?;
         m.add_function(wrap_pyfunction!(device::_jerk_device, m)?)?;
         m.add_function(wrap_pyfunction!(device::_leaves_device, m)?)?;
+        m.add_function(wrap_pyfunction!(device::_vjp_device, m)?)?;
         m.add_class::<device::GpuArray>()?;
     }
     #[cfg(not(feature = "cuda"))]
@@ -1908,6 +1909,7 @@ fn _nbody(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(_accelerations_device, m)?)?;
         m.add("_jerk_device", m.getattr("_accelerations_device")?)?;
         m.add("_leaves_device", m.getattr("_accelerations_device")?)?;
+        m.add("_vjp_device", m.getattr("_accelerations_device")?)?;
     }
     m.add_class::<Simulation>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

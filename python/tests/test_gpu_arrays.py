@@ -39,10 +39,10 @@ def test_out_is_for_gpu_arrays():
 
 
 def test_other_functions_refuse_gpu_arrays_by_name():
-    with pytest.raises(ValueError, match="masses is on DLPack device .* only accelerations, jerk and leaves"):
+    with pytest.raises(ValueError, match="masses is on DLPack device .* only accelerations, jerk, leaves and vjp"):
         nbody.tidal(np.zeros((3, 3)), OnGpu())
-    with pytest.raises(ValueError, match="positions is a GPU array .* only accelerations, jerk and leaves"):
-        nbody.vjp(Interface(), np.ones(3), np.ones((3, 3)))
+    with pytest.raises(ValueError, match="positions is a GPU array .* only accelerations, jerk, leaves and vjp"):
+        nbody.density_map(Interface(), np.ones(3))
     with pytest.raises(ValueError, match="velocities is not on the GPU"):
         nbody.jerk(Interface(), np.zeros((3, 3)), Interface())
 
@@ -295,3 +295,46 @@ def test_results_go_into_the_callers_arrays(producer):
         with pytest.raises(ValueError, match=r"out\[0\] \(acceleration\) is read-only"):
             nbody.accelerations(d_pos, d_m, eps=0.01, out=(ReadOnly(acc), phi))
         np.testing.assert_array_equal(down(acc), before)
+
+
+@needs_gpu
+@pytest.mark.parametrize("producer", PRODUCERS, ids=[p[0] for p in PRODUCERS])
+@pytest.mark.parametrize("dtype,precision,rtol", [(np.float32, "f32", 1e-5), (np.float64, "f64", 1e-12)])
+def test_gpu_vjp_matches_the_host_product(producer, dtype, precision, rtol):
+    name, up, down = producer
+    pos, m = plummer_like(2000, dtype)
+    rng = np.random.default_rng(9)
+    ca, cp = rng.normal(size=(2000, 3)).astype(dtype), rng.normal(size=2000).astype(dtype)
+    for phi in (None, cp):
+        want = nbody.vjp(pos, m, ca, phi, eps=0.01, executor="cuda", precision=precision)
+        got = nbody.vjp(up(pos), up(m), up(ca), None if phi is None else up(phi), eps=0.01)
+        for g, w in zip(got, want):
+            g = g.to_numpy() if isinstance(g, nbody._nbody.GpuArray) else down(g)
+            assert g.dtype == dtype
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * np.abs(w).max())
+    bad = ca.copy()
+    bad[7, 2] = np.nan
+    with pytest.raises(ValueError, match=r"cot_acc\[7\] or cot_phi\[7\] has a NaN"):
+        nbody.vjp(up(pos), up(m), up(bad))
+
+
+@needs_gpu
+def test_torch_gradients_stay_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU for PyTorch")
+    import nbody.torch as ntorch
+
+    pos, m = plummer_like(1024, np.float64)
+    grads = []
+    for device in ("cuda", "cpu"):
+        p = torch.tensor(pos, device=device, requires_grad=True)
+        mm = torch.tensor(m, device=device, requires_grad=True)
+        # The CPU tensors on the CUDA executor (copied), the CUDA tensors in place.
+        acc, phi = ntorch.accelerations(p, mm, eps=0.01, executor=None if device == "cuda" else "cuda")
+        assert acc.device.type == device
+        ((acc * acc).sum() + phi.sum()).backward()
+        assert p.grad.device.type == device
+        grads.append((p.grad.cpu().numpy(), mm.grad.cpu().numpy()))
+    for g, w in zip(grads[0], grads[1]):
+        np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-12 * np.abs(w).max())

@@ -58,7 +58,7 @@ def _on_host(value, name):
     if isinstance(value, _np.ndarray) or not hasattr(value, "__dlpack__"):
         if hasattr(value, "__cuda_array_interface__") and not isinstance(value, _np.ndarray):
             raise ValueError(
-                f"{name} is a GPU array (__cuda_array_interface__): only accelerations, jerk and leaves "
+                f"{name} is a GPU array (__cuda_array_interface__): only accelerations, jerk, leaves and vjp "
                 "take GPU arrays in place; copy it to the host first"
             )
         return value
@@ -66,7 +66,7 @@ def _on_host(value, name):
     if int(device[0]) not in _HOST_DEVICES:
         raise ValueError(
             f"{name} is on DLPack device {tuple(int(d) for d in device)}, not the host: only accelerations, "
-            "jerk and leaves take GPU arrays in place; copy it to the host first"
+            "jerk, leaves and vjp take GPU arrays in place; copy it to the host first"
         )
     return _np.from_dlpack(value)
 
@@ -323,7 +323,60 @@ expanded on the host). Results come back on the same GPU, or go into `out`
 """
 leaves_vjp = _host_arrays(_nbody.leaves_vjp)
 tidal = _host_arrays(_nbody.tidal)
-vjp = _host_arrays(_nbody.vjp)
+_vjp_host = _host_arrays(_nbody.vjp)
+
+
+def vjp(
+    positions,
+    masses,
+    cot_acc,
+    cot_phi=None,
+    eps=0.0,
+    G=1.0,
+    targets=None,
+    executor=None,
+    precision=None,
+    threads=None,
+    softening="plummer",
+):
+    names = ("positions", "masses", "cot_acc", "cot_phi")
+    if _all_on_gpu(names, (positions, masses, cot_acc, cot_phi)):
+        if targets is not None:
+            raise ValueError("targets are taken on the host only: the GPU product is of the particles on themselves")
+        if threads is not None:
+            raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
+        d_pos, d_m = _nbody._vjp_device(
+            positions,
+            masses,
+            cot_acc,
+            cot_phi,
+            float(eps),
+            G,
+            executor or "cuda",
+            _precision_of(positions, precision),
+            softening,
+        )
+        return _like(positions, d_pos), _like(positions, d_m)
+    return _vjp_host(
+        positions,
+        masses,
+        cot_acc,
+        cot_phi,
+        eps=eps,
+        G=G,
+        targets=targets,
+        executor=executor or "cpu",
+        precision=precision or "f64",
+        threads=threads,
+        softening=softening,
+    )
+
+
+vjp.__doc__ = (_nbody.vjp.__doc__ or "") + """
+
+GPU arrays (positions, masses and cotangents on one GPU; no targets) are read in place by
+the CUDA executor as in `accelerations`, and the gradients come back on the same GPU.
+"""
 
 __all__ = [
     "accelerations",
