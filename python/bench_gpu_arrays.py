@@ -7,6 +7,12 @@ second of warm-up. Checks each library's results against the host columns path (
 same kernels: equal bit for bit) before timing.
 
     python python/bench_gpu_arrays.py --n 65536
+    python python/bench_gpu_arrays.py --n 65536 --torch-grad   # value and gradient
+
+With --torch-grad: `nbody.torch.accelerations` forward and backward on N particles as
+CUDA tensors (in place on the GPU) against the same on CPU tensors with the CUDA
+executor (copied to the device and back each call), f32 and f64, median of --reps after
+warm-ups, after checking the two gradients agree.
 """
 
 import argparse
@@ -89,5 +95,42 @@ def main():
     print(f"(wall clock; medians over {args.rounds} rounds of {args.reps} calls each side, after 1 s of warm-up)")
 
 
+def torch_grad(n, reps):
+    import torch
+
+    import nbody.torch as ntorch
+
+    rng = np.random.default_rng(1)
+    for dtype, rtol in ((torch.float32, 1e-4), (torch.float64, 1e-11)):
+        pos = torch.tensor(rng.normal(size=(n, 3)), dtype=dtype)
+        m = torch.full((n,), 1.0 / n, dtype=dtype)
+
+        def step(device, executor):
+            p = pos.to(device).requires_grad_(True)
+            acc, phi = ntorch.accelerations(p, m.to(device), eps=1 / 256, executor=executor)
+            ((acc * acc).sum() + phi.sum()).backward()
+            return p.grad
+
+        g_gpu, g_host = step("cuda", None).cpu(), step("cpu", "cuda")
+        if not torch.allclose(g_gpu, g_host, rtol=rtol, atol=rtol * float(g_host.abs().max())):
+            raise SystemExit(f"{dtype}: the CUDA-tensor gradient differs from the CPU-tensor one")
+        for device, executor, what in (("cuda", None, "CUDA tensors, in place"), ("cpu", "cuda", "CPU tensors, copied")):
+            for _ in range(3):
+                step(device, executor)
+            torch.cuda.synchronize()
+            t = median_ms(lambda: (step(device, executor), torch.cuda.synchronize()), reps)
+            print(f"torch {str(dtype)[6:]}, N = {n}: value and gradient {t:.3f} ms ({what})", flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if "--torch-grad" in sys.argv:
+        sys.argv.remove("--torch-grad")
+        args = argparse.ArgumentParser()
+        args.add_argument("--n", type=int, default=65536)
+        args.add_argument("--reps", type=int, default=7)
+        a = args.parse_args()
+        torch_grad(a.n, a.reps)
+    else:
+        main()
