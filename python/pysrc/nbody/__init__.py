@@ -118,6 +118,16 @@ def _outputs(out):
     return tuple(out)
 
 
+def _gpu_settings(eps, threads):
+    """A GPU call's softening length (one number; 0 by default), refusing what only the
+    host takes (a length per particle, a thread count)."""
+    if eps is not None and not isinstance(eps, (int, float)):
+        raise ValueError("eps must be one number with GPU arrays (a length per particle is taken on the host)")
+    if threads is not None:
+        raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
+    return float(eps or 0.0)
+
+
 def _no_out(out):
     """Host calls return new numpy arrays: `out` is for GPU arrays."""
     if out is not None:
@@ -170,12 +180,11 @@ def accelerations(
             raise ValueError("eps must be one number with GPU arrays (a length per particle is taken on the host)")
         if target_eps is not None:
             raise ValueError("target_eps is taken on the host only (a length per particle)")
-        if threads is not None:
-            raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
+        eps = _gpu_settings(eps, threads)
         results = _nbody._accelerations_device(
             positions,
             masses,
-            float(eps or 0.0),
+            eps,
             G,
             targets,
             potential,
@@ -221,13 +230,12 @@ _jerk_host = _host_arrays(_nbody.jerk)
 
 def jerk(positions, velocities, masses, eps=0.0, G=1.0, executor=None, precision=None, threads=None, out=None):
     if _all_on_gpu(("positions", "velocities", "masses"), (positions, velocities, masses)):
-        if threads is not None:
-            raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
+        eps = _gpu_settings(eps, threads)
         results = _nbody._jerk_device(
             positions,
             velocities,
             masses,
-            float(eps),
+            eps,
             G,
             executor or "cuda",
             _precision_of(positions, precision),
@@ -274,10 +282,7 @@ def leaves(
     out=None,
 ):
     if _all_on_gpu(("positions", "masses"), (positions, masses)):
-        if eps is not None and not isinstance(eps, (int, float)):
-            raise ValueError("eps must be one number with GPU arrays (a length per particle is taken on the host)")
-        if threads is not None:
-            raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
+        eps = _gpu_settings(eps, threads)
         results = _nbody._leaves_device(
             positions,
             masses,
@@ -286,7 +291,7 @@ def leaves(
             cells,
             cell_ranges,
             cell_spans,
-            float(eps or 0.0),
+            eps,
             G,
             potential,
             executor or "cuda",
@@ -343,14 +348,13 @@ def vjp(
     if _all_on_gpu(names, (positions, masses, cot_acc, cot_phi)):
         if targets is not None:
             raise ValueError("targets are taken on the host only: the GPU product is of the particles on themselves")
-        if threads is not None:
-            raise ValueError("threads is for CPU executors; GPU arrays run on executor 'cuda'")
+        eps = _gpu_settings(eps, threads)
         d_pos, d_m = _nbody._vjp_device(
             positions,
             masses,
             cot_acc,
             cot_phi,
-            float(eps),
+            eps,
             G,
             executor or "cuda",
             _precision_of(positions, precision),
