@@ -275,13 +275,27 @@ impl CudaExecutor {
             None if found[2][0] != i32::MAX => (nbody_core::Array::Velocities, found[2][0] as usize, EXTRA_B),
             None => return Ok(()),
         };
-        // Non-finite or out of range: the packed record tells which.
         let (array, index, slot) = bad;
+        Err(self.flagged_record::<T>(slot, array, index)?)
+    }
+
+    /// The error of record `index` of scratch slot `slot`, which a packing kernel flagged
+    /// (of the caller's array `array`): out of range when every value is finite, else
+    /// non-finite (the kernel's one flag covers both).
+    pub(crate) fn flagged_record<T: DeviceReal>(
+        &mut self,
+        slot: usize,
+        array: nbody_core::Array,
+        index: usize,
+    ) -> Result<Error, Error> {
+        let sz = 4 * size_of::<T>();
         let mut record = [T::zero(); 4];
-        let at = index * 4 * sz;
-        download(&self.scratch[slot].reserve(0)?.index(at..at + 4 * sz), bytemuck::cast_slice_mut(&mut record))?;
+        download(
+            &self.scratch[slot].reserve(0)?.index(index * sz..(index + 1) * sz),
+            bytemuck::cast_slice_mut(&mut record),
+        )?;
         let finite = record.iter().all(|v| v.is_finite());
-        Err(if finite { Error::OutOfRange { array, index } } else { Error::NonFinite { array, index } })
+        Ok(if finite { Error::OutOfRange { array, index } } else { Error::NonFinite { array, index } })
     }
 
     /// Unpacks the field in OUT (`call.n` records) into the caller's rows and column.

@@ -31,9 +31,7 @@ pub struct DeviceInfo {
 /// Opens device `ordinal`: initialises the driver, retains the primary context and makes
 /// it current. Every failure to find a usable device is [`Error::NoDevice`].
 pub(crate) fn open(ordinal: u32) -> Result<(Context, DeviceInfo), Error> {
-    cust::init(CudaFlags::empty()).map_err(|_| Error::NoDevice)?;
-    let device = Device::get_device(ordinal).map_err(|_| Error::NoDevice)?;
-    let context = Context::new(device).map_err(|_| Error::NoDevice)?;
+    let (device, context) = primary(ordinal)?;
     let attr =
         |a: DeviceAttribute| device.get_attribute(a).map(|v| v as u32).map_err(cuda("reading device attributes"));
     let info = DeviceInfo {
@@ -49,6 +47,16 @@ pub(crate) fn open(ordinal: u32) -> Result<(Context, DeviceInfo), Error> {
         total_memory: device.total_memory().map_err(cuda("reading the device memory size"))?,
     };
     Ok((context, info))
+}
+
+/// Device `ordinal` and its primary context (retained for as long as the context
+/// lives), made current on the calling thread; [`Error::NoDevice`] without one.
+pub(crate) fn primary(ordinal: u32) -> Result<(Device, Context), Error> {
+    cust::init(CudaFlags::empty()).map_err(|_| Error::NoDevice)?;
+    let device = Device::get_device(ordinal).map_err(|_| Error::NoDevice)?;
+    let context = Context::new(device).map_err(|_| Error::NoDevice)?;
+    make_current(&context)?;
+    Ok((device, context))
 }
 
 /// Devices the driver shows; [`Error::NoDevice`] without a driver.

@@ -4,7 +4,6 @@
 
 use crate::pipeline::driver;
 use cust::context::Context;
-use cust::device::Device;
 use nbody_core::Error;
 
 /// Bytes on one GPU, allocated in its primary context (the one CuPy, PyTorch, JAX and
@@ -35,10 +34,7 @@ unsafe impl Sync for DeviceMemory {}
 impl DeviceMemory {
     /// `len` bytes on GPU `ordinal`, their contents undefined.
     pub fn uninitialized(ordinal: u32, len: usize) -> Result<Self, Error> {
-        cust::init(cust::CudaFlags::empty()).map_err(|_| Error::NoDevice)?;
-        let device = Device::get_device(ordinal).map_err(|_| Error::NoDevice)?;
-        let context = Context::new(device).map_err(|_| Error::NoDevice)?;
-        crate::device::make_current(&context)?;
+        let (_, context) = crate::device::primary(ordinal)?;
         let mut address = 0;
         if len > 0 {
             // SAFETY: `address` receives the allocation.
@@ -124,8 +120,8 @@ impl DeviceMemory {
         if out.is_empty() {
             return Ok(());
         }
-        // Holds the GPU's primary context current for the copy.
-        let holder = Self::uninitialized(ordinal, 0)?;
+        // The GPU's primary context, current for the copy.
+        let _context = crate::device::primary(ordinal)?;
         if let Some(s) = stream {
             // SAFETY: the caller vouches for the stream.
             let r = unsafe { cust::sys::cuStreamSynchronize(s as usize as cust::sys::CUstream) };
@@ -134,7 +130,6 @@ impl DeviceMemory {
         // SAFETY: the caller vouches for the address; `out` holds its length; the copy
         // runs after the legacy default stream's work, which DLPack exports wait on.
         let r = unsafe { cust::sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), address, out.len()) };
-        drop(holder);
         driver(r, "copying a GPU array to the host")
     }
 
@@ -147,12 +142,10 @@ impl DeviceMemory {
         if len == 0 {
             return Ok(());
         }
-        // Holds the GPU's primary context current.
-        let holder = Self::uninitialized(ordinal, 0)?;
+        // The GPU's primary context, current for the memset.
+        let _context = crate::device::primary(ordinal)?;
         // SAFETY: the caller vouches for the memory.
-        let r = unsafe { cust::sys::cuMemsetD8_v2(address, 0, len) };
-        drop(holder);
-        driver(r, "zeroing an output array")
+        driver(unsafe { cust::sys::cuMemsetD8_v2(address, 0, len) }, "zeroing an output array")
     }
 
     /// Copies `data`, exactly as many bytes as it holds, in.

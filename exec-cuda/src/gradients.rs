@@ -204,18 +204,7 @@ impl CudaExecutor {
             download(me.scratch[EXTRA_C].reserve(0)?, bytemuck::cast_slice_mut(&mut found))?;
             // (The second flag marks a negative potential cotangent, which is allowed.)
             if found[0] != i32::MAX {
-                let index = found[0] as usize;
-                let mut record = [T::zero(); 4];
-                let at = index * sz;
-                let buf = me.scratch[TARGETS].reserve(0)?;
-                download(&cust::memory::DeviceSlice::index(buf, at..at + sz), bytemuck::cast_slice_mut(&mut record))?;
-                let array = nbody_core::Array::Cotangents;
-                let finite = record.iter().all(|v| v.is_finite());
-                return Err(if finite {
-                    Error::OutOfRange { array, index }
-                } else {
-                    Error::NonFinite { array, index }
-                });
+                return Err(me.flagged_record::<T>(TARGETS, nbody_core::Array::Cotangents, found[0] as usize)?);
             }
             let gt = me.scratch[OUT].reserve(n * sz)?;
             upload_padded(gt, &[], n * sz)?;
