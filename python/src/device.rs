@@ -4,7 +4,7 @@
 //! same GPU and returned as [`GpuArray`]s, which those libraries take back through
 //! DLPack or the CUDA array interface without a copy.
 
-use super::{backend, cell_rows, index_rows, on_host, runtime, softening_kernel, value_error, with_executor, PyReal};
+use super::{backend, cells_of, gradient_params, on_host, runtime, value_error, with_executor, LeafRows, PyReal};
 use nbody_core::columns::DeviceColumns;
 use nbody_core::Params;
 use pyo3::ffi;
@@ -476,7 +476,6 @@ pub(crate) fn _accelerations_device<'py>(
     softening: &str,
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let softening = softening_kernel(softening)?;
     let call = DeviceCall { positions, masses, targets, velocities: None, out, eps, g: G, potential, softening };
     call.dispatch(py, executor, precision, None)
 }
@@ -508,7 +507,7 @@ pub(crate) fn _jerk_device<'py>(
         eps,
         g: G,
         potential: true,
-        softening: nbody_core::Softening::Plummer,
+        softening: "plummer",
     };
     call.dispatch(py, executor, precision, None)
 }
@@ -556,24 +555,19 @@ struct DeviceCall<'a, 'py> {
     eps: f64,
     g: f64,
     potential: bool,
-    softening: nbody_core::Softening,
+    softening: &'a str,
 }
 
 impl DeviceCall<'_, '_> {
-    /// Checks the numbers, runs the call in `precision` and returns its results as a
-    /// tuple in the order the Python function returns them.
+    /// Runs the call in `precision` and returns its results as a tuple in the order the
+    /// Python function returns them.
     fn dispatch<'py>(
         &self,
         py: Python<'py>,
         executor: &str,
         precision: &str,
-        leaves: Option<(&[[f64; 10]], &nbody_core::LeafList<'_>)>,
+        leaves: Option<&LeafRows>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        for (what, x) in [("eps", self.eps), ("G", self.g)] {
-            if !(x.is_finite() && x >= 0.0) {
-                return Err(value_error(format!("{what} must be finite and non-negative (got {x})")));
-            }
-        }
         let results = match precision {
             "f32" => self.run::<f32>(py, executor, 32, leaves)?,
             "f64" => self.run::<f64>(py, executor, 64, leaves)?,
@@ -591,8 +585,10 @@ impl DeviceCall<'_, '_> {
         py: Python<'_>,
         executor: &str,
         bits: u8,
-        leaves: Option<(&[[f64; 10]], &nbody_core::LeafList<'_>)>,
+        leaves: Option<&LeafRows>,
     ) -> PyResult<Vec<Py<PyAny>>> {
+        let mut params = gradient_params::<T>(self.eps, self.g, self.softening)?;
+        params.potential = self.potential;
         let (b, ordinal) = cuda_backend::<T>(executor)?;
         let pos = view(self.positions, "positions", bits, 2)?;
         let m = view(self.masses, "masses", bits, 1)?;
@@ -690,25 +686,7 @@ impl DeviceCall<'_, '_> {
             jerk: address_of(Slot::Jerk),
             streams: [pos.stream, m.stream, t.as_ref().and_then(|t| t.stream), v.as_ref().and_then(|v| v.stream)],
         };
-        let mut params =
-            Params::softened(T::from_f64(self.eps)).with_g(T::from_f64(self.g)).with_softening(self.softening);
-        params.potential = self.potential;
-        let c = T::from_f64;
-        let leaves = leaves.map(|(rows, list)| {
-            let cells: Vec<nbody_core::cell::Cell<T>> = rows
-                .iter()
-                .map(|r| {
-                    nbody_core::cell::Cell::new(
-                        c(r[0]),
-                        c(r[1]),
-                        c(r[2]),
-                        c(r[3]),
-                        core::array::from_fn(|k| c(r[4 + k])),
-                    )
-                })
-                .collect();
-            (cells, list)
-        });
+        let leaves = leaves.map(|rows| (cells_of::<T>(&rows.cells), rows.list()));
         // SAFETY: every address was read from its producer's export (a C-contiguous
         // array of `T` of the shape checked above, kept alive by the views until the call
         // returns) or allocated above; the outputs are fresh or checked above to overlap
@@ -737,17 +715,22 @@ impl DeviceCall<'_, '_> {
 /// ordinal; other executors are a ValueError (GPU arrays are read by that one only).
 fn cuda_backend<T: PyReal>(executor: &str) -> PyResult<(nbody_backends::Backend, u32)> {
     let b = backend::<T>(executor, None)?;
-    match &b {
+    let ordinal = cuda_ordinal(&b).ok_or_else(|| {
+        value_error(format!(
+            "GPU arrays are read in place by executor 'cuda' (or 'cuda:N' for GPU N) only, not {executor:?}"
+        ))
+    })?;
+    Ok((b, ordinal))
+}
+
+/// The GPU of a single-GPU CUDA backend with native arithmetic; `None` for any other.
+fn cuda_ordinal(b: &nbody_backends::Backend) -> Option<u32> {
+    match b {
         nbody_backends::Backend::Cuda {
             devices: nbody_backends::Devices::One(d),
             arithmetic: nbody_backends::Arithmetic::Native,
-        } => {
-            let d = *d;
-            Ok((b, d))
-        }
-        _ => Err(value_error(format!(
-            "GPU arrays are read in place by executor 'cuda' (or 'cuda:N' for GPU N) only, not {executor:?}"
-        ))),
+        } => Some(*d),
+        _ => None,
     }
 }
 
@@ -785,10 +768,11 @@ pub(crate) fn _vjp_device<'py>(
     fn run<T: PyReal>(
         py: Python<'_>,
         arrays: [Option<&Bound<'_, PyAny>>; 4],
-        (eps, g, softening): (f64, f64, nbody_core::Softening),
+        (eps, g, softening): (f64, f64, &str),
         executor: &str,
         bits: u8,
     ) -> PyResult<(Py<GpuArray>, Py<GpuArray>)> {
+        let params = gradient_params::<T>(eps, g, softening)?;
         let (b, ordinal) = cuda_backend::<T>(executor)?;
         let [positions, masses, cot_acc, cot_phi] = arrays;
         let pos = view(positions.expect("given"), "positions", bits, 2)?;
@@ -822,18 +806,11 @@ pub(crate) fn _vjp_device<'py>(
             grad_masses: d_m.memory().address(),
             streams: [pos.stream, m.stream, ca.stream, cp.as_ref().and_then(|c| c.stream)],
         };
-        let params = Params::softened(T::from_f64(eps)).with_g(T::from_f64(g)).with_softening(softening);
         // SAFETY: every address was read from its producer's export (C-contiguous, of `T`,
         // of the shapes checked above, kept alive by the views) or allocated above.
         with_executor::<T, _>(py, &b, move |e| unsafe { e.vjp_device(call, &params) })?.map_err(named)?;
         drop((pos, m, ca, cp));
         Ok((Py::new(py, d_pos)?, Py::new(py, d_m)?))
-    }
-    let softening = softening_kernel(softening)?;
-    for (what, x) in [("eps", eps), ("G", G)] {
-        if !(x.is_finite() && x >= 0.0) {
-            return Err(value_error(format!("{what} must be finite and non-negative (got {x})")));
-        }
     }
     let arrays = [Some(positions), Some(masses), Some(cot_acc), cot_phi];
     match precision {
@@ -903,10 +880,7 @@ pub(crate) fn rust_seconds<T: PyReal>(
     b: &nbody_backends::Backend,
     potential: bool,
 ) -> PyResult<f64> {
-    let nbody_backends::Backend::Cuda { devices: nbody_backends::Devices::One(ordinal), .. } = b else {
-        return Err(value_error("entry 'device' needs executor 'cuda' or 'cuda:N'"));
-    };
-    let ordinal = *ordinal;
+    let ordinal = cuda_ordinal(b).ok_or_else(|| value_error("entry 'device' needs executor 'cuda' or 'cuda:N'"))?;
     let (ps, _) = nbody_integrators::ics::plummer::<T>(n, 1);
     let rows: Vec<T> = ps.iter().flat_map(|p| [p.x, p.y, p.z]).collect();
     let masses: Vec<T> = ps.iter().map(|p| p.m).collect();
@@ -973,31 +947,16 @@ pub(crate) fn _leaves_device<'py>(
     softening: &str,
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    use nbody_core::{InteractionList, LeafList, Pair, Span};
-    let softening = softening_kernel(softening)?;
-    let pair_rows = index_rows(&list_array(pairs, "pairs")?, "pairs", 4)?;
-    let pairs: Vec<Pair> =
-        pair_rows.iter().map(|r| Pair { targets: Span::new(r[0], r[1]), sources: Span::new(r[2], r[3]) }).collect();
-    let source_spans = spans_of(&list_array(spans, "spans")?, "spans")?;
-    let (cells, ranges, cell_spans) = match (cells, cell_ranges, cell_spans) {
-        (Some(c), Some(r), Some(s)) => (
-            cell_rows(&list_array(c, "cells")?)?,
-            spans_of(&list_array(r, "cell_ranges")?, "cell_ranges")?,
-            spans_of(&list_array(s, "cell_spans")?, "cell_spans")?,
-        ),
-        (None, None, None) => (Vec::new(), vec![Span::new(0, 0); pairs.len()], Vec::new()),
-        _ => return Err(value_error("cells, cell_ranges and cell_spans go together: give all three or none")),
-    };
-    let list = LeafList {
-        particles: InteractionList { pairs: &pairs, source_spans: &source_spans },
-        cells: &ranges,
-        cell_spans: &cell_spans,
-    };
+    let host = |a: Option<&Bound<'py, PyAny>>, name: &str| a.map(|a| list_array(a, name)).transpose();
+    let (cells, ranges, spans_c) =
+        (host(cells, "cells")?, host(cell_ranges, "cell_ranges")?, host(cell_spans, "cell_spans")?);
+    let rows = LeafRows::read(
+        &list_array(pairs, "pairs")?,
+        &list_array(spans, "spans")?,
+        cells.as_ref(),
+        ranges.as_ref(),
+        spans_c.as_ref(),
+    )?;
     let call = DeviceCall { positions, masses, targets: None, velocities: None, out, eps, g: G, potential, softening };
-    call.dispatch(py, executor, precision, Some((&cells, &list)))
-}
-
-/// Rows `[start, end]` of `obj` (the argument `name`) as spans.
-fn spans_of(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<nbody_core::Span>> {
-    Ok(super::spans(&index_rows(obj, name, 2)?))
+    call.dispatch(py, executor, precision, Some(&rows))
 }

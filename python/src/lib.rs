@@ -696,25 +696,72 @@ fn cell_rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<[f64; 10]>> {
     Ok(rows)
 }
 
+/// Rows `[t0, t1, s0, s1]` of `obj` (the argument `pairs`) as pairs.
+fn pair_rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Pair>> {
+    let rows = index_rows(obj, "pairs", 4)?;
+    Ok(rows.iter().map(|r| Pair { targets: Span::new(r[0], r[1]), sources: Span::new(r[2], r[3]) }).collect())
+}
+
+/// Cells of precision `T` from rows `x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz`.
+fn cells_of<T: Real>(rows: &[[f64; 10]]) -> Vec<Cell<T>> {
+    let c = T::from_f64;
+    rows.iter().map(|r| Cell::new(c(r[0]), c(r[1]), c(r[2]), c(r[3]), core::array::from_fn(|k| c(r[4 + k])))).collect()
+}
+
+/// A leaf call's list as `leaves` takes it: pairs, particle spans and, optionally, cells
+/// (rows) with their ranges and spans (all three or none; none: an empty range a pair).
+struct LeafRows {
+    pairs: Vec<Pair>,
+    spans: Vec<Span>,
+    cells: Vec<[f64; 10]>,
+    ranges: Vec<Span>,
+    cell_spans: Vec<Span>,
+}
+
+impl LeafRows {
+    fn read(
+        pairs: &Bound<'_, PyAny>,
+        spans: &Bound<'_, PyAny>,
+        cells: Option<&Bound<'_, PyAny>>,
+        cell_ranges: Option<&Bound<'_, PyAny>>,
+        cell_spans: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let pairs = pair_rows(pairs)?;
+        let spans = self::spans(&index_rows(spans, "spans", 2)?);
+        let (cells, ranges, cell_spans) = match (cells, cell_ranges, cell_spans) {
+            (Some(c), Some(r), Some(s)) => {
+                let ranges = self::spans(&index_rows(r, "cell_ranges", 2)?);
+                (cell_rows(c)?, ranges, self::spans(&index_rows(s, "cell_spans", 2)?))
+            }
+            (None, None, None) => (Vec::new(), vec![Span::new(0, 0); pairs.len()], Vec::new()),
+            _ => return Err(value_error("cells, cell_ranges and cell_spans go together: give all three or none")),
+        };
+        Ok(Self { pairs, spans, cells, ranges, cell_spans })
+    }
+
+    fn list(&self) -> LeafList<'_> {
+        LeafList {
+            particles: InteractionList { pairs: &self.pairs, source_spans: &self.spans },
+            cells: &self.ranges,
+            cell_spans: &self.cell_spans,
+        }
+    }
+}
+
 /// The leaf-list call in precision `T`: (acceleration (N, 3), potential (N,)).
 #[allow(clippy::too_many_arguments)]
 fn leaves_in<'py, T: PyReal>(
     py: Python<'py>,
     particles: &[Particle<T>],
-    cells: &[[f64; 10]],
-    (pairs, source_spans, ranges, cell_spans): (&[Pair], &[Span], &[Span], &[Span]),
+    rows: &LeafRows,
     params: Params<T>,
     lengths: Option<&[f64]>,
     backend: &Backend,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    let c = T::from_f64;
-    let cells: Vec<Cell<T>> = cells
-        .iter()
-        .map(|r| Cell::new(c(r[0]), c(r[1]), c(r[2]), c(r[3]), core::array::from_fn(|k| c(r[4 + k]))))
-        .collect();
+    let cells = cells_of::<T>(&rows.cells);
     let n = particles.len();
-    let list = LeafList { particles: InteractionList { pairs, source_spans }, cells: ranges, cell_spans };
-    let lengths: Option<Vec<T>> = lengths.map(|l| l.iter().map(|&x| c(x)).collect());
+    let list = rows.list();
+    let lengths: Option<Vec<T>> = lengths.map(|l| l.iter().map(|&x| T::from_f64(x)).collect());
     let out = with_executor::<T, _>(py, backend, |e| {
         let mut out = vec![Field::zero(); n];
         match &lengths {
@@ -756,38 +803,26 @@ fn leaves<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let softening = softening_kernel(softening)?;
     let sources = particles::<f64>(positions, masses)?;
-    let pair_rows = index_rows(pairs, "pairs", 4)?;
-    let pairs: Vec<Pair> =
-        pair_rows.iter().map(|r| Pair { targets: Span::new(r[0], r[1]), sources: Span::new(r[2], r[3]) }).collect();
-    let source_spans = self::spans(&index_rows(spans, "spans", 2)?);
-    let (cells, ranges, cell_spans) = match (cells, cell_ranges, cell_spans) {
-        (Some(c), Some(r), Some(s)) => {
-            let ranges = self::spans(&index_rows(r, "cell_ranges", 2)?);
-            (cell_rows(c)?, ranges, self::spans(&index_rows(s, "cell_spans", 2)?))
-        }
-        (None, None, None) => (Vec::new(), vec![Span::new(0, 0); pairs.len()], Vec::new()),
-        _ => return Err(value_error("cells, cell_ranges and cell_spans go together: give all three or none")),
-    };
+    let rows = LeafRows::read(pairs, spans, cells, cell_ranges, cell_spans)?;
     let (eps, lengths) = match lengths_of(eps, sources.len())? {
         Ok(e) => (e, None),
-        Err(_) if !cells.is_empty() => {
+        Err(_) if !rows.cells.is_empty() => {
             return Err(value_error("cells with an eps per particle: give one eps (a number) with cells"))
         }
         Err(each) => (0.0, Some(each)),
     };
-    let list = (&pairs[..], &source_spans[..], &ranges[..], &cell_spans[..]);
     let l = lengths.as_deref();
     match precision {
         "f64" => {
             let params = Params::softened(eps).with_g(G).with_softening(softening);
             let params = Params { potential, ..params };
-            leaves_in::<f64>(py, &sources, &cells, list, params, l, &backend::<f64>(executor, threads)?)
+            leaves_in::<f64>(py, &sources, &rows, params, l, &backend::<f64>(executor, threads)?)
         }
         "f32" => {
             let params = Params::softened(eps as f32).with_g(G as f32).with_softening(softening);
             let params = Params { potential, ..params };
             let sources: Vec<Particle<f32>> = sources.iter().map(Particle::cast).collect();
-            leaves_in::<f32>(py, &sources, &cells, list, params, l, &backend::<f32>(executor, threads)?)
+            leaves_in::<f32>(py, &sources, &rows, params, l, &backend::<f32>(executor, threads)?)
         }
         other => Err(value_error(format!("precision must be 'f32' or 'f64' (got {other:?})"))),
     }
@@ -1666,9 +1701,7 @@ fn leaves_vjp<'py>(
         let dm = PyArray1::from_vec(py, grads.iter().map(|q| q.m).collect::<Vec<T>>()).into_any();
         PyTuple::new(py, [PyArray1::from_vec(py, flat).reshape([n, 3])?.into_any(), dm])
     }
-    let pair_rows = index_rows(pairs, "pairs", 4)?;
-    let pairs: Vec<Pair> =
-        pair_rows.iter().map(|r| Pair { targets: Span::new(r[0], r[1]), sources: Span::new(r[2], r[3]) }).collect();
+    let pairs = pair_rows(pairs)?;
     let spans = self::spans(&index_rows(spans, "spans", 2)?);
     let cots = (cot_acc, cot_phi);
     match precision {
