@@ -60,6 +60,7 @@ pub(crate) fn all<T: Real, E: Projecting<T>>() -> Vec<(&'static str, Check<E>)> 
         ("vjp_matches_oracle", crate::gradients::vjp_matches_oracle::<T, E>),
         ("gradients_many_sources", crate::gradients::gradients_many_sources::<T, E>),
         ("vjp_batch_matches_oracle", crate::gradients::vjp_batch_matches_oracle::<T, E>),
+        ("vjp_batch_on_itself", crate::gradients::vjp_batch_on_itself::<T, E>),
     ]
 }
 

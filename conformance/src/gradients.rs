@@ -235,3 +235,60 @@ pub(crate) fn vjp_batch_matches_oracle<T: Real, E: Executor<T>>(e: &mut E, u: f6
         Ok(())
     })
 }
+
+/// The batched product of whole systems on themselves (one pair whose only source span is
+/// its targets: a particle's whole gradient, as an executor may take each pair once for
+/// both of its particles) against the oracle's two parts added, on systems of 1 to 1,500
+/// particles (several of the CUDA pair kernels' tiles), softened and not, with and
+/// without the potential, into gradients that already hold values.
+pub(crate) fn vjp_batch_on_itself<T: Real, E: Executor<T>>(e: &mut E, u: f64) -> Result<(), String> {
+    use nbody_core::{InteractionList, Pair, Span};
+    let f = T::from_f64;
+    for (n, eps, potential) in
+        [(1, 1.0 / 64.0, true), (37, 0.0, true), (700, 1.0 / 64.0, false), (1500, 1.0 / 64.0, true)]
+    {
+        let c = crate::neighbours::big_case(n, 0, (0, 0, 0));
+        let ps = c.targets::<T>();
+        let cot: Vec<Field<T>> = (0..n)
+            .map(|i| {
+                let v = c.velocities[i];
+                Field::new(f(v[0]), f(v[1]), f(v[2]), f(0.25 - i as f64 / n as f64))
+            })
+            .collect();
+        let pairs = [Pair { targets: Span::new(0, n as u32), sources: Span::new(0, 1) }];
+        let spans = [Span::new(0, n as u32)];
+        let list = InteractionList { pairs: &pairs, source_spans: &spans };
+        let before: Vec<Particle<T>> = (0..n).map(|i| Particle::new(f(0.5), f(-0.25), f(i as f64), f(0.125))).collect();
+        let case = Case { eps, potential, ..c.clone() };
+        for p in kernels(e, nbody_core::capabilities::Entry::VjpBatch, &case) {
+            let mut got = before.clone();
+            e.vjp_batch(&ps, &list, &p, &cot, &mut got)
+                .map_err(|err| format!("{} vjp_batch failed: {err}", e.name()))?;
+            let q = p.with_overlap_identical();
+            let acc: Vec<[f64; 3]> = cot.iter().map(|c| c.acceleration().map(|x| x.to_f64())).collect();
+            let phi: Vec<f64> = cot.iter().map(|c| c.phi.to_f64()).collect();
+            let cots = Cotangents { acc: &acc, phi: potential.then_some(&phi[..]) };
+            let (mut wt, mut ws, mut wm) = (vec![[0.0; 3]; n], vec![[0.0; 3]; n], vec![0.0; n]);
+            oracle::vjp(&ps, &ps, &q, cots, Gradients { targets: &mut wt, sources: &mut ws, masses: &mut wm })
+                .map_err(|e| e.to_string())?;
+            let (mut st, mut sink, mut ss, mut sm) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+            let out = GradientScales { tidal: &mut sink, targets: &mut st, sources: &mut ss, masses: &mut sm };
+            oracle::gradient_scales(&ps, &ps, &q, cots, out).map_err(|e| e.to_string())?;
+            let tol = tolerance(u, Path::Gradients);
+            let lanes = |q: &Particle<T>| [q.x.to_f64(), q.y.to_f64(), q.z.to_f64(), q.m.to_f64()];
+            let name = p.softening.name();
+            for i in 0..n {
+                let (g, b) = (lanes(&got[i]), lanes(&before[i]));
+                for k in 0..3 {
+                    close(g[k], b[k], wt[i][k] + ws[i][k], tol, st[i] + ss[i], u, &|| {
+                        format!("{name} n {n} eps {eps} potential {potential}: particle {i}, gradient[{k}]")
+                    })?;
+                }
+                close(g[3], b[3], wm[i], tol, sm[i], u, &|| {
+                    format!("{name} n {n} eps {eps} potential {potential}: particle {i}, mass gradient")
+                })?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -136,6 +136,20 @@ pub fn suite_with_roundoff<T: Real, E: Projecting<T> + 'static>(
         .collect()
 }
 
+/// Runs the suite's check `name` on `exec` with unit roundoff `u`: for an executor set up
+/// in a way the suite's fresh executors are not (a bound on its memory, a forced launch).
+///
+/// ```
+/// let r = nbody_conformance::run_check::<f64, _>("newton_third_law", &mut nbody_core::Reference, f64::EPSILON);
+/// assert!(r.is_ok());
+/// assert!(nbody_conformance::run_check::<f64, _>("no such check", &mut nbody_core::Reference, 0.0).is_err());
+/// ```
+pub fn run_check<T: Real, E: Projecting<T>>(name: &str, exec: &mut E, u: f64) -> Result<(), String> {
+    let (_, check) =
+        checks::all::<T, E>().into_iter().find(|(n, _)| *n == name).ok_or_else(|| format!("no check named {name}"))?;
+    check(exec, u)
+}
+
 /// Runs trials with the command line's arguments (filters, `--list`, `--ignored`) and
 /// exits with the harness's status.
 pub fn run(trials: Vec<Trial>) -> ! {

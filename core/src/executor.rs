@@ -685,16 +685,7 @@ pub trait Executor<T: Real> {
     /// [`validate_batch`] and [`validate::cotangents_of`] returned `Ok` on these
     /// arguments, with one cotangent per particle.
     unsafe fn vjp_batch_unchecked(&mut self, call: VjpBatchCall<'_, T>) -> Result<(), Error> {
-        let VjpBatchCall { particles, list, params, cotangents, grads } = call;
-        for pair in list.pairs {
-            let t = pair.targets.range();
-            for s in list.sources_of(pair).iter().map(Span::range).filter(|s| !s.is_empty() && !t.is_empty()) {
-                let q = params.with_overlap(Overlap::between(t.clone(), s.clone()));
-                let (tp, sp, c) = (&particles[t.clone()], &particles[s.clone()], &cotangents[t.clone()]);
-                vjp_target_loops(tp, sp, &q, c, &mut grads[t.clone()]);
-                vjp_source_loops(tp, sp, &q, c, &mut grads[s]);
-            }
-        }
+        vjp_batch_loops(call);
         Ok(())
     }
 
@@ -1177,6 +1168,35 @@ fn tidal_loops<T: Real>(call: TidalCall<'_, T>) {
         let (sums, tsums) = crate::gradient::target_sums(params, &k, t, sources, i);
         crate::kernel::finish(params.g, &sums, params.potential, &mut out[i]);
         crate::kernel::finish_tidal(params.g, &tsums, &mut tidal[i]);
+    }
+}
+
+/// [`Executor::vjp_batch`]'s default work, on validated input: the plain loops of the
+/// default [`Executor::vjp_unchecked`] for each pair and source span, in the caller's
+/// precision. An executor that runs some pairs its own way hands it the rest.
+///
+/// ```
+/// use nbody_core::calls::VjpBatchCall;
+/// use nbody_core::{Field, InteractionList, Pair, Params, Particle, Span, vjp_batch_loops};
+/// let p = [Particle::new(0.0f64, 0.0, 0.0, 1.0), Particle::new(2.0, 0.0, 0.0, 1.0)];
+/// let pairs = [Pair { targets: Span::new(0, 2), sources: Span::new(0, 1) }];
+/// let list = InteractionList { pairs: &pairs, source_spans: &[Span::new(0, 2)] };
+/// let cot = [Field::new(1.0, 0.0, 0.0, 0.0), Field::zero()];
+/// let mut g = [Particle::zero(); 2];
+/// let params = Params::softened(0.0);
+/// vjp_batch_loops(VjpBatchCall { particles: &p, list: &list, params: &params, cotangents: &cot, grads: &mut g });
+/// assert_eq!((g[0].x, g[1].x, g[1].m), (0.25, -0.25, 0.25));
+/// ```
+pub fn vjp_batch_loops<T: Real>(call: VjpBatchCall<'_, T>) {
+    let VjpBatchCall { particles, list, params, cotangents, grads } = call;
+    for pair in list.pairs {
+        let t = pair.targets.range();
+        for s in list.sources_of(pair).iter().map(Span::range).filter(|s| !s.is_empty() && !t.is_empty()) {
+            let q = params.with_overlap(Overlap::between(t.clone(), s.clone()));
+            let (tp, sp, c) = (&particles[t.clone()], &particles[s.clone()], &cotangents[t.clone()]);
+            vjp_target_loops(tp, sp, &q, c, &mut grads[t.clone()]);
+            vjp_source_loops(tp, sp, &q, c, &mut grads[s]);
+        }
     }
 }
 

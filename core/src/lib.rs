@@ -69,7 +69,7 @@ pub mod validate;
 pub use error::{Array, Error};
 pub use executor::{
     Bodies, Executor, InteractionList, Kinematics, LeafList, Pair, PerParticle, Span, validate_batch,
-    validate_batch_cells, validate_cells,
+    validate_batch_cells, validate_cells, vjp_batch_loops,
 };
 pub use layout::{Field, Jerk, Particle, SoaRef, Tidal, Velocity};
 pub use params::{Overlap, PairRule, Params, SPLINE_SUPPORT, Softening};

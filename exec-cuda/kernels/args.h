@@ -182,6 +182,10 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
 // targets' gradients into grad, the sources' into out; with gridDim.y > 1 rows of chunk
 // sources each, eight doubles a particle a row into partial instead, which
 // nbody_grad_fused_reduce_* (chunk: the number of rows) adds and finishes.
+// nbody_grad_pairs_* (a system on itself, each pair once; targets and cot as above, n_targets
+// particles in `tiles` tiles): the band of tile diagonals [band0, band0 + band) into two
+// slot rows a diagonal; nbody_grad_pairs_reduce_* adds them into four doubles a particle
+// in partial, and with finish set adds each whole gradient into grad.
 #define GRAD_ARGS_FIELDS(F)                                                                                            \
     F(const typename V4<T>::type *, targets)                                                                           \
     F(const typename V4<T>::type *, sources)                                                                           \
@@ -201,7 +205,12 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
     F(int, self_len)                                                                                                   \
     F(int, potential)                                                                                                  \
     F(double *, partial)                                                                                               \
-    F(int, chunk)
+    F(int, chunk)                                                                                                      \
+    F(typename V4<T>::type *, slots)                                                                                   \
+    F(int, tiles)                                                                                                      \
+    F(int, band0)                                                                                                      \
+    F(int, band)                                                                                                       \
+    F(int, finish)
 
 // The Hermite kernels (nbody_hermite_{predict,gather,correct}_*): the state (pos, vel,
 // acc, jerk, each particle's time tj), its prediction (ppos, pvel), the active

@@ -374,6 +374,12 @@ kernel_args! {
         potential: i32 = "int",
         partial: Ptr = "double *",
         chunk: i32 = "int",
+        /// The pair kernels' slot rows ([`crate::gradients`]).
+        slots: Ptr = "typename V4<T>::type *",
+        tiles: i32 = "int",
+        band0: i32 = "int",
+        band: i32 = "int",
+        finish: i32 = "int",
     }
 }
 

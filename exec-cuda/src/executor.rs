@@ -105,6 +105,11 @@ impl<T: DeviceReal> Executor<T> for CudaExecutor {
         self.vjp_call(call)
     }
 
+    /// A span on itself on the device, each pair once; other pairs in the core's loops.
+    unsafe fn vjp_batch_unchecked(&mut self, call: nbody_core::calls::VjpBatchCall<'_, T>) -> Result<(), Error> {
+        self.vjp_batch_call(call)
+    }
+
     unsafe fn accelerations_batch_unchecked(&mut self, call: BatchCall<'_, T>) -> Result<(), Error> {
         let BatchCall { particles, list, params, out } = call;
         let none = InteractionList { pairs: &[], source_spans: &[] };

@@ -4,17 +4,20 @@
 //! over the sources for the field, the tidal tensor or the targets' gradients, one thread
 //! per source over the targets for the sources' gradients (kernels/gradients.cuh), and
 //! the outputs come back; a system on itself (`Overlap::Identical`) takes the product's
-//! three parts in one pass over the pairs instead. f32 and f64 kernels, Plummer and the
-//! spline; a mixed executor (an f64 interface over f32 interactions) runs the f64 ones.
+//! three parts in one pass over the pairs instead. A particle's whole gradient (its
+//! parts as a target and as a source together: [`nbody_core::Executor::vjp_device`], and
+//! [`nbody_core::Executor::vjp_batch`]'s pairs of a span on itself) takes each pair once
+//! for both of its particles. f32 and f64 kernels, Plummer and the spline; a mixed
+//! executor (an f64 interface over f32 interactions) runs the f64 ones.
 
 use crate::args::{GradArgs, null};
 use crate::kernels::{Kernel, Soft, count};
 use crate::memory::{download, ptr, upload_padded};
 use crate::{CudaExecutor, DeviceReal, EXTRA_A, EXTRA_B, EXTRA_C, Family, OUT, PARTIAL, SOURCES, TARGETS};
 use cust::memory::DevicePointer;
-use nbody_core::calls::{TidalCall, VjpCall};
+use nbody_core::calls::{TidalCall, VjpBatchCall, VjpCall};
 use nbody_core::kernel::Softened;
-use nbody_core::{Error, Params, Particle};
+use nbody_core::{Error, InteractionList, Pair, Params, Particle};
 
 /// Threads per block (kernels/gradients.cuh's GRAD_BLOCK).
 const BLOCK: u32 = 256;
@@ -101,7 +104,30 @@ fn base_args<T: DeviceReal>(
         potential: params.potential as i32,
         partial: null(),
         chunk: count(n_sources)?,
+        slots: null(),
+        tiles: 0,
+        band0: 0,
+        band: 0,
+        finish: 0,
     })
+}
+
+/// Threads per block of the pair kernels (GRAD_PAIRS_THREADS).
+const PAIRS_THREADS: usize = 64;
+
+/// Most bytes of slot rows a pair launch writes unless the executor is told otherwise: a
+/// band of diagonals is as wide as they allow (at 65,536 f32 particles, 128 of 256
+/// diagonals a band).
+pub(crate) const PAIR_SLOT_BYTES: usize = 256 << 20;
+
+/// A pair product's tiling of `n` particles of `T`'s kernels: particles a tile (four a
+/// thread in f32, two in f64, 64 threads a block: kernels/gradients.cuh's PairsTile), tiles, and diagonals a
+/// band.
+fn pairs_tiling<T: DeviceReal>(n: usize, slot_bytes: usize) -> (usize, usize, usize) {
+    let tile = if tag::<T>() == Family::F32 { 4 * PAIRS_THREADS } else { 2 * PAIRS_THREADS };
+    let tiles = n.div_ceil(tile).max(1);
+    let row = tiles * tile * 4 * size_of::<T>();
+    (tile, tiles, (slot_bytes / (2 * row)).clamp(1, tiles))
 }
 
 impl CudaExecutor {
@@ -140,6 +166,99 @@ impl CudaExecutor {
                 let blocks = n.div_ceil(BLOCK as usize) as u32;
                 self.launch(Kernel::GradFusedReduce { tag }, blocks, BLOCK, reduce, "adding the gradients")?;
             }
+        }
+        Ok(())
+    }
+
+    /// Queues the whole product of `n` particles on themselves (records at `particles`,
+    /// cotangents at `cot`), each pair evaluated once for both of its particles, adding
+    /// each particle's whole gradient (its parts as a target and as a source, and its
+    /// mass gradient) into `grad`: bands of tile diagonals, each band's slot rows added
+    /// in order into four doubles a particle.
+    ///
+    /// # Safety
+    /// Each address holds `n` four-lane records of `T`'s kernels.
+    pub(crate) unsafe fn launch_pairs<T: DeviceReal>(
+        &mut self,
+        params: &Params<T>,
+        n: usize,
+        particles: DevicePointer<u8>,
+        cot: DevicePointer<u8>,
+        grad: DevicePointer<u8>,
+    ) -> Result<(), Error> {
+        let c = Constants::of(params);
+        let (tag, soft, masked, potential) = (tag::<T>(), c.soft, c.masked, params.potential);
+        let (tile, tiles, width) = pairs_tiling::<T>(n, self.pair_slot_bytes);
+        let padded = tiles * tile;
+        let (slots, partial) = self.reserve_pairs::<T>(n)?;
+        let base = GradArgs {
+            cot,
+            grad,
+            slots,
+            partial,
+            tiles: count(tiles)?,
+            ..base_args(params, n, n, particles, particles)?
+        };
+        let mut band0 = 0;
+        while band0 < tiles {
+            let band = width.min(tiles - band0);
+            let finish = band0 + band == tiles;
+            let args = GradArgs { band0: count(band0)?, band: count(band)?, finish: finish as i32, ..base };
+            // SAFETY: the caller's word for the records; 2 band rows of padded records in
+            // `slots`, four doubles a padded particle in `partial`.
+            unsafe {
+                let grid = ((tiles - band0) as u32, band as u32);
+                let pairs = Kernel::GradPairs { tag, soft, masked, potential };
+                self.launch(pairs, grid, PAIRS_THREADS as u32, args, "launching the pair gradients")?;
+                let blocks = padded.div_ceil(BLOCK as usize) as u32;
+                self.launch(Kernel::GradPairsReduce { tag }, blocks, BLOCK, args, "adding the pair gradients")?;
+            }
+            band0 += band;
+        }
+        Ok(())
+    }
+
+    /// The slot rows and double sums of a pair product of `n` particles.
+    fn reserve_pairs<T: DeviceReal>(&mut self, n: usize) -> Result<(DevicePointer<u8>, DevicePointer<u8>), Error> {
+        let (tile, tiles, width) = pairs_tiling::<T>(n, self.pair_slot_bytes);
+        let padded = tiles * tile;
+        let slots = ptr(self.scratch[EXTRA_A].reserve(2 * width * padded * 4 * size_of::<T>())?);
+        Ok((slots, ptr(self.scratch[PARTIAL].reserve(padded * 4 * 8)?)))
+    }
+
+    /// [`nbody_core::Executor::vjp_batch`]: a pair whose only source span is its targets
+    /// (a system, or a leaf, on itself) runs the pair kernels on the device, each pair of
+    /// particles once; the other pairs run the core's loops on the host, added after.
+    pub(crate) fn vjp_batch_call<T: DeviceReal>(&mut self, call: VjpBatchCall<'_, T>) -> Result<(), Error> {
+        let VjpBatchCall { particles, list, params, cotangents, grads } = call;
+        let on_itself = |p: &Pair| matches!(list.sources_of(p), [s] if *s == p.targets);
+        let (own, rest): (Vec<Pair>, Vec<Pair>) = list.pairs.iter().partition(|p| on_itself(p));
+        if !own.is_empty() {
+            let sz = 4 * size_of::<T>();
+            self.guarded(|me| {
+                let x = up(me, SOURCES, particles)?;
+                let cot = up(me, TARGETS, cotangents)?;
+                let g = up(me, OUT, grads)?;
+                // The longest span's buffers first, so no launch waits on a reallocation.
+                let longest = own.iter().map(|p| p.targets.len()).max().unwrap_or(0);
+                me.reserve_pairs::<T>(longest)?;
+                for pair in &own {
+                    let (at, len) = (pair.targets.start as usize, pair.targets.len());
+                    if len == 0 {
+                        continue;
+                    }
+                    let shift = |d: DevicePointer<u8>| DevicePointer::from_raw(d.as_raw() + (at * sz) as u64);
+                    // SAFETY: the pair's span lies inside the uploaded records (validated),
+                    // as many cotangents and gradients.
+                    unsafe { me.launch_pairs(params, len, shift(x), shift(cot), shift(g))? };
+                }
+                me.gpu.stream().synchronize().map_err(crate::device::cuda("running the pair gradients"))?;
+                down(me, OUT, grads)
+            })?;
+        }
+        if !rest.is_empty() {
+            let list = InteractionList { pairs: &rest, source_spans: list.source_spans };
+            nbody_core::vjp_batch_loops(VjpBatchCall { particles, list: &list, params, cotangents, grads });
         }
         Ok(())
     }
@@ -206,21 +325,12 @@ impl CudaExecutor {
             if found[0] != i32::MAX {
                 return Err(me.flagged_record::<T>(TARGETS, nbody_core::Array::Cotangents, found[0] as usize)?);
             }
-            let gt = me.scratch[OUT].reserve(n * sz)?;
-            upload_padded(gt, &[], n * sz)?;
-            let gt = ptr(gt);
             let gs = me.scratch[EXTRA_B].reserve(n * sz)?;
             upload_padded(gs, &[], n * sz)?;
             let gs = ptr(gs);
             let particles = ptr(me.scratch[SOURCES].buf_ref().ok_or(Error::NoDevice)?);
-            // SAFETY: n packed particles and cotangents, n zeroed records of each part.
-            unsafe { me.launch_fused(&p, n, particles, cot, gt, gs)? };
-            // A particle's gradient: its source part (with the mass gradient) plus its
-            // target part, added on the device by the kick kernel (a += b h, h = 1).
-            let add = crate::args::StepArgs { a: gs, b: gt, h: T::one(), n: count(n)? };
-            let blocks = n.div_ceil(256) as u32;
-            // SAFETY: n records each.
-            unsafe { me.launch(Kernel::Kick { tag: tag::<T>() }, blocks, 256, add, "adding the gradients' parts")? };
+            // SAFETY: n packed particles and cotangents, n zeroed whole gradients.
+            unsafe { me.launch_pairs(&p, n, particles, cot, gs)? };
             let unpack = crate::args::ColumnsArgs {
                 records: gs,
                 rows: device(call.grad_positions),
@@ -305,6 +415,19 @@ impl CudaExecutor {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pair_bands_fit_their_bound() {
+        use super::{PAIR_SLOT_BYTES, pairs_tiling};
+        // 65,536 f32 particles: 256 tiles of 256, rows of 1 MiB, 128 diagonals a band.
+        assert_eq!(pairs_tiling::<f32>(65_536, PAIR_SLOT_BYTES), (256, 256, 128));
+        // f64: 512 tiles of 128, rows of 2 MiB.
+        assert_eq!(pairs_tiling::<f64>(65_536, PAIR_SLOT_BYTES), (128, 512, 64));
+        // Few particles: every diagonal in one band; a bound too small still gives one.
+        assert_eq!(pairs_tiling::<f32>(1_000, PAIR_SLOT_BYTES), (256, 4, 4));
+        assert_eq!(pairs_tiling::<f32>(1_000, 1), (256, 4, 1));
+        assert_eq!(pairs_tiling::<f64>(0, PAIR_SLOT_BYTES), (128, 1, 1));
+    }
+
     #[test]
     fn fused_launches_fill_the_gpu_but_keep_rows_long() {
         // 65,536 particles on 132 SMs: 512 blocks of 128, 17 rows of at least 1,024.

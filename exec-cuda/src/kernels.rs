@@ -166,6 +166,11 @@ pub(crate) enum Kernel {
     GradFused { tag: Family, soft: Soft, masked: bool },
     /// Adds a source-split [`Kernel::GradFused`] launch's rows and finishes.
     GradFusedReduce { tag: Family },
+    /// The whole product of a system on itself, each pair once for both particles, over
+    /// a band of tile diagonals (`potential`: with potential cotangents).
+    GradPairs { tag: Family, soft: Soft, masked: bool, potential: bool },
+    /// Adds a [`Kernel::GradPairs`] band's slot rows; the last band's finishes.
+    GradPairsReduce { tag: Family },
     /// `v += a h` on resident particles.
     Kick { tag: Family },
     /// `x += v h` on resident particles.
@@ -247,6 +252,10 @@ impl Kernel {
                 format!("nbody_grad_fused_{tag}_s{}_m{}", soft as u8, b(masked))
             }
             Kernel::GradFusedReduce { tag } => format!("nbody_grad_fused_reduce_{tag}"),
+            Kernel::GradPairs { tag, soft, masked, potential } => {
+                format!("nbody_grad_pairs_{tag}_s{}_m{}_p{}", soft as u8, b(masked), b(potential))
+            }
+            Kernel::GradPairsReduce { tag } => format!("nbody_grad_pairs_reduce_{tag}"),
             Kernel::Kick { tag } => format!("nbody_kick_{tag}"),
             Kernel::Drift { tag } => format!("nbody_drift_{tag}"),
             Kernel::PackColumns { tag } => format!("nbody_columns_pack_{tag}"),
@@ -287,7 +296,9 @@ impl Kernel {
             Kernel::GradTargets { .. }
             | Kernel::GradSources { .. }
             | Kernel::GradFused { .. }
-            | Kernel::GradFusedReduce { .. } => "GradArgs",
+            | Kernel::GradFusedReduce { .. }
+            | Kernel::GradPairs { .. }
+            | Kernel::GradPairsReduce { .. } => "GradArgs",
             Kernel::Kick { .. } | Kernel::Drift { .. } => "StepArgs",
             Kernel::PackColumns { .. } | Kernel::UnpackColumns { .. } => "ColumnsArgs",
             Kernel::Jerk { .. } | Kernel::JerkReduce { .. } => "JerkArgs",
@@ -336,6 +347,9 @@ impl Kernel {
             Kernel::GradFused { tag: F32, soft: Soft::Plummer, masked: false },
             Kernel::GradFused { tag: F64, soft: Soft::Spline, masked: false },
             Kernel::GradFusedReduce { tag: F32 },
+            Kernel::GradPairs { tag: F32, soft: Soft::Plummer, masked: true, potential: true },
+            Kernel::GradPairs { tag: F64, soft: Soft::Spline, masked: false, potential: false },
+            Kernel::GradPairsReduce { tag: F64 },
             Kernel::Kick { tag: F32 },
             Kernel::Drift { tag: F64 },
             Kernel::PackColumns { tag: F32 },

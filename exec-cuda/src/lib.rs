@@ -114,6 +114,9 @@ pub struct CudaExecutor {
     forced: Option<LaunchConfig>,
     /// Targets per thread of the jerk kernel, when forced (benchmarks).
     jerk_per_thread: Option<usize>,
+    /// Most bytes of slot rows a whole-gradient pair launch writes
+    /// ([`CudaExecutor::limit_pair_slots`]).
+    pair_slot_bytes: usize,
     /// Partial sums of a source-split tiled launch (grown as needed; behind a RefCell
     /// because launches borrow the executor's other buffers while they reserve it).
     split_partials: std::cell::RefCell<Scratch>,
@@ -164,6 +167,21 @@ impl CudaExecutor {
         self.jerk_per_thread = n;
     }
 
+    /// Bounds the device memory a particle's-whole-gradient product
+    /// ([`nbody_core::Executor::vjp_device`], and [`nbody_core::Executor::vjp_batch`]'s
+    /// pairs of a span on itself) takes for its partial sums, 256 MiB unless set: it then
+    /// runs in more launches, each over fewer diagonals of its tiles, and gives the same
+    /// bits. At least one diagonal a launch whatever the bound.
+    ///
+    /// ```no_run
+    /// let mut gpu = nbody_cuda::CudaExecutor::new()?;
+    /// gpu.limit_pair_slots(64 << 20);
+    /// # Ok::<(), nbody_core::Error>(())
+    /// ```
+    pub fn limit_pair_slots(&mut self, bytes: usize) {
+        self.pair_slot_bytes = bytes;
+    }
+
     /// Opens GPU 0. Returns [`Error::NoDevice`] when there is no driver or no GPU.
     pub fn new() -> Result<Self, Error> {
         Self::on_device(0)
@@ -181,6 +199,7 @@ impl CudaExecutor {
             autotune: false,
             forced: None,
             jerk_per_thread: None,
+            pair_slot_bytes: gradients::PAIR_SLOT_BYTES,
             f64_family: Family::F64,
             sorted_above: order::SORTED_MIN_INTERACTIONS,
             sabotage: std::cell::Cell::new(false),

@@ -53,6 +53,10 @@ fn main() {
         gpu("batched_cell_calls_give_the_same_bits_every_time", batched_same_bits),
         gpu("columns_match_the_oracle_and_refuse_bad_values", columns),
         gpu("device_columns_match_the_host_columns", device_columns),
+        gpu("pair_gradients_give_the_same_bits_in_any_band_width", || {
+            pair_bands::<f32>()?;
+            pair_bands::<f64>()
+        }),
         gpu("j_memory_matches_host_prediction_and_the_reference", || j_memory(false)),
         gpu("warp_shuffle_variant_matches_the_oracle", warp_shuffle),
         gpu("mixed_j_memory_matches_host_prediction_and_the_reference", || j_memory(true)),
@@ -79,6 +83,47 @@ fn main() {
     ]);
     trials.extend(device_tree::checks().into_iter().map(|(name, f)| gpu(name, f)));
     run(trials);
+}
+
+/// The whole-gradient pair kernels on a system of 20,000 (79 f32 tiles, 157 f64 ones)
+/// on itself: the same bits with every diagonal in one launch, one a launch and a few a
+/// launch, on the host-slice and the device call, and against the oracle at 1,500
+/// particles after a few-diagonal split (the shared suite checks the one-launch form).
+fn pair_bands<T: DeviceReal>() -> Result<(), Failed> {
+    use nbody_core::{InteractionList, Pair, Span};
+    let mut gpu = CudaExecutor::new().map_err(gpu_err)?;
+    let c = T::from_f64;
+    let n = 20_000;
+    let (ps, vs) = nbody_integrators::ics::plummer::<T>(n, 4);
+    let cot: Vec<Field<T>> =
+        vs.iter().enumerate().map(|(i, v)| Field::new(v.vx, v.vy, v.vz, c((i % 7) as f64 * 0.1))).collect();
+    let pairs = [Pair { targets: Span::new(0, n as u32), sources: Span::new(0, 1) }];
+    let spans = [Span::new(0, n as u32)];
+    let list = InteractionList { pairs: &pairs, source_spans: &spans };
+    for potential in [false, true] {
+        let mut params = Params::softened(c(1.0 / 256.0));
+        params.potential = potential;
+        let mut runs = Vec::new();
+        for bytes in [usize::MAX, 1, 3 << 20] {
+            gpu.limit_pair_slots(bytes);
+            let mut g = vec![Particle::new(c(1.0), c(-2.0), c(0.5), c(0.25)); n];
+            gpu.vjp_batch(&ps, &list, &params, &cot, &mut g).map_err(gpu_err)?;
+            if g.iter().any(|p| !p.x.is_finite() || !p.m.is_finite()) {
+                return Err(format!("{} potential {potential}: a gradient is not finite", T::NAME).into());
+            }
+            runs.push(g);
+        }
+        gpu.limit_pair_slots(usize::MAX);
+        if runs[1..].iter().any(|r| *r != runs[0]) {
+            return Err(format!("{} potential {potential}: the bands changed the bits", T::NAME).into());
+        }
+    }
+    // A band split against the oracle: 1,500 particles, diagonals a launch as few as 1.
+    gpu.limit_pair_slots(1);
+    let r =
+        nbody_conformance::run_check::<T, _>("vjp_batch_on_itself", &mut gpu, nbody_core::Real::to_f64(T::epsilon()));
+    gpu.limit_pair_slots(usize::MAX);
+    r.map_err(|e| format!("{} one diagonal a launch: {e}", T::NAME).into())
 }
 
 fn gpu_err(e: Error) -> Failed {
@@ -1443,9 +1488,9 @@ fn device_columns() -> Result<(), Failed> {
                 return Err(format!("{}: a span past the particles was not refused cleanly", T::NAME).into());
             }
         }
-        // The product of the particles on themselves, against the host-slice product (its
-        // two parts added in the same precision), with and without potential cotangents;
-        // a NaN cotangent named, outputs untouched.
+        // The product of the particles on themselves, against the host-slice batched
+        // product of the system on itself (the same pair kernels), with and without
+        // potential cotangents; a NaN cotangent named, outputs untouched.
         {
             use nbody_core::columns::DeviceVjp;
             let cot_acc: Vec<T> = (0..3 * 5000).map(|k| c(((k * 4909) % 1000) as f64 * 2e-3 - 1.0)).collect();
@@ -1459,8 +1504,14 @@ fn device_columns() -> Result<(), Failed> {
                     .zip(&cot_phi)
                     .map(|(a, &p)| Field::new(a[0], a[1], a[2], if with_phi { p } else { T::zero() }))
                     .collect();
-                let (mut gt, mut gs) = (vec![Particle::zero(); 5000], vec![Particle::zero(); 5000]);
-                gpu.vjp(&ps, &ps, &params, &cot, &mut gt, &mut gs).map_err(gpu_err)?;
+                let mut whole = vec![Particle::zero(); 5000];
+                let pairs = [nbody_core::Pair {
+                    targets: nbody_core::Span::new(0, 5000),
+                    sources: nbody_core::Span::new(0, 1),
+                }];
+                let spans = [nbody_core::Span::new(0, 5000)];
+                let list = nbody_core::InteractionList { pairs: &pairs, source_spans: &spans };
+                gpu.vjp_batch(&ps, &list, &params, &cot, &mut whole).map_err(gpu_err)?;
                 let (d_gp, d_gm) = (on_device(&[c(7.0); 3 * 5000])?, on_device(&[c(7.0); 5000])?);
                 let call = DeviceVjp {
                     device: 0,
@@ -1475,8 +1526,8 @@ fn device_columns() -> Result<(), Failed> {
                 };
                 // SAFETY: every address is a live buffer of this device of the sizes named.
                 unsafe { Executor::<T>::vjp_device(gpu, call, &Params::softened(c(0.01))) }.map_err(gpu_err)?;
-                let want_p: Vec<T> = gt.iter().zip(&gs).flat_map(|(t, s)| [s.x + t.x, s.y + t.y, s.z + t.z]).collect();
-                let want_m: Vec<T> = gs.iter().map(|s| s.m).collect();
+                let want_p: Vec<T> = whole.iter().flat_map(|g| [g.x, g.y, g.z]).collect();
+                let want_m: Vec<T> = whole.iter().map(|g| g.m).collect();
                 if back(&d_gp)? != want_p || back(&d_gm)? != want_m {
                     return Err(format!(
                         "{} potential {with_phi}: the device product differs from the host's",

@@ -516,11 +516,27 @@ fn gradients<T: DeviceReal>(gpu: &mut CudaExecutor, n: usize) -> Result<(), nbod
             d.sqrt() / w.iter().map(|b| b * b).sum::<f64>().sqrt()
         })
         .fold(0.0, f64::max);
+    // A particle's whole gradient from the pair kernels (the batched product of the
+    // system on itself), against the same truth.
+    let whole_list = self_pair(check);
+    let list = whole_list.list();
+    let mut whole = vec![Particle::zero(); check];
+    gpu.vjp_batch(&p, &list, &params, &cot, &mut whole)?;
+    let got_whole: Vec<[f64; 3]> = whole.iter().map(|g| [g.x, g.y, g.z].map(nbody_core::Real::to_f64)).collect();
+    let mass_whole =
+        whole.iter().zip(&wm).map(|(g, w)| (nbody_core::Real::to_f64(g.m) - w).abs() / w.abs()).fold(0.0, f64::max);
+    let (split_err, whole_err) = (worst_row_error(&got, &want), worst_row_error(&got_whole, &want));
     println!(
-        "\ngradients {name}, check at N = {check} against the f64 oracle: position gradients {:.2e}, mass gradients \
-         {mass_err:.2e}, tidal tensors {tidal_err:.2e} (largest relative error of a particle's)",
-        worst_row_error(&got, &want)
+        "\ngradients {name}, check at N = {check} against the f64 oracle: position gradients {split_err:.2e} (two \
+         parts) / {whole_err:.2e} (whole, each pair once), mass gradients {mass_err:.2e} / {mass_whole:.2e}, tidal \
+         tensors {tidal_err:.2e} (largest relative error of a particle's)",
     );
+    if !(whole_err <= 2.0 * split_err + 1e-12 && mass_whole <= 2.0 * mass_err + 1e-12) {
+        return Err(nbody_core::Error::InvalidParameter {
+            name: "gradient check",
+            requirement: "the whole gradient within twice the two-part product's error before timing",
+        });
+    }
     let (p, v) = nbody_integrators::ics::plummer::<T>(n, 1);
     let cot: Vec<Field<T>> = v.iter().map(|v| Field::new(v.vx, v.vy, v.vz, T::from_f64(0.5))).collect();
     let (mut out, mut tidal) = (vec![Field::zero(); n], vec![Tidal::zero(); n]);
@@ -532,15 +548,122 @@ fn gradients<T: DeviceReal>(gpu: &mut CudaExecutor, n: usize) -> Result<(), nbod
     let force = timing::time_with_events(gpu, 7, |g| g.accelerations(&p, &p, &params, &mut out))?;
     let tidal_t = timing::time_with_events(gpu, 7, |g| g.accelerations_tidal(&p, &p, &params, &mut out, &mut tidal))?;
     let vjp_t = timing::time_with_events(gpu, 7, |g| g.vjp(&p, &p, &params, &cot, &mut gt, &mut gs))?;
+    let whole_list = self_pair(n);
+    let list = whole_list.list();
+    let mut whole = vec![Particle::zero(); n];
+    gpu.vjp_batch(&p, &list, &params, &cot, &mut whole)?;
+    let whole_t = timing::time_with_events(gpu, 7, |g| g.vjp_batch(&p, &list, &params, &cot, &mut whole))?;
     println!(
         "gradients {name}, N = {n} (host-slice calls): force {:.3} ms, force and tidal tensor {:.3} ms ({:.2} forces), \
-         vector-Jacobian product {:.3} ms ({:.2} forces); force plus product {:.2} forces",
+         vector-Jacobian product {:.3} ms ({:.2} forces; force plus product {:.2} forces), whole gradient (each pair \
+         once) {:.3} ms ({:.2} forces; force plus product {:.2} forces)",
         force * 1e3,
         tidal_t * 1e3,
         tidal_t / force,
         vjp_t * 1e3,
         vjp_t / force,
-        (force + vjp_t) / force
+        (force + vjp_t) / force,
+        whole_t * 1e3,
+        whole_t / force,
+        (force + whole_t) / force
+    );
+    device_gradients(gpu, &p, &cot, &params)
+}
+
+/// A list of one pair: `n` particles on themselves.
+struct SelfPair([nbody_core::Pair; 1], [nbody_core::Span; 1]);
+
+impl SelfPair {
+    fn list(&self) -> nbody_core::InteractionList<'_> {
+        nbody_core::InteractionList { pairs: &self.0, source_spans: &self.1 }
+    }
+}
+
+fn self_pair(n: usize) -> SelfPair {
+    use nbody_core::{Pair, Span};
+    SelfPair([Pair { targets: Span::new(0, n as u32), sources: Span::new(0, 1) }], [Span::new(0, n as u32)])
+}
+
+/// The force (with potentials) and the whole product on arrays already on the GPU
+/// (`field_columns_device`, `vjp_device`, what Python's GPU arrays call), interleaved,
+/// wall clock, median of 21 rounds after 3 warm-ups, the product's results checked equal
+/// to the host-slice whole gradient first.
+fn device_gradients<T: DeviceReal>(
+    gpu: &mut CudaExecutor,
+    p: &[Particle<T>],
+    cot: &[Field<T>],
+    params: &Params<T>,
+) -> Result<(), nbody_core::Error> {
+    use nbody::cuda::DeviceMemory;
+    use nbody_core::columns::{DeviceColumns, DeviceVjp};
+    let (n, sz, ordinal) = (p.len(), size_of::<T>(), 0);
+    let on_gpu = |x: &[T]| {
+        let mut d = DeviceMemory::uninitialized(ordinal, x.len() * sz)?;
+        d.copy_from_host(x)?;
+        Ok::<_, nbody_core::Error>(d)
+    };
+    let d_rows = on_gpu(&p.iter().flat_map(|p| [p.x, p.y, p.z]).collect::<Vec<T>>())?;
+    let d_m = on_gpu(&p.iter().map(|p| p.m).collect::<Vec<T>>())?;
+    let d_ca = on_gpu(&cot.iter().flat_map(|c| [c.ax, c.ay, c.az]).collect::<Vec<T>>())?;
+    let d_cp = on_gpu(&cot.iter().map(|c| c.phi).collect::<Vec<T>>())?;
+    let (acc, phi) = (on_gpu(&vec![T::zero(); 3 * n])?, on_gpu(&vec![T::zero(); n])?);
+    let (gp, gm) = (on_gpu(&vec![T::zero(); 3 * n])?, on_gpu(&vec![T::zero(); n])?);
+    let force = DeviceColumns {
+        phi: Some(phi.address()),
+        ..DeviceColumns::on_itself(ordinal, d_rows.address(), d_m.address(), n, acc.address())
+    };
+    let product = DeviceVjp {
+        device: ordinal,
+        positions: d_rows.address(),
+        masses: d_m.address(),
+        n,
+        cot_acc: d_ca.address(),
+        cot_phi: Some(d_cp.address()),
+        grad_positions: gp.address(),
+        grad_masses: gm.address(),
+        streams: [None; 4],
+    };
+    let plain = Params { overlap: nbody_core::Overlap::Disjoint, ..*params };
+    // SAFETY: every address is a live allocation of this device of the sizes named.
+    unsafe { Executor::<T>::vjp_device(gpu, product, &plain)? };
+    let whole_list = self_pair(n);
+    let mut want = vec![Particle::zero(); n];
+    gpu.vjp_batch(p, &whole_list.list(), params, cot, &mut want)?;
+    let (mut a, mut m) = (vec![T::zero(); 3 * n], vec![T::zero(); n]);
+    gp.copy_to_host(&mut a)?;
+    gm.copy_to_host(&mut m)?;
+    if want.iter().zip(a.chunks_exact(3).zip(&m)).any(|(w, (a, &m))| [w.x, w.y, w.z, w.m] != [a[0], a[1], a[2], m]) {
+        return Err(nbody_core::Error::InvalidParameter {
+            name: "device gradient check",
+            requirement: "the device product equal to the host-slice whole gradient before timing",
+        });
+    }
+    let (mut tf, mut tp) = (Vec::new(), Vec::new());
+    for k in 0..24 {
+        let start = std::time::Instant::now();
+        // SAFETY: as above.
+        unsafe { Executor::<T>::field_columns_device(gpu, force, &plain)? };
+        let mid = std::time::Instant::now();
+        // SAFETY: as above.
+        unsafe { Executor::<T>::vjp_device(gpu, product, &plain)? };
+        if k >= 3 {
+            tf.push((mid - start).as_secs_f64());
+            tp.push(mid.elapsed().as_secs_f64());
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (f, g) = (median(&mut tf), median(&mut tp));
+    println!(
+        "gradients {}, N = {n} (device arrays, wall clock, median of 21): force {:.3} ms, whole product {:.3} ms \
+         ({:.2} forces); force plus product {:.2} forces",
+        T::NAME,
+        f * 1e3,
+        g * 1e3,
+        g / f,
+        (f + g) / f
     );
     Ok(())
 }
