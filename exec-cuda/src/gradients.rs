@@ -121,8 +121,8 @@ const PAIRS_THREADS: usize = 64;
 pub(crate) const PAIR_SLOT_BYTES: usize = 256 << 20;
 
 /// A pair product's tiling of `n` particles of `T`'s kernels: particles a tile (four a
-/// thread in f32, two in f64, 64 threads a block: kernels/gradients.cuh's PairsTile), tiles, and diagonals a
-/// band.
+/// thread in f32, two in f64, 64 threads a block: kernels/gradients.cuh's PairsTile),
+/// tiles, and diagonals a band.
 fn pairs_tiling<T: DeviceReal>(n: usize, slot_bytes: usize) -> (usize, usize, usize) {
     let tile = if tag::<T>() == Family::F32 { 4 * PAIRS_THREADS } else { 2 * PAIRS_THREADS };
     let tiles = n.div_ceil(tile).max(1);
@@ -197,6 +197,7 @@ impl CudaExecutor {
             slots,
             partial,
             tiles: count(tiles)?,
+            chunk: count(tile)?,
             ..base_args(params, n, n, particles, particles)?
         };
         let mut band0 = 0;
