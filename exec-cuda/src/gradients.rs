@@ -265,8 +265,9 @@ impl CudaExecutor {
     }
 
     /// [`nbody_core::Executor::vjp_device`]: the particles and cotangents packed and
-    /// checked on the device, the fused product, the targets' parts added into the
-    /// sources', and the sums unpacked into the caller's gradient arrays.
+    /// checked on the device, each particle's whole gradient from the pair kernels
+    /// ([`CudaExecutor::launch_pairs`]), and the sums unpacked into the caller's gradient
+    /// arrays.
     ///
     /// # Safety
     /// As the trait method's.
