@@ -13,8 +13,8 @@
 #             costs and the model; nbody run --devices
 #   fuzz      the cuda_entry_points fuzz target for FUZZ_SECONDS (default 540) from the
 #             committed corpora; crashes land in $OUT
-#   python    the Python package's tests on the GPU (a CUDA wheel staged by
-#             scripts/stage-gpu.sh as wheel/, installed into a fresh virtual environment)
+#   python    the Python package's tests and its GPU-array tests on the GPU (a CUDA
+#             wheel staged by scripts/stage-gpu.sh as wheel/, installed into a fresh virtual environment)
 # Each check is a step (scripts/gate.sh): the first failure stops the run, and the last
 # line is always `N passed, N failed`, the exit status non-zero when anything failed.
 cd "$(dirname "$0")"
@@ -85,9 +85,9 @@ if has fuzz; then
   step "CUDA fuzz target" fuzz
 fi
 if has python; then
-  # The staged CUDA wheel (pylib/, with pytest): the package's tests, whose GPU tests run
-  # here, then the GPU checks of gpu_check.py; each fails the run on any failure.
-  pytests() { PYTHONPATH=$PWD/pylib python3 -m pytest -q -p no:cacheprovider python-tests/test_nbody.py 2>&1 | tee "$OUT/pytest.log" | tail -n 15; }
+  # The staged CUDA wheel (pylib/, with pytest): the package's tests and the GPU-array
+  # tests, whose GPU tests run here, then the GPU checks of gpu_check.py; each fails the run on any failure.
+  pytests() { PYTHONPATH=$PWD/pylib python3 -m pytest -q -p no:cacheprovider python-tests/test_nbody.py python-tests/test_gpu_arrays.py 2>&1 | tee "$OUT/pytest.log" | tail -n 15; }
   step "Python tests with the CUDA wheel" pytests
   step "Python on the GPU (device tree, f64 at 1e-13, columns)" bash -c 'python3 gpu_check.py 2>&1 | tee "$OUT/python-gpu.log"'
 fi

@@ -305,7 +305,8 @@ extern "C" __global__ void nbody_grad_fused_reduce_f64(const GradArgs<double> a)
 // target part and source part together, as nbody_core::Executor::vjp_batch gives it) is
 // G P_i with P_i = sum_j t_ij, t_ij = g H + (dg d.H - g e) d, and t_ji = -t_ij; its mass
 // gradient is G M_i with M_i = -sum_j (g d.c_j + h_j w), and the pair gives j
-// g d.c_i - h_i w. So one evaluation serves two particles at about 21 operations each,
+// g d.c_i - h_i w. So one evaluation serves two particles at about 20 operations each
+// (41 a pair in f32 with the potential, 37 without, besides the j sums' transposition),
 // against the fused pass's 45 for one.
 //
 // Tiles of NI GRAD_PAIRS_THREADS particles (PairsTile). A launch covers a band of tile
@@ -334,24 +335,33 @@ __device__ __forceinline__ void grad_pair_once(const GradArgs<T> &a, const typen
     const T dx = p.x - xi.x, dy = p.y - xi.y, dz = p.z - xi.z;
     const T dci = dx * ci.x + dy * ci.y + dz * ci.z;
     const T dcj = dx * q.x + dy * q.y + dz * q.z;
-    T w, g, s;
+    T w, g, s, gi, gj;
     if (SOFT == SOFT_SPLINE) {
         T dg;
         grad_terms<T, SOFT, MASKED>(dx * dx + dy * dy + dz * dz, a.arg, a.h_inv, w, g, dg);
         // d.H without H: m_i d.c_j - m_j d.c_i.
         s = dg * (xi.w * dcj - p.w * dci);
         if (POT) s -= g * (ci.w * p.w + q.w * xi.w);
+        gi = g * xi.w;
+        gj = g * p.w;
     } else {
         const T r2 = fma(dx, dx, fma(dy, dy, fma(dz, dz, a.arg)));
         const T rinv = (MASKED && r2 < min_normal<T>()) ? T(0) : rsqrt_fast(r2);
         const T rinv2 = rinv * rinv;
         w = rinv;
         g = rinv2 * rinv;
-        // dg d.H - g e = g (1/r^2 (-3 m_i d.c_j + 3 m_j d.c_i) - e).
-        const T x = m3i * dcj - m3j * dci;
-        s = g * (POT ? fma(rinv2, x, -(ci.w * p.w + q.w * xi.w)) : rinv2 * x);
+        gi = g * xi.w;
+        gj = g * p.w;
+        if (POT) {
+            // dg d.H - g e = g (m_i A + m_j B) = gi A + gj B, A = -3/r^2 d.c_j - h_j and
+            // B = 3/r^2 d.c_i - h_i: two operations fewer than forming e.
+            const T r3 = T(-3) * rinv2;
+            s = fma(gi, fma(r3, dcj, -q.w), gj * fma(-r3, dci, -ci.w));
+        } else {
+            // dg d.H = g / r^2 (-3 m_i d.c_j + 3 m_j d.c_i).
+            s = g * (rinv2 * (m3i * dcj - m3j * dci));
+        }
     }
-    const T gi = g * xi.w, gj = g * p.w;
     const T tx = gi * q.x - gj * ci.x + s * dx;
     const T ty = gi * q.y - gj * ci.y + s * dy;
     const T tz = gi * q.z - gj * ci.z + s * dz;
@@ -360,18 +370,19 @@ __device__ __forceinline__ void grad_pair_once(const GradArgs<T> &a, const typen
     acc[2] += tz;
     acc[3] -= g * dcj;
     if (POT) acc[3] -= q.w * w;
-    T m = g * dci;
-    if (POT) m -= ci.w * w;
     if (FIRST) {
         jt[0] = tx;
         jt[1] = ty;
         jt[2] = tz;
-        jt[3] = m;
+        jt[3] = g * dci;
+        if (POT) jt[3] -= ci.w * w;
     } else {
         jt[0] += tx;
         jt[1] += ty;
         jt[2] += tz;
-        jt[3] += m;
+        // Into the sum directly: one FMA a term, not a product and an add.
+        jt[3] = fma(g, dci, jt[3]);
+        if (POT) jt[3] = fma(-ci.w, w, jt[3]);
     }
 }
 
@@ -429,9 +440,11 @@ __device__ __forceinline__ void grad_pairs_tile(const GradArgs<T> &a, int I, int
         if (!DIAG) {
             __syncwarp();
             const int c = lane & 3, j = lane >> 2;
-            T sum = 0;
-#pragma unroll 8
-            for (int k = 0; k < 32; ++k) sum += wbuf[j * BUF + 4 * k + c];
+            // Four chains of eight (not one of 32 dependent adds), added in a fixed order.
+            T s4[4] = {0, 0, 0, 0};
+#pragma unroll
+            for (int k = 0; k < 32; ++k) s4[k & 3] += wbuf[j * BUF + 4 * k + c];
+            const T sum = (s4[0] + s4[1]) + (s4[2] + s4[3]);
             part[(warp * 4 + c) * ROW + k0 + j] = sum;
         }
     }
@@ -523,8 +536,10 @@ template <typename T> __device__ __forceinline__ void grad_pairs_reduce(const Gr
     a.grad[p] = o;
 }
 
-// Blocks an SM the register budget leaves room for: 8 (f32) and 6 (f64) of 64 threads,
-// against 6 and 4 unbounded, measured 2-7% faster at 65,536 on an H200.
+// Blocks an SM the register budget leaves room for: 10 (f32, 96 registers, no spills)
+// and 6 (f64) of 64 threads, against 6 and 4 unbounded. At 65,536 on an H200, f32 at 10
+// blocks ran 1.3% faster than at 8 and 3% faster than at 12; f64 at 6 ran 1% faster
+// than at 7 or 8.
 #define GRAD_PAIRS_ENTRY(T, NAME, MINB, SOFT, MASKED, POT)                                                             \
     extern "C" __global__ void __launch_bounds__(GRAD_PAIRS_THREADS, MINB)                                             \
         nbody_grad_pairs_##NAME##_s##SOFT##_m##MASKED##_p##POT(const GradArgs<T> a) {                                  \
@@ -538,5 +553,5 @@ template <typename T> __device__ __forceinline__ void grad_pairs_reduce(const Gr
     GRAD_PAIRS_ENTRY(T, NAME, MINB, 2, 0, 0)                                                                           \
     GRAD_PAIRS_ENTRY(T, NAME, MINB, 2, 0, 1)                                                                           \
     extern "C" __global__ void nbody_grad_pairs_reduce_##NAME(const GradArgs<T> a) { grad_pairs_reduce<T>(a); }
-GRAD_PAIRS_KERNELS(float, f32, 8)
+GRAD_PAIRS_KERNELS(float, f32, 10)
 GRAD_PAIRS_KERNELS(double, f64, 6)

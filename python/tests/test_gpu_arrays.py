@@ -319,6 +319,25 @@ def test_gpu_vjp_matches_the_host_product(producer, dtype, precision, rtol):
 
 
 @needs_gpu
+@pytest.mark.parametrize("dtype,precision,rtol", [(np.float32, "f32", 1e-4), (np.float64, "f64", 1e-11)])
+def test_cuda_vjp_of_host_arrays_holds_each_particle_to_the_f64_product(dtype, precision, rtol):
+    # A system on itself runs the pair kernels: each particle's target and source parts are
+    # summed together, so in f32 they are not rounded apart before they cancel.
+    pos, m = plummer_like(3000, dtype, seed=5)
+    rng = np.random.default_rng(11)
+    ca, cp = rng.normal(size=(3000, 3)).astype(dtype), rng.normal(size=3000).astype(dtype)
+    got = nbody.vjp(pos, m, ca, cp, eps=0.01, executor="cuda", precision=precision)
+    f64 = [a.astype(np.float64) for a in (pos, m, ca, cp)]
+    want = nbody.vjp(*f64, eps=0.01, executor="cpu", precision="f64")
+    d_pos, d_m = (np.asarray(g, np.float64) for g in got)
+    # Each particle's error against its own gradient (the largest's thousandth at least).
+    size = np.maximum(np.linalg.norm(want[0], axis=1), 1e-3 * np.linalg.norm(want[0], axis=1).max())
+    assert (np.linalg.norm(d_pos - want[0], axis=1) / size).max() < rtol
+    size_m = np.maximum(np.abs(want[1]), 1e-3 * np.abs(want[1]).max())
+    assert (np.abs(d_m - want[1]) / size_m).max() < rtol
+
+
+@needs_gpu
 def test_torch_gradients_stay_on_the_gpu():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
