@@ -319,10 +319,12 @@ def test_gpu_vjp_matches_the_host_product(producer, dtype, precision, rtol):
 
 
 @needs_gpu
-@pytest.mark.parametrize("dtype,precision,rtol", [(np.float32, "f32", 1e-4), (np.float64, "f64", 1e-11)])
+@pytest.mark.parametrize("dtype,precision,rtol", [(np.float32, "f32", 1e-4), (np.float64, "f64", 1e-9)])
 def test_cuda_vjp_of_host_arrays_holds_each_particle_to_the_f64_product(dtype, precision, rtol):
     # A system on itself runs the pair kernels: each particle's target and source parts are
-    # summed together, so in f32 they are not rounded apart before they cancel.
+    # summed together, so in f32 they are not rounded apart before they cancel (the two
+    # parts added err by about 0.1 in f32). The f64 bound is the CPU reference's own: its
+    # two parts, added, cancel to about 1e-10.
     pos, m = plummer_like(3000, dtype, seed=5)
     rng = np.random.default_rng(11)
     ca, cp = rng.normal(size=(3000, 3)).astype(dtype), rng.normal(size=3000).astype(dtype)
