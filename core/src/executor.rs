@@ -1192,11 +1192,35 @@ pub fn vjp_batch_loops<T: Real>(call: VjpBatchCall<'_, T>) {
     for pair in list.pairs {
         let t = pair.targets.range();
         for s in list.sources_of(pair).iter().map(Span::range).filter(|s| !s.is_empty() && !t.is_empty()) {
+            if s == t {
+                let (p, c) = (&particles[t.clone()], &cotangents[t.clone()]);
+                vjp_whole_loops(p, params, c, &mut grads[t.clone()]);
+                continue;
+            }
             let q = params.with_overlap(Overlap::between(t.clone(), s.clone()));
             let (tp, sp, c) = (&particles[t.clone()], &particles[s.clone()], &cotangents[t.clone()]);
             vjp_target_loops(tp, sp, &q, c, &mut grads[t.clone()]);
             vjp_source_loops(tp, sp, &q, c, &mut grads[s]);
         }
+    }
+}
+
+/// Each particle's whole gradient in a system on itself in plain loops
+/// ([`crate::gradient::pair_whole`] over every other particle).
+fn vjp_whole_loops<T: Real>(
+    particles: &[Particle<T>],
+    params: &Params<T>,
+    cotangents: &[Field<T>],
+    grads: &mut [Particle<T>],
+) {
+    let k = crate::kernel::Softened::of(params);
+    let h = |c: &Field<T>| crate::gradient::potential_cotangent(params, c);
+    for (i, (p, ci)) in particles.iter().zip(cotangents).enumerate() {
+        let mut s = [T::zero(); 4];
+        for (_, (q, cj)) in particles.iter().zip(cotangents).enumerate().filter(|&(j, _)| j != i) {
+            crate::gradient::pair_whole(&k, p, ci.acceleration(), h(ci), q, cj.acceleration(), h(cj), &mut s);
+        }
+        crate::gradient::add_whole(params, &s, &mut grads[i]);
     }
 }
 

@@ -211,3 +211,62 @@ pub fn add_fused<T: Real>(
     target_grad.z = target_grad.z - g * (s0 * ci[2] + s[3]);
     add_source_gradient(params, p.m, &b, m, source_grad);
 }
+
+/// The sums of [`pair_whole`]: particle i's whole position gradient `P` (3) and its
+/// mass gradient `M`, without G.
+pub type WholeSums<T> = [T; 4];
+
+/// One pair (i, j ≠ i) of a system on itself for particle i's *whole* gradient (its parts
+/// as a target and as a source together): with `d = x_j − x_i`, `H = m_i c_j − m_j c_i`
+/// and `e = h_i m_j + h_j m_i`,
+///
+/// ```text
+/// P += g H + (dg (d·H) − g e) d        M −= g (d·c_j) + h_j w
+/// ```
+///
+/// Each term is antisymmetric in (i, j) and small where the cotangents vary slowly, so
+/// the sums do not cancel the large target and source parts against each other as
+/// [`pair_fused`]'s do (and there is no own pair to take out). The particle's gradient is
+/// then `G P` and `G M` ([`add_whole`]).
+///
+/// ```
+/// use nbody_core::gradient::pair_whole;
+/// use nbody_core::kernel::Softened;
+/// use nbody_core::Particle;
+/// let k = Softened::Plummer { eps2: 0.0f64, masked: true };
+/// let (pi, pj) = (Particle::new(0.0, 0.0, 0.0, 1.0), Particle::new(2.0, 0.0, 0.0, 1.0));
+/// let (mut si, mut sj) = ([0.0; 4], [0.0; 4]);
+/// pair_whole(&k, &pi, [1.0, 0.0, 0.0], 0.0, &pj, [0.0; 3], 0.0, &mut si);
+/// pair_whole(&k, &pj, [0.0; 3], 0.0, &pi, [1.0, 0.0, 0.0], 0.0, &mut sj);
+/// // c · a_i with a_i = m_j / (x_j − x_i)²: d/dx_i = 2/8, and the pair's terms cancel.
+/// assert_eq!((si[0], sj[0]), (0.25, -0.25));
+/// ```
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn pair_whole<T: Real>(
+    k: &Softened<T>,
+    pi: &Particle<T>,
+    ci: [T; 3],
+    hi: T,
+    pj: &Particle<T>,
+    cj: [T; 3],
+    hj: T,
+    s: &mut WholeSums<T>,
+) {
+    let d = [pj.x - pi.x, pj.y - pi.y, pj.z - pi.z];
+    let (w, g, dg) = k.terms(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    let dci = d[0] * ci[0] + d[1] * ci[1] + d[2] * ci[2];
+    let dcj = d[0] * cj[0] + d[1] * cj[1] + d[2] * cj[2];
+    let sd = dg * (pi.m * dcj - pj.m * dci) - g * (hi * pj.m + hj * pi.m);
+    for a in 0..3 {
+        s[a] = s[a] + (g * (pi.m * cj[a] - pj.m * ci[a]) + sd * d[a]);
+    }
+    s[3] = s[3] - (g * dcj + hj * w);
+}
+
+/// Adds [`pair_whole`]'s sums, times G, into particle i's gradient.
+#[inline(always)]
+pub fn add_whole<T: Real>(params: &Params<T>, s: &WholeSums<T>, grad: &mut Particle<T>) {
+    let g = params.g;
+    *grad = Particle::new(grad.x + g * s[0], grad.y + g * s[1], grad.z + g * s[2], grad.m + g * s[3]);
+}

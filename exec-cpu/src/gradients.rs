@@ -38,6 +38,12 @@ pub(crate) type SourceFn<T> = unsafe fn(&[&[T]; 3], &[&[T]; 7], T, &mut [[f64; W
 /// receives the sums of [`gradient::pair_fused`] per lane.
 pub(crate) type FusedFn<T> = unsafe fn(&[&[T]; 7], &[&[T]; 8], T, &mut [[f64; WIDTH]; 8]);
 
+/// A particle's whole gradient in a system on itself over one vector of particles: `own`
+/// holds their x, y, z, m, cx, cy, cz, h, `all` every particle's, and `start` the index in
+/// `all` of the vector's first lane (its lanes' own pairs are left out); `totals`
+/// receives the sums of [`gradient::pair_whole`] per lane.
+pub(crate) type WholeFn<T> = unsafe fn(&[&[T]; 8], &[&[T]; 8], usize, T, &mut [[f64; WIDTH]; 4]);
+
 /// One precision's compiled passes for a call's kernel.
 #[derive(Clone, Copy, Debug)]
 #[doc(hidden)]
@@ -46,6 +52,7 @@ pub struct Passes<T> {
     pub(crate) targets: TargetFn<T>,
     pub(crate) sources: SourceFn<T>,
     pub(crate) fused: FusedFn<T>,
+    pub(crate) whole: WholeFn<T>,
 }
 
 /// The targets' pass for Plummer (`MASK`: ε = 0, zero distances masked).
@@ -187,6 +194,95 @@ pub(crate) unsafe fn fused_block<S: Simd, const MASK: bool>(
                 acc[7] = S::fnma(hj, w, S::fnma(g, dcj, acc[7]));
             }
             add_lanes::<S, _>(&acc, totals, l);
+        }
+    }
+}
+
+/// The whole-gradient pass for Plummer (`MASK`: ε = 0, zero distances masked): per pair
+/// `P += g H + s d`, `s = g (m_i A + m_j B)` with `A = −3 d·c_j / r² − h_j` and
+/// `B = 3 d·c_i / r² − h_i` ([`gradient::pair_whole`] with its potential terms folded).
+///
+/// # Safety
+/// The backend's instructions are available; every slice of `own` holds `S::LANES`
+/// values; the slices of `all` have one length.
+#[inline(always)]
+pub(crate) unsafe fn whole_block<S: Simd, const MASK: bool>(
+    own: &[&[S::T]; 8],
+    all: &[&[S::T]; 8],
+    start: usize,
+    eps2: S::T,
+    totals: &mut [[f64; WIDTH]; 4],
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let l = S::LANES;
+        let [xi, yi, zi, mi, cxi, cyi, czi, hi] = own.map(|p| S::load(p.as_ptr()));
+        let (e2, minus3) = (S::splat(eps2), S::splat(S::T::from_f64(-3.0)));
+        let (zero, one) = (S::splat(S::T::from_f64(0.0)), S::T::from_f64(1.0));
+        let n = all[0].len();
+        for t0 in (0..n).step_by(TILE) {
+            let mut acc = [zero; 4];
+            for j in t0..(t0 + TILE).min(n) {
+                let dx = S::sub(S::splat(all[0][j]), xi);
+                let dy = S::sub(S::splat(all[1][j]), yi);
+                let dz = S::sub(S::splat(all[2][j]), zi);
+                let (mj, hj) = (S::splat(all[3][j]), S::splat(all[7][j]));
+                let minus_hj = S::splat(S::T::from_f64(0.0) - all[7][j]);
+                let (cxj, cyj, czj) = (S::splat(all[4][j]), S::splat(all[5][j]), S::splat(all[6][j]));
+                let r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, e2)));
+                let mut w = S::rsqrt::<MASK>(r2);
+                if (start..start + l).contains(&j) {
+                    // The vector's own particles: the lane of particle j pairs with
+                    // nothing (w = 0 zeroes every term).
+                    let mut keep = [one; WIDTH];
+                    keep[j - start] = S::T::from_f64(0.0);
+                    w = S::mul(w, S::load(keep.as_ptr()));
+                }
+                let w2 = S::mul(w, w);
+                let g = S::mul(w2, w);
+                let (gi, gj) = (S::mul(g, mi), S::mul(g, mj));
+                let dci = S::fma(dz, czi, S::fma(dy, cyi, S::mul(dx, cxi)));
+                let dcj = S::fma(dz, czj, S::fma(dy, cyj, S::mul(dx, cxj)));
+                let r3 = S::mul(minus3, w2);
+                // A = r3 d.c_j - h_j and -B = r3 d.c_i + h_i: s = gi A - gj (-B).
+                let a = S::fma(r3, dcj, minus_hj);
+                let b = S::fma(r3, dci, hi);
+                let sv = S::fnma(gj, b, S::mul(gi, a));
+                acc[0] = S::fma(sv, dx, S::fma(gi, cxj, S::fnma(gj, cxi, acc[0])));
+                acc[1] = S::fma(sv, dy, S::fma(gi, cyj, S::fnma(gj, cyi, acc[1])));
+                acc[2] = S::fma(sv, dz, S::fma(gi, czj, S::fnma(gj, czi, acc[2])));
+                acc[3] = S::fnma(hj, w, S::fnma(g, dcj, acc[3]));
+            }
+            add_lanes::<S, _>(&acc, totals, l);
+        }
+    }
+}
+
+/// The whole-gradient pass for any kernel in the core's scalar terms (see
+/// [`target_block_scalar`]).
+///
+/// # Safety
+/// None beyond the slices' lengths.
+pub(crate) unsafe fn whole_block_scalar<T: Real>(
+    k: Softened<T>,
+    lanes: usize,
+    own: &[&[T]; 8],
+    all: &[&[T]; 8],
+    start: usize,
+    totals: &mut [[f64; WIDTH]; 4],
+) {
+    for l in 0..lanes {
+        let pi = Particle::new(own[0][l], own[1][l], own[2][l], own[3][l]);
+        let (ci, hi) = ([own[4][l], own[5][l], own[6][l]], own[7][l]);
+        for t0 in (0..all[0].len()).step_by(TILE) {
+            let mut s = [T::zero(); 4];
+            for j in (t0..(t0 + TILE).min(all[0].len())).filter(|&j| j != start + l) {
+                let pj = Particle::new(all[0][j], all[1][j], all[2][j], all[3][j]);
+                gradient::pair_whole(&k, &pi, ci, hi, &pj, [all[4][j], all[5][j], all[6][j]], all[7][j], &mut s);
+            }
+            for (total, v) in totals.iter_mut().zip(s) {
+                total[l] += v.to_f64();
+            }
         }
     }
 }
@@ -460,6 +556,43 @@ fn vjp_fused<T: Real>(pool: Option<&crate::team::Team>, kernel: Kernel<T>, call:
     }
 }
 
+/// Each particle's whole gradient in a system on itself (`particles` with their
+/// `cotangents`), added into `grads`: one pass over the pairs per vector of particles
+/// ([`gradient::pair_whole`]), on the executor's threads when `pool` is given.
+pub(crate) fn vjp_whole<T: Real>(
+    pool: Option<&crate::team::Team>,
+    kernel: Kernel<T>,
+    particles: &[Particle<T>],
+    params: &Params<T>,
+    cotangents: &[Field<T>],
+    grads: &mut [Particle<T>],
+) {
+    let k = Softened::of(params);
+    let h = |c: &Field<T>| gradient::potential_cotangent(params, c);
+    let row = |p: &Particle<T>, c: &Field<T>| [p.x, p.y, p.z, p.m, c.ax, c.ay, c.az, h(c)];
+    let n = particles.len();
+    let all_cols: [Vec<T>; 8] =
+        core::array::from_fn(|q| particles.iter().zip(cotangents).map(|(p, c)| row(p, c)[q]).collect());
+    let all: [&[T]; 8] = core::array::from_fn(|q| &all_cols[q][..]);
+    let own_cols: [Vec<T>; 8] = columns(n, |i, q| row(&particles[i], &cotangents[i])[q]);
+    let arg = k.argument();
+    let width = kernel.lanes();
+    let per = blocks::<4>(pool, n, width, |b, totals| {
+        let r = b * width..(b + 1) * width;
+        let own: [&[T]; 8] = core::array::from_fn(|q| &own_cols[q][r.clone()]);
+        // SAFETY: as in `target_pass`.
+        unsafe {
+            match kernel {
+                Kernel::Vector(p) => (p.whole)(&own, &all, r.start, arg, totals),
+                Kernel::Scalar(k) => whole_block_scalar(k, width, &own, &all, r.start, totals),
+            }
+        }
+    });
+    for (g, t) in grads.iter_mut().zip(&per) {
+        gradient::add_whole(params, &t.map(T::from_f64), g);
+    }
+}
+
 impl<T> Kernel<T> {
     /// Particles per block.
     fn lanes(&self) -> usize {
@@ -491,11 +624,16 @@ macro_rules! passes {
                         // SAFETY: as above.
                         unsafe { fused_block::<$s, M>(own, all, eps2, totals) }
                     }
+                    $(#[$feat])?
+                    unsafe fn w<const M: bool>(own: &[&[$t]; 8], all: &[&[$t]; 8], start: usize, eps2: $t, totals: &mut [[f64; WIDTH]; 4]) {
+                        // SAFETY: as above.
+                        unsafe { whole_block::<$s, M>(own, all, start, eps2, totals) }
+                    }
                     let lanes = <$s as Simd>::LANES;
                     return if masked {
-                        Passes { lanes, targets: t::<true>, sources: s::<true>, fused: f::<true> }
+                        Passes { lanes, targets: t::<true>, sources: s::<true>, fused: f::<true>, whole: w::<true> }
                     } else {
-                        Passes { lanes, targets: t::<false>, sources: s::<false>, fused: f::<false> }
+                        Passes { lanes, targets: t::<false>, sources: s::<false>, fused: f::<false>, whole: w::<false> }
                     };
                 }
             )*
@@ -512,11 +650,15 @@ macro_rules! passes {
                 // SAFETY: as above.
                 unsafe { fused_block::<crate::simd::Portable<$t>, M>(own, all, eps2, totals) }
             }
+            unsafe fn w<const M: bool>(own: &[&[$t]; 8], all: &[&[$t]; 8], start: usize, eps2: $t, totals: &mut [[f64; WIDTH]; 4]) {
+                // SAFETY: as above.
+                unsafe { whole_block::<crate::simd::Portable<$t>, M>(own, all, start, eps2, totals) }
+            }
             let lanes = <crate::simd::Portable<$t> as Simd>::LANES;
             if masked {
-                Passes { lanes, targets: t::<true>, sources: s::<true>, fused: f::<true> }
+                Passes { lanes, targets: t::<true>, sources: s::<true>, fused: f::<true>, whole: w::<true> }
             } else {
-                Passes { lanes, targets: t::<false>, sources: s::<false>, fused: f::<false> }
+                Passes { lanes, targets: t::<false>, sources: s::<false>, fused: f::<false>, whole: w::<false> }
             }
         }
     };

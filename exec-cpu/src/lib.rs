@@ -118,6 +118,10 @@ impl CpuExecutor {
 /// part must outweigh the threads' handshake (about a microsecond).
 const SOURCES_PER_PART: usize = 256;
 
+/// A batched product's span on itself from this many particles runs on every thread (a
+/// tree's leaf, a few hundred at most, stays on the calling thread).
+const WHOLE_ON_THREADS: usize = 2048;
+
 /// Runs `f` on every part: the calling thread and the team's spinning workers take
 /// parts in turn (inline without a team). No thread is woken on the critical path of a
 /// call that follows another within the workers' spin time (team.rs).
@@ -580,11 +584,24 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
     }
 
     /// Each pair and source span through the SIMD product on the calling thread (one
-    /// leaf's pair is too small to share among threads), a span on itself in the fused
-    /// pass.
+    /// leaf's pair is too small to share among threads); a span on itself as each
+    /// particle's whole gradient in one pass (`gradients::vjp_whole`: no target and
+    /// source parts to cancel), on every thread from [`WHOLE_ON_THREADS`] particles.
     unsafe fn vjp_batch_unchecked(&mut self, call: VjpBatchCall<'_, T>) -> Result<(), Error> {
         let VjpBatchCall { particles, list, params, cotangents, grads } = call;
         let kernel = self.gradient_kernel(params);
+        let mut rest = Vec::new();
+        for pair in list.pairs {
+            let t = pair.targets.range();
+            if t.is_empty() || !matches!(list.sources_of(pair), [s] if s.range() == t) {
+                rest.push(*pair);
+                continue;
+            }
+            let pool = if t.len() >= WHOLE_ON_THREADS { self.pool.as_ref() } else { None };
+            let (p, c) = (&particles[t.clone()], &cotangents[t.clone()]);
+            gradients::vjp_whole(pool, kernel, p, params, c, &mut grads[t]);
+        }
+        let list = nbody_core::InteractionList { pairs: &rest, source_spans: list.source_spans };
         let (mut tg, mut sg) = (Vec::new(), Vec::new());
         let add = |into: &mut [Particle<T>], part: &[Particle<T>]| {
             for (g, d) in into.iter_mut().zip(part) {

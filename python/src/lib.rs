@@ -1593,10 +1593,12 @@ fn tidal<'py>(
 /// the targets' accelerations and, optionally, `cot_phi` (K,) on their potentials, the
 /// gradients of `sum(cot_acc * acc) + sum(cot_phi * phi)`. Without `targets` (the
 /// particles pull each other): `(d_positions (N, 3), d_masses (N,))`; with `targets`
-/// (K, 3): `(d_targets (K, 3), d_positions (N, 3), d_masses (N,))`. Costs about two
-/// force calls; on the CUDA executor without `targets`, the pair kernels evaluate each
-/// pair once for both of its particles (about 1.7 force calls, and in f32 each
-/// particle's target and source parts are not rounded apart before they cancel).
+/// (K, 3): `(d_targets (K, 3), d_positions (N, 3), d_masses (N,))`. Without `targets`
+/// each particle's whole gradient is summed in one pass (`Executor::vjp_batch` on the
+/// system), so its parts as a target and as a source are not rounded apart before they
+/// cancel: in f32 it holds to the f64 product where the two parts added would not. Costs
+/// about two force calls; on CUDA the pair kernels take each pair once for both of its
+/// particles (about 1.7 force calls).
 #[pyfunction]
 #[pyo3(signature = (positions, masses, cot_acc, cot_phi=None, eps=0.0, G=1.0, targets=None, executor="cpu", precision="f64", threads=None, softening="plummer"))]
 #[allow(non_snake_case, clippy::too_many_arguments)]
@@ -1630,9 +1632,9 @@ fn vjp<'py>(
             Ok(PyArray1::from_vec(py, flat).reshape([g.len(), 3])?.into_any())
         };
         let masses = |g: &[Particle<T>]| PyArray1::from_vec(py, g.iter().map(|q| q.m).collect::<Vec<T>>()).into_any();
-        if targets.is_none() && matches!(b, Backend::Cuda { .. }) {
-            // The system on itself as one batched pair: CUDA runs it through the pair
-            // kernels, each particle's whole gradient summed at once.
+        if targets.is_none() {
+            // The system on itself as one batched pair: each particle's whole gradient
+            // summed at once (CUDA's pair kernels, the CPU's whole-gradient pass).
             let all = Span::new(0, u32::try_from(n).map_err(|_| value_error("too many particles for one call"))?);
             let pair = [Pair { targets: all, sources: Span::new(0, 1) }];
             let list = InteractionList { pairs: &pair, source_spans: &[all] };
@@ -1648,14 +1650,7 @@ fn vjp<'py>(
             e.vjp(t, &sources, &params, &cot, &mut gt, &mut gs).map(|_| (gt, gs))
         })?
         .map_err(runtime)?;
-        let dm = masses(&gs);
-        if targets.is_some() {
-            return PyTuple::new(py, [rows(&gt)?, rows(&gs)?, dm]);
-        }
-        // One array: a particle's gradient is its target part plus its source part.
-        let both: Vec<Particle<T>> =
-            gt.iter().zip(&gs).map(|(a, b)| Particle::new(a.x + b.x, a.y + b.y, a.z + b.z, b.m)).collect();
-        PyTuple::new(py, [rows(&both)?, dm])
+        PyTuple::new(py, [rows(&gt)?, rows(&gs)?, masses(&gs)])
     }
     match precision {
         "f64" => run::<f64>(

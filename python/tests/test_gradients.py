@@ -40,6 +40,24 @@ def test_vjp_matches_finite_differences(eps):
         assert abs(d_m[j] - fd) <= 1e-6 * max(1.0, abs(fd)), (j, d_m[j], fd)
 
 
+@pytest.mark.parametrize("executor", ["cpu", "reference"])
+def test_vjp_of_a_system_in_f32_holds_each_particle_to_the_f64_product(executor):
+    # Without targets each particle's whole gradient is summed in one pass: its target and
+    # source parts (each much larger, of opposite sign) are not rounded apart in f32.
+    rng = np.random.default_rng(5)
+    n = 3000
+    pos = rng.normal(size=(n, 3)).astype(np.float32)
+    m = (rng.uniform(0.5, 1.5, size=n) / n).astype(np.float32)
+    ca, cp = rng.normal(size=(n, 3)).astype(np.float32), rng.normal(size=n).astype(np.float32)
+    d_pos, d_m = nbody.vjp(pos, m, ca, cp, eps=0.01, executor=executor, precision="f32")
+    want_pos, want_m = nbody.vjp(*(a.astype(np.float64) for a in (pos, m, ca, cp)), eps=0.01)
+    size = np.linalg.norm(want_pos, axis=1)
+    err = np.linalg.norm(d_pos - want_pos, axis=1) / np.maximum(size, 1e-3 * size.max())
+    size_m = np.abs(want_m)
+    err_m = np.abs(d_m - want_m) / np.maximum(size_m, 1e-3 * size_m.max())
+    assert err.max() < 1e-4 and err_m.max() < 1e-4, (err.max(), err_m.max())
+
+
 def test_vjp_with_targets_splits_the_gradients():
     pos, m = plummer_like(30)
     targets = np.random.default_rng(2).normal(size=(5, 3))
