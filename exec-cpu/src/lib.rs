@@ -590,18 +590,6 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
     unsafe fn vjp_batch_unchecked(&mut self, call: VjpBatchCall<'_, T>) -> Result<(), Error> {
         let VjpBatchCall { particles, list, params, cotangents, grads } = call;
         let kernel = self.gradient_kernel(params);
-        let mut rest = Vec::new();
-        for pair in list.pairs {
-            let t = pair.targets.range();
-            if t.is_empty() || !matches!(list.sources_of(pair), [s] if s.range() == t) {
-                rest.push(*pair);
-                continue;
-            }
-            let pool = if t.len() >= WHOLE_ON_THREADS { self.pool.as_ref() } else { None };
-            let (p, c) = (&particles[t.clone()], &cotangents[t.clone()]);
-            gradients::vjp_whole(pool, kernel, p, params, c, &mut grads[t]);
-        }
-        let list = nbody_core::InteractionList { pairs: &rest, source_spans: list.source_spans };
         let (mut tg, mut sg) = (Vec::new(), Vec::new());
         let add = |into: &mut [Particle<T>], part: &[Particle<T>]| {
             for (g, d) in into.iter_mut().zip(part) {
@@ -611,8 +599,13 @@ impl<T: CpuReal> Executor<T> for CpuExecutor {
         for pair in list.pairs {
             let t = pair.targets.range();
             for s in list.sources_of(pair).iter().map(|s| s.range()).filter(|s| !s.is_empty() && !t.is_empty()) {
-                let overlap = if t == s { Overlap::Identical } else { Overlap::between(t.clone(), s.clone()) };
-                let q = params.with_overlap(overlap);
+                if s == t {
+                    let pool = if t.len() >= WHOLE_ON_THREADS { self.pool.as_ref() } else { None };
+                    let (p, c) = (&particles[t.clone()], &cotangents[t.clone()]);
+                    gradients::vjp_whole(pool, kernel, p, params, c, &mut grads[t.clone()]);
+                    continue;
+                }
+                let q = params.with_overlap(Overlap::between(t.clone(), s.clone()));
                 tg.clear();
                 tg.resize(t.len(), Particle::zero());
                 sg.clear();
