@@ -281,14 +281,15 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
 // for the cell kernel and its opening record (centre of mass, (size / theta)^2). The
 // counters are TREE_COUNTERS u32: see tree.cuh. span_at and item_at are exclusive scans
 // of counts and item_counts (two u32 packed in each u64: particle spans | cells << 32,
-// particle items | cell items << 32).
+// particle items | cell items << 32). locals holds each group's local expansion
+// (LOCAL_RECORD entries, local.cuh), local_theta its far test (0: none).
 struct TreeNode {
     u32 start, end, child, children;
 };
 #define TREE_ARGS_FIELDS(F)                                                                                            \
     F(const typename V4<T>::type *, particles)                                                                         \
     F(typename V4<T>::type *, sorted)                                                                                  \
-    F(const typename V4<T>::type *, sorted_out)                                                                        \
+    F(typename V4<T>::type *, sorted_out)                                                                              \
     F(typename V4<T>::type *, out)                                                                                     \
     F(unsigned long long *, keys)                                                                                      \
     F(u32 *, index)                                                                                                    \
@@ -313,9 +314,12 @@ struct TreeNode {
     F(u32 *, stack)                                                                                                    \
     F(const typename V4<T>::type *, previous)                                                                          \
     F(u32 *, scratch)                                                                                                  \
+    F(T *, locals)                                                                                                     \
     F(T, theta)                                                                                                        \
     F(T, alpha)                                                                                                        \
     F(T, g)                                                                                                            \
+    F(T, eps2)                                                                                                         \
+    F(T, local_theta)                                                                                                  \
     F(int, n)                                                                                                          \
     F(int, capacity)                                                                                                   \
     F(int, leaf_size)                                                                                                  \

@@ -27,6 +27,7 @@
 #include "entries.cuh"
 #include "columns.cuh"
 #include "hermite.cuh"
+#include "local.cuh"
 #include "tree.cuh"
 #include "gradients.cuh"
 

@@ -2,7 +2,8 @@
 // the particles' bounding box, CUB's radix sort (sort.cu), the octree built level by
 // level over the sorted keys, its moments summed bottom-up, target groups, and a walk per
 // group that writes the group's interaction list (particle spans of opened leaves, runs
-// of accepted cells) in the batched kernels' item form. Nothing goes back to the host but
+// of accepted cells) in the batched kernels' item form, and sums the far cells into the
+// group's local expansion. Nothing goes back to the host but
 // a few counters that size the next launches.
 
 // counters[TREE_*]: nodes taken (may pass capacity: then TREE_OVERFLOW is set and the
@@ -32,6 +33,11 @@
 // Stack entries per walking warp (src/tree.rs's WARP_STACK).
 #define TREE_WARP_STACK 4096
 #define TREE_MOMENTS 12
+// The walk's 64-bit tallies: particle-particle and particle-cell interactions, spans,
+// cells, and cells translated into groups' expansions.
+#define TREE_TALLIES 5
+// Warps of a walking block (src/tree.rs launches 128 threads).
+#define TREE_WALK_WARPS 4
 
 // Doubles as unsigned integers in the same order, for atomicMin/atomicMax.
 __device__ __forceinline__ unsigned long long ordered(double x) {
@@ -86,7 +92,7 @@ template <typename T> __device__ void tree_reset(const TreeArgs<T> &a) {
         a.bounds[k] = ~0ULL;
         a.bounds[3 + k] = 0ULL;
     }
-    for (int k = 0; k < 4; ++k) a.tally[k] = 0;
+    for (int k = 0; k < TREE_TALLIES; ++k) a.tally[k] = 0;
     TreeNode root = {0u, (u32)a.n, 0u, 0u};
     a.nodes[0] = root;
     a.parent[0] = 0xffffffffu;
@@ -348,7 +354,11 @@ __device__ __forceinline__ u32 warp_exclusive(u32 x, u32 &total) {
 // whose error estimate is small enough against the group's previous accelerations) is
 // taken as a cell, a leaf otherwise as its particle span, anything else is opened (its
 // children pushed, in order). Cells (as indices) and spans go out with warp prefix sums; neighbouring lanes'
-// adjacent leaf ranges merge into one span. MODE: see WALK_COUNT.
+// adjacent leaf ranges merge into one span. With local expansions (local_theta > 0), a cell
+// taken whose centre of mass lies at least radius / local_theta from the group box's
+// centre is queued instead, and the queue's cells are translated into the group's
+// expansion 32 at a time (local.cuh), written at the walk's end for tree_local. MODE: see
+// WALK_COUNT.
 template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) {
     const bool WRITE = MODE != WALK_COUNT, ONCE = MODE == WALK_ONCE;
     const unsigned full = 0xffffffffu;
@@ -356,6 +366,17 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
     const unsigned below = (1u << lane) - 1u;
     const u32 warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     u32 *stack = a.stack + (size_t)warp * TREE_WARP_STACK;
+    // The warp's far cells waiting to be translated into its group's expansion (at most
+    // 31 wait between batches, and a batch of nodes adds at most 32).
+    __shared__ u32 far_queue[TREE_WALK_WARPS][64];
+    u32 *queue = far_queue[(threadIdx.x >> 5) % TREE_WALK_WARPS];
+    // Each lane's expansion sums, in shared memory (35 more registers a thread would
+    // cost the latency-bound walk a third of its resident warps), term-major so the
+    // lanes' adds fall in distinct banks.
+    __shared__ T far_sums[TREE_WALK_WARPS][LOCAL_TERMS * 32];
+    const LaneSums<T> loc = {far_sums[(threadIdx.x >> 5) % TREE_WALK_WARPS] + lane};
+    const bool local = a.local_theta > T(0);
+    const T local2 = a.local_theta * a.local_theta;
     // WALK_ONCE: the warp's scratch list (cells, spans, offsets), and where it writes.
     const u32 s_cells = ONCE ? (u32)a.scratch_cells : 0u, s_spans = ONCE ? (u32)a.scratch_spans : 0u;
     u32 *scratch = ONCE ? a.scratch + (size_t)warp * (s_cells + 3 * s_spans) : nullptr;
@@ -382,6 +403,15 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
                 hi[d] = max(hi[d], __shfl_xor_sync(full, hi[d], o));
             }
         }
+        // The expansion's centre and radius: the group box's centre and half diagonal.
+        T centre[3], radius2 = 0;
+#pragma unroll
+        for (int d = 0; d < 3; ++d) {
+            centre[d] = T(0.5) * (lo[d] + hi[d]);
+            radius2 += T(0.25) * (hi[d] - lo[d]) * (hi[d] - lo[d]);
+        }
+        if (WRITE && local)
+            for (int k = 0; k < LOCAL_TERMS; ++k) loc[k] = T(0);
         // The relative test's scale: the group's smallest previous acceleration.
         T a_old = (T)INFINITY;
         if (a.relative) {
@@ -397,7 +427,7 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             cell_base = (u32)(a.span_at[g] >> 32);
         }
         if (lane == 0) stack[0] = 0;
-        u32 sp = 1, ns = 0, sources = 0, cells = 0;
+        u32 sp = 1, ns = 0, sources = 0, cells = 0, far_cells = 0, queued = 0;
         while (sp > 0) {
             const u32 take = min(sp, 32u), base = sp - take;
             __syncwarp();
@@ -423,7 +453,27 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
                     take = a.g * a.cells[c].m / d2 * order <= a.alpha * a_old;
                 }
                 kind = take ? 1 : node.children == 0 ? 2 : 3;
+                // A taken cell far from the whole group (its radius within local_theta of
+                // the distance to the centre) goes into the group's expansion instead.
+                if (kind == 1 && local) {
+                    const T ex = o.x - centre[0], ey = o.y - centre[1], ez = o.z - centre[2];
+                    if (radius2 <= local2 * (ex * ex + ey * ey + ez * ez)) kind = 4;
+                }
             }
+            // Far cells: queued, and translated 32 at a time, a lane each (the count pass
+            // only counts them).
+            const unsigned far = __ballot_sync(full, kind == 4);
+            if (WRITE) {
+                if (kind == 4) queue[queued + __popc(far & below)] = c;
+                queued += __popc(far);
+                if (queued >= 32) {
+                    __syncwarp();
+                    local_add_cell(a.cells[queue[queued - 32 + lane]], centre, a.eps2, loc);
+                    queued -= 32;
+                    __syncwarp();
+                }
+            }
+            far_cells += __popc(far);
             // Cells, by index.
             const unsigned taken = __ballot_sync(full, kind == 1);
             if (WRITE && kind == 1) {
@@ -464,6 +514,21 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
                 for (u32 k = 0; k < node.children; ++k) stack[sp + at + k] = node.child + k;
             sp += pushed;
         }
+        if (WRITE && local) {
+            // The last far cells, then the lanes' sums added (lane 0's order is fixed by
+            // the walk's, so the expansion is the same run to run) and written.
+            __syncwarp();
+            if ((u32)lane < queued) local_add_cell(a.cells[queue[lane]], centre, a.eps2, loc);
+            T *rec = a.locals + (size_t)g * LOCAL_RECORD;
+            for (int k = 0; k < LOCAL_TERMS; ++k) {
+                T v = loc[k];
+                for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(full, v, o);
+                if (lane == 0) rec[k] = v;
+            }
+            if (lane < 3) rec[LOCAL_TERMS + lane] = lane == 0 ? centre[0] : lane == 1 ? centre[1] : centre[2];
+            if (lane >= 3 && lane < 3 + LOCAL_RECORD - LOCAL_TERMS - 3) rec[LOCAL_TERMS + lane] = T(0);
+            __syncwarp();
+        }
         const u32 nt = grp.end - grp.start, chunks = (nt + 31) / 32;
         if (MODE != WALK_FILL && lane == 0) {
             if (MODE == WALK_COUNT) {
@@ -475,6 +540,7 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             // The list entries in 64 bits: the host refuses lists past 32-bit indices.
             atomicAdd(&a.tally[2], (unsigned long long)ns);
             atomicAdd(&a.tally[3], (unsigned long long)cells);
+            atomicAdd(&a.tally[4], (unsigned long long)far_cells);
             atomicMax(&a.counters[TREE_MOST_SPANS], ns);
             atomicMax(&a.counters[TREE_MOST_CELLS], cells);
         }
@@ -538,6 +604,33 @@ template <typename T> __device__ void tree_totals(const TreeArgs<T> &a) {
     a.counters[TREE_CELL_ITEMS] = (u32)(items >> 32);
 }
 
+// Each group's expansion at each of its targets (warps over groups, lanes over targets),
+// added to the sorted-order results after the leaf kernels' (so in a fixed order).
+template <typename T> __device__ void tree_local(const TreeArgs<T> &a) {
+    const int lane = threadIdx.x & 31;
+    const u32 groups = a.counters[TREE_GROUPS], warps = (gridDim.x * blockDim.x) >> 5;
+    for (u32 g = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; g < groups; g += warps) {
+        const Span grp = a.groups[g];
+        const T *rec = a.locals + (size_t)g * LOCAL_RECORD;
+        T l[LOCAL_TERMS];
+#pragma unroll
+        for (int k = 0; k < LOCAL_TERMS; ++k) l[k] = rec[k];
+        const T centre[3] = {rec[LOCAL_TERMS], rec[LOCAL_TERMS + 1], rec[LOCAL_TERMS + 2]};
+        for (u32 k = grp.start + lane; k < grp.end; k += 32) {
+            const typename V4<T>::type p = a.sorted[k];
+            const T y[3] = {p.x - centre[0], p.y - centre[1], p.z - centre[2]};
+            T acc[3], phi;
+            local_field(l, y, acc, phi);
+            typename V4<T>::type o = a.sorted_out[k];
+            o.x = fma(a.g, acc[0], o.x);
+            o.y = fma(a.g, acc[1], o.y);
+            o.z = fma(a.g, acc[2], o.z);
+            if (a.potential) o.w = fma(a.g, phi, o.w);
+            a.sorted_out[k] = o;
+        }
+    }
+}
+
 // Adds the sorted-order results into the caller's order.
 template <typename T> __device__ void tree_scatter(const TreeArgs<T> &a) {
     for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < a.n; k += gridDim.x * blockDim.x) {
@@ -566,6 +659,7 @@ template <typename T> __device__ void tree_scatter(const TreeArgs<T> &a) {
     TREE_KERNEL(NAME, T, fill, (tree_walk<T, WALK_FILL>))                                                              \
     TREE_KERNEL(NAME, T, once, (tree_walk<T, WALK_ONCE>))                                                              \
     TREE_KERNEL(NAME, T, totals, tree_totals<T>)                                                                       \
+    TREE_KERNEL(NAME, T, local, tree_local<T>)                                                                         \
     TREE_KERNEL(NAME, T, scatter, tree_scatter<T>)
 TREE_KERNELS(f32, float)
 TREE_KERNELS(f64, double)

@@ -103,6 +103,7 @@ pub(crate) enum TreeStep {
     Totals,
     Fill,
     Once,
+    Local,
     Scatter,
 }
 
@@ -122,6 +123,7 @@ impl TreeStep {
             TreeStep::Totals => "totals",
             TreeStep::Fill => "fill",
             TreeStep::Once => "once",
+            TreeStep::Local => "local",
             TreeStep::Scatter => "scatter",
         }
     }

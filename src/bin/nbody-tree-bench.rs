@@ -14,7 +14,9 @@
 //! of 40 and groups of 96, `TreeSettings::new`, unless `--leaf`/`--group` say otherwise) on a Plummer sphere and
 //! a clustered set, with each phase's GPU time and the error against direct summation.
 //! `--alpha A,...` adds lines with Gadget's relative criterion (device tree and host
-//! tree), its previous field from a geometric force at theta 0.5.
+//! tree), its previous field from a geometric force at theta 0.5. `--local L,...` gives the
+//! device tree's local expansions (a line for each; 0 for none; default theta / 5 up to
+//! 0.2), and each line counts the cells translated into groups' expansions.
 
 use clap::Parser;
 use nbody::bench::median_of;
@@ -75,6 +77,10 @@ struct Args {
     /// The device tree's Plummer softening (its force and the direct reference's).
     #[arg(long, default_value_t = 1.0 / 256.0)]
     eps: f64,
+    /// The device tree's local expansions (`TreeSettings::local`, comma-separated: a
+    /// line for each; 0 for none; default `TreeSettings::new`'s, theta / 5 up to 0.2).
+    #[arg(long, value_delimiter = ',')]
+    local: Vec<f64>,
 }
 
 struct Xorshift(u64);
@@ -251,8 +257,13 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                 gpu.tree_forces(&mut tree, &set, &TreeSettings::new(0.5), &p, &mut previous)?;
             }
             let criteria = criteria(args);
+            let locals = |theta: f64| -> Vec<f64> {
+                if args.local.is_empty() { vec![TreeSettings::local_for(theta)] } else { args.local.clone() }
+            };
+            let settings_at: Vec<_> =
+                criteria.iter().flat_map(|&(t, c)| locals(t).into_iter().map(move |l| ((t, c), l))).collect();
             for &q in &quadrupole {
-                for &(theta, criterion) in &criteria {
+                for &((theta, criterion), local) in &settings_at {
                     let settings = TreeSettings {
                         theta,
                         leaf_size: args.leaf.unwrap_or(TreeSettings::new(theta).leaf_size),
@@ -260,6 +271,7 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                         side: args.opening == "side",
                         quadrupole: q,
                         criterion,
+                        local,
                     };
                     let mut reports: Vec<(TreeReport, f64)> = Vec::new();
                     for rep in 0..7 {
@@ -275,7 +287,7 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                     let ms = |s: f64| s * 1e3;
                     let test = test_name(theta, criterion);
                     let mut line = format!(
-                        "device tree {name}, N = {n}, eps {}, {test}, {}, leaf {}, group {}: {:.2} ms GPU (sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2}), {:.2} ms wall; {} nodes, {} groups, {} + {} cell interactions",
+                        "device tree {name}, N = {n}, eps {}, {test}, {}, local {local}, leaf {}, group {}: {:.2} ms GPU (sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2}), {:.2} ms wall; {} nodes, {} groups, {} + {} cell interactions, {} cells into groups' expansions",
                         args.eps,
                         if q { "quadrupole" } else { "monopole" },
                         settings.leaf_size,
@@ -290,7 +302,8 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                         r.nodes,
                         r.groups,
                         r.interactions,
-                        r.cell_interactions
+                        r.cell_interactions,
+                        r.local_cells
                     );
                     if !args.no_direct {
                         let mut field = vec![Field::zero(); n];
@@ -327,6 +340,7 @@ fn leapfrog_steps(
         leaf_size: args.leaf.unwrap_or(TreeSettings::new(theta).leaf_size),
         group_size: args.group.unwrap_or(TreeSettings::new(theta).group_size),
         side: args.opening == "side",
+        local: args.local.first().copied().unwrap_or(TreeSettings::local_for(theta)),
         ..TreeSettings::new(theta).with_criterion(criterion)
     };
     use nbody::core::resident::Resident;

@@ -54,16 +54,20 @@ fn forces<T: DeviceReal>(
     Ok(out)
 }
 
-/// theta so small that every node is opened: the lists are every particle once, so the
-/// tree is direct summation, to the precision's roundoff; and twice the same (the lists
-/// do not depend on the order nodes were appended in).
+/// theta so small that every node is opened (but single particles, taken as cells of
+/// size zero, exactly): the lists are every particle once, so the tree is direct
+/// summation, to the precision's roundoff; and twice the same (the lists do not depend
+/// on the order nodes were appended in).
 fn exact_when_nothing_is_accepted<T: DeviceReal>(bound: f64) -> Result<(), Failed> {
     let mut gpu = CudaExecutor::new().map_err(err)?;
     let (ps, _) = nbody_integrators::ics::plummer::<T>(3000, 5);
     let params = with_potential(Params::softened(T::from_f64(0.01)));
     let want = exact(&ps, &params);
     for (leaf, group) in [(16, 64), (1, 1), (64, 700)] {
-        let settings = TreeSettings { theta: 1e-6, leaf_size: leaf, group_size: group, ..TreeSettings::new(0.5) };
+        // Without local expansions: they approximate even the cells taken exactly (a
+        // single particle's, whose size is zero).
+        let settings =
+            TreeSettings { theta: 1e-6, leaf_size: leaf, group_size: group, local: 0.0, ..TreeSettings::new(0.5) };
         let mut tree = DeviceTree::new();
         let got = forces(&mut gpu, &mut tree, &ps, &settings, &params)?;
         let (rel, phi) = errors(&got, &want);
@@ -100,6 +104,63 @@ fn accurate_at_half() -> Result<(), Failed> {
     }
     if medians[0] >= medians[1] {
         return Err(format!("quadrupole median {:e} not below monopole {:e}", medians[0], medians[1]).into());
+    }
+    Ok(())
+}
+
+/// Local expansions (f32 and f64) against the cells alone on a Plummer sphere: at the
+/// default `local` (theta / 5) the median and 99th-percentile errors stay within 10% of
+/// the cells' alone while fewer cells meet each target, and the potential's error too; a
+/// large `local` (0.6) makes the far field's truncation show, so the series is what
+/// those targets got.
+fn local_expansions<T: DeviceReal>() -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(err)?;
+    let (ps, _) = nbody_integrators::ics::plummer::<T>(30_000, 6);
+    let params = with_potential(Params::softened(T::from_f64(1.0 / 256.0)));
+    let want = exact(&ps, &params);
+    for theta in [0.6, 1.0] {
+        let mut run = |local: f64| -> Result<(f64, f64, f64, nbody_cuda::TreeReport), Failed> {
+            let settings = TreeSettings::new(theta).with_local(local);
+            let mut out = vec![Field::zero(); ps.len()];
+            let report =
+                gpu.tree_forces_host(&mut DeviceTree::new(), &ps, &settings, &params, &mut out).map_err(err)?;
+            let (rel, phi) = errors(&out, &want);
+            Ok((rel[rel.len() / 2], rel[rel.len() * 99 / 100], phi, report))
+        };
+        let (median, p99, phi, cells) = run(0.0)?;
+        let (l_median, l_p99, l_phi, local) = run(TreeSettings::local_for(theta))?;
+        let (_, wide_p99, _, _) = run(0.6)?;
+        println!(
+            "{} theta {theta}: cells alone median {median:.2e}, 99% {p99:.2e}, phi {phi:.2e}, {} cell interactions; local {}: {l_median:.2e}, {l_p99:.2e}, {l_phi:.2e}, {} cell interactions, {} translations; local 0.6: 99% {wide_p99:.2e}",
+            T::NAME,
+            cells.cell_interactions,
+            TreeSettings::local_for(theta),
+            local.cell_interactions,
+            local.local_cells
+        );
+        let within = |got: f64, alone: f64| got <= 1.1 * alone + 1e-6;
+        if !(within(l_median, median) && within(l_p99, p99) && within(l_phi, phi)) {
+            return Err(format!(
+                "{} theta {theta}: local expansions median {l_median:e}, 99% {l_p99:e}, phi {l_phi:e} against {median:e}, {p99:e}, {phi:e}",
+                T::NAME
+            )
+            .into());
+        }
+        if local.local_cells == 0 || 5 * local.cell_interactions > 4 * cells.cell_interactions {
+            return Err(format!(
+                "{} theta {theta}: {} translations left {} of {} cell interactions",
+                T::NAME,
+                local.local_cells,
+                local.cell_interactions,
+                cells.cell_interactions
+            )
+            .into());
+        }
+        if wide_p99 < 2.0 * p99 {
+            return Err(
+                format!("{} theta {theta}: local 0.6 gave 99% {wide_p99:e}, the cells alone {p99:e}", T::NAME).into()
+            );
+        }
     }
     Ok(())
 }
@@ -200,6 +261,8 @@ fn bad_input() -> Result<(), Failed> {
         (TreeSettings::new(0.0), params, "theta 0"),
         (TreeSettings::new(f64::NAN), params, "theta NaN"),
         (TreeSettings { leaf_size: 0, ..TreeSettings::new(0.5) }, params, "leaf size 0"),
+        (TreeSettings::new(0.5).with_local(1.0), params, "local 1"),
+        (TreeSettings::new(0.5).with_local(f64::NAN), params, "local NaN"),
         (TreeSettings::new(0.5), params.with_softening(nbody_core::Softening::Spline), "the spline"),
     ];
     for (settings, params, what) in cases {
@@ -329,6 +392,8 @@ pub(crate) fn checks() -> Vec<Check> {
             exact_when_nothing_is_accepted::<f64>(1e-12)
         }),
         ("device_tree_quadrupole_cells_at_theta_half", accurate_at_half),
+        ("device_tree_f32_local_expansions_keep_the_error", local_expansions::<f32>),
+        ("device_tree_f64_local_expansions_keep_the_error", local_expansions::<f64>),
         ("device_tree_degenerate_inputs", degenerate_inputs),
         ("device_tree_grows_its_node_array", grows_its_node_array),
         ("device_tree_one_pass_walks_match_two", one_pass_walks_match_two),
