@@ -788,12 +788,13 @@ mod tests {
             include_str!("../kernels/entries.cuh"),
             include_str!("../kernels/columns.cuh"),
             include_str!("../kernels/hermite.cuh"),
+            include_str!("../kernels/local.cuh"),
             include_str!("../kernels/tree.cuh"),
             include_str!("../kernels/gradients.cuh"),
         ]
         .concat();
         let parts = include_str!("../kernels/gravity.cu").matches(".cuh\"").count();
-        assert_eq!(parts, 13, "gravity.cu includes {parts} kernel files: list each one above");
+        assert_eq!(parts, 14, "gravity.cu includes {parts} kernel files: list each one above");
         // (prefix of the exported name, the struct its one parameter is)
         let mut exported: Vec<(String, String)> = Vec::new();
         for piece in source.split("extern \"C\" __global__ void").skip(1) {

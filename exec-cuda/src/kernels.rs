@@ -373,6 +373,7 @@ impl Kernel {
             Kernel::CompactLists,
             Kernel::Tree { tag: F32, step: TreeStep::Split },
             Kernel::Tree { tag: F64, step: TreeStep::Fill },
+            Kernel::Tree { tag: F32, step: TreeStep::Local },
             Kernel::ProbeLayouts,
         ]
     }
