@@ -282,7 +282,7 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
 // counters are TREE_COUNTERS u32: see tree.cuh. span_at and item_at are exclusive scans
 // of counts and item_counts (two u32 packed in each u64: particle spans | cells << 32,
 // particle items | cell items << 32). locals holds each group's local expansion
-// (LOCAL_RECORD entries, local.cuh), local_theta its far test (0: none).
+// record (LOCAL_RECORD entries, local.cuh: centre, far cells), local_theta its far test (0: none).
 struct TreeNode {
     u32 start, end, child, children;
 };

@@ -1,8 +1,8 @@
 // Local expansions for the device tree (nbody_core::local is their f64 oracle): a far
 // cell's potential (the cell kernel's: monopole and traceless quadrupole, Plummer
 // softened) as a fourth-order Taylor series about a target group's centre, summed once
-// per group by its walk (cell to local), then evaluated at each of its targets (local to
-// particle). Part of gravity.cu (included there, before tree.cuh).
+// per group over the far cells its walk listed (cell to local), then evaluated at each of
+// its targets (local to particle). Part of gravity.cu (included there, before tree.cuh).
 //
 // The cell's potential without G is phi(d) = -(M K + q K^5 / 2), K = (|d|^2 + eps^2)^-1/2,
 // q = d.Q.d. With G_k = 2^k K^(k)(u) (u = |d|^2 + eps^2: G_1 = -K^3, G_k = -(2k - 1) G_(k-1)
@@ -15,18 +15,16 @@
 // M K collected by their tensor shapes): about 150 operations a cell, against 22 a target
 // for the cell kernel.
 
-// A group's expansion: its coefficients, the derivatives of the potential at its centre
-// up to the fourth (the fourth of the monopole only: the quadrupole's is smaller by the
-// cell's (size / D)^2), each order's unique lanes counted over sorted axes (xx xy xz yy
-// yz zz, xxx xxy ... zzz, xxxx ... zzzz), then the centre, in a record of LOCAL_RECORD.
+// A group's expansion: the derivatives of the potential at its centre up to the fourth
+// (the fourth of the monopole only: the quadrupole's is smaller by the cell's (size / D)^2),
+// each order's unique lanes counted over sorted axes (xx xy xz yy yz zz, xxx xxy ... zzz,
+// xxxx ... zzzz). It lives in registers of the warp that sums and evaluates it
+// (tree_local); the walk leaves each group a record of LOCAL_RECORD entries: the centre,
+// then the group's far cells' place in the cell list and their count (two u32s from
+// entry LOCAL_FAR on).
 #define LOCAL_TERMS 35
-#define LOCAL_RECORD 40
-
-// A lane's expansion sums in its warp's term-major shared array: term k at k * 32.
-template <typename T> struct LaneSums {
-    T *at;
-    __device__ __forceinline__ T &operator[](int k) const { return at[k * 32]; }
-};
+#define LOCAL_RECORD 8
+#define LOCAL_FAR 4
 
 // The unique lane of a symmetric pair of axes.
 __device__ __forceinline__ constexpr int pair_lane(int i, int j) {
@@ -34,8 +32,8 @@ __device__ __forceinline__ constexpr int pair_lane(int i, int j) {
 }
 
 // Adds the derivatives of cell c's potential (without G) at d = centre - c into l.
-template <typename T, typename L>
-__device__ __forceinline__ void local_add_cell(const CellRec<T> &c, const T centre[3], T eps2, const L &l) {
+template <typename T>
+__device__ __forceinline__ void local_add_cell(const CellRec<T> &c, const T centre[3], T eps2, T l[LOCAL_TERMS]) {
     const T d[3] = {centre[0] - c.x, centre[1] - c.y, centre[2] - c.z};
     const T u = fma(d[2], d[2], fma(d[1], d[1], fma(d[0], d[0], eps2)));
     const T k = sizeof(T) == 4 ? (T)rsqrtf((float)u) : T(1) / sqrt(u), k2 = k * k;

@@ -2,7 +2,7 @@
 // the particles' bounding box, CUB's radix sort (sort.cu), the octree built level by
 // level over the sorted keys, its moments summed bottom-up, target groups, and a walk per
 // group that writes the group's interaction list (particle spans of opened leaves, runs
-// of accepted cells) in the batched kernels' item form, and sums the far cells into the
+// of accepted cells) in the batched kernels' item form, and lists the far cells for the
 // group's local expansion. Nothing goes back to the host but
 // a few counters that size the next launches.
 
@@ -356,9 +356,9 @@ __device__ __forceinline__ u32 warp_exclusive(u32 x, u32 &total) {
 // children pushed, in order). Cells (as indices) and spans go out with warp prefix sums; neighbouring lanes'
 // adjacent leaf ranges merge into one span. With local expansions (local_theta > 0), a cell
 // taken whose centre of mass lies at least radius / local_theta from the group box's
-// centre is queued instead, and the queue's cells are translated into the group's
-// expansion 32 at a time (local.cuh), written at the walk's end for tree_local. MODE: see
-// WALK_COUNT.
+// centre (radius: the box's half diagonal) is far: it goes into the group's cell list
+// from the top down, after the cells the cell kernel meets (which the items cover), and
+// tree_local translates the far ones into the group's expansion. MODE: see WALK_COUNT.
 template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) {
     const bool WRITE = MODE != WALK_COUNT, ONCE = MODE == WALK_ONCE;
     const unsigned full = 0xffffffffu;
@@ -366,15 +366,6 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
     const unsigned below = (1u << lane) - 1u;
     const u32 warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     u32 *stack = a.stack + (size_t)warp * TREE_WARP_STACK;
-    // The warp's far cells waiting to be translated into its group's expansion (at most
-    // 31 wait between batches, and a batch of nodes adds at most 32).
-    __shared__ u32 far_queue[TREE_WALK_WARPS][64];
-    u32 *queue = far_queue[(threadIdx.x >> 5) % TREE_WALK_WARPS];
-    // Each lane's expansion sums, in shared memory (35 more registers a thread would
-    // cost the latency-bound walk a third of its resident warps), term-major so the
-    // lanes' adds fall in distinct banks.
-    __shared__ T far_sums[TREE_WALK_WARPS][LOCAL_TERMS * 32];
-    const LaneSums<T> loc = {far_sums[(threadIdx.x >> 5) % TREE_WALK_WARPS] + lane};
     const bool local = a.local_theta > T(0);
     const T local2 = a.local_theta * a.local_theta;
     // WALK_ONCE: the warp's scratch list (cells, spans, offsets), and where it writes.
@@ -410,8 +401,6 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             centre[d] = T(0.5) * (lo[d] + hi[d]);
             radius2 += T(0.25) * (hi[d] - lo[d]) * (hi[d] - lo[d]);
         }
-        if (WRITE && local)
-            for (int k = 0; k < LOCAL_TERMS; ++k) loc[k] = T(0);
         // The relative test's scale: the group's smallest previous acceleration.
         T a_old = (T)INFINITY;
         if (a.relative) {
@@ -422,12 +411,16 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             for (int o = 16; o > 0; o /= 2) a_old = min(a_old, __shfl_xor_sync(full, a_old, o));
         }
         u32 span_base = 0, cell_base = 0;
+        // Where the far cells go down from: the top of the group's cell list (the
+        // counting walk's near and far cells), or of the warp's scratch.
+        u32 far_top = ONCE ? s_cells : 0u;
         if (MODE == WALK_FILL) {
             span_base = (u32)(a.span_at[g] & 0xffffffffULL);
             cell_base = (u32)(a.span_at[g] >> 32);
+            far_top = cell_base + (u32)(a.counts[g] >> 32);
         }
         if (lane == 0) stack[0] = 0;
-        u32 sp = 1, ns = 0, sources = 0, cells = 0, far_cells = 0, queued = 0;
+        u32 sp = 1, ns = 0, sources = 0, cells = 0, far_cells = 0;
         while (sp > 0) {
             const u32 take = min(sp, 32u), base = sp - take;
             __syncwarp();
@@ -460,18 +453,12 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
                     if (radius2 <= local2 * (ex * ex + ey * ey + ez * ez)) kind = 4;
                 }
             }
-            // Far cells: queued, and translated 32 at a time, a lane each (the count pass
-            // only counts them).
+            // Far cells, listed down from the top (a one-pass walk's past its scratch
+            // overflows, below, and is walked again).
             const unsigned far = __ballot_sync(full, kind == 4);
-            if (WRITE) {
-                if (kind == 4) queue[queued + __popc(far & below)] = c;
-                queued += __popc(far);
-                if (queued >= 32) {
-                    __syncwarp();
-                    local_add_cell(a.cells[queue[queued - 32 + lane]], centre, a.eps2, loc);
-                    queued -= 32;
-                    __syncwarp();
-                }
+            if (WRITE && kind == 4) {
+                const u32 k = far_cells + __popc(far & below);
+                if (!ONCE || k < s_cells) cell_out[far_top - 1 - k] = c;
             }
             far_cells += __popc(far);
             // Cells, by index.
@@ -514,35 +501,20 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
                 for (u32 k = 0; k < node.children; ++k) stack[sp + at + k] = node.child + k;
             sp += pushed;
         }
-        if (WRITE && local) {
-            // The last far cells, then the lanes' sums added (lane 0's order is fixed by
-            // the walk's, so the expansion is the same run to run) and written.
-            __syncwarp();
-            if ((u32)lane < queued) local_add_cell(a.cells[queue[lane]], centre, a.eps2, loc);
-            T *rec = a.locals + (size_t)g * LOCAL_RECORD;
-            for (int k = 0; k < LOCAL_TERMS; ++k) {
-                T v = loc[k];
-                for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(full, v, o);
-                if (lane == 0) rec[k] = v;
-            }
-            if (lane < 3) rec[LOCAL_TERMS + lane] = lane == 0 ? centre[0] : lane == 1 ? centre[1] : centre[2];
-            if (lane >= 3 && lane < 3 + LOCAL_RECORD - LOCAL_TERMS - 3) rec[LOCAL_TERMS + lane] = T(0);
-            __syncwarp();
-        }
         const u32 nt = grp.end - grp.start, chunks = (nt + 31) / 32;
         if (MODE != WALK_FILL && lane == 0) {
             if (MODE == WALK_COUNT) {
-                a.counts[g] = (unsigned long long)ns | (unsigned long long)cells << 32;
+                a.counts[g] = (unsigned long long)ns | (unsigned long long)(cells + far_cells) << 32;
                 a.item_counts[g] = (unsigned long long)chunks | (unsigned long long)(cells > 0 ? chunks : 0u) << 32;
             }
             atomicAdd(&a.tally[0], (unsigned long long)nt * sources);
             atomicAdd(&a.tally[1], (unsigned long long)nt * cells);
             // The list entries in 64 bits: the host refuses lists past 32-bit indices.
             atomicAdd(&a.tally[2], (unsigned long long)ns);
-            atomicAdd(&a.tally[3], (unsigned long long)cells);
+            atomicAdd(&a.tally[3], (unsigned long long)(cells + far_cells));
             atomicAdd(&a.tally[4], (unsigned long long)far_cells);
             atomicMax(&a.counters[TREE_MOST_SPANS], ns);
-            atomicMax(&a.counters[TREE_MOST_CELLS], cells);
+            atomicMax(&a.counters[TREE_MOST_CELLS], cells + far_cells);
         }
         if (MODE == WALK_COUNT) continue;
         u32 item_base, cell_item_base;
@@ -552,7 +524,7 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             u32 places[4] = {0u, 0u, 0u, 0u};
             if (lane == 0) {
                 places[0] = atomicAdd(&a.counters[TREE_SPANS], ns);
-                places[1] = atomicAdd(&a.counters[TREE_CELLS], cells);
+                places[1] = atomicAdd(&a.counters[TREE_CELLS], cells + far_cells);
                 places[2] = atomicAdd(&a.counters[TREE_ITEMS], chunks);
                 places[3] = cells > 0 ? atomicAdd(&a.counters[TREE_CELL_ITEMS], chunks) : 0u;
             }
@@ -560,8 +532,8 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             for (int k = 0; k < 4; ++k) places[k] = __shfl_sync(full, places[k], 0);
             const unsigned long long caps[4] = {(u32)a.cap_spans, (u32)a.cap_cells, (u32)a.cap_items,
                                                 (u32)a.cap_cell_items};
-            const u32 need[4] = {ns, cells, chunks, cells > 0 ? chunks : 0u};
-            bool fits = ns <= s_spans && cells <= s_cells;
+            const u32 need[4] = {ns, cells + far_cells, chunks, cells > 0 ? chunks : 0u};
+            bool fits = ns <= s_spans && cells + far_cells <= s_cells;
 #pragma unroll
             for (int k = 0; k < 4; ++k) fits = fits && (unsigned long long)places[k] + need[k] <= caps[k];
             if (!fits) {
@@ -570,6 +542,8 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             }
             __syncwarp(); // the lanes' scratch writes, before other lanes read them
             for (u32 k = lane; k < cells; k += 32) a.cell_index[places[1] + k] = cell_out[k];
+            for (u32 k = lane; k < far_cells; k += 32)
+                a.cell_index[places[1] + cells + k] = cell_out[s_cells - far_cells + k];
             for (u32 k = lane; k < ns; k += 32) {
                 a.spans[places[0] + k] = span_out[k];
                 a.offset[places[0] + k] = offset_out[k];
@@ -581,6 +555,13 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
         } else {
             item_base = (u32)(a.item_at[g] & 0xffffffffULL);
             cell_item_base = (u32)(a.item_at[g] >> 32);
+        }
+        if (local && lane < LOCAL_FAR + 2) {
+            // The group's record for tree_local: its centre, its far cells' place and count.
+            T *rec = a.locals + (size_t)g * LOCAL_RECORD;
+            if (lane < 3) rec[lane] = lane == 0 ? centre[0] : lane == 1 ? centre[1] : centre[2];
+            else if (lane == 3) rec[3] = T(0);
+            else ((u32 *)(rec + LOCAL_FAR))[lane - LOCAL_FAR] = lane == LOCAL_FAR ? cell_base + cells : far_cells;
         }
         for (u32 k = lane; k < chunks; k += 32) {
             const u32 t0 = grp.start + 32 * k, t1 = min(t0 + 32, grp.end);
@@ -604,18 +585,26 @@ template <typename T> __device__ void tree_totals(const TreeArgs<T> &a) {
     a.counters[TREE_CELL_ITEMS] = (u32)(items >> 32);
 }
 
-// Each group's expansion at each of its targets (warps over groups, lanes over targets),
-// added to the sorted-order results after the leaf kernels' (so in a fixed order).
+// Each group's expansion from its far cells (a lane a cell, the lanes' sums added in a
+// fixed order) at each of its targets (a lane a target; a warp per group), added to the
+// sorted-order results after the leaf kernels' (so in a fixed order).
 template <typename T> __device__ void tree_local(const TreeArgs<T> &a) {
     const int lane = threadIdx.x & 31;
     const u32 groups = a.counters[TREE_GROUPS], warps = (gridDim.x * blockDim.x) >> 5;
     for (u32 g = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; g < groups; g += warps) {
-        const Span grp = a.groups[g];
         const T *rec = a.locals + (size_t)g * LOCAL_RECORD;
+        const u32 *far = (const u32 *)(rec + LOCAL_FAR);
+        const u32 start = far[0], n_far = far[1];
+        if (n_far == 0) continue;
+        const T centre[3] = {rec[0], rec[1], rec[2]};
         T l[LOCAL_TERMS];
 #pragma unroll
-        for (int k = 0; k < LOCAL_TERMS; ++k) l[k] = rec[k];
-        const T centre[3] = {rec[LOCAL_TERMS], rec[LOCAL_TERMS + 1], rec[LOCAL_TERMS + 2]};
+        for (int k = 0; k < LOCAL_TERMS; ++k) l[k] = T(0);
+        for (u32 k = lane; k < n_far; k += 32) local_add_cell(a.cells[a.cell_index[start + k]], centre, a.eps2, l);
+#pragma unroll
+        for (int k = 0; k < LOCAL_TERMS; ++k)
+            for (int o = 16; o > 0; o /= 2) l[k] += __shfl_xor_sync(0xffffffffu, l[k], o);
+        const Span grp = a.groups[g];
         for (u32 k = grp.start + lane; k < grp.end; k += 32) {
             const typename V4<T>::type p = a.sorted[k];
             const T y[3] = {p.x - centre[0], p.y - centre[1], p.z - centre[2]};

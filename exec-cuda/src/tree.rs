@@ -23,11 +23,12 @@
 //!    buffers the earlier walks sized with atomics, and copies it there; a list that
 //!    does not fit sends the force back to the two passes.
 //!    With local expansions ([`TreeSettings::local`]), a cell taken that is also far from
-//!    the whole group is not listed: the walking warp translates it into the group's
-//!    fourth-order expansion about the group box's centre (kernels/local.cuh), a lane a
-//!    cell, 32 at a time.
-//! 5. The batched particle and cell kernels over those lists, each group's expansion at
-//!    its targets, then the results added into the caller's order.
+//!    the whole group goes to the end of the group's cell list, past the cells its items
+//!    cover.
+//! 5. The batched particle and cell kernels over those lists; a warp per group sums its
+//!    far cells into a fourth-order expansion about the group box's centre
+//!    (kernels/local.cuh; a lane a cell, in registers) and evaluates it at the group's
+//!    targets; then the results are added into the caller's order.
 //!
 //! The host reads back two handfuls of counters per force (the node count, to catch a
 //! node array too small, and the list totals, to size the list buffers); nothing else
@@ -103,7 +104,7 @@ const MOMENTS: usize = 12;
 /// cells, list spans and cells, cells translated into groups' expansions.
 const TALLIES: usize = 5;
 /// Entries of a group's local expansion record (local.cuh's LOCAL_RECORD).
-const LOCAL_RECORD: usize = 40;
+const LOCAL_RECORD: usize = 8;
 /// List bytes per particle in [`DeviceTree::bytes_for`]'s estimate.
 const LIST_BYTES: usize = 256;
 /// Threads per block of the tree's kernels.

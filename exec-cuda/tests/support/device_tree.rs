@@ -216,29 +216,34 @@ fn grows_its_node_array() -> Result<(), Failed> {
 }
 
 /// A tree's later forces walk once (their lists placed with atomics) and give exactly
-/// the first force's answer; lists that outgrow the first walk's sizes (a smaller theta)
-/// fall back to two passes, and the answer is a fresh tree's.
+/// the first force's answer, far cells (local expansions, on by default) included; lists
+/// that outgrow the first walk's sizes (a smaller theta) fall back to two passes, and the
+/// answer is a fresh tree's.
 fn one_pass_walks_match_two() -> Result<(), Failed> {
     let mut gpu = CudaExecutor::new().map_err(err)?;
     let (ps, _) = nbody_integrators::ics::plummer::<f32>(30_000, 4);
     let params = with_potential(Params::softened(0.01f32));
     let set = gpu.upload(&ps).map_err(err)?;
     let mut tree = DeviceTree::new();
-    let mut force = |tree: &mut DeviceTree<f32>, theta: f64| -> Result<(Vec<Field<f32>>, u32), Failed> {
+    let mut force = |tree: &mut DeviceTree<f32>, theta: f64| -> Result<(Vec<Field<f32>>, u32, u64), Failed> {
         let mut out = gpu.zeroed_fields::<f32>(ps.len()).map_err(err)?;
         let report = gpu.tree_forces(tree, &set, &TreeSettings::new(theta), &params, &mut out).map_err(err)?;
         let mut got = vec![Field::zero(); ps.len()];
         gpu.download(&out, &mut got).map_err(err)?;
-        Ok((got, report.walks))
+        Ok((got, report.walks, report.local_cells))
     };
-    let (first, walks) = force(&mut tree, 0.8)?;
-    let (again, walks_again) = force(&mut tree, 0.8)?;
-    if (walks, walks_again) != (2, 1) || again != first {
-        return Err(format!("theta 0.8: walks {walks} then {walks_again}, same answer: {}", again == first).into());
+    let (first, walks, far) = force(&mut tree, 0.8)?;
+    let (again, walks_again, _) = force(&mut tree, 0.8)?;
+    if (walks, walks_again) != (2, 1) || again != first || far == 0 {
+        return Err(format!(
+            "theta 0.8: walks {walks} then {walks_again}, same answer: {}, {far} far cells",
+            again == first
+        )
+        .into());
     }
-    let (fresh, _) = force(&mut DeviceTree::new(), 0.3)?;
-    let (grown, walks) = force(&mut tree, 0.3)?;
-    let (settled, walks_after) = force(&mut tree, 0.3)?;
+    let (fresh, _, _) = force(&mut DeviceTree::new(), 0.3)?;
+    let (grown, walks, _) = force(&mut tree, 0.3)?;
+    let (settled, walks_after, _) = force(&mut tree, 0.3)?;
     if (walks, walks_after) != (3, 1) || grown != fresh || settled != fresh {
         return Err(format!(
             "theta 0.3 after 0.8: walks {walks} then {walks_after}, same answers: {} {}",
