@@ -1,7 +1,9 @@
 //! The local expansion (`nbody_core::local`) against the cell expansion it translates:
 //! for cells of random particles at random distances and targets at random offsets from
 //! the group's centre, the acceleration's error is within `6 (|s| / D)³` of the cell's
-//! field and falls at third order as the offset halves (the potential's at fourth).
+//! field and falls at least at third order as the offset halves (the potential's at
+//! fourth); for a lone mass (a monopole) within `6 (|s| / D)⁴`, falling at fourth order
+//! (the potential's at fifth).
 
 use nbody_core::cell::{Cell, cell};
 use nbody_core::local::Local;
@@ -58,6 +60,36 @@ proptest! {
         // (the next order's share), unless it is already at the roundings.
         let (half, _) = errors(&l, &[c], eps2, at(r / 2.0));
         prop_assert!(half <= da / 5.0 || half < 1e-12, "{da:e} then {half:e}: not third order");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn a_monopole_converges_at_fourth_order(
+        towards in (-1.0f64..1.0, -1.0f64..1.0, -1.0f64..1.0),
+        offset in (-1.0f64..1.0, -1.0f64..1.0, -1.0f64..1.0),
+        mass in 0.01f64..10.0,
+        distance in 1.0f64..40.0,
+        ratio in 0.02f64..0.2,
+        soft in prop::bool::ANY,
+    ) {
+        let c = Cell::from_particles(&[Particle::new(0.3, -0.2, 0.1, mass)]);
+        let u = unit([towards.0, towards.1, towards.2]);
+        let centre = [c.x + distance * u[0], c.y + distance * u[1], c.z + distance * u[2]];
+        let eps2 = if soft { 0.01 * distance * distance } else { 0.0 };
+        let mut l = Local::at(centre);
+        l.add_cell(&c, eps2);
+        let s = unit([offset.0, offset.1, offset.2]);
+        let at = |r: f64| [centre[0] + r * s[0], centre[1] + r * s[1], centre[2] + r * s[2]];
+        let r = ratio * distance;
+        let (da, dphi) = errors(&l, &[c], eps2, at(r));
+        prop_assert!(da <= 6.0 * ratio.powi(4), "acceleration error {da:e} at |s|/D = {ratio}");
+        prop_assert!(dphi <= 6.0 * ratio.powi(5), "potential error {dphi:e} at |s|/D = {ratio}");
+        // Halving the offset: the error falls by about 16; at least by 11 here.
+        let (half, _) = errors(&l, &[c], eps2, at(r / 2.0));
+        prop_assert!(half <= da / 11.0 || half < 1e-13, "{da:e} then {half:e}: not fourth order");
     }
 }
 

@@ -1,21 +1,24 @@
 //! Local expansions: the field of far [`Cell`]s about a target group's centre, as a
 //! Taylor series in the offset from it, so a group takes each far cell once (cell to
 //! local) instead of once per target, and each target evaluates one series (local to
-//! particle). This module is the f64 oracle of that translation: the cell's softened
-//! potential (the [`cell`](crate::cell::cell) expansion: monopole and traceless
-//! quadrupole) differentiated exactly at the group's centre `g` up to third order, so
-//! the acceleration is exact to second order in the offset `s = x − g`:
+//! particle). This module is the f64 oracle of that translation (the device tree's,
+//! exec-cuda's kernels/local.cuh, runs the same series): the cell's softened potential
+//! (the [`cell`](crate::cell::cell) expansion: monopole and traceless quadrupole)
+//! differentiated exactly at the group's centre `g` up to third order, and the
+//! monopole's to fourth, so the acceleration is exact to second order in the offset
+//! `s = x − g`, and to third for the monopole:
 //!
 //! ```text
-//! phi(g + s) ≈ L0 + L1·s + ½ s·L2·s + ⅙ L3[s, s, s],   a = −∇phi
-//! L_k = ∂^k phi_cell(g − c) = −M ∂^k K − ⅙ Q_ab ∂_ab ∂^k K,   K(d) = (|d|² + ε²)^(−1/2)
+//! phi(g + s) ≈ L0 + L1·s + ½ s·L2·s + ⅙ L3[s, s, s] + (1/24) L4[s, s, s, s],   a = −∇phi
+//! L_k = ∂^k phi_cell(g − c) = −M ∂^k K − ⅙ Q_ab ∂_ab ∂^k K   (k ≤ 3),   L4 = −M ∂⁴K,
+//! K(d) = (|d|² + ε²)^(−1/2)
 //! ```
 //!
-//! The translation's own error, relative to the cell's field, falls as `(|s| / D)³` for a
-//! cell at distance `D` from the centre (at most about `4 (|s| / D)³`, the monopole's
-//! remainder along the line to the cell; the potential's, `(|s| / D)⁴`); the cell's
-//! expansion error, `(size / D)³`, comes on top, as it does for a target taking the cell
-//! alone.
+//! The translation's own error, relative to the cell's field, falls as `(|s| / D)⁴` for
+//! the monopole of a cell at distance `D` from the centre (at most about `5 (|s| / D)⁴`,
+//! its remainder along the line to the cell), and as `(|s| / D)³` for the quadrupole,
+//! whose field is smaller by the cell's `(size / D)²`; the cell's expansion error,
+//! `(size / D)³`, comes on top, as it does for a target taking the cell alone.
 //!
 //! ```
 //! use nbody_core::cell::{cell, Cell};
@@ -40,8 +43,8 @@ use crate::Field;
 use crate::cell::Cell;
 
 /// The coefficients of a local expansion about `centre`: the potential and its first,
-/// second and third derivatives there, as full tensors (`l2[a][b]`, `l3[a][b][c]`,
-/// symmetric), in f64. Cells add into it ([`Local::add_cell`]); targets near the centre
+/// second and third derivatives there, and the monopoles' fourth, as full tensors
+/// (`l2[a][b]`, `l3[a][b][c]`, `l4[a][b][c][e]`, symmetric), in f64. Cells add into it ([`Local::add_cell`]); targets near the centre
 /// read it ([`Local::field_at`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Local {
@@ -55,16 +58,20 @@ pub struct Local {
     pub l2: [[f64; 3]; 3],
     /// Its third derivatives.
     pub l3: [[[f64; 3]; 3]; 3],
+    /// The fourth derivatives of the cells' monopoles (the quadrupoles' would add a
+    /// term smaller by the cell's `(size / D)²`).
+    pub l4: [[[[f64; 3]; 3]; 3]; 3],
 }
 
 impl Local {
     /// An empty expansion (no cells) about `centre`.
     pub fn at(centre: [f64; 3]) -> Self {
-        Self { centre, l0: 0.0, l1: [0.0; 3], l2: [[0.0; 3]; 3], l3: [[[0.0; 3]; 3]; 3] }
+        Self { centre, l0: 0.0, l1: [0.0; 3], l2: [[0.0; 3]; 3], l3: [[[0.0; 3]; 3]; 3], l4: [[[[0.0; 3]; 3]; 3]; 3] }
     }
 
     /// Adds cell `c` (without G), softened as [`cell`](crate::cell::cell) softens it
-    /// (Plummer, `eps2`): its potential's derivatives up to the third at the centre.
+    /// (Plummer, `eps2`): its potential's derivatives up to the third at the centre, and
+    /// its monopole's fourth.
     pub fn add_cell(&mut self, c: &Cell<f64>, eps2: f64) {
         let d = [self.centre[0] - c.x, self.centre[1] - c.y, self.centre[2] - c.z];
         let k = Derivatives::of(d, eps2);
@@ -90,13 +97,17 @@ impl Local {
                 self.l2[a][b] -= c.m * k.at(&[a, b]) + quad(&[a, b]);
                 for e in 0..3 {
                     self.l3[a][b][e] -= c.m * k.at(&[a, b, e]) + quad(&[a, b, e]);
+                    for f in 0..3 {
+                        self.l4[a][b][e][f] -= c.m * k.at(&[a, b, e, f]);
+                    }
                 }
             }
         }
     }
 
     /// The series' acceleration and potential (without G) at `x`: exact at the centre,
-    /// to second order in `x − centre` for the acceleration (third for the potential).
+    /// to second order in `x − centre` for the acceleration (third for the potential),
+    /// one order more for the monopoles.
     pub fn field_at(&self, x: [f64; 3]) -> Field<f64> {
         let s = [x[0] - self.centre[0], x[1] - self.centre[1], x[2] - self.centre[2]];
         let mut phi = self.l0;
@@ -109,6 +120,10 @@ impl Local {
                 for e in 0..3 {
                     phi += self.l3[a][b][e] * s[a] * s[b] * s[e] / 6.0;
                     grad[a] += 0.5 * self.l3[a][b][e] * s[b] * s[e];
+                    for f in 0..3 {
+                        phi += self.l4[a][b][e][f] * s[a] * s[b] * s[e] * s[f] / 24.0;
+                        grad[a] += self.l4[a][b][e][f] * s[b] * s[e] * s[f] / 6.0;
+                    }
                 }
             }
         }
