@@ -6,7 +6,7 @@
 //! (the potential's at fifth).
 
 use nbody_core::cell::{Cell, cell};
-use nbody_core::local::Local;
+use nbody_core::local::{Local, Series};
 use nbody_core::{Field, Particle};
 use proptest::prelude::*;
 
@@ -90,6 +90,46 @@ proptest! {
         // Halving the offset: the error falls by about 16; at least by 11 here.
         let (half, _) = errors(&l, &[c], eps2, at(r / 2.0));
         prop_assert!(half <= da / 11.0 || half < 1e-13, "{da:e} then {half:e}: not fourth order");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The compact series (closed-form derivatives, the device tree's formulas) is the
+    /// oracle's to rounding, in f64, and in f32 to f32's.
+    #[test]
+    fn the_compact_series_is_the_oracles(
+        particles in prop::collection::vec((-0.5f64..0.5, -0.5f64..0.5, -0.5f64..0.5, 0.01f64..1.0), 1..20),
+        towards in (-1.0f64..1.0, -1.0f64..1.0, -1.0f64..1.0),
+        offset in (-1.0f64..1.0, -1.0f64..1.0, -1.0f64..1.0),
+        distance in 2.0f64..40.0,
+        ratio in 0.0f64..0.3,
+        eps2 in prop::sample::select(vec![0.0, 1e-4, 0.05]),
+    ) {
+        let ps: Vec<Particle<f64>> = particles.iter().map(|&(x, y, z, m)| Particle::new(x, y, z, m)).collect();
+        let c = Cell::from_particles(&ps);
+        let u = unit([towards.0, towards.1, towards.2]);
+        let centre = [c.x + distance * u[0], c.y + distance * u[1], c.z + distance * u[2]];
+        let (mut oracle, mut fast) = (Local::at(centre), Series::at(centre));
+        oracle.add_cell(&c, eps2);
+        fast.add_cell(&c, eps2);
+        let s = unit([offset.0, offset.1, offset.2]);
+        let x: [f64; 3] = core::array::from_fn(|k| centre[k] + ratio * distance * s[k]);
+        let (want, got) = (oracle.field_at(x), fast.field_at(x));
+        let scale = norm(want.acceleration());
+        let da = norm([got.ax - want.ax, got.ay - want.ay, got.az - want.az]) / scale;
+        prop_assert!(da < 1e-12, "f64: {da:e}");
+        prop_assert!((got.phi - want.phi).abs() < 1e-12 * want.phi.abs());
+        let narrow = |v: [f64; 3]| v.map(|c| c as f32);
+        let q = c.quadrupole().map(|v| v as f32);
+        let c32 = Cell::new(c.x as f32, c.y as f32, c.z as f32, c.m as f32, q);
+        let mut fast32 = Series::at(narrow(centre));
+        fast32.add_cell(&c32, eps2 as f32);
+        let g32 = fast32.field_at(narrow(x));
+        let da32 = norm([g32.ax as f64 - want.ax, g32.ay as f64 - want.ay, g32.az as f64 - want.az]) / scale;
+        // The offsets lose f32's digits of the distances (40 times the cell's size).
+        prop_assert!(da32 < 2e-4, "f32: {da32:e}");
     }
 }
 

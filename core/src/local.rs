@@ -39,8 +39,8 @@
 //! assert!(norm(&diff) < 4e-3 * norm(&exact));
 //! ```
 
-use crate::Field;
 use crate::cell::Cell;
+use crate::{Field, Real};
 
 /// The coefficients of a local expansion about `centre`: the potential and its first,
 /// second and third derivatives there, and the monopoles' fourth, as full tensors
@@ -130,6 +130,194 @@ impl Local {
         Field::new(-grad[0], -grad[1], -grad[2], phi)
     }
 }
+
+/// Unique coefficients of a [`Series`]: the potential, then each order's derivatives
+/// over sorted axes (`x y z`, `xx xy xz yy yz zz`, `xxx xxy … zzz`, `xxxx … zzzz`).
+pub const SERIES_TERMS: usize = 35;
+
+/// The same expansion as [`Local`] in its compact form, for a tree code to run: the 35
+/// unique derivatives in `T`, summed from a cell in closed form (about 150 operations,
+/// the device tree's kernels/local.cuh does the same) and evaluated term by term.
+/// [`Local`] is its oracle (the series agree to rounding).
+///
+/// ```
+/// use nbody_core::cell::Cell;
+/// use nbody_core::local::{Local, Series};
+/// let c = Cell::new(10.0f64, 2.0, -1.0, 2.0, [0.3, 0.1, 0.0, -0.2, 0.05, -0.1]);
+/// let (mut fast, mut oracle) = (Series::at([0.0; 3]), Local::at([0.0; 3]));
+/// fast.add_cell(&c, 0.01);
+/// oracle.add_cell(&c, 0.01);
+/// let (a, b) = (fast.field_at([0.3, -0.2, 0.5]), oracle.field_at([0.3, -0.2, 0.5]));
+/// assert!((a.ax - b.ax).abs() < 1e-14 * b.ax.abs() && (a.phi - b.phi).abs() < 1e-14 * b.phi.abs());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Series<T: Real> {
+    /// The expansion's centre.
+    pub centre: [T; 3],
+    /// The derivatives at the centre, in [`SERIES_TERMS`]' order.
+    pub terms: [T; SERIES_TERMS],
+}
+
+impl<T: Real> Series<T> {
+    /// An empty expansion about `centre`.
+    pub fn at(centre: [T; 3]) -> Self {
+        Self { centre, terms: [T::zero(); SERIES_TERMS] }
+    }
+
+    /// Adds cell `c` (without G, Plummer softened by `eps2`, as [`cell`](crate::cell::cell)):
+    /// with `K = (|d|² + ε²)^(−1/2)`, `G_k = 2^k d^kK/du^k`, `q = d·Q·d` and `Qd = Q d`
+    /// at `d = centre − c`, the derivatives are `s1 d_i + t2 Qd_i`, `s2 d_i d_j + s1 δ_ij +
+    /// t2 Q_ij + t3 (Qd_i d_j + Qd_j d_i)`, and so on, with `s_k = −(M G_k + q G_(k+2) / 6)`
+    /// and `t_k = −G_k / 3`; the monopole's fourth is `−M ∂⁴K`.
+    pub fn add_cell(&mut self, c: &Cell<T>, eps2: T) {
+        let d = [self.centre[0] - c.x, self.centre[1] - c.y, self.centre[2] - c.z];
+        let u = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + eps2;
+        let k = T::one() / u.sqrt();
+        let k2 = k * k;
+        let n = |x: f64| T::from_f64(x);
+        let g1 = -k2 * k;
+        let g2 = n(-3.0) * g1 * k2;
+        let g3 = n(-5.0) * g2 * k2;
+        let g4 = n(-7.0) * g3 * k2;
+        let g5 = n(-9.0) * g4 * k2;
+        let q = c.quadrupole();
+        let qab = |a: usize, b: usize| q[PAIR_LANE[a][b]];
+        let qd: [T; 3] = core::array::from_fn(|i| qab(i, 0) * d[0] + qab(i, 1) * d[1] + qab(i, 2) * d[2]);
+        let q6 = (d[0] * qd[0] + d[1] * qd[1] + d[2] * qd[2]) / n(6.0);
+        let (s1, s2, s3) = (-(c.m * g1 + q6 * g3), -(c.m * g2 + q6 * g4), -(c.m * g3 + q6 * g5));
+        let third = n(-1.0 / 3.0);
+        let (t2, t3, t4) = (g2 * third, g3 * third, g4 * third);
+        let l = &mut self.terms;
+        l[0] = l[0] - (c.m * k + q6 * g2);
+        for i in 0..3 {
+            l[1 + i] = l[1 + i] + s1 * d[i] + t2 * qd[i];
+        }
+        let mut at = 4;
+        for i in 0..3 {
+            for j in i..3 {
+                let mut v = s2 * d[i] * d[j] + t2 * qab(i, j) + t3 * (qd[i] * d[j] + qd[j] * d[i]);
+                if i == j {
+                    v = v + s1;
+                }
+                l[at] = l[at] + v;
+                at += 1;
+            }
+        }
+        for i in 0..3 {
+            for j in i..3 {
+                for m in j..3 {
+                    let mut v = s3 * d[i] * d[j] * d[m]
+                        + t3 * (qab(i, j) * d[m] + qab(i, m) * d[j] + qab(j, m) * d[i])
+                        + t4 * (qd[i] * d[j] * d[m] + qd[j] * d[i] * d[m] + qd[m] * d[i] * d[j]);
+                    // The deltas: s2 d_x + t3 Qd_x for each pair of equal axes, x the third.
+                    if i == j {
+                        v = v + s2 * d[m] + t3 * qd[m];
+                    }
+                    if i == m {
+                        v = v + s2 * d[j] + t3 * qd[j];
+                    }
+                    if j == m {
+                        v = v + s2 * d[i] + t3 * qd[i];
+                    }
+                    l[at] = l[at] + v;
+                    at += 1;
+                }
+            }
+        }
+        // −M (G4 d d d d + G3 (δ d d, six ways) + G2 (δ δ, three ways)).
+        let (m4, m3, m2) = (-c.m * g4, -c.m * g3, -c.m * g2);
+        for i in 0..3 {
+            for j in i..3 {
+                for m in j..3 {
+                    for e in m..3 {
+                        let pair = |a: usize, b: usize| a == b;
+                        let mut dd = T::zero();
+                        for (p, (x, y)) in [(pair(i, j), (m, e)), (pair(i, m), (j, e)), (pair(i, e), (j, m))]
+                            .into_iter()
+                            .chain([(pair(j, m), (i, e)), (pair(j, e), (i, m)), (pair(m, e), (i, j))])
+                        {
+                            if p {
+                                dd = dd + d[x] * d[y];
+                            }
+                        }
+                        let pairs = (pair(i, j) && pair(m, e)) as u8
+                            + (pair(i, m) && pair(j, e)) as u8
+                            + (pair(i, e) && pair(j, m)) as u8;
+                        l[at] = l[at] + m4 * d[i] * d[j] * d[m] * d[e] + m3 * dd + m2 * n(pairs as f64);
+                        at += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The series' acceleration and potential (without G) at `x`.
+    pub fn field_at(&self, x: [T; 3]) -> Field<T> {
+        let y = [x[0] - self.centre[0], x[1] - self.centre[1], x[2] - self.centre[2]];
+        // y^e / e! over the axes.
+        let monomial = |e: [usize; 3]| -> T {
+            const INV_FACTORIAL: [f64; 5] = [1.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0];
+            let mut p = T::one();
+            for ax in 0..3 {
+                for _ in 0..e[ax] {
+                    p = p * y[ax];
+                }
+                p = p * T::from_f64(INV_FACTORIAL[e[ax]]);
+            }
+            p
+        };
+        let (mut phi, mut grad) = (T::zero(), [T::zero(); 3]);
+        for (coef, e) in self.terms.iter().zip(SERIES_EXPONENTS.iter()) {
+            phi = phi + *coef * monomial(*e);
+            for ax in 0..3 {
+                if e[ax] > 0 {
+                    let mut lower = *e;
+                    lower[ax] -= 1;
+                    grad[ax] = grad[ax] + *coef * monomial(lower);
+                }
+            }
+        }
+        Field::new(-grad[0], -grad[1], -grad[2], phi)
+    }
+}
+
+/// Each [`Series`] term's exponents over the axes, in [`SERIES_TERMS`]' order.
+const SERIES_EXPONENTS: [[usize; 3]; SERIES_TERMS] = {
+    let mut out = [[0usize; 3]; SERIES_TERMS];
+    let mut at = 1;
+    let mut order = 1;
+    while order <= 4 {
+        // Sorted index tuples of this order, as a counter over non-decreasing axes.
+        let mut idx = [0usize; 4];
+        loop {
+            let mut e = [0usize; 3];
+            let mut k = 0;
+            while k < order {
+                e[idx[k]] += 1;
+                k += 1;
+            }
+            out[at] = e;
+            at += 1;
+            // The next non-decreasing tuple: bump the last index below 2, reset those after.
+            let mut p = order;
+            while p > 0 && idx[p - 1] == 2 {
+                p -= 1;
+            }
+            if p == 0 {
+                break;
+            }
+            idx[p - 1] += 1;
+            let v = idx[p - 1];
+            let mut r = p;
+            while r < order {
+                idx[r] = v;
+                r += 1;
+            }
+        }
+        order += 1;
+    }
+    out
+};
 
 /// The quadrupole lane of each index pair (its lanes are `[xx, xy, xz, yy, yz, zz]`).
 const PAIR_LANE: [[usize; 3]; 3] = [[0, 1, 2], [1, 3, 4], [2, 4, 5]];
