@@ -135,10 +135,12 @@ impl Local {
 /// over sorted axes (`x y z`, `xx xy xz yy yz zz`, `xxx xxy … zzz`, `xxxx … zzzz`).
 pub const SERIES_TERMS: usize = 35;
 
-/// The same expansion as [`Local`] in its compact form, for a tree code to run: the 35
-/// unique derivatives in `T`, summed from a cell in closed form (about 150 operations,
-/// the device tree's kernels/local.cuh does the same) and evaluated term by term.
-/// [`Local`] is its oracle (the series agree to rounding).
+/// The same expansion as [`Local`] in its compact form: the 35 unique derivatives in
+/// `T`, summed from a cell in closed form (about 150 operations) and evaluated term by
+/// term, the formulas the device tree's kernels/local.cuh runs, so they are checked
+/// against [`Local`] here (the series agree to rounding). A translation costs about as
+/// much as a few hundred particle-cell interactions on a CPU core, so it pays for groups
+/// of that many targets, not for a CPU tree's groups of 64.
 ///
 /// ```
 /// use nbody_core::cell::Cell;
