@@ -31,6 +31,26 @@ fn along(centre: [f64; 3], s: [f64; 3], r: f64) -> [f64; 3] {
     core::array::from_fn(|k| centre[k] + r * s[k])
 }
 
+/// Checks the series' acceleration error against `6 (|s| / D)^order` at the offset
+/// `ratio` (of `D`) and at a half and a quarter of it: an error that falls at a lower
+/// order may pass the bound at one offset, not at a quarter of it (no halving ratio:
+/// errors of two orders may partly cancel at one offset).
+fn within_at_three_offsets(
+    l: &Local,
+    c: &Cell<f64>,
+    eps2: f64,
+    (centre, s, distance): ([f64; 3], [f64; 3], f64),
+    ratio: f64,
+    order: i32,
+) -> Result<(), TestCaseError> {
+    for shrink in [1.0, 0.5, 0.25] {
+        let (got, _) = errors(l, &[*c], eps2, along(centre, s, ratio * shrink * distance));
+        let bound = 6.0 * (ratio * shrink).powi(order);
+        prop_assert!(got <= bound + 1e-13, "acceleration error {got:e} at |s|/D = {}", ratio * shrink);
+    }
+    Ok(())
+}
+
 /// The relative acceleration and potential errors of the series at `x` against the
 /// cells' own field there.
 fn errors(l: &Local, cells: &[Cell<f64>], eps2: f64, x: [f64; 3]) -> (f64, f64) {
@@ -61,19 +81,9 @@ proptest! {
         let eps2 = if soft { 0.01 } else { 0.0 };
         let mut l = Local::at(centre);
         l.add_cell(&c, eps2);
-        let at = |r: f64| along(centre, s, r);
-        let r = ratio * distance;
-        let (da, dphi) = errors(&l, &[c], eps2, at(r));
+        let (_, dphi) = errors(&l, &[c], eps2, along(centre, s, ratio * distance));
         prop_assert!(dphi <= 6.0 * ratio.powi(4), "potential error {dphi:e} at |s|/D = {ratio}");
-        // Within 6 (|s| / D)³ at this offset and at a half and a quarter of it, so the
-        // error falls at least at third order (a lower order would pass the bound at one
-        // offset, not at a quarter). No halving ratio: the quadrupole's third-order and
-        // the monopole's fourth-order errors may partly cancel at one offset.
-        for (k, shrink) in [1.0, 0.5, 0.25].into_iter().enumerate() {
-            let got = if k == 0 { da } else { errors(&l, &[c], eps2, at(r * shrink)).0 };
-            let bound = 6.0 * (ratio * shrink).powi(3);
-            prop_assert!(got <= bound + 1e-13, "acceleration error {got:e} at |s|/D = {}", ratio * shrink);
-        }
+        within_at_three_offsets(&l, &c, eps2, (centre, s, distance), ratio, 3)?;
     }
 
     #[test]
@@ -90,17 +100,9 @@ proptest! {
         let eps2 = if soft { 0.01 * distance * distance } else { 0.0 };
         let mut l = Local::at(centre);
         l.add_cell(&c, eps2);
-        let at = |r: f64| along(centre, s, r);
-        let r = ratio * distance;
-        let (da, dphi) = errors(&l, &[c], eps2, at(r));
+        let (_, dphi) = errors(&l, &[c], eps2, along(centre, s, ratio * distance));
         prop_assert!(dphi <= 6.0 * ratio.powi(5), "potential error {dphi:e} at |s|/D = {ratio}");
-        // Within 6 (|s| / D)⁴ here and at a half and a quarter of the offset (the third
-        // order alone is off by about 4 (|s| / D)³).
-        for (k, shrink) in [1.0, 0.5, 0.25].into_iter().enumerate() {
-            let got = if k == 0 { da } else { errors(&l, &[c], eps2, at(r * shrink)).0 };
-            let bound = 6.0 * (ratio * shrink).powi(4);
-            prop_assert!(got <= bound + 1e-13, "acceleration error {got:e} at |s|/D = {}", ratio * shrink);
-        }
+        within_at_three_offsets(&l, &c, eps2, (centre, s, distance), ratio, 4)?;
     }
 
     /// The compact series (closed-form derivatives, the device tree's formulas) is the

@@ -44,8 +44,8 @@ use crate::{Field, Real};
 
 /// The coefficients of a local expansion about `centre`: the potential and its first,
 /// second and third derivatives there, and the monopoles' fourth, as full tensors
-/// (`l2[a][b]`, `l3[a][b][c]`, `l4[a][b][c][e]`, symmetric), in f64. Cells add into it ([`Local::add_cell`]); targets near the centre
-/// read it ([`Local::field_at`]).
+/// (`l2[a][b]`, `l3[a][b][c]`, `l4[a][b][c][e]`, symmetric), in f64. Cells add into it
+/// ([`Local::add_cell`]); targets near the centre read it ([`Local::field_at`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Local {
     /// The expansion's centre (a target group's).
@@ -232,19 +232,13 @@ impl<T: Real> Series<T> {
             for j in i..3 {
                 for m in j..3 {
                     for e in m..3 {
-                        let pair = |a: usize, b: usize| a == b;
-                        let mut dd = T::zero();
-                        for (p, (x, y)) in [(pair(i, j), (m, e)), (pair(i, m), (j, e)), (pair(i, e), (j, m))]
-                            .into_iter()
-                            .chain([(pair(j, m), (i, e)), (pair(j, e), (i, m)), (pair(m, e), (i, j))])
-                        {
-                            if p {
-                                dd = dd + d[x] * d[y];
-                            }
-                        }
-                        let pairs = (pair(i, j) && pair(m, e)) as u8
-                            + (pair(i, m) && pair(j, e)) as u8
-                            + (pair(i, e) && pair(j, m)) as u8;
+                        let t = [i, j, m, e];
+                        let equal = |p: [usize; 2]| t[p[0]] == t[p[1]];
+                        let dd = FOUR_SPLITS
+                            .iter()
+                            .filter(|(p, _)| equal(*p))
+                            .fold(T::zero(), |s, (_, r)| s + d[t[r[0]]] * d[t[r[1]]]);
+                        let pairs = FOUR_SPLITS[..3].iter().filter(|(p, r)| equal(*p) && equal(*r)).count();
                         l[at] = l[at] + m4 * d[i] * d[j] * d[m] * d[e] + m3 * dd + m2 * n(pairs as f64);
                         at += 1;
                     }
@@ -283,43 +277,33 @@ impl<T: Real> Series<T> {
     }
 }
 
-/// Each [`Series`] term's exponents over the axes, in [`SERIES_TERMS`]' order.
+/// Each [`Series`] term's exponents over the axes, in [`SERIES_TERMS`]' order: a
+/// sorted index tuple of an order has as many x, y and z as its exponents say, and the
+/// tuples' order is that of falling x, then falling y exponents.
 const SERIES_EXPONENTS: [[usize; 3]; SERIES_TERMS] = {
     let mut out = [[0usize; 3]; SERIES_TERMS];
-    let mut at = 1;
-    let mut order = 1;
+    let (mut at, mut order) = (1, 1);
     while order <= 4 {
-        // Sorted index tuples of this order, as a counter over non-decreasing axes.
-        let mut idx = [0usize; 4];
-        loop {
-            let mut e = [0usize; 3];
-            let mut k = 0;
-            while k < order {
-                e[idx[k]] += 1;
-                k += 1;
-            }
-            out[at] = e;
-            at += 1;
-            // The next non-decreasing tuple: bump the last index below 2, reset those after.
-            let mut p = order;
-            while p > 0 && idx[p - 1] == 2 {
-                p -= 1;
-            }
-            if p == 0 {
-                break;
-            }
-            idx[p - 1] += 1;
-            let v = idx[p - 1];
-            let mut r = p;
-            while r < order {
-                idx[r] = v;
-                r += 1;
+        let mut x = order + 1;
+        while x > 0 {
+            x -= 1;
+            let mut y = order - x + 1;
+            while y > 0 {
+                y -= 1;
+                out[at] = [x, y, order - x - y];
+                at += 1;
             }
         }
         order += 1;
     }
     out
 };
+
+/// The six ways to pair two of four indices (a δ; the other two take a `d` each), as
+/// (pair, the other two); the first three with their others are the three ways to pair
+/// all four (δ δ).
+const FOUR_SPLITS: [([usize; 2], [usize; 2]); 6] =
+    [([0, 1], [2, 3]), ([0, 2], [1, 3]), ([0, 3], [1, 2]), ([2, 3], [0, 1]), ([1, 3], [0, 2]), ([1, 2], [0, 3])];
 
 /// The quadrupole lane of each index pair (its lanes are `[xx, xy, xz, yy, yz, zz]`).
 const PAIR_LANE: [[usize; 3]; 3] = [[0, 1, 2], [1, 3, 4], [2, 4, 5]];
