@@ -283,6 +283,9 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
 // of counts and item_counts (two u32 packed in each u64: particle spans | cells << 32,
 // particle items | cell items << 32). locals holds each group's local expansion
 // record (LOCAL_RECORD entries, local.cuh: centre, far cells), local_theta its far test (0: none).
+// Super-groups (nodes of at most super_size particles whose parent holds more; 0: none):
+// supers lists their nodes, node_super a super-group's index at its node, group_super
+// each group's super-group (TREE_NO_SUPER: none), super_rec their records (SUPER_RECORD).
 struct TreeNode {
     u32 start, end, child, children;
 };
@@ -315,6 +318,10 @@ struct TreeNode {
     F(const typename V4<T>::type *, previous)                                                                          \
     F(u32 *, scratch)                                                                                                  \
     F(T *, locals)                                                                                                     \
+    F(u32 *, node_super)                                                                                               \
+    F(u32 *, group_super)                                                                                              \
+    F(u32 *, supers)                                                                                                   \
+    F(T *, super_rec)                                                                                                  \
     F(T, theta)                                                                                                        \
     F(T, alpha)                                                                                                        \
     F(T, g)                                                                                                            \
@@ -334,7 +341,8 @@ struct TreeNode {
     F(int, cap_spans)                                                                                                  \
     F(int, cap_cells)                                                                                                  \
     F(int, cap_items)                                                                                                  \
-    F(int, cap_cell_items)
+    F(int, cap_cell_items)                                                                                             \
+    F(int, super_size)
 
 template <typename T> struct JerkExtra { JERK_EXTRA_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct TiledArgs { TILED_ARGS_FIELDS(NBODY_ARGS_FIELD) };

@@ -26,6 +26,13 @@
 #define LOCAL_RECORD 8
 #define LOCAL_FAR 4
 
+// A super-group's record (tree.cuh's tree_super_walk writes it, SUPER_RECORD entries): its
+// box's low and high corners, its centre, the square of its radius (the box's half
+// diagonal), its smallest previous acceleration (the relative test's scale), then its
+// expansion's LOCAL_TERMS derivatives from entry SUPER_TERMS on.
+#define SUPER_RECORD 48
+#define SUPER_TERMS 12
+
 // The unique lane of a symmetric pair of axes.
 __device__ __forceinline__ constexpr int pair_lane(int i, int j) {
     return i > j ? pair_lane(j, i) : (i == 0 ? j : i == 1 ? 2 + j : 5);

@@ -28,14 +28,22 @@
 // The next group a walking warp takes, one counter per walk mode (TREE_NEXT_GROUP +
 // MODE), so the two passes of a two-pass walk each start from zero.
 #define TREE_NEXT_GROUP 34
+// Super-groups found, and the next one a super-group walk's warp takes.
+#define TREE_SUPERS 37
+#define TREE_NEXT_SUPER 38
+// A group without a super-group.
+#define TREE_NO_SUPER 0xffffffffu
+// A stack entry's flag: every node above it was one the group's super-group opened
+// (super_open) and did not take (super_far), so the super-group walk met this one too.
+#define TREE_IN_SUPER 0x80000000u
 // Morton keys of 21 bits per axis: levels 0 (the root) to 21.
 #define TREE_DEPTH 21
 // Stack entries per walking warp (src/tree.rs's WARP_STACK).
 #define TREE_WARP_STACK 4096
 #define TREE_MOMENTS 12
 // The walk's 64-bit tallies: particle-particle and particle-cell interactions, spans,
-// cells, and cells translated into groups' expansions.
-#define TREE_TALLIES 5
+// cells, cells translated into groups' expansions and into super-groups'.
+#define TREE_TALLIES 6
 // Warps of a walking block (src/tree.rs launches 128 threads).
 #define TREE_WALK_WARPS 4
 
@@ -88,6 +96,8 @@ template <typename T> __device__ void tree_reset(const TreeArgs<T> &a) {
     a.counters[TREE_MOST_SPANS] = 0;
     a.counters[TREE_MOST_CELLS] = 0;
     for (int k = 0; k < 3; ++k) a.counters[TREE_NEXT_GROUP + k] = 0;
+    a.counters[TREE_SUPERS] = 0;
+    a.counters[TREE_NEXT_SUPER] = 0;
     for (int k = 0; k < 3; ++k) {
         a.bounds[k] = ~0ULL;
         a.bounds[3 + k] = 0ULL;
@@ -295,29 +305,182 @@ template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
 // leaf); the root alone when it holds at most group_size or is a leaf. Siblings are
 // close in space, and packing them fills the batched kernel's items of 32 targets, which
 // the octree's own nodes of at most group_size (often an eighth of it) would not.
+// Each group also gets its super-group (tree_supers): the highest node above it of at most
+// super_size particles, when there is one.
 template <typename T> __device__ void tree_groups(const TreeArgs<T> &a) {
     const u32 nodes = min(a.counters[TREE_NODES], (u32)a.capacity), most = (u32)a.group_size;
+    const bool supers = a.super_size > a.group_size;
+    const auto emit = [&](Span run, u32 sup) {
+        const u32 at = atomicAdd(&a.counters[TREE_GROUPS], 1u);
+        a.groups[at] = run;
+        a.group_super[at] = sup;
+    };
     for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < nodes; c += gridDim.x * blockDim.x) {
         const TreeNode node = a.nodes[c];
         if (c == 0 && (node.end - node.start <= most || node.children == 0)) {
             const Span g = {node.start, node.end};
-            a.groups[atomicAdd(&a.counters[TREE_GROUPS], 1u)] = g;
+            emit(g, TREE_NO_SUPER);
         }
         if (node.end - node.start <= most || node.children == 0) continue;
+        u32 sup = TREE_NO_SUPER;
+        if (supers && node.end - node.start <= (u32)a.super_size) {
+            u32 x = c;
+            while (x != 0) {
+                const TreeNode up = a.nodes[a.parent[x]];
+                if (up.end - up.start > (u32)a.super_size) break;
+                x = a.parent[x];
+            }
+            sup = a.node_super[x];
+        }
         Span run = {0u, 0u};
         for (u32 ch = node.child; ch < node.child + node.children; ++ch) {
             const TreeNode k = a.nodes[ch];
             const u32 len = k.end - k.start;
             if (len > most && k.children != 0) continue;
             if (run.end > run.start && (run.end != k.start || run.end - run.start + len > most)) {
-                a.groups[atomicAdd(&a.counters[TREE_GROUPS], 1u)] = run;
+                emit(run, sup);
                 run.start = run.end = 0u;
             }
             if (run.end == run.start) run.start = k.start;
             run.end = k.end;
         }
-        if (run.end > run.start) a.groups[atomicAdd(&a.counters[TREE_GROUPS], 1u)] = run;
+        if (run.end > run.start) emit(run, sup);
     }
+}
+
+// Super-groups: every node of more than group_size and at most super_size particles, with
+// children, whose parent holds more than super_size (so they are disjoint and each holds
+// whole groups); each gets an index (supers: its node; node_super: the index at the node).
+// A super-group walk (tree_super_walk) takes the cells far from its whole box into one
+// expansion, and its groups' walks leave those out.
+template <typename T> __device__ void tree_supers(const TreeArgs<T> &a) {
+    if (a.super_size <= a.group_size) return;
+    const u32 nodes = min(a.counters[TREE_NODES], (u32)a.capacity), most = (u32)a.super_size;
+    for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < nodes; c += gridDim.x * blockDim.x) {
+        const TreeNode node = a.nodes[c];
+        const u32 len = node.end - node.start;
+        if (len > most || len <= (u32)a.group_size || node.children == 0) continue;
+        if (c != 0) {
+            const TreeNode up = a.nodes[a.parent[c]];
+            if (up.end - up.start <= most) continue;
+        }
+        const u32 s = atomicAdd(&a.counters[TREE_SUPERS], 1u);
+        a.supers[s] = c;
+        a.node_super[c] = s;
+    }
+}
+
+// Arithmetic rounded as written, never contracted into an fma: the super-group walk and its
+// groups' walks (other kernels) must decide each node the same way, bit for bit.
+__device__ __forceinline__ float rn_add(float x, float y) { return __fadd_rn(x, y); }
+__device__ __forceinline__ double rn_add(double x, double y) { return __dadd_rn(x, y); }
+__device__ __forceinline__ float rn_sub(float x, float y) { return __fsub_rn(x, y); }
+__device__ __forceinline__ double rn_sub(double x, double y) { return __dsub_rn(x, y); }
+__device__ __forceinline__ float rn_mul(float x, float y) { return __fmul_rn(x, y); }
+__device__ __forceinline__ double rn_mul(double x, double y) { return __dmul_rn(x, y); }
+__device__ __forceinline__ float rn_div(float x, float y) { return __fdiv_rn(x, y); }
+__device__ __forceinline__ double rn_div(double x, double y) { return __ddiv_rn(x, y); }
+__device__ __forceinline__ float rn_sqrt(float x) { return __fsqrt_rn(x); }
+__device__ __forceinline__ double rn_sqrt(double x) { return __dsqrt_rn(x); }
+
+// What a super-group's walk and its groups' walks test a node against: the super-group's
+// box, centre, squared radius, smallest previous acceleration, particle range.
+template <typename T> struct SuperBox {
+    T lo[3], hi[3], centre[3], radius2, a_old, local2;
+    u32 start, end;
+};
+
+// Super-group s as its walk recorded it.
+template <typename T> __device__ __forceinline__ SuperBox<T> super_box(const TreeArgs<T> &a, u32 s) {
+    const T *r = a.super_rec + (size_t)s * SUPER_RECORD;
+    SuperBox<T> b;
+#pragma unroll
+    for (int d = 0; d < 3; ++d) {
+        b.lo[d] = r[d];
+        b.hi[d] = r[3 + d];
+        b.centre[d] = r[6 + d];
+    }
+    b.radius2 = r[9];
+    b.a_old = r[10];
+    b.local2 = rn_mul(a.local_theta, a.local_theta);
+    const TreeNode node = a.nodes[a.supers[s]];
+    b.start = node.start;
+    b.end = node.end;
+    return b;
+}
+
+// Node c (opening record o) goes into the super-group's expansion: it holds none of the
+// super-group's particles, every one of its groups would take it as a cell (its test
+// against the super-group's box, which holds theirs), and it is far from the super-group's
+// centre as a group's far cells are from the group's.
+template <typename T>
+__device__ __forceinline__ bool super_far(const TreeArgs<T> &a, const SuperBox<T> &s, const TreeNode &node,
+                                          const typename V4<T>::type &o, u32 c) {
+    if (node.start < s.end && s.start < node.end) return false;
+    const T x[3] = {o.x, o.y, o.z};
+    T d2 = T(0), e2 = T(0);
+#pragma unroll
+    for (int d = 0; d < 3; ++d) {
+        const T out = max(max(rn_sub(s.lo[d], x[d]), rn_sub(x[d], s.hi[d])), T(0)), e = rn_sub(x[d], s.centre[d]);
+        d2 = rn_add(d2, rn_mul(out, out));
+        e2 = rn_add(e2, rn_mul(e, e));
+    }
+    if (!(d2 > o.w)) return false;
+    if (a.relative) {
+        const T ratio = rn_div(o.w, d2), order = a.quadrupole ? rn_mul(ratio, rn_sqrt(ratio)) : ratio;
+        if (!(rn_mul(rn_div(rn_mul(a.g, a.cells[c].m), d2), order) <= rn_mul(a.alpha, s.a_old))) return false;
+    }
+    return s.radius2 <= rn_mul(s.local2, e2);
+}
+
+// Every group of the super-group opens node c: it holds the super-group's particles, or
+// its reach covers the super-group's whole box (so any group's box within it).
+template <typename T>
+__device__ __forceinline__ bool super_open(const SuperBox<T> &s, const TreeNode &node, const typename V4<T>::type &o) {
+    if (node.start <= s.start && s.end <= node.end) return true;
+    const T x[3] = {o.x, o.y, o.z};
+    T f2 = T(0);
+#pragma unroll
+    for (int d = 0; d < 3; ++d) {
+        const T f = max(abs(rn_sub(x[d], s.lo[d])), abs(rn_sub(x[d], s.hi[d])));
+        f2 = rn_add(f2, rn_mul(f, f));
+    }
+    return f2 <= o.w;
+}
+
+// The box of particles [start, end) (a warp's lanes stride over them).
+template <typename T>
+__device__ __forceinline__ void particle_box(const TreeArgs<T> &a, u32 start, u32 end, T lo[3], T hi[3]) {
+    const unsigned full = 0xffffffffu;
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int d = 0; d < 3; ++d) {
+        lo[d] = (T)INFINITY;
+        hi[d] = -(T)INFINITY;
+    }
+    for (u32 k = start + lane; k < end; k += 32) {
+        const typename V4<T>::type p = a.sorted[k];
+        lo[0] = min(lo[0], p.x); hi[0] = max(hi[0], p.x);
+        lo[1] = min(lo[1], p.y); hi[1] = max(hi[1], p.y);
+        lo[2] = min(lo[2], p.z); hi[2] = max(hi[2], p.z);
+    }
+    for (int d = 0; d < 3; ++d) {
+        for (int o = 16; o > 0; o /= 2) {
+            lo[d] = min(lo[d], __shfl_xor_sync(full, lo[d], o));
+            hi[d] = max(hi[d], __shfl_xor_sync(full, hi[d], o));
+        }
+    }
+}
+
+// The smallest previous acceleration of particles [start, end), over the warp.
+template <typename T> __device__ __forceinline__ T smallest_previous(const TreeArgs<T> &a, u32 start, u32 end) {
+    T a_old = (T)INFINITY;
+    for (u32 k = start + (threadIdx.x & 31); k < end; k += 32) {
+        const typename V4<T>::type f = a.previous[a.index[k]];
+        a_old = min(a_old, sqrt(f.x * f.x + f.y * f.y + f.z * f.z));
+    }
+    for (int o = 16; o > 0; o /= 2) a_old = min(a_old, __shfl_xor_sync(0xffffffffu, a_old, o));
+    return a_old;
 }
 
 // Lane k's exclusive prefix sum of x over the warp; `total` gets the warp's sum.
@@ -381,19 +544,8 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
         g = __shfl_sync(full, g, 0);
         if (g >= groups) break;
         const Span grp = a.groups[g];
-        T lo[3] = {(T)INFINITY, (T)INFINITY, (T)INFINITY}, hi[3] = {-(T)INFINITY, -(T)INFINITY, -(T)INFINITY};
-        for (u32 k = grp.start + lane; k < grp.end; k += 32) {
-            const typename V4<T>::type p = a.sorted[k];
-            lo[0] = min(lo[0], p.x); hi[0] = max(hi[0], p.x);
-            lo[1] = min(lo[1], p.y); hi[1] = max(hi[1], p.y);
-            lo[2] = min(lo[2], p.z); hi[2] = max(hi[2], p.z);
-        }
-        for (int d = 0; d < 3; ++d) {
-            for (int o = 16; o > 0; o /= 2) {
-                lo[d] = min(lo[d], __shfl_xor_sync(full, lo[d], o));
-                hi[d] = max(hi[d], __shfl_xor_sync(full, hi[d], o));
-            }
-        }
+        T lo[3], hi[3];
+        particle_box(a, grp.start, grp.end, lo, hi);
         // The expansion's centre and radius: the group box's centre and half diagonal.
         T centre[3], radius2 = 0;
 #pragma unroll
@@ -402,14 +554,10 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             radius2 += T(0.25) * (hi[d] - lo[d]) * (hi[d] - lo[d]);
         }
         // The relative test's scale: the group's smallest previous acceleration.
-        T a_old = (T)INFINITY;
-        if (a.relative) {
-            for (u32 k = grp.start + lane; k < grp.end; k += 32) {
-                const typename V4<T>::type f = a.previous[a.index[k]];
-                a_old = min(a_old, sqrt(f.x * f.x + f.y * f.y + f.z * f.z));
-            }
-            for (int o = 16; o > 0; o /= 2) a_old = min(a_old, __shfl_xor_sync(full, a_old, o));
-        }
+        const T a_old = a.relative ? smallest_previous(a, grp.start, grp.end) : (T)INFINITY;
+        // The group's super-group: what its walk took, this one leaves out.
+        const u32 sup = a.group_super[g];
+        const SuperBox<T> sbox = sup != TREE_NO_SUPER ? super_box(a, sup) : SuperBox<T>{};
         u32 span_base = 0, cell_base = 0;
         // Where the far cells go down from: the top of the group's cell list (the
         // counting walk's near and far cells), or of the warp's scratch.
@@ -419,19 +567,34 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             cell_base = (u32)(a.span_at[g] >> 32);
             far_top = cell_base + (u32)(a.counts[g] >> 32);
         }
-        if (lane == 0) stack[0] = 0;
+        if (lane == 0) stack[0] = sup != TREE_NO_SUPER ? TREE_IN_SUPER : 0u;
         u32 sp = 1, ns = 0, sources = 0, cells = 0, far_cells = 0;
         while (sp > 0) {
             const u32 take = min(sp, 32u), base = sp - take;
             __syncwarp();
-            const bool have = (u32)lane < take;
-            const u32 c = have ? stack[base + lane] : 0u;
+            bool have = (u32)lane < take;
+            const u32 entry = have ? stack[base + lane] : 0u, c = entry & ~TREE_IN_SUPER;
             __syncwarp();
             sp = base;
             TreeNode node = {0u, 0u, 0u, 0u};
-            int kind = 0; // 1: cell, 2: leaf span, 3: opened
+            int kind = 0; // 1: cell, 2: leaf span, 3: opened (0: nothing, or the super-group's)
+            bool in_super = false;
             if (have) {
                 node = a.nodes[c];
+                const typename V4<T>::type o = a.opening[c];
+                if (entry & TREE_IN_SUPER) {
+                    // The super-group's walk took this node, or opened it (then every group
+                    // does, and so does this one, so the node's children are the
+                    // super-group walk's too).
+                    if (super_far(a, sbox, node, o, c)) {
+                        have = false;
+                    } else if (super_open(sbox, node, o)) {
+                        in_super = true;
+                        kind = node.children == 0 ? 2 : 3;
+                    }
+                }
+            }
+            if (have && !in_super) {
                 const typename V4<T>::type o = a.opening[c];
                 const T dx = max(max(lo[0] - o.x, o.x - hi[0]), T(0));
                 const T dy = max(max(lo[1] - o.y, o.y - hi[1]), T(0));
@@ -498,7 +661,8 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
                 break;
             }
             if (kind == 3)
-                for (u32 k = 0; k < node.children; ++k) stack[sp + at + k] = node.child + k;
+                for (u32 k = 0; k < node.children; ++k)
+                    stack[sp + at + k] = (node.child + k) | (in_super ? TREE_IN_SUPER : 0u);
             sp += pushed;
         }
         const u32 nt = grp.end - grp.start, chunks = (nt + 31) / 32;
@@ -585,31 +749,130 @@ template <typename T> __device__ void tree_totals(const TreeArgs<T> &a) {
     a.counters[TREE_CELL_ITEMS] = (u32)(items >> 32);
 }
 
+// A warp's sums of l (each lane's), added in a fixed order, in every lane.
+template <typename T> __device__ __forceinline__ void warp_sum_terms(T l[LOCAL_TERMS]) {
+#pragma unroll
+    for (int k = 0; k < LOCAL_TERMS; ++k)
+        for (int o = 16; o > 0; o /= 2) l[k] += __shfl_xor_sync(0xffffffffu, l[k], o);
+}
+
+// A warp per super-group (the next from a counter): its box and record, then a walk from
+// the root that takes every node far from the whole super-group (super_far) into its
+// expansion (each lane summing the cells it meets) and goes on only below nodes every one
+// of its groups opens (super_open); the groups' walks (tree_walk) meet the same nodes in
+// the same way and leave those taken out, so no node is counted twice or missed.
+template <typename T> __device__ void tree_super_walk(const TreeArgs<T> &a) {
+    const unsigned full = 0xffffffffu;
+    const int lane = threadIdx.x & 31;
+    const u32 warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    u32 *stack = a.stack + (size_t)warp * TREE_WARP_STACK;
+    const u32 supers = a.counters[TREE_SUPERS];
+    for (;;) {
+        u32 s = 0;
+        if (lane == 0) s = atomicAdd(&a.counters[TREE_NEXT_SUPER], 1u);
+        s = __shfl_sync(full, s, 0);
+        if (s >= supers) break;
+        const TreeNode own = a.nodes[a.supers[s]];
+        T lo[3], hi[3];
+        particle_box(a, own.start, own.end, lo, hi);
+        T *rec = a.super_rec + (size_t)s * SUPER_RECORD;
+        if (lane == 0) {
+            T radius2 = 0;
+            for (int d = 0; d < 3; ++d) {
+                rec[d] = lo[d];
+                rec[3 + d] = hi[d];
+                rec[6 + d] = T(0.5) * (lo[d] + hi[d]);
+                radius2 += T(0.25) * (hi[d] - lo[d]) * (hi[d] - lo[d]);
+            }
+            rec[9] = radius2;
+        }
+        const T a_old = a.relative ? smallest_previous(a, own.start, own.end) : (T)INFINITY;
+        if (lane == 0) {
+            rec[10] = a_old;
+            rec[11] = T(0);
+        }
+        __syncwarp();
+        // The walk reads the box as its groups will.
+        const SuperBox<T> box = super_box(a, s);
+        T l[LOCAL_TERMS];
+#pragma unroll
+        for (int k = 0; k < LOCAL_TERMS; ++k) l[k] = T(0);
+        if (lane == 0) stack[0] = 0;
+        u32 sp = 1, far = 0;
+        while (sp > 0) {
+            const u32 take = min(sp, 32u), base = sp - take;
+            __syncwarp();
+            const bool have = (u32)lane < take;
+            const u32 c = have ? stack[base + lane] : 0u;
+            __syncwarp();
+            sp = base;
+            TreeNode node = {0u, 0u, 0u, 0u};
+            bool taken = false, open = false;
+            if (have) {
+                node = a.nodes[c];
+                const typename V4<T>::type o = a.opening[c];
+                taken = super_far(a, box, node, o, c);
+                open = !taken && node.children > 0 && super_open(box, node, o);
+            }
+            if (taken) local_add_cell(a.cells[c], box.centre, a.eps2, l);
+            far += __popc(__ballot_sync(full, taken));
+            u32 pushed;
+            const u32 at = warp_exclusive(open ? node.children : 0u, pushed);
+            if (sp + pushed > TREE_WARP_STACK) {
+                if (lane == 0) a.counters[TREE_STACK_OVERFLOW] = 1;
+                break;
+            }
+            if (open)
+                for (u32 k = 0; k < node.children; ++k) stack[sp + at + k] = node.child + k;
+            sp += pushed;
+        }
+        warp_sum_terms(l);
+        if (lane == 0) {
+#pragma unroll
+            for (int k = 0; k < LOCAL_TERMS; ++k) rec[SUPER_TERMS + k] = l[k];
+            atomicAdd(&a.tally[5], (unsigned long long)far);
+        }
+    }
+}
+
 // Each group's expansion from its far cells (a lane a cell, the lanes' sums added in a
-// fixed order) at each of its targets (a lane a target; a warp per group), added to the
-// sorted-order results after the leaf kernels' (so in a fixed order).
+// fixed order) and its super-group's (about the super-group's centre) at each of its
+// targets (a lane a target; a warp per group), added to the sorted-order results after
+// the leaf kernels' (so in a fixed order).
 template <typename T> __device__ void tree_local(const TreeArgs<T> &a) {
     const int lane = threadIdx.x & 31;
     const u32 groups = a.counters[TREE_GROUPS], warps = (gridDim.x * blockDim.x) >> 5;
     for (u32 g = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; g < groups; g += warps) {
         const T *rec = a.locals + (size_t)g * LOCAL_RECORD;
         const u32 *far = (const u32 *)(rec + LOCAL_FAR);
-        const u32 start = far[0], n_far = far[1];
-        if (n_far == 0) continue;
+        const u32 start = far[0], n_far = far[1], sup = a.group_super[g];
+        if (n_far == 0 && sup == TREE_NO_SUPER) continue;
         const T centre[3] = {rec[0], rec[1], rec[2]};
-        T l[LOCAL_TERMS];
+        T l[LOCAL_TERMS], ls[LOCAL_TERMS];
 #pragma unroll
         for (int k = 0; k < LOCAL_TERMS; ++k) l[k] = T(0);
-        for (u32 k = lane; k < n_far; k += 32) local_add_cell(a.cells[a.cell_index[start + k]], centre, a.eps2, l);
+        if (n_far > 0) {
+            for (u32 k = lane; k < n_far; k += 32) local_add_cell(a.cells[a.cell_index[start + k]], centre, a.eps2, l);
+            warp_sum_terms(l);
+        }
+        const T *srec = a.super_rec + (size_t)(sup != TREE_NO_SUPER ? sup : 0u) * SUPER_RECORD;
+        // No super-group: a zero series (the record is not read).
+        T s_centre[3];
 #pragma unroll
-        for (int k = 0; k < LOCAL_TERMS; ++k)
-            for (int o = 16; o > 0; o /= 2) l[k] += __shfl_xor_sync(0xffffffffu, l[k], o);
+        for (int d = 0; d < 3; ++d) s_centre[d] = sup != TREE_NO_SUPER ? srec[6 + d] : T(0);
+#pragma unroll
+        for (int k = 0; k < LOCAL_TERMS; ++k) ls[k] = sup != TREE_NO_SUPER ? srec[SUPER_TERMS + k] : T(0);
         const Span grp = a.groups[g];
         for (u32 k = grp.start + lane; k < grp.end; k += 32) {
             const typename V4<T>::type p = a.sorted[k];
             const T y[3] = {p.x - centre[0], p.y - centre[1], p.z - centre[2]};
-            T acc[3], phi;
+            const T ys[3] = {p.x - s_centre[0], p.y - s_centre[1], p.z - s_centre[2]};
+            T acc[3], phi, acc_s[3], phi_s;
             local_field(l, y, acc, phi);
+            local_field(ls, ys, acc_s, phi_s);
+#pragma unroll
+            for (int d = 0; d < 3; ++d) acc[d] += acc_s[d];
+            phi += phi_s;
             typename V4<T>::type o = a.sorted_out[k];
             o.x = fma(a.g, acc[0], o.x);
             o.y = fma(a.g, acc[1], o.y);
@@ -643,7 +906,9 @@ template <typename T> __device__ void tree_scatter(const TreeArgs<T> &a) {
     TREE_KERNEL(NAME, T, split, tree_split<T>)                                                                         \
     TREE_KERNEL(NAME, T, level, tree_level<T>)                                                                         \
     TREE_KERNEL(NAME, T, moments, tree_moments<T>)                                                                     \
+    TREE_KERNEL(NAME, T, supers, tree_supers<T>)                                                                       \
     TREE_KERNEL(NAME, T, groups, tree_groups<T>)                                                                       \
+    TREE_KERNEL(NAME, T, super_walk, tree_super_walk<T>)                                                               \
     TREE_KERNEL(NAME, T, count, (tree_walk<T, WALK_COUNT>))                                                            \
     TREE_KERNEL(NAME, T, fill, (tree_walk<T, WALK_FILL>))                                                              \
     TREE_KERNEL(NAME, T, once, (tree_walk<T, WALK_ONCE>))                                                              \

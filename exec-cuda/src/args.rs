@@ -332,6 +332,10 @@ kernel_args! {
         previous: Ptr = "const typename V4<T>::type *",
         scratch: Ptr = "u32 *",
         locals: Ptr = "T *",
+        node_super: Ptr = "u32 *",
+        group_super: Ptr = "u32 *",
+        supers: Ptr = "u32 *",
+        super_rec: Ptr = "T *",
         theta: T = "T",
         alpha: T = "T",
         g: T = "T",
@@ -352,6 +356,7 @@ kernel_args! {
         cap_cells: i32 = "int",
         cap_items: i32 = "int",
         cap_cell_items: i32 = "int",
+        super_size: i32 = "int",
     }
 }
 
@@ -615,6 +620,10 @@ impl<T: DeviceReal> TreeArgs<T> {
             previous: null(),
             scratch: null(),
             locals: null(),
+            node_super: null(),
+            group_super: null(),
+            supers: null(),
+            super_rec: null(),
             theta: T::zero(),
             alpha: T::zero(),
             g: T::zero(),
@@ -635,6 +644,7 @@ impl<T: DeviceReal> TreeArgs<T> {
             cap_cells: 0,
             cap_items: 0,
             cap_cell_items: 0,
+            super_size: 0,
         }
     }
 }

@@ -98,7 +98,9 @@ pub(crate) enum TreeStep {
     Split,
     Level,
     Moments,
+    Supers,
     Groups,
+    SuperWalk,
     Count,
     Totals,
     Fill,
@@ -118,7 +120,9 @@ impl TreeStep {
             TreeStep::Split => "split",
             TreeStep::Level => "level",
             TreeStep::Moments => "moments",
+            TreeStep::Supers => "supers",
             TreeStep::Groups => "groups",
+            TreeStep::SuperWalk => "super_walk",
             TreeStep::Count => "count",
             TreeStep::Totals => "totals",
             TreeStep::Fill => "fill",
@@ -374,6 +378,7 @@ impl Kernel {
             Kernel::Tree { tag: F32, step: TreeStep::Split },
             Kernel::Tree { tag: F64, step: TreeStep::Fill },
             Kernel::Tree { tag: F32, step: TreeStep::Local },
+            Kernel::Tree { tag: F64, step: TreeStep::SuperWalk },
             Kernel::ProbeLayouts,
         ]
     }

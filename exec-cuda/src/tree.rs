@@ -94,17 +94,21 @@ const CELL_ITEMS: usize = 7;
 const LIST_OVERFLOW: usize = 31;
 const MOST_SPANS: usize = 32;
 const MOST_CELLS: usize = 33;
-/// tree.cuh's counters: up to TREE_NEXT_GROUP (34) and its three walk modes.
-const COUNTERS: usize = 37;
+/// tree.cuh's counters: up to TREE_NEXT_GROUP (34) and its three walk modes, then the
+/// super-groups' two (TREE_SUPERS, TREE_NEXT_SUPER).
+const COUNTERS: usize = 39;
 /// Levels 0 (the root) to 21: 21 bits of key per axis.
 const DEPTH: i32 = 21;
 /// f64 moments per node (tree.cuh's TREE_MOMENTS).
 const MOMENTS: usize = 12;
 /// The walk's 64-bit tallies (tree.cuh's TREE_TALLIES): interactions with particles and
-/// cells, list spans and cells, cells translated into groups' expansions.
-const TALLIES: usize = 5;
+/// cells, list spans and cells, cells translated into groups' expansions, then into
+/// super-groups' (the last: the super-group walk's, which the group walks do not reset).
+const TALLIES: usize = 6;
 /// Entries of a group's local expansion record (local.cuh's LOCAL_RECORD).
 const LOCAL_RECORD: usize = 8;
+/// Entries of a super-group's record (local.cuh's SUPER_RECORD).
+const SUPER_RECORD: usize = 48;
 /// List bytes per particle in [`DeviceTree::bytes_for`]'s estimate.
 const LIST_BYTES: usize = 256;
 /// Threads per block of the tree's kernels.
@@ -122,6 +126,7 @@ const WALK_BLOCKS_PER_SM: usize = 16;
 /// assert_eq!((s.theta, s.leaf_size, s.group_size, s.side, s.quadrupole), (0.6, 40, 96, false, true));
 /// assert_eq!(s.criterion, nbody_core::cell::Criterion::Geometric);
 /// assert_eq!(s.local, 0.6 / 5.0);
+/// assert_eq!(s.supers, 768);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TreeSettings {
@@ -146,6 +151,12 @@ pub struct TreeSettings {
     /// [`nbody_core::local`] series) instead of meeting each target;
     /// that adds about `local⁴` of the cell's field to its error. 0 turns them off.
     pub local: f64,
+    /// Super-groups (with local expansions): the highest nodes of at most `supers`
+    /// particles (more than `group_size`) walk first and translate the cells far from
+    /// their whole box (by the same tests, with the super-group's box and centre) into one
+    /// expansion that all their groups share; the groups' walks leave those cells out.
+    /// Fewer translations for the same far field. At most `group_size` turns them off.
+    pub supers: usize,
 }
 
 impl TreeSettings {
@@ -165,6 +176,7 @@ impl TreeSettings {
             quadrupole: true,
             criterion: Criterion::Geometric,
             local: Self::local_for(theta),
+            supers: 768,
         }
     }
 
@@ -201,6 +213,29 @@ impl TreeSettings {
     pub const fn with_local(mut self, local: f64) -> Self {
         self.local = local;
         self
+    }
+
+    /// The same settings with super-groups of at most `supers` particles (see
+    /// [`TreeSettings::supers`]; 0 for none).
+    ///
+    /// ```
+    /// assert_eq!(nbody_cuda::TreeSettings::new(0.6).with_supers(0).supers, 0);
+    /// ```
+    pub const fn with_supers(mut self, supers: usize) -> Self {
+        self.supers = supers;
+        self
+    }
+
+    /// Whether these settings walk super-groups (local expansions on, and super-groups
+    /// larger than groups).
+    ///
+    /// ```
+    /// use nbody_cuda::TreeSettings;
+    /// assert!(TreeSettings::new(0.6).super_groups());
+    /// assert!(!TreeSettings::new(0.6).with_local(0.0).super_groups());
+    /// ```
+    pub const fn super_groups(&self) -> bool {
+        self.local > 0.0 && self.supers > self.group_size
     }
 
     /// Checks the settings: theta finite and positive, leaves and groups of at least
@@ -260,6 +295,8 @@ pub struct TreeReport {
     pub cell_interactions: u64,
     /// Cells translated into a group's local expansion (once per group each).
     pub local_cells: u64,
+    /// Cells translated into a super-group's expansion (once per super-group each).
+    pub super_cells: u64,
     /// Traversals the walk made: 2 (count, then write) for a tree's first force, 1 once
     /// earlier walks sized its lists, 3 when a one-pass walk's lists did not fit.
     pub walks: u32,
@@ -301,6 +338,12 @@ pub struct DeviceTree<T> {
     scratch: Scratch,
     /// Each group's local expansion (LOCAL_RECORD entries).
     locals: Scratch,
+    /// Each node's super-group index (where it is one), each group's super-group, the
+    /// super-groups' nodes and records (SUPER_RECORD entries).
+    node_super: Scratch,
+    group_super: Scratch,
+    supers: Scratch,
+    super_rec: Scratch,
     /// Entries of a warp's scratch list (cells, spans): the longest group lists of the
     /// last two-pass walk, with room; zero until one ran.
     scratch_len: (usize, usize),
@@ -342,6 +385,10 @@ impl<T: DeviceReal> DeviceTree<T> {
             temp: Scratch::default(),
             scratch: Scratch::default(),
             locals: Scratch::default(),
+            node_super: Scratch::default(),
+            group_super: Scratch::default(),
+            supers: Scratch::default(),
+            super_rec: Scratch::default(),
             scratch_len: (0, 0),
             capacity: 0,
             particles: 0,
@@ -375,8 +422,16 @@ impl<T: DeviceReal> DeviceTree<T> {
         let v4 = size_of::<Particle<T>>();
         let per_particle = 16 + 8 + 2 * v4 + 4 + 24 + LIST_BYTES;
         let nodes = 2 * n / settings.leaf_size.clamp(1, n.max(1)) + 64;
-        let per_node = 16 + 4 + MOMENTS * 8 + size_of::<Cell<T>>() + v4 + 8 + 4 * 8 + LOCAL_RECORD * size_of::<T>();
-        n.saturating_mul(per_particle).saturating_add(nodes.saturating_mul(per_node))
+        let per_node =
+            16 + 4 + MOMENTS * 8 + size_of::<Cell<T>>() + v4 + 8 + 4 * 8 + LOCAL_RECORD * size_of::<T>() + 3 * 4;
+        let supers = Self::most_supers(n, settings).saturating_mul(SUPER_RECORD * size_of::<T>());
+        n.saturating_mul(per_particle).saturating_add(nodes.saturating_mul(per_node)).saturating_add(supers)
+    }
+
+    /// The most super-groups `n` particles make: each holds more than `group_size`, and
+    /// they are disjoint.
+    fn most_supers(n: usize, settings: &TreeSettings) -> usize {
+        n / settings.group_size.saturating_add(1) + 1
     }
 
     /// Per-particle and per-node buffers for `n` particles and `capacity` nodes.
@@ -397,6 +452,9 @@ impl<T: DeviceReal> DeviceTree<T> {
         self.opening.reserve(capacity * v4)?;
         self.groups.reserve(capacity * 8)?;
         self.locals.reserve(capacity * LOCAL_RECORD * size_of::<T>())?;
+        for s in [&mut self.node_super, &mut self.group_super, &mut self.supers] {
+            s.reserve(capacity * 4)?;
+        }
         self.capacity = capacity;
         Ok(())
     }
@@ -614,18 +672,29 @@ impl CudaExecutor {
         // Sized for the node array, not this tree's nodes: a simulation's node count
         // changes from step to step, and a regrowth frees and allocates.
         tree.reserve_groups(tree.capacity)?;
+        if settings.super_groups() {
+            tree.super_rec.reserve(DeviceTree::<T>::most_supers(n, settings) * SUPER_RECORD * size_of::<T>())?;
+        }
         let args = TreeArgs {
+            super_rec: at(&tree.super_rec),
             counts: at(&tree.counts),
             item_counts: at(&tree.item_counts),
             span_at: at(&tree.span_at),
             item_at: at(&tree.item_at),
             ..args
         };
+        if settings.super_groups() {
+            self.tree_step(TreeStep::Supers, grid(nodes), THREADS, args)?;
+        }
         self.tree_step(TreeStep::Groups, grid(nodes), THREADS, args)?;
         let walk_blocks = nodes.div_ceil(4).min(self.gpu.info().sm_count as usize * WALK_BLOCKS_PER_SM).max(1);
         tree.stack.reserve(walk_blocks * 4 * WARP_STACK * 4)?;
         let args = TreeArgs { stack: at(&tree.stack), ..args };
         let walk_blocks = walk_blocks as u32;
+        if settings.super_groups() {
+            // Before the groups' walks, which read the super-groups' records.
+            self.tree_step(TreeStep::SuperWalk, walk_blocks, 128, args)?;
+        }
         let mut tally = [0u64; TALLIES];
         let mut walks = 0;
         let args = match self.walk_once(tree, walk_blocks, args, &mut counters, &mut tally, &mut walks)? {
@@ -685,6 +754,7 @@ impl CudaExecutor {
             interactions: tally[0],
             cell_interactions: tally[1],
             local_cells: tally[4],
+            super_cells: tally[5],
             walks,
             times: TreeTimes {
                 sort: secs(0, 1)?,
@@ -763,10 +833,10 @@ impl CudaExecutor {
         if fits {
             return Ok(Some(args));
         }
-        // The two passes count again from zero.
+        // The two passes count again from zero (the super-group walk's tally stays).
         let stream = self.gpu.stream().as_inner() as *mut c_void;
-        // SAFETY: tally holds 4 u64s; ordered on this stream.
-        let r = unsafe { cust::sys::cuMemsetD8Async(at(&tree.tally).as_raw(), 0, TALLIES * 8, stream.cast()) };
+        // SAFETY: tally holds TALLIES u64s; ordered on this stream.
+        let r = unsafe { cust::sys::cuMemsetD8Async(at(&tree.tally).as_raw(), 0, (TALLIES - 1) * 8, stream.cast()) };
         driver(r, "clearing the walk's tallies")?;
         Ok(None)
     }
@@ -880,6 +950,10 @@ impl CudaExecutor {
             groups: at(&tree.groups),
             previous: previous.map_or_else(null, |p| ptr(&p.buf)),
             locals: at(&tree.locals),
+            node_super: at(&tree.node_super),
+            group_super: at(&tree.group_super),
+            supers: at(&tree.supers),
+            super_rec: at(&tree.super_rec),
             theta: T::from_f64(settings.theta),
             alpha: T::from_f64(match settings.criterion {
                 Criterion::Relative { alpha } => alpha,
@@ -897,6 +971,7 @@ impl CudaExecutor {
             quadrupole: settings.quadrupole as i32,
             relative: (previous.is_some() && matches!(settings.criterion, Criterion::Relative { .. })) as i32,
             potential: params.potential as i32,
+            super_size: if settings.super_groups() { count(settings.supers.min(i32::MAX as usize))? } else { 0 },
             ..TreeArgs::<T>::bare(n)
         })
     }

@@ -16,7 +16,8 @@
 //! `--alpha A,...` adds lines with Gadget's relative criterion (device tree and host
 //! tree), its previous field from a geometric force at theta 0.5. `--local L,...` gives the
 //! device tree's local expansions (a line for each; 0 for none; default theta / 5 up to
-//! 0.2), and each line counts the cells translated into groups' expansions.
+//! 0.2), and each line counts the cells translated into groups' expansions; `--super S,...`
+//! the super-groups' size (a line for each; 0 for none) and the cells translated into theirs.
 
 use clap::Parser;
 use nbody::bench::median_of;
@@ -81,6 +82,10 @@ struct Args {
     /// line for each; 0 for none; default `TreeSettings::new`'s, theta / 5 up to 0.2).
     #[arg(long, value_delimiter = ',')]
     local: Vec<f64>,
+    /// The device tree's super-groups (`TreeSettings::supers`, comma-separated: a line for
+    /// each; 0 for none; default `TreeSettings::new`'s).
+    #[arg(long = "super", value_delimiter = ',')]
+    supers: Vec<usize>,
 }
 
 struct Xorshift(u64);
@@ -260,10 +265,14 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
             let locals = |theta: f64| -> Vec<f64> {
                 if args.local.is_empty() { vec![TreeSettings::local_for(theta)] } else { args.local.clone() }
             };
-            let settings_at: Vec<_> =
-                criteria.iter().flat_map(|&(t, c)| locals(t).into_iter().map(move |l| ((t, c), l))).collect();
+            let supers = if args.supers.is_empty() { vec![TreeSettings::new(1.0).supers] } else { args.supers.clone() };
+            let settings_at: Vec<_> = criteria
+                .iter()
+                .flat_map(|&(t, c)| locals(t).into_iter().map(move |l| ((t, c), l)))
+                .flat_map(|tcl| supers.iter().map(move |&s| (tcl, s)))
+                .collect();
             for &q in &quadrupole {
-                for &((theta, criterion), local) in &settings_at {
+                for &(((theta, criterion), local), supers) in &settings_at {
                     let settings = TreeSettings {
                         theta,
                         leaf_size: args.leaf.unwrap_or(TreeSettings::new(theta).leaf_size),
@@ -272,6 +281,7 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                         quadrupole: q,
                         criterion,
                         local,
+                        supers,
                     };
                     let mut reports: Vec<(TreeReport, f64)> = Vec::new();
                     for rep in 0..7 {
@@ -287,7 +297,7 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                     let ms = |s: f64| s * 1e3;
                     let test = test_name(theta, criterion);
                     let mut line = format!(
-                        "device tree {name}, N = {n}, eps {}, {test}, {}, local {local}, leaf {}, group {}: {:.2} ms GPU (sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2}), {:.2} ms wall; {} nodes, {} groups, {} + {} cell interactions, {} cells into groups' expansions",
+                        "device tree {name}, N = {n}, eps {}, {test}, {}, local {local}, super {supers}, leaf {}, group {}: {:.2} ms GPU (sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2}), {:.2} ms wall; {} nodes, {} groups, {} + {} cell interactions, {} cells into groups' expansions, {} into super-groups'",
                         args.eps,
                         if q { "quadrupole" } else { "monopole" },
                         settings.leaf_size,
@@ -303,7 +313,8 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                         r.groups,
                         r.interactions,
                         r.cell_interactions,
-                        r.local_cells
+                        r.local_cells,
+                        r.super_cells
                     );
                     if !args.no_direct {
                         let mut field = vec![Field::zero(); n];
@@ -341,6 +352,7 @@ fn leapfrog_steps(
         group_size: args.group.unwrap_or(TreeSettings::new(theta).group_size),
         side: args.opening == "side",
         local: args.local.first().copied().unwrap_or(TreeSettings::local_for(theta)),
+        supers: args.supers.first().copied().unwrap_or(TreeSettings::new(theta).supers),
         ..TreeSettings::new(theta).with_criterion(criterion)
     };
     use nbody::core::resident::Resident;
