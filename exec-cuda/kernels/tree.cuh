@@ -835,10 +835,28 @@ template <typename T> __device__ void tree_super_walk(const TreeArgs<T> &a) {
     }
 }
 
+// Adds expansion l about `centre` at each of group grp's targets (a lane a target).
+template <typename T>
+__device__ __forceinline__ void add_series(const TreeArgs<T> &a, Span grp, const T l[LOCAL_TERMS], const T centre[3]) {
+    for (u32 k = grp.start + (threadIdx.x & 31); k < grp.end; k += 32) {
+        const typename V4<T>::type p = a.sorted[k];
+        const T y[3] = {p.x - centre[0], p.y - centre[1], p.z - centre[2]};
+        T acc[3], phi;
+        local_field(l, y, acc, phi);
+        typename V4<T>::type o = a.sorted_out[k];
+        o.x = fma(a.g, acc[0], o.x);
+        o.y = fma(a.g, acc[1], o.y);
+        o.z = fma(a.g, acc[2], o.z);
+        if (a.potential) o.w = fma(a.g, phi, o.w);
+        a.sorted_out[k] = o;
+    }
+}
+
 // Each group's expansion from its far cells (a lane a cell, the lanes' sums added in a
-// fixed order) and its super-group's (about the super-group's centre) at each of its
-// targets (a lane a target; a warp per group), added to the sorted-order results after
-// the leaf kernels' (so in a fixed order).
+// fixed order) at each of its targets (a lane a target; a warp per group), then its
+// super-group's (about the super-group's centre), added to the sorted-order results
+// after the leaf kernels' (so in a fixed order). One series at a time: the second's
+// terms take the first's registers.
 template <typename T> __device__ void tree_local(const TreeArgs<T> &a) {
     const int lane = threadIdx.x & 31;
     const u32 groups = a.counters[TREE_GROUPS], warps = (gridDim.x * blockDim.x) >> 5;
@@ -846,39 +864,23 @@ template <typename T> __device__ void tree_local(const TreeArgs<T> &a) {
         const T *rec = a.locals + (size_t)g * LOCAL_RECORD;
         const u32 *far = (const u32 *)(rec + LOCAL_FAR);
         const u32 start = far[0], n_far = far[1], sup = a.group_super[g];
-        if (n_far == 0 && sup == TREE_NO_SUPER) continue;
-        const T centre[3] = {rec[0], rec[1], rec[2]};
-        T l[LOCAL_TERMS], ls[LOCAL_TERMS];
-#pragma unroll
-        for (int k = 0; k < LOCAL_TERMS; ++k) l[k] = T(0);
+        const Span grp = a.groups[g];
         if (n_far > 0) {
+            const T centre[3] = {rec[0], rec[1], rec[2]};
+            T l[LOCAL_TERMS];
+#pragma unroll
+            for (int k = 0; k < LOCAL_TERMS; ++k) l[k] = T(0);
             for (u32 k = lane; k < n_far; k += 32) local_add_cell(a.cells[a.cell_index[start + k]], centre, a.eps2, l);
             warp_sum_terms(l);
+            add_series(a, grp, l, centre);
         }
-        const T *srec = a.super_rec + (size_t)(sup != TREE_NO_SUPER ? sup : 0u) * SUPER_RECORD;
-        // No super-group: a zero series (the record is not read).
-        T s_centre[3];
+        if (sup != TREE_NO_SUPER) {
+            const T *srec = a.super_rec + (size_t)sup * SUPER_RECORD;
+            const T centre[3] = {srec[6], srec[7], srec[8]};
+            T l[LOCAL_TERMS];
 #pragma unroll
-        for (int d = 0; d < 3; ++d) s_centre[d] = sup != TREE_NO_SUPER ? srec[6 + d] : T(0);
-#pragma unroll
-        for (int k = 0; k < LOCAL_TERMS; ++k) ls[k] = sup != TREE_NO_SUPER ? srec[SUPER_TERMS + k] : T(0);
-        const Span grp = a.groups[g];
-        for (u32 k = grp.start + lane; k < grp.end; k += 32) {
-            const typename V4<T>::type p = a.sorted[k];
-            const T y[3] = {p.x - centre[0], p.y - centre[1], p.z - centre[2]};
-            const T ys[3] = {p.x - s_centre[0], p.y - s_centre[1], p.z - s_centre[2]};
-            T acc[3], phi, acc_s[3], phi_s;
-            local_field(l, y, acc, phi);
-            local_field(ls, ys, acc_s, phi_s);
-#pragma unroll
-            for (int d = 0; d < 3; ++d) acc[d] += acc_s[d];
-            phi += phi_s;
-            typename V4<T>::type o = a.sorted_out[k];
-            o.x = fma(a.g, acc[0], o.x);
-            o.y = fma(a.g, acc[1], o.y);
-            o.z = fma(a.g, acc[2], o.z);
-            if (a.potential) o.w = fma(a.g, phi, o.w);
-            a.sorted_out[k] = o;
+            for (int k = 0; k < LOCAL_TERMS; ++k) l[k] = srec[SUPER_TERMS + k];
+            add_series(a, grp, l, centre);
         }
     }
 }
@@ -898,7 +900,13 @@ template <typename T> __device__ void tree_scatter(const TreeArgs<T> &a) {
 
 #define TREE_KERNEL(NAME, T, STEP, CALL)                                                                               \
     extern "C" __global__ void nbody_tree_##STEP##_##NAME(const TreeArgs<T> a) { CALL(a); }
-#define TREE_KERNELS(NAME, T)                                                                                          \
+// The groups' walks: 128 threads, at least BLOCKS blocks an SM (8 in f32: 64 registers),
+// since a walk waits on its node reads and needs warps to hide them.
+#define TREE_WALK_KERNEL(NAME, T, BLOCKS, STEP, CALL)                                                                  \
+    extern "C" __global__ void __launch_bounds__(128, BLOCKS) nbody_tree_##STEP##_##NAME(const TreeArgs<T> a) {        \
+        CALL(a);                                                                                                       \
+    }
+#define TREE_KERNELS(NAME, T, BLOCKS)                                                                                  \
     TREE_KERNEL(NAME, T, reset, tree_reset<T>)                                                                         \
     TREE_KERNEL(NAME, T, bounds, tree_bounds<T>)                                                                       \
     TREE_KERNEL(NAME, T, keys, tree_keys<T>)                                                                           \
@@ -909,11 +917,11 @@ template <typename T> __device__ void tree_scatter(const TreeArgs<T> &a) {
     TREE_KERNEL(NAME, T, supers, tree_supers<T>)                                                                       \
     TREE_KERNEL(NAME, T, groups, tree_groups<T>)                                                                       \
     TREE_KERNEL(NAME, T, super_walk, tree_super_walk<T>)                                                               \
-    TREE_KERNEL(NAME, T, count, (tree_walk<T, WALK_COUNT>))                                                            \
-    TREE_KERNEL(NAME, T, fill, (tree_walk<T, WALK_FILL>))                                                              \
-    TREE_KERNEL(NAME, T, once, (tree_walk<T, WALK_ONCE>))                                                              \
+    TREE_WALK_KERNEL(NAME, T, BLOCKS, count, (tree_walk<T, WALK_COUNT>))                                               \
+    TREE_WALK_KERNEL(NAME, T, BLOCKS, fill, (tree_walk<T, WALK_FILL>))                                                 \
+    TREE_WALK_KERNEL(NAME, T, BLOCKS, once, (tree_walk<T, WALK_ONCE>))                                                 \
     TREE_KERNEL(NAME, T, totals, tree_totals<T>)                                                                       \
     TREE_KERNEL(NAME, T, local, tree_local<T>)                                                                         \
     TREE_KERNEL(NAME, T, scatter, tree_scatter<T>)
-TREE_KERNELS(f32, float)
-TREE_KERNELS(f64, double)
+TREE_KERNELS(f32, float, 8)
+TREE_KERNELS(f64, double, 4)

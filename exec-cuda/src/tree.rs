@@ -24,11 +24,16 @@
 //!    does not fit sends the force back to the two passes.
 //!    With local expansions ([`TreeSettings::local`]), a cell taken that is also far from
 //!    the whole group goes to the end of the group's cell list, past the cells its items
-//!    cover.
+//!    cover. Super-groups ([`TreeSettings::supers`]) walk before their groups: a warp per
+//!    super-group sums the nodes far from its whole box straight into one expansion about
+//!    its centre, and goes on only below nodes that every one of its groups opens; a
+//!    group's walk meets those nodes by the same tests (rounded exactly as written, so
+//!    the two kernels agree bit for bit) and leaves the super-group's out.
 //! 5. The batched particle and cell kernels over those lists; a warp per group sums its
 //!    far cells into a fourth-order expansion about the group box's centre
-//!    (kernels/local.cuh; a lane a cell, in registers) and evaluates it at the group's
-//!    targets; then the results are added into the caller's order.
+//!    (kernels/local.cuh; a lane a cell, in registers) and evaluates it, and its
+//!    super-group's, at the group's targets; then the results are added into the
+//!    caller's order.
 //!
 //! The host reads back two handfuls of counters per force (the node count, to catch a
 //! node array too small, and the list totals, to size the list buffers); nothing else
