@@ -285,7 +285,8 @@ template <typename T> struct __align__(4 * sizeof(T)) CellRec {
 // record (LOCAL_RECORD entries, local.cuh: centre, far cells), local_theta its far test (0: none).
 // Super-groups (nodes of at most super_size particles whose parent holds more; 0: none):
 // supers lists their nodes, node_super a super-group's index at its node, group_super
-// each group's super-group (TREE_NO_SUPER: none), super_rec their records (SUPER_RECORD).
+// each group's super-group (TREE_NO_SUPER: none), super_rec their records (SUPER_RECORD),
+// super_front their frontiers (front_cap entries each).
 struct TreeNode {
     u32 start, end, child, children;
 };
@@ -322,6 +323,7 @@ struct TreeNode {
     F(u32 *, group_super)                                                                                              \
     F(u32 *, supers)                                                                                                   \
     F(T *, super_rec)                                                                                                  \
+    F(u32 *, super_front)                                                                                              \
     F(T, theta)                                                                                                        \
     F(T, alpha)                                                                                                        \
     F(T, g)                                                                                                            \
@@ -342,7 +344,8 @@ struct TreeNode {
     F(int, cap_cells)                                                                                                  \
     F(int, cap_items)                                                                                                  \
     F(int, cap_cell_items)                                                                                             \
-    F(int, super_size)
+    F(int, super_size)                                                                                                 \
+    F(int, front_cap)
 
 template <typename T> struct JerkExtra { JERK_EXTRA_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct TiledArgs { TILED_ARGS_FIELDS(NBODY_ARGS_FIELD) };

@@ -28,8 +28,9 @@
 
 // A super-group's record (tree.cuh's tree_super_walk writes it, SUPER_RECORD entries): its
 // box's low and high corners, its centre, the square of its radius (the box's half
-// diagonal), its smallest previous acceleration (the relative test's scale), then its
-// expansion's LOCAL_TERMS derivatives from entry SUPER_TERMS on.
+// diagonal), its smallest previous acceleration (the relative test's scale), its frontier's
+// length (a u32; tree.cuh's TREE_NO_FRONT when it did not fit), then its expansion's
+// LOCAL_TERMS derivatives from entry SUPER_TERMS on.
 #define SUPER_RECORD 48
 #define SUPER_TERMS 12
 

@@ -33,6 +33,10 @@
 #define TREE_NEXT_SUPER 38
 // A group without a super-group.
 #define TREE_NO_SUPER 0xffffffffu
+// A super-group's walk hands down to its groups at most front_cap nodes (its frontier:
+// the nodes it neither took nor went below); past that its groups walk from the root,
+// leaving out what it took by the same tests (TREE_IN_SUPER), and its record says so.
+#define TREE_NO_FRONT 0xffffffffu
 // A stack entry's flag: every node above it was one the group's super-group opened
 // (super_open) and did not take (super_far), so the super-group walk met this one too.
 #define TREE_IN_SUPER 0x80000000u
@@ -354,7 +358,7 @@ template <typename T> __device__ void tree_groups(const TreeArgs<T> &a) {
 // A super-group walk (tree_super_walk) takes the cells far from its whole box into one
 // expansion, and its groups' walks leave those out.
 template <typename T> __device__ void tree_supers(const TreeArgs<T> &a) {
-    if (a.super_size <= a.group_size) return;
+    if (a.super_size <= a.group_size || a.counters[TREE_OVERFLOW]) return;
     const u32 nodes = min(a.counters[TREE_NODES], (u32)a.capacity), most = (u32)a.super_size;
     for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < nodes; c += gridDim.x * blockDim.x) {
         const TreeNode node = a.nodes[c];
@@ -567,15 +571,24 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             cell_base = (u32)(a.span_at[g] >> 32);
             far_top = cell_base + (u32)(a.counts[g] >> 32);
         }
-        if (lane == 0) stack[0] = sup != TREE_NO_SUPER ? TREE_IN_SUPER : 0u;
-        u32 sp = 1, ns = 0, sources = 0, cells = 0, far_cells = 0;
-        while (sp > 0) {
-            const u32 take = min(sp, 32u), base = sp - take;
+        // The super-group's frontier, when it fitted (read as the stack's bottom, no flags:
+        // every node there is the groups' own); else the root, flagged when there is a
+        // super-group, whose nodes the walk then tests again.
+        const u32 fronts = sup != TREE_NO_SUPER ? *(const u32 *)(a.super_rec + (size_t)sup * SUPER_RECORD + 11) : 0u;
+        const bool handed = sup != TREE_NO_SUPER && fronts != TREE_NO_FRONT;
+        const u32 *front = handed ? a.super_front + (size_t)sup * (u32)a.front_cap : nullptr;
+        u32 fp = 0, fn = handed ? fronts : 0u, sp = handed ? 0u : 1u;
+        if (lane == 0 && !handed) stack[0] = sup != TREE_NO_SUPER ? TREE_IN_SUPER : 0u;
+        u32 ns = 0, sources = 0, cells = 0, far_cells = 0;
+        while (sp > 0 || fp < fn) {
+            const bool popped = sp > 0;
+            const u32 take = popped ? min(sp, 32u) : min(fn - fp, 32u), base = popped ? sp - take : fp;
             __syncwarp();
             bool have = (u32)lane < take;
-            const u32 entry = have ? stack[base + lane] : 0u, c = entry & ~TREE_IN_SUPER;
+            const u32 entry = have ? (popped ? stack[base + lane] : front[base + lane]) : 0u,
+                      c = entry & ~TREE_IN_SUPER;
             __syncwarp();
-            sp = base;
+            if (popped) sp = base; else fp += take;
             TreeNode node = {0u, 0u, 0u, 0u};
             int kind = 0; // 1: cell, 2: leaf span, 3: opened (0: nothing, or the super-group's)
             bool in_super = false;
@@ -787,18 +800,17 @@ template <typename T> __device__ void tree_super_walk(const TreeArgs<T> &a) {
             rec[9] = radius2;
         }
         const T a_old = a.relative ? smallest_previous(a, own.start, own.end) : (T)INFINITY;
-        if (lane == 0) {
-            rec[10] = a_old;
-            rec[11] = T(0);
-        }
+        if (lane == 0) rec[10] = a_old;
         __syncwarp();
         // The walk reads the box as its groups will.
         const SuperBox<T> box = super_box(a, s);
         T l[LOCAL_TERMS];
 #pragma unroll
         for (int k = 0; k < LOCAL_TERMS; ++k) l[k] = T(0);
+        const u32 cap = (u32)a.front_cap;
+        u32 *front = a.super_front + (size_t)s * cap;
         if (lane == 0) stack[0] = 0;
-        u32 sp = 1, far = 0;
+        u32 sp = 1, far = 0, fronts = 0;
         while (sp > 0) {
             const u32 take = min(sp, 32u), base = sp - take;
             __syncwarp();
@@ -816,6 +828,12 @@ template <typename T> __device__ void tree_super_walk(const TreeArgs<T> &a) {
             }
             if (taken) local_add_cell(a.cells[c], box.centre, a.eps2, l);
             far += __popc(__ballot_sync(full, taken));
+            // What the walk hands down: its groups' walks start from these.
+            const bool handed = have && !taken && !open;
+            const unsigned hand = __ballot_sync(full, handed);
+            const u32 at_front = fronts + __popc(hand & ((1u << lane) - 1u));
+            if (handed && at_front < cap) front[at_front] = c;
+            fronts += __popc(hand);
             u32 pushed;
             const u32 at = warp_exclusive(open ? node.children : 0u, pushed);
             if (sp + pushed > TREE_WARP_STACK) {
@@ -830,6 +848,7 @@ template <typename T> __device__ void tree_super_walk(const TreeArgs<T> &a) {
         if (lane == 0) {
 #pragma unroll
             for (int k = 0; k < LOCAL_TERMS; ++k) rec[SUPER_TERMS + k] = l[k];
+            *(u32 *)(rec + 11) = fronts <= cap ? fronts : TREE_NO_FRONT;
             atomicAdd(&a.tally[5], (unsigned long long)far);
         }
     }

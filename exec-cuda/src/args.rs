@@ -336,6 +336,7 @@ kernel_args! {
         group_super: Ptr = "u32 *",
         supers: Ptr = "u32 *",
         super_rec: Ptr = "T *",
+        super_front: Ptr = "u32 *",
         theta: T = "T",
         alpha: T = "T",
         g: T = "T",
@@ -357,6 +358,7 @@ kernel_args! {
         cap_items: i32 = "int",
         cap_cell_items: i32 = "int",
         super_size: i32 = "int",
+        front_cap: i32 = "int",
     }
 }
 
@@ -624,6 +626,7 @@ impl<T: DeviceReal> TreeArgs<T> {
             group_super: null(),
             supers: null(),
             super_rec: null(),
+            super_front: null(),
             theta: T::zero(),
             alpha: T::zero(),
             g: T::zero(),
@@ -645,6 +648,7 @@ impl<T: DeviceReal> TreeArgs<T> {
             cap_items: 0,
             cap_cell_items: 0,
             super_size: 0,
+            front_cap: 0,
         }
     }
 }

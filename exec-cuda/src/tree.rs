@@ -114,6 +114,11 @@ const TALLIES: usize = 6;
 const LOCAL_RECORD: usize = 8;
 /// Entries of a super-group's record (local.cuh's SUPER_RECORD).
 const SUPER_RECORD: usize = 48;
+/// The most nodes a super-group hands down to its groups (its frontier), unless a tree
+/// says otherwise ([`DeviceTree::with_front_capacity`]).
+const SUPER_FRONT: usize = 2048;
+/// tree.cuh's TREE_SUPERS: super-groups found.
+const SUPERS: usize = 37;
 /// List bytes per particle in [`DeviceTree::bytes_for`]'s estimate.
 const LIST_BYTES: usize = 256;
 /// Threads per block of the tree's kernels.
@@ -300,6 +305,8 @@ pub struct TreeReport {
     pub cell_interactions: u64,
     /// Cells translated into a group's local expansion (once per group each).
     pub local_cells: u64,
+    /// Super-groups (walks before the groups').
+    pub super_groups: usize,
     /// Cells translated into a super-group's expansion (once per super-group each).
     pub super_cells: u64,
     /// Traversals the walk made: 2 (count, then write) for a tree's first force, 1 once
@@ -349,11 +356,15 @@ pub struct DeviceTree<T> {
     group_super: Scratch,
     supers: Scratch,
     super_rec: Scratch,
+    /// The super-groups' frontiers (SUPER_FRONT node indices each).
+    super_front: Scratch,
     /// Entries of a warp's scratch list (cells, spans): the longest group lists of the
     /// last two-pass walk, with room; zero until one ran.
     scratch_len: (usize, usize),
     /// Nodes the node arrays hold (grown when a build runs out).
     capacity: usize,
+    /// The most nodes a super-group hands down to its groups.
+    front_cap: usize,
     /// The most particles a force has been checked against the device's memory for.
     particles: usize,
     _t: core::marker::PhantomData<T>,
@@ -394,8 +405,10 @@ impl<T: DeviceReal> DeviceTree<T> {
             group_super: Scratch::default(),
             supers: Scratch::default(),
             super_rec: Scratch::default(),
+            super_front: Scratch::default(),
             scratch_len: (0, 0),
             capacity: 0,
+            front_cap: SUPER_FRONT,
             particles: 0,
             _t: core::marker::PhantomData,
         }
@@ -410,6 +423,18 @@ impl<T: DeviceReal> DeviceTree<T> {
     /// ```
     pub fn with_node_capacity(nodes: usize) -> Self {
         Self { capacity: nodes.max(1), ..Self::new() }
+    }
+
+    /// An empty tree whose super-groups hand down at most `nodes` nodes each to their
+    /// groups (2048 otherwise); a super-group with more lets its groups walk from the root
+    /// and leave out what it took (mostly for tests of that path).
+    ///
+    /// ```
+    /// let tree = nbody_cuda::DeviceTree::<f32>::with_front_capacity(0);
+    /// # drop(tree);
+    /// ```
+    pub fn with_front_capacity(nodes: usize) -> Self {
+        Self { front_cap: nodes, ..Self::new() }
     }
 
     /// An estimate of the device memory a force on `n` particles takes (bytes): the
@@ -429,14 +454,11 @@ impl<T: DeviceReal> DeviceTree<T> {
         let nodes = 2 * n / settings.leaf_size.clamp(1, n.max(1)) + 64;
         let per_node =
             16 + 4 + MOMENTS * 8 + size_of::<Cell<T>>() + v4 + 8 + 4 * 8 + LOCAL_RECORD * size_of::<T>() + 3 * 4;
-        let supers = Self::most_supers(n, settings).saturating_mul(SUPER_RECORD * size_of::<T>());
+        // A record and a frontier for each super-group, taking them to hold a quarter of
+        // `supers` particles on average (they hold from `group_size` to `supers`).
+        let supers = if settings.super_groups() { n / (settings.supers / 4).max(1) + 1 } else { 0 };
+        let supers = supers.saturating_mul(SUPER_RECORD * size_of::<T>() + SUPER_FRONT * 4);
         n.saturating_mul(per_particle).saturating_add(nodes.saturating_mul(per_node)).saturating_add(supers)
-    }
-
-    /// The most super-groups `n` particles make: each holds more than `group_size`, and
-    /// they are disjoint.
-    fn most_supers(n: usize, settings: &TreeSettings) -> usize {
-        n / settings.group_size.saturating_add(1) + 1
     }
 
     /// Per-particle and per-node buffers for `n` particles and `capacity` nodes.
@@ -655,6 +677,10 @@ impl CudaExecutor {
                 )?;
                 self.tree_step(TreeStep::Level, 1, 1, TreeArgs { level, ..args })?;
             }
+            if settings.super_groups() {
+                // Here, so the counters read next count them too.
+                self.tree_step(TreeStep::Supers, grid(n.min(tree.capacity)), THREADS, args)?;
+            }
             mark(2, self)?;
             self.read_counters(tree, &mut counters)?;
             if counters[OVERFLOW] == 0 {
@@ -677,26 +703,26 @@ impl CudaExecutor {
         // Sized for the node array, not this tree's nodes: a simulation's node count
         // changes from step to step, and a regrowth frees and allocates.
         tree.reserve_groups(tree.capacity)?;
-        if settings.super_groups() {
-            tree.super_rec.reserve(DeviceTree::<T>::most_supers(n, settings) * SUPER_RECORD * size_of::<T>())?;
+        let supers = counters[SUPERS] as usize;
+        if supers > 0 {
+            tree.super_rec.reserve(supers * SUPER_RECORD * size_of::<T>())?;
+            tree.super_front.reserve(supers * tree.front_cap.max(1) * 4)?;
         }
         let args = TreeArgs {
             super_rec: at(&tree.super_rec),
+            super_front: at(&tree.super_front),
             counts: at(&tree.counts),
             item_counts: at(&tree.item_counts),
             span_at: at(&tree.span_at),
             item_at: at(&tree.item_at),
             ..args
         };
-        if settings.super_groups() {
-            self.tree_step(TreeStep::Supers, grid(nodes), THREADS, args)?;
-        }
         self.tree_step(TreeStep::Groups, grid(nodes), THREADS, args)?;
         let walk_blocks = nodes.div_ceil(4).min(self.gpu.info().sm_count as usize * WALK_BLOCKS_PER_SM).max(1);
         tree.stack.reserve(walk_blocks * 4 * WARP_STACK * 4)?;
         let args = TreeArgs { stack: at(&tree.stack), ..args };
         let walk_blocks = walk_blocks as u32;
-        if settings.super_groups() {
+        if supers > 0 {
             // Before the groups' walks, which read the super-groups' records.
             self.tree_step(TreeStep::SuperWalk, walk_blocks, 128, args)?;
         }
@@ -759,6 +785,7 @@ impl CudaExecutor {
             interactions: tally[0],
             cell_interactions: tally[1],
             local_cells: tally[4],
+            super_groups: supers,
             super_cells: tally[5],
             walks,
             times: TreeTimes {
@@ -977,6 +1004,7 @@ impl CudaExecutor {
             relative: (previous.is_some() && matches!(settings.criterion, Criterion::Relative { .. })) as i32,
             potential: params.potential as i32,
             super_size: if settings.super_groups() { count(settings.supers.min(i32::MAX as usize))? } else { 0 },
+            front_cap: count(tree.front_cap.min(i32::MAX as usize))?,
             ..TreeArgs::<T>::bare(n)
         })
     }

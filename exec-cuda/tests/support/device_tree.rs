@@ -165,76 +165,99 @@ fn local_expansions<T: DeviceReal>() -> Result<(), Failed> {
     Ok(())
 }
 
-/// Super-groups (f32 and f64) against groups alone, on a Plummer sphere: the same errors
-/// against the oracle (median, 99th percentile, potential within 10%), cells translated
-/// into the super-groups' expansions and fewer into the groups', and in f64 the two
-/// answers apart by no more than the expansions' own truncation (four times the largest
-/// change local expansions make against cells alone): a node the super-group took that a
-/// group also counted, or that neither did, would move its targets by that node's whole
-/// field.
+/// Super-groups (f32 and f64) against groups alone, on a Plummer sphere, with their groups'
+/// walks starting from the super-groups' frontiers and (a tree that keeps none) from the
+/// root: the same errors against the oracle (median, 99th percentile, potential within
+/// 10%), cells translated into the super-groups' expansions and fewer into the groups',
+/// and in f64 the answers apart by no more than the expansions' own truncation (four
+/// times the largest change local expansions make against cells alone): a node the
+/// super-group took that a group also counted, or that neither did, would move its
+/// targets by that node's whole field.
 fn super_groups<T: DeviceReal>() -> Result<(), Failed> {
     let mut gpu = CudaExecutor::new().map_err(err)?;
     let (ps, _) = nbody_integrators::ics::plummer::<T>(30_000, 7);
     let params = with_potential(Params::softened(T::from_f64(1.0 / 256.0)));
     let want = exact(&ps, &params);
     let scale: Vec<f64> = want.iter().map(|w| w.acc.iter().map(|a| a * a).sum::<f64>().sqrt()).collect();
+    for (theta, supers) in [(0.6, 768), (1.0, 768), (1.0, 300)] {
+        let mut run = |settings: TreeSettings,
+                       mut tree: DeviceTree<T>|
+         -> Result<(Vec<Field<T>>, nbody_cuda::TreeReport), Failed> {
+            let mut out = vec![Field::zero(); ps.len()];
+            let report = gpu.tree_forces_host(&mut tree, &ps, &settings, &params, &mut out).map_err(err)?;
+            Ok((out, report))
+        };
+        let base = TreeSettings::new(theta);
+        let (cells, _) = run(base.with_local(0.0), DeviceTree::new())?;
+        let (groups, alone) = run(base.with_supers(0), DeviceTree::new())?;
+        let (shared, report) = run(base.with_supers(supers), DeviceTree::new())?;
+        let (rooted, _) = run(base.with_supers(supers), DeviceTree::with_front_capacity(0))?;
+        for (way, got) in [("frontiers", &shared), ("from the root", &rooted)] {
+            check_super_groups(theta, supers, way, got, &groups, &cells, &want, &scale, &alone, &report)?;
+        }
+    }
+    Ok(())
+}
+
+/// One way of [`super_groups`] against groups alone.
+#[allow(clippy::too_many_arguments)]
+fn check_super_groups<T: DeviceReal>(
+    theta: f64,
+    supers: usize,
+    way: &str,
+    shared: &[Field<T>],
+    groups: &[Field<T>],
+    cells: &[Field<T>],
+    want: &[Exact],
+    scale: &[f64],
+    alone: &nbody_cuda::TreeReport,
+    report: &nbody_cuda::TreeReport,
+) -> Result<(), Failed> {
     let apart = |x: &[Field<T>], y: &[Field<T>]| -> f64 {
         x.iter()
             .zip(y)
-            .zip(&scale)
+            .zip(scale)
             .map(|((p, q), s)| {
                 let d = [p.ax.to_f64() - q.ax.to_f64(), p.ay.to_f64() - q.ay.to_f64(), p.az.to_f64() - q.az.to_f64()];
                 (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt() / s.max(f64::MIN_POSITIVE)
             })
             .fold(0.0, f64::max)
     };
-    for (theta, supers) in [(0.6, 768), (1.0, 768), (1.0, 300)] {
-        let mut run = |settings: TreeSettings| -> Result<(Vec<Field<T>>, nbody_cuda::TreeReport), Failed> {
-            let mut out = vec![Field::zero(); ps.len()];
-            let report =
-                gpu.tree_forces_host(&mut DeviceTree::new(), &ps, &settings, &params, &mut out).map_err(err)?;
-            Ok((out, report))
-        };
-        let base = TreeSettings::new(theta);
-        let (cells, _) = run(base.with_local(0.0))?;
-        let (groups, alone) = run(base.with_supers(0))?;
-        let (shared, report) = run(base.with_supers(supers))?;
-        let (g_rel, g_phi) = errors(&groups, &want);
-        let (s_rel, s_phi) = errors(&shared, &want);
-        let (g_median, g_p99) = (g_rel[g_rel.len() / 2], g_rel[g_rel.len() * 99 / 100]);
-        let (s_median, s_p99) = (s_rel[s_rel.len() / 2], s_rel[s_rel.len() * 99 / 100]);
-        let (truncation, moved) = (apart(&groups, &cells), apart(&shared, &groups));
-        println!(
-            "{} theta {theta}, super-groups of {supers}: groups alone median {g_median:.2e}, 99% {g_p99:.2e}, phi {g_phi:.2e}, {} translations; with super-groups {s_median:.2e}, {s_p99:.2e}, {s_phi:.2e}, {} + {} translations; largest change {moved:.2e} (local expansions against cells alone {truncation:.2e})",
+    let (g_rel, g_phi) = errors(groups, want);
+    let (s_rel, s_phi) = errors(shared, want);
+    let (g_median, g_p99) = (g_rel[g_rel.len() / 2], g_rel[g_rel.len() * 99 / 100]);
+    let (s_median, s_p99) = (s_rel[s_rel.len() / 2], s_rel[s_rel.len() * 99 / 100]);
+    let (truncation, moved) = (apart(groups, cells), apart(shared, groups));
+    println!(
+        "{} theta {theta}, super-groups of {supers} ({way}): groups alone median {g_median:.2e}, 99% {g_p99:.2e}, phi {g_phi:.2e}, {} translations; with super-groups {s_median:.2e}, {s_p99:.2e}, {s_phi:.2e}, {} + {} translations; largest change {moved:.2e} (local expansions against cells alone {truncation:.2e})",
+        T::NAME,
+        alone.local_cells,
+        report.local_cells,
+        report.super_cells
+    );
+    let within = |got: f64, alone: f64| got <= 1.1 * alone + 1e-6;
+    if !(within(s_median, g_median) && within(s_p99, g_p99) && within(s_phi, g_phi)) {
+        return Err(format!(
+            "{} theta {theta} ({way}): super-groups median {s_median:e}, 99% {s_p99:e}, phi {s_phi:e} against {g_median:e}, {g_p99:e}, {g_phi:e}",
+            T::NAME
+        )
+        .into());
+    }
+    if report.super_cells == 0 || report.local_cells >= alone.local_cells {
+        return Err(format!(
+            "{} theta {theta}: {} cells into super-groups, {} into groups against {} without",
             T::NAME,
-            alone.local_cells,
+            report.super_cells,
             report.local_cells,
-            report.super_cells
-        );
-        let within = |got: f64, alone: f64| got <= 1.1 * alone + 1e-6;
-        if !(within(s_median, g_median) && within(s_p99, g_p99) && within(s_phi, g_phi)) {
-            return Err(format!(
-                "{} theta {theta}: super-groups median {s_median:e}, 99% {s_p99:e}, phi {s_phi:e} against {g_median:e}, {g_p99:e}, {g_phi:e}",
-                T::NAME
-            )
-            .into());
-        }
-        if report.super_cells == 0 || report.local_cells >= alone.local_cells {
-            return Err(format!(
-                "{} theta {theta}: {} cells into super-groups, {} into groups against {} without",
-                T::NAME,
-                report.super_cells,
-                report.local_cells,
-                alone.local_cells
-            )
-            .into());
-        }
-        if T::NAME == "f64" && moved > 4.0 * truncation {
-            return Err(format!(
-                "f64 theta {theta}: super-groups moved a target by {moved:e} of its field, local expansions by {truncation:e}"
-            )
-            .into());
-        }
+            alone.local_cells
+        )
+        .into());
+    }
+    if T::NAME == "f64" && moved > 4.0 * truncation {
+        return Err(format!(
+            "f64 theta {theta} ({way}): super-groups moved a target by {moved:e} of its field, local expansions by {truncation:e}"
+        )
+        .into());
     }
     Ok(())
 }
