@@ -161,7 +161,9 @@ template <typename T> __device__ void tree_gather(const TreeArgs<T> &a) {
 // Splits every node of `level` holding more than leaf_size particles into its non-empty
 // octants (keys: the sorted keys), appended to the node array; children of one node are
 // contiguous and in octant order, so a walk meets them in the same order whatever order
-// the nodes were appended in.
+// the nodes were appended in. Eight threads a node (aligned in the warp), each searching
+// one octant's first particle: the top levels' few nodes would otherwise wait on seven
+// binary searches in a row over the whole key array.
 template <typename T> __device__ void tree_split(const TreeArgs<T> &a) {
     // Once a level has run out of room, some of the nodes below capacity were never
     // written (a split whose children did not all fit writes none): the host builds again
@@ -171,38 +173,41 @@ template <typename T> __device__ void tree_split(const TreeArgs<T> &a) {
     const u32 *lvl = a.counters + TREE_LEVELS;
     const u32 begin = lvl[a.level], end = lvl[a.level + 1];
     const int shift = 3 * (TREE_DEPTH - 1 - a.level);
-    for (u32 c = begin + blockIdx.x * blockDim.x + threadIdx.x; c < end; c += gridDim.x * blockDim.x) {
+    const u32 o = threadIdx.x & 7, seg = threadIdx.x & 24;
+    const unsigned mask = 0xffu << seg;
+    const u32 first = (blockIdx.x * blockDim.x + threadIdx.x) >> 3, stride = (gridDim.x * blockDim.x) >> 3;
+    for (u32 c = begin + first; c < end; c += stride) {
         const TreeNode node = a.nodes[c];
         if (a.level >= TREE_DEPTH || node.end - node.start <= (u32)a.leaf_size) continue;
-        u32 bound[9];
-        bound[0] = node.start;
-        bound[8] = node.end;
-        for (int o = 1; o < 8; ++o) {
-            // The first particle of the node whose octant digit is at least o.
-            u32 l = bound[o - 1], h = node.end;
+        // The first particle of the node whose octant digit is at least o.
+        u32 l = node.start, h = node.end;
+        if (o > 0) {
             while (l < h) {
                 const u32 m = (l + h) / 2;
-                if ((int)((a.keys[m] >> shift) & 7) < o) l = m + 1; else h = m;
+                if ((u32)((a.keys[m] >> shift) & 7) < o) l = m + 1; else h = m;
             }
-            bound[o] = l;
         }
-        u32 k = 0;
-        for (int o = 0; o < 8; ++o) k += bound[o + 1] > bound[o];
-        const u32 base = atomicAdd(&a.counters[TREE_NODES], k);
+        u32 next = __shfl_down_sync(mask, l, 1, 8);
+        if (o == 7) next = node.end;
+        const bool filled = next > l;
+        const u32 octants = (__ballot_sync(mask, filled) >> seg) & 0xffu, k = __popc(octants);
+        u32 base = 0;
+        if (o == 0) base = atomicAdd(&a.counters[TREE_NODES], k);
+        base = __shfl_sync(mask, base, 0, 8);
         if (base + k > (u32)a.capacity) {
-            a.counters[TREE_OVERFLOW] = 1;
+            if (o == 0) a.counters[TREE_OVERFLOW] = 1;
             continue;
         }
-        u32 w = base;
-        for (int o = 0; o < 8; ++o) {
-            if (bound[o + 1] == bound[o]) continue;
-            const TreeNode child = {bound[o], bound[o + 1], 0u, 0u};
+        if (filled) {
+            const u32 w = base + __popc(octants & ((1u << o) - 1u));
+            const TreeNode child = {l, next, 0u, 0u};
             a.nodes[w] = child;
             a.parent[w] = c;
-            ++w;
         }
-        a.nodes[c].child = base;
-        a.nodes[c].children = k;
+        if (o == 0) {
+            a.nodes[c].child = base;
+            a.nodes[c].children = k;
+        }
     }
 }
 

@@ -96,6 +96,8 @@ const SPANS: usize = 4;
 const CELLS: usize = 5;
 const ITEMS: usize = 6;
 const CELL_ITEMS: usize = 7;
+/// Where tree.cuh's level ranges start (level L holds nodes [lvl[L], lvl[L + 1])).
+const LEVELS: usize = 8;
 const LIST_OVERFLOW: usize = 31;
 const MOST_SPANS: usize = 32;
 const MOST_CELLS: usize = 33;
@@ -136,7 +138,7 @@ const WALK_BLOCKS_PER_SM: usize = 16;
 /// assert_eq!((s.theta, s.leaf_size, s.group_size, s.side, s.quadrupole), (0.6, 40, 96, false, true));
 /// assert_eq!(s.criterion, nbody_core::cell::Criterion::Geometric);
 /// assert_eq!(s.local, 0.6 / 5.0);
-/// assert_eq!(s.supers, 768);
+/// assert_eq!(s.supers, 1536);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TreeSettings {
@@ -186,7 +188,7 @@ impl TreeSettings {
             quadrupole: true,
             criterion: Criterion::Geometric,
             local: Self::local_for(theta),
-            supers: 768,
+            supers: 1536,
         }
     }
 
@@ -693,7 +695,10 @@ impl CudaExecutor {
             index: at(&tree.index).wrapping_add(n * 4),
             ..self.tree_args(tree, particles, previous, out, settings, params, n_int)?
         };
-        for level in (0..=DEPTH).rev() {
+        // From the deepest level that holds nodes (the build's levels below it are empty).
+        let deepest =
+            (0..=DEPTH).rev().find(|&l| counters[LEVELS + l as usize + 1] > counters[LEVELS + l as usize]).unwrap_or(0);
+        for level in (0..=deepest).rev() {
             self.tree_step(TreeStep::Moments, grid(n.min(nodes)), THREADS, TreeArgs { level, ..args })?;
         }
         mark(3, self)?;

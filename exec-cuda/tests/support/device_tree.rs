@@ -179,7 +179,7 @@ fn super_groups<T: DeviceReal>() -> Result<(), Failed> {
     let params = with_potential(Params::softened(T::from_f64(1.0 / 256.0)));
     let want = exact(&ps, &params);
     let scale: Vec<f64> = want.iter().map(|w| w.acc.iter().map(|a| a * a).sum::<f64>().sqrt()).collect();
-    for (theta, supers) in [(0.6, 768), (1.0, 768), (1.0, 300)] {
+    for (theta, supers) in [(0.6, 1536), (1.0, 1536), (1.0, 300)] {
         let mut run = |settings: TreeSettings,
                        mut tree: DeviceTree<T>|
          -> Result<(Vec<Field<T>>, nbody_cuda::TreeReport), Failed> {
