@@ -176,9 +176,9 @@ impl TreeSettings {
     /// size, quadrupole cells: a walk per group is cheap on the device, so small groups
     /// pay (fewer interactions per target); leaves of 40 are the best worst case over the
     /// Plummer sphere and the clustered set at the same error (docs/figures.md, Tree codes).
-    /// Local expansions at `theta / 5`, at most 0.2: at theta 1 they take the force at
-    /// 2^23 on an H200 from 49 to 28 ms with the median and 99th-percentile errors within
-    /// 3% of the cells' alone (docs/figures.md, Tree codes).
+    /// Local expansions at `theta / 5`, at most 0.2, and super-groups of 1536: at theta 1
+    /// they take the force at 2^23 on an H200 from 49 to 24 ms with the median and
+    /// 99th-percentile errors within 3% of the cells' alone (docs/figures.md, Tree codes).
     pub const fn new(theta: f64) -> Self {
         Self {
             theta,
