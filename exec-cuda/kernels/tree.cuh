@@ -256,6 +256,8 @@ template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
         double m = 0, s[3] = {0, 0, 0}, plain[3] = {0, 0, 0};
         u32 parts = 0;
         if (node.children == 0) {
+            // Unrolled, so a thread has several particles' loads in flight.
+#pragma unroll 4
             for (u32 k = node.start; k < node.end; ++k) {
                 const typename V4<T>::type p = a.sorted[k];
                 const double x[3] = {(double)p.x, (double)p.y, (double)p.z}, w = (double)p.w;
@@ -282,6 +284,8 @@ template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
         for (int d = 0; d < 3; ++d) com[d] = m > 0 ? s[d] / m : plain[d] / (double)parts;
         double q[6] = {0, 0, 0, 0, 0, 0}, bmax = 0;
         if (node.children == 0) {
+            // Unrolled, so a thread has several particles' loads in flight.
+#pragma unroll 4
             for (u32 k = node.start; k < node.end; ++k) {
                 const typename V4<T>::type p = a.sorted[k];
                 const double off[3] = {(double)p.x - com[0], (double)p.y - com[1], (double)p.z - com[2]};
