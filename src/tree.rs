@@ -205,8 +205,9 @@ struct Cell {
     children: u32,
     com: [f64; 3],
     mass: f64,
-    /// Traceless quadrupole about `com`: xx, xy, xz, yy, yz, zz.
-    quad: [f64; 6],
+    /// Traceless quadrupole about `com`: xx, xy, xz, yy, yz, zz; then the spread
+    /// `Σ m |s|²` (`nbody_core::cell::Cell::spread`).
+    quad: [f64; 7],
     side: f64,
     /// The farthest of its particles from `com` (the cell's extent for the opening test).
     bmax: f64,
@@ -215,12 +216,14 @@ struct Cell {
 /// The index pairs of the quadrupole's lanes, in their order.
 const PAIRS: [(usize, usize); 6] = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)];
 
-/// Adds `m (3 s_a s_b − |s|² δ_ab)` into `q`: a point mass at offset `s`.
-fn add_quadrupole(q: &mut [f64; 6], m: f64, s: [f64; 3]) {
+/// Adds `m (3 s_a s_b − |s|² δ_ab)` and the spread `m |s|²` into `q`: a point mass at
+/// offset `s`.
+fn add_quadrupole(q: &mut [f64; 7], m: f64, s: [f64; 3]) {
     let s2 = s[0] * s[0] + s[1] * s[1] + s[2] * s[2];
     for (qk, &(a, b)) in q.iter_mut().zip(&PAIRS) {
         *qk += m * (3.0 * s[a] * s[b] - if a == b { s2 } else { 0.0 });
     }
+    q[6] += m * s2;
 }
 
 struct Tree<T: Real> {
@@ -263,7 +266,7 @@ impl<T: Real> Tree<T> {
             children: 0,
             com: [0.0; 3],
             mass: 0.0,
-            quad: [0.0; 6],
+            quad: [0.0; 7],
             side,
             bmax: 0.0,
         });
@@ -288,7 +291,9 @@ impl<T: Real> Tree<T> {
         self.cells
             .par_iter()
             .map(|c| {
-                nbody_core::cell::Cell::new(t(c.com[0]), t(c.com[1]), t(c.com[2]), t(c.mass.max(0.0)), c.quad.map(t))
+                let q = core::array::from_fn(|k| t(c.quad[k]));
+                nbody_core::cell::Cell::new(t(c.com[0]), t(c.com[1]), t(c.com[2]), t(c.mass.max(0.0)), q)
+                    .with_spread(t(c.quad[6]))
             })
             .collect()
     }
@@ -311,7 +316,7 @@ impl<T: Real> Tree<T> {
                     children: 0,
                     com: [0.0; 3],
                     mass: 0.0,
-                    quad: [0.0; 6],
+                    quad: [0.0; 7],
                     side: cell.side / 2.0,
                     bmax: 0.0,
                 });
@@ -346,7 +351,7 @@ impl<T: Real> Tree<T> {
         let com = if m > 0.0 { s.map(|x| x / m) } else { self.bbox_centre(cell.start, cell.end) };
         // The quadrupole about `com`: of the leaf's particles, or the children's moved
         // there (parallel axis: each child's own plus its mass at its offset).
-        let (mut q, mut bmax) = ([0.0; 6], 0.0f64);
+        let (mut q, mut bmax) = ([0.0; 7], 0.0f64);
         let offset = |x: [f64; 3]| core::array::from_fn(|k| x[k] - com[k]);
         let norm = |s: [f64; 3]| (s[0] * s[0] + s[1] * s[1] + s[2] * s[2]).sqrt();
         if self.cells[c].children == 0 {

@@ -185,8 +185,8 @@ typedef struct NbodyPair {
 
 /**
  * A leaf list's cell part for [`nbody_batch_cells_f32`]: `cells` holds `n_cells`
- * 12-lane records `[x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, 0, 0]` (centre of mass,
- * mass, traceless quadrupole; aligned like particle records), `ranges` one span of
+ * 12-lane records `[x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, spread, 0]` (centre of
+ * mass, mass, traceless quadrupole, `Σ m |s|²` or 0; aligned like particle records), `ranges` one span of
  * `spans` per pair, `spans` `n_spans` ranges of the cells.
  */
 typedef struct NbodyCells {

@@ -130,7 +130,7 @@ proptest! {
         prop_assert!((got.phi - want.phi).abs() < 1e-12 * want.phi.abs());
         let narrow = |v: [f64; 3]| v.map(|c| c as f32);
         let q = c.quadrupole().map(|v| v as f32);
-        let c32 = Cell::new(c.x as f32, c.y as f32, c.z as f32, c.m as f32, q);
+        let c32 = Cell::new(c.x as f32, c.y as f32, c.z as f32, c.m as f32, q).with_spread(c.spread as f32);
         let mut fast32 = Series::at(narrow(centre));
         fast32.add_cell(&c32, eps2 as f32);
         let g32 = fast32.field_at(narrow(x));

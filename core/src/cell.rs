@@ -1,15 +1,23 @@
 //! Far cells as sources: a tree or FMM code's particle–cell interaction.
 //!
-//! A [`Cell`] carries its mass `M`, centre of mass `c` and traceless quadrupole about
+//! A [`Cell`] carries its mass `M`, centre of mass `c`, traceless quadrupole about
 //! the centre of mass, `Q_ab = Σ_k m_k (3 s_a s_b − |s|² δ_ab)` with `s = x_k − c` (no
-//! dipole: it vanishes about the centre of mass). For a target at `x_i`, with
-//! `d = x_i − c` and `r² = |d|² + ε²` (the Plummer softening of the pair kernel, so a
-//! cell of one particle is exactly that particle):
+//! dipole: it vanishes about the centre of mass), and spread `S = Σ_k m_k |s|²`. For a
+//! target at `x_i`, with `d = x_i − c`, `r² = |d|² + ε²` (the Plummer softening of the
+//! pair kernel, so a cell of one particle is exactly that particle) and
+//! `q = d·Q·d − ε² S`:
 //!
 //! ```text
-//! phi_i −= G (M / r + (d·Q·d) / (2 r⁵))
-//! a_i   += G (−M d / r³ + Q d / r⁵ − 5 (d·Q·d) d / (2 r⁷))
+//! phi_i −= G (M / r + q / (2 r⁵))
+//! a_i   += G (−M d / r³ + Q d / r⁵ − 5 q d / (2 r⁷))
 //! ```
+//!
+//! This is the softened kernel's second-order Taylor term exactly: the Newtonian kernel
+//! is harmonic, so the second moment's trace `S` drops out of it, but the softened one
+//! is not (`∇² (|d|² + ε²)^(−1/2) = −3 ε² / r⁵`), and without `ε² S` a cell a few
+//! softening lengths across and away is off by a few percent of its monopole
+//! (`S ε² / r⁴`), however small theta is. A cell with `S = 0` has the traceless
+//! quadrupole's expansion alone.
 //!
 //! The error of the expansion is the octupole term: relative to the field it falls as
 //! `(s / |d|)³` for a cell of size `s` (the monopole alone: `(s / |d|)²`). A cell is
@@ -32,8 +40,8 @@ use crate::kernel::Softened;
 use crate::{Array, Error, Field, Particle, Real};
 use core::fmt;
 
-/// A far cell `[x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, _, _]`: centre of mass, mass
-/// and traceless quadrupole (see the [module](self) docs), twelve lanes aligned like a
+/// A far cell `[x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, spread, _]`: centre of mass,
+/// mass, traceless quadrupole and spread (see the [module](self) docs), twelve lanes aligned like a
 /// [`Particle`] (48 bytes in f32, 96 in f64) and `Pod`, so arrays of cells go to a
 /// device as they are.
 ///
@@ -67,7 +75,12 @@ pub struct Cell<T: Real> {
     /// Quadrupole `Q_zz` (`−Q_xx − Q_yy` for a traceless one; kept so that kernels
     /// need not rebuild it).
     pub qzz: T,
-    pad: [T; 2],
+    /// The spread `Σ m_k |s_k|²`, the trace of the second moment that the traceless
+    /// quadrupole leaves out: Newtonian gravity ignores it, the Plummer-softened kernel
+    /// does not (its Laplacian is `−3 ε² / r⁵`), so it carries the expansion's
+    /// `−ε² S / (2 r⁵)` term; zero leaves that term out.
+    pub spread: T,
+    pad: T,
     _align: [T::Align4; 0],
 }
 
@@ -91,19 +104,32 @@ impl<T: Real> fmt::Debug for Cell<T> {
             .field("z", &self.z)
             .field("m", &self.m)
             .field("q", &self.quadrupole())
+            .field("spread", &self.spread)
             .finish()
     }
 }
 
 impl<T: Real> Cell<T> {
-    /// A cell at `(x, y, z)` of mass `m` with quadrupole `[qxx, qxy, qxz, qyy, qyz, qzz]`.
+    /// A cell at `(x, y, z)` of mass `m` with quadrupole `[qxx, qxy, qxz, qyy, qyz, qzz]`
+    /// and no spread ([`Cell::with_spread`] gives it one).
     pub fn new(x: T, y: T, z: T, m: T, q: [T; 6]) -> Self {
         let [qxx, qxy, qxz, qyy, qyz, qzz] = q;
-        Self { x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, pad: [T::zero(); 2], _align: [] }
+        Self { x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, spread: T::zero(), pad: T::zero(), _align: [] }
     }
 
-    /// The cell of `particles`: their total mass, centre of mass and traceless
-    /// quadrupole about it, summed in f64 (a massless set gives a massless cell at the
+    /// The same cell with spread `Σ m_k |s_k|²` (see [`Cell::spread`]).
+    ///
+    /// ```
+    /// use nbody_core::cell::Cell;
+    /// let c = Cell::new(0.0f64, 0.0, 0.0, 2.0, [1.0, 0.0, 0.0, -0.5, 0.0, -0.5]).with_spread(0.5);
+    /// assert_eq!(c, Cell::from_particles(&[nbody_core::Particle::new(-0.5, 0.0, 0.0, 1.0), nbody_core::Particle::new(0.5, 0.0, 0.0, 1.0)]));
+    /// ```
+    pub fn with_spread(self, spread: T) -> Self {
+        Self { spread, ..self }
+    }
+
+    /// The cell of `particles`: their total mass, centre of mass, traceless quadrupole
+    /// and spread about it, summed in f64 (a massless set gives a massless cell at the
     /// origin).
     pub fn from_particles(particles: &[Particle<T>]) -> Self {
         let f = |p: &Particle<T>| [p.x.to_f64(), p.y.to_f64(), p.z.to_f64(), p.m.to_f64()];
@@ -117,16 +143,17 @@ impl<T: Real> Cell<T> {
         if m > 0.0 {
             c = c.map(|v| v / m);
         }
-        let mut q = [0.0f64; 6];
+        let (mut q, mut spread) = ([0.0f64; 6], 0.0);
         for p in particles.iter().map(f) {
             let s = [p[0] - c[0], p[1] - c[1], p[2] - c[2]];
             let s2 = s[0] * s[0] + s[1] * s[1] + s[2] * s[2];
             for (k, (a, b)) in PAIRS.iter().enumerate() {
                 q[k] += p[3] * (3.0 * s[*a] * s[*b] - if a == b { s2 } else { 0.0 });
             }
+            spread += p[3] * s2;
         }
         let t = T::from_f64;
-        Self::new(t(c[0]), t(c[1]), t(c[2]), t(m), q.map(t))
+        Self::new(t(c[0]), t(c[1]), t(c[2]), t(m), q.map(t)).with_spread(t(spread))
     }
 
     /// The quadrupole `[qxx, qxy, qxz, qyy, qyz, qzz]`.
@@ -153,7 +180,7 @@ pub fn cell<T: Real>(xi: [T; 3], c: &Cell<T>, eps2: T, acc: &mut Field<T>) {
     // kernel masks coincident particles); a walk never asks for that.
     let rinv = crate::kernel::inverse_distance(r2, true);
     let m_rinv = c.m * rinv;
-    add_expansion(d, c, m_rinv * rinv * rinv, m_rinv, rinv, acc);
+    add_expansion(d, c, m_rinv * rinv * rinv, m_rinv, rinv, eps2, acc);
 }
 
 /// [`cell`] with either softening: with the spline the monopole is the spline-softened
@@ -177,7 +204,7 @@ pub fn cell_softened<T: Real>(xi: [T; 3], c: &Cell<T>, kernel: &Softened<T>, acc
             let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
             let (w, g, _) = crate::kernel::spline(r2, h, h_inv);
             let rinv = if r2 >= h * h { crate::rsqrt::exact(r2) } else { T::zero() };
-            add_expansion(d, c, c.m * g, c.m * w, rinv, acc);
+            add_expansion(d, c, c.m * g, c.m * w, rinv, T::zero(), acc);
         }
     }
 }
@@ -185,7 +212,7 @@ pub fn cell_softened<T: Real>(xi: [T; 3], c: &Cell<T>, kernel: &Softened<T>, acc
 /// Adds the monopole `−mono_a d` (potential `−mono_phi`) and the quadrupole terms at
 /// `1/r = rinv` (none for `rinv = 0`) of cell `c` at offset `d` from its centre.
 #[inline(always)]
-fn add_expansion<T: Real>(d: [T; 3], c: &Cell<T>, mono_a: T, mono_phi: T, rinv: T, acc: &mut Field<T>) {
+fn add_expansion<T: Real>(d: [T; 3], c: &Cell<T>, mono_a: T, mono_phi: T, rinv: T, eps2: T, acc: &mut Field<T>) {
     let [dx, dy, dz] = d;
     let rinv2 = rinv * rinv;
     let (qdx, qdy, qdz) = (
@@ -193,7 +220,8 @@ fn add_expansion<T: Real>(d: [T; 3], c: &Cell<T>, mono_a: T, mono_phi: T, rinv: 
         c.qxy * dx + c.qyy * dy + c.qyz * dz,
         c.qxz * dx + c.qyz * dy + c.qzz * dz,
     );
-    let dqd = dx * qdx + dy * qdy + dz * qdz;
+    // d·Q·d less the spread's softened share, ε² S (see `Cell::spread`).
+    let dqd = dx * qdx + dy * qdy + dz * qdz - eps2 * c.spread;
     let rinv5 = rinv2 * rinv2 * rinv;
     let quad_phi = T::from_f64(0.5) * dqd * rinv5;
     // a = −M d / r³ + Q d / r⁵ − 5/2 (dQd) d / r⁷
@@ -204,7 +232,7 @@ fn add_expansion<T: Real>(d: [T; 3], c: &Cell<T>, mono_a: T, mono_phi: T, rinv: 
     acc.phi = acc.phi - mono_phi - quad_phi;
 }
 
-/// Checks every cell: finite lanes and a non-negative mass.
+/// Checks every cell: finite lanes and a non-negative mass and spread.
 ///
 /// ```
 /// use nbody_core::{cell::{check, Cell}, Array, Error};
@@ -213,11 +241,11 @@ fn add_expansion<T: Real>(d: [T; 3], c: &Cell<T>, mono_a: T, mono_phi: T, rinv: 
 /// ```
 pub fn check<T: Real>(cells: &[Cell<T>]) -> Result<(), Error> {
     for (index, c) in cells.iter().enumerate() {
-        let lanes = [c.x, c.y, c.z, c.m, c.qxx, c.qxy, c.qxz, c.qyy, c.qyz, c.qzz];
+        let lanes = [c.x, c.y, c.z, c.m, c.qxx, c.qxy, c.qxz, c.qyy, c.qyz, c.qzz, c.spread];
         if lanes.iter().any(|v| !v.is_finite()) {
             return Err(Error::NonFinite { array: Array::Cells, index });
         }
-        if c.m < T::zero() {
+        if c.m < T::zero() || c.spread < T::zero() {
             return Err(Error::NegativeMass { array: Array::Cells, index });
         }
     }
@@ -248,7 +276,7 @@ pub fn exact<T: Real>(xi: [f64; 3], cells: &[Cell<T>], g: f64, kernel: &Softened
     let (mut acc, mut phi) = ([crate::oracle::Compensated::default(); 3], crate::oracle::Compensated::default());
     for c in cells {
         let q = c.quadrupole().map(|q| q.to_f64());
-        let c64 = Cell::new(c.x.to_f64(), c.y.to_f64(), c.z.to_f64(), c.m.to_f64(), q);
+        let c64 = Cell::new(c.x.to_f64(), c.y.to_f64(), c.z.to_f64(), c.m.to_f64(), q).with_spread(c.spread.to_f64());
         let mut f = Field::zero();
         cell_softened(xi, &c64, kernel, &mut f);
         for (a, x) in acc.iter_mut().zip([f.ax, f.ay, f.az]) {
@@ -269,7 +297,7 @@ pub fn exact<T: Real>(xi: [f64; 3], cells: &[Cell<T>], g: f64, kernel: &Softened
             qa[1] * d[0] + qa[3] * d[1] + qa[4] * d[2],
             qa[2] * d[0] + qa[4] * d[1] + qa[5] * d[2],
         ];
-        let dqd = d[0] * qd[0] + d[1] * qd[1] + d[2] * qd[2];
+        let dqd = d[0] * qd[0] + d[1] * qd[1] + d[2] * qd[2] + eps2 * c64.spread.abs();
         let r5 = r2 * r2 * r;
         let mono = c64.m.abs() / r;
         phi_bound += mono + 0.5 * dqd / r5;

@@ -3,15 +3,15 @@
 //! local) instead of once per target, and each target evaluates one series (local to
 //! particle). This module is the f64 oracle of that translation (the device tree's,
 //! exec-cuda's kernels/local.cuh, runs the same series): the cell's softened potential
-//! (the [`cell`](crate::cell::cell) expansion: monopole and traceless quadrupole)
+//! (the [`cell`](crate::cell::cell) expansion: monopole, traceless quadrupole and spread)
 //! differentiated exactly at the group's centre `g` up to third order, and the
 //! monopole's to fourth, so the acceleration is exact to second order in the offset
 //! `s = x − g`, and to third for the monopole:
 //!
 //! ```text
 //! phi(g + s) ≈ L0 + L1·s + ½ s·L2·s + ⅙ L3[s, s, s] + (1/24) L4[s, s, s, s],   a = −∇phi
-//! L_k = ∂^k phi_cell(g − c) = −M ∂^k K − ⅙ Q_ab ∂_ab ∂^k K   (k ≤ 3),   L4 = −M ∂⁴K,
-//! K(d) = (|d|² + ε²)^(−1/2)
+//! L_k = ∂^k phi_cell(g − c) = −M ∂^k K − ⅙ (Q + S δ)_ab ∂_ab ∂^k K   (k ≤ 3),   L4 = −M ∂⁴K,
+//! K(d) = (|d|² + ε²)^(−1/2),   S the cell's spread Σ m |s|²
 //! ```
 //!
 //! The translation's own error, relative to the cell's field, falls as `(|s| / D)⁴` for
@@ -76,8 +76,10 @@ impl Local {
         let d = [self.centre[0] - c.x, self.centre[1] - c.y, self.centre[2] - c.z];
         let k = Derivatives::of(d, eps2);
         let q = c.quadrupole();
-        let qab = |a: usize, b: usize| q[PAIR_LANE[a][b]];
-        // ⅙ Q_ab ∂_ab applied to the derivative tensor of order n + 2.
+        // Three times the second moment, Q + S δ: the softened kernel's derivatives are
+        // not traceless, so the spread acts (see the [`cell`](crate::cell) docs).
+        let qab = |a: usize, b: usize| q[PAIR_LANE[a][b]] + if a == b { c.spread } else { 0.0 };
+        // ⅙ (Q + S δ)_ab ∂_ab applied to the derivative tensor of order n + 2.
         let quad = |idx: &[usize]| -> f64 {
             let mut s = 0.0;
             let mut full = [0usize; 5];
@@ -167,8 +169,9 @@ impl<T: Real> Series<T> {
     }
 
     /// Adds cell `c` (without G, Plummer softened by `eps2`, as [`cell`](crate::cell::cell)):
-    /// with `K = (|d|² + ε²)^(−1/2)`, `G_k = 2^k d^kK/du^k`, `q = d·Q·d` and `Qd = Q d`
-    /// at `d = centre − c`, the derivatives are `s1 d_i + t2 Qd_i`, `s2 d_i d_j + s1 δ_ij +
+    /// with `K = (|d|² + ε²)^(−1/2)`, `G_k = 2^k d^kK/du^k`, `Qd = Q d` and
+    /// `q = d·Q·d − ε² S` (`S` the spread) at `d = centre − c`, the derivatives are
+    /// `s1 d_i + t2 Qd_i`, `s2 d_i d_j + s1 δ_ij +
     /// t2 Q_ij + t3 (Qd_i d_j + Qd_j d_i)`, and so on, with `s_k = −(M G_k + q G_(k+2) / 6)`
     /// and `t_k = −G_k / 3`; the monopole's fourth is `−M ∂⁴K`.
     pub fn add_cell(&mut self, c: &Cell<T>, eps2: T) {
@@ -185,7 +188,9 @@ impl<T: Real> Series<T> {
         let q = c.quadrupole();
         let qab = |a: usize, b: usize| q[PAIR_LANE[a][b]];
         let qd: [T; 3] = core::array::from_fn(|i| qab(i, 0) * d[0] + qab(i, 1) * d[1] + qab(i, 2) * d[2]);
-        let q6 = (d[0] * qd[0] + d[1] * qd[1] + d[2] * qd[2]) / n(6.0);
+        // q less the spread's softened share, as the cell kernel takes it: `S` is constant,
+        // so it enters q's value and none of its derivatives.
+        let q6 = (d[0] * qd[0] + d[1] * qd[1] + d[2] * qd[2] - eps2 * c.spread) / n(6.0);
         let (s1, s2, s3) = (-(c.m * g1 + q6 * g3), -(c.m * g2 + q6 * g4), -(c.m * g3 + q6 * g5));
         let third = n(-1.0 / 3.0);
         let (t2, t3, t4) = (g2 * third, g3 * third, g4 * third);

@@ -56,7 +56,8 @@ unsafe fn add_cells<S: Simd>(t: &mut CellTargets<'_, S::T>, cells: &[Cell<S::T>]
                     let qdx = S::fma(S::splat(c.qxx), dx, S::fma(qxy, dy, S::mul(qxz, dz)));
                     let qdy = S::fma(qxy, dx, S::fma(S::splat(c.qyy), dy, S::mul(qyz, dz)));
                     let qdz = S::fma(qxz, dx, S::fma(qyz, dy, S::mul(S::splat(c.qzz), dz)));
-                    let dqd = S::fma(dx, qdx, S::fma(dy, qdy, S::mul(dz, qdz)));
+                    // d·Q·d less the spread's softened share ε² S (`Cell::spread`).
+                    let dqd = S::fma(dx, qdx, S::fma(dy, qdy, S::fnma(e2, S::splat(c.spread), S::mul(dz, qdz))));
                     let m_rinv = S::mul(S::splat(c.m), rinv);
                     let rinv5 = S::mul(S::mul(rinv2, rinv2), rinv);
                     let quad_phi = S::mul(S::mul(half, dqd), rinv5);

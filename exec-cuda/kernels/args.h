@@ -24,9 +24,10 @@ struct Span {
 // An item that adds its sums atomically (see BATCH_ARGS_FIELDS' slots).
 #define NO_SLOT 0xffffffffu
 // A far cell (nbody_core::cell::Cell): centre of mass, mass, traceless quadrupole
-// (xx, xy, xz, yy, yz, zz), two lanes of padding: 12 lanes, aligned like four.
+// (xx, xy, xz, yy, yz, zz), spread (sum of m |s|^2, which the softened kernel feels), a
+// lane of padding: 12 lanes, aligned like four.
 template <typename T> struct __align__(4 * sizeof(T)) CellRec {
-    T x, y, z, m, q[6], pad[2];
+    T x, y, z, m, q[6], spread, pad;
 };
 
 // What a jerk launch writes besides out and jerk (see tiled_jerk in gravity.cu).

@@ -1,14 +1,16 @@
 // The cell kernel: targets against far cells (monopole and quadrupole). Part of gravity.cu (included there, in order).
 
 // A far cell as the cell kernel reads it, in the arithmetic precision C: centre (in the
-// block's frame for mixed precision: a far cell needs no low parts), mass, quadrupole;
+// block's frame for mixed precision: a far cell needs no low parts), mass, quadrupole,
+// eps^2 times the spread (the softened kernel's share of it, taken once per cell);
 // twelve lanes aligned like four, so a thread reads one in three 128-bit loads.
 template <typename C> struct __align__(4 * sizeof(C)) CellC {
-    C x, y, z, m, q[6], pad[2];
+    C x, y, z, m, q[6], soft, pad;
 };
 
 // One particle-cell interaction (nbody_core::cell::cell): with d = x_i - c, r^2 = |d|^2
-// + eps^2, phi -= M/r + dQd/(2 r^5), a += Q d / r^5 - (M + 5/2 dQd/r^4) d / r^3 (the
+// + eps^2, q = dQd - eps^2 S (S the spread), phi -= M/r + q/(2 r^5), a += Q d / r^5 -
+// (M + 5/2 q/r^4) d / r^3 (the
 // monopole through 1/r^3, not r^2/r^5, so it stays normal as far out as the pair
 // kernel's). MASKED: a target at an unsoftened cell's centre feels nothing (as in the
 // pair kernel); the device tree's lists need no mask, since a walk takes a cell only
@@ -23,7 +25,7 @@ __device__ __forceinline__ void cell_interact(const typename V4<C>::type &t, con
     const C qdx = fma(c.q[0], dx, fma(c.q[1], dy, c.q[2] * dz));
     const C qdy = fma(c.q[1], dx, fma(c.q[3], dy, c.q[4] * dz));
     const C qdz = fma(c.q[2], dx, fma(c.q[4], dy, c.q[5] * dz));
-    const C dqd = fma(dx, qdx, fma(dy, qdy, dz * qdz));
+    const C dqd = fma(dx, qdx, fma(dy, qdy, fma(dz, qdz, -c.soft)));
     const C rinv2 = rinv * rinv, rinv3 = rinv2 * rinv, rinv5 = rinv3 * rinv2;
     const C radial = rinv3 * fma(C(2.5) * dqd * rinv2, rinv2, c.m);
     ax = fma(-radial, dx, fma(qdx, rinv5, ax));
@@ -91,7 +93,8 @@ __device__ __forceinline__ void cells_layout(const typename V4<T>::type *__restr
             c.x = f.x; c.y = f.y; c.z = f.z; c.m = f.w;
 #pragma unroll
             for (int k = 0; k < 6; ++k) c.q[k] = (C)r.q[k];
-            c.pad[0] = c.pad[1] = C(0);
+            c.soft = eps2 * (C)r.spread;
+            c.pad = C(0);
         }
         __syncthreads();
         if (flat < total) tile[threadIdx.x] = c;

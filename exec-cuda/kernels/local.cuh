@@ -1,11 +1,11 @@
 // Local expansions for the device tree (nbody_core::local is their f64 oracle): a far
-// cell's potential (the cell kernel's: monopole and traceless quadrupole, Plummer
+// cell's potential (the cell kernel's: monopole, traceless quadrupole and spread, Plummer
 // softened) as a fourth-order Taylor series about a target group's centre, summed once
 // per group over the far cells its walk listed (cell to local), then evaluated at each of
 // its targets (local to particle). Part of gravity.cu (included there, before tree.cuh).
 //
 // The cell's potential without G is phi(d) = -(M K + q K^5 / 2), K = (|d|^2 + eps^2)^-1/2,
-// q = d.Q.d. With G_k = 2^k K^(k)(u) (u = |d|^2 + eps^2: G_1 = -K^3, G_k = -(2k - 1) G_(k-1)
+// q = d.Q.d - eps^2 S (S the spread). With G_k = 2^k K^(k)(u) (u = |d|^2 + eps^2: G_1 = -K^3, G_k = -(2k - 1) G_(k-1)
 // K^2), Q traceless and Qd = Q d, its derivatives are
 //   phi_i   = s1 d_i + t2 Qd_i
 //   phi_ij  = s2 d_i d_j + s1 delta_ij + t2 Q_ij + t3 (Qd_i d_j + Qd_j d_i)
@@ -50,7 +50,8 @@ __device__ __forceinline__ void local_add_cell(const CellRec<T> &c, const T cent
 #pragma unroll
     for (int i = 0; i < 3; ++i)
         qd[i] = fma(c.q[pair_lane(i, 0)], d[0], fma(c.q[pair_lane(i, 1)], d[1], c.q[pair_lane(i, 2)] * d[2]));
-    const T q6 = fma(d[0], qd[0], fma(d[1], qd[1], d[2] * qd[2])) * T(1.0 / 6.0);
+    // q less the spread's softened share (a constant: it enters q's value, none of its derivatives).
+    const T q6 = fma(d[0], qd[0], fma(d[1], qd[1], fma(d[2], qd[2], -eps2 * c.spread))) * T(1.0 / 6.0);
     const T s1 = -fma(c.m, g1, q6 * g3), s2 = -fma(c.m, g2, q6 * g4), s3 = -fma(c.m, g3, q6 * g5);
     const T t2 = g2 * T(-1.0 / 3.0), t3 = g3 * T(-1.0 / 3.0), t4 = g4 * T(-1.0 / 3.0);
     l[0] -= fma(c.m, k, q6 * g2);

@@ -44,6 +44,7 @@
 #define TREE_DEPTH 21
 // Stack entries per walking warp (src/tree.rs's WARP_STACK).
 #define TREE_WARP_STACK 4096
+// A node's f64 moments: centre of mass, mass, quadrupole (6), b_max, spread.
 #define TREE_MOMENTS 12
 // The walk's 64-bit tallies: particle-particle and particle-cell interactions, spans,
 // cells, cells translated into groups' expansions and into super-groups'.
@@ -230,9 +231,11 @@ template <typename T> __device__ void tree_level(const TreeArgs<T> &a) {
     a.counters[TREE_LEVELS + a.level + 2] = min(a.counters[TREE_NODES], (u32)a.capacity);
 }
 
-// Adds m (3 s_a s_b - |s|^2 delta_ab) into q (xx xy xz yy yz zz): a point mass at offset s.
-__device__ __forceinline__ void add_quadrupole(double q[6], double m, const double s[3]) {
+// Adds m (3 s_a s_b - |s|^2 delta_ab) into q (xx xy xz yy yz zz) and m |s|^2 into the
+// spread q[6]: a point mass at offset s.
+__device__ __forceinline__ void add_quadrupole(double q[7], double m, const double s[3]) {
     const double s2 = s[0] * s[0] + s[1] * s[1] + s[2] * s[2];
+    q[6] += m * s2;
     q[0] += m * (3 * s[0] * s[0] - s2);
     q[1] += m * (3 * s[0] * s[1]);
     q[2] += m * (3 * s[0] * s[2]);
@@ -242,7 +245,7 @@ __device__ __forceinline__ void add_quadrupole(double q[6], double m, const doub
 }
 
 // The moments of every node of `level` (its children's are done): mass, centre of mass,
-// traceless quadrupole and b_max in f64, from a leaf's particles or by the parallel-axis
+// traceless quadrupole, spread and b_max in f64, from a leaf's particles or by the parallel-axis
 // rule from the children, as the host tree sums them; then the node's cell record and
 // opening record (size: 2 b_max, or the node's side; opened when the distance from its
 // centre of mass to a group's box is at most size / theta).
@@ -282,7 +285,7 @@ template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
         // A massless node sits at the mean of its parts.
         double com[3];
         for (int d = 0; d < 3; ++d) com[d] = m > 0 ? s[d] / m : plain[d] / (double)parts;
-        double q[6] = {0, 0, 0, 0, 0, 0}, bmax = 0;
+        double q[7] = {0, 0, 0, 0, 0, 0, 0}, bmax = 0;
         if (node.children == 0) {
             // Unrolled, so a thread has several particles' loads in flight.
 #pragma unroll 4
@@ -298,6 +301,7 @@ template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
                 const double off[3] = {cm[0] - com[0], cm[1] - com[1], cm[2] - com[2]};
                 add_quadrupole(q, cm[3], off);
                 for (int k = 0; k < 6; ++k) q[k] += cm[4 + k];
+                q[6] += cm[11];
                 bmax = fmax(bmax, sqrt(off[0] * off[0] + off[1] * off[1] + off[2] * off[2]) + cm[10]);
             }
         }
@@ -306,14 +310,15 @@ template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
         out[3] = m;
         for (int k = 0; k < 6; ++k) out[4 + k] = q[k];
         out[10] = bmax;
+        out[11] = q[6];
         CellRec<T> rec;
         rec.x = (T)com[0];
         rec.y = (T)com[1];
         rec.z = (T)com[2];
         rec.m = (T)m;
         for (int k = 0; k < 6; ++k) rec.q[k] = a.quadrupole ? (T)q[k] : T(0);
-        rec.pad[0] = 0;
-        rec.pad[1] = 0;
+        rec.spread = a.quadrupole ? (T)q[6] : T(0);
+        rec.pad = 0;
         a.cells[c] = rec;
         // The relative test keeps the size itself (its safeguard: opened within it).
         const double size = a.opening_side ? side : 2 * bmax, reach = a.relative ? size : size / (double)a.theta;

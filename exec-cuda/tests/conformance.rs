@@ -675,6 +675,7 @@ fn batched_same_bits() -> Result<(), Failed> {
                 let (a, r) = (k as f64 * 2.399963, 30.0 + (k % 7) as f64);
                 let q = [1e-3, 2e-4, -1e-4, -4e-4, 3e-4, -6e-4].map(|x| c(x * (1 + k % 5) as f64));
                 Cell::new(c(r * a.cos()), c(r * a.sin()), c(((k % 11) as f64 - 5.0) * 3.0), c(1e-3), q)
+                    .with_spread(c(2e-3 * (1 + k % 3) as f64))
             })
             .collect();
         // Groups of 32 targets, then of 100; each against one span of every particle.
@@ -711,6 +712,7 @@ fn batched_same_bits() -> Result<(), Failed> {
             .iter()
             .map(|k| {
                 Cell::new(k.x.to_f64(), k.y.to_f64(), k.z.to_f64(), k.m.to_f64(), k.quadrupole().map(|q| q.to_f64()))
+                    .with_spread(k.spread.to_f64())
             })
             .collect();
         let mut want = vec![Field::zero(); ps.len()];

@@ -678,20 +678,23 @@ fn spans(rows: &[Vec<u32>]) -> Vec<Span> {
     rows.iter().map(|r| Span::new(r[0], r[1])).collect()
 }
 
-/// Cells from a float array of shape (C, 10): x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz.
-fn cell_rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<[f64; 10]>> {
-    fn take<T: Copy + Into<f64>>(a: ArrayView2<'_, T>) -> Vec<[f64; 10]> {
-        a.rows().into_iter().map(|r| core::array::from_fn(|k| r[k].into())).collect()
+/// Cells from a float array of shape (C, 11): x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz,
+/// spread; or (C, 10), without the spread (zero).
+fn cell_rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<[f64; 11]>> {
+    fn take<T: Copy + Into<f64>>(a: ArrayView2<'_, T>) -> Vec<[f64; 11]> {
+        let lanes = a.shape()[1];
+        a.rows().into_iter().map(|r| core::array::from_fn(|k| if k < lanes { r[k].into() } else { 0.0 })).collect()
     }
+    let fits = |shape: &[usize]| shape[1] == 10 || shape[1] == 11;
     let (shape, rows) = if let Ok(a) = obj.extract::<PyReadonlyArray2<'_, f64>>() {
-        (a.shape().to_vec(), if a.shape()[1] == 10 { take(a.as_array()) } else { Vec::new() })
+        (a.shape().to_vec(), if fits(a.shape()) { take(a.as_array()) } else { Vec::new() })
     } else if let Ok(a) = obj.extract::<PyReadonlyArray2<'_, f32>>() {
-        (a.shape().to_vec(), if a.shape()[1] == 10 { take(a.as_array()) } else { Vec::new() })
+        (a.shape().to_vec(), if fits(a.shape()) { take(a.as_array()) } else { Vec::new() })
     } else {
-        return Err(value_error(describe(obj, "cells", "a float32 or float64 numpy array of shape (C, 10)")));
+        return Err(value_error(describe(obj, "cells", "a float32 or float64 numpy array of shape (C, 11) or (C, 10)")));
     };
-    if shape[1] != 10 {
-        return Err(value_error(format!("cells must have shape (C, 10), got ({}, {})", shape[0], shape[1])));
+    if !fits(&shape) {
+        return Err(value_error(format!("cells must have shape (C, 11) or (C, 10), got ({}, {})", shape[0], shape[1])));
     }
     Ok(rows)
 }
@@ -702,10 +705,12 @@ fn pair_rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Pair>> {
     Ok(rows.iter().map(|r| Pair { targets: Span::new(r[0], r[1]), sources: Span::new(r[2], r[3]) }).collect())
 }
 
-/// Cells of precision `T` from rows `x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz`.
-fn cells_of<T: Real>(rows: &[[f64; 10]]) -> Vec<Cell<T>> {
+/// Cells of precision `T` from rows `x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, spread`.
+fn cells_of<T: Real>(rows: &[[f64; 11]]) -> Vec<Cell<T>> {
     let c = T::from_f64;
-    rows.iter().map(|r| Cell::new(c(r[0]), c(r[1]), c(r[2]), c(r[3]), core::array::from_fn(|k| c(r[4 + k])))).collect()
+    rows.iter()
+        .map(|r| Cell::new(c(r[0]), c(r[1]), c(r[2]), c(r[3]), core::array::from_fn(|k| c(r[4 + k]))).with_spread(c(r[10])))
+        .collect()
 }
 
 /// A leaf call's list as `leaves` takes it: pairs, particle spans and, optionally, cells
@@ -713,7 +718,7 @@ fn cells_of<T: Real>(rows: &[[f64; 10]]) -> Vec<Cell<T>> {
 struct LeafRows {
     pairs: Vec<Pair>,
     spans: Vec<Span>,
-    cells: Vec<[f64; 10]>,
+    cells: Vec<[f64; 11]>,
     ranges: Vec<Span>,
     cell_spans: Vec<Span>,
 }
@@ -778,7 +783,8 @@ fn leaves_in<'py, T: PyReal>(
 /// `masses` feel, per row `[t0, t1, s0, s1]` of `pairs`, the targets `t0..t1` the
 /// particle spans `spans[s0..s1]` (rows `[start, end]`; a target inside its own span
 /// skips its own pair) and, with `cells` (rows `x, y, z, m, qxx, qxy, qxz, qyy, qyz,
-/// qzz`: centre of mass, mass, traceless quadrupole), the cell spans
+/// qzz, spread`: centre of mass, mass, traceless quadrupole, `Σ m |s|²`, as `cell` gives
+/// them; ten lanes without the spread), the cell spans
 /// `cell_spans[c0..c1]` of row `[c0, c1]` of `cell_ranges`. Returns acceleration (N, 3)
 /// and potential (N,) of every particle (zero where no pair names it).
 #[pyfunction]
@@ -829,8 +835,8 @@ fn leaves<'py>(
 }
 
 /// The cell of the particles at `positions` with `masses`: a row `x, y, z, m, qxx, qxy,
-/// qxz, qyy, qyz, qzz` (centre of mass, total mass, traceless quadrupole about the
-/// centre of mass, summed in f64) for `leaves`' `cells`.
+/// qxz, qyy, qyz, qzz, spread` (centre of mass, total mass, traceless quadrupole and
+/// `Σ m |s|²` about the centre of mass, summed in f64) for `leaves`' `cells`.
 #[pyfunction]
 fn cell<'py>(
     py: Python<'py>,
@@ -839,7 +845,7 @@ fn cell<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let c = Cell::from_particles(&particles::<f64>(positions, masses)?);
     let q = c.quadrupole();
-    let row = vec![c.x, c.y, c.z, c.m, q[0], q[1], q[2], q[3], q[4], q[5]];
+    let row = vec![c.x, c.y, c.z, c.m, q[0], q[1], q[2], q[3], q[4], q[5], c.spread];
     Ok(PyArray1::from_vec(py, row).into_any())
 }
 

@@ -359,6 +359,11 @@ def test_leaves_with_cells_match_direct_summation():
         want_acc, want_pot = direct(pos, m, 0.01)
         err = np.linalg.norm(acc - want_acc, axis=1) / np.linalg.norm(want_acc, axis=1)
         assert err.max() < 1e-3 and rel(pot, want_pot) < 1e-4
+    # Ten lanes, without the spread: its term, eps² S / r⁵, is far below the octupole here.
+    acc10, _ = nbody.leaves(pos, m, pairs, spans, cells[:, :10], cell_ranges, cell_spans, eps=0.01)
+    assert 0 < rel(acc10, acc) < 1e-6
+    with pytest.raises(ValueError, match="shape"):
+        nbody.leaves(pos, m, pairs, spans, cells[:, :9], cell_ranges, cell_spans)
     # Without cells: the groups feel only themselves.
     acc, _ = nbody.leaves(pos, m, pairs, spans, eps=0.01)
     own, _ = nbody.accelerations(pos[:60], m[:60], eps=0.01)
@@ -380,10 +385,10 @@ def test_leaves_with_cells_match_direct_summation():
         nbody.leaves(pos, m, pairs, spans, bad, cell_ranges, cell_spans)
 
 
-def test_cell_is_mass_centre_and_traceless_quadrupole():
+def test_cell_is_mass_centre_traceless_quadrupole_and_spread():
     pos = np.array([[-0.5, 0.0, 0.0], [0.5, 0.0, 0.0]])
     c = nbody.cell(pos, np.ones(2))
-    assert c.tolist() == [0.0, 0.0, 0.0, 2.0, 1.0, 0.0, 0.0, -0.5, 0.0, -0.5]
+    assert c.tolist() == [0.0, 0.0, 0.0, 2.0, 1.0, 0.0, 0.0, -0.5, 0.0, -0.5, 0.5]
 
 
 def test_simulation_over_a_tree_conserves_energy_and_refuses_what_it_cannot_do():

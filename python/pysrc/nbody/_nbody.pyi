@@ -267,7 +267,8 @@ def leaves(
     """A tree or FMM code's leaf work in one call. Row `[t0, t1, s0, s1]` of `pairs`
     (K, 4) makes the particles `t0..t1` feel the particle spans `spans[s0..s1]` (rows
     `[start, end]` of `spans` (S, 2); a target inside its own span skips its own pair)
-    and, with `cells` (C, 10: x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, see `cell`), the
+    and, with `cells` (C, 11: x, y, z, m, qxx, qxy, qxz, qyy, qyz, qzz, spread, see `cell`;
+    or C, 10 without the spread), the
     cell spans `cell_spans[c0..c1]` for row `[c0, c1]` of `cell_ranges` (K, 2). Returns
     acceleration (N, 3) and potential (N,) of every particle, zero where no pair names it.
     `eps` is one length (default 0) or, without cells, an array (N,) of one length per
@@ -286,8 +287,9 @@ def leaves(
 
 def cell(positions: FloatArray, masses: FloatArray) -> npt.NDArray[np.float64]:
     """The cell of a set of particles for `leaves`: `[x, y, z, m, qxx, qxy, qxz, qyy, qyz,
-    qzz]`, centre of mass, total mass and traceless quadrupole
-    `Q_ab = sum m (3 s_a s_b - |s|² δ_ab)` about the centre of mass."""
+    qzz, spread]`, centre of mass, total mass, traceless quadrupole
+    `Q_ab = sum m (3 s_a s_b - |s|² δ_ab)` and spread `sum m |s|²` about the centre of
+    mass (the softened kernel is not harmonic: its expansion needs the spread)."""
 
 class Simulation:
     """A system evolved by one of the library's integrators on one executor, as
