@@ -18,6 +18,8 @@
 //! device tree's local expansions (a line for each; 0 for none; default theta / 5 up to
 //! 0.2), and each line counts the cells translated into groups' expansions; `--super S,...`
 //! the super-groups' size (a line for each; 0 for none) and the cells translated into theirs.
+//! `--seed S,...` draws the device tree's Plummer sphere (and the leapfrog's) from each
+//! seed in turn (default 2): one realization's octree can be luckier than another's.
 
 use clap::Parser;
 use nbody::bench::median_of;
@@ -86,6 +88,10 @@ struct Args {
     /// each; 0 for none; default `TreeSettings::new`'s).
     #[arg(long = "super", value_delimiter = ',')]
     supers: Vec<usize>,
+    /// The device tree's Plummer spheres' seeds (comma-separated: the sizes' lines for
+    /// each; the clustered set is drawn once, with the first).
+    #[arg(long, value_delimiter = ',', default_value = "2")]
+    seed: Vec<u64>,
 }
 
 struct Xorshift(u64);
@@ -240,9 +246,16 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
         _ => vec![true, false],
     };
     for &n in &args.device_tree {
-        for (name, bodies) in
-            [("plummer", nbody::integrators::ics::plummer::<f32>(n, 2).0), ("clustered", clustered(n))]
-        {
+        let mut sets: Vec<(String, Vec<Particle<f32>>)> = args
+            .seed
+            .iter()
+            .map(|&seed| {
+                let name = if args.seed == [2] { "plummer".to_string() } else { format!("plummer (seed {seed})") };
+                (name, nbody::integrators::ics::plummer::<f32>(n, seed).0)
+            })
+            .collect();
+        sets.push(("clustered".to_string(), clustered(n)));
+        for (set_index, (name, bodies)) in sets.into_iter().enumerate() {
             let sample = n.min(if n <= 1 << 20 { n } else { 65_536 });
             // The reference: direct summation in f64 on the same GPU.
             let mut direct = vec![Field::<f64>::zero(); sample];
@@ -328,7 +341,8 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                     println!("{line}");
                 }
             }
-            if args.steps > 0 && name == "plummer" {
+            // The leapfrog on the first seed's sphere.
+            if args.steps > 0 && set_index == 0 {
                 leapfrog_steps(gpu, n, criteria[0], args)?;
             }
         }
@@ -347,7 +361,7 @@ fn leapfrog_steps(
     args: &Args,
 ) -> Result<(), nbody::Error> {
     use nbody::cuda::TreeSettings;
-    let (pos, vel) = nbody::integrators::ics::plummer::<f32>(n, 2);
+    let (pos, vel) = nbody::integrators::ics::plummer::<f32>(n, args.seed.first().copied().unwrap_or(2));
     let settings = TreeSettings {
         leaf_size: args.leaf.unwrap_or(TreeSettings::new(theta).leaf_size),
         group_size: args.group.unwrap_or(TreeSettings::new(theta).group_size),
