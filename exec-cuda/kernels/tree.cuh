@@ -244,83 +244,67 @@ __device__ __forceinline__ void add_quadrupole(double q[7], double m, const doub
     q[5] += m * (3 * s[2] * s[2] - s2);
 }
 
-// The sum of v over the eight threads of a node (xor butterfly: every thread gets it, in
-// the same order whichever thread it is, so the moments do not depend on the schedule).
-__device__ __forceinline__ double sum8(unsigned mask, double v) {
-#pragma unroll
-    for (int d = 4; d > 0; d /= 2) v += __shfl_xor_sync(mask, v, d, 8);
-    return v;
-}
-
-// One part of a node: a leaf's particle k, or the node's child k (its moments).
-template <typename T>
-__device__ __forceinline__ void moment_part(const TreeArgs<T> &a, bool leaf, u32 k, double x[3], double &w) {
-    if (leaf) {
-        const typename V4<T>::type p = a.sorted[k];
-        x[0] = (double)p.x, x[1] = (double)p.y, x[2] = (double)p.z, w = (double)p.w;
-    } else {
-        const double *cm = a.moments + (size_t)k * TREE_MOMENTS;
-        x[0] = cm[0], x[1] = cm[1], x[2] = cm[2], w = cm[3];
-    }
-}
-
 // The moments of every node of `level` (its children's are done): mass, centre of mass,
-// traceless quadrupole, spread and b_max in f64, from a leaf's particles or by the
-// parallel-axis rule from the children, as the host tree sums them; then the node's cell
-// record and opening record (size: 2 b_max, or the node's side; opened when the distance
-// from its centre of mass to a group's box is at most size / theta). Eight threads a node
-// (aligned in the warp, as tree_split's), each taking every eighth part, then summed
-// across them: a thread a node left a level of leaves with a warp or two per SM, each
-// thread walking its forty particles twice, one load after another.
+// traceless quadrupole, spread and b_max in f64, from a leaf's particles or by the parallel-axis
+// rule from the children, as the host tree sums them; then the node's cell record and
+// opening record (size: 2 b_max, or the node's side; opened when the distance from its
+// centre of mass to a group's box is at most size / theta).
 template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
     const u32 *lvl = a.counters + TREE_LEVELS;
     const u32 begin = lvl[a.level], end = lvl[a.level + 1];
     double lo[3];
     const double side = ldexp(root_frame(a.bounds, lo), -a.level);
-    const u32 o = threadIdx.x & 7, seg = threadIdx.x & 24;
-    const unsigned mask = 0xffu << seg;
-    const u32 first = (blockIdx.x * blockDim.x + threadIdx.x) >> 3, stride = (gridDim.x * blockDim.x) >> 3;
-    for (u32 c = begin + first; c < end; c += stride) {
+    for (u32 c = begin + blockIdx.x * blockDim.x + threadIdx.x; c < end; c += gridDim.x * blockDim.x) {
         const TreeNode node = a.nodes[c];
-        const bool leaf = node.children == 0;
-        const u32 from = leaf ? node.start : node.child, parts = leaf ? node.end - node.start : node.children;
         double m = 0, s[3] = {0, 0, 0}, plain[3] = {0, 0, 0};
-        for (u32 k = from + o; k < from + parts; k += 8) {
-            double x[3], w;
-            moment_part(a, leaf, k, x, w);
-            m += w;
-            for (int d = 0; d < 3; ++d) {
-                s[d] += w * x[d];
-                plain[d] += x[d];
+        u32 parts = 0;
+        if (node.children == 0) {
+            // Unrolled, so a thread has several particles' loads in flight.
+#pragma unroll 4
+            for (u32 k = node.start; k < node.end; ++k) {
+                const typename V4<T>::type p = a.sorted[k];
+                const double x[3] = {(double)p.x, (double)p.y, (double)p.z}, w = (double)p.w;
+                m += w;
+                for (int d = 0; d < 3; ++d) {
+                    s[d] += w * x[d];
+                    plain[d] += x[d];
+                }
             }
+            parts = node.end - node.start;
+        } else {
+            for (u32 ch = node.child; ch < node.child + node.children; ++ch) {
+                const double *cm = a.moments + (size_t)ch * TREE_MOMENTS;
+                m += cm[3];
+                for (int d = 0; d < 3; ++d) {
+                    s[d] += cm[3] * cm[d];
+                    plain[d] += cm[d];
+                }
+            }
+            parts = node.children;
         }
-        m = sum8(mask, m);
         // A massless node sits at the mean of its parts.
         double com[3];
-        for (int d = 0; d < 3; ++d) {
-            s[d] = sum8(mask, s[d]);
-            plain[d] = sum8(mask, plain[d]);
-            com[d] = m > 0 ? s[d] / m : plain[d] / (double)parts;
-        }
+        for (int d = 0; d < 3; ++d) com[d] = m > 0 ? s[d] / m : plain[d] / (double)parts;
         double q[7] = {0, 0, 0, 0, 0, 0, 0}, bmax = 0;
-        for (u32 k = from + o; k < from + parts; k += 8) {
-            double x[3], w;
-            moment_part(a, leaf, k, x, w);
-            const double off[3] = {x[0] - com[0], x[1] - com[1], x[2] - com[2]};
-            add_quadrupole(q, w, off);
-            double reach = sqrt(off[0] * off[0] + off[1] * off[1] + off[2] * off[2]);
-            if (!leaf) {
-                const double *cm = a.moments + (size_t)k * TREE_MOMENTS;
-                for (int j = 0; j < 6; ++j) q[j] += cm[4 + j];
-                q[6] += cm[11];
-                reach += cm[10];
+        if (node.children == 0) {
+            // Unrolled, so a thread has several particles' loads in flight.
+#pragma unroll 4
+            for (u32 k = node.start; k < node.end; ++k) {
+                const typename V4<T>::type p = a.sorted[k];
+                const double off[3] = {(double)p.x - com[0], (double)p.y - com[1], (double)p.z - com[2]};
+                add_quadrupole(q, (double)p.w, off);
+                bmax = fmax(bmax, sqrt(off[0] * off[0] + off[1] * off[1] + off[2] * off[2]));
             }
-            bmax = fmax(bmax, reach);
+        } else {
+            for (u32 ch = node.child; ch < node.child + node.children; ++ch) {
+                const double *cm = a.moments + (size_t)ch * TREE_MOMENTS;
+                const double off[3] = {cm[0] - com[0], cm[1] - com[1], cm[2] - com[2]};
+                add_quadrupole(q, cm[3], off);
+                for (int k = 0; k < 6; ++k) q[k] += cm[4 + k];
+                q[6] += cm[11];
+                bmax = fmax(bmax, sqrt(off[0] * off[0] + off[1] * off[1] + off[2] * off[2]) + cm[10]);
+            }
         }
-        for (int j = 0; j < 7; ++j) q[j] = sum8(mask, q[j]);
-#pragma unroll
-        for (int d = 4; d > 0; d /= 2) bmax = fmax(bmax, __shfl_xor_sync(mask, bmax, d, 8));
-        if (o != 0) continue;
         double *out = a.moments + (size_t)c * TREE_MOMENTS;
         for (int d = 0; d < 3; ++d) out[d] = com[d];
         out[3] = m;
@@ -338,12 +322,12 @@ template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
         a.cells[c] = rec;
         // The relative test keeps the size itself (its safeguard: opened within it).
         const double size = a.opening_side ? side : 2 * bmax, reach = a.relative ? size : size / (double)a.theta;
-        typename V4<T>::type op;
-        op.x = (T)com[0];
-        op.y = (T)com[1];
-        op.z = (T)com[2];
-        op.w = (T)(reach * reach);
-        a.opening[c] = op;
+        typename V4<T>::type o;
+        o.x = (T)com[0];
+        o.y = (T)com[1];
+        o.z = (T)com[2];
+        o.w = (T)(reach * reach);
+        a.opening[c] = o;
     }
 }
 

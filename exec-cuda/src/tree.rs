@@ -699,8 +699,7 @@ impl CudaExecutor {
         let deepest =
             (0..=DEPTH).rev().find(|&l| counters[LEVELS + l as usize + 1] > counters[LEVELS + l as usize]).unwrap_or(0);
         for level in (0..=deepest).rev() {
-            // Eight threads a node (tree.cuh's tree_moments).
-            self.tree_step(TreeStep::Moments, grid(8 * n.min(nodes)), THREADS, TreeArgs { level, ..args })?;
+            self.tree_step(TreeStep::Moments, grid(n.min(nodes)), THREADS, TreeArgs { level, ..args })?;
         }
         mark(3, self)?;
         // Groups, then the counting walk over every node's slot (at most one group per
