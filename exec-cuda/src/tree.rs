@@ -311,6 +311,12 @@ pub struct TreeReport {
     pub super_groups: usize,
     /// Cells translated into a super-group's expansion (once per super-group each).
     pub super_cells: u64,
+    /// The leaf kernels' work items (up to 32 targets against a list chunk each): the
+    /// particle kernel's and the cell kernel's. Their lists' lengths, not the
+    /// interactions, are what the kernels pay for: a group of 33 targets costs two items.
+    pub items: usize,
+    /// The cell kernel's work items.
+    pub cell_items: usize,
     /// Traversals the walk made: 2 (count, then write) for a tree's first force, 1 once
     /// earlier walks sized its lists, 3 when a one-pass walk's lists did not fit.
     pub walks: u32,
@@ -792,6 +798,8 @@ impl CudaExecutor {
             local_cells: tally[4],
             super_groups: supers,
             super_cells: tally[5],
+            items,
+            cell_items,
             walks,
             times: TreeTimes {
                 sort: secs(0, 1)?,
