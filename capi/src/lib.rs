@@ -224,6 +224,7 @@ impl From<Error> for Failure {
             Error::NonFinite { .. }
             | Error::OutOfRange { .. }
             | Error::NegativeMass { .. }
+            | Error::NegativeSpread { .. }
             | Error::NegativeSoftening { .. }
             | Error::OverlapMismatch { .. } => NbodyStatus::BadInput,
             Error::NoDevice => NbodyStatus::NoDevice,

@@ -238,6 +238,8 @@ fn add_expansion<T: Real>(d: [T; 3], c: &Cell<T>, mono_a: T, mono_phi: T, rinv: 
 /// use nbody_core::{cell::{check, Cell}, Array, Error};
 /// let bad = [Cell::new(0.0f64, 0.0, 0.0, 1.0, [0.0; 6]), Cell::new(0.0, 0.0, 0.0, 1.0, [f64::NAN; 6])];
 /// assert_eq!(check(&bad), Err(Error::NonFinite { array: Array::Cells, index: 1 }));
+/// let spread = [Cell::new(0.0f64, 0.0, 0.0, 1.0, [0.0; 6]).with_spread(-1.0)];
+/// assert_eq!(check(&spread), Err(Error::NegativeSpread { index: 0 }));
 /// ```
 pub fn check<T: Real>(cells: &[Cell<T>]) -> Result<(), Error> {
     for (index, c) in cells.iter().enumerate() {
@@ -245,8 +247,11 @@ pub fn check<T: Real>(cells: &[Cell<T>]) -> Result<(), Error> {
         if lanes.iter().any(|v| !v.is_finite()) {
             return Err(Error::NonFinite { array: Array::Cells, index });
         }
-        if c.m < T::zero() || c.spread < T::zero() {
+        if c.m < T::zero() {
             return Err(Error::NegativeMass { array: Array::Cells, index });
+        }
+        if c.spread < T::zero() {
+            return Err(Error::NegativeSpread { index });
         }
     }
     Ok(())

@@ -113,6 +113,11 @@ pub enum Error {
         /// The first offending index.
         index: usize,
     },
+    /// A cell's spread (`Σ m |s|²`, [`crate::cell::Cell::spread`]) is negative.
+    NegativeSpread {
+        /// The first offending cell.
+        index: usize,
+    },
     /// A softening length is negative.
     NegativeSoftening {
         /// The array.
@@ -201,6 +206,9 @@ impl fmt::Display for Error {
                 "{array}[{index}] has a component of magnitude 2^61 (f32) or 2^509 (f64) or more, whose square could overflow"
             ),
             Error::NegativeMass { array, index } => write!(f, "{array}[{index}] has a negative mass"),
+            Error::NegativeSpread { index } => {
+                write!(f, "cells[{index}] has a negative spread (Σ m |s|², never negative)")
+            }
             Error::NegativeSoftening { array, index } => write!(f, "{array}[{index}] is a negative softening length"),
             Error::InvalidParameter { name, requirement } => write!(f, "parameter {name} must be {requirement}"),
             Error::OverlapOutOfRange { array, end, len } => {

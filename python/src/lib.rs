@@ -51,6 +51,7 @@ fn runtime(e: Error) -> PyErr {
         Error::NonFinite { .. }
         | Error::OutOfRange { .. }
         | Error::NegativeMass { .. }
+        | Error::NegativeSpread { .. }
         | Error::NegativeSoftening { .. }
         | Error::LengthMismatch { .. }
         | Error::InvalidParameter { .. }

@@ -383,6 +383,10 @@ def test_leaves_with_cells_match_direct_summation():
     bad[1, 3] = -1.0
     with pytest.raises(ValueError, match="negative"):
         nbody.leaves(pos, m, pairs, spans, bad, cell_ranges, cell_spans)
+    bad = cells.copy()
+    bad[0, 10] = -1.0
+    with pytest.raises(ValueError, match="negative spread"):
+        nbody.leaves(pos, m, pairs, spans, bad, cell_ranges, cell_spans)
 
 
 def test_cell_is_mass_centre_traceless_quadrupole_and_spread():
