@@ -88,8 +88,9 @@ struct Args {
     /// each; 0 for none; default `TreeSettings::new`'s).
     #[arg(long = "super", value_delimiter = ',')]
     supers: Vec<usize>,
-    /// The device tree's Plummer spheres' seeds (comma-separated: the sizes' lines for
-    /// each; the clustered set is drawn once, with the first).
+    /// The device tree's Plummer spheres' seeds (comma-separated: each size's lines for
+    /// each seed, then the clustered set's, which has no seed; the leapfrog runs on the
+    /// first seed's sphere).
     #[arg(long, value_delimiter = ',', default_value = "2")]
     seed: Vec<u64>,
 }
