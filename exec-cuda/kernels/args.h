@@ -325,6 +325,10 @@ struct TreeNode {
     F(u32 *, supers)                                                                                                   \
     F(T *, super_rec)                                                                                                  \
     F(u32 *, super_front)                                                                                              \
+    F(u32 *, slots)                                                                                                    \
+    F(u32 *, cell_slots)                                                                                               \
+    F(Item *, runs)                                                                                                    \
+    F(Item *, cell_runs)                                                                                               \
     F(T, theta)                                                                                                        \
     F(T, alpha)                                                                                                        \
     F(T, g)                                                                                                            \
@@ -346,7 +350,12 @@ struct TreeNode {
     F(int, cap_items)                                                                                                  \
     F(int, cap_cell_items)                                                                                             \
     F(int, super_size)                                                                                                 \
-    F(int, front_cap)
+    F(int, front_cap)                                                                                                  \
+    F(int, cap_slots)                                                                                                  \
+    F(int, cap_runs)                                                                                                   \
+    F(int, cap_cell_runs)                                                                                              \
+    F(int, split_sources)                                                                                              \
+    F(int, split_cells)
 
 template <typename T> struct JerkExtra { JERK_EXTRA_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct TiledArgs { TILED_ARGS_FIELDS(NBODY_ARGS_FIELD) };

@@ -64,20 +64,22 @@ __device__ __forceinline__ void batched_layout(const typename V4<T>::type *__res
     const C e_i = EACH && active ? (C)lengths[i] : C(0);
     C ax = 0, ay = 0, az = 0, phi = 0;
     T sx = 0, sy = 0, sz = 0, sphi = 0;
-    const u32 last = item.span_last - 1;
-    const u32 total = offset[last] + (spans[last].end - spans[last].start);
+    // The item's sources: its spans' positions from its first span's offset (0 but for a
+    // device tree's piece of a cut list, which keeps its group's offsets).
+    const u32 last = item.span_last - 1, origin = offset[item.span_first];
+    const u32 total = offset[last] + (spans[last].end - spans[last].start) - origin;
     for (u32 base = 0; base < total; base += B) {
-        const u32 flat = base + threadIdx.x;
+        const u32 flat = base + threadIdx.x, at = origin + flat;
         Pt<T, C> q = frame.apply(zero4<T>());
         C e_q = 0;
         if (flat < total) {
-            // The span holding position `flat`: the last whose offset is <= flat.
+            // The span holding position `at`: the last whose offset is <= at.
             u32 lo = item.span_first, hi = last;
             while (lo < hi) {
                 const u32 mid = (lo + hi + 1) / 2;
-                if (offset[mid] <= flat) lo = mid; else hi = mid - 1;
+                if (offset[mid] <= at) lo = mid; else hi = mid - 1;
             }
-            const u32 k = spans[lo].start + (flat - offset[lo]);
+            const u32 k = spans[lo].start + (at - offset[lo]);
             q = frame.apply(particles[k]);
             if (EACH) e_q = (C)lengths[k];
         }

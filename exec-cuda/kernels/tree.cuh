@@ -31,6 +31,17 @@
 // Super-groups found, and the next one a super-group walk's warp takes.
 #define TREE_SUPERS 37
 #define TREE_NEXT_SUPER 38
+// A one-pass walk's cut lists (see tree_walk): blocks of partial sums taken, the particle
+// and cell kernels' runs that add them; then the most sources of one group's particle list.
+#define TREE_SLOTS 39
+#define TREE_RUNS 40
+#define TREE_CELL_RUNS 41
+#define TREE_MOST_SOURCES 42
+// The most pieces one list is cut into (a list past TREE_MAX_PIECES times the cut length
+// makes longer pieces).
+#define TREE_MAX_PIECES 16
+// Blocks done splitting each level (the last one closes the level below: tree_split).
+#define TREE_SPLIT_DONE 43
 // A group without a super-group.
 #define TREE_NO_SUPER 0xffffffffu
 // A super-group's walk hands down to its groups at most front_cap nodes (its frontier:
@@ -103,6 +114,8 @@ template <typename T> __device__ void tree_reset(const TreeArgs<T> &a) {
     for (int k = 0; k < 3; ++k) a.counters[TREE_NEXT_GROUP + k] = 0;
     a.counters[TREE_SUPERS] = 0;
     a.counters[TREE_NEXT_SUPER] = 0;
+    for (int k = TREE_SLOTS; k <= TREE_MOST_SOURCES; ++k) a.counters[k] = 0;
+    for (int k = 0; k < TREE_DEPTH; ++k) a.counters[TREE_SPLIT_DONE + k] = 0;
     for (int k = 0; k < 3; ++k) {
         a.bounds[k] = ~0ULL;
         a.bounds[3 + k] = 0ULL;
@@ -118,14 +131,20 @@ template <typename T> __device__ void tree_reset(const TreeArgs<T> &a) {
 // queue up: 0.18 ms at 2^20 on an H200).
 template <typename T> __device__ void tree_bounds(const TreeArgs<T> &a) {
     __shared__ double block_lo[3][32], block_hi[3][32];
-    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    // Each thread's extremes in T (exact, and the same once widened), then in f64.
+    T tlo[3] = {(T)INFINITY, (T)INFINITY, (T)INFINITY}, thi[3] = {-(T)INFINITY, -(T)INFINITY, -(T)INFINITY};
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += gridDim.x * blockDim.x) {
         const typename V4<T>::type p = a.particles[i];
-        const double x[3] = {(double)p.x, (double)p.y, (double)p.z};
+        const T x[3] = {p.x, p.y, p.z};
         for (int k = 0; k < 3; ++k) {
-            lo[k] = fmin(lo[k], x[k]);
-            hi[k] = fmax(hi[k], x[k]);
+            tlo[k] = min(tlo[k], x[k]);
+            thi[k] = max(thi[k], x[k]);
         }
+    }
+    double lo[3], hi[3];
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = (double)tlo[k];
+        hi[k] = (double)thi[k];
     }
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
     for (int k = 0; k < 3; ++k) {
@@ -173,18 +192,8 @@ template <typename T> __device__ void tree_gather(const TreeArgs<T> &a) {
         a.sorted[k] = a.particles[a.index[k]];
 }
 
-// Splits every node of `level` holding more than leaf_size particles into its non-empty
-// octants (keys: the sorted keys), appended to the node array; children of one node are
-// contiguous and in octant order, so a walk meets them in the same order whatever order
-// the nodes were appended in. Eight threads a node (aligned in the warp), each searching
-// one octant's first particle: the top levels' few nodes would otherwise wait on seven
-// binary searches in a row over the whole key array.
-template <typename T> __device__ void tree_split(const TreeArgs<T> &a) {
-    // Once a level has run out of room, some of the nodes below capacity were never
-    // written (a split whose children did not all fit writes none): the host builds again
-    // with more room, and nothing may read those nodes meanwhile. In a fresh node array
-    // they hold whatever the allocation held before, and their spans index anywhere.
-    if (a.counters[TREE_OVERFLOW]) return;
+// tree_split's work on the nodes of `level`.
+template <typename T> __device__ __forceinline__ void split_level(const TreeArgs<T> &a) {
     const u32 *lvl = a.counters + TREE_LEVELS;
     const u32 begin = lvl[a.level], end = lvl[a.level + 1];
     const int shift = 3 * (TREE_DEPTH - 1 - a.level);
@@ -226,9 +235,29 @@ template <typename T> __device__ void tree_split(const TreeArgs<T> &a) {
     }
 }
 
-// Closes level + 1: its nodes are those appended while level was split (one thread).
-template <typename T> __device__ void tree_level(const TreeArgs<T> &a) {
-    a.counters[TREE_LEVELS + a.level + 2] = min(a.counters[TREE_NODES], (u32)a.capacity);
+// Splits every node of `level` holding more than leaf_size particles into its non-empty
+// octants (keys: the sorted keys), appended to the node array; children of one node are
+// contiguous and in octant order, so a walk meets them in the same order whatever order
+// the nodes were appended in. Eight threads a node (aligned in the warp), each searching
+// one octant's first particle: the top levels' few nodes would otherwise wait on seven
+// binary searches in a row over the whole key array. The last block to finish closes
+// level + 1: its nodes are those appended meanwhile.
+template <typename T> __device__ void tree_split(const TreeArgs<T> &a) {
+    // Once a level has run out of room, some of the nodes below capacity were never
+    // written (a split whose children did not all fit writes none): the host builds again
+    // with more room, and nothing may read those nodes meanwhile. In a fresh node array
+    // they hold whatever the allocation held before, and their spans index anywhere.
+    if (!a.counters[TREE_OVERFLOW]) split_level(a);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence(); // this block's nodes and count, before its arrival
+        const u32 done = atomicAdd(&a.counters[TREE_SPLIT_DONE + a.level], 1u);
+        if (done == gridDim.x - 1) {
+            __threadfence();
+            const u32 nodes = atomicAdd(&a.counters[TREE_NODES], 0u);
+            a.counters[TREE_LEVELS + a.level + 2] = min(nodes, (u32)a.capacity);
+        }
+    }
 }
 
 // Adds m (3 s_a s_b - |s|^2 delta_ab) into q (xx xy xz yy yz zz) and m |s|^2 into the
@@ -244,90 +273,108 @@ __device__ __forceinline__ void add_quadrupole(double q[7], double m, const doub
     q[5] += m * (3 * s[2] * s[2] - s2);
 }
 
-// The moments of every node of `level` (its children's are done): mass, centre of mass,
+// Node c's moments (its children's are done; `side`: its level's side): mass, centre of mass,
 // traceless quadrupole, spread and b_max in f64, from a leaf's particles or by the parallel-axis
 // rule from the children, as the host tree sums them; then the node's cell record and
 // opening record (size: 2 b_max, or the node's side; opened when the distance from its
 // centre of mass to a group's box is at most size / theta).
+template <typename T>
+__device__ __forceinline__ void node_moments(const TreeArgs<T> &a, u32 c, const TreeNode &node, double side) {
+    double m = 0, s[3] = {0, 0, 0}, plain[3] = {0, 0, 0};
+    u32 parts = 0;
+    if (node.children == 0) {
+        // Unrolled, so a thread has several particles' loads in flight.
+#pragma unroll 4
+        for (u32 k = node.start; k < node.end; ++k) {
+            const typename V4<T>::type p = a.sorted[k];
+            const double x[3] = {(double)p.x, (double)p.y, (double)p.z}, w = (double)p.w;
+            m += w;
+            for (int d = 0; d < 3; ++d) {
+                s[d] += w * x[d];
+                plain[d] += x[d];
+            }
+        }
+        parts = node.end - node.start;
+    } else {
+        for (u32 ch = node.child; ch < node.child + node.children; ++ch) {
+            const double *cm = a.moments + (size_t)ch * TREE_MOMENTS;
+            m += cm[3];
+            for (int d = 0; d < 3; ++d) {
+                s[d] += cm[3] * cm[d];
+                plain[d] += cm[d];
+            }
+        }
+        parts = node.children;
+    }
+    // A massless node sits at the mean of its parts.
+    double com[3];
+    for (int d = 0; d < 3; ++d) com[d] = m > 0 ? s[d] / m : plain[d] / (double)parts;
+    double q[7] = {0, 0, 0, 0, 0, 0, 0}, bmax = 0;
+    if (node.children == 0) {
+        // Unrolled, so a thread has several particles' loads in flight.
+#pragma unroll 4
+        for (u32 k = node.start; k < node.end; ++k) {
+            const typename V4<T>::type p = a.sorted[k];
+            const double off[3] = {(double)p.x - com[0], (double)p.y - com[1], (double)p.z - com[2]};
+            add_quadrupole(q, (double)p.w, off);
+            // The farthest squared distance, one root after (the same b_max).
+            bmax = fmax(bmax, off[0] * off[0] + off[1] * off[1] + off[2] * off[2]);
+        }
+        bmax = sqrt(bmax);
+    } else {
+        for (u32 ch = node.child; ch < node.child + node.children; ++ch) {
+            const double *cm = a.moments + (size_t)ch * TREE_MOMENTS;
+            const double off[3] = {cm[0] - com[0], cm[1] - com[1], cm[2] - com[2]};
+            add_quadrupole(q, cm[3], off);
+            for (int k = 0; k < 6; ++k) q[k] += cm[4 + k];
+            q[6] += cm[11];
+            bmax = fmax(bmax, sqrt(off[0] * off[0] + off[1] * off[1] + off[2] * off[2]) + cm[10]);
+        }
+    }
+    double *out = a.moments + (size_t)c * TREE_MOMENTS;
+    for (int d = 0; d < 3; ++d) out[d] = com[d];
+    out[3] = m;
+    for (int k = 0; k < 6; ++k) out[4 + k] = q[k];
+    out[10] = bmax;
+    out[11] = q[6];
+    CellRec<T> rec;
+    rec.x = (T)com[0];
+    rec.y = (T)com[1];
+    rec.z = (T)com[2];
+    rec.m = (T)m;
+    for (int k = 0; k < 6; ++k) rec.q[k] = a.quadrupole ? (T)q[k] : T(0);
+    rec.spread = a.quadrupole ? (T)q[6] : T(0);
+    rec.pad = 0;
+    a.cells[c] = rec;
+    // The relative test keeps the size itself (its safeguard: opened within it).
+    const double size = a.opening_side ? side : 2 * bmax, reach = a.relative ? size : size / (double)a.theta;
+    typename V4<T>::type o;
+    o.x = (T)com[0];
+    o.y = (T)com[1];
+    o.z = (T)com[2];
+    o.w = (T)(reach * reach);
+    a.opening[c] = o;
+}
+
+// The moments of every leaf (level < 0: they need nothing else, so one launch takes them
+// all, each finding its level's side from the level ranges), or of the nodes with
+// children of `level` (their children's are done).
 template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
     const u32 *lvl = a.counters + TREE_LEVELS;
-    const u32 begin = lvl[a.level], end = lvl[a.level + 1];
     double lo[3];
-    const double side = ldexp(root_frame(a.bounds, lo), -a.level);
+    const double root = root_frame(a.bounds, lo);
+    const bool leaves = a.level < 0;
+    const u32 begin = leaves ? 0u : lvl[a.level], end = leaves ? min(a.counters[TREE_NODES], (u32)a.capacity) : lvl[a.level + 1];
     for (u32 c = begin + blockIdx.x * blockDim.x + threadIdx.x; c < end; c += gridDim.x * blockDim.x) {
         const TreeNode node = a.nodes[c];
-        double m = 0, s[3] = {0, 0, 0}, plain[3] = {0, 0, 0};
-        u32 parts = 0;
-        if (node.children == 0) {
-            // Unrolled, so a thread has several particles' loads in flight.
-#pragma unroll 4
-            for (u32 k = node.start; k < node.end; ++k) {
-                const typename V4<T>::type p = a.sorted[k];
-                const double x[3] = {(double)p.x, (double)p.y, (double)p.z}, w = (double)p.w;
-                m += w;
-                for (int d = 0; d < 3; ++d) {
-                    s[d] += w * x[d];
-                    plain[d] += x[d];
-                }
-            }
-            parts = node.end - node.start;
-        } else {
-            for (u32 ch = node.child; ch < node.child + node.children; ++ch) {
-                const double *cm = a.moments + (size_t)ch * TREE_MOMENTS;
-                m += cm[3];
-                for (int d = 0; d < 3; ++d) {
-                    s[d] += cm[3] * cm[d];
-                    plain[d] += cm[d];
-                }
-            }
-            parts = node.children;
+        if ((node.children == 0) != leaves) continue;
+        int level = a.level;
+        if (leaves) {
+            // The last level whose range starts at or before c.
+            level = 0;
+            while (level < TREE_DEPTH && lvl[level + 1] <= c) ++level;
         }
-        // A massless node sits at the mean of its parts.
-        double com[3];
-        for (int d = 0; d < 3; ++d) com[d] = m > 0 ? s[d] / m : plain[d] / (double)parts;
-        double q[7] = {0, 0, 0, 0, 0, 0, 0}, bmax = 0;
-        if (node.children == 0) {
-            // Unrolled, so a thread has several particles' loads in flight.
-#pragma unroll 4
-            for (u32 k = node.start; k < node.end; ++k) {
-                const typename V4<T>::type p = a.sorted[k];
-                const double off[3] = {(double)p.x - com[0], (double)p.y - com[1], (double)p.z - com[2]};
-                add_quadrupole(q, (double)p.w, off);
-                bmax = fmax(bmax, sqrt(off[0] * off[0] + off[1] * off[1] + off[2] * off[2]));
-            }
-        } else {
-            for (u32 ch = node.child; ch < node.child + node.children; ++ch) {
-                const double *cm = a.moments + (size_t)ch * TREE_MOMENTS;
-                const double off[3] = {cm[0] - com[0], cm[1] - com[1], cm[2] - com[2]};
-                add_quadrupole(q, cm[3], off);
-                for (int k = 0; k < 6; ++k) q[k] += cm[4 + k];
-                q[6] += cm[11];
-                bmax = fmax(bmax, sqrt(off[0] * off[0] + off[1] * off[1] + off[2] * off[2]) + cm[10]);
-            }
-        }
-        double *out = a.moments + (size_t)c * TREE_MOMENTS;
-        for (int d = 0; d < 3; ++d) out[d] = com[d];
-        out[3] = m;
-        for (int k = 0; k < 6; ++k) out[4 + k] = q[k];
-        out[10] = bmax;
-        out[11] = q[6];
-        CellRec<T> rec;
-        rec.x = (T)com[0];
-        rec.y = (T)com[1];
-        rec.z = (T)com[2];
-        rec.m = (T)m;
-        for (int k = 0; k < 6; ++k) rec.q[k] = a.quadrupole ? (T)q[k] : T(0);
-        rec.spread = a.quadrupole ? (T)q[6] : T(0);
-        rec.pad = 0;
-        a.cells[c] = rec;
-        // The relative test keeps the size itself (its safeguard: opened within it).
-        const double size = a.opening_side ? side : 2 * bmax, reach = a.relative ? size : size / (double)a.theta;
-        typename V4<T>::type o;
-        o.x = (T)com[0];
-        o.y = (T)com[1];
-        o.z = (T)com[2];
-        o.w = (T)(reach * reach);
-        a.opening[c] = o;
+        node_moments(a, c, node, ldexp(root, -level));
     }
 }
 
@@ -707,10 +754,29 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             sp += pushed;
         }
         const u32 nt = grp.end - grp.start, chunks = (nt + 31) / 32;
+        // A list longer than split_sources (cells: split_cells) is cut into pieces of
+        // about equal counts of spans (cells), each its own item per 32 targets writing
+        // its own block of partial sums, which a run per 32 targets adds in order: one
+        // group's long list would otherwise be one block's work, running on alone at the
+        // kernel's end. The cut depends on the list alone, so every walk mode makes the
+        // same items and the same sums.
+        const u32 cut = (u32)a.split_sources, cell_cut = (u32)a.split_cells;
+        const u32 pieces = cut > 0 && sources > cut ? min(min((sources - 1) / cut + 1, ns), (u32)TREE_MAX_PIECES) : 1u;
+        const u32 cell_pieces = cell_cut > 0 && cells > cell_cut ? min((cells - 1) / cell_cut + 1, (u32)TREE_MAX_PIECES) : 1u;
+        const u32 n_items = chunks * pieces, n_cell_items = cells > 0 ? chunks * cell_pieces : 0u;
+        // Blocks of partial sums (the particle pieces', then the cell pieces'), runs.
+        const u32 blocks = (pieces > 1 ? n_items : 0u) + (cell_pieces > 1 ? n_cell_items : 0u);
+        const u32 runs = pieces > 1 ? chunks : 0u, cell_runs = cell_pieces > 1 ? chunks : 0u;
         if (MODE != WALK_FILL && lane == 0) {
             if (MODE == WALK_COUNT) {
                 a.counts[g] = (unsigned long long)ns | (unsigned long long)(cells + far_cells) << 32;
-                a.item_counts[g] = (unsigned long long)chunks | (unsigned long long)(cells > 0 ? chunks : 0u) << 32;
+                a.item_counts[g] = (unsigned long long)n_items | (unsigned long long)n_cell_items << 32;
+                // What the filling walk takes, so the host can size it.
+                if (blocks > 0) {
+                    atomicAdd(&a.counters[TREE_SLOTS], blocks);
+                    atomicAdd(&a.counters[TREE_RUNS], runs);
+                    atomicAdd(&a.counters[TREE_CELL_RUNS], cell_runs);
+                }
             }
             atomicAdd(&a.tally[0], (unsigned long long)nt * sources);
             atomicAdd(&a.tally[1], (unsigned long long)nt * cells);
@@ -720,8 +786,31 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             atomicAdd(&a.tally[4], (unsigned long long)far_cells);
             atomicMax(&a.counters[TREE_MOST_SPANS], ns);
             atomicMax(&a.counters[TREE_MOST_CELLS], cells + far_cells);
+            atomicMax(&a.counters[TREE_MOST_SOURCES], sources);
         }
         if (MODE == WALK_COUNT) continue;
+        // The cut list's blocks and runs (their places do not change the sums): where they
+        // do not fit, the walk walks again in two passes, which size them (and start the
+        // counters again, so one past its room only wastes it).
+        u32 slot_base = 0, run_base = 0, cell_run_base = 0;
+        bool taken = true;
+        if (lane == 0 && blocks > 0) {
+            slot_base = atomicAdd(&a.counters[TREE_SLOTS], blocks);
+            run_base = runs > 0 ? atomicAdd(&a.counters[TREE_RUNS], runs) : 0u;
+            cell_run_base = cell_runs > 0 ? atomicAdd(&a.counters[TREE_CELL_RUNS], cell_runs) : 0u;
+            const auto fits = [](u32 at, u32 need, int cap) {
+                return (unsigned long long)at + need <= (unsigned long long)(u32)cap;
+            };
+            taken = fits(slot_base, blocks, a.cap_slots) && fits(run_base, runs, a.cap_runs) &&
+                    fits(cell_run_base, cell_runs, a.cap_cell_runs);
+        }
+        if (!__shfl_sync(full, taken, 0)) {
+            if (lane == 0) a.counters[TREE_LIST_OVERFLOW] = 1;
+            continue;
+        }
+        slot_base = __shfl_sync(full, slot_base, 0);
+        run_base = __shfl_sync(full, run_base, 0);
+        cell_run_base = __shfl_sync(full, cell_run_base, 0);
         u32 item_base, cell_item_base;
         if (ONCE) {
             // The group's places: spans, cells, items, cell items (the totals may wrap
@@ -730,14 +819,14 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             if (lane == 0) {
                 places[0] = atomicAdd(&a.counters[TREE_SPANS], ns);
                 places[1] = atomicAdd(&a.counters[TREE_CELLS], cells + far_cells);
-                places[2] = atomicAdd(&a.counters[TREE_ITEMS], chunks);
-                places[3] = cells > 0 ? atomicAdd(&a.counters[TREE_CELL_ITEMS], chunks) : 0u;
+                places[2] = atomicAdd(&a.counters[TREE_ITEMS], n_items);
+                places[3] = n_cell_items > 0 ? atomicAdd(&a.counters[TREE_CELL_ITEMS], n_cell_items) : 0u;
             }
 #pragma unroll
             for (int k = 0; k < 4; ++k) places[k] = __shfl_sync(full, places[k], 0);
             const unsigned long long caps[4] = {(u32)a.cap_spans, (u32)a.cap_cells, (u32)a.cap_items,
                                                 (u32)a.cap_cell_items};
-            const u32 need[4] = {ns, cells + far_cells, chunks, cells > 0 ? chunks : 0u};
+            const u32 need[4] = {ns, cells + far_cells, n_items, n_cell_items};
             bool fits = ns <= s_spans && cells + far_cells <= s_cells;
 #pragma unroll
             for (int k = 0; k < 4; ++k) fits = fits && (unsigned long long)places[k] + need[k] <= caps[k];
@@ -768,13 +857,33 @@ template <typename T, int MODE> __device__ void tree_walk(const TreeArgs<T> &a) 
             else if (lane == 3) rec[3] = T(0);
             else ((u32 *)(rec + LOCAL_FAR))[lane - LOCAL_FAR] = lane == LOCAL_FAR ? cell_base + cells : far_cells;
         }
-        for (u32 k = lane; k < chunks; k += 32) {
-            const u32 t0 = grp.start + 32 * k, t1 = min(t0 + 32, grp.end);
-            const Item it = {t0, t1, span_base, span_base + ns};
-            a.items[item_base + k] = it;
-            if (cells > 0) {
-                const Item ci = {t0, t1, cell_base, cell_base + cells};
-                a.cell_items[cell_item_base + k] = ci;
+        // Item m of the group: its 32 targets m / pieces, its piece m % pieces (spans
+        // [j ns / pieces, (j + 1) ns / pieces): none empty, as pieces <= ns).
+        const u32 cell_slot_base = slot_base + (pieces > 1 ? n_items : 0u);
+        for (u32 m = lane; m < max(n_items, n_cell_items); m += 32) {
+            if (m < n_items) {
+                const u32 k = m / pieces, j = m % pieces, t0 = grp.start + 32 * k;
+                const Item it = {t0, min(t0 + 32, grp.end), span_base + j * ns / pieces, span_base + (j + 1) * ns / pieces};
+                a.items[item_base + m] = it;
+                a.slots[item_base + m] = pieces > 1 ? slot_base + m : NO_SLOT;
+            }
+            if (m < n_cell_items) {
+                const u32 k = m / cell_pieces, j = m % cell_pieces, t0 = grp.start + 32 * k;
+                const Item ci = {t0, min(t0 + 32, grp.end), cell_base + j * cells / cell_pieces,
+                                 cell_base + (j + 1) * cells / cell_pieces};
+                a.cell_items[cell_item_base + m] = ci;
+                a.cell_slots[cell_item_base + m] = cell_pieces > 1 ? cell_slot_base + m : NO_SLOT;
+            }
+        }
+        // A run per 32 targets of a cut list: its pieces' blocks, in order.
+        for (u32 k = lane; k < runs + cell_runs; k += 32) {
+            const u32 c = k < runs ? k : k - runs, t0 = grp.start + 32 * c, t1 = min(t0 + 32, grp.end);
+            if (k < runs) {
+                const Item run = {t0, t1, slot_base + c * pieces, slot_base + (c + 1) * pieces};
+                a.runs[run_base + c] = run;
+            } else {
+                const Item run = {t0, t1, cell_slot_base + c * cell_pieces, cell_slot_base + (c + 1) * cell_pieces};
+                a.cell_runs[cell_run_base + c] = run;
             }
         }
     }
@@ -959,7 +1068,6 @@ template <typename T> __device__ void tree_scatter(const TreeArgs<T> &a) {
     TREE_KERNEL(NAME, T, keys, tree_keys<T>)                                                                           \
     TREE_KERNEL(NAME, T, gather, tree_gather<T>)                                                                       \
     TREE_KERNEL(NAME, T, split, tree_split<T>)                                                                         \
-    TREE_KERNEL(NAME, T, level, tree_level<T>)                                                                         \
     TREE_KERNEL(NAME, T, moments, tree_moments<T>)                                                                     \
     TREE_KERNEL(NAME, T, supers, tree_supers<T>)                                                                       \
     TREE_KERNEL(NAME, T, groups, tree_groups<T>)                                                                       \

@@ -337,6 +337,10 @@ kernel_args! {
         supers: Ptr = "u32 *",
         super_rec: Ptr = "T *",
         super_front: Ptr = "u32 *",
+        slots: Ptr = "u32 *",
+        cell_slots: Ptr = "u32 *",
+        runs: Ptr = "Item *",
+        cell_runs: Ptr = "Item *",
         theta: T = "T",
         alpha: T = "T",
         g: T = "T",
@@ -359,6 +363,11 @@ kernel_args! {
         cap_cell_items: i32 = "int",
         super_size: i32 = "int",
         front_cap: i32 = "int",
+        cap_slots: i32 = "int",
+        cap_runs: i32 = "int",
+        cap_cell_runs: i32 = "int",
+        split_sources: i32 = "int",
+        split_cells: i32 = "int",
     }
 }
 
@@ -627,6 +636,10 @@ impl<T: DeviceReal> TreeArgs<T> {
             supers: null(),
             super_rec: null(),
             super_front: null(),
+            slots: null(),
+            cell_slots: null(),
+            runs: null(),
+            cell_runs: null(),
             theta: T::zero(),
             alpha: T::zero(),
             g: T::zero(),
@@ -649,6 +662,11 @@ impl<T: DeviceReal> TreeArgs<T> {
             cap_cell_items: 0,
             super_size: 0,
             front_cap: 0,
+            cap_slots: 0,
+            cap_runs: 0,
+            cap_cell_runs: 0,
+            split_sources: 0,
+            split_cells: 0,
         }
     }
 }

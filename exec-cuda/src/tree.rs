@@ -8,7 +8,8 @@
 //!    into its non-empty octants (a binary search per octant over the sorted keys), at
 //!    most 21 levels deep, so coincident particles end in one leaf instead of an unbounded
 //!    descent.
-//! 3. Moments bottom-up in f64: mass, centre of mass, traceless quadrupole, and `b_max`
+//! 3. Moments in f64 (every leaf in one launch, then the other nodes bottom-up): mass,
+//!    centre of mass, traceless quadrupole, and `b_max`
 //!    (the farthest particle from the centre of mass), each node's cell record for the
 //!    cell kernel and its opening radius.
 //! 4. Target groups (runs of consecutive siblings packed up to `group_size` particles,
@@ -29,6 +30,12 @@
 //!    its centre, and goes on only below nodes that every one of its groups opens; a
 //!    group's walk meets those nodes by the same tests (rounded exactly as written, so
 //!    the two kernels agree bit for bit) and leaves the super-group's out.
+//!    A list longer than 4096 sources (2048 cells) is cut into pieces of about equal
+//!    spans (cells), up to 16, each its own work item per 32 targets with its own block
+//!    of partial sums, which a run per 32 targets adds in order after the kernel: a
+//!    group's long list (a big box beside a dense region) would otherwise be one block's
+//!    work, left running alone at the kernel's end. The cut depends on the list alone,
+//!    so every walk mode writes the same items and the forces keep their bits.
 //! 5. The batched particle and cell kernels over those lists; a warp per group sums its
 //!    far cells into a fourth-order expansion about the group box's centre
 //!    (kernels/local.cuh; a lane a cell, in registers) and evaluates it, and its
@@ -54,7 +61,7 @@
 //! ```
 
 use crate::args::{Ptr, TreeArgs, null};
-use crate::batch::Buffers;
+use crate::batch::{Buffers, partial_bytes};
 use crate::device::cuda;
 use crate::kernels::{Kernel, TreeStep, count};
 use crate::memory::{Scratch, download, ptr};
@@ -101,9 +108,22 @@ const LEVELS: usize = 8;
 const LIST_OVERFLOW: usize = 31;
 const MOST_SPANS: usize = 32;
 const MOST_CELLS: usize = 33;
-/// tree.cuh's counters: up to TREE_NEXT_GROUP (34) and its three walk modes, then the
-/// super-groups' two (TREE_SUPERS, TREE_NEXT_SUPER).
-const COUNTERS: usize = 39;
+/// Cut lists: their blocks of partial sums, their runs for the particle and the cell
+/// kernel (TREE_SLOTS, TREE_RUNS, TREE_CELL_RUNS), then the most sources of one group's
+/// particle list.
+const SLOTS: usize = 39;
+const RUNS: usize = 40;
+const CELL_RUNS: usize = 41;
+const MOST_SOURCES: usize = 42;
+/// tree.cuh's counters: up to TREE_NEXT_GROUP (34) and its three walk modes, the
+/// super-groups' two (TREE_SUPERS, TREE_NEXT_SUPER), the cut lists' four, then the
+/// blocks done splitting each of the 21 levels (TREE_SPLIT_DONE).
+const COUNTERS: usize = 64;
+/// Sources (and cells) of a group's list past which the walk cuts it into pieces
+/// (unless a tree says otherwise, [`DeviceTree::with_list_cut`]): about 32 (16) of the
+/// kernels' tiles, a few times a Plummer sphere's mean list at theta 1.
+const CUT_SOURCES: u32 = 4096;
+const CUT_CELLS: u32 = 2048;
 /// Levels 0 (the root) to 21: 21 bits of key per axis.
 const DEPTH: i32 = 21;
 /// f64 moments per node (tree.cuh's TREE_MOMENTS).
@@ -138,7 +158,7 @@ const WALK_BLOCKS_PER_SM: usize = 16;
 /// assert_eq!((s.theta, s.leaf_size, s.group_size, s.side, s.quadrupole), (0.6, 40, 96, false, true));
 /// assert_eq!(s.criterion, nbody_core::cell::Criterion::Geometric);
 /// assert_eq!(s.local, 0.6 / 5.0);
-/// assert_eq!(s.supers, 1536);
+/// assert_eq!(s.supers, 2048);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TreeSettings {
@@ -176,7 +196,7 @@ impl TreeSettings {
     /// size, quadrupole cells: a walk per group is cheap on the device, so small groups
     /// pay (fewer interactions per target); leaves of 40 are the best worst case over the
     /// Plummer sphere and the clustered set at the same error (docs/figures.md, Tree codes).
-    /// Local expansions at `theta / 5`, at most 0.2, and super-groups of 1536: at theta 1
+    /// Local expansions at `theta / 5`, at most 0.2, and super-groups of 2048: at theta 1
     /// they take the force at 2^23 on an H200 from 49 to 24 ms with the median and
     /// 99th-percentile errors within 3% of the cells' alone (docs/figures.md, Tree codes).
     pub const fn new(theta: f64) -> Self {
@@ -188,7 +208,7 @@ impl TreeSettings {
             quadrupole: true,
             criterion: Criterion::Geometric,
             local: Self::local_for(theta),
-            supers: 1536,
+            supers: 2048,
         }
     }
 
@@ -317,6 +337,13 @@ pub struct TreeReport {
     pub items: usize,
     /// The cell kernel's work items.
     pub cell_items: usize,
+    /// The most sources of one group's particle list.
+    pub longest_list: usize,
+    /// Runs of 32 targets whose particle or cell list a one-pass walk cut into pieces (a
+    /// list past four times the last walk's mean, and at least 4096 sources or 2048
+    /// cells): each piece is a work item of its own, and the run adds their partial sums
+    /// in order, so one long list does not leave the kernel waiting on one block.
+    pub cut_lists: usize,
     /// Traversals the walk made: 2 (count, then write) for a tree's first force, 1 once
     /// earlier walks sized its lists, 3 when a one-pass walk's lists did not fit.
     pub walks: u32,
@@ -366,6 +393,15 @@ pub struct DeviceTree<T> {
     super_rec: Scratch,
     /// The super-groups' frontiers (SUPER_FRONT node indices each).
     super_front: Scratch,
+    /// Cut lists: each item's block of partial sums or NO_SLOT (particle and cell items),
+    /// the blocks, the runs that add them.
+    slots: Scratch,
+    cell_slots: Scratch,
+    partial: Scratch,
+    runs: Scratch,
+    cell_runs: Scratch,
+    /// The lengths past which the walk cuts a group's particle and cell lists.
+    cut: (u32, u32),
     /// Entries of a warp's scratch list (cells, spans): the longest group lists of the
     /// last two-pass walk, with room; zero until one ran.
     scratch_len: (usize, usize),
@@ -414,6 +450,12 @@ impl<T: DeviceReal> DeviceTree<T> {
             supers: Scratch::default(),
             super_rec: Scratch::default(),
             super_front: Scratch::default(),
+            slots: Scratch::default(),
+            cell_slots: Scratch::default(),
+            partial: Scratch::default(),
+            runs: Scratch::default(),
+            cell_runs: Scratch::default(),
+            cut: (CUT_SOURCES, CUT_CELLS),
             scratch_len: (0, 0),
             capacity: 0,
             front_cap: SUPER_FRONT,
@@ -445,6 +487,21 @@ impl<T: DeviceReal> DeviceTree<T> {
         Self { front_cap: nodes, ..Self::new() }
     }
 
+    /// An empty tree whose walks cut every group's particle list longer than `sources`
+    /// and cell list longer than `cells` into pieces (0: never), instead of past 4096
+    /// sources and 2048 cells (mostly for tests of that path). A piece is its own work
+    /// item with its own partial sums, which a run adds in order, so one long list does
+    /// not hold up the kernel's end; the cut depends on the list alone, so forces are
+    /// the same from one walk to the next, but not from one cut to another.
+    ///
+    /// ```
+    /// let tree = nbody_cuda::DeviceTree::<f32>::with_list_cut(256, 128);
+    /// # drop(tree);
+    /// ```
+    pub fn with_list_cut(sources: u32, cells: u32) -> Self {
+        Self { cut: (sources, cells), ..Self::new() }
+    }
+
     /// An estimate of the device memory a force on `n` particles takes (bytes): the
     /// per-particle buffers, CUB's scratch, nodes for leaves half full, and lists of
     /// about 256 bytes a particle (a Plummer sphere's at theta 1 with groups of 64, 2^24
@@ -458,7 +515,9 @@ impl<T: DeviceReal> DeviceTree<T> {
     /// ```
     pub fn bytes_for(n: usize, settings: &TreeSettings) -> usize {
         let v4 = size_of::<Particle<T>>();
-        let per_particle = 16 + 8 + 2 * v4 + 4 + 24 + LIST_BYTES;
+        // The lists, and for cut lists (long lists at small theta) their pieces' items
+        // and partial sums: about 48 bytes a particle when every list is cut in two.
+        let per_particle = 16 + 8 + 2 * v4 + 4 + 24 + LIST_BYTES + 48;
         let nodes = 2 * n / settings.leaf_size.clamp(1, n.max(1)) + 64;
         let per_node =
             16 + 4 + MOMENTS * 8 + size_of::<Cell<T>>() + v4 + 8 + 4 * 8 + LOCAL_RECORD * size_of::<T>() + 3 * 4;
@@ -497,12 +556,21 @@ impl<T: DeviceReal> DeviceTree<T> {
     /// `args` with the walk's list buffers (items, spans, offsets, cell items, cell
     /// indices) as reserved now.
     fn with_lists(&self, args: TreeArgs<T>) -> TreeArgs<T> {
+        let cap =
+            |s: &Scratch, entry: usize| s.buf_ref().map_or(0, |b| (b.len() / entry).min(i32::MAX as usize) as i32);
         TreeArgs {
             items: at(&self.items),
             spans: at(&self.spans),
             offset: at(&self.offset),
             cell_items: at(&self.cell_items),
             cell_index: at(&self.cell_index),
+            slots: at(&self.slots),
+            cell_slots: at(&self.cell_slots),
+            runs: at(&self.runs),
+            cell_runs: at(&self.cell_runs),
+            cap_slots: cap(&self.partial, partial_bytes::<T>(1)),
+            cap_runs: cap(&self.runs, 16),
+            cap_cell_runs: cap(&self.cell_runs, 16),
             ..args
         }
     }
@@ -676,14 +744,11 @@ impl CudaExecutor {
             self.tree_step(TreeStep::Gather, grid(n), THREADS, sorted_index)?;
             mark(1, self)?;
             let sorted_keys = TreeArgs { keys: at(&tree.keys).wrapping_add(n * 8), ..args };
+            // Eight threads a node, as many blocks as fill the GPU once (a level's nodes
+            // are not known here, and the deep levels are often empty).
+            let split_blocks = grid(8 * n.min(tree.capacity)).min(self.gpu.info().sm_count * 8).max(1);
             for level in 0..DEPTH {
-                self.tree_step(
-                    TreeStep::Split,
-                    grid(n.min(tree.capacity)),
-                    THREADS,
-                    TreeArgs { level, ..sorted_keys },
-                )?;
-                self.tree_step(TreeStep::Level, 1, 1, TreeArgs { level, ..args })?;
+                self.tree_step(TreeStep::Split, split_blocks, THREADS, TreeArgs { level, ..sorted_keys })?;
             }
             if settings.super_groups() {
                 // Here, so the counters read next count them too.
@@ -704,8 +769,13 @@ impl CudaExecutor {
         // From the deepest level that holds nodes (the build's levels below it are empty).
         let deepest =
             (0..=DEPTH).rev().find(|&l| counters[LEVELS + l as usize + 1] > counters[LEVELS + l as usize]).unwrap_or(0);
-        for level in (0..=deepest).rev() {
-            self.tree_step(TreeStep::Moments, grid(n.min(nodes)), THREADS, TreeArgs { level, ..args })?;
+        // Every leaf in one launch (level -1), then the nodes with children level by
+        // level up (the deepest level holds leaves only).
+        self.tree_step(TreeStep::Moments, grid(nodes), THREADS, TreeArgs { level: -1, ..args })?;
+        for level in (0..deepest).rev() {
+            let l = level as usize;
+            let on_level = counters[LEVELS + l + 1].saturating_sub(counters[LEVELS + l]) as usize;
+            self.tree_step(TreeStep::Moments, grid(on_level), THREADS, TreeArgs { level, ..args })?;
         }
         mark(3, self)?;
         // Groups, then the counting walk over every node's slot (at most one group per
@@ -746,6 +816,7 @@ impl CudaExecutor {
                 self.walk_twice(tree, nodes, walk_blocks, args, &mut counters, &mut tally)?
             }
         };
+        let (runs, cell_runs) = (counters[RUNS] as usize, counters[CELL_RUNS] as usize);
         let (spans, cells) = (counters[SPANS] as usize, counters[CELLS] as usize);
         let (items, cell_items) = (counters[ITEMS] as usize, counters[CELL_ITEMS] as usize);
         mark(4, self)?;
@@ -765,15 +836,24 @@ impl CudaExecutor {
             self_counts: at(&tree.self_counts),
             out: at(&tree.sorted_out),
             lengths: null(),
-            // One item per 32 targets holds the group's whole list: nothing to reduce.
-            slots: null(),
-            partial: null(),
-            runs: null(),
-            n_runs: 0,
+            // A cut list's pieces write partial sums, which its runs add in order; every
+            // other item adds atomically (no slots read when nothing was cut).
+            slots: if runs > 0 { at(&tree.slots) } else { null() },
+            partial: at(&tree.partial),
+            runs: at(&tree.runs),
+            n_runs: runs,
         };
         self.launch_batch(&bufs, items, n, params, None)?;
         if cell_items > 0 {
-            let cell_bufs = Buffers { items: args.cell_items, spans: args.cell_index, offsets: null(), ..bufs };
+            let cell_bufs = Buffers {
+                items: args.cell_items,
+                spans: args.cell_index,
+                offsets: null(),
+                slots: if cell_runs > 0 { at(&tree.cell_slots) } else { null() },
+                runs: at(&tree.cell_runs),
+                n_runs: cell_runs,
+                ..bufs
+            };
             self.launch_cells(&cell_bufs, args.cells, cell_items, n, &params.with_overlap(Overlap::Disjoint), true)?;
         }
         if settings.local > 0.0 {
@@ -800,6 +880,8 @@ impl CudaExecutor {
             super_cells: tally[5],
             items,
             cell_items,
+            longest_list: counters[MOST_SOURCES] as usize,
+            cut_lists: runs + cell_runs,
             walks,
             times: TreeTimes {
                 sort: secs(0, 1)?,
@@ -864,8 +946,8 @@ impl CudaExecutor {
             scratch_spans: count(s_spans)?,
             cap_spans: cap(&tree.spans, 8).min(cap(&tree.offset, 4)),
             cap_cells: cap(&tree.cell_index, 4),
-            cap_items: cap(&tree.items, 16),
-            cap_cell_items: cap(&tree.cell_items, 16),
+            cap_items: cap(&tree.items, 16).min(cap(&tree.slots, 4)),
+            cap_cell_items: cap(&tree.cell_items, 16).min(cap(&tree.cell_slots, 4)),
             ..tree.with_lists(args)
         };
         self.tree_step(TreeStep::Once, walk_blocks, 128, args)?;
@@ -918,6 +1000,8 @@ impl CudaExecutor {
             let r = unsafe { cust::sys::cuMemsetD8Async(buf.as_raw(), 0, nodes * 8, stream.cast()) };
             driver(r, "clearing the walk's counts")?;
         }
+        // The cut lists' counters (a failed one-pass walk took some), which the count sums.
+        self.clear_counters(tree, SLOTS, 3)?;
         self.tree_step(TreeStep::Count, walk_blocks, 128, args)?;
         Self::scan(&tree.temp, args.counts, args.span_at, nodes, stream)?;
         Self::scan(&tree.temp, args.item_counts, args.item_at, nodes, stream)?;
@@ -935,18 +1019,45 @@ impl CudaExecutor {
         // step to step, and each regrowth frees and allocates gigabytes (a device-wide
         // synchronisation).
         let roomy = |bytes: usize| bytes + bytes / 8;
-        tree.items.reserve(roomy(items * 16))?;
         tree.spans.reserve(roomy(spans * 8))?;
         tree.offset.reserve(roomy(spans * 4))?;
-        tree.cell_items.reserve(roomy(cell_items * 16))?;
         tree.cell_index.reserve(roomy(cells * 4))?;
+        // Items with a slot each; the cut lists' blocks of partial sums and runs (at
+        // least one, so every buffer the walk is handed exists).
+        tree.items.reserve(roomy(items * 16))?;
+        tree.slots.reserve(roomy(items * 4))?;
+        tree.cell_items.reserve(roomy(cell_items * 16))?;
+        tree.cell_slots.reserve(roomy(cell_items * 4))?;
+        let at_least_one = |k: usize| roomy(counters[k] as usize).max(1);
+        tree.partial.reserve(partial_bytes::<T>(at_least_one(SLOTS)))?;
+        tree.runs.reserve(at_least_one(RUNS) * 16)?;
+        tree.cell_runs.reserve(at_least_one(CELL_RUNS) * 16)?;
         // The scratch of later one-pass walks: the longest lists with room, in whole
         // warps' worth (even, so the spans stay 8-byte aligned).
         let scratch = |most: u32| roomy(most as usize).div_ceil(32).max(1) * 32;
         tree.scratch_len = (scratch(counters[MOST_CELLS]), scratch(counters[MOST_SPANS]));
         let args = tree.with_lists(args);
+        // The fill takes the cut lists' places again (and could only overflow them if
+        // the count were wrong: then nothing it wrote is used).
+        self.clear_counters(tree, SLOTS, 3)?;
+        self.clear_counters(tree, LIST_OVERFLOW, 1)?;
         self.tree_step(TreeStep::Fill, walk_blocks, 128, args)?;
+        let mut filled = [0u32; COUNTERS];
+        self.read_counters(tree, &mut filled)?;
+        if filled[LIST_OVERFLOW] != 0 {
+            return Err(Error::Device { during: "filling the tree's lists (more than counted)", code: 0 });
+        }
         Ok(args)
+    }
+
+    /// Zeroes `len` of the tree's counters from `first` (queued on the stream).
+    fn clear_counters<T: DeviceReal>(&self, tree: &DeviceTree<T>, first: usize, len: usize) -> Result<(), Error> {
+        let stream = self.gpu.stream().as_inner() as *mut c_void;
+        debug_assert!(first + len <= COUNTERS);
+        let at = at(&tree.counters).as_raw() + (first * 4) as u64;
+        // SAFETY: the counters hold COUNTERS u32s, and first + len is at most that.
+        let r = unsafe { cust::sys::cuMemsetD32Async(at, 0, len, stream.cast()) };
+        driver(r, "clearing the tree's counters")
     }
 
     /// Refuses, before any work, a tree force on `n` particles (plus `extra` bytes the
@@ -1018,6 +1129,8 @@ impl CudaExecutor {
             potential: params.potential as i32,
             super_size: if settings.super_groups() { count(settings.supers.min(i32::MAX as usize))? } else { 0 },
             front_cap: count(tree.front_cap.min(i32::MAX as usize))?,
+            split_sources: tree.cut.0.min(i32::MAX as u32) as i32,
+            split_cells: tree.cut.1.min(i32::MAX as u32) as i32,
             ..TreeArgs::<T>::bare(n)
         })
     }

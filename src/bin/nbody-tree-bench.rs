@@ -311,7 +311,7 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                     let ms = |s: f64| s * 1e3;
                     let test = test_name(theta, criterion);
                     let mut line = format!(
-                        "device tree {name}, N = {n}, eps {}, {test}, {}, local {local}, super {supers}, leaf {}, group {}: {:.2} ms GPU (sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2}), {:.2} ms wall; {} nodes, {} groups, {} + {} cell interactions, {} cells into groups' expansions, {} into {} super-groups', {} + {} work items, {} walks",
+                        "device tree {name}, N = {n}, eps {}, {test}, {}, local {local}, super {supers}, leaf {}, group {}: {:.2} ms GPU (sort {:.2}, build {:.2}, moments {:.2}, walk {:.2}, kernels {:.2}), {:.2} ms wall; {} nodes, {} groups, {} + {} cell interactions, {} cells into groups' expansions, {} into {} super-groups', {} + {} work items ({} runs of 32 targets cut, longest list {} sources), {} walks",
                         args.eps,
                         if q { "quadrupole" } else { "monopole" },
                         settings.leaf_size,
@@ -332,6 +332,8 @@ fn device_tree(gpu: &mut nbody::cuda::CudaExecutor, args: &Args) -> Result<(), n
                         r.super_groups,
                         r.items,
                         r.cell_items,
+                        r.cut_lists,
+                        r.longest_list,
                         r.walks
                     );
                     if !args.no_direct {

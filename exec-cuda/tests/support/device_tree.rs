@@ -352,6 +352,101 @@ fn one_pass_walks_match_two() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Lists cut into pieces (each piece its own work item and block of partial sums, added
+/// in order by a run): the same lists and interactions as uncut, more items, the same
+/// answer to the precision's roundoff over a sum regrouped (f32 and f64), the same
+/// errors against the oracle, and the same bits from a tree's two-pass first walk, its
+/// one-pass later walks and a fresh tree's first (a restored run's).
+fn cut_lists<T: DeviceReal>(bound: f64) -> Result<(), Failed> {
+    let mut gpu = CudaExecutor::new().map_err(err)?;
+    let (ps, _) = nbody_integrators::ics::plummer::<T>(30_000, 4);
+    let params = with_potential(Params::softened(T::from_f64(1.0 / 256.0)));
+    let want = exact(&ps, &params);
+    // A target's change against its field plus the median's (the sphere's centre feels
+    // next to nothing, from sums as large as anywhere's).
+    let mut scale: Vec<f64> = want.iter().map(|w| w.acc.iter().map(|a| a * a).sum::<f64>().sqrt()).collect();
+    let mut sorted = scale.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    scale.iter_mut().for_each(|s| *s += median);
+    let set = gpu.upload(&ps).map_err(err)?;
+    for theta in [0.5, 1.0] {
+        let settings = TreeSettings::new(theta);
+        let mut force = |tree: &mut DeviceTree<T>| -> Result<(Vec<Field<T>>, nbody_cuda::TreeReport), Failed> {
+            let mut out = gpu.zeroed_fields::<T>(ps.len()).map_err(err)?;
+            let report = gpu.tree_forces(tree, &set, &settings, &params, &mut out).map_err(err)?;
+            let mut got = vec![Field::zero(); ps.len()];
+            gpu.download(&out, &mut got).map_err(err)?;
+            Ok((got, report))
+        };
+        let (whole, plain) = force(&mut DeviceTree::with_list_cut(0, 0))?;
+        let mut tree = DeviceTree::with_list_cut(300, 100);
+        let (first, cut) = force(&mut tree)?;
+        let (again, cut_again) = force(&mut tree)?;
+        let (fresh, _) = force(&mut DeviceTree::with_list_cut(300, 100))?;
+        let name = format!("{} theta {theta}", T::NAME);
+        if plain.cut_lists != 0 || cut.cut_lists == 0 || cut_again.cut_lists != cut.cut_lists {
+            return Err(format!(
+                "{name}: runs cut {} uncut, {} then {} cut",
+                plain.cut_lists, cut.cut_lists, cut_again.cut_lists
+            )
+            .into());
+        }
+        if (cut.walks, cut_again.walks) != (2, 1) || again != first || fresh != first {
+            return Err(format!(
+                "{name}: walks {} then {}; one-pass walk the same: {}, a fresh tree the same: {}",
+                cut.walks,
+                cut_again.walks,
+                again == first,
+                fresh == first
+            )
+            .into());
+        }
+        let same_lists = (cut.interactions, cut.cell_interactions, cut.spans, cut.longest_list)
+            == (plain.interactions, plain.cell_interactions, plain.spans, plain.longest_list);
+        if !same_lists || cut.items <= plain.items || cut.cell_items <= plain.cell_items || cut.longest_list <= 300 {
+            return Err(format!("{name}: cut {cut:?}\nuncut {plain:?}").into());
+        }
+        let moved = first
+            .iter()
+            .zip(&whole)
+            .zip(&scale)
+            .map(|((p, q), s)| {
+                let d = [p.ax.to_f64() - q.ax.to_f64(), p.ay.to_f64() - q.ay.to_f64(), p.az.to_f64() - q.az.to_f64()];
+                (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt() / s
+            })
+            .fold(0.0, f64::max);
+        let (c_rel, c_phi) = errors(&first, &want);
+        let (w_rel, w_phi) = errors(&whole, &want);
+        let at = |r: &[f64], q: usize| r[r.len() * q / 100];
+        println!(
+            "{name}: {} + {} items cut, {} + {} whole ({} runs cut), longest list {}; cut against whole {moved:.2e}; median {:.2e} / {:.2e}, 99% {:.2e} / {:.2e}, phi {c_phi:.2e} / {w_phi:.2e}",
+            cut.items,
+            cut.cell_items,
+            plain.items,
+            plain.cell_items,
+            cut.cut_lists,
+            cut.longest_list,
+            at(&c_rel, 50),
+            at(&w_rel, 50),
+            at(&c_rel, 99),
+            at(&w_rel, 99)
+        );
+        let within = |c: f64, w: f64| (c - w).abs() <= 0.01 * w + bound;
+        if moved > bound
+            || !within(at(&c_rel, 50), at(&w_rel, 50))
+            || !within(at(&c_rel, 99), at(&w_rel, 99))
+            || !within(c_phi, w_phi)
+        {
+            return Err(format!(
+                "{name}: cut lists moved the field by {moved:e} (bound {bound:e}) or changed its errors"
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// Bad settings and the spline are clear errors; nothing is written.
 fn bad_input() -> Result<(), Failed> {
     let mut gpu = CudaExecutor::new().map_err(err)?;
@@ -501,6 +596,8 @@ pub(crate) fn checks() -> Vec<Check> {
         ("device_tree_degenerate_inputs", degenerate_inputs),
         ("device_tree_grows_its_node_array", grows_its_node_array),
         ("device_tree_one_pass_walks_match_two", one_pass_walks_match_two),
+        ("device_tree_f32_cut_lists_are_the_whole_lists", || cut_lists::<f32>(2e-5)),
+        ("device_tree_f64_cut_lists_are_the_whole_lists", || cut_lists::<f64>(1e-12)),
         ("device_tree_bad_input_is_a_clear_error", bad_input),
         ("device_tree_relative_criterion", relative_criterion),
         ("device_tree_leapfrog_restores_bit_for_bit", leapfrog_restores_bit_for_bit),
