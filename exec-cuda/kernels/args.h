@@ -355,7 +355,8 @@ struct TreeNode {
     F(int, cap_runs)                                                                                                   \
     F(int, cap_cell_runs)                                                                                              \
     F(int, split_sources)                                                                                              \
-    F(int, split_cells)
+    F(int, split_cells)                                                                                                \
+    F(int, self_term)
 
 template <typename T> struct JerkExtra { JERK_EXTRA_FIELDS(NBODY_ARGS_FIELD) };
 template <typename T> struct TiledArgs { TILED_ARGS_FIELDS(NBODY_ARGS_FIELD) };

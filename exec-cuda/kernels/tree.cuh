@@ -991,9 +991,30 @@ template <typename T> __device__ void tree_super_walk(const TreeArgs<T> &a) {
     }
 }
 
-// Adds expansion l about `centre` at each of group grp's targets (a lane a target).
+// Target k's sorted-order field o, with its softened self term taken off the potential
+// (self_term 1: as the batched kernel's fix-up in T, 2: in float, the mixed kernels'
+// arithmetic), added into the caller's order.
 template <typename T>
-__device__ __forceinline__ void add_series(const TreeArgs<T> &a, Span grp, const T l[LOCAL_TERMS], const T centre[3]) {
+__device__ __forceinline__ void finish_target(const TreeArgs<T> &a, u32 k, typename V4<T>::type o) {
+    if (a.potential && a.self_term != 0) {
+        const T m = a.sorted[k].w;
+        const T w = a.self_term == 2 ? (T)((float)m * rsqrt_fast((float)a.eps2)) : m * rsqrt_fast(a.eps2);
+        o.w += a.g * w;
+    }
+    const u32 i = a.index[k];
+    typename V4<T>::type f = a.out[i];
+    f.x += o.x;
+    f.y += o.y;
+    f.z += o.z;
+    if (a.potential) f.w += o.w;
+    a.out[i] = f;
+}
+
+// Adds expansion l about `centre` at each of group grp's targets (a lane a target); the
+// last series of a group finishes its targets (finish_target) instead of storing them.
+template <typename T>
+__device__ __forceinline__ void add_series(const TreeArgs<T> &a, Span grp, const T l[LOCAL_TERMS], const T centre[3],
+                                           bool last) {
     for (u32 k = grp.start + (threadIdx.x & 31); k < grp.end; k += 32) {
         const typename V4<T>::type p = a.sorted[k];
         const T y[3] = {p.x - centre[0], p.y - centre[1], p.z - centre[2]};
@@ -1004,15 +1025,17 @@ __device__ __forceinline__ void add_series(const TreeArgs<T> &a, Span grp, const
         o.y = fma(a.g, acc[1], o.y);
         o.z = fma(a.g, acc[2], o.z);
         if (a.potential) o.w = fma(a.g, phi, o.w);
-        a.sorted_out[k] = o;
+        if (last) finish_target(a, k, o);
+        else a.sorted_out[k] = o;
     }
 }
 
 // Each group's expansion from its far cells (a lane a cell, the lanes' sums added in a
 // fixed order) at each of its targets (a lane a target; a warp per group), then its
 // super-group's (about the super-group's centre), added to the sorted-order results
-// after the leaf kernels' (so in a fixed order). One series at a time: the second's
-// terms take the first's registers.
+// after the leaf kernels' (so in a fixed order); the last finishes the group's targets
+// into the caller's order (tree_scatter's work, which this replaces). One series at a
+// time: the second's terms take the first's registers.
 template <typename T> __device__ void tree_local(const TreeArgs<T> &a) {
     const int lane = threadIdx.x & 31;
     const u32 groups = a.counters[TREE_GROUPS], warps = (gridDim.x * blockDim.x) >> 5;
@@ -1028,7 +1051,7 @@ template <typename T> __device__ void tree_local(const TreeArgs<T> &a) {
             for (int k = 0; k < LOCAL_TERMS; ++k) l[k] = T(0);
             for (u32 k = lane; k < n_far; k += 32) local_add_cell(a.cells[a.cell_index[start + k]], centre, a.eps2, l);
             warp_sum_terms(l);
-            add_series(a, grp, l, centre);
+            add_series(a, grp, l, centre, sup == TREE_NO_SUPER);
         }
         if (sup != TREE_NO_SUPER) {
             const T *srec = a.super_rec + (size_t)sup * SUPER_RECORD;
@@ -1036,22 +1059,18 @@ template <typename T> __device__ void tree_local(const TreeArgs<T> &a) {
             T l[LOCAL_TERMS];
 #pragma unroll
             for (int k = 0; k < LOCAL_TERMS; ++k) l[k] = srec[SUPER_TERMS + k];
-            add_series(a, grp, l, centre);
+            add_series(a, grp, l, centre, true);
         }
+        if (n_far == 0 && sup == TREE_NO_SUPER)
+            for (u32 k = grp.start + lane; k < grp.end; k += 32) finish_target(a, k, a.sorted_out[k]);
     }
 }
 
-// Adds the sorted-order results into the caller's order.
+// Adds the sorted-order results into the caller's order (finish_target), when no
+// expansion pass (tree_local) did.
 template <typename T> __device__ void tree_scatter(const TreeArgs<T> &a) {
-    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < a.n; k += gridDim.x * blockDim.x) {
-        const typename V4<T>::type f = a.sorted_out[k];
-        typename V4<T>::type o = a.out[a.index[k]];
-        o.x += f.x;
-        o.y += f.y;
-        o.z += f.z;
-        if (a.potential) o.w += f.w;
-        a.out[a.index[k]] = o;
-    }
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < a.n; k += gridDim.x * blockDim.x)
+        finish_target(a, (u32)k, a.sorted_out[k]);
 }
 
 #define TREE_KERNEL(NAME, T, STEP, CALL)                                                                               \

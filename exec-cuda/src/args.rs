@@ -368,6 +368,7 @@ kernel_args! {
         cap_cell_runs: i32 = "int",
         split_sources: i32 = "int",
         split_cells: i32 = "int",
+        self_term: i32 = "int",
     }
 }
 
@@ -667,6 +668,7 @@ impl<T: DeviceReal> TreeArgs<T> {
             cap_cell_runs: 0,
             split_sources: 0,
             split_cells: 0,
+            self_term: 0,
         }
     }
 }

@@ -37,6 +37,8 @@ pub(crate) struct Buffers {
     pub items: DevicePointer<u8>,
     pub spans: DevicePointer<u8>,
     pub offsets: DevicePointer<u8>,
+    /// How many of each target's source spans hold it, for the potential's self terms
+    /// (null: the caller takes them off itself).
     pub self_counts: DevicePointer<u8>,
     pub out: DevicePointer<u8>,
     /// Per-particle softening as the kernels read it (null with one softening).
@@ -325,7 +327,7 @@ impl crate::CudaExecutor {
         self.launch_reduce(b, args)?;
         // One softening that masks removes nothing; per-particle lengths of zero are
         // skipped by the fix-up itself.
-        if params.potential && (each.is_some() || !masked) && n > 0 {
+        if params.potential && !b.self_counts.is_null() && (each.is_some() || !masked) && n > 0 {
             // SAFETY: particles, self counts, lengths and out all hold n entries.
             unsafe {
                 let what = "launching the self-potential fix-up";

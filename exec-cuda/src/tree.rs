@@ -378,7 +378,6 @@ pub struct DeviceTree<T> {
     cell_items: Scratch,
     cell_index: Scratch,
     groups: Scratch,
-    self_counts: Scratch,
     stack: Scratch,
     temp: Scratch,
     /// The one-pass walk's per-warp lists.
@@ -440,7 +439,6 @@ impl<T: DeviceReal> DeviceTree<T> {
             cell_items: Scratch::default(),
             cell_index: Scratch::default(),
             groups: Scratch::default(),
-            self_counts: Scratch::default(),
             stack: Scratch::default(),
             temp: Scratch::default(),
             scratch: Scratch::default(),
@@ -517,7 +515,7 @@ impl<T: DeviceReal> DeviceTree<T> {
         let v4 = size_of::<Particle<T>>();
         // The lists, and for cut lists (long lists at small theta) their pieces' items
         // and partial sums: about 48 bytes a particle when every list is cut in two.
-        let per_particle = 16 + 8 + 2 * v4 + 4 + 24 + LIST_BYTES + 48;
+        let per_particle = 16 + 8 + 2 * v4 + 24 + LIST_BYTES + 48;
         let nodes = 2 * n / settings.leaf_size.clamp(1, n.max(1)) + 64;
         let per_node =
             16 + 4 + MOMENTS * 8 + size_of::<Cell<T>>() + v4 + 8 + 4 * 8 + LOCAL_RECORD * size_of::<T>() + 3 * 4;
@@ -535,7 +533,6 @@ impl<T: DeviceReal> DeviceTree<T> {
         self.index.reserve(2 * n * 4)?;
         self.sorted.reserve(n * v4)?;
         self.sorted_out.reserve(n * v4)?;
-        self.self_counts.reserve(n * 4)?;
         self.bounds.reserve(6 * 8)?;
         self.counters.reserve(COUNTERS * 4)?;
         self.tally.reserve(TALLIES * 8)?;
@@ -824,16 +821,14 @@ impl CudaExecutor {
         // SAFETY: sorted_out holds n fields; ordered on this stream.
         let r = unsafe { cust::sys::cuMemsetD8Async(at(&tree.sorted_out).as_raw(), 0, n * v4, stream.cast()) };
         driver(r, "clearing the tree's outputs")?;
-        // SAFETY: self_counts holds n u32s; ordered on this stream.
-        let r = unsafe { cust::sys::cuMemsetD32Async(at(&tree.self_counts).as_raw(), 1, n, stream.cast()) };
-        driver(r, "setting the self counts")?;
-        // Every particle lies in exactly one of its group's leaf spans: one self term each.
+        // Every particle lies in exactly one of its group's leaf spans: one self term
+        // each, which the last pass over the targets takes off (finish_target).
         let bufs = Buffers {
             particles: at(&tree.sorted),
             items: args.items,
             spans: args.spans,
             offsets: args.offset,
-            self_counts: at(&tree.self_counts),
+            self_counts: null(),
             out: at(&tree.sorted_out),
             lengths: null(),
             // A cut list's pieces write partial sums, which its runs add in order; every
@@ -859,9 +854,11 @@ impl CudaExecutor {
         if settings.local > 0.0 {
             // A warp per group.
             let groups = counters[GROUPS] as usize;
+            // It also adds every group's targets into the caller's order.
             self.tree_step(TreeStep::Local, grid(groups * 32), THREADS, args)?;
+        } else {
+            self.tree_step(TreeStep::Scatter, grid(n), THREADS, args)?;
         }
-        self.tree_step(TreeStep::Scatter, grid(n), THREADS, args)?;
         mark(5, self)?;
         events[5].synchronize().map_err(cuda("running the device tree"))?;
         download(tree.tally.buf_ref().expect("reserved"), bytemuck::cast_slice_mut(&mut tally))?;
@@ -1129,6 +1126,12 @@ impl CudaExecutor {
             potential: params.potential as i32,
             super_size: if settings.super_groups() { count(settings.supers.min(i32::MAX as usize))? } else { 0 },
             front_cap: count(tree.front_cap.min(i32::MAX as usize))?,
+            // The batched kernel's self term in its arithmetic (none where it masks).
+            self_term: match self.kernel_eps2(params)? {
+                (_, true) => 0,
+                _ if self.family::<T>() == crate::Family::Mixed => 2,
+                _ => 1,
+            },
             split_sources: tree.cut.0.min(i32::MAX as u32) as i32,
             split_cells: tree.cut.1.min(i32::MAX as u32) as i32,
             ..TreeArgs::<T>::bare(n)
