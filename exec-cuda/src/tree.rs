@@ -339,10 +339,10 @@ pub struct TreeReport {
     pub cell_items: usize,
     /// The most sources of one group's particle list.
     pub longest_list: usize,
-    /// Runs of 32 targets whose particle or cell list a one-pass walk cut into pieces (a
-    /// list past four times the last walk's mean, and at least 4096 sources or 2048
-    /// cells): each piece is a work item of its own, and the run adds their partial sums
-    /// in order, so one long list does not leave the kernel waiting on one block.
+    /// Runs of 32 targets whose particle or cell list the walk cut into pieces (a list
+    /// past 4096 sources or 2048 cells, or a tree's [`DeviceTree::with_list_cut`]): each
+    /// piece is a work item of its own, and the run adds their partial sums in order, so
+    /// one long list does not leave the kernel waiting on one block.
     pub cut_lists: usize,
     /// Traversals the walk made: 2 (count, then write) for a tree's first force, 1 once
     /// earlier walks sized its lists, 3 when a one-pass walk's lists did not fit.
