@@ -553,8 +553,6 @@ impl<T: DeviceReal> DeviceTree<T> {
     /// `args` with the walk's list buffers (items, spans, offsets, cell items, cell
     /// indices) as reserved now.
     fn with_lists(&self, args: TreeArgs<T>) -> TreeArgs<T> {
-        let cap =
-            |s: &Scratch, entry: usize| s.buf_ref().map_or(0, |b| (b.len() / entry).min(i32::MAX as usize) as i32);
         TreeArgs {
             items: at(&self.items),
             spans: at(&self.spans),
@@ -565,9 +563,9 @@ impl<T: DeviceReal> DeviceTree<T> {
             cell_slots: at(&self.cell_slots),
             runs: at(&self.runs),
             cell_runs: at(&self.cell_runs),
-            cap_slots: cap(&self.partial, partial_bytes::<T>(1)),
-            cap_runs: cap(&self.runs, 16),
-            cap_cell_runs: cap(&self.cell_runs, 16),
+            cap_slots: entries(&self.partial, partial_bytes::<T>(1)),
+            cap_runs: entries(&self.runs, 16),
+            cap_cell_runs: entries(&self.cell_runs, 16),
             ..args
         }
     }
@@ -579,6 +577,11 @@ impl<T: DeviceReal> DeviceTree<T> {
         }
         Ok(())
     }
+}
+
+/// Entries of `entry` bytes a scratch buffer holds, as a kernel's i32 capacity.
+fn entries(s: &Scratch, entry: usize) -> i32 {
+    s.buf_ref().map_or(0, |b| (b.len() / entry).min(i32::MAX as usize) as i32)
 }
 
 /// The address of a reserved scratch buffer (null before its first reservation).
@@ -935,16 +938,14 @@ impl CudaExecutor {
             tree.scratch.release();
             return Ok(None);
         }
-        let cap =
-            |s: &Scratch, entry: usize| s.buf_ref().map_or(0, |b| (b.len() / entry).min(i32::MAX as usize) as i32);
         let args = TreeArgs {
             scratch: at(&tree.scratch),
             scratch_cells: count(s_cells)?,
             scratch_spans: count(s_spans)?,
-            cap_spans: cap(&tree.spans, 8).min(cap(&tree.offset, 4)),
-            cap_cells: cap(&tree.cell_index, 4),
-            cap_items: cap(&tree.items, 16).min(cap(&tree.slots, 4)),
-            cap_cell_items: cap(&tree.cell_items, 16).min(cap(&tree.cell_slots, 4)),
+            cap_spans: entries(&tree.spans, 8).min(entries(&tree.offset, 4)),
+            cap_cells: entries(&tree.cell_index, 4),
+            cap_items: entries(&tree.items, 16).min(entries(&tree.slots, 4)),
+            cap_cell_items: entries(&tree.cell_items, 16).min(entries(&tree.cell_slots, 4)),
             ..tree.with_lists(args)
         };
         self.tree_step(TreeStep::Once, walk_blocks, 128, args)?;
