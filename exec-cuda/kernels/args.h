@@ -303,6 +303,7 @@ struct TreeNode {
     F(unsigned long long *, tally)                                                                                     \
     F(TreeNode *, nodes)                                                                                               \
     F(u32 *, parent)                                                                                                   \
+    F(u32 *, arrivals)                                                                                                 \
     F(double *, moments)                                                                                               \
     F(CellRec<T> *, cells)                                                                                             \
     F(typename V4<T>::type *, opening)                                                                                 \

@@ -10,9 +10,9 @@ template <typename C> struct __align__(4 * sizeof(C)) CellC {
 
 // One particle-cell interaction (nbody_core::cell::cell): with d = x_i - c, r^2 = |d|^2
 // + eps^2, q = dQd - eps^2 S (S the spread), phi -= M/r + q/(2 r^5), a += Q d / r^5 -
-// (M + 5/2 q/r^4) d / r^3 (the
-// monopole through 1/r^3, not r^2/r^5, so it stays normal as far out as the pair
-// kernel's). MASKED: a target at an unsoftened cell's centre feels nothing (as in the
+// (M/r + 5/2 q/r^5) d / r^2 (M/r and q/r^5 shared by both sums: 9 multiplies, not 11;
+// the monopole through (M/r)/r^2, as the pair kernel's, so it stays normal as far
+// out). MASKED: a target at an unsoftened cell's centre feels nothing (as in the
 // pair kernel); the device tree's lists need no mask, since a walk takes a cell only
 // when its centre lies outside the group's box, so every target's r^2 > 0.
 template <typename C, bool POT, bool MASKED>
@@ -26,12 +26,13 @@ __device__ __forceinline__ void cell_interact(const typename V4<C>::type &t, con
     const C qdy = fma(c.q[1], dx, fma(c.q[3], dy, c.q[4] * dz));
     const C qdz = fma(c.q[2], dx, fma(c.q[4], dy, c.q[5] * dz));
     const C dqd = fma(dx, qdx, fma(dy, qdy, fma(dz, qdz, -c.soft)));
-    const C rinv2 = rinv * rinv, rinv3 = rinv2 * rinv, rinv5 = rinv3 * rinv2;
-    const C radial = rinv3 * fma(C(2.5) * dqd * rinv2, rinv2, c.m);
+    const C rinv2 = rinv * rinv, rinv5 = rinv2 * rinv2 * rinv;
+    const C m_rinv = c.m * rinv, q_rinv5 = dqd * rinv5;
+    const C radial = rinv2 * fma(C(2.5), q_rinv5, m_rinv);
     ax = fma(-radial, dx, fma(qdx, rinv5, ax));
     ay = fma(-radial, dy, fma(qdy, rinv5, ay));
     az = fma(-radial, dz, fma(qdz, rinv5, az));
-    if (POT) phi -= fma(C(0.5) * dqd, rinv5, c.m * rinv);
+    if (POT) phi -= fma(C(0.5), q_rinv5, m_rinv);
 }
 
 // The batched cell kernel: the batched kernel's work items (up to 32 targets, an item's

@@ -124,6 +124,7 @@ template <typename T> __device__ void tree_reset(const TreeArgs<T> &a) {
     TreeNode root = {0u, (u32)a.n, 0u, 0u};
     a.nodes[0] = root;
     a.parent[0] = 0xffffffffu;
+    a.arrivals[0] = 0;
 }
 
 // The particles' bounding box: per-thread extremes, reduced per warp, then per block, one
@@ -192,14 +193,14 @@ template <typename T> __device__ void tree_gather(const TreeArgs<T> &a) {
         a.sorted[k] = a.particles[a.index[k]];
 }
 
-// tree_split's work on the nodes of `level`.
-template <typename T> __device__ __forceinline__ void split_level(const TreeArgs<T> &a) {
+// tree_split's work on the nodes of `level`, over the first `blocks` blocks.
+template <typename T> __device__ __forceinline__ void split_level(const TreeArgs<T> &a, u32 blocks) {
     const u32 *lvl = a.counters + TREE_LEVELS;
     const u32 begin = lvl[a.level], end = lvl[a.level + 1];
     const int shift = 3 * (TREE_DEPTH - 1 - a.level);
     const u32 o = threadIdx.x & 7, seg = threadIdx.x & 24;
     const unsigned mask = 0xffu << seg;
-    const u32 first = (blockIdx.x * blockDim.x + threadIdx.x) >> 3, stride = (gridDim.x * blockDim.x) >> 3;
+    const u32 first = (blockIdx.x * blockDim.x + threadIdx.x) >> 3, stride = (blocks * blockDim.x) >> 3;
     for (u32 c = begin + first; c < end; c += stride) {
         const TreeNode node = a.nodes[c];
         if (a.level >= TREE_DEPTH || node.end - node.start <= (u32)a.leaf_size) continue;
@@ -227,6 +228,7 @@ template <typename T> __device__ __forceinline__ void split_level(const TreeArgs
             const TreeNode child = {l, next, 0u, 0u};
             a.nodes[w] = child;
             a.parent[w] = c;
+            a.arrivals[w] = 0;
         }
         if (o == 0) {
             a.nodes[c].child = base;
@@ -240,19 +242,30 @@ template <typename T> __device__ __forceinline__ void split_level(const TreeArgs
 // contiguous and in octant order, so a walk meets them in the same order whatever order
 // the nodes were appended in. Eight threads a node (aligned in the warp), each searching
 // one octant's first particle: the top levels' few nodes would otherwise wait on seven
-// binary searches in a row over the whole key array. The last block to finish closes
-// level + 1: its nodes are those appended meanwhile.
+// binary searches in a row over the whole key array. Only the blocks the level's nodes
+// need take part (the host's grid fills the GPU for a level of unknown size; the top
+// levels hold a few nodes and the deep ones often none, and a thousand blocks arriving
+// on one counter cost microseconds a launch). The last of them to finish closes level
+// + 1: its nodes are those appended meanwhile.
 template <typename T> __device__ void tree_split(const TreeArgs<T> &a) {
+    const u32 *lvl = a.counters + TREE_LEVELS;
+    const u32 on_level = lvl[a.level + 1] - lvl[a.level];
+    const u32 blocks = min((u32)gridDim.x, (on_level * 8 + blockDim.x - 1) / blockDim.x);
+    if (blockIdx.x >= blocks) {
+        // An empty level appends nothing: the level below is empty too, and starts where it ends.
+        if (blocks == 0 && blockIdx.x == 0 && threadIdx.x == 0) a.counters[TREE_LEVELS + a.level + 2] = lvl[a.level + 1];
+        return;
+    }
     // Once a level has run out of room, some of the nodes below capacity were never
     // written (a split whose children did not all fit writes none): the host builds again
     // with more room, and nothing may read those nodes meanwhile. In a fresh node array
     // they hold whatever the allocation held before, and their spans index anywhere.
-    if (!a.counters[TREE_OVERFLOW]) split_level(a);
+    if (!a.counters[TREE_OVERFLOW]) split_level(a, blocks);
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence(); // this block's nodes and count, before its arrival
         const u32 done = atomicAdd(&a.counters[TREE_SPLIT_DONE + a.level], 1u);
-        if (done == gridDim.x - 1) {
+        if (done == blocks - 1) {
             __threadfence();
             const u32 nodes = atomicAdd(&a.counters[TREE_NODES], 0u);
             a.counters[TREE_LEVELS + a.level + 2] = min(nodes, (u32)a.capacity);
@@ -298,10 +311,12 @@ __device__ __forceinline__ void node_moments(const TreeArgs<T> &a, u32 c, const 
     } else {
         for (u32 ch = node.child; ch < node.child + node.children; ++ch) {
             const double *cm = a.moments + (size_t)ch * TREE_MOMENTS;
-            m += cm[3];
+            const double cm3 = __ldcg(cm + 3);
+            m += cm3;
             for (int d = 0; d < 3; ++d) {
-                s[d] += cm[3] * cm[d];
-                plain[d] += cm[d];
+                const double x = __ldcg(cm + d);
+                s[d] += cm3 * x;
+                plain[d] += x;
             }
         }
         parts = node.children;
@@ -324,11 +339,13 @@ __device__ __forceinline__ void node_moments(const TreeArgs<T> &a, u32 c, const 
     } else {
         for (u32 ch = node.child; ch < node.child + node.children; ++ch) {
             const double *cm = a.moments + (size_t)ch * TREE_MOMENTS;
-            const double off[3] = {cm[0] - com[0], cm[1] - com[1], cm[2] - com[2]};
-            add_quadrupole(q, cm[3], off);
-            for (int k = 0; k < 6; ++k) q[k] += cm[4 + k];
-            q[6] += cm[11];
-            bmax = fmax(bmax, sqrt(off[0] * off[0] + off[1] * off[1] + off[2] * off[2]) + cm[10]);
+            double v[TREE_MOMENTS];
+            for (int k = 0; k < TREE_MOMENTS; ++k) v[k] = __ldcg(cm + k);
+            const double off[3] = {v[0] - com[0], v[1] - com[1], v[2] - com[2]};
+            add_quadrupole(q, v[3], off);
+            for (int k = 0; k < 6; ++k) q[k] += v[4 + k];
+            q[6] += v[11];
+            bmax = fmax(bmax, sqrt(off[0] * off[0] + off[1] * off[1] + off[2] * off[2]) + v[10]);
         }
     }
     double *out = a.moments + (size_t)c * TREE_MOMENTS;
@@ -356,25 +373,32 @@ __device__ __forceinline__ void node_moments(const TreeArgs<T> &a, u32 c, const 
     a.opening[c] = o;
 }
 
-// The moments of every leaf (level < 0: they need nothing else, so one launch takes them
-// all, each finding its level's side from the level ranges), or of the nodes with
-// children of `level` (their children's are done).
+// Every node's moments in one launch: a thread per leaf, and then up the tree, the last
+// of a node's children to finish takes the node (arrivals counts them; its children's
+// moments are then all written, and read past L1), so no level waits for a launch of
+// its own and the top levels' few nodes cost no launches. A node's sums read its
+// children in order, whichever thread takes it: the same bits every time.
 template <typename T> __device__ void tree_moments(const TreeArgs<T> &a) {
     const u32 *lvl = a.counters + TREE_LEVELS;
     double lo[3];
     const double root = root_frame(a.bounds, lo);
-    const bool leaves = a.level < 0;
-    const u32 begin = leaves ? 0u : lvl[a.level], end = leaves ? min(a.counters[TREE_NODES], (u32)a.capacity) : lvl[a.level + 1];
-    for (u32 c = begin + blockIdx.x * blockDim.x + threadIdx.x; c < end; c += gridDim.x * blockDim.x) {
-        const TreeNode node = a.nodes[c];
-        if ((node.children == 0) != leaves) continue;
-        int level = a.level;
-        if (leaves) {
-            // The last level whose range starts at or before c.
-            level = 0;
-            while (level < TREE_DEPTH && lvl[level + 1] <= c) ++level;
-        }
+    const u32 end = min(a.counters[TREE_NODES], (u32)a.capacity);
+    for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < end; c += gridDim.x * blockDim.x) {
+        TreeNode node = a.nodes[c];
+        if (node.children != 0) continue;
+        // The last level whose range starts at or before c.
+        int level = 0;
+        while (level < TREE_DEPTH && lvl[level + 1] <= c) ++level;
         node_moments(a, c, node, ldexp(root, -level));
+        for (u32 at = c; level > 0; --level) {
+            __threadfence(); // this node's moments, before its arrival
+            const u32 up = a.parent[at];
+            node = a.nodes[up];
+            if (atomicAdd(&a.arrivals[up], 1u) != node.children - 1) break;
+            __threadfence(); // the siblings' arrivals, before their moments are read
+            node_moments(a, up, node, ldexp(root, -(level - 1)));
+            at = up;
+        }
     }
 }
 

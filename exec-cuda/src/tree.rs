@@ -8,7 +8,8 @@
 //!    into its non-empty octants (a binary search per octant over the sorted keys), at
 //!    most 21 levels deep, so coincident particles end in one leaf instead of an unbounded
 //!    descent.
-//! 3. Moments in f64 (every leaf in one launch, then the other nodes bottom-up): mass,
+//! 3. Moments in f64 (one launch: a thread per leaf, then up the tree, each node taken
+//!    by the last of its children to finish): mass,
 //!    centre of mass, traceless quadrupole, and `b_max`
 //!    (the farthest particle from the centre of mass), each node's cell record for the
 //!    cell kernel and its opening radius.
@@ -103,8 +104,6 @@ const SPANS: usize = 4;
 const CELLS: usize = 5;
 const ITEMS: usize = 6;
 const CELL_ITEMS: usize = 7;
-/// Where tree.cuh's level ranges start (level L holds nodes [lvl[L], lvl[L + 1])).
-const LEVELS: usize = 8;
 const LIST_OVERFLOW: usize = 31;
 const MOST_SPANS: usize = 32;
 const MOST_CELLS: usize = 33;
@@ -365,6 +364,7 @@ pub struct DeviceTree<T> {
     tally: Scratch,
     nodes: Scratch,
     parent: Scratch,
+    arrivals: Scratch,
     moments: Scratch,
     cells: Scratch,
     opening: Scratch,
@@ -426,6 +426,7 @@ impl<T: DeviceReal> DeviceTree<T> {
             tally: Scratch::default(),
             nodes: Scratch::default(),
             parent: Scratch::default(),
+            arrivals: Scratch::default(),
             moments: Scratch::default(),
             cells: Scratch::default(),
             opening: Scratch::default(),
@@ -518,7 +519,7 @@ impl<T: DeviceReal> DeviceTree<T> {
         let per_particle = 16 + 8 + 2 * v4 + 24 + LIST_BYTES + 48;
         let nodes = 2 * n / settings.leaf_size.clamp(1, n.max(1)) + 64;
         let per_node =
-            16 + 4 + MOMENTS * 8 + size_of::<Cell<T>>() + v4 + 8 + 4 * 8 + LOCAL_RECORD * size_of::<T>() + 3 * 4;
+            16 + 4 + 4 + MOMENTS * 8 + size_of::<Cell<T>>() + v4 + 8 + 4 * 8 + LOCAL_RECORD * size_of::<T>() + 3 * 4;
         // A record and a frontier for each super-group, taking them to hold a quarter of
         // `supers` particles on average (they hold from `group_size` to `supers`).
         let supers = if settings.super_groups() { n / (settings.supers / 4).max(1) + 1 } else { 0 };
@@ -538,6 +539,7 @@ impl<T: DeviceReal> DeviceTree<T> {
         self.tally.reserve(TALLIES * 8)?;
         self.nodes.reserve(capacity * 16)?;
         self.parent.reserve(capacity * 4)?;
+        self.arrivals.reserve(capacity * 4)?;
         self.moments.reserve(capacity * MOMENTS * 8)?;
         self.cells.reserve(capacity * size_of::<Cell<T>>())?;
         self.opening.reserve(capacity * v4)?;
@@ -766,17 +768,8 @@ impl CudaExecutor {
             index: at(&tree.index).wrapping_add(n * 4),
             ..self.tree_args(tree, particles, previous, out, settings, params, n_int)?
         };
-        // From the deepest level that holds nodes (the build's levels below it are empty).
-        let deepest =
-            (0..=DEPTH).rev().find(|&l| counters[LEVELS + l as usize + 1] > counters[LEVELS + l as usize]).unwrap_or(0);
-        // Every leaf in one launch (level -1), then the nodes with children level by
-        // level up (the deepest level holds leaves only).
-        self.tree_step(TreeStep::Moments, grid(nodes), THREADS, TreeArgs { level: -1, ..args })?;
-        for level in (0..deepest).rev() {
-            let l = level as usize;
-            let on_level = counters[LEVELS + l + 1].saturating_sub(counters[LEVELS + l]) as usize;
-            self.tree_step(TreeStep::Moments, grid(on_level), THREADS, TreeArgs { level, ..args })?;
-        }
+        // Every node's moments, leaves first and then up the tree, in one launch.
+        self.tree_step(TreeStep::Moments, grid(nodes), THREADS, args)?;
         mark(3, self)?;
         // Groups, then the counting walk over every node's slot (at most one group per
         // node; the slots past the groups stay zero for the scans). One warp walks one
@@ -1098,6 +1091,7 @@ impl CudaExecutor {
             tally: at(&tree.tally),
             nodes: at(&tree.nodes),
             parent: at(&tree.parent),
+            arrivals: at(&tree.arrivals),
             moments: at(&tree.moments),
             cells: at(&tree.cells),
             opening: at(&tree.opening),
